@@ -1,0 +1,236 @@
+//! The build-script API: an explicit builder in the style of `cc::Build`.
+
+use crate::cargo::CargoOutput;
+use crate::compile::{compile_file, CompiledModule, Options, TargetRequest};
+use crate::error::{Error, ErrorKind, Result};
+use crate::module_to_object::Toolkits;
+use crate::output::{file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_manifest};
+use crate::target::Vendor;
+use gpu_manifest::{GpuModule, Manifest, Object};
+use std::path::{Path, PathBuf};
+
+/// Intermediate results `GPU_BUILD_DUMP` can ask for (`GPU_BUILD_DUMP=llvm,isa`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct DumpRequest {
+    llvm: bool,
+    isa: bool,
+}
+
+/// Compiles GPU kernel files into device objects and a manifest in `OUT_DIR`.
+///
+/// ```no_run
+/// // build.rs
+/// gpu_build::Build::new()
+///     .kernel("kernels/vadd.mlir")
+///     .target(gpu_build::Vendor::Nvptx, &["sm_80", "sm_90"])
+///     .target(gpu_build::Vendor::Amdgpu, &["gfx90a"])
+///     .compile_or_exit();
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Build {
+    kernels: Vec<PathBuf>,
+    requests: Vec<TargetRequest>,
+    opt_level: Option<u8>,
+    out_dir: Option<PathBuf>,
+    base_dir: Option<PathBuf>,
+    quiet: bool,
+}
+
+/// What a successful [`Build::compile`] produced.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub manifest: Manifest,
+    pub manifest_path: PathBuf,
+    pub out_dir: PathBuf,
+    /// Warnings also printed as `cargo::warning` lines.
+    pub warnings: Vec<String>,
+    /// `cargo::` lines for this build (rerun-if-changed, rerun-if-env-changed, warnings).
+    pub cargo_directives: Vec<String>,
+}
+
+impl Build {
+    pub fn new() -> Build {
+        Build::default()
+    }
+
+    /// Adds a kernel file (`.mlir`, `.ll` or `.bc`), relative to the crate's directory.
+    pub fn kernel(&mut self, path: impl AsRef<Path>) -> &mut Build {
+        self.kernels.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Builds for `vendor`. Named chips replace the file's own chips for that vendor (its other
+    /// target parameters are kept); no chips means the file's own targets for that vendor, or the
+    /// default chip. Without any `target` call, each gpu.module's own target attributes are used.
+    pub fn target(&mut self, vendor: Vendor, chips: &[&str]) -> &mut Build {
+        self.requests.push(TargetRequest { vendor, chips: chips.iter().map(|c| c.to_string()).collect() });
+        self
+    }
+
+    /// Overrides every target's optimization level (0..=3).
+    pub fn opt_level(&mut self, level: u8) -> &mut Build {
+        self.opt_level = Some(level);
+        self
+    }
+
+    /// Where outputs go; defaults to `$OUT_DIR`.
+    pub fn out_dir(&mut self, dir: impl AsRef<Path>) -> &mut Build {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// What relative kernel and `link` paths are relative to; defaults to `$CARGO_MANIFEST_DIR`.
+    pub fn base_dir(&mut self, dir: impl AsRef<Path>) -> &mut Build {
+        self.base_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Do not print `cargo::` lines (for tools and tests that call the builder outside cargo).
+    pub fn quiet(&mut self, quiet: bool) -> &mut Build {
+        self.quiet = quiet;
+        self
+    }
+
+    /// Compiles everything, or prints the error the way cargo shows build-script failures and
+    /// exits with status 1 (no panic, no backtrace).
+    pub fn compile_or_exit(&self) -> Report {
+        match self.compile() {
+            Ok(report) => report,
+            Err(error) => {
+                eprintln!("error: {error}");
+                std::process::exit(1);
+            }
+        }
+    }
+
+    /// Compiles every kernel file for every target; writes objects and the manifest.
+    pub fn compile(&self) -> Result<Report> {
+        let cargo = CargoOutput::default();
+        let result = self.compile_with(&cargo);
+        if !self.quiet {
+            // Printed on failure too: the kernel files must rerun the build when fixed.
+            for line in cargo.directives() {
+                println!("{line}");
+            }
+        }
+        result.map(|(manifest, manifest_path, out_dir)| Report {
+            manifest,
+            manifest_path,
+            out_dir,
+            warnings: cargo.warnings(),
+            cargo_directives: cargo.directives(),
+        })
+    }
+
+    fn compile_with(&self, cargo: &CargoOutput) -> Result<(Manifest, PathBuf, PathBuf)> {
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| {
+                Error::new(ErrorKind::Io, "OUT_DIR is not set; run gpu-build from a build script, or call `.out_dir(...)`")
+            })?),
+        };
+        let base_dir = match &self.base_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_default(),
+        };
+        remove_stale_manifest(&out_dir)?;
+        if self.kernels.is_empty() {
+            return Err(Error::new(ErrorKind::NothingToCompile, "no kernel files given; add them with `.kernel(\"kernels/k.mlir\")`"));
+        }
+        if let Some(level) = self.opt_level.filter(|level| *level > 3) {
+            return Err(Error::new(ErrorKind::InvalidTarget, format!("optimization level {level} is out of range; use 0, 1, 2 or 3")));
+        }
+        let dump = dump_request(cargo)?;
+        let options = Options { requests: &self.requests, opt_level: self.opt_level, base_dir: &base_dir };
+
+        // MLIR's parser and LLVM recurse; a large stack turns pathological input into an error
+        // from the nesting check rather than a stack overflow.
+        let compiled = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("gpu-build".into())
+                .stack_size(256 << 20)
+                .spawn_scoped(scope, || {
+                    let toolkits = Toolkits::new(cargo);
+                    let mut modules = Vec::new();
+                    for kernel in &self.kernels {
+                        let display = kernel.display().to_string();
+                        modules.extend(compile_file(&base_dir.join(kernel), display, &options, &toolkits, cargo)?);
+                    }
+                    Ok::<_, Error>(modules)
+                })
+                .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the compiler thread: {e}")))?
+                .join()
+                .map_err(|_| Error::new(ErrorKind::Codegen, "the compiler thread panicked"))?
+        })?;
+
+        let manifest = write_outputs(&out_dir, compiled, dump, cargo)?;
+        let manifest_path = write_manifest(&out_dir, &manifest)?;
+        Ok((manifest, manifest_path, out_dir))
+    }
+}
+
+fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
+    let mut request = DumpRequest::default();
+    let Some(value) = cargo.env("GPU_BUILD_DUMP") else { return Ok(request) };
+    for item in value.to_string_lossy().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item {
+            "llvm" => request.llvm = true,
+            "isa" => request.isa = true,
+            "all" => request = DumpRequest { llvm: true, isa: true },
+            other => {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("GPU_BUILD_DUMP: unknown item `{other}`; use a comma-separated list of `llvm`, `isa` or `all`"),
+                ))
+            }
+        }
+    }
+    Ok(request)
+}
+
+/// Writes every object (and requested dump) and returns the manifest describing them.
+fn write_outputs(out_dir: &Path, compiled: Vec<CompiledModule>, dump: DumpRequest, cargo: &CargoOutput) -> Result<Manifest> {
+    let mut manifest = Manifest::new(concat!("gpu-build ", env!("CARGO_PKG_VERSION")));
+    for module in compiled {
+        let dir = format!("gpu-build/{}/{}", file_name_part(&module.source), file_name_part(&module.name));
+        let mut objects = Vec::new();
+        let mut used_stems: Vec<String> = Vec::new();
+        for (spec, compiled) in module.objects {
+            let mut stem = file_name_part(&spec.chip);
+            if used_stems.contains(&stem) {
+                stem = format!("{stem}-O{}-{}", spec.opt_level, used_stems.len());
+            }
+            used_stems.push(stem.clone());
+            for artifact in compiled.artifacts {
+                let relative = format!("{dir}/{stem}.{}", artifact.extension);
+                write_atomic(&out_dir.join(&relative), &artifact.bytes)?;
+                objects.push(Object {
+                    vendor: spec.vendor,
+                    chip: spec.chip.clone(),
+                    format: artifact.format,
+                    triple: spec.triple.clone(),
+                    features: spec.features.clone(),
+                    opt_level: spec.opt_level,
+                    path: relative,
+                    size: artifact.bytes.len() as u64,
+                    sha256: sha256_hex(&artifact.bytes),
+                });
+            }
+            let isa_extension = if spec.vendor == Vendor::Nvptx { "ptx.s" } else { "s" };
+            let dumps = [
+                (dump.llvm, "linked.ll", &compiled.dumps.linked),
+                (dump.llvm, "opt.ll", &compiled.dumps.optimized),
+                (dump.isa, isa_extension, &compiled.dumps.isa),
+            ];
+            for (wanted, extension, text) in dumps {
+                if wanted {
+                    let path = out_dir.join(format!("{dir}/{stem}.{extension}"));
+                    write_atomic(&path, text.as_bytes())?;
+                    cargo.warn(format!("GPU_BUILD_DUMP wrote {}", path.display()));
+                }
+            }
+        }
+        manifest.modules.push(GpuModule { source: module.source, name: module.name, kernels: module.kernels, objects });
+    }
+    Ok(manifest)
+}

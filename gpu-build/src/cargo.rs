@@ -1,0 +1,70 @@
+//! What the build script tells cargo: every file and environment variable the build read (so it
+//! reruns exactly when one changes) and warnings. Collected during the build, printed at the end.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Shared with the compiler thread, hence the mutexes; never contended.
+#[derive(Debug, Default)]
+pub(crate) struct CargoOutput {
+    files: Mutex<BTreeSet<PathBuf>>,
+    env: Mutex<BTreeSet<String>>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl CargoOutput {
+    /// Reads an environment variable and remembers that the build depends on it.
+    pub fn env(&self, name: &str) -> Option<OsString> {
+        self.env.lock_now().insert(name.to_string());
+        std::env::var_os(name).filter(|value| !value.is_empty())
+    }
+
+    /// Remembers that the build read `path`.
+    pub fn read_file(&self, path: &Path) {
+        self.files.lock_now().insert(path.to_path_buf());
+    }
+
+    pub fn warn(&self, message: impl Into<String>) {
+        let message = message.into();
+        let mut warnings = self.warnings.lock_now();
+        if !warnings.contains(&message) {
+            warnings.push(message);
+        }
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock_now().clone()
+    }
+
+    /// The `cargo::` lines for everything collected.
+    pub fn directives(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for file in self.files.lock_now().iter() {
+            lines.push(format!("cargo::rerun-if-changed={}", file.display()));
+        }
+        for name in self.env.lock_now().iter() {
+            lines.push(format!("cargo::rerun-if-env-changed={name}"));
+        }
+        for warning in self.warnings.lock_now().iter() {
+            // One directive per line: a multi-line warning becomes several.
+            for line in warning.lines() {
+                lines.push(format!("cargo::warning={line}"));
+            }
+        }
+        lines
+    }
+}
+
+
+trait LockNow<T> {
+    fn lock_now(&self) -> MutexGuard<'_, T>;
+}
+
+impl<T> LockNow<T> for Mutex<T> {
+    /// A poisoned lock only means another thread panicked while pushing; the data is still whole.
+    fn lock_now(&self) -> MutexGuard<'_, T> {
+        self.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

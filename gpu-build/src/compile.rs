@@ -1,0 +1,309 @@
+//! The pipeline driver: for each kernel file, front end → targets → per-target lowering →
+//! ModuleToObject, collecting objects and the manifest entries in memory.
+
+use crate::cargo::CargoOutput;
+use crate::error::{Error, ErrorKind, Result};
+use crate::frontend::mlir::{self, Mlir};
+use crate::frontend::source::SourceFile;
+use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
+use crate::lower::lower_to_llvm;
+use crate::module_to_object::{module_to_object, Compiled, Toolkits};
+use crate::target::{TargetSpec, Vendor};
+use gpu_manifest::{Argument, Kernel, Param};
+use inkwell::context::Context as LlvmContext;
+use inkwell::module::Module as LlvmModule;
+use std::path::{Path, PathBuf};
+
+/// What the caller asked for: a vendor, with chips or (empty) "the file's own, else the default".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetRequest {
+    pub vendor: Vendor,
+    pub chips: Vec<String>,
+}
+
+/// One gpu.module compiled for all its targets.
+pub(crate) struct CompiledModule {
+    pub source: String,
+    pub name: String,
+    pub kernels: Vec<Kernel>,
+    pub objects: Vec<(TargetSpec, Compiled)>,
+}
+
+pub(crate) struct Options<'a> {
+    pub requests: &'a [TargetRequest],
+    pub opt_level: Option<u8>,
+    /// Relative `link` paths are resolved against this (the crate's directory).
+    pub base_dir: &'a Path,
+}
+
+/// The targets one gpu.module is built for: the caller's requests (chips named there replace the
+/// file's, other parameters are kept), or the file's own when the caller asked for nothing.
+pub(crate) fn resolve_targets(file_targets: &[TargetSpec], options: &Options) -> Vec<TargetSpec> {
+    let mut specs: Vec<TargetSpec> = Vec::new();
+    if options.requests.is_empty() {
+        specs.extend(file_targets.iter().cloned());
+    }
+    for request in options.requests {
+        let own: Vec<&TargetSpec> = file_targets.iter().filter(|t| t.vendor == request.vendor).collect();
+        if request.chips.is_empty() {
+            match own.is_empty() {
+                true => specs.push(TargetSpec::default_for(request.vendor)),
+                false => specs.extend(own.into_iter().cloned()),
+            }
+        } else {
+            let template = own.first().map(|t| (*t).clone()).unwrap_or_else(|| TargetSpec::default_for(request.vendor));
+            for chip in &request.chips {
+                specs.push(TargetSpec { chip: chip.clone(), ..template.clone() });
+            }
+        }
+    }
+    if let Some(level) = options.opt_level {
+        specs.iter_mut().for_each(|spec| spec.opt_level = level);
+    }
+    let mut unique: Vec<TargetSpec> = Vec::new();
+    for spec in specs {
+        if !unique.contains(&spec) {
+            unique.push(spec);
+        }
+    }
+    unique
+}
+
+pub(crate) fn compile_file(
+    path: &Path,
+    display: String,
+    options: &Options,
+    toolkits: &Toolkits,
+    cargo: &CargoOutput,
+) -> Result<Vec<CompiledModule>> {
+    cargo.read_file(path);
+    let kind = InputKind::of(path).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("{display}: unknown kind of kernel file; use `.mlir` (MLIR), `.ll` (LLVM IR) or `.bc` (LLVM bitcode)"),
+        )
+    })?;
+    let source = SourceFile::read(path, display)?;
+    match kind {
+        InputKind::Mlir => compile_mlir(&source, options, toolkits, cargo),
+        InputKind::LlvmIr | InputKind::Bitcode => {
+            compile_llvm_ir(&source, kind, options, toolkits, cargo).map(|module| vec![module])
+        }
+    }
+}
+
+fn compile_mlir(source: &SourceFile, options: &Options, toolkits: &Toolkits, cargo: &CargoOutput) -> Result<Vec<CompiledModule>> {
+    let mlir = Mlir::new();
+    let module = mlir.parse(source)?;
+    let descs = mlir::gpu_modules(&module)
+        .into_iter()
+        .map(|raw| mlir::describe(source, raw))
+        .collect::<Result<Vec<_>>>()?;
+    drop(module);
+    if descs.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NothingToCompile,
+            format!(
+                "{}: error: no gpu.module in this file; put the kernels in one, e.g. \
+                 `gpu.module @kernels {{ gpu.func @k(...) kernel {{ ... }} }}`",
+                source.display
+            ),
+        ));
+    }
+    let mut compiled = Vec::new();
+    for (index, desc) in descs.iter().enumerate() {
+        let specs = targets_for(desc, options, cargo)?;
+        let mut module = CompiledModule { source: source.display.clone(), name: desc.name.clone(), kernels: Vec::new(), objects: Vec::new() };
+        for spec in specs {
+            let context = format!("{}: gpu.module @{} for {} {}", desc.location, desc.name, spec.vendor, spec.chip);
+            let llvm = LlvmContext::create();
+            let lowered = lower_to_llvm(&mlir, source, index, desc, spec.vendor, &spec.chip, &llvm)?;
+            record_kernels(&mut module, desc, &lowered).map_err(|e| e.context(&context))?;
+            let objects = module_to_object(lowered, &llvm, &spec, options.base_dir, toolkits, cargo)
+                .map_err(|e| e.context(&context))?;
+            module.objects.push((spec, objects));
+        }
+        compiled.push(module);
+    }
+    Ok(compiled)
+}
+
+fn compile_llvm_ir(
+    source: &SourceFile,
+    kind: InputKind,
+    options: &Options,
+    toolkits: &Toolkits,
+    cargo: &CargoOutput,
+) -> Result<CompiledModule> {
+    let desc = {
+        let llvm = LlvmContext::create();
+        let module = llvm_ir::parse(&llvm, source, kind)?;
+        llvm_ir::describe(source, &module)?
+    };
+    let vendor = desc.targets[0].vendor;
+    if let Some(other) = options.requests.iter().find(|r| r.vendor != vendor) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{}: error: this LLVM IR is for {vendor} (triple `{}`) and cannot be compiled for {}; \
+                 only MLIR input is lowered for several vendors",
+                source.display, desc.targets[0].triple, other.vendor
+            ),
+        ));
+    }
+    let specs = targets_for(&desc, options, cargo)?;
+    let mut module = CompiledModule { source: source.display.clone(), name: desc.name.clone(), kernels: Vec::new(), objects: Vec::new() };
+    for spec in specs {
+        let llvm = LlvmContext::create();
+        let parsed = llvm_ir::parse(&llvm, source, kind)?;
+        record_kernels(&mut module, &desc, &parsed)?;
+        let objects = module_to_object(parsed, &llvm, &spec, options.base_dir, toolkits, cargo)
+            .map_err(|e| e.context(format!("{} for {} {}", source.display, spec.vendor, spec.chip)))?;
+        module.objects.push((spec, objects));
+    }
+    Ok(module)
+}
+
+/// The validated targets of one module, with link files checked and registered with cargo.
+fn targets_for(
+    desc: &GpuModuleDesc,
+    options: &Options,
+    cargo: &CargoOutput,
+) -> Result<Vec<TargetSpec>> {
+    let specs = resolve_targets(&desc.targets, options);
+    let at = &desc.location;
+    if specs.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidTarget,
+            format!(
+                "{at}: error: gpu.module @{} has no targets; give it target attributes \
+                 (`gpu.module @{} [#nvvm.target<chip = \"sm_80\">, #rocdl.target<chip = \"gfx90a\">]`) \
+                 or ask for targets in build.rs (`.target(Vendor::Nvptx, &[\"sm_80\"])`)",
+                desc.name, desc.name
+            ),
+        ));
+    }
+    for spec in &specs {
+        spec.validate().map_err(|e| e.context(format!("{at}: error: gpu.module @{}", desc.name)))?;
+        for link in &spec.link {
+            let path: PathBuf = options.base_dir.join(link);
+            if !path.is_file() {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "{at}: error: gpu.module @{}: link file `{}` does not exist (looked at {}); \
+                         `link` paths are relative to the crate's directory",
+                        desc.name,
+                        link.display(),
+                        path.display()
+                    ),
+                ));
+            }
+        }
+    }
+    if desc.kernels.is_empty() {
+        cargo.warn(format!(
+            "{}: gpu.module @{} has no kernels (no `gpu.func ... kernel` and no `llvm.func` with \
+             `gpu.kernel`), so nothing in it can be launched",
+            desc.location, desc.name
+        ));
+    }
+    Ok(specs)
+}
+
+/// Kernel signatures from the first lowering; later targets must lower to the same parameters.
+fn record_kernels(module: &mut CompiledModule, desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<()> {
+    let mut kernels = Vec::new();
+    for kernel in &desc.kernels {
+        let function = lowered.get_function(&kernel.name).ok_or_else(|| {
+            Error::new(ErrorKind::Lowering, format!("kernel `{}` is missing after lowering", kernel.name))
+        })?;
+        let llvm_types: Vec<String> =
+            function.get_type().get_param_types().iter().map(|t| t.print_to_string().to_string()).collect();
+        let owners = param_owners(&kernel.arguments, llvm_types.len()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Lowering,
+                format!(
+                    "{}: kernel `{}`: cannot match its {} lowered parameters to the arguments {}",
+                    kernel.location, kernel.name, llvm_types.len(), kernel.signature
+                ),
+            )
+        })?;
+        kernels.push(Kernel {
+            name: kernel.name.clone(),
+            signature: kernel.signature.clone(),
+            arguments: kernel.arguments.iter().map(|ty| Argument { ty: ty.clone() }).collect(),
+            params: llvm_types.into_iter().zip(owners).map(|(llvm_type, argument)| Param { llvm_type, argument }).collect(),
+        });
+    }
+    if module.kernels.is_empty() {
+        module.kernels = kernels;
+        return Ok(());
+    }
+    for (first, again) in module.kernels.iter().zip(&kernels) {
+        if first.params.len() != again.params.len() {
+            return Err(Error::new(
+                ErrorKind::Lowering,
+                format!("kernel `{}` lowers to different parameter lists for different targets", first.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// For each lowered parameter, the index of the argument it came from. A ranked memref becomes
+/// its descriptor (allocated and aligned pointers, offset, then a size and a stride per
+/// dimension), an unranked one a rank and a pointer; everything else one parameter.
+fn param_owners(arguments: &[String], lowered: usize) -> Option<Vec<usize>> {
+    let mut owners = Vec::new();
+    for (index, ty) in arguments.iter().enumerate() {
+        owners.extend(std::iter::repeat_n(index, lowered_width(ty)));
+    }
+    (owners.len() == lowered).then_some(owners)
+}
+
+fn lowered_width(ty: &str) -> usize {
+    let Some(body) = ty.strip_prefix("memref<") else { return 1 };
+    if body.starts_with('*') {
+        return 2;
+    }
+    let shape = body.split([',', '>']).next().unwrap_or_default();
+    let rank = shape.split('x').filter(|dim| *dim == "?" || dim.parse::<u64>().is_ok()).count();
+    3 + 2 * rank
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memrefs_lower_to_descriptors() {
+        assert_eq!(lowered_width("memref<?xf32>"), 5);
+        assert_eq!(lowered_width("memref<4x?xf32, #gpu.address_space<workgroup>>"), 7);
+        assert_eq!(lowered_width("memref<f32>"), 3);
+        assert_eq!(lowered_width("memref<*xf32>"), 2);
+        assert_eq!(lowered_width("index"), 1);
+        assert_eq!(param_owners(&["memref<?xf32>".into(), "f32".into()], 6), Some(vec![0, 0, 0, 0, 0, 1]));
+        assert_eq!(param_owners(&["f32".into()], 2), None);
+    }
+
+    fn spec(vendor: Vendor, chip: &str, level: u8) -> TargetSpec {
+        TargetSpec { opt_level: level, ..TargetSpec::new(vendor, chip) }
+    }
+
+    #[test]
+    fn requests_replace_chips_but_keep_the_files_options() {
+        let file = vec![spec(Vendor::Nvptx, "sm_80", 3), spec(Vendor::Amdgpu, "gfx90a", 1)];
+        let base = Path::new(".");
+        let ask = |requests: &[TargetRequest], opt_level| {
+            resolve_targets(&file, &Options { requests, opt_level, base_dir: base })
+        };
+        assert_eq!(ask(&[], None), file);
+        let only_nvptx = [TargetRequest { vendor: Vendor::Nvptx, chips: vec!["sm_90".into()] }];
+        assert_eq!(ask(&only_nvptx, None), vec![spec(Vendor::Nvptx, "sm_90", 3)]);
+        let bare_amdgpu = [TargetRequest { vendor: Vendor::Amdgpu, chips: vec![] }];
+        assert_eq!(ask(&bare_amdgpu, Some(0)), vec![spec(Vendor::Amdgpu, "gfx90a", 0)]);
+        let none_in_file = resolve_targets(&[], &Options { requests: &bare_amdgpu, opt_level: None, base_dir: base });
+        assert_eq!(none_in_file, vec![TargetSpec::default_for(Vendor::Amdgpu)]);
+    }
+}

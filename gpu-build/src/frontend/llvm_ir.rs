@@ -1,0 +1,76 @@
+//! LLVM IR input (`.ll` text or `.bc` bitcode): one module for one vendor, told by its triple;
+//! kernels are the functions with a kernel calling convention.
+
+use super::source::{SourceFile, SourceLocation};
+use super::{GpuModuleDesc, InputKind, KernelDesc};
+use crate::error::{Error, ErrorKind, Result};
+use crate::target::{TargetSpec, Vendor};
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::module::Module;
+
+/// LLVM's `CallingConv::PTX_Kernel` and `CallingConv::AMDGPU_KERNEL`.
+const PTX_KERNEL: u32 = 71;
+const AMDGPU_KERNEL: u32 = 91;
+
+pub(crate) fn parse<'ll>(llvm: &'ll Context, source: &SourceFile, kind: InputKind) -> Result<Module<'ll>> {
+    let name = source.display.as_str();
+    let result = match kind {
+        InputKind::Bitcode => {
+            let buffer = MemoryBuffer::create_from_memory_range_copy(&source.bytes, name);
+            Module::parse_bitcode_from_buffer(&buffer, llvm).map_err(|e| e.to_string())
+        }
+        _ => {
+            // The text parser needs a NUL-terminated buffer and UTF-8 to report positions sensibly.
+            source.text()?;
+            let mut bytes = source.bytes.clone();
+            bytes.push(0);
+            let buffer = MemoryBuffer::create_from_memory_range_copy(&bytes[..bytes.len() - 1], name);
+            llvm.create_module_from_ir(buffer).map_err(|e| e.to_string())
+        }
+    };
+    result.map_err(|why| {
+        Error::new(ErrorKind::InvalidInput, format!("{name}: error: LLVM could not read the file: {}", why.trim()))
+    })
+}
+
+/// The module's vendor, kernels and (from `target-cpu`) chip.
+pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModuleDesc> {
+    let triple = module.get_triple().as_str().to_string_lossy().into_owned();
+    let vendor = if triple.starts_with("nvptx") {
+        Vendor::Nvptx
+    } else if triple.starts_with("amdgcn") {
+        Vendor::Amdgpu
+    } else {
+        return Err(Error::new(
+            ErrorKind::InvalidTarget,
+            format!(
+                "{}: error: the module's triple is `{triple}`; LLVM IR kernels must be for \
+                 nvptx64-nvidia-cuda or amdgcn-amd-amdhsa (set `target triple = \"...\"`)",
+                source.display
+            ),
+        ));
+    };
+    let at = SourceLocation { file: source.display.clone(), line: 1, column: 1 };
+    let mut spec = TargetSpec::default_for(vendor);
+    spec.triple = triple;
+    let mut kernels = Vec::new();
+    for function in module.get_functions() {
+        if !matches!(function.get_call_conventions(), PTX_KERNEL | AMDGPU_KERNEL) {
+            continue;
+        }
+        if let Some(cpu) = function.get_string_attribute(inkwell::attributes::AttributeLoc::Function, "target-cpu") {
+            spec.chip = cpu.get_string_value().to_string_lossy().into_owned();
+        }
+        let arguments: Vec<String> =
+            function.get_type().get_param_types().iter().map(|t| t.print_to_string().to_string()).collect();
+        kernels.push(KernelDesc {
+            name: function.get_name().to_string_lossy().into_owned(),
+            signature: format!("({})", arguments.join(", ")),
+            arguments,
+            location: at.clone(),
+        });
+    }
+    let name = source.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(GpuModuleDesc { name, location: at, targets: vec![spec], kernels, vendor_ops: Vec::new() })
+}

@@ -1,0 +1,163 @@
+//! MLIR input: parse with MLIR 22 (through melior) and describe every `gpu.module` in the file.
+
+use super::diagnostics::{line_col, DiagnosticSink};
+use super::source::{SourceFile, SourceLocation};
+use super::{GpuModuleDesc, KernelDesc, VendorOp};
+use crate::error::{Error, ErrorKind, Result};
+use crate::target::{parse_target_list, TargetSpec, Vendor};
+use melior::dialect::DialectRegistry;
+use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::r#type::FunctionType;
+use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+use melior::ir::{BlockLike, Location, Module, OperationRef, RegionLike, ValueLike};
+use melior::utility::{register_all_dialects, register_all_llvm_translations, register_all_passes};
+use melior::Context;
+use mlir_sys::MlirOperation;
+use std::sync::Once;
+
+/// An MLIR context with every dialect, pass and LLVM IR translation registered, and its
+/// diagnostics captured instead of printed.
+pub(crate) struct Mlir {
+    pub context: Context,
+    pub diagnostics: DiagnosticSink,
+}
+
+impl Mlir {
+    pub fn new() -> Mlir {
+        static PASSES: Once = Once::new();
+        PASSES.call_once(register_all_passes);
+        let registry = DialectRegistry::new();
+        register_all_dialects(&registry);
+        let context = Context::new_with_registry(&registry, false);
+        register_all_llvm_translations(&context);
+        let diagnostics = DiagnosticSink::attach(&context);
+        Mlir { context, diagnostics }
+    }
+
+    /// Parses and verifies `source`; a failure carries MLIR's diagnostics at file:line:col.
+    pub fn parse(&self, source: &SourceFile) -> Result<Module<'_>> {
+        let text = source.text()?;
+        self.diagnostics.take();
+        match Module::parse(&self.context, text) {
+            Some(module) => Ok(module),
+            None => {
+                let diagnostics = self.diagnostics.render(source);
+                Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    if diagnostics.is_empty() {
+                        format!("{}: error: MLIR could not parse the file", source.display)
+                    } else {
+                        diagnostics
+                    },
+                ))
+            }
+        }
+    }
+}
+
+/// Every `gpu.module` in `module`, at any depth, in file order.
+pub(crate) fn gpu_modules(module: &Module) -> Vec<MlirOperation> {
+    let mut found = Vec::new();
+    module.as_operation().walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("gpu.module") {
+            found.push(op.to_raw());
+            WalkResult::Skip
+        } else {
+            WalkResult::Advance
+        }
+    });
+    found
+}
+
+pub(crate) fn location(source: &SourceFile, location: Location) -> SourceLocation {
+    let (line, column) = line_col(location).unwrap_or((1, 1));
+    SourceLocation { file: source.display.clone(), line, column }
+}
+
+pub(crate) fn symbol_name(op: &OperationRef) -> Option<String> {
+    let attribute = op.attribute("sym_name").ok()?;
+    Some(StringAttribute::try_from(attribute).ok()?.value().to_string())
+}
+
+/// Name, targets, kernels and vendor-specific ops of one `gpu.module`.
+pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuModuleDesc> {
+    // SAFETY: `raw` came from `gpu_modules` on a module that outlives this call.
+    let op = unsafe { OperationRef::from_raw(raw) };
+    let name = symbol_name(&op).unwrap_or_default();
+    let at = location(source, op.location());
+    let targets = match op.attribute("targets") {
+        Ok(attribute) => parse_target_list(&attribute.to_string())
+            .and_then(|attrs| attrs.iter().map(TargetSpec::from_attr).collect())
+            .map_err(|why| {
+                Error::new(ErrorKind::InvalidTarget, format!("{at}: error: gpu.module @{name}: {why}"))
+            })?,
+        Err(_) => Vec::new(),
+    };
+
+    let mut kernels = Vec::new();
+    let mut vendor_ops: Vec<VendorOp> = Vec::new();
+    op.walk(WalkOrder::PreOrder, |inner| {
+        let op_name = inner.name().as_string_ref().as_str().unwrap_or_default().to_string();
+        if is_kernel(&inner, &op_name) {
+            kernels.push(kernel(source, &inner));
+        }
+        if let Some(vendor) = vendor_of_op(&op_name) {
+            if !vendor_ops.iter().any(|known| known.vendor == vendor) {
+                vendor_ops.push(VendorOp {
+                    name: op_name,
+                    vendor,
+                    location: location(source, inner.location()),
+                });
+            }
+        }
+        WalkResult::Advance
+    });
+    Ok(GpuModuleDesc { name, location: at, targets, kernels, vendor_ops })
+}
+
+fn is_kernel(op: &OperationRef, name: &str) -> bool {
+    match name {
+        "gpu.func" | "llvm.func" => ["gpu.kernel", "nvvm.kernel", "rocdl.kernel"]
+            .iter()
+            .any(|attribute| op.has_attribute(attribute)),
+        _ => false,
+    }
+}
+
+/// The number of real arguments of a `gpu.func` (its entry block also carries the workgroup and
+/// private attributions); `None` for other functions, whose block arguments are all arguments.
+fn declared_input_count(op: &OperationRef) -> Option<usize> {
+    let attribute = op.attribute("function_type").ok()?;
+    let function_type = FunctionType::try_from(TypeAttribute::try_from(attribute).ok()?.value()).ok()?;
+    Some(function_type.input_count())
+}
+
+fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
+    let inputs = declared_input_count(op);
+    let arguments: Vec<String> = op
+        .region(0)
+        .ok()
+        .and_then(|region| region.first_block())
+        .map(|block| {
+            (0..inputs.unwrap_or(block.argument_count()).min(block.argument_count()))
+                .filter_map(|i| block.argument(i).ok())
+                .map(|argument| argument.r#type().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    KernelDesc {
+        name: symbol_name(op).unwrap_or_default(),
+        signature: format!("({})", arguments.join(", ")),
+        arguments,
+        location: location(source, op.location()),
+    }
+}
+
+/// The vendor an op is tied to, from its dialect.
+pub(crate) fn vendor_of_op(name: &str) -> Option<Vendor> {
+    match name.split('.').next()? {
+        "nvvm" | "nvgpu" => Some(Vendor::Nvptx),
+        "rocdl" | "amdgpu" => Some(Vendor::Amdgpu),
+        _ => None,
+    }
+}

@@ -1,0 +1,57 @@
+//! Front end: kernel files in, a description of every `gpu.module` (name, targets, kernels) out.
+//! MLIR files are parsed by MLIR itself; LLVM IR (`.ll`) and bitcode (`.bc`) by LLVM.
+
+pub(crate) mod diagnostics;
+pub(crate) mod llvm_ir;
+pub(crate) mod mlir;
+pub(crate) mod source;
+
+use crate::target::{TargetSpec, Vendor};
+use source::SourceLocation;
+
+/// What the front end learned about one `gpu.module` (or one LLVM IR file).
+#[derive(Debug, Clone)]
+pub(crate) struct GpuModuleDesc {
+    pub name: String,
+    pub location: SourceLocation,
+    /// The module's own target attributes, in order.
+    pub targets: Vec<TargetSpec>,
+    pub kernels: Vec<KernelDesc>,
+    /// The first op of each vendor-specific dialect (`nvvm.*`, `rocdl.*`, ...), if any.
+    pub vendor_ops: Vec<VendorOp>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct KernelDesc {
+    pub name: String,
+    /// `(memref<?xf32>, index)`.
+    pub signature: String,
+    pub arguments: Vec<String>,
+    pub location: SourceLocation,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct VendorOp {
+    pub name: String,
+    pub vendor: Vendor,
+    pub location: SourceLocation,
+}
+
+/// The kinds of kernel file, by extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InputKind {
+    Mlir,
+    LlvmIr,
+    Bitcode,
+}
+
+impl InputKind {
+    pub fn of(path: &std::path::Path) -> Option<InputKind> {
+        match path.extension()?.to_str()? {
+            "mlir" => Some(InputKind::Mlir),
+            "ll" => Some(InputKind::LlvmIr),
+            "bc" => Some(InputKind::Bitcode),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! `gpu-build`: GPU kernels written once in MLIR (or LLVM IR), compiled during `cargo build` for
+//! NVIDIA (PTX, cubin) and AMD (hsaco) GPUs. A Rust implementation of the design of MLIR's GPU
+//! serialization pipeline: target attributes → per-target lowering → ModuleToObject → objects,
+//! plus a manifest in `OUT_DIR` that `include_gpu_binary!` reads.
+//!
+//! The stages, one module each: `frontend` (parse, find gpu.modules and targets) → `lower`
+//! (per-vendor lowering to LLVM IR) → `module_to_object` (link, optimize, ISA, binary, with
+//! `toolkit` lookup) → `output` (atomic files and the manifest).
+
+mod builder;
+mod cargo;
+mod compile;
+mod error;
+mod frontend;
+mod lower;
+mod module_to_object;
+mod output;
+mod target;
+mod toolkit;
+
+pub use builder::{Build, Report};
+pub use compile::TargetRequest;
+pub use error::{Error, ErrorKind, Result};
+pub use gpu_manifest as manifest;
+pub use target::{Flags, TargetSpec, Vendor, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP};

@@ -1,0 +1,128 @@
+//! Per-target lowering: the target-neutral `gpu.module` is lowered separately for each vendor
+//! (gpu → NVVM, or gpu → ROCDL with the chip as chipset, plus affine/scf/cf/arith/math/memref/
+//! index → LLVM) and translated to LLVM IR. Upstream lowers one module for one vendor and crashes
+//! serializing it for the other; lowering a fresh copy per vendor is what makes one source serve
+//! both.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::frontend::mlir::{gpu_modules, Mlir};
+use crate::frontend::source::SourceFile;
+use crate::frontend::GpuModuleDesc;
+use crate::target::{chips, Vendor};
+use inkwell::context::Context as LlvmContext;
+use inkwell::module::Module as LlvmModule;
+use melior::ir::attribute::Attribute;
+use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
+use melior::ir::operation::OperationRefMut;
+use melior::pass::PassManager;
+use melior::utility::parse_pass_pipeline;
+use melior::StringRef;
+
+/// The pass pipeline run on a `gpu.module` for `vendor`.
+fn pipeline(vendor: Vendor, processor: &str) -> String {
+    let to_vendor = match vendor {
+        Vendor::Nvptx => "convert-gpu-to-nvvm".to_string(),
+        Vendor::Amdgpu => format!("convert-gpu-to-rocdl{{chipset={processor}}}"),
+    };
+    format!(
+        "gpu.module(lower-affine,expand-strided-metadata,convert-scf-to-cf,{to_vendor},\
+         reconcile-unrealized-casts)"
+    )
+}
+
+/// The unit attribute that makes an `llvm.func` a kernel in each vendor's LLVM IR translation.
+fn kernel_attribute(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Nvptx => "nvvm.kernel",
+        Vendor::Amdgpu => "rocdl.kernel",
+    }
+}
+
+/// Lowers gpu.module number `index` of `source` for `vendor` / `chip` and translates it to LLVM IR
+/// in `llvm`.
+pub(crate) fn lower_to_llvm<'ll>(
+    mlir: &Mlir,
+    source: &SourceFile,
+    index: usize,
+    desc: &GpuModuleDesc,
+    vendor: Vendor,
+    chip: &str,
+    llvm: &'ll LlvmContext,
+) -> Result<LlvmModule<'ll>> {
+    if let Some(op) = desc.vendor_ops.iter().find(|op| op.vendor != vendor) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{}: error: `{}` is a {} operation and cannot be compiled for {vendor} ({chip}); \
+                 use the target-neutral gpu dialect op instead, or build this file only for \
+                 {}",
+                op.location, op.name, op.vendor, op.vendor
+            ),
+        ));
+    }
+    let processor = chips::parse_chip(vendor, chip)?.processor;
+
+    // A fresh copy per vendor: lowering rewrites the module in place.
+    let module = mlir.parse(source)?;
+    let raw = *gpu_modules(&module).get(index).ok_or_else(|| {
+        Error::new(ErrorKind::InvalidInput, format!("{}: gpu.module @{} disappeared", source.display, desc.name))
+    })?;
+    // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
+    let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
+    mark_llvm_kernels(&mlir.context, &mut gpu_module, vendor);
+
+    let failure = |what: &str| {
+        let diagnostics = mlir.diagnostics.render(source);
+        Error::new(
+            ErrorKind::Lowering,
+            format!("{what} gpu.module @{} for {vendor} ({chip}) failed:\n{diagnostics}", desc.name),
+        )
+    };
+    mlir.diagnostics.take();
+    // SAFETY: creating a pass manager anchored on `gpu.module` in a live context.
+    let manager = unsafe {
+        PassManager::from_raw(mlir_sys::mlirPassManagerCreateOnOperation(
+            mlir.context.to_raw(),
+            StringRef::new("gpu.module").to_raw(),
+        ))
+    };
+    parse_pass_pipeline(manager.as_operation_pass_manager(), &pipeline(vendor, &processor))
+        .map_err(|e| Error::new(ErrorKind::Lowering, format!("internal pass pipeline error: {e}")))?;
+    // SAFETY: the op and the pass manager share `mlir.context`.
+    let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };
+    if result.value == 0 {
+        return Err(failure("lowering"));
+    }
+
+    // SAFETY: the two crates wrap the same `llvm::LLVMContext*`; MLIR creates the module in it and
+    // inkwell takes ownership of the returned module.
+    let llvm_module = unsafe {
+        mlir_sys::mlirTranslateModuleToLLVMIR(raw, llvm.raw() as mlir_sys::LLVMContextRef)
+    };
+    if llvm_module.is_null() {
+        return Err(failure("translating to LLVM IR"));
+    }
+    // SAFETY: a valid module, now owned by the returned value.
+    let llvm_module = unsafe { LlvmModule::new(llvm_module as inkwell::llvm_sys::prelude::LLVMModuleRef) };
+    drop(module);
+    Ok(llvm_module)
+}
+
+/// `llvm.func`s written with the target-neutral `gpu.kernel` get the vendor's kernel attribute,
+/// which is what the LLVM IR translation turns into the kernel calling convention.
+fn mark_llvm_kernels(context: &melior::Context, gpu_module: &mut OperationRefMut, vendor: Vendor) {
+    let attribute = kernel_attribute(vendor);
+    let mut kernels = Vec::new();
+    gpu_module.walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("llvm.func") && op.has_attribute("gpu.kernel") {
+            kernels.push(op.to_raw());
+        }
+        WalkResult::Advance
+    });
+    for raw in kernels {
+        // SAFETY: ops found in the walk above, still alive and not otherwise borrowed.
+        let mut op = unsafe { OperationRefMut::from_raw(raw) };
+        let unit = Attribute::unit(context);
+        op.set_discardable_attribute(attribute, unit);
+    }
+}

@@ -1,0 +1,194 @@
+//! AMDGPU hooks: code object version, the device libraries (`ocml`, `ockl`) with their control
+//! variables, object → hsaco with `ld.lld -shared`.
+
+use super::link::{link_only_needed, load_bitcode};
+use super::{Artifact, Job};
+use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::Format;
+use inkwell::module::{FlagBehavior, Linkage, Module};
+use inkwell::types::IntType;
+use inkwell::values::UnnamedAddress;
+use inkwell::{AddressSpace, GlobalVisibility};
+use std::process::Command;
+
+/// The constant address space the device libraries read their control variables from.
+const CONSTANT_ADDRESS_SPACE: u16 = 4;
+
+/// Before linking: the code object version every AMDGPU object records (`abi` 500 → v5).
+pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
+    let abi = abi_number(&job.spec.abi)?;
+    let value = job.llvm.i32_type().const_int(u64::from(abi), false);
+    module.add_basic_value_flag("amdhsa_code_object_version", FlagBehavior::Error, value);
+    Ok(())
+}
+
+fn abi_number(abi: &str) -> Result<u32> {
+    abi.parse().map_err(|_| Error::new(ErrorKind::InvalidTarget, format!("unknown ROCDL abi `{abi}`")))
+}
+
+/// `ocml` and `ockl` when the module calls into them (as upstream decides: by the `__ocml_*` /
+/// `__ockl_*` declarations), after defining the control variables they read.
+pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<String>> {
+    let declared = |prefix: &[u8]| {
+        module.get_functions().any(|f| f.count_basic_blocks() == 0 && f.get_name().to_bytes().starts_with(prefix))
+    };
+    let needs_ocml = declared(b"__ocml_");
+    let needs_ockl = declared(b"__ockl_");
+    if !needs_ocml && !needs_ockl {
+        return Ok(Vec::new());
+    }
+    let rocm = job.toolkits.rocm();
+    let Some(dir) = rocm.bitcode_dir.found.clone() else {
+        return Err(Error::new(
+            ErrorKind::ToolkitNotFound,
+            format!("the kernel calls the AMD device libraries, but {}", rocm.device_libs_missing_help()),
+        ));
+    };
+    define_control_variables(job, module)?;
+    let mut linked = Vec::new();
+    for (needed, name) in [(needs_ocml, "ocml.bc"), (needs_ockl || needs_ocml, "ockl.bc")] {
+        if needed {
+            let path = dir.join(name);
+            let library = load_bitcode(job.llvm, &path, "device library", job.cargo)?;
+            link_only_needed(module, library, job.machine, name)?;
+            linked.push(path.display().to_string());
+        }
+    }
+    Ok(linked)
+}
+
+/// `__oclc_*` globals as upstream defines them (linkonce_odr, protected, addrspace(4)), but with
+/// the ISA version in ROCm's numbering (gfx90a = 9010, as `oclc_isa_version_90a.bc` has it;
+/// upstream 22.1 computes 10000) and the wavefront size the code generator actually uses.
+fn define_control_variables<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
+    let flags = &job.spec.flags;
+    let isa = isa_version(job.processor);
+    let wave64 = wave64(job)?;
+    let i8_type = job.llvm.i8_type();
+    let i32_type = job.llvm.i32_type();
+    let variables: [(&str, IntType, u64); 7] = [
+        ("__oclc_finite_only_opt", i8_type, u64::from(flags.finite_only || flags.fast)),
+        ("__oclc_unsafe_math_opt", i8_type, u64::from(flags.unsafe_math || flags.fast)),
+        ("__oclc_daz_opt", i8_type, u64::from(flags.daz || flags.fast)),
+        ("__oclc_correctly_rounded_sqrt32", i8_type, u64::from(!flags.unsafe_sqrt && !flags.fast)),
+        ("__oclc_wavefrontsize64", i8_type, u64::from(wave64)),
+        ("__oclc_ISA_version", i32_type, u64::from(isa)),
+        ("__oclc_ABI_version", i32_type, u64::from(abi_number(&job.spec.abi)?)),
+    ];
+    for (name, ty, value) in variables {
+        if module.get_global(name).is_some_and(|g| !g.is_declaration()) {
+            continue;
+        }
+        let global = module.add_global(ty, Some(AddressSpace::from(CONSTANT_ADDRESS_SPACE)), name);
+        global.set_initializer(&ty.const_int(value, false));
+        global.set_constant(true);
+        global.set_linkage(Linkage::LinkOnceODR);
+        global.set_visibility(GlobalVisibility::Protected);
+        global.set_unnamed_address(UnnamedAddress::Local);
+        global.set_alignment(ty.get_bit_width() / 8);
+    }
+    Ok(())
+}
+
+/// Major generation of a `gfx` processor (9 for gfx90a, 11 for gfx1100 and gfx11-generic).
+fn major(processor: &str) -> u32 {
+    let digits = processor.trim_start_matches("gfx");
+    if let Some((major, _)) = digits.split_once('-') {
+        return major.parse().unwrap_or(0);
+    }
+    digits.get(..digits.len().saturating_sub(2)).and_then(|m| m.parse().ok()).unwrap_or(0)
+}
+
+/// ROCm's ISA version number: major * 1000 + minor * 100 + stepping (gfx90a → 9010).
+pub(crate) fn isa_version(processor: &str) -> u32 {
+    let digits = processor.trim_start_matches("gfx");
+    if digits.contains('-') {
+        return major(processor) * 1000;
+    }
+    let tail: Vec<u32> = digits.chars().rev().take(2).filter_map(|c| c.to_digit(16)).collect();
+    match tail.as_slice() {
+        [stepping, minor] => major(processor) * 1000 + minor * 100 + stepping,
+        _ => 0,
+    }
+}
+
+/// Whether code runs in 64-wide waves: always before gfx10; from gfx10 on, LLVM's default is
+/// wave32 unless the features ask for `+wavefrontsize64`.
+fn wave64(job: &Job) -> Result<bool> {
+    let features = &job.spec.features;
+    let native64 = major(job.processor) < 10;
+    if native64 && job.spec.flags.no_wave64 {
+        return Err(Error::new(
+            ErrorKind::InvalidTarget,
+            format!("`no_wave64` cannot apply to {}: chips before gfx10 only run 64-wide waves", job.processor),
+        ));
+    }
+    Ok(native64 || (features.contains("+wavefrontsize64") && !job.spec.flags.no_wave64))
+}
+
+/// `ld.lld -shared <object> -o <hsaco>`, as upstream.
+pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
+    let rocm = job.toolkits.rocm();
+    let Some(ld_lld) = rocm.ld_lld.found.clone() else {
+        return Err(Error::new(ErrorKind::ToolkitNotFound, rocm.ld_lld_missing_help()));
+    };
+    let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ld.lld input: {e}"));
+    let dir = tempfile::tempdir().map_err(io)?;
+    let input = dir.path().join("kernel.o");
+    let output = dir.path().join("kernel.hsaco");
+    std::fs::write(&input, object).map_err(io)?;
+    let result = Command::new(&ld_lld)
+        .arg("-shared")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .output()
+        .map_err(|e| Error::new(ErrorKind::ToolFailed, format!("cannot run {}: {e}", ld_lld.display())))?;
+    if !result.status.success() {
+        return Err(Error::new(
+            ErrorKind::ToolFailed,
+            format!(
+                "{} failed linking the {} object ({}):\n{}",
+                ld_lld.display(),
+                job.processor,
+                result.status,
+                String::from_utf8_lossy(&result.stderr).trim()
+            ),
+        ));
+    }
+    let bytes = std::fs::read(&output).map_err(|e| Error::new(ErrorKind::Io, format!("reading ld.lld output: {e}")))?;
+    Ok(vec![Artifact { format: Format::Bin, extension: "hsaco", bytes }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn isa_versions_follow_rocm_numbering() {
+        assert_eq!(isa_version("gfx90a"), 9010);
+        assert_eq!(isa_version("gfx942"), 9402);
+        assert_eq!(isa_version("gfx900"), 9000);
+        assert_eq!(isa_version("gfx1100"), 11000);
+        assert_eq!(isa_version("gfx1030"), 10300);
+        assert_eq!(isa_version("gfx11-generic"), 11000);
+    }
+
+    /// The numbers the installed device libraries use for the same chips.
+    #[test]
+    fn isa_versions_match_the_device_libraries() {
+        let dir = std::path::Path::new("/usr/lib").join(crate::toolkit::multiarch()).join("amdgcn/bitcode");
+        for (chip, file) in [("gfx90a", "90a"), ("gfx1030", "1030"), ("gfx906", "906")] {
+            let text = std::process::Command::new("llvm-dis-22")
+                .arg(dir.join(format!("oclc_isa_version_{file}.bc")))
+                .args(["-o", "-"])
+                .output()
+                .expect("llvm-dis-22 runs");
+            let text = String::from_utf8_lossy(&text.stdout);
+            assert!(
+                text.contains(&format!("constant i32 {},", isa_version(chip))),
+                "{chip}: {text}"
+            );
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Linking bitcode into the kernel module the way upstream's ModuleToObject does: only what the
+//! module needs is imported (LinkOnlyNeeded) and what was imported is internalized, so the
+//! optimizer may inline, specialize or drop it and no library symbol leaks into the object.
+//!
+//! LLVM's C API links whole modules only; the same result comes from linking the library,
+//! internalizing every definition it brought and dropping the unreferenced ones (`globaldce`).
+
+use crate::cargo::CargoOutput;
+use crate::error::{Error, ErrorKind, Result};
+use inkwell::context::Context;
+use inkwell::module::{Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::TargetMachine;
+use inkwell::values::{AnyValueEnum, BasicValue};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Functions the linked module calls that nothing defines and the driver does not provide.
+/// CUDA's driver resolves `vprintf`, `malloc`, `free` and `__assertfail` when it loads a module.
+const NVPTX_DRIVER_SYMBOLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
+
+/// Reads a bitcode file, naming it in the error.
+pub(crate) fn load_bitcode<'ll>(
+    llvm: &'ll Context,
+    path: &Path,
+    what: &str,
+    cargo: &CargoOutput,
+) -> Result<Module<'ll>> {
+    cargo.read_file(path);
+    Module::parse_bitcode_from_path(path, llvm).map_err(|e| {
+        Error::new(
+            ErrorKind::Link,
+            format!("cannot load {what} {}: {}", path.display(), e.to_string().trim()),
+        )
+    })
+}
+
+/// Links `library` into `module`, keeping only what `module` (transitively) uses.
+pub(crate) fn link_only_needed<'ll>(
+    module: &Module<'ll>,
+    library: Module<'ll>,
+    machine: &TargetMachine,
+    what: &str,
+) -> Result<()> {
+    // The library was built for a generic layout; match the module's so linking does not warn.
+    library.set_triple(&module.get_triple());
+    library.set_data_layout(&module.get_data_layout());
+    let mut imported = BTreeSet::new();
+    for function in library.get_functions() {
+        if function.count_basic_blocks() > 0 {
+            imported.insert(function.get_name().to_string_lossy().into_owned());
+        }
+    }
+    for global in library.get_globals() {
+        if !global.is_declaration() {
+            imported.insert(global.get_name().to_string_lossy().into_owned());
+        }
+    }
+    let already_defined: BTreeSet<String> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .chain(module.get_globals().filter(|g| !g.is_declaration()).map(|g| g.get_name().to_string_lossy().into_owned()))
+        .collect();
+    module.link_in_module(library).map_err(|e| {
+        Error::new(ErrorKind::Link, format!("linking {what} failed: {}", e.to_string().trim()))
+    })?;
+    for name in imported.difference(&already_defined) {
+        if let Some(function) = module.get_function(name) {
+            function.set_linkage(Linkage::Internal);
+        } else if let Some(global) = module.get_global(name) {
+            global.set_linkage(Linkage::Internal);
+        }
+    }
+    module
+        .run_passes("globaldce", machine, PassBuilderOptions::create())
+        .map_err(|e| Error::new(ErrorKind::Link, format!("dropping unused {what} code failed: {e}")))
+}
+
+/// Names of functions declared but not defined that `module` uses, excluding intrinsics.
+pub(crate) fn undefined_functions(module: &Module) -> Vec<String> {
+    module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() == 0 && f.get_intrinsic_id() == 0)
+        .filter(|f| f.as_global_value().as_pointer_value().get_first_use().is_some())
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("llvm."))
+        .collect()
+}
+
+/// Fails when something the kernels call is defined nowhere: such an object would only fail
+/// later, at load time on the user's GPU.
+pub(crate) fn check_resolved(module: &Module, nvptx: bool, searched: &str) -> Result<()> {
+    let missing: Vec<String> = undefined_functions(module)
+        .into_iter()
+        .filter(|name| !(nvptx && NVPTX_DRIVER_SYMBOLS.contains(&name.as_str())))
+        .collect();
+    let Some(first) = missing.first() else { return Ok(()) };
+    let callers = callers_of(module, first);
+    Err(Error::new(
+        ErrorKind::Link,
+        format!(
+            "`{first}` is called{} but defined nowhere after linking ({searched}){}; define it in \
+             the gpu.module, add a bitcode file that defines it to the target's `link` list, or \
+             remove the call",
+            if callers.is_empty() { String::new() } else { format!(" from `{}`", callers.join("`, `")) },
+            if missing.len() > 1 { format!("; also undefined: {}", missing[1..].join(", ")) } else { String::new() },
+        ),
+    ))
+}
+
+fn callers_of(module: &Module, name: &str) -> Vec<String> {
+    let mut callers = BTreeSet::new();
+    let Some(function) = module.get_function(name) else { return Vec::new() };
+    let mut next = function.as_global_value().as_pointer_value().get_first_use();
+    while let Some(use_) = next {
+        if let AnyValueEnum::InstructionValue(instruction) = use_.get_user() {
+            if let Some(caller) = instruction.get_parent().and_then(|block| block.get_parent()) {
+                callers.insert(caller.get_name().to_string_lossy().into_owned());
+            }
+        }
+        next = use_.get_next_use();
+    }
+    callers.into_iter().collect()
+}

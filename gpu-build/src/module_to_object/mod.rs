@@ -1,0 +1,195 @@
+//! ModuleToObject: LLVM IR of one `gpu.module` for one target in, objects out. The shared steps
+//! live here in upstream's order (target machine → triple and data layout → pre-link fixes → link
+//! user bitcode and device libraries → post-link checks → optimize at O → ISA → binary); the
+//! vendor modules supply the hooks.
+
+mod amdgpu;
+pub(crate) mod link;
+mod nvptx;
+
+use crate::cargo::CargoOutput;
+use crate::error::{Error, ErrorKind, Result};
+use crate::target::{TargetSpec, Vendor};
+use crate::toolkit::cuda::Cuda;
+use crate::toolkit::rocm::Rocm;
+use gpu_manifest::Format;
+use inkwell::context::Context;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::OptimizationLevel;
+use std::cell::OnceCell;
+use std::path::Path;
+use std::sync::Once;
+
+/// One output file of a compilation.
+#[derive(Debug, Clone)]
+pub(crate) struct Artifact {
+    pub format: Format,
+    /// File extension: `ptx`, `cubin`, `hsaco`.
+    pub extension: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+/// Intermediate text kept for `GPU_BUILD_DUMP`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dumps {
+    /// LLVM IR after linking, before optimization.
+    pub linked: String,
+    pub optimized: String,
+    pub isa: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Compiled {
+    pub artifacts: Vec<Artifact>,
+    pub dumps: Dumps,
+}
+
+/// The external toolkits, looked up the first time a target needs them.
+pub(crate) struct Toolkits<'a> {
+    cargo: &'a CargoOutput,
+    cuda: OnceCell<Cuda>,
+    rocm: OnceCell<Rocm>,
+}
+
+impl<'a> Toolkits<'a> {
+    pub fn new(cargo: &'a CargoOutput) -> Self {
+        Toolkits { cargo, cuda: OnceCell::new(), rocm: OnceCell::new() }
+    }
+
+    pub fn cuda(&self) -> &Cuda {
+        self.cuda.get_or_init(|| Cuda::find(self.cargo))
+    }
+
+    pub fn rocm(&self) -> &Rocm {
+        self.rocm.get_or_init(|| Rocm::find(self.cargo))
+    }
+}
+
+/// Everything a vendor hook may need.
+pub(crate) struct Job<'a, 'll> {
+    pub spec: &'a TargetSpec,
+    pub processor: &'a str,
+    pub llvm: &'ll Context,
+    pub machine: &'a TargetMachine,
+    pub toolkits: &'a Toolkits<'a>,
+    pub cargo: &'a CargoOutput,
+}
+
+pub(crate) fn initialize_llvm() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let config = InitializationConfig::default();
+        Target::initialize_nvptx(&config);
+        Target::initialize_amd_gpu(&config);
+    });
+}
+
+/// LLVM's optimization level for `O`; upstream also generates code at that level.
+fn opt_level(level: u8) -> OptimizationLevel {
+    match level {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    }
+}
+
+pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String)> {
+    initialize_llvm();
+    let (processor, features) = spec.processor_and_features()?;
+    let triple = TargetTriple::create(&spec.triple);
+    let target = Target::from_triple(&triple).map_err(|e| {
+        Error::new(ErrorKind::InvalidTarget, format!("unknown target triple `{}`: {e}", spec.triple))
+    })?;
+    let machine = target
+        .create_target_machine(
+            &triple,
+            &processor,
+            &features,
+            opt_level(spec.opt_level),
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidTarget,
+                format!("LLVM cannot create a target machine for {} {processor} `{features}`", spec.triple),
+            )
+        })?;
+    Ok((machine, processor))
+}
+
+/// Runs every step for one module and one target.
+pub(crate) fn module_to_object<'ll>(
+    module: Module<'ll>,
+    llvm: &'ll Context,
+    spec: &TargetSpec,
+    link_base: &Path,
+    toolkits: &Toolkits,
+    cargo: &CargoOutput,
+) -> Result<Compiled> {
+    let (machine, processor) = target_machine(spec)?;
+    module.set_triple(&machine.get_triple());
+    module.set_data_layout(&machine.get_target_data().get_data_layout());
+    let job = Job { spec, processor: &processor, llvm, machine: &machine, toolkits, cargo };
+
+    match spec.vendor {
+        Vendor::Nvptx => nvptx::pre_link(&job, &module),
+        Vendor::Amdgpu => amdgpu::pre_link(&job, &module)?,
+    }
+
+    let mut searched = vec!["the kernel file".to_string()];
+    for path in &spec.link {
+        let path = link_base.join(path);
+        let library = link::load_bitcode(llvm, &path, "link file", cargo)?;
+        link::link_only_needed(&module, library, &machine, &path.display().to_string())?;
+        searched.push(path.display().to_string());
+    }
+    let device_libraries = match spec.vendor {
+        Vendor::Nvptx => nvptx::link_device_libraries(&job, &module)?,
+        Vendor::Amdgpu => amdgpu::link_device_libraries(&job, &module)?,
+    };
+    searched.extend(device_libraries);
+    if spec.vendor == Vendor::Nvptx {
+        nvptx::post_link(&job, &module);
+    }
+
+    let mut dumps = Dumps { linked: module.print_to_string().to_string(), ..Dumps::default() };
+    optimize(&module, &machine, spec.opt_level)?;
+    dumps.optimized = module.print_to_string().to_string();
+    // After optimization: libdevice's `__nvvm_reflect` calls are folded away by then.
+    link::check_resolved(&module, spec.vendor == Vendor::Nvptx, &searched.join(", "))?;
+
+    // Code generation may rewrite the IR it runs on, so each emission gets its own copy.
+    let isa = emit(&machine, &module.clone(), FileType::Assembly)?;
+    dumps.isa = String::from_utf8_lossy(&isa).into_owned();
+    let artifacts = match spec.vendor {
+        Vendor::Nvptx => nvptx::isa_to_objects(&job, isa)?,
+        Vendor::Amdgpu => amdgpu::object_to_hsaco(&job, emit(&machine, &module, FileType::Object)?)?,
+    };
+    Ok(Compiled { artifacts, dumps })
+}
+
+/// LLVM's default module pipeline at `O`, configured as upstream's `makeOptimizingTransformer`.
+fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+    let options = PassBuilderOptions::create();
+    options.set_loop_unrolling(true);
+    options.set_loop_interleaving(true);
+    options.set_loop_vectorization(true);
+    options.set_loop_slp_vectorization(true);
+    module
+        .run_passes(&format!("default<O{level}>"), machine, options)
+        .map_err(|e| Error::new(ErrorKind::Codegen, format!("LLVM optimization failed: {e}")))?;
+    module.verify().map_err(|e| {
+        Error::new(ErrorKind::Codegen, format!("LLVM IR is invalid after optimization: {e}"))
+    })
+}
+
+pub(crate) fn emit(machine: &TargetMachine, module: &Module, kind: FileType) -> Result<Vec<u8>> {
+    machine
+        .write_to_memory_buffer(module, kind)
+        .map(|buffer| buffer.as_slice().to_vec())
+        .map_err(|e| Error::new(ErrorKind::Codegen, format!("LLVM code generation failed: {e}")))
+}

@@ -1,0 +1,51 @@
+//! Outputs: objects, optional dumps and the manifest, written into `$OUT_DIR/gpu-build`. Every
+//! file is written to a temporary name and renamed into place, and the manifest goes last, so a
+//! failed or interrupted build never leaves a manifest pointing at half-written objects.
+
+use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::{Manifest, MANIFEST_PATH};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub(crate) fn manifest_path(out_dir: &Path) -> PathBuf {
+    out_dir.join(MANIFEST_PATH)
+}
+
+/// Removes the previous build's manifest before anything else happens: if this build fails,
+/// nothing stale remains for `include_gpu_binary!` to embed.
+pub(crate) fn remove_stale_manifest(out_dir: &Path) -> Result<()> {
+    match std::fs::remove_file(manifest_path(out_dir)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&manifest_path(out_dir), e)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| io_error(dir, e))?;
+    file.write_all(bytes).map_err(|e| io_error(path, e))?;
+    file.persist(path).map_err(|e| io_error(path, e.error))?;
+    Ok(())
+}
+
+pub(crate) fn write_manifest(out_dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
+    let path = manifest_path(out_dir);
+    write_atomic(&path, manifest.to_json().as_bytes())?;
+    Ok(path)
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A file-name-safe form of a path or chip (`kernels/vadd.mlir` → `kernels_vadd_mlir`).
+pub(crate) fn file_name_part(text: &str) -> String {
+    text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> Error {
+    Error::new(ErrorKind::Io, format!("cannot write {}: {e}", path.display()))
+}

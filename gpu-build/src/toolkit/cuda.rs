@@ -1,0 +1,71 @@
+//! CUDA: `ptxas` (PTX → cubin, optional) and libdevice (the `__nv_*` math library, required when a
+//! kernel calls it).
+//!
+//! Order as upstream: `CUDA_ROOT`, `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda`; `ptxas` from
+//! `<toolkit>/bin`, then `PATH`. Then what upstream misses: NVIDIA's PyPI wheel
+//! `nvidia-cuda-nvcc-cu12` (`site-packages/nvidia/cuda_nvcc`) and Debian's `nvidia-cuda-toolkit`.
+
+use super::{env_roots, join_all, on_path, Probe};
+use crate::cargo::CargoOutput;
+use std::path::PathBuf;
+use std::process::Command;
+
+pub(crate) const ENV_VARS: &[&str] = &["CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"];
+const LIBDEVICE: &str = "nvvm/libdevice/libdevice.10.bc";
+
+#[derive(Debug, Clone)]
+pub(crate) struct Cuda {
+    pub ptxas: Probe,
+    pub libdevice: Probe,
+}
+
+impl Cuda {
+    pub fn find(cargo: &CargoOutput) -> Cuda {
+        let mut roots = env_roots(cargo, ENV_VARS);
+        roots.push(PathBuf::from("/usr/local/cuda"));
+        roots.extend(pip_wheel_roots(cargo));
+
+        let mut ptxas = join_all(&roots, "bin/ptxas");
+        ptxas.extend(on_path(cargo, "ptxas"));
+        let mut libdevice = join_all(&roots, LIBDEVICE);
+        libdevice.push(PathBuf::from("/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"));
+
+        Cuda { ptxas: Probe::first_existing(ptxas), libdevice: Probe::first_existing(libdevice) }
+    }
+
+    pub fn libdevice_missing_help(&self) -> String {
+        format!(
+            "libdevice (libdevice.10.bc) was not found; looked in:{}\nInstall the CUDA toolkit and \
+             set CUDA_HOME to it, or `pip install nvidia-cuda-nvcc-cu12`",
+            self.libdevice.tried_list()
+        )
+    }
+
+    pub fn ptxas_missing_warning(&self) -> String {
+        format!(
+            "ptxas not found, so no cubin was built (PTX only, which the driver compiles at load \
+             time); set CUDA_HOME to a CUDA toolkit or `pip install nvidia-cuda-nvcc-cu12`. \
+             Looked in: {}",
+            self.ptxas.tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
+
+/// `site-packages/nvidia/cuda_nvcc` of the active Python (virtualenv first), where NVIDIA's
+/// `nvidia-cuda-nvcc-cu12` wheel installs ptxas and libdevice.
+fn pip_wheel_roots(cargo: &CargoOutput) -> Vec<PathBuf> {
+    let mut site_dirs: Vec<PathBuf> = Vec::new();
+    if let Some(venv) = cargo.env("VIRTUAL_ENV") {
+        if let Ok(entries) = std::fs::read_dir(PathBuf::from(venv).join("lib")) {
+            site_dirs.extend(entries.flatten().map(|e| e.path().join("site-packages")));
+        }
+    }
+    let python = cargo.env("GPU_BUILD_PYTHON").unwrap_or_else(|| "python3".into());
+    let script = "import site, sys; print('\\n'.join(site.getsitepackages() + [site.getusersitepackages()]))";
+    if let Ok(output) = Command::new(python).args(["-c", script]).output() {
+        if output.status.success() {
+            site_dirs.extend(String::from_utf8_lossy(&output.stdout).lines().map(PathBuf::from));
+        }
+    }
+    site_dirs.into_iter().map(|dir| dir.join("nvidia/cuda_nvcc")).collect()
+}

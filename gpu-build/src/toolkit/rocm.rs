@@ -1,0 +1,59 @@
+//! ROCm: the device libraries (`ocml.bc`, `ockl.bc`) and `ld.lld` (object → hsaco).
+//!
+//! Order as upstream: `ROCM_PATH`, `ROCM_ROOT`, `ROCM_HOME`, `/opt/rocm`, with bitcode in
+//! `amdgcn/bitcode` and the linker at `llvm/bin/ld.lld`. Then what upstream misses: Debian's
+//! `rocm-device-libs` (`/usr/lib/<multiarch>/amdgcn/bitcode`) and `lld-22` (`ld.lld-22`).
+
+use super::{env_roots, is_file, join_all, multiarch, on_path, Probe};
+use crate::cargo::CargoOutput;
+use std::path::PathBuf;
+
+pub(crate) const ENV_VARS: &[&str] = &["ROCM_PATH", "ROCM_ROOT", "ROCM_HOME"];
+
+#[derive(Debug, Clone)]
+pub(crate) struct Rocm {
+    /// A directory holding `ocml.bc` and `ockl.bc`.
+    pub bitcode_dir: Probe,
+    pub ld_lld: Probe,
+}
+
+impl Rocm {
+    pub fn find(cargo: &CargoOutput) -> Rocm {
+        let mut roots = env_roots(cargo, ENV_VARS);
+        roots.push(PathBuf::from("/opt/rocm"));
+
+        let mut bitcode = join_all(&roots, "amdgcn/bitcode");
+        bitcode.push(PathBuf::from(format!("/usr/lib/{}/amdgcn/bitcode", multiarch())));
+        bitcode.push(PathBuf::from("/usr/lib/amdgcn/bitcode"));
+        let bitcode_dir = Probe::first_existing(bitcode.into_iter().map(|dir| dir.join("ocml.bc")));
+        let bitcode_dir = Probe {
+            found: bitcode_dir.found.and_then(|file| file.parent().map(PathBuf::from)),
+            tried: bitcode_dir.tried,
+        };
+
+        let mut ld_lld = join_all(&roots, "llvm/bin/ld.lld");
+        ld_lld.extend(on_path(cargo, "ld.lld-22"));
+        ld_lld.push(PathBuf::from("/usr/lib/llvm-22/bin/ld.lld"));
+        ld_lld.extend(on_path(cargo, "ld.lld"));
+        let mut ld_lld = Probe::first_existing(ld_lld);
+        ld_lld.found = ld_lld.found.filter(|path| is_file(path));
+
+        Rocm { bitcode_dir, ld_lld }
+    }
+
+    pub fn device_libs_missing_help(&self) -> String {
+        format!(
+            "the ROCm device libraries (ocml.bc, ockl.bc) were not found; looked for:{}\nInstall \
+             them (Debian: `apt install rocm-device-libs`) or set ROCM_PATH to a ROCm installation",
+            self.bitcode_dir.tried_list()
+        )
+    }
+
+    pub fn ld_lld_missing_help(&self) -> String {
+        format!(
+            "ld.lld (needed to link AMDGPU objects into hsaco) was not found; looked for:{}\n\
+             Install it (Debian: `apt install lld-22`) or set ROCM_PATH to a ROCm installation",
+            self.ld_lld.tried_list()
+        )
+    }
+}

@@ -1,0 +1,237 @@
+//! The contract between `gpu-build` (which writes it) and `include_gpu_binary!` (which reads it):
+//! what was compiled from which kernel file, for which targets, and where the objects are.
+//!
+//! The manifest lives at `$OUT_DIR/gpu-build/manifest.json`. Every path in it is relative to
+//! `OUT_DIR`, so a build directory can be moved without rewriting it. Readers must check
+//! [`Manifest::schema_version`] before trusting anything else (see [`Manifest::from_json`]).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Where the manifest lives, relative to `OUT_DIR`.
+pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
+
+/// Everything one build script compiled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema_version: u32,
+    /// `gpu-build <version>` of the writer, for error messages about mismatches.
+    pub generator: String,
+    pub modules: Vec<GpuModule>,
+}
+
+/// One `gpu.module` (or one LLVM IR file) and what was built from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuModule {
+    /// The kernel file as the build script named it (relative to the crate's manifest dir when it
+    /// was given that way).
+    pub source: String,
+    /// The module's symbol name (`gpu.module @name`); for LLVM IR input, the file stem.
+    pub name: String,
+    pub kernels: Vec<Kernel>,
+    pub objects: Vec<Object>,
+}
+
+/// One kernel entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kernel {
+    pub name: String,
+    /// The kernel's signature as written in the source, e.g. `(memref<?xf32>, index)`.
+    pub signature: String,
+    /// The source-level arguments, in order.
+    pub arguments: Vec<Argument>,
+    /// The parameters of the lowered kernel, in launch order: what a launcher must pass.
+    pub params: Vec<Param>,
+}
+
+/// One source-level kernel argument.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Argument {
+    /// MLIR type (`memref<?xf32>`, `index`, `f32`, `!llvm.ptr`) or LLVM type for `.ll` input.
+    pub ty: String,
+}
+
+/// One parameter of the lowered kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    /// LLVM type as LLVM prints it (`ptr`, `i64`, `float`, `ptr addrspace(1)`).
+    pub llvm_type: String,
+    /// Index into [`Kernel::arguments`] of the argument this parameter was lowered from
+    /// (a memref argument becomes several parameters: its descriptor's fields).
+    pub argument: usize,
+}
+
+/// Which GPU vendor an object is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Vendor {
+    /// NVIDIA, through the NVVM target (`#nvvm.target`).
+    Nvptx,
+    /// AMD, through the ROCDL target (`#rocdl.target`).
+    Amdgpu,
+}
+
+impl Vendor {
+    pub const ALL: [Vendor; 2] = [Vendor::Nvptx, Vendor::Amdgpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Vendor::Nvptx => "nvptx",
+            Vendor::Amdgpu => "amdgpu",
+        }
+    }
+}
+
+impl fmt::Display for Vendor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What kind of bytes an object holds; the names follow upstream's `gpu.object` formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Target assembly: PTX for NVPTX (the driver can JIT it for newer chips).
+    Isa,
+    /// A loadable binary: cubin for NVPTX, hsaco for AMDGPU.
+    Bin,
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Isa => "isa",
+            Format::Bin => "bin",
+        })
+    }
+}
+
+/// One compiled object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Object {
+    pub vendor: Vendor,
+    /// `sm_90`, `gfx90a`, `gfx90a:xnack-`, ...
+    pub chip: String,
+    pub format: Format,
+    pub triple: String,
+    pub features: String,
+    pub opt_level: u8,
+    /// Relative to `OUT_DIR`.
+    pub path: String,
+    pub size: u64,
+    /// Lower-case hex SHA-256 of the file's bytes.
+    pub sha256: String,
+}
+
+/// Why a manifest could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// Not JSON, or not this schema's shape.
+    Malformed(String),
+    /// Written by a gpu-build with another schema version.
+    VersionMismatch { found: u32, generator: String },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Malformed(why) => write!(f, "the gpu-build manifest is malformed: {why}"),
+            ReadError::VersionMismatch { found, generator } => write!(
+                f,
+                "the gpu-build manifest has schema version {found} (written by {generator}), \
+                 this reader understands version {SCHEMA_VERSION}; use the same gpu-build version \
+                 for the build-dependency and gpu-embed"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl Manifest {
+    pub fn new(generator: impl Into<String>) -> Self {
+        Manifest { schema_version: SCHEMA_VERSION, generator: generator.into(), modules: Vec::new() }
+    }
+
+    pub fn to_json(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).expect("manifest serializes")
+    }
+
+    /// Parses a manifest, checking the schema version before the rest of the shape.
+    pub fn from_json(text: &str) -> Result<Manifest, ReadError> {
+        #[derive(Deserialize)]
+        struct Header {
+            schema_version: u32,
+            #[serde(default)]
+            generator: String,
+        }
+        let header: Header =
+            serde_json::from_str(text).map_err(|e| ReadError::Malformed(e.to_string()))?;
+        if header.schema_version != SCHEMA_VERSION {
+            return Err(ReadError::VersionMismatch {
+                found: header.schema_version,
+                generator: header.generator,
+            });
+        }
+        serde_json::from_str(text).map_err(|e| ReadError::Malformed(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let mut manifest = Manifest::new("gpu-build test");
+        manifest.modules.push(GpuModule {
+            source: "kernels/vadd.mlir".into(),
+            name: "kernels".into(),
+            kernels: vec![Kernel {
+                name: "vadd".into(),
+                signature: "(index)".into(),
+                arguments: vec![Argument { ty: "index".into() }],
+                params: vec![Param { llvm_type: "i64".into(), argument: 0 }],
+            }],
+            objects: vec![Object {
+                vendor: Vendor::Amdgpu,
+                chip: "gfx90a".into(),
+                format: Format::Bin,
+                triple: "amdgcn-amd-amdhsa".into(),
+                features: String::new(),
+                opt_level: 2,
+                path: "gpu-build/kernels/gfx90a.hsaco".into(),
+                size: 3,
+                sha256: "00".into(),
+            }],
+        });
+        let json = manifest.to_json();
+        assert!(json.contains("\"vendor\": \"amdgpu\""), "{json}");
+        assert_eq!(Manifest::from_json(&json).unwrap(), manifest);
+    }
+
+    #[test]
+    fn refuses_other_schema_versions_by_name() {
+        let err = Manifest::from_json(r#"{"schema_version": 99, "generator": "gpu-build 9.0.0"}"#)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            ReadError::VersionMismatch { found: 99, generator: "gpu-build 9.0.0".into() }
+        );
+        assert!(err.to_string().contains("gpu-build 9.0.0"));
+    }
+
+    #[test]
+    fn malformed_text_is_an_error_not_a_panic() {
+        assert!(matches!(Manifest::from_json("{"), Err(ReadError::Malformed(_))));
+        assert!(matches!(
+            Manifest::from_json(r#"{"schema_version": 1}"#),
+            Err(ReadError::Malformed(_))
+        ));
+    }
+}
