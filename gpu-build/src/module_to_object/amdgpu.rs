@@ -50,7 +50,7 @@ pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll
         if needed {
             let path = dir.join(name);
             let library = load_bitcode(job.llvm, &path, "device library", job.cargo)?;
-            link_only_needed(module, library, job.machine, name)?;
+            link_only_needed(module, library, name)?;
             linked.push(path.display().to_string());
         }
     }

@@ -3,7 +3,9 @@
 //! optimizer may inline, specialize or drop it and no library symbol leaks into the object.
 //!
 //! LLVM's C API links whole modules only; the same result comes from linking the library,
-//! internalizing every definition it brought and dropping the unreferenced ones (`globaldce`).
+//! internalizing every definition it brought and, once every library is in, dropping what
+//! nothing references ([`drop_unused`]). Dropping only at the end matters: a control variable
+//! that no library read so far may be read by the next one.
 
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
@@ -35,13 +37,9 @@ pub(crate) fn load_bitcode<'ll>(
     })
 }
 
-/// Links `library` into `module`, keeping only what `module` (transitively) uses.
-pub(crate) fn link_only_needed<'ll>(
-    module: &Module<'ll>,
-    library: Module<'ll>,
-    machine: &TargetMachine,
-    what: &str,
-) -> Result<()> {
+/// Links `library` into `module` and internalizes what it brought; call [`drop_unused`] after the
+/// last library.
+pub(crate) fn link_only_needed<'ll>(module: &Module<'ll>, library: Module<'ll>, what: &str) -> Result<()> {
     // The library was built for a generic layout; match the module's so linking does not warn.
     library.set_triple(&module.get_triple());
     library.set_data_layout(&module.get_data_layout());
@@ -72,26 +70,35 @@ pub(crate) fn link_only_needed<'ll>(
             global.set_linkage(Linkage::Internal);
         }
     }
-    module
-        .run_passes("globaldce", machine, PassBuilderOptions::create())
-        .map_err(|e| Error::new(ErrorKind::Link, format!("dropping unused {what} code failed: {e}")))
+    Ok(())
 }
 
-/// Names of functions declared but not defined that `module` uses, excluding intrinsics.
-pub(crate) fn undefined_functions(module: &Module) -> Vec<String> {
+/// Removes the internalized library code and data nothing references.
+pub(crate) fn drop_unused(module: &Module, machine: &TargetMachine) -> Result<()> {
     module
+        .run_passes("globaldce", machine, PassBuilderOptions::create())
+        .map_err(|e| Error::new(ErrorKind::Link, format!("dropping unused library code failed: {e}")))
+}
+
+/// Functions and variables declared but not defined that `module` uses, excluding intrinsics.
+pub(crate) fn undefined_symbols(module: &Module) -> Vec<String> {
+    let functions = module
         .get_functions()
         .filter(|f| f.count_basic_blocks() == 0 && f.get_intrinsic_id() == 0)
         .filter(|f| f.as_global_value().as_pointer_value().get_first_use().is_some())
         .map(|f| f.get_name().to_string_lossy().into_owned())
-        .filter(|name| !name.starts_with("llvm."))
-        .collect()
+        .filter(|name| !name.starts_with("llvm."));
+    let variables = module
+        .get_globals()
+        .filter(|g| g.is_declaration() && g.as_pointer_value().get_first_use().is_some())
+        .map(|g| g.get_name().to_string_lossy().into_owned());
+    functions.chain(variables).collect()
 }
 
 /// Fails when something the kernels call is defined nowhere: such an object would only fail
 /// later, at load time on the user's GPU.
 pub(crate) fn check_resolved(module: &Module, nvptx: bool, searched: &str) -> Result<()> {
-    let missing: Vec<String> = undefined_functions(module)
+    let missing: Vec<String> = undefined_symbols(module)
         .into_iter()
         .filter(|name| !(nvptx && NVPTX_DRIVER_SYMBOLS.contains(&name.as_str())))
         .collect();
@@ -100,7 +107,7 @@ pub(crate) fn check_resolved(module: &Module, nvptx: bool, searched: &str) -> Re
     Err(Error::new(
         ErrorKind::Link,
         format!(
-            "`{first}` is called{} but defined nowhere after linking ({searched}){}; define it in \
+            "`{first}` is used{} but defined nowhere after linking ({searched}){}; define it in \
              the gpu.module, add a bitcode file that defines it to the target's `link` list, or \
              remove the call",
             if callers.is_empty() { String::new() } else { format!(" from `{}`", callers.join("`, `")) },

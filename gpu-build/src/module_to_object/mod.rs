@@ -72,7 +72,6 @@ pub(crate) struct Job<'a, 'll> {
     pub spec: &'a TargetSpec,
     pub processor: &'a str,
     pub llvm: &'ll Context,
-    pub machine: &'a TargetMachine,
     pub toolkits: &'a Toolkits<'a>,
     pub cargo: &'a CargoOutput,
 }
@@ -133,7 +132,7 @@ pub(crate) fn module_to_object<'ll>(
     let (machine, processor) = target_machine(spec)?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let job = Job { spec, processor: &processor, llvm, machine: &machine, toolkits, cargo };
+    let job = Job { spec, processor: &processor, llvm, toolkits, cargo };
 
     match spec.vendor {
         Vendor::Nvptx => nvptx::pre_link(&job, &module),
@@ -144,7 +143,7 @@ pub(crate) fn module_to_object<'ll>(
     for path in &spec.link {
         let path = link_base.join(path);
         let library = link::load_bitcode(llvm, &path, "link file", cargo)?;
-        link::link_only_needed(&module, library, &machine, &path.display().to_string())?;
+        link::link_only_needed(&module, library, &path.display().to_string())?;
         searched.push(path.display().to_string());
     }
     let device_libraries = match spec.vendor {
@@ -152,6 +151,7 @@ pub(crate) fn module_to_object<'ll>(
         Vendor::Amdgpu => amdgpu::link_device_libraries(&job, &module)?,
     };
     searched.extend(device_libraries);
+    link::drop_unused(&module, &machine)?;
     if spec.vendor == Vendor::Nvptx {
         nvptx::post_link(&job, &module);
     }

@@ -66,7 +66,7 @@ pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll
         ));
     };
     let library = load_bitcode(job.llvm, &path, "libdevice", job.cargo)?;
-    link_only_needed(module, library, job.machine, "libdevice")?;
+    link_only_needed(module, library, "libdevice")?;
     Ok(vec![path.display().to_string()])
 }
 

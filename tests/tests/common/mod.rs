@@ -1,0 +1,85 @@
+//! Helpers shared by the workspace tests.
+#![allow(dead_code)]
+
+use gpu_build::{Build, Report, Vendor};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+pub fn sample_kernels() -> Vec<PathBuf> {
+    ["vadd", "saxpy", "reduce", "math"]
+        .iter()
+        .map(|name| workspace().join(format!("sample-project/kernels/{name}.mlir")))
+        .collect()
+}
+
+/// A builder writing into a fresh temporary directory, printing nothing for cargo.
+pub fn build_in(out: &Path) -> Build {
+    let mut build = Build::new();
+    build.out_dir(out).base_dir(out).quiet(true);
+    build
+}
+
+/// Compiles `text` (written to `name` in a fresh directory) and returns the error message.
+pub fn compile_error(name: &str, text: &[u8], configure: impl FnOnce(&mut Build)) -> gpu_build::Error {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), text).unwrap();
+    let mut build = build_in(dir.path());
+    build.kernel(name);
+    configure(&mut build);
+    let error = build.compile().expect_err("the build must fail");
+    assert!(
+        !dir.path().join(gpu_manifest::MANIFEST_PATH).exists(),
+        "a failed build left a manifest behind"
+    );
+    error
+}
+
+/// Compiles `text` and returns the report and the directory holding the outputs.
+pub fn compile_ok(name: &str, text: &str, configure: impl FnOnce(&mut Build)) -> (Report, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), text).unwrap();
+    let mut build = build_in(dir.path());
+    build.kernel(name);
+    configure(&mut build);
+    match build.compile() {
+        Ok(report) => (report, dir),
+        Err(error) => panic!("build failed:\n{error}"),
+    }
+}
+
+/// ptxas from the PyPI wheel or a toolkit (what `scripts/setup.sh` installs).
+pub fn ptxas() -> PathBuf {
+    let output = Command::new("python3")
+        .args(["-c", "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])"])
+        .output()
+        .expect("python3 runs");
+    let dir = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let path = PathBuf::from(dir).join("bin/ptxas");
+    assert!(path.is_file(), "ptxas not found at {}; run scripts/setup.sh", path.display());
+    path
+}
+
+pub fn objects_of(report: &Report, vendor: Vendor) -> Vec<(gpu_manifest::Object, Vec<u8>)> {
+    report
+        .manifest
+        .modules
+        .iter()
+        .flat_map(|m| m.objects.iter())
+        .filter(|o| o.vendor == vendor)
+        .map(|o| (o.clone(), std::fs::read(report.out_dir.join(&o.path)).unwrap()))
+        .collect()
+}
+
+/// PTX without comment lines, for comparing compilers' output.
+pub fn strip_ptx_comments(ptx: &str) -> String {
+    ptx.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
