@@ -13,7 +13,8 @@ use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::TargetMachine;
-use inkwell::values::{AnyValueEnum, BasicValue};
+use inkwell::llvm_sys::core::{LLVMGetBasicBlockParent, LLVMGetInstructionParent, LLVMIsAInstruction};
+use inkwell::values::{AsValueRef, BasicValue, FunctionValue};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -121,9 +122,15 @@ fn callers_of(module: &Module, name: &str) -> Vec<String> {
     let Some(function) = module.get_function(name) else { return Vec::new() };
     let mut next = function.as_global_value().as_pointer_value().get_first_use();
     while let Some(use_) = next {
-        if let AnyValueEnum::InstructionValue(instruction) = use_.get_user() {
-            if let Some(caller) = instruction.get_parent().and_then(|block| block.get_parent()) {
-                callers.insert(caller.get_name().to_string_lossy().into_owned());
+        // A call's user is the call instruction, whatever type of value it produces.
+        let user = use_.get_user().as_value_ref();
+        // SAFETY: `user` is a live value of `module`; the C API checks it is an instruction.
+        unsafe {
+            if !LLVMIsAInstruction(user).is_null() {
+                let block = LLVMGetInstructionParent(user);
+                if let Some(caller) = FunctionValue::new(LLVMGetBasicBlockParent(block)) {
+                    callers.insert(caller.get_name().to_string_lossy().into_owned());
+                }
             }
         }
         next = use_.get_next_use();
