@@ -5,16 +5,24 @@
 //! and the f32 denormal mode (the backend then emits `.ftz` instructions); `fast` puts fast-math
 //! flags on the kernel's floating-point instructions (approximate division, reciprocal, sqrt)
 //! and the matching function attributes.
+//!
+//! libdevice's `__nv_sqrtf` also asks `__nvvm_reflect("__CUDA_PREC_SQRT")`, which LLVM 22's
+//! NVVMReflect answers with 0 (approximate) since no module flag controls it; upstream therefore
+//! emits `sqrt.approx.f32` for `math.sqrt`. We answer 1 (correctly rounded, nvcc's default
+//! `-prec-sqrt=true`) unless `fast` is set.
 
 use super::link::{link_only_needed, load_bitcode};
 use super::{Artifact, Job};
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
-use inkwell::llvm_sys::core::{LLVMCanValueUseFastMathFlags, LLVMSetFastMathFlags};
+use inkwell::llvm_sys::core::{
+    LLVMCanValueUseFastMathFlags, LLVMGetAsString, LLVMGetInitializer, LLVMGetOperand, LLVMIsAConstantDataSequential,
+    LLVMIsAConstantExpr, LLVMIsAGlobalVariable, LLVMSetFastMathFlags,
+};
 use inkwell::llvm_sys::LLVMFastMathAll;
 use inkwell::module::{FlagBehavior, Module};
-use inkwell::values::AsValueRef;
+use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
 use std::process::Command;
 
 /// Before linking: fast-math on the kernel's own code only (libdevice keeps its exact paths).
@@ -70,8 +78,10 @@ pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll
     Ok(vec![path.display().to_string()])
 }
 
-/// After linking: flush-to-zero applies to everything, libdevice included.
+/// After linking: precise sqrt unless `fast`; flush-to-zero applies to everything, libdevice
+/// included.
 pub(crate) fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
+    fold_reflect(module, "__CUDA_PREC_SQRT", u64::from(!job.spec.flags.fast));
     if !job.spec.flags.ftz {
         return;
     }
@@ -129,4 +139,48 @@ fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> 
         job.cargo.warn(format!("ptxas ({}): {log}", job.processor));
     }
     std::fs::read(&output).map_err(|e| Error::new(ErrorKind::Io, format!("reading ptxas output: {e}")))
+}
+
+/// Replaces every `__nvvm_reflect("<name>")` call with `value`.
+fn fold_reflect(module: &Module, name: &str, value: u64) {
+    let Some(reflect) = module.get_function("__nvvm_reflect") else { return };
+    let mut calls = Vec::new();
+    let mut next = reflect.as_global_value().as_pointer_value().get_first_use();
+    while let Some(use_) = next {
+        if let AnyValueEnum::IntValue(result) = use_.get_user() {
+            if let Some(call) = result.as_instruction() {
+                if reflected_name(call).as_deref() == Some(name) {
+                    calls.push((call, result, result.get_type().const_int(value, false)));
+                }
+            }
+        }
+        next = use_.get_next_use();
+    }
+    for (call, result, constant) in calls {
+        result.replace_all_uses_with(constant);
+        call.erase_from_basic_block();
+    }
+}
+
+/// The string a `__nvvm_reflect` call asks about: its argument is a (possibly address-space
+/// cast) pointer to a constant C string.
+fn reflected_name(call: InstructionValue) -> Option<String> {
+    // SAFETY: `call` is a live call with one argument; every step checks the value's kind.
+    unsafe {
+        let mut global = LLVMGetOperand(call.as_value_ref(), 0);
+        if !LLVMIsAConstantExpr(global).is_null() {
+            global = LLVMGetOperand(global, 0);
+        }
+        if LLVMIsAGlobalVariable(global).is_null() {
+            return None;
+        }
+        let initializer = LLVMGetInitializer(global);
+        if initializer.is_null() || LLVMIsAConstantDataSequential(initializer).is_null() {
+            return None;
+        }
+        let mut length = 0;
+        let bytes = LLVMGetAsString(initializer, &mut length);
+        let bytes = std::slice::from_raw_parts(bytes.cast::<u8>(), length);
+        Some(String::from_utf8_lossy(bytes).trim_end_matches('\0').to_string())
+    }
 }

@@ -1,0 +1,158 @@
+//! Pipeline behaviour beyond the sample: NVPTX `fast` / `ftz`, user bitcode linking, LLVM IR
+//! input, several gpu.modules in one file.
+
+mod common;
+
+use common::*;
+use gpu_build::Vendor;
+use gpu_manifest::Format;
+use std::process::Command;
+
+fn ptx_of(report: &gpu_build::Report, dir: &std::path::Path) -> String {
+    let object = report.manifest.modules[0].objects.iter().find(|o| o.format == Format::Isa).unwrap();
+    std::fs::read_to_string(dir.join(&object.path)).unwrap()
+}
+
+/// out[i] = sqrt(x[i]) / y[i] + x[i] * y[i] in f32.
+fn float_kernel(flags: &str) -> String {
+    format!(
+        r#"gpu.module @fp [#nvvm.target<chip = "sm_80"{flags}>] {{
+  gpu.func @fp(%x: memref<?xf32>, %y: memref<?xf32>, %out: memref<?xf32>) kernel {{
+    %i = gpu.global_id x
+    %a = memref.load %x[%i] : memref<?xf32>
+    %b = memref.load %y[%i] : memref<?xf32>
+    %s = math.sqrt %a : f32
+    %q = arith.divf %s, %b : f32
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %q, %m : f32
+    memref.store %r, %out[%i] : memref<?xf32>
+    gpu.return
+  }}
+}}
+"#
+    )
+}
+
+#[test]
+fn nvptx_ftz_and_fast_change_the_generated_code() {
+    let (plain, plain_dir) = compile_ok("fp.mlir", &float_kernel(""), |_| {});
+    let plain = ptx_of(&plain, plain_dir.path());
+    assert!(plain.contains("div.rn.f32"), "IEEE division without flags:\n{plain}");
+    assert!(plain.contains("sqrt.rn.f32"), "{plain}");
+    assert!(!plain.contains(".ftz."), "{plain}");
+
+    let (ftz, ftz_dir) = compile_ok("fp.mlir", &float_kernel(", flags = {ftz}"), |_| {});
+    let ftz = ptx_of(&ftz, ftz_dir.path());
+    assert!(ftz.contains("div.rn.ftz.f32") || ftz.contains("div.ftz.rn.f32"), "flushing division with ftz:\n{ftz}");
+    assert!(ftz.contains(".ftz."), "{ftz}");
+
+    let (fast, fast_dir) = compile_ok("fp.mlir", &float_kernel(", flags = {fast}"), |_| {});
+    let fast = ptx_of(&fast, fast_dir.path());
+    assert!(!fast.contains("div.rn.f32"), "no IEEE division with fast:\n{fast}");
+    assert!(fast.contains("approx"), "approximate operations with fast:\n{fast}");
+    for ptx in [&ftz, &fast] {
+        // Still valid PTX.
+        let file = ftz_dir.path().join("check.ptx");
+        std::fs::write(&file, ptx).unwrap();
+        let status = Command::new(ptxas()).args(["-arch", "sm_80"]).arg(&file).arg("-o").arg(ftz_dir.path().join("c.cubin")).status().unwrap();
+        assert!(status.success());
+    }
+}
+
+#[test]
+fn ftz_reaches_libdevice_through_nvvm_reflect() {
+    let kernel = |flags: &str| {
+        format!(
+            r#"gpu.module @m [#nvvm.target<chip = "sm_80"{flags}>] {{
+  gpu.func @m(%x: memref<?xf32>) kernel {{
+    %i = gpu.global_id x
+    %a = memref.load %x[%i] : memref<?xf32>
+    %e = math.exp %a : f32
+    memref.store %e, %x[%i] : memref<?xf32>
+    gpu.return
+  }}
+}}
+"#
+        )
+    };
+    let (plain, d1) = compile_ok("m.mlir", &kernel(""), |_| {});
+    let (ftz, d2) = compile_ok("m.mlir", &kernel(", flags = {ftz}"), |_| {});
+    let (plain, ftz) = (ptx_of(&plain, d1.path()), ptx_of(&ftz, d2.path()));
+    // __nv_expf's non-FTZ path rescales by 2^k with an IEEE multiply; its FTZ path does not.
+    let flushing = |ptx: &str| ptx.matches(".ftz.").count();
+    assert!(flushing(&ftz) > flushing(&plain), "libdevice took its FTZ branch:\n{plain}\n---\n{ftz}");
+    assert!(!ftz.contains("mul.rn.f32"), "{ftz}");
+}
+
+#[test]
+fn user_bitcode_is_linked_only_as_needed_and_internalized() {
+    let dir = tempfile::tempdir().unwrap();
+    let helper = r#"target triple = "nvptx64-nvidia-cuda"
+define float @twice(float %x) { %y = fmul float %x, 2.0
+  ret float %y }
+define float @never_called(float %x) { ret float %x }
+"#;
+    std::fs::write(dir.path().join("helper.ll"), helper).unwrap();
+    let status = Command::new("llvm-as-22").arg(dir.path().join("helper.ll")).arg("-o").arg(dir.path().join("helper.bc")).status().unwrap();
+    assert!(status.success());
+    let kernel = r#"gpu.module @k [#nvvm.target<chip = "sm_80", link = ["helper.bc"]>] {
+  llvm.func @twice(f32) -> f32
+  llvm.func @k(%p: !llvm.ptr) attributes {gpu.kernel} {
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %y = llvm.call @twice(%x) : (f32) -> f32
+    llvm.store %y, %p : f32, !llvm.ptr
+    llvm.return
+  }
+}
+"#;
+    std::fs::write(dir.path().join("k.mlir"), kernel).unwrap();
+    let report = build_in(dir.path()).kernel("k.mlir").compile().unwrap_or_else(|e| panic!("{e}"));
+    let ptx = ptx_of(&report, dir.path());
+    assert!(!ptx.contains("never_called"), "unneeded library code was imported:\n{ptx}");
+    assert!(!ptx.contains(".visible .func") && !ptx.contains("twice"), "the helper was inlined, not exported:\n{ptx}");
+    assert!(ptx.contains("add.rn.f32"), "twice(x) became x + x:\n{ptx}");
+    assert!(report.cargo_directives.iter().any(|d| d.ends_with("helper.bc") && d.starts_with("cargo::rerun-if-changed=")));
+}
+
+#[test]
+fn llvm_ir_input_builds_for_its_triple() {
+    let text = r#"target triple = "amdgcn-amd-amdhsa"
+define amdgpu_kernel void @fill(ptr addrspace(1) %p, i32 %v) {
+  store i32 %v, ptr addrspace(1) %p
+  ret void
+}
+"#;
+    let (report, dir) = compile_ok("fill.ll", text, |b| {
+        b.target(Vendor::Amdgpu, &["gfx1100"]);
+    });
+    let module = &report.manifest.modules[0];
+    assert_eq!(module.name, "fill");
+    assert_eq!(module.kernels[0].name, "fill");
+    assert_eq!(module.kernels[0].params.iter().map(|p| p.llvm_type.as_str()).collect::<Vec<_>>(), ["ptr addrspace(1)", "i32"]);
+    let hsaco = std::fs::read(dir.path().join(&module.objects[0].path)).unwrap();
+    assert!(hsaco.windows(7).any(|w| w == b"fill.kd"));
+}
+
+#[test]
+fn every_gpu_module_in_a_file_is_found_at_any_depth() {
+    let text = r#"module {
+  gpu.module @first [#nvvm.target<chip = "sm_80">] {
+    gpu.func @a() kernel { gpu.return }
+  }
+  module @inner {
+    gpu.module @second [#rocdl.target<chip = "gfx90a">] {
+      gpu.func @b() kernel { gpu.return }
+      gpu.func @not_a_kernel() { gpu.return }
+    }
+  }
+}
+"#;
+    let (report, _dir) = compile_ok("two.mlir", text, |_| {});
+    let modules: Vec<(&str, Vec<&str>, Vendor)> = report
+        .manifest
+        .modules
+        .iter()
+        .map(|m| (m.name.as_str(), m.kernels.iter().map(|k| k.name.as_str()).collect(), m.objects[0].vendor))
+        .collect();
+    assert_eq!(modules, [("first", vec!["a"], Vendor::Nvptx), ("second", vec!["b"], Vendor::Amdgpu)]);
+}
