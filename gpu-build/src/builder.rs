@@ -1,7 +1,8 @@
 //! The build-script API: an explicit builder in the style of `cc::Build`.
 
 use crate::cargo::CargoOutput;
-use crate::compile::{compile_file, CompiledModule, Options, TargetRequest};
+use crate::compile::{assemble, plan_file, run_task, tasks, CompiledModule, Options, TargetRequest};
+use crate::parallel::run_all;
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Toolkits;
 use crate::output::{file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_manifest};
@@ -143,25 +144,12 @@ impl Build {
         let dump = dump_request(cargo)?;
         let options = Options { requests: &self.requests, opt_level: self.opt_level, base_dir: &base_dir };
 
-        // MLIR's parser and LLVM recurse; a large stack turns pathological input into an error
-        // from the nesting check rather than a stack overflow.
-        let compiled = std::thread::scope(|scope| {
-            std::thread::Builder::new()
-                .name("gpu-build".into())
-                .stack_size(256 << 20)
-                .spawn_scoped(scope, || {
-                    let toolkits = Toolkits::new(cargo);
-                    let mut modules = Vec::new();
-                    for kernel in &self.kernels {
-                        let display = kernel.display().to_string();
-                        modules.extend(compile_file(&base_dir.join(kernel), display, &options, &toolkits, cargo)?);
-                    }
-                    Ok::<_, Error>(modules)
-                })
-                .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the compiler thread: {e}")))?
-                .join()
-                .map_err(|_| Error::new(ErrorKind::Codegen, "the compiler thread panicked"))?
-        })?;
+        let files: Vec<(PathBuf, String)> =
+            self.kernels.iter().map(|k| (base_dir.join(k), k.display().to_string())).collect();
+        let plans = run_all(&files, |(path, display)| plan_file(path, display.clone(), &options, cargo))?;
+        let toolkits = Toolkits::new(cargo);
+        let outputs = run_all(&tasks(&plans), |task| run_task(task, &options, &toolkits, cargo))?;
+        let compiled = assemble(&plans, outputs)?;
 
         let manifest = write_outputs(&out_dir, compiled, dump, cargo)?;
         let manifest_path = write_manifest(&out_dir, &manifest)?;

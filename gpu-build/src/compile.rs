@@ -69,13 +69,35 @@ pub(crate) fn resolve_targets(file_targets: &[TargetSpec], options: &Options) ->
     unique
 }
 
-pub(crate) fn compile_file(
-    path: &Path,
-    display: String,
-    options: &Options,
-    toolkits: &Toolkits,
-    cargo: &CargoOutput,
-) -> Result<Vec<CompiledModule>> {
+/// One kernel file after the front end: its gpu.modules and the targets each is built for.
+pub(crate) struct FilePlan {
+    source: SourceFile,
+    kind: InputKind,
+    modules: Vec<ModulePlan>,
+}
+
+struct ModulePlan {
+    /// Position among the file's gpu.modules, to find it again in a fresh parse.
+    index: usize,
+    desc: GpuModuleDesc,
+    specs: Vec<TargetSpec>,
+}
+
+/// The unit of parallel work: one gpu.module for one target.
+pub(crate) struct Task<'p> {
+    file: &'p FilePlan,
+    module: &'p ModulePlan,
+    spec: &'p TargetSpec,
+}
+
+/// What one task produced: the kernels as this target lowered them, and the objects.
+pub(crate) struct TaskOutput {
+    kernels: Vec<Kernel>,
+    compiled: Compiled,
+}
+
+/// Runs the front end on one file and decides every module's targets.
+pub(crate) fn plan_file(path: &Path, display: String, options: &Options, cargo: &CargoOutput) -> Result<FilePlan> {
     cargo.read_file(path);
     let kind = InputKind::of(path).ok_or_else(|| {
         Error::new(
@@ -84,22 +106,25 @@ pub(crate) fn compile_file(
         )
     })?;
     let source = SourceFile::read(path, display)?;
-    match kind {
-        InputKind::Mlir => compile_mlir(&source, options, toolkits, cargo),
-        InputKind::LlvmIr | InputKind::Bitcode => {
-            compile_llvm_ir(&source, kind, options, toolkits, cargo).map(|module| vec![module])
-        }
-    }
+    let descs = match kind {
+        InputKind::Mlir => describe_mlir(&source)?,
+        InputKind::LlvmIr | InputKind::Bitcode => vec![describe_llvm_ir(&source, kind, options)?],
+    };
+    let modules = descs
+        .into_iter()
+        .enumerate()
+        .map(|(index, desc)| Ok(ModulePlan { index, specs: targets_for(&desc, options, cargo)?, desc }))
+        .collect::<Result<_>>()?;
+    Ok(FilePlan { source, kind, modules })
 }
 
-fn compile_mlir(source: &SourceFile, options: &Options, toolkits: &Toolkits, cargo: &CargoOutput) -> Result<Vec<CompiledModule>> {
+fn describe_mlir(source: &SourceFile) -> Result<Vec<GpuModuleDesc>> {
     let mlir = Mlir::new();
     let module = mlir.parse(source)?;
     let descs = mlir::gpu_modules(&module)
         .into_iter()
         .map(|raw| mlir::describe(source, raw))
         .collect::<Result<Vec<_>>>()?;
-    drop(module);
     if descs.is_empty() {
         return Err(Error::new(
             ErrorKind::NothingToCompile,
@@ -110,36 +135,12 @@ fn compile_mlir(source: &SourceFile, options: &Options, toolkits: &Toolkits, car
             ),
         ));
     }
-    let mut compiled = Vec::new();
-    for (index, desc) in descs.iter().enumerate() {
-        let specs = targets_for(desc, options, cargo)?;
-        let mut module = CompiledModule { source: source.display.clone(), name: desc.name.clone(), kernels: Vec::new(), objects: Vec::new() };
-        for spec in specs {
-            let context = format!("{}: gpu.module @{} for {} {}", desc.location, desc.name, spec.vendor, spec.chip);
-            let llvm = LlvmContext::create();
-            let lowered = lower_to_llvm(&mlir, source, index, desc, spec.vendor, &spec.chip, &llvm)?;
-            record_kernels(&mut module, desc, &lowered).map_err(|e| e.context(&context))?;
-            let objects = module_to_object(lowered, &llvm, &spec, options.base_dir, toolkits, cargo)
-                .map_err(|e| e.context(&context))?;
-            module.objects.push((spec, objects));
-        }
-        compiled.push(module);
-    }
-    Ok(compiled)
+    Ok(descs)
 }
 
-fn compile_llvm_ir(
-    source: &SourceFile,
-    kind: InputKind,
-    options: &Options,
-    toolkits: &Toolkits,
-    cargo: &CargoOutput,
-) -> Result<CompiledModule> {
-    let desc = {
-        let llvm = LlvmContext::create();
-        let module = llvm_ir::parse(&llvm, source, kind)?;
-        llvm_ir::describe(source, &module)?
-    };
+fn describe_llvm_ir(source: &SourceFile, kind: InputKind, options: &Options) -> Result<GpuModuleDesc> {
+    let llvm = LlvmContext::create();
+    let desc = llvm_ir::describe(source, &llvm_ir::parse(&llvm, source, kind)?)?;
     let vendor = desc.targets[0].vendor;
     if let Some(other) = options.requests.iter().find(|r| r.vendor != vendor) {
         return Err(Error::new(
@@ -151,17 +152,64 @@ fn compile_llvm_ir(
             ),
         ));
     }
-    let specs = targets_for(&desc, options, cargo)?;
-    let mut module = CompiledModule { source: source.display.clone(), name: desc.name.clone(), kernels: Vec::new(), objects: Vec::new() };
-    for spec in specs {
-        let llvm = LlvmContext::create();
-        let parsed = llvm_ir::parse(&llvm, source, kind)?;
-        record_kernels(&mut module, &desc, &parsed)?;
-        let objects = module_to_object(parsed, &llvm, &spec, options.base_dir, toolkits, cargo)
-            .map_err(|e| e.context(format!("{} for {} {}", source.display, spec.vendor, spec.chip)))?;
-        module.objects.push((spec, objects));
+    Ok(desc)
+}
+
+/// Every (module, target) pair of every file, in file order.
+pub(crate) fn tasks(plans: &[FilePlan]) -> Vec<Task<'_>> {
+    plans
+        .iter()
+        .flat_map(|file| file.modules.iter().flat_map(move |module| module.specs.iter().map(move |spec| Task { file, module, spec })))
+        .collect()
+}
+
+/// Lowers and compiles one module for one target, in its own MLIR and LLVM contexts (so tasks
+/// can run on different threads).
+pub(crate) fn run_task(task: &Task, options: &Options, toolkits: &Toolkits, cargo: &CargoOutput) -> Result<TaskOutput> {
+    let (source, desc, spec) = (&task.file.source, &task.module.desc, task.spec);
+    let context = format!("{}: gpu.module @{} for {} {}", desc.location, desc.name, spec.vendor, spec.chip);
+    let llvm = LlvmContext::create();
+    let module = match task.file.kind {
+        InputKind::Mlir => lower_to_llvm(&Mlir::new(), source, task.module.index, desc, spec.vendor, &spec.chip, &llvm)?,
+        kind => llvm_ir::parse(&llvm, source, kind)?,
+    };
+    let kernels = kernels_of(desc, &module).map_err(|e| e.context(&context))?;
+    let compiled = module_to_object(module, &llvm, spec, options.base_dir, toolkits, cargo).map_err(|e| e.context(&context))?;
+    Ok(TaskOutput { kernels, compiled })
+}
+
+/// Groups task outputs (in [`tasks`] order) back into modules. Every target of a module must
+/// lower its kernels to the same number of parameters: one launch stub serves them all.
+pub(crate) fn assemble(plans: &[FilePlan], outputs: Vec<TaskOutput>) -> Result<Vec<CompiledModule>> {
+    let mut outputs = outputs.into_iter();
+    let mut modules = Vec::new();
+    for file in plans {
+        for plan in &file.modules {
+            let mut module = CompiledModule {
+                source: file.source.display.clone(),
+                name: plan.desc.name.clone(),
+                kernels: Vec::new(),
+                objects: Vec::new(),
+            };
+            for spec in &plan.specs {
+                let output = outputs.next().expect("one output per task");
+                if module.kernels.is_empty() {
+                    module.kernels = output.kernels;
+                } else if let Some(kernel) = module.kernels.iter().zip(&output.kernels).find(|(a, b)| a.params.len() != b.params.len()) {
+                    return Err(Error::new(
+                        ErrorKind::Lowering,
+                        format!(
+                            "{}: kernel `{}` lowers to different parameter lists for different targets",
+                            plan.desc.location, kernel.0.name
+                        ),
+                    ));
+                }
+                module.objects.push((spec.clone(), output.compiled));
+            }
+            modules.push(module);
+        }
     }
-    Ok(module)
+    Ok(modules)
 }
 
 /// The validated targets of one module, with link files checked and registered with cargo.
@@ -211,8 +259,8 @@ fn targets_for(
     Ok(specs)
 }
 
-/// Kernel signatures from the first lowering; later targets must lower to the same parameters.
-fn record_kernels(module: &mut CompiledModule, desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<()> {
+/// The kernels' signatures and lowered parameter lists, from one target's LLVM IR.
+fn kernels_of(desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<Vec<Kernel>> {
     let mut kernels = Vec::new();
     for kernel in &desc.kernels {
         let function = lowered.get_function(&kernel.name).ok_or_else(|| {
@@ -236,19 +284,7 @@ fn record_kernels(module: &mut CompiledModule, desc: &GpuModuleDesc, lowered: &L
             params: llvm_types.into_iter().zip(owners).map(|(llvm_type, argument)| Param { llvm_type, argument }).collect(),
         });
     }
-    if module.kernels.is_empty() {
-        module.kernels = kernels;
-        return Ok(());
-    }
-    for (first, again) in module.kernels.iter().zip(&kernels) {
-        if first.params.len() != again.params.len() {
-            return Err(Error::new(
-                ErrorKind::Lowering,
-                format!("kernel `{}` lowers to different parameter lists for different targets", first.name),
-            ));
-        }
-    }
-    Ok(())
+    Ok(kernels)
 }
 
 /// For each lowered parameter, the index of the argument it came from. A ranked memref becomes

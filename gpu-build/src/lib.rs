@@ -15,6 +15,7 @@ mod frontend;
 mod lower;
 mod module_to_object;
 mod output;
+mod parallel;
 mod target;
 mod toolkit;
 

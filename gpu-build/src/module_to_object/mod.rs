@@ -18,7 +18,7 @@ use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
-use std::cell::OnceCell;
+use std::sync::OnceLock;
 use std::path::Path;
 use std::sync::Once;
 
@@ -46,16 +46,16 @@ pub(crate) struct Compiled {
     pub dumps: Dumps,
 }
 
-/// The external toolkits, looked up the first time a target needs them.
+/// The external toolkits, looked up the first time a target needs them (by any worker thread).
 pub(crate) struct Toolkits<'a> {
     cargo: &'a CargoOutput,
-    cuda: OnceCell<Cuda>,
-    rocm: OnceCell<Rocm>,
+    cuda: OnceLock<Cuda>,
+    rocm: OnceLock<Rocm>,
 }
 
 impl<'a> Toolkits<'a> {
     pub fn new(cargo: &'a CargoOutput) -> Self {
-        Toolkits { cargo, cuda: OnceCell::new(), rocm: OnceCell::new() }
+        Toolkits { cargo, cuda: OnceLock::new(), rocm: OnceLock::new() }
     }
 
     pub fn cuda(&self) -> &Cuda {
