@@ -156,3 +156,31 @@ fn every_gpu_module_in_a_file_is_found_at_any_depth() {
         .collect();
     assert_eq!(modules, [("first", vec!["a"], Vendor::Nvptx), ("second", vec!["b"], Vendor::Amdgpu)]);
 }
+
+#[test]
+fn llvm_bitcode_input_builds_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "target triple = \"nvptx64-nvidia-cuda\"\ndefine ptx_kernel void @zero(ptr %p) {\n  store i32 0, ptr %p\n  ret void\n}\n";
+    std::fs::write(dir.path().join("zero.ll"), text).unwrap();
+    let status = Command::new("llvm-as-22").arg(dir.path().join("zero.ll")).arg("-o").arg(dir.path().join("zero.bc")).status().unwrap();
+    assert!(status.success());
+    let report = build_in(dir.path()).kernel("zero.bc").target(Vendor::Nvptx, &["sm_90"]).compile().unwrap_or_else(|e| panic!("{e}"));
+    let ptx = ptx_of(&report, dir.path());
+    assert!(ptx.contains(".visible .entry zero(") && ptx.contains(".target sm_90"), "{ptx}");
+}
+
+#[test]
+fn ptxas_command_options_are_passed_to_ptxas() {
+    let kernel = |options: &str| {
+        format!(
+            "gpu.module @k [#nvvm.target<chip = \"sm_80\", flags = {{\"ptxas-cmd-options\" = {options}}}>] {{\n  gpu.func @k() kernel {{ gpu.return }}\n}}\n"
+        )
+    };
+    // `-v` makes ptxas report register usage, which comes back as a warning.
+    let (report, _dir) = compile_ok("k.mlir", &kernel(r#"["-v"]"#), |_| {});
+    assert!(report.warnings.iter().any(|w| w.starts_with("ptxas (sm_80):") && w.contains("Used")), "{:?}", report.warnings);
+    // An option ptxas rejects fails the build with ptxas's own message.
+    let error = compile_error("k.mlir", kernel(r#""--no-such-option""#).as_bytes(), |_| {});
+    assert_eq!(error.kind(), gpu_build::ErrorKind::ToolFailed);
+    assert!(error.message().contains("rejected the PTX for sm_80") && error.message().contains("no-such-option"), "{error}");
+}
