@@ -52,6 +52,7 @@ fn single_vendor_copy(kernel: &Path, vendor: Vendor, dir: &Path) -> PathBuf {
 }
 
 /// Runs one process and returns its peak resident set in KiB.
+#[allow(clippy::zombie_processes, reason = "reaped by wait4, which also reports its memory")]
 fn run_measured(command: &mut Command) -> u64 {
     let child = command.spawn().expect("mlir-opt-22 starts (install mlir-22-tools)");
     let mut status = 0;

@@ -48,7 +48,7 @@ fn upstream_ptx(source: &std::path::Path) -> String {
     assert!(output.status.success(), "mlir-opt-22 failed: {}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8(output.stdout).unwrap();
     let start = text.find("assembly = \"").expect("an assembly object") + "assembly = \"".len();
-    let bytes = text[start..].as_bytes();
+    let bytes = &text.as_bytes()[start..];
     let mut ptx = Vec::new();
     let mut i = 0;
     while bytes[i] != b'"' {
