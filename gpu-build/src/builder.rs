@@ -29,7 +29,9 @@ struct DumpRequest {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Build {
-    kernels: Vec<PathBuf>,
+    /// Kernel files, each with its own targets (from `include_gpu_binary!`) or `None` for the
+    /// builder's.
+    kernels: Vec<(PathBuf, Option<Vec<TargetRequest>>)>,
     requests: Vec<TargetRequest>,
     opt_level: Option<u8>,
     out_dir: Option<PathBuf>,
@@ -56,7 +58,13 @@ impl Build {
 
     /// Adds a kernel file (`.mlir`, `.ll` or `.bc`), relative to the crate's directory.
     pub fn kernel(&mut self, path: impl AsRef<Path>) -> &mut Build {
-        self.kernels.push(path.as_ref().to_path_buf());
+        self.kernels.push((path.as_ref().to_path_buf(), None));
+        self
+    }
+
+    /// Adds a kernel file with its own targets (what `include_gpu_binary!` asks for).
+    pub(crate) fn kernel_with_targets(&mut self, path: PathBuf, requests: Vec<TargetRequest>) -> &mut Build {
+        self.kernels.push((path, Some(requests)));
         self
     }
 
@@ -64,8 +72,12 @@ impl Build {
     /// target parameters are kept); no chips means the file's own targets for that vendor, or the
     /// default chip. Without any `target` call, each gpu.module's own target attributes are used.
     pub fn target(&mut self, vendor: Vendor, chips: &[&str]) -> &mut Build {
-        self.requests.push(TargetRequest { vendor, chips: chips.iter().map(|c| c.to_string()).collect() });
+        self.requests.push(TargetRequest { vendor, chips: chips.iter().map(|c| c.to_string()).collect(), fallback: Vec::new() });
         self
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.kernels.is_empty()
     }
 
     /// Overrides every target's optimization level (0..=3).
@@ -142,11 +154,13 @@ impl Build {
             return Err(Error::new(ErrorKind::InvalidTarget, format!("optimization level {level} is out of range; use 0, 1, 2 or 3")));
         }
         let dump = dump_request(cargo)?;
-        let options = Options { requests: &self.requests, opt_level: self.opt_level, base_dir: &base_dir };
+        let chip_overrides = chip_overrides(cargo);
+        let options = Options { opt_level: self.opt_level, chip_overrides: &chip_overrides, base_dir: &base_dir };
 
-        let files: Vec<(PathBuf, String)> =
-            self.kernels.iter().map(|k| (base_dir.join(k), k.display().to_string())).collect();
-        let plans = run_all(&files, |(path, display)| plan_file(path, display.clone(), &options, cargo))?;
+        let plans = run_all(&self.kernels, |(path, requests)| {
+            let requests = requests.as_deref().unwrap_or(&self.requests);
+            plan_file(&base_dir.join(path), path.display().to_string(), requests, &options, cargo)
+        })?;
         let toolkits = Toolkits::new(cargo);
         let outputs = run_all(&tasks(&plans), |task| run_task(task, &options, &toolkits, cargo))?;
         let compiled = assemble(&plans, outputs)?;
@@ -155,6 +169,20 @@ impl Build {
         let manifest_path = write_manifest(&out_dir, &manifest)?;
         Ok((manifest, manifest_path, out_dir))
     }
+}
+
+/// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...`: chips that replace every
+/// module's chips for that vendor (for CI and packagers).
+fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
+    [(Vendor::Nvptx, "GPU_BUILD_NVPTX_CHIPS"), (Vendor::Amdgpu, "GPU_BUILD_AMDGPU_CHIPS")]
+        .into_iter()
+        .filter_map(|(vendor, name)| {
+            let value = cargo.env(name)?;
+            let chips: Vec<String> =
+                value.to_string_lossy().split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect();
+            (!chips.is_empty()).then_some((vendor, chips))
+        })
+        .collect()
 }
 
 fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {

@@ -14,11 +14,13 @@ use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use std::path::{Path, PathBuf};
 
-/// What the caller asked for: a vendor, with chips or (empty) "the file's own, else the default".
+/// What the caller asked for: a vendor, with chips or (empty) "the file's own, else `fallback`,
+/// else the vendor's default chip".
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TargetRequest {
+pub(crate) struct TargetRequest {
     pub vendor: Vendor,
     pub chips: Vec<String>,
+    pub fallback: Vec<String>,
 }
 
 /// One gpu.module compiled for all its targets.
@@ -30,31 +32,42 @@ pub(crate) struct CompiledModule {
 }
 
 pub(crate) struct Options<'a> {
-    pub requests: &'a [TargetRequest],
     pub opt_level: Option<u8>,
+    /// Chips that replace every module's chips for a vendor (`GPU_BUILD_NVPTX_CHIPS`, ...).
+    pub chip_overrides: &'a [(Vendor, Vec<String>)],
     /// Relative `link` paths are resolved against this (the crate's directory).
     pub base_dir: &'a Path,
 }
 
 /// The targets one gpu.module is built for: the caller's requests (chips named there replace the
-/// file's, other parameters are kept), or the file's own when the caller asked for nothing.
-pub(crate) fn resolve_targets(file_targets: &[TargetSpec], options: &Options) -> Vec<TargetSpec> {
+/// file's, other parameters are kept), or the file's own when the caller asked for nothing; then
+/// the chip overrides.
+pub(crate) fn resolve_targets(file_targets: &[TargetSpec], requests: &[TargetRequest], options: &Options) -> Vec<TargetSpec> {
     let mut specs: Vec<TargetSpec> = Vec::new();
-    if options.requests.is_empty() {
+    if requests.is_empty() {
         specs.extend(file_targets.iter().cloned());
     }
-    for request in options.requests {
+    for request in requests {
         let own: Vec<&TargetSpec> = file_targets.iter().filter(|t| t.vendor == request.vendor).collect();
         if request.chips.is_empty() {
-            match own.is_empty() {
-                true => specs.push(TargetSpec::default_for(request.vendor)),
-                false => specs.extend(own.into_iter().cloned()),
+            match (own.is_empty(), request.fallback.is_empty()) {
+                (false, _) => specs.extend(own.into_iter().cloned()),
+                (true, true) => specs.push(TargetSpec::default_for(request.vendor)),
+                (true, false) => {
+                    specs.extend(request.fallback.iter().map(|chip| TargetSpec::new(request.vendor, chip.clone())));
+                }
             }
         } else {
             let template = own.first().map(|t| (*t).clone()).unwrap_or_else(|| TargetSpec::default_for(request.vendor));
             for chip in &request.chips {
                 specs.push(TargetSpec { chip: chip.clone(), ..template.clone() });
             }
+        }
+    }
+    for (vendor, chips) in options.chip_overrides {
+        if let Some(template) = specs.iter().find(|s| s.vendor == *vendor).cloned() {
+            specs.retain(|s| s.vendor != *vendor);
+            specs.extend(chips.iter().map(|chip| TargetSpec { chip: chip.clone(), ..template.clone() }));
         }
     }
     if let Some(level) = options.opt_level {
@@ -97,7 +110,13 @@ pub(crate) struct TaskOutput {
 }
 
 /// Runs the front end on one file and decides every module's targets.
-pub(crate) fn plan_file(path: &Path, display: String, options: &Options, cargo: &CargoOutput) -> Result<FilePlan> {
+pub(crate) fn plan_file(
+    path: &Path,
+    display: String,
+    requests: &[TargetRequest],
+    options: &Options,
+    cargo: &CargoOutput,
+) -> Result<FilePlan> {
     cargo.read_file(path);
     let kind = InputKind::of(path).ok_or_else(|| {
         Error::new(
@@ -108,12 +127,12 @@ pub(crate) fn plan_file(path: &Path, display: String, options: &Options, cargo: 
     let source = SourceFile::read(path, display)?;
     let descs = match kind {
         InputKind::Mlir => describe_mlir(&source)?,
-        InputKind::LlvmIr | InputKind::Bitcode => vec![describe_llvm_ir(&source, kind, options)?],
+        InputKind::LlvmIr | InputKind::Bitcode => vec![describe_llvm_ir(&source, kind, requests)?],
     };
     let modules = descs
         .into_iter()
         .enumerate()
-        .map(|(index, desc)| Ok(ModulePlan { index, specs: targets_for(&desc, options, cargo)?, desc }))
+        .map(|(index, desc)| Ok(ModulePlan { index, specs: targets_for(&desc, requests, options, cargo)?, desc }))
         .collect::<Result<_>>()?;
     Ok(FilePlan { source, kind, modules })
 }
@@ -138,11 +157,11 @@ fn describe_mlir(source: &SourceFile) -> Result<Vec<GpuModuleDesc>> {
     Ok(descs)
 }
 
-fn describe_llvm_ir(source: &SourceFile, kind: InputKind, options: &Options) -> Result<GpuModuleDesc> {
+fn describe_llvm_ir(source: &SourceFile, kind: InputKind, requests: &[TargetRequest]) -> Result<GpuModuleDesc> {
     let llvm = LlvmContext::create();
     let desc = llvm_ir::describe(source, &llvm_ir::parse(&llvm, source, kind)?)?;
     let vendor = desc.targets[0].vendor;
-    if let Some(other) = options.requests.iter().find(|r| r.vendor != vendor) {
+    if let Some(other) = requests.iter().find(|r| r.vendor != vendor) {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
@@ -215,10 +234,11 @@ pub(crate) fn assemble(plans: &[FilePlan], outputs: Vec<TaskOutput>) -> Result<V
 /// The validated targets of one module, with link files checked and registered with cargo.
 fn targets_for(
     desc: &GpuModuleDesc,
+    requests: &[TargetRequest],
     options: &Options,
     cargo: &CargoOutput,
 ) -> Result<Vec<TargetSpec>> {
-    let specs = resolve_targets(&desc.targets, options);
+    let specs = resolve_targets(&desc.targets, requests, options);
     let at = &desc.location;
     if specs.is_empty() {
         return Err(Error::new(
@@ -332,14 +352,26 @@ mod tests {
         let file = vec![spec(Vendor::Nvptx, "sm_80", 3), spec(Vendor::Amdgpu, "gfx90a", 1)];
         let base = Path::new(".");
         let ask = |requests: &[TargetRequest], opt_level| {
-            resolve_targets(&file, &Options { requests, opt_level, base_dir: base })
+            resolve_targets(&file, requests, &Options { opt_level, chip_overrides: &[], base_dir: base })
+        };
+        let request = |vendor, chips: &[&str], fallback: &[&str]| TargetRequest {
+            vendor,
+            chips: chips.iter().map(|c| c.to_string()).collect(),
+            fallback: fallback.iter().map(|c| c.to_string()).collect(),
         };
         assert_eq!(ask(&[], None), file);
-        let only_nvptx = [TargetRequest { vendor: Vendor::Nvptx, chips: vec!["sm_90".into()] }];
+        let only_nvptx = [request(Vendor::Nvptx, &["sm_90"], &[])];
         assert_eq!(ask(&only_nvptx, None), vec![spec(Vendor::Nvptx, "sm_90", 3)]);
-        let bare_amdgpu = [TargetRequest { vendor: Vendor::Amdgpu, chips: vec![] }];
+        let bare_amdgpu = [request(Vendor::Amdgpu, &[], &["gfx942"])];
         assert_eq!(ask(&bare_amdgpu, Some(0)), vec![spec(Vendor::Amdgpu, "gfx90a", 0)]);
-        let none_in_file = resolve_targets(&[], &Options { requests: &bare_amdgpu, opt_level: None, base_dir: base });
-        assert_eq!(none_in_file, vec![TargetSpec::default_for(Vendor::Amdgpu)]);
+        let options = Options { opt_level: None, chip_overrides: &[], base_dir: base };
+        assert_eq!(resolve_targets(&[], &[request(Vendor::Amdgpu, &[], &[])], &options), vec![TargetSpec::default_for(Vendor::Amdgpu)]);
+        assert_eq!(resolve_targets(&[], &bare_amdgpu, &options), vec![TargetSpec::new(Vendor::Amdgpu, "gfx942")]);
+        let overrides = [(Vendor::Nvptx, vec!["sm_86".to_string(), "sm_89".to_string()])];
+        let options = Options { opt_level: None, chip_overrides: &overrides, base_dir: base };
+        assert_eq!(
+            resolve_targets(&file, &[], &options),
+            vec![spec(Vendor::Amdgpu, "gfx90a", 1), spec(Vendor::Nvptx, "sm_86", 3), spec(Vendor::Nvptx, "sm_89", 3)]
+        );
     }
 }

@@ -10,6 +10,7 @@
 mod builder;
 mod cargo;
 mod compile;
+mod discover;
 mod error;
 mod frontend;
 mod lower;
@@ -20,7 +21,7 @@ mod target;
 mod toolkit;
 
 pub use builder::{Build, Report};
-pub use compile::TargetRequest;
+pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_manifest as manifest;
 pub use target::{Flags, TargetSpec, Vendor, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP};

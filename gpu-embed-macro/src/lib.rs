@@ -1,1 +1,182 @@
+//! `include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx, amdgpu])`: reads the manifest
+//! gpu-build wrote into `OUT_DIR` and expands, per gpu.module of the file, to a module holding the
+//! embedded objects, a `BINARY` describing them, and one typed, `unsafe` launch function per
+//! kernel. Use it through `gpu_embed::include_gpu_binary!`.
 
+mod stub;
+mod types;
+
+use gpu_manifest::call::IncludeCall;
+use gpu_manifest::{GpuModule, Manifest, Vendor, MANIFEST_PATH};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use std::path::{Path, PathBuf};
+use syn::{parse_macro_input, Ident};
+
+/// See the crate documentation.
+#[proc_macro]
+pub fn include_gpu_binary(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
+    let call = parse_macro_input!(input as IncludeCall);
+    expand(&call).unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+const BUILD_SCRIPT_HELP: &str = "add a build script that compiles it: `build.rs` containing \
+    `fn main() { gpu_build::build(); }`, and `gpu-build` under [build-dependencies]";
+
+fn expand(call: &IncludeCall) -> syn::Result<TokenStream> {
+    let vendors = requested_vendors(call)?;
+    let source = call.path.value();
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let resolved = manifest_dir.join(&source);
+    if !resolved.is_file() {
+        return Err(syn::Error::new(
+            call.path.span(),
+            format!("kernel file not found: {} (paths are relative to the crate's directory)", resolved.display()),
+        ));
+    }
+    let out_dir = std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
+        syn::Error::new(call.path.span(), format!("this crate has no build script, so `{source}` was not compiled; {BUILD_SCRIPT_HELP}"))
+    })?;
+    let manifest_path = out_dir.join(MANIFEST_PATH);
+    let text = std::fs::read_to_string(&manifest_path).map_err(|_| {
+        syn::Error::new(
+            call.path.span(),
+            format!("`{source}` was not compiled: the build script did not run gpu-build (no {}); {BUILD_SCRIPT_HELP}", manifest_path.display()),
+        )
+    })?;
+    let manifest = Manifest::from_json(&text).map_err(|e| syn::Error::new(call.path.span(), e.to_string()))?;
+    let modules: Vec<&GpuModule> = manifest.modules.iter().filter(|m| m.source == source).collect();
+    if modules.is_empty() {
+        return Err(syn::Error::new(
+            call.path.span(),
+            format!(
+                "`{source}` was not compiled by the build script; call `gpu_build::build()` in build.rs (it compiles \
+                 every include_gpu_binary! call), or add the file to your `gpu_build::Build`"
+            ),
+        ));
+    }
+    let manifest_file = manifest_path.display().to_string();
+    let mut expanded = quote! {
+        // Recompile this crate whenever the build script writes a new manifest.
+        const _: &str = include_str!(#manifest_file);
+    };
+    for module in modules {
+        expanded.extend(expand_module(module, &out_dir, vendors.as_deref(), call)?);
+    }
+    Ok(expanded)
+}
+
+/// The vendors asked for (`None`: all), with unknown names rejected.
+fn requested_vendors(call: &IncludeCall) -> syn::Result<Option<Vec<Vendor>>> {
+    let Some(targets) = &call.targets else { return Ok(None) };
+    let mut vendors = Vec::new();
+    for target in targets {
+        match target.vendor {
+            Some(vendor) => vendors.push(vendor),
+            None => {
+                let hint = match target.suggestion() {
+                    Some(vendor) => format!("; did you mean `{vendor}`?"),
+                    None => "; the targets are `nvptx` and `amdgpu`".to_string(),
+                };
+                return Err(syn::Error::new(target.name.span(), format!("unknown target `{}`{hint}", target.name)));
+            }
+        }
+    }
+    Ok(Some(vendors))
+}
+
+fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>, call: &IncludeCall) -> syn::Result<TokenStream> {
+    let objects: Vec<_> = module.objects.iter().filter(|o| vendors.is_none_or(|v| v.contains(&o.vendor))).collect();
+    for vendor in vendors.unwrap_or_default() {
+        if !objects.iter().any(|o| o.vendor == *vendor) {
+            let target = call.targets.iter().flatten().find(|t| t.vendor == Some(*vendor)).map_or(call.path.span(), |t| t.name.span());
+            return Err(syn::Error::new(
+                target,
+                format!(
+                    "no {vendor} object was built for gpu.module @{} of `{}`; give it a {vendor} target, or make sure \
+                     build.rs runs `gpu_build::build()`",
+                    module.name, module.source
+                ),
+            ));
+        }
+    }
+    let mut statics = TokenStream::new();
+    let mut entries = Vec::new();
+    for (index, object) in objects.iter().enumerate() {
+        let name = format_ident!("OBJECT_{index}");
+        let path = out_dir.join(&object.path).display().to_string();
+        let size = object.size as usize;
+        statics.extend(quote! {
+            static #name: Aligned<[u8; #size]> = Aligned(*include_bytes!(#path));
+        });
+        let vendor = match object.vendor {
+            Vendor::Nvptx => quote!(::gpu_embed::Vendor::Nvptx),
+            Vendor::Amdgpu => quote!(::gpu_embed::Vendor::Amdgpu),
+        };
+        let format = match object.format {
+            gpu_manifest::Format::Isa => quote!(::gpu_embed::Format::Isa),
+            gpu_manifest::Format::Bin => quote!(::gpu_embed::Format::Bin),
+        };
+        let chip = &object.chip;
+        entries.push(quote!(::gpu_embed::Object::new(#vendor, #chip, #format, &#name.0)));
+    }
+    let count = entries.len();
+    let name = &module.name;
+    let kernel_names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
+    let stubs = module.kernels.iter().map(|k| stub::launch_stub(k, call.path.span())).collect::<syn::Result<Vec<_>>>()?;
+    let module_ident = rust_module_name(&module.name);
+    let doc = format!("gpu.module @{} from `{}`: {} embedded objects, kernels {:?}.", module.name, module.source, count, kernel_names);
+    Ok(quote! {
+        #[doc = #doc]
+        #[allow(non_upper_case_globals, clippy::too_many_arguments)]
+        pub mod #module_ident {
+            /// Objects start 8-byte aligned, as ELF loaders expect.
+            #[repr(C, align(8))]
+            struct Aligned<T: ?Sized>(T);
+            #statics
+            /// The embedded objects.
+            pub static OBJECTS: [::gpu_embed::Object; #count] = [#(#entries),*];
+            /// The gpu.module as a whole: its objects and kernels.
+            pub static BINARY: ::gpu_embed::Binary = ::gpu_embed::Binary::new(#name, &OBJECTS, &[#(#kernel_names),*]);
+            #(#stubs)*
+        }
+    })
+}
+
+/// `VectorAdd` → `vector_add`; Rust keywords get a trailing underscore; odd characters become `_`.
+fn rust_module_name(symbol: &str) -> Ident {
+    let mut name = String::new();
+    for (i, c) in symbol.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !name.ends_with('_') {
+                name.push('_');
+            }
+            name.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() || c == '_' {
+            name.push(c);
+        } else {
+            name.push('_');
+        }
+    }
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, '_');
+    }
+    if syn::parse_str::<Ident>(&name).is_err() || name == "_" {
+        name.push('_');
+    }
+    Ident::new(&name, Span::call_site())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rust_module_name;
+
+    #[test]
+    fn module_names_are_snake_case_identifiers() {
+        assert_eq!(rust_module_name("VectorAdd").to_string(), "vector_add");
+        assert_eq!(rust_module_name("vadd").to_string(), "vadd");
+        assert_eq!(rust_module_name("type").to_string(), "type_");
+        assert_eq!(rust_module_name("self").to_string(), "self_");
+        assert_eq!(rust_module_name("2d-conv.v1").to_string(), "_2d_conv_v1");
+    }
+}

@@ -1,1 +1,21 @@
+//! `gpu-embed`: the runtime behind `include_gpu_binary!`. Embedded objects ([`Binary`],
+//! [`Object`]), the choice of object for the device at hand ([`select`]), the GPU driver loaded at
+//! run time (nothing GPU-specific is needed to build or start a program), device memory and
+//! launches.
 
+mod binary;
+mod device;
+mod driver;
+mod error;
+mod launch;
+mod memory;
+mod select;
+
+pub use binary::{Binary, Format, Object, Vendor};
+pub use device::{Device, Stream};
+pub use error::{Error, ErrorKind, Result};
+pub use gpu_embed_macro::include_gpu_binary;
+pub use half::f16;
+pub use launch::{launch, LaunchConfig};
+pub use memory::{DeviceBuffer, DevicePtr};
+pub use select::{select, DeviceArch, NoFit};

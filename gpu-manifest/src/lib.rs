@@ -5,6 +5,9 @@
 //! `OUT_DIR`, so a build directory can be moved without rewriting it. Readers must check
 //! [`Manifest::schema_version`] before trusting anything else (see [`Manifest::from_json`]).
 
+#[cfg(feature = "call-syntax")]
+pub mod call;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

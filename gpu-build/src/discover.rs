@@ -1,0 +1,154 @@
+//! Zero-configuration builds: `fn main() { gpu_build::build(); }` in build.rs finds every
+//! `include_gpu_binary!` call in the crate's Rust sources (parsed with `syn`, so calls in comments
+//! and strings do not count) and compiles what each asks for.
+
+use crate::builder::Build;
+use crate::compile::TargetRequest;
+use crate::target::Vendor;
+use gpu_manifest::call::IncludeCall;
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// The chips a bare `nvptx` builds for when the kernel file has no `#nvvm.target`: a cubin for
+/// Turing, Ampere and Hopper, and their PTX (which newer GPUs compile at load time).
+pub const NVPTX_DEFAULT_CHIPS: &[&str] = &["sm_75", "sm_80", "sm_90"];
+/// The chips a bare `amdgpu` builds for when the kernel file has no `#rocdl.target`: MI200,
+/// MI300 and RDNA3.
+pub const AMDGPU_DEFAULT_CHIPS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
+
+/// Compiles every kernel file named by an `include_gpu_binary!` call under `src/`. On failure,
+/// prints the error the way cargo shows build-script errors and exits with status 1.
+pub fn build() {
+    let crate_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let calls = match find_calls(&crate_dir.join("src")) {
+        Ok(calls) => calls,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+    };
+    // New or removed macro calls must rerun the build script.
+    println!("cargo::rerun-if-changed=src");
+    let mut build = Build::new();
+    for (path, requests) in calls {
+        build.kernel_with_targets(path, requests);
+    }
+    if build.is_empty() {
+        println!("cargo::warning=gpu_build::build() found no include_gpu_binary! call under src/");
+        return;
+    }
+    build.compile_or_exit();
+}
+
+/// Every distinct kernel file with the targets its calls ask for (calls naming the same file are
+/// merged), in the order found.
+pub(crate) fn find_calls(src: &Path) -> Result<Vec<(PathBuf, Vec<TargetRequest>)>, String> {
+    let mut files = Vec::new();
+    collect_rust_files(src, &mut files).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+    files.sort();
+    let mut calls: Vec<(PathBuf, Vec<TargetRequest>)> = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        // A file that does not parse is reported by rustc; its calls cannot be read here.
+        let Ok(syntax) = syn::parse_file(&text) else { continue };
+        let mut finder = Finder::default();
+        finder.visit_file(&syntax);
+        for call in finder.calls {
+            let path = PathBuf::from(call.path.value());
+            let requests = requests_of(&call);
+            match calls.iter_mut().find(|(known, _)| *known == path) {
+                Some((_, known)) => {
+                    for request in requests {
+                        if !known.contains(&request) {
+                            known.push(request);
+                        }
+                    }
+                }
+                None => calls.push((path, requests)),
+            }
+        }
+    }
+    Ok(calls)
+}
+
+/// Targets of one call; unknown target names are left to the macro, which points at them.
+fn requests_of(call: &IncludeCall) -> Vec<TargetRequest> {
+    let Some(targets) = &call.targets else { return Vec::new() };
+    targets
+        .iter()
+        .filter_map(|target| {
+            let vendor = target.vendor?;
+            let fallback = match vendor {
+                Vendor::Nvptx => NVPTX_DEFAULT_CHIPS,
+                Vendor::Amdgpu => AMDGPU_DEFAULT_CHIPS,
+            };
+            Some(TargetRequest {
+                vendor,
+                chips: target.chips.iter().map(|(chip, _)| chip.clone()).collect(),
+                fallback: fallback.iter().map(|c| c.to_string()).collect(),
+            })
+        })
+        .collect()
+}
+
+fn collect_rust_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_rust_files(&path, files)?;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Finder {
+    calls: Vec<IncludeCall>,
+}
+
+impl Visit<'_> for Finder {
+    fn visit_macro(&mut self, mac: &syn::Macro) {
+        if mac.path.segments.last().is_some_and(|s| s.ident == "include_gpu_binary") {
+            // Malformed arguments are the macro's to report, with a span.
+            if let Ok(call) = mac.parse_body::<IncludeCall>() {
+                self.calls.push(call);
+            }
+        }
+        syn::visit::visit_macro(self, mac);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_calls_in_code_but_not_in_comments_or_strings() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("nested")).unwrap();
+        std::fs::write(
+            dir.path().join("main.rs"),
+            r#"
+            gpu_embed::include_gpu_binary!("kernels/a.mlir", targets = [nvptx(sm_80), amdgpu]);
+            // include_gpu_binary!("kernels/commented.mlir");
+            const S: &str = "include_gpu_binary!(\"kernels/string.mlir\")";
+            mod inner { include_gpu_binary!("kernels/b.mlir"); }
+            fn f() { include_gpu_binary!("kernels/a.mlir", targets = [nvptx(sm_90)]); }
+            "#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("nested/k.rs"), "include_gpu_binary!(\"kernels/c.ll\", targets = [cuda]);").unwrap();
+        std::fs::write(dir.path().join("broken.rs"), "fn (").unwrap();
+        let calls = find_calls(dir.path()).unwrap();
+        let paths: Vec<&str> = calls.iter().map(|(p, _)| p.to_str().unwrap()).collect();
+        assert_eq!(paths, ["kernels/a.mlir", "kernels/b.mlir", "kernels/c.ll"]);
+        let a = &calls[0].1;
+        assert_eq!(a.len(), 3, "nvptx(sm_80), amdgpu and nvptx(sm_90), merged");
+        assert_eq!(a[0].chips, ["sm_80"]);
+        assert_eq!(a[1].fallback, AMDGPU_DEFAULT_CHIPS);
+        assert!(calls[1].1.is_empty(), "no targets: the file's own");
+        assert!(calls[2].1.is_empty(), "unknown vendor names are left to the macro");
+    }
+}

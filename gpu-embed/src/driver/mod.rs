@@ -1,0 +1,3 @@
+//! Vendor drivers, loaded at run time.
+
+pub(crate) mod cuda;
