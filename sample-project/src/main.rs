@@ -1,37 +1,59 @@
-//! Lists what `cargo build` compiled from `kernels/` and embedded in this binary.
+//! Runs every sample kernel on the GPU it finds and checks it against the CPU; without a GPU,
+//! lists what is embedded and says so.
 
-use gpu_manifest::Manifest;
+use gpu_embed::Device;
+use sample_project::{run_all, BINARIES};
 
-/// The manifest gpu-build wrote for this crate, embedded at compile time.
-const MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/gpu-build/manifest.json"));
-
-fn main() {
-    let manifest = match Manifest::from_json(MANIFEST) {
-        Ok(manifest) => manifest,
-        Err(error) => {
-            eprintln!("error: {error}");
-            std::process::exit(1);
-        }
-    };
-    println!("Compiled by {} during `cargo build`:\n", manifest.generator);
-    println!("{:<22} {:<9} {:<8} {:<7} {:<6} {:>8}", "gpu.module / kernel", "vendor", "chip", "format", "O", "bytes");
-    for module in &manifest.modules {
-        println!("{} ({})", module.name, module.source);
-        for kernel in &module.kernels {
-            println!("  kernel {}{} -> {} parameters", kernel.name, kernel.signature, kernel.params.len());
-        }
-        for object in &module.objects {
+fn print_embedded() {
+    println!("{:<10} {:<9} {:<8} {:<7} {:>8}   kernels", "module", "vendor", "chip", "format", "bytes");
+    for binary in BINARIES {
+        for object in binary.objects() {
             println!(
-                "  {:<20} {:<9} {:<8} {:<7} {:<6} {:>8}",
-                object.path.rsplit('/').next().unwrap_or_default(),
-                object.vendor.name(),
-                object.chip,
-                object.format.to_string(),
-                object.opt_level,
-                object.size
+                "{:<10} {:<9} {:<8} {:<7} {:>8}   {}",
+                binary.name(),
+                object.vendor().name(),
+                object.chip(),
+                object.format().to_string(),
+                object.bytes().len(),
+                binary.kernels().join(", ")
             );
         }
     }
-    let objects: usize = manifest.modules.iter().map(|m| m.objects.len()).sum();
-    println!("\n{} gpu.modules, {objects} objects.", manifest.modules.len());
+}
+
+fn main() {
+    let device = match Device::default_device() {
+        Ok(device) => device,
+        Err(error) => {
+            print_embedded();
+            println!("\nNo GPU found, so nothing was launched: {error}");
+            return;
+        }
+    };
+    println!("{:<10} {:<28} {:<22} {:>10} {:>12}", "kernel", "device", "object", "time", "max error");
+    let mut failed = false;
+    for (kernel, run) in run_all(&device) {
+        match run {
+            Ok(run) => {
+                let ok = run.max_error <= run.tolerance;
+                failed |= !ok;
+                println!(
+                    "{:<10} {:<28} {:<22} {:>8.3}ms {:>12.3e}{}",
+                    run.kernel,
+                    format!("{} ({})", device.name(), device.arch().arch),
+                    run.object,
+                    run.time.as_secs_f64() * 1e3,
+                    run.max_error,
+                    if ok { "" } else { "  above tolerance!" }
+                );
+            }
+            Err(error) => {
+                failed = true;
+                println!("{kernel:<10} failed: {error}");
+            }
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
 }
