@@ -93,8 +93,8 @@ fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>,
             return Err(syn::Error::new(
                 target,
                 format!(
-                    "no {vendor} object was built for gpu.module @{} of `{}`; give it a {vendor} target, or make sure \
-                     build.rs runs `gpu_build::build()`",
+                    "no {vendor} object was built for gpu.module @{} of `{}`; give the module a target for {vendor}, \
+                     or make sure build.rs runs `gpu_build::build()`",
                     module.name, module.source
                 ),
             ));

@@ -1,0 +1,3 @@
+gpu_embed::include_gpu_binary!("ui/kernels/missing.mlir");
+
+fn main() {}
