@@ -113,21 +113,23 @@ impl Device {
         let api = self.make_current()?;
         let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
         let key = binary as *const Binary as usize;
-        if !modules.contains_key(&key) {
-            let object = select(binary, &self.arch()).map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
-            // The driver reads PTX as a C string.
-            let image: Vec<u8> = match object.format() {
-                Format::Isa => object.bytes().iter().copied().chain([0]).collect(),
-                Format::Bin => object.bytes().to_vec(),
-            };
-            let mut module = std::ptr::null_mut();
-            // SAFETY: `image` is a complete cubin or NUL-terminated PTX; the context is current.
-            check(api, unsafe { (api.module_load_data)(&mut module, image.as_ptr().cast()) }, || {
-                format!("loading {} of gpu.module @{} on {}", object.describe(), binary.name(), self.name())
-            })?;
-            modules.insert(key, Loaded { module, object: object.describe(), functions: HashMap::new() });
-        }
-        let loaded = modules.get_mut(&key).expect("inserted above");
+        let loaded = match modules.entry(key) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let object = select(binary, &self.arch()).map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
+                // The driver reads PTX as a C string.
+                let image: Vec<u8> = match object.format() {
+                    Format::Isa => object.bytes().iter().copied().chain([0]).collect(),
+                    Format::Bin => object.bytes().to_vec(),
+                };
+                let mut module = std::ptr::null_mut();
+                // SAFETY: `image` is a complete cubin or NUL-terminated PTX; the context is current.
+                check(api, unsafe { (api.module_load_data)(&mut module, image.as_ptr().cast()) }, || {
+                    format!("loading {} of gpu.module @{} on {}", object.describe(), binary.name(), self.name())
+                })?;
+                entry.insert(Loaded { module, object: object.describe(), functions: HashMap::new() })
+            }
+        };
         if let Some(function) = loaded.functions.get(kernel) {
             return Ok(*function);
         }

@@ -1,0 +1,85 @@
+//! Launch overhead: the typed stub (`vadd::vadd`) against a raw CUDA driver launch of the same
+//! kernel object, same arguments, in one run. Builds everywhere; measures where a GPU is present.
+//!
+//!     cargo bench -p sample-project --bench launch_overhead
+
+use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
+use sample_project::vadd;
+use std::ffi::{c_int, c_uint, c_void};
+use std::time::Instant;
+
+const LAUNCHES: u32 = 10_000;
+const N: usize = 1024;
+
+type Fn0 = unsafe extern "C" fn() -> c_int;
+
+fn main() {
+    let device = match Device::default_device() {
+        Ok(device) => device,
+        Err(error) => {
+            println!("launch_overhead: no GPU, nothing to measure ({error})");
+            return;
+        }
+    };
+    let a = DeviceBuffer::from_slice(&device, &vec![1.0f32; N]).unwrap();
+    let b = DeviceBuffer::from_slice(&device, &vec![2.0f32; N]).unwrap();
+    let c = DeviceBuffer::<f32>::alloc(&device, N).unwrap();
+    let config = LaunchConfig::for_elements(N, 256);
+
+    // SAFETY: vadd reads a and b and writes c, all N elements long.
+    let stub = || unsafe { vadd::vadd(&device, &config, &a, &b, &c, N) }.unwrap();
+    stub();
+    device.synchronize().unwrap();
+    let start = Instant::now();
+    for _ in 0..LAUNCHES {
+        stub();
+    }
+    device.synchronize().unwrap();
+    let stub_time = start.elapsed() / LAUNCHES;
+
+    let raw_time = raw_driver(&device, &a, &b, &c);
+    println!("per launch, {LAUNCHES} launches of vadd ({N} elements) on {}:", device.name());
+    println!("  include_gpu_binary! stub  {:>8.2} us", stub_time.as_secs_f64() * 1e6);
+    println!("  raw cuLaunchKernel        {:>8.2} us", raw_time.as_secs_f64() * 1e6);
+    println!("  ratio                     {:>8.2}x", stub_time.as_secs_f64() / raw_time.as_secs_f64());
+}
+
+/// The same kernel object, loaded and launched through the driver API directly.
+fn raw_driver(device: &Device, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &DeviceBuffer<f32>) -> std::time::Duration {
+    let object = gpu_embed::select(&vadd::BINARY, &device.arch()).unwrap();
+    let mut image = object.bytes().to_vec();
+    image.push(0);
+    // SAFETY: the CUDA driver API with its documented signatures; the primary context is current
+    // after the stub launches above on this thread.
+    unsafe {
+        let cuda = libloading::Library::new("libcuda.so.1").unwrap();
+        let load: libloading::Symbol<unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> c_int> = cuda.get(b"cuModuleLoadData\0").unwrap();
+        let get: libloading::Symbol<unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const i8) -> c_int> = cuda.get(b"cuModuleGetFunction\0").unwrap();
+        #[allow(clippy::type_complexity)]
+        let launch: libloading::Symbol<
+            unsafe extern "C" fn(*mut c_void, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> c_int,
+        > = cuda.get(b"cuLaunchKernel\0").unwrap();
+        let sync: libloading::Symbol<Fn0> = cuda.get(b"cuCtxSynchronize\0").unwrap();
+        let mut module = std::ptr::null_mut();
+        assert_eq!(load(&mut module, image.as_ptr().cast()), 0);
+        let mut function = std::ptr::null_mut();
+        assert_eq!(get(&mut function, module, c"vadd".as_ptr()), 0);
+        let (pa, pb, pc) = (a.device_ptr().0, b.device_ptr().0, c.device_ptr().0);
+        let mut fields: Vec<i64> = Vec::new();
+        for pointer in [pa, pb, pc] {
+            fields.extend([pointer as i64, pointer as i64, 0, N as i64, 1]);
+        }
+        fields.push(N as i64);
+        let mut params: Vec<*mut c_void> = fields.iter_mut().map(|f| f as *mut i64 as *mut c_void).collect();
+        let blocks = N.div_ceil(256) as c_uint;
+        let mut run = || assert_eq!(launch(function, blocks, 1, 1, 256, 1, 1, 0, std::ptr::null_mut(), params.as_mut_ptr(), std::ptr::null_mut()), 0);
+        run();
+        assert_eq!(sync(), 0);
+        let start = Instant::now();
+        for _ in 0..LAUNCHES {
+            run();
+        }
+        assert_eq!(sync(), 0);
+        start.elapsed() / LAUNCHES
+    }
+}

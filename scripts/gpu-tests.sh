@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU and its driver: build, run every GPU test and the sample
+# project, measure launch overhead, and print a summary. Exits non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+log=$(mktemp)
+status=0
+cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$log" || status=1
+cargo run -p sample-project || status=1
+cargo bench -p sample-project --bench launch_overhead || status=1
+echo
+echo "== GPU test summary"
+grep -E "^test result:|^test .* (ok|FAILED)$" "$log"
+[ "$status" -eq 0 ] && echo "all GPU checks passed" || echo "some GPU checks FAILED"
+exit "$status"
