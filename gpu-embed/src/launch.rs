@@ -2,11 +2,11 @@
 
 use crate::binary::Binary;
 use crate::device::{Device, Stream};
-use crate::driver::cuda::check;
+use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use std::ffi::c_void;
 
-/// Threads per block a CUDA device accepts at most.
+/// Threads per block every CUDA and HIP device accepts at most.
 const MAX_THREADS_PER_BLOCK: u64 = 1024;
 
 /// Grid and block shape, dynamic shared memory and the stream of one launch.
@@ -70,14 +70,11 @@ pub unsafe fn launch(
         }
     }
     let function = device.function(binary, kernel)?;
-    let api = device.make_current()?;
-    let [gx, gy, gz] = config.grid;
-    let [bx, by, bz] = config.block;
-    let stream = config.stream.map_or(std::ptr::null_mut(), Stream::raw);
+    let driver = device.current()?;
+    let stream = config.stream.map_or(Handle(std::ptr::null_mut()), Stream::raw);
     // SAFETY: the caller guarantees `params` match the kernel; the function belongs to the
-    // current context.
-    let result = unsafe {
-        (api.launch_kernel)(function, gx, gy, gz, bx, by, bz, config.shared_mem_bytes, stream, params.as_mut_ptr(), std::ptr::null_mut())
-    };
-    check(api, result, || format!("launching kernel `{kernel}` of gpu.module @{} on {}", binary.name(), device.name()))
+    // current device.
+    unsafe { driver.launch(function, config.grid, config.block, config.shared_mem_bytes, stream, params) }.map_err(|e| {
+        Error::new(e.kind(), format!("launching kernel `{kernel}` of gpu.module @{} on {}: {}", binary.name(), device.name(), e.message()))
+    })
 }

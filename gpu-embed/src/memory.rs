@@ -1,7 +1,6 @@
 //! Device memory: buffers that allocate, copy both ways, and free on drop.
 
 use crate::device::Device;
-use crate::driver::cuda::{check, CuDevicePtr};
 use crate::error::{Error, ErrorKind, Result};
 use std::marker::PhantomData;
 
@@ -12,7 +11,7 @@ pub struct DevicePtr(pub u64);
 /// `len` elements of `T` in a device's memory.
 pub struct DeviceBuffer<T: Copy> {
     device: Device,
-    ptr: CuDevicePtr,
+    ptr: u64,
     len: usize,
     _element: PhantomData<T>,
 }
@@ -24,13 +23,8 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// Uninitialized device memory for `len` elements.
     pub fn alloc(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
-        let api = device.make_current()?;
-        let mut ptr = 0;
         let bytes = Self::bytes(len)?;
-        if bytes > 0 {
-            // SAFETY: valid out-pointer, current context.
-            check(api, unsafe { (api.mem_alloc)(&mut ptr, bytes) }, || format!("allocating {bytes} bytes on {}", device.name()))?;
-        }
+        let ptr = if bytes > 0 { device.current()?.alloc(bytes).map_err(|e| device.context(e))? } else { 0 };
         Ok(DeviceBuffer { device: device.clone(), ptr, len, _element: PhantomData })
     }
 
@@ -47,9 +41,9 @@ impl<T: Copy> DeviceBuffer<T> {
         if data.is_empty() {
             return Ok(());
         }
-        let api = self.device.make_current()?;
+        let driver = self.device.current()?;
         // SAFETY: both ranges are `len` elements long.
-        check(api, unsafe { (api.memcpy_htod)(self.ptr, data.as_ptr().cast(), size_of_val(data)) }, || "copying to the device".into())
+        unsafe { driver.copy_to_device(self.ptr, data.as_ptr().cast(), size_of_val(data)) }.map_err(|e| self.device.context(e))
     }
 
     /// Copies the buffer into `out` (of the same length).
@@ -58,9 +52,9 @@ impl<T: Copy> DeviceBuffer<T> {
         if out.is_empty() {
             return Ok(());
         }
-        let api = self.device.make_current()?;
+        let driver = self.device.current()?;
         // SAFETY: both ranges are `len` elements long; the driver writes plain bytes of `T`.
-        check(api, unsafe { (api.memcpy_dtoh)(out.as_mut_ptr().cast(), self.ptr, size_of_val(out)) }, || "copying from the device".into())
+        unsafe { driver.copy_to_host(out.as_mut_ptr().cast(), self.ptr, size_of_val(out)) }.map_err(|e| self.device.context(e))
     }
 
     /// The buffer's contents.
@@ -103,10 +97,8 @@ impl<T: Copy> Drop for DeviceBuffer<T> {
         if self.ptr == 0 {
             return;
         }
-        if let Ok(api) = self.device.make_current() {
-            // SAFETY: allocated by this buffer and not used after this. A failure here has nowhere
-            // to go.
-            unsafe { (api.mem_free)(self.ptr) };
+        if let Ok(driver) = self.device.current() {
+            driver.free(self.ptr);
         }
     }
 }

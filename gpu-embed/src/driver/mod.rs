@@ -1,3 +1,82 @@
-//! Vendor drivers, loaded at run time.
+//! Vendor drivers, loaded at run time: CUDA (`libcuda.so.1`) and HIP (`libamdhip64.so`). Each
+//! implements [`Driver`], the few calls the runtime needs, with every failure turned into an
+//! [`Error`](crate::Error) carrying the driver's error name.
 
 pub(crate) mod cuda;
+pub(crate) mod hip;
+
+use crate::binary::Vendor;
+use crate::error::Result;
+use std::ffi::{c_void, CStr};
+
+/// An opaque driver handle (context, module, function, stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Handle(pub *mut c_void);
+
+// SAFETY: driver handles may be used from any thread once the owning device is current, which
+// every use ensures.
+unsafe impl Send for Handle {}
+unsafe impl Sync for Handle {}
+
+/// A device as a driver found it.
+pub(crate) struct FoundDevice {
+    pub driver: &'static dyn Driver,
+    /// CUDA: the primary context; HIP: the device ordinal.
+    pub raw: Handle,
+    pub name: String,
+    /// `sm_90`, `gfx90a:sramecc+:xnack-`.
+    pub arch: String,
+}
+
+pub(crate) trait Driver: Sync {
+    fn vendor(&self) -> Vendor;
+    /// Makes `device` the calling thread's current device.
+    fn make_current(&self, device: Handle) -> Result<()>;
+    /// Loads a cubin, NUL-terminated PTX, or hsaco into the current device.
+    fn load_module(&self, image: &[u8], what: &str) -> Result<Handle>;
+    fn function(&self, module: Handle, name: &CStr) -> Result<Handle>;
+    /// # Safety
+    /// `params` must match the kernel's parameters.
+    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], shared: u32, stream: Handle, params: &mut [*mut c_void]) -> Result<()>;
+    fn alloc(&self, bytes: usize) -> Result<u64>;
+    fn free(&self, pointer: u64);
+    /// # Safety
+    /// `source` must hold `bytes` readable bytes and `target` that many device bytes.
+    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()>;
+    /// # Safety
+    /// `target` must hold `bytes` writable bytes and `source` that many device bytes.
+    unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()>;
+    fn synchronize(&self) -> Result<()>;
+    fn create_stream(&self) -> Result<Handle>;
+    fn synchronize_stream(&self, stream: Handle) -> Result<()>;
+    fn destroy_stream(&self, stream: Handle);
+}
+
+/// Reads a NUL-terminated name a driver wrote into `buffer`.
+pub(crate) fn c_string(buffer: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = buffer.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+pub(crate) fn static_c_str(pointer: *const std::ffi::c_char) -> Option<String> {
+    // SAFETY: drivers return NUL-terminated static strings (or null).
+    (!pointer.is_null()).then(|| unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned())
+}
+
+/// Loads the first library of `names` that opens and resolves it; the error lists every try.
+pub(crate) fn load_first<T>(
+    vendor: &str,
+    names: &[&str],
+    resolve: fn(libloading::Library) -> Result<T, libloading::Error>,
+) -> Result<T, String> {
+    let mut failures = Vec::new();
+    for name in names {
+        // SAFETY: loading the vendor's driver library runs its initializers, as every program
+        // using the driver does.
+        match unsafe { libloading::Library::new(name) } {
+            Ok(library) => return resolve(library).map_err(|e| format!("{name} lacks a {vendor} entry point: {e}")),
+            Err(e) => failures.push(format!("{name} ({e})")),
+        }
+    }
+    Err(format!("no {vendor} driver: tried {}", failures.join(", ")))
+}
