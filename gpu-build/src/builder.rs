@@ -5,7 +5,7 @@ use crate::compile::{assemble, plan_file, run_task, tasks, CompiledModule, Optio
 use crate::parallel::run_all;
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Toolkits;
-use crate::output::{file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_manifest};
+use crate::output::{file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_host_library, write_manifest};
 use crate::target::Vendor;
 use gpu_manifest::{GpuModule, Manifest, Object};
 use std::path::{Path, PathBuf};
@@ -207,6 +207,7 @@ fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
 /// Writes every object (and requested dump) and returns the manifest describing them.
 fn write_outputs(out_dir: &Path, compiled: Vec<CompiledModule>, dump: DumpRequest, cargo: &CargoOutput) -> Result<Manifest> {
     let mut manifest = Manifest::new(concat!("gpu-build ", env!("CARGO_PKG_VERSION")));
+    let mut host_objects: Vec<(String, Vec<u8>)> = Vec::new();
     for module in compiled {
         let dir = format!("gpu-build/{}/{}", file_name_part(&module.source), file_name_part(&module.name));
         let mut objects = Vec::new();
@@ -227,10 +228,14 @@ fn write_outputs(out_dir: &Path, compiled: Vec<CompiledModule>, dump: DumpReques
                     triple: spec.triple.clone(),
                     features: spec.features.clone(),
                     opt_level: spec.opt_level,
-                    path: relative,
+                    path: relative.clone(),
                     size: artifact.bytes.len() as u64,
                     sha256: sha256_hex(&artifact.bytes),
+                    host: compiled.host.clone(),
                 });
+                if spec.vendor == Vendor::Host {
+                    host_objects.push((relative.clone(), artifact.bytes.clone()));
+                }
             }
             let isa_extension = if spec.vendor == Vendor::Nvptx { "ptx.s" } else { "s" };
             let dumps = [
@@ -247,6 +252,10 @@ fn write_outputs(out_dir: &Path, compiled: Vec<CompiledModule>, dump: DumpReques
             }
         }
         manifest.modules.push(GpuModule { source: module.source, name: module.name, kernels: module.kernels, objects });
+    }
+    if !host_objects.is_empty() {
+        let (dir, name) = write_host_library(out_dir, &host_objects)?;
+        cargo.link_static(&dir, &name);
     }
     Ok(manifest)
 }

@@ -12,6 +12,8 @@ pub(crate) struct CargoOutput {
     files: Mutex<BTreeSet<PathBuf>>,
     env: Mutex<BTreeSet<String>>,
     warnings: Mutex<Vec<String>>,
+    /// `rustc-link-search` / `rustc-link-lib` lines (the host kernels' static library).
+    links: Mutex<Vec<String>>,
 }
 
 impl CargoOutput {
@@ -34,6 +36,13 @@ impl CargoOutput {
         }
     }
 
+    /// Links the static library `lib<name>.a` in `dir` into the crate.
+    pub fn link_static(&self, dir: &Path, name: &str) {
+        let mut links = self.links.lock_now();
+        links.push(format!("cargo::rustc-link-search=native={}", dir.display()));
+        links.push(format!("cargo::rustc-link-lib=static={name}"));
+    }
+
     pub fn warnings(&self) -> Vec<String> {
         self.warnings.lock_now().clone()
     }
@@ -47,6 +56,7 @@ impl CargoOutput {
         for name in self.env.lock_now().iter() {
             lines.push(format!("cargo::rerun-if-env-changed={name}"));
         }
+        lines.extend(self.links.lock_now().iter().cloned());
         for warning in self.warnings.lock_now().iter() {
             // One directive per line: a multi-line warning becomes several.
             for line in warning.lines() {

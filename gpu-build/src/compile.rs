@@ -193,8 +193,18 @@ pub(crate) fn run_task(task: &Task, options: &Options, toolkits: &Toolkits, carg
         kind => llvm_ir::parse(&llvm, source, kind)?,
     };
     let kernels = kernels_of(desc, &module).map_err(|e| e.context(&context))?;
-    let compiled = module_to_object(module, &llvm, spec, options.base_dir, toolkits, cargo).map_err(|e| e.context(&context))?;
+    let prefix = host_symbol_prefix(&source.display, &desc.name);
+    let compiled =
+        module_to_object(module, &llvm, spec, options.base_dir, &prefix, toolkits, cargo).map_err(|e| e.context(&context))?;
     Ok(TaskOutput { kernels, compiled })
+}
+
+/// Entry points of host kernels are global symbols of the final program: the crate, file and
+/// module name keep them apart from everything else.
+fn host_symbol_prefix(source: &str, module: &str) -> String {
+    let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+    let clean = |text: &str| -> String { text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect() };
+    format!("__gpu_host__{}__{}__{}__", clean(&crate_name), clean(source), clean(module))
 }
 
 /// Groups task outputs (in [`tasks`] order) back into modules. Every target of a module must

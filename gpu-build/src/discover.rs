@@ -78,9 +78,11 @@ fn requests_of(call: &IncludeCall) -> Vec<TargetRequest> {
         .iter()
         .filter_map(|target| {
             let vendor = target.vendor?;
-            let fallback = match vendor {
+            let fallback: &[&str] = match vendor {
                 Vendor::Nvptx => NVPTX_DEFAULT_CHIPS,
                 Vendor::Amdgpu => AMDGPU_DEFAULT_CHIPS,
+                // The build's own target triple.
+                Vendor::Host => &[],
             };
             Some(TargetRequest {
                 vendor,

@@ -18,10 +18,11 @@ use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
 
-/// The pass pipeline run on a `gpu.module` for `vendor`.
+/// The pass pipeline run on a `gpu.module` for `vendor`. The host starts from the NVVM lowering;
+/// `module_to_object::host` then turns its GPU intrinsics into CPU code.
 fn pipeline(vendor: Vendor, processor: &str) -> String {
     let to_vendor = match vendor {
-        Vendor::Nvptx => "convert-gpu-to-nvvm".to_string(),
+        Vendor::Nvptx | Vendor::Host => "convert-gpu-to-nvvm".to_string(),
         Vendor::Amdgpu => format!("convert-gpu-to-rocdl{{chipset={processor}}}"),
     };
     format!(
@@ -33,7 +34,7 @@ fn pipeline(vendor: Vendor, processor: &str) -> String {
 /// The unit attribute that makes an `llvm.func` a kernel in each vendor's LLVM IR translation.
 fn kernel_attribute(vendor: Vendor) -> &'static str {
     match vendor {
-        Vendor::Nvptx => "nvvm.kernel",
+        Vendor::Nvptx | Vendor::Host => "nvvm.kernel",
         Vendor::Amdgpu => "rocdl.kernel",
     }
 }
@@ -49,14 +50,21 @@ pub(crate) fn lower_to_llvm<'ll>(
     chip: &str,
     llvm: &'ll LlvmContext,
 ) -> Result<LlvmModule<'ll>> {
-    if let Some(op) = desc.vendor_ops.iter().find(|op| op.vendor != vendor) {
+    if let Some(op) = desc.vendor_ops.iter().find(|op| !op.allowed.contains(&vendor)) {
+        let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
+        let why = match vendor {
+            Vendor::Host if op.allowed.len() > 1 => "the host target does not emulate subgroup (warp) operations",
+            _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
+        };
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
-                "{}: error: `{}` is a {} operation and cannot be compiled for {vendor} ({chip}); \
-                 use the target-neutral gpu dialect op instead, or build this file only for \
-                 {}",
-                op.location, op.name, op.vendor, op.vendor
+                "{}: error: `{}` is a {} operation and cannot be compiled for {vendor} ({chip}): {why}; \
+                 or build this file only for {}",
+                op.location,
+                op.name,
+                allowed.join("/"),
+                allowed.join(" and ")
             ),
         ));
     }

@@ -49,3 +49,23 @@ pub(crate) fn file_name_part(text: &str) -> String {
 fn io_error(path: &Path, e: std::io::Error) -> Error {
     Error::new(ErrorKind::Io, format!("cannot write {}: {e}", path.display()))
 }
+
+/// The host kernels of every module in one static library the crate links:
+/// `gpu-build/host/lib<name>.a`, named after the crate so two crates' libraries never clash.
+pub(crate) fn write_host_library(out_dir: &Path, objects: &[(String, Vec<u8>)]) -> Result<(PathBuf, String)> {
+    let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+    let name = format!("gpu_host_kernels_{}", file_name_part(&crate_name));
+    let dir = out_dir.join("gpu-build/host");
+    // With a symbol index, as linkers want it (the writer rustc itself uses).
+    static READER: ar_archive_writer::ObjectReader = ar_archive_writer::DEFAULT_OBJECT_READER;
+    let members: Vec<ar_archive_writer::NewArchiveMember> = objects
+        .iter()
+        .enumerate()
+        .map(|(index, (_, bytes))| ar_archive_writer::NewArchiveMember::new(bytes.as_slice(), &READER, format!("kernels{index}.o")))
+        .collect();
+    let mut archive = std::io::Cursor::new(Vec::new());
+    ar_archive_writer::write_archive_to_stream(&mut archive, &members, ar_archive_writer::ArchiveKind::Gnu, false, None)
+        .map_err(|e| io_error(&dir, e))?;
+    write_atomic(&dir.join(format!("lib{name}.a")), &archive.into_inner())?;
+    Ok((dir, name))
+}

@@ -103,6 +103,12 @@ fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>,
     let mut statics = TokenStream::new();
     let mut entries = Vec::new();
     for (index, object) in objects.iter().enumerate() {
+        if let Some(host) = &object.host {
+            let (items, entry) = host_object(module, object, host, index);
+            statics.extend(items);
+            entries.push(entry);
+            continue;
+        }
         let name = format_ident!("OBJECT_{index}");
         let path = out_dir.join(&object.path).display().to_string();
         let size = object.size as usize;
@@ -112,6 +118,7 @@ fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>,
         let vendor = match object.vendor {
             Vendor::Nvptx => quote!(::gpu_embed::Vendor::Nvptx),
             Vendor::Amdgpu => quote!(::gpu_embed::Vendor::Amdgpu),
+            Vendor::Host => quote!(::gpu_embed::Vendor::Host),
         };
         let format = match object.format {
             gpu_manifest::Format::Isa => quote!(::gpu_embed::Format::Isa),
@@ -141,6 +148,38 @@ fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>,
             #(#stubs)*
         }
     })
+}
+
+/// The host object: declarations of the kernels' entry points (in the static library the build
+/// script links) and the table the runtime calls them through.
+fn host_object(module: &GpuModule, object: &gpu_manifest::Object, host: &gpu_manifest::HostEntries, index: usize) -> (TokenStream, TokenStream) {
+    let table = format_ident!("HOST_KERNELS_{index}");
+    let mut declarations = TokenStream::new();
+    let mut kernels = Vec::new();
+    for (k, kernel) in module.kernels.iter().enumerate() {
+        let thread = format_ident!("host_{index}_{k}_thread");
+        let block = format_ident!("host_{index}_{k}_block");
+        let thread_symbol = format!("{}{}", host.symbol_prefix, kernel.name);
+        let block_symbol = format!("{thread_symbol}.block");
+        declarations.extend(quote! {
+            #[link_name = #thread_symbol]
+            fn #thread(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void);
+            #[link_name = #block_symbol]
+            fn #block(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void);
+        });
+        let name = &kernel.name;
+        let uses_barrier = host.uses_barrier;
+        kernels.push(quote!(::gpu_embed::HostKernel { name: #name, thread: #thread, block: #block, uses_barrier: #uses_barrier }));
+    }
+    let count = kernels.len();
+    let triple = &object.chip;
+    let items = quote! {
+        unsafe extern "C" {
+            #declarations
+        }
+        static #table: [::gpu_embed::HostKernel; #count] = [#(#kernels),*];
+    };
+    (items, quote!(::gpu_embed::Object::host(#triple, &#table)))
 }
 
 /// `VectorAdd` → `vector_add`; Rust keywords get a trailing underscore; odd characters become `_`.

@@ -2,25 +2,49 @@
 
 pub use gpu_manifest::{Format, Vendor};
 
+/// A host kernel's entry point: `(params, context)`, see `gpu-build`'s host target.
+pub type HostEntry = unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void);
+
+/// One kernel compiled for the host and linked into the program.
+#[derive(Debug, Clone, Copy)]
+pub struct HostKernel {
+    pub name: &'static str,
+    /// Runs one GPU thread (used when the kernel has barriers).
+    pub thread: HostEntry,
+    /// Runs every thread of one block in a loop (kernels without barriers).
+    pub block: HostEntry,
+    pub uses_barrier: bool,
+}
+
 /// One compiled object, embedded in the program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Object {
     vendor: Vendor,
     chip: &'static str,
     format: Format,
     bytes: &'static [u8],
+    host_kernels: &'static [HostKernel],
 }
 
 impl Object {
     pub const fn new(vendor: Vendor, chip: &'static str, format: Format, bytes: &'static [u8]) -> Object {
-        Object { vendor, chip, format, bytes }
+        Object { vendor, chip, format, bytes, host_kernels: &[] }
+    }
+
+    /// The host object: kernels linked into the program for `triple`.
+    pub const fn host(triple: &'static str, kernels: &'static [HostKernel]) -> Object {
+        Object { vendor: Vendor::Host, chip: triple, format: Format::Bin, bytes: &[], host_kernels: kernels }
+    }
+
+    pub(crate) fn host_kernel(&self, name: &str) -> Option<&'static HostKernel> {
+        self.host_kernels.iter().find(|k| k.name == name)
     }
 
     pub fn vendor(&self) -> Vendor {
         self.vendor
     }
 
-    /// `sm_90`, `gfx90a`, `gfx90a:xnack-`.
+    /// `sm_90`, `gfx90a`, `gfx90a:xnack-`; the target triple for the host.
     pub fn chip(&self) -> &'static str {
         self.chip
     }
@@ -29,6 +53,7 @@ impl Object {
         self.format
     }
 
+    /// The object's bytes; empty for the host object, whose code is linked into the program.
     pub fn bytes(&self) -> &'static [u8] {
         self.bytes
     }
@@ -40,6 +65,7 @@ impl Object {
             (Vendor::Nvptx, Format::Bin) => "cubin",
             (Vendor::Amdgpu, Format::Isa) => "AMDGPU assembly",
             (Vendor::Amdgpu, Format::Bin) => "hsaco",
+            (Vendor::Host, _) => "native code",
         };
         format!("{} {} {kind}", self.vendor, self.chip)
     }

@@ -2,6 +2,7 @@
 //! keeps the modules loaded on it (once per binary, on first launch, thread-safely).
 
 use crate::binary::{Binary, Format, Vendor};
+use crate::driver::host::HOST;
 use crate::driver::{cuda, hip, Driver, FoundDevice, Handle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
@@ -34,15 +35,38 @@ impl std::fmt::Debug for Device {
 }
 
 impl Device {
-    /// Every device of every driver found: NVIDIA (CUDA) first, then AMD (HIP).
-    pub fn all() -> Result<Vec<Device>> {
+    /// Every GPU of every driver found: NVIDIA (CUDA) first, then AMD (HIP). An error (never a
+    /// panic) names the libraries tried when no driver loads.
+    pub fn gpus() -> Result<Vec<Device>> {
         static DEVICES: OnceLock<Result<Vec<Device>>> = OnceLock::new();
-        DEVICES.get_or_init(find_devices).clone()
+        DEVICES.get_or_init(find_gpus).clone()
     }
 
-    /// The first device; an error (never a panic) when there is no driver or no device.
-    pub fn default_device() -> Result<Device> {
-        Device::all()?.into_iter().next().ok_or_else(|| Error::new(ErrorKind::NoDevice, "GPU drivers loaded but report no device"))
+    /// The CPU this program runs on, which runs kernels built with the `host` target.
+    pub fn host() -> Device {
+        static HOST_DEVICE: OnceLock<Device> = OnceLock::new();
+        HOST_DEVICE.get_or_init(|| Device::from_found(HOST.device())).clone()
+    }
+
+    /// Every GPU, then the host.
+    pub fn all() -> Vec<Device> {
+        let mut devices = Device::gpus().unwrap_or_default();
+        devices.push(Device::host());
+        devices
+    }
+
+    /// The first GPU, or the host when no GPU driver or device is found.
+    pub fn default_device() -> Device {
+        Device::gpus().ok().and_then(|gpus| gpus.into_iter().next()).unwrap_or_else(Device::host)
+    }
+
+    /// The first GPU; an error naming what was tried when there is none.
+    pub fn default_gpu() -> Result<Device> {
+        Device::gpus()?.into_iter().next().ok_or_else(|| Error::new(ErrorKind::NoDevice, "GPU drivers loaded but report no device"))
+    }
+
+    fn from_found(found: FoundDevice) -> Device {
+        Device { inner: Arc::new(Inner { found, modules: Mutex::new(HashMap::new()) }) }
     }
 
     pub fn name(&self) -> &str {
@@ -87,6 +111,13 @@ impl Device {
 
     /// The kernel's function, loading the binary's best object onto this device the first time.
     pub(crate) fn function(&self, binary: &'static Binary, kernel: &'static str) -> Result<Handle> {
+        if self.vendor() == Vendor::Host {
+            let object = select(binary, &self.arch()).map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
+            let host_kernel = object.host_kernel(kernel).ok_or_else(|| {
+                Error::new(ErrorKind::NoFittingObject, format!("gpu.module @{} has no host kernel `{kernel}`", binary.name()))
+            })?;
+            return Ok(Handle(host_kernel as *const _ as *mut std::ffi::c_void));
+        }
         let driver = self.current()?;
         let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
         let loaded = match modules.entry(binary as *const Binary as usize) {
@@ -115,7 +146,7 @@ impl Device {
     }
 }
 
-fn find_devices() -> Result<Vec<Device>> {
+fn find_gpus() -> Result<Vec<Device>> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
     match cuda::driver() {
@@ -129,7 +160,7 @@ fn find_devices() -> Result<Vec<Device>> {
     if missing.len() == 2 {
         return Err(Error::new(ErrorKind::NoDriver, format!("no GPU driver found: {}", missing.join("; "))));
     }
-    Ok(found.into_iter().map(|found| Device { inner: Arc::new(Inner { found, modules: Mutex::new(HashMap::new()) }) }).collect())
+    Ok(found.into_iter().map(Device::from_found).collect())
 }
 
 /// An ordered queue of work on one device.

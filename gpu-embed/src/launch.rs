@@ -64,6 +64,16 @@ pub unsafe fn launch(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     config.check(kernel)?;
+    if device.vendor() == crate::binary::Vendor::Host && config.shared_mem_bytes > crate::driver::host::DYNAMIC_SHARED_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "launching `{kernel}`: {} bytes of dynamic shared memory; the host target provides at most {}",
+                config.shared_mem_bytes,
+                crate::driver::host::DYNAMIC_SHARED_BYTES
+            ),
+        ));
+    }
     if let Some(stream) = config.stream {
         if !stream.device().is_same(device) {
             return Err(Error::new(ErrorKind::InvalidArgument, format!("launching `{kernel}`: the stream belongs to another device")));

@@ -11,7 +11,7 @@ mod launch;
 mod memory;
 mod select;
 
-pub use binary::{Binary, Format, Object, Vendor};
+pub use binary::{Binary, Format, HostEntry, HostKernel, Object, Vendor};
 pub use device::{Device, Stream};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_embed_macro::include_gpu_binary;

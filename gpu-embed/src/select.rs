@@ -65,6 +65,8 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
     let chosen = match device.vendor {
         Vendor::Nvptx => select_nvidia(candidates, &device.arch),
         Vendor::Amdgpu => select_amd(candidates, &device.arch),
+        // Linked into this program, so built for the triple it runs on.
+        Vendor::Host => candidates.into_iter().next(),
     };
     chosen.ok_or_else(|| NoFit {
         device: format!("{} ({} {})", device.name, device.vendor, device.arch),

@@ -30,6 +30,7 @@ impl TargetArg {
         match self.name.to_string().to_ascii_lowercase().as_str() {
             "cuda" | "nvidia" | "nvvm" | "ptx" | "cubin" | "sm" | "nvptx64" => Some(Vendor::Nvptx),
             "amd" | "rocm" | "rocdl" | "hip" | "hsaco" | "amdgcn" | "gfx" => Some(Vendor::Amdgpu),
+            "cpu" | "x86" | "x86_64" | "aarch64" | "native" | "llvm" => Some(Vendor::Host),
             _ => None,
         }
     }
@@ -64,6 +65,7 @@ impl Parse for TargetArg {
         let vendor = match name.to_string().as_str() {
             "nvptx" => Some(Vendor::Nvptx),
             "amdgpu" => Some(Vendor::Amdgpu),
+            "host" => Some(Vendor::Host),
             _ => None,
         };
         let mut chips = Vec::new();

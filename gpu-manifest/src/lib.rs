@@ -75,15 +75,20 @@ pub enum Vendor {
     Nvptx,
     /// AMD, through the ROCDL target (`#rocdl.target`).
     Amdgpu,
+    /// The build's own CPU: the kernels compiled for the target triple and run by the runtime's
+    /// block scheduler.
+    Host,
 }
 
 impl Vendor {
-    pub const ALL: [Vendor; 2] = [Vendor::Nvptx, Vendor::Amdgpu];
+    /// The GPU vendors (every vendor but the host).
+    pub const GPUS: [Vendor; 2] = [Vendor::Nvptx, Vendor::Amdgpu];
 
     pub fn name(self) -> &'static str {
         match self {
             Vendor::Nvptx => "nvptx",
             Vendor::Amdgpu => "amdgpu",
+            Vendor::Host => "host",
         }
     }
 }
@@ -128,6 +133,19 @@ pub struct Object {
     pub size: u64,
     /// Lower-case hex SHA-256 of the file's bytes.
     pub sha256: String,
+    /// For host objects: how the program calls the kernels (absent for GPU objects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostEntries>,
+}
+
+/// How a host object's kernels are called: each kernel `k` has an entry point
+/// `<symbol_prefix>k(void **params, void *context)` in the static library the build script links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostEntries {
+    pub symbol_prefix: String,
+    /// Whether any kernel of the module waits at a barrier (the scheduler then runs a block's
+    /// threads as coroutines; otherwise one after another).
+    pub uses_barrier: bool,
 }
 
 /// Why a manifest could not be read.
@@ -211,6 +229,7 @@ mod tests {
                 path: "gpu-build/kernels/gfx90a.hsaco".into(),
                 size: 3,
                 sha256: "00".into(),
+                host: None,
             }],
         });
         let json = manifest.to_json();

@@ -1,13 +1,13 @@
-//! The sample kernels, embedded for two NVIDIA and two AMD chips, with a runner for each that
-//! checks the GPU's result against a plain Rust reference.
+//! The sample kernels, embedded for two NVIDIA and two AMD chips and the host CPU, with a runner
+//! for each that checks the device's result against a plain Rust reference.
 
 use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result};
 use std::time::{Duration, Instant};
 
-gpu_embed::include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100)]);
-gpu_embed::include_gpu_binary!("kernels/saxpy.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100)]);
-gpu_embed::include_gpu_binary!("kernels/reduce.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100)]);
-gpu_embed::include_gpu_binary!("kernels/math.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100)]);
+gpu_embed::include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
+gpu_embed::include_gpu_binary!("kernels/saxpy.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
+gpu_embed::include_gpu_binary!("kernels/reduce.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
+gpu_embed::include_gpu_binary!("kernels/math.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
 
 /// Every embedded gpu.module.
 pub static BINARIES: [&Binary; 4] = [&vadd::BINARY, &saxpy::BINARY, &reduce::BINARY, &math::BINARY];

@@ -101,13 +101,9 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
         if is_kernel(&inner, &op_name) {
             kernels.push(kernel(source, &inner));
         }
-        if let Some(vendor) = vendor_of_op(&op_name) {
-            if !vendor_ops.iter().any(|known| known.vendor == vendor) {
-                vendor_ops.push(VendorOp {
-                    name: op_name,
-                    vendor,
-                    location: location(source, inner.location()),
-                });
+        if let Some(allowed) = targets_of_op(&op_name) {
+            if !vendor_ops.iter().any(|known| known.allowed == allowed) {
+                vendor_ops.push(VendorOp { name: op_name, allowed, location: location(source, inner.location()) });
             }
         }
         WalkResult::Advance
@@ -153,11 +149,21 @@ fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
     }
 }
 
-/// The vendor an op is tied to, from its dialect.
-pub(crate) fn vendor_of_op(name: &str) -> Option<Vendor> {
+/// GPU operations the host target does not emulate: they need a hardware subgroup (warp, wave).
+const SUBGROUP_OPS: &[&str] = &[
+    "gpu.shuffle", "gpu.subgroup_reduce", "gpu.subgroup_id", "gpu.num_subgroups", "gpu.subgroup_size",
+    "gpu.lane_id", "gpu.all_reduce", "gpu.subgroup_mma_compute", "gpu.subgroup_mma_load_matrix",
+    "gpu.subgroup_mma_store_matrix", "gpu.subgroup_mma_constant_matrix", "gpu.subgroup_mma_elementwise",
+    "gpu.printf", "gpu.rotate", "gpu.subgroup_broadcast",
+];
+
+/// The targets that can compile an op, when not all can: vendor dialects for their vendor,
+/// subgroup operations for the GPUs.
+pub(crate) fn targets_of_op(name: &str) -> Option<Vec<Vendor>> {
     match name.split('.').next()? {
-        "nvvm" | "nvgpu" => Some(Vendor::Nvptx),
-        "rocdl" | "amdgpu" => Some(Vendor::Amdgpu),
+        "nvvm" | "nvgpu" => Some(vec![Vendor::Nvptx]),
+        "rocdl" | "amdgpu" => Some(vec![Vendor::Amdgpu]),
+        _ if SUBGROUP_OPS.contains(&name) => Some(Vendor::GPUS.to_vec()),
         _ => None,
     }
 }

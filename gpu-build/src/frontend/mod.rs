@@ -17,7 +17,8 @@ pub(crate) struct GpuModuleDesc {
     /// The module's own target attributes, in order.
     pub targets: Vec<TargetSpec>,
     pub kernels: Vec<KernelDesc>,
-    /// The first op of each vendor-specific dialect (`nvvm.*`, `rocdl.*`, ...), if any.
+    /// The first op of each kind that only some targets can compile (`nvvm.*`, `rocdl.*`,
+    /// subgroup operations), if any.
     pub vendor_ops: Vec<VendorOp>,
 }
 
@@ -30,10 +31,12 @@ pub(crate) struct KernelDesc {
     pub location: SourceLocation,
 }
 
+/// An op only some targets can compile.
 #[derive(Debug, Clone)]
 pub(crate) struct VendorOp {
     pub name: String,
-    pub vendor: Vendor,
+    /// The targets that can compile it.
+    pub allowed: Vec<Vendor>,
     pub location: SourceLocation,
 }
 

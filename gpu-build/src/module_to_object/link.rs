@@ -9,6 +9,7 @@
 
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
+use crate::target::Vendor;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
@@ -97,11 +98,12 @@ pub(crate) fn undefined_symbols(module: &Module) -> Vec<String> {
 }
 
 /// Fails when something the kernels call is defined nowhere: such an object would only fail
-/// later, at load time on the user's GPU.
-pub(crate) fn check_resolved(module: &Module, nvptx: bool, searched: &str) -> Result<()> {
+/// later, at load time on the user's GPU. `allowed` names what a later link provides.
+pub(crate) fn check_resolved(module: &Module, vendor: Vendor, allowed: &[String], searched: &str) -> Result<()> {
     let missing: Vec<String> = undefined_symbols(module)
         .into_iter()
-        .filter(|name| !(nvptx && NVPTX_DRIVER_SYMBOLS.contains(&name.as_str())))
+        .filter(|name| !(vendor == Vendor::Nvptx && NVPTX_DRIVER_SYMBOLS.contains(&name.as_str())))
+        .filter(|name| !allowed.contains(name))
         .collect();
     let Some(first) = missing.first() else { return Ok(()) };
     let callers = callers_of(module, first);

@@ -4,6 +4,7 @@
 //! vendor modules supply the hooks.
 
 mod amdgpu;
+pub(crate) mod host;
 pub(crate) mod link;
 mod nvptx;
 
@@ -44,6 +45,8 @@ pub(crate) struct Dumps {
 pub(crate) struct Compiled {
     pub artifacts: Vec<Artifact>,
     pub dumps: Dumps,
+    /// For the host target: how the runtime calls the kernels.
+    pub host: Option<gpu_manifest::HostEntries>,
 }
 
 /// The external toolkits, looked up the first time a target needs them (by any worker thread).
@@ -82,6 +85,9 @@ pub(crate) fn initialize_llvm() {
         let config = InitializationConfig::default();
         Target::initialize_nvptx(&config);
         Target::initialize_amd_gpu(&config);
+        // The host target: the CPUs Rust's tier-1 Linux targets run on.
+        Target::initialize_x86(&config);
+        Target::initialize_aarch64(&config);
     });
 }
 
@@ -108,7 +114,8 @@ pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String
             &processor,
             &features,
             opt_level(spec.opt_level),
-            RelocMode::Default,
+            // Host objects may end up in a shared library; GPU code has no use for PIC.
+            if spec.vendor == Vendor::Host { RelocMode::PIC } else { RelocMode::Default },
             CodeModel::Default,
         )
         .ok_or_else(|| {
@@ -126,6 +133,7 @@ pub(crate) fn module_to_object<'ll>(
     llvm: &'ll Context,
     spec: &TargetSpec,
     link_base: &Path,
+    host_symbol_prefix: &str,
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
@@ -134,9 +142,19 @@ pub(crate) fn module_to_object<'ll>(
     module.set_data_layout(&machine.get_target_data().get_data_layout());
     let job = Job { spec, processor: &processor, llvm, toolkits, cargo };
 
+    let mut host = None;
+    let mut allowed_undefined = Vec::new();
     match spec.vendor {
         Vendor::Nvptx => nvptx::pre_link(&job, &module),
         Vendor::Amdgpu => amdgpu::pre_link(&job, &module)?,
+        Vendor::Host => {
+            let retargeted = host::retarget(&job, &module, host_symbol_prefix)?;
+            allowed_undefined = retargeted.libm_calls;
+            host = Some(gpu_manifest::HostEntries {
+                symbol_prefix: host_symbol_prefix.to_string(),
+                uses_barrier: retargeted.uses_barrier,
+            });
+        }
     }
 
     let mut searched = vec!["the kernel file".to_string()];
@@ -149,6 +167,7 @@ pub(crate) fn module_to_object<'ll>(
     let device_libraries = match spec.vendor {
         Vendor::Nvptx => nvptx::link_device_libraries(&job, &module)?,
         Vendor::Amdgpu => amdgpu::link_device_libraries(&job, &module)?,
+        Vendor::Host => vec!["the C math library".to_string()],
     };
     searched.extend(device_libraries);
     link::drop_unused(&module, &machine)?;
@@ -160,7 +179,7 @@ pub(crate) fn module_to_object<'ll>(
     optimize(&module, &machine, spec.opt_level)?;
     dumps.optimized = module.print_to_string().to_string();
     // After optimization: libdevice's `__nvvm_reflect` calls are folded away by then.
-    link::check_resolved(&module, spec.vendor == Vendor::Nvptx, &searched.join(", "))?;
+    link::check_resolved(&module, spec.vendor, &allowed_undefined, &searched.join(", "))?;
 
     // Code generation may rewrite the IR it runs on, so each emission gets its own copy.
     let isa = emit(&machine, &module.clone(), FileType::Assembly)?;
@@ -168,8 +187,9 @@ pub(crate) fn module_to_object<'ll>(
     let artifacts = match spec.vendor {
         Vendor::Nvptx => nvptx::isa_to_objects(&job, isa)?,
         Vendor::Amdgpu => amdgpu::object_to_hsaco(&job, emit(&machine, &module, FileType::Object)?)?,
+        Vendor::Host => vec![Artifact { format: Format::Bin, extension: "o", bytes: emit(&machine, &module, FileType::Object)? }],
     };
-    Ok(Compiled { artifacts, dumps })
+    Ok(Compiled { artifacts, dumps, host })
 }
 
 /// LLVM's default module pipeline at `O`, configured as upstream's `makeOptimizingTransformer`.

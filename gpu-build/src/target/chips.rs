@@ -48,6 +48,7 @@ pub(crate) fn known_chips(vendor: Vendor) -> Vec<&'static str> {
     match vendor {
         Vendor::Nvptx => NVPTX_CHIPS.iter().map(|(chip, _)| *chip).collect(),
         Vendor::Amdgpu => AMDGPU_CHIPS.to_vec(),
+        Vendor::Host => Vec::new(),
     }
 }
 
@@ -56,8 +57,12 @@ pub(crate) fn min_ptx_version(chip: &str) -> Option<u32> {
     NVPTX_CHIPS.iter().find(|(known, _)| *known == chip).map(|(_, ptx)| *ptx)
 }
 
-/// Checks `chip` for `vendor`, splitting AMDGPU feature suffixes off.
+/// Checks `chip` for `vendor`, splitting AMDGPU feature suffixes off. For the host, the "chip" is
+/// the target triple, compiled for the triple's baseline processor (as rustc does by default).
 pub(crate) fn parse_chip(vendor: Vendor, chip: &str) -> Result<Chip> {
+    if vendor == Vendor::Host {
+        return Ok(Chip { processor: "generic".into(), features: String::new() });
+    }
     if chip.trim().is_empty() {
         return Err(Error::new(
             ErrorKind::InvalidTarget,
@@ -95,7 +100,7 @@ pub(crate) fn parse_chip(vendor: Vendor, chip: &str) -> Result<Chip> {
                     "`{chip}`: `{suffix}` is not a chip feature suffix; {} ",
                     match vendor {
                         Vendor::Amdgpu => "AMDGPU chips take `:xnack+`, `:xnack-`, `:sramecc+` or `:sramecc-`",
-                        Vendor::Nvptx => "NVPTX chips take no suffixes",
+                        _ => "NVPTX chips take no suffixes",
                     }
                 )
                 .trim_end()
@@ -111,6 +116,7 @@ fn default_example(vendor: Vendor) -> &'static str {
     match vendor {
         Vendor::Nvptx => "sm_80",
         Vendor::Amdgpu => "gfx90a",
+        Vendor::Host => "x86_64-unknown-linux-gnu",
     }
 }
 

@@ -24,6 +24,14 @@ const AMDGPU_ABIS: &[&str] = &["400", "500", "600"];
 /// (the widest range of drivers and ptxas versions can load it).
 const NVPTX_DEFAULT_FEATURES: &str = "";
 
+/// The triple the crate is being built for: cargo's `TARGET` in a build script, else the machine's
+/// own (what LLVM was configured for).
+pub fn host_triple() -> String {
+    std::env::var("TARGET").unwrap_or_else(|_| {
+        inkwell::targets::TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned()
+    })
+}
+
 /// Everything needed to compile one `gpu.module` for one chip: one `#nvvm.target` or
 /// `#rocdl.target` with its parameters resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,15 +74,17 @@ pub struct Flags {
 impl TargetSpec {
     /// The upstream defaults for `vendor`, with `chip`.
     pub fn new(vendor: Vendor, chip: impl Into<String>) -> Self {
+        let chip = chip.into();
         let (triple, features, abi) = match vendor {
             Vendor::Nvptx => ("nvptx64-nvidia-cuda", NVPTX_DEFAULT_FEATURES, ""),
             Vendor::Amdgpu => ("amdgcn-amd-amdhsa", "", AMDGPU_DEFAULT_ABI),
+            Vendor::Host => (chip.as_str(), "", ""),
         };
         TargetSpec {
             vendor,
-            chip: chip.into(),
-            opt_level: 2,
             triple: triple.into(),
+            chip,
+            opt_level: 2,
             features: features.into(),
             flags: Flags::default(),
             link: Vec::new(),
@@ -86,6 +96,7 @@ impl TargetSpec {
         match vendor {
             Vendor::Nvptx => TargetSpec::new(vendor, NVPTX_DEFAULT_CHIP),
             Vendor::Amdgpu => TargetSpec::new(vendor, AMDGPU_DEFAULT_CHIP),
+            Vendor::Host => TargetSpec::new(vendor, host_triple()),
         }
     }
 
@@ -214,7 +225,7 @@ impl Flags {
                 (_, other) => {
                     let known = match vendor {
                         Vendor::Nvptx => "fast, ftz, ptxas-cmd-options",
-                        Vendor::Amdgpu => "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64",
+                        _ => "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64",
                     };
                     return Err(format!("unknown {vendor} target flag `{other}`; known flags: {known}"));
                 }

@@ -4,6 +4,7 @@
 
 pub(crate) mod cuda;
 pub(crate) mod hip;
+pub(crate) mod host;
 
 use crate::binary::Vendor;
 use crate::error::Result;

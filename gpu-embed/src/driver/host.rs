@@ -1,0 +1,236 @@
+//! The host "driver": kernels compiled for this CPU and linked into the program, run by a block
+//! scheduler. Blocks are spread over the machine's cores (one block at a time per worker, so a
+//! block's workgroup memory, thread-local in the kernel code, is its own). A kernel without
+//! barriers runs its block's threads in one loop; a kernel with barriers runs each thread as a
+//! stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
+//! Memory is ordinary host memory; launches return when the kernel is done.
+
+use super::{Driver, FoundDevice, Handle};
+use crate::binary::{HostKernel, Vendor};
+use crate::error::{Error, ErrorKind, Result};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::alloc::Layout;
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Dynamic shared memory a host launch may use (`gpu-build`'s host target reserves this much).
+pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
+/// Stack of one GPU thread when the kernel has barriers.
+const THREAD_STACK_BYTES: usize = 256 * 1024;
+/// Alignment of host allocations, as GPU allocations are at least this aligned.
+const ALIGNMENT: usize = 256;
+
+/// What the kernel code reads: the layout `gpu-build`'s host target compiles against.
+#[repr(C)]
+struct Context {
+    /// Thread id, block size, block id, grid size; x, y, z each.
+    ids: [u32; 12],
+    barrier: unsafe extern "C" fn(*mut Context),
+    /// The running coroutine's yielder (barrier kernels only).
+    yielder: *const Yielder<(), ()>,
+}
+
+/// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
+unsafe extern "C" fn coroutine_barrier(context: *mut Context) {
+    // SAFETY: set by `run_threads` to the yielder of the coroutine running this thread.
+    let yielder = unsafe { &*(*context).yielder };
+    yielder.suspend(());
+}
+
+/// Never called: kernels without barriers have no barrier calls (`gpu-build` decides which
+/// entry points the runtime uses from the same fact).
+unsafe extern "C" fn no_barrier(_: *mut Context) {
+    eprintln!("gpu-embed: a host kernel marked barrier-free reached a barrier");
+    std::process::abort();
+}
+
+pub(crate) struct Host;
+
+pub(crate) static HOST: Host = Host;
+
+impl Host {
+    pub(crate) fn device(&'static self) -> FoundDevice {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        FoundDevice {
+            driver: self,
+            raw: Handle(std::ptr::null_mut()),
+            name: format!("host CPU ({cores} threads)"),
+            arch: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+        }
+    }
+}
+
+/// Raw pointers shared with the worker threads of one launch.
+#[derive(Clone, Copy)]
+struct Shared(*mut *mut c_void);
+
+// SAFETY: the parameters are only read, and outlive the launch's scoped threads.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+fn check_dims(grid: [u32; 3], block: [u32; 3], shared: u32) -> Result<()> {
+    if shared > DYNAMIC_SHARED_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{shared} bytes of dynamic shared memory; the host target provides at most {DYNAMIC_SHARED_BYTES}"),
+        ));
+    }
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(Error::new(ErrorKind::InvalidArgument, "a zero grid or block dimension"));
+    }
+    Ok(())
+}
+
+/// Runs `kernel` over the whole grid.
+fn launch_grid(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], shared: u32, params: &mut [*mut c_void]) -> Result<()> {
+    check_dims(grid, block, shared)?;
+    let blocks: u64 = grid.iter().map(|&d| u64::from(d)).product();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let workers = blocks.min(cores) as usize;
+    let next = AtomicU64::new(0);
+    let params = Shared(params.as_mut_ptr());
+    let worker = || {
+        let mut stacks = Vec::new();
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            if index >= blocks {
+                return;
+            }
+            let block_id = [
+                (index % u64::from(grid[0])) as u32,
+                (index / u64::from(grid[0]) % u64::from(grid[1])) as u32,
+                (index / (u64::from(grid[0]) * u64::from(grid[1]))) as u32,
+            ];
+            run_block(kernel, grid, block, block_id, params, &mut stacks);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..workers {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+    Ok(())
+}
+
+fn run_block(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], block_id: [u32; 3], params: Shared, stacks: &mut Vec<DefaultStack>) {
+    let mut ids = [0u32; 12];
+    ids[3..6].copy_from_slice(&block);
+    ids[6..9].copy_from_slice(&block_id);
+    ids[9..12].copy_from_slice(&grid);
+    if !kernel.uses_barrier {
+        let mut context = Context { ids, barrier: no_barrier, yielder: std::ptr::null() };
+        // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them).
+        unsafe { (kernel.block)(params.0, (&mut context as *mut Context).cast()) };
+        return;
+    }
+    let mut threads = Vec::new();
+    for z in 0..block[2] {
+        for y in 0..block[1] {
+            for x in 0..block[0] {
+                let mut ids = ids;
+                ids[0..3].copy_from_slice(&[x, y, z]);
+                let stack = stacks.pop().unwrap_or_else(|| DefaultStack::new(THREAD_STACK_BYTES).expect("allocating a coroutine stack"));
+                let entry = kernel.thread;
+                threads.push(Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+                    let mut context = Context { ids, barrier: coroutine_barrier, yielder };
+                    // SAFETY: the entry point's ABI; `params` match the kernel.
+                    unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
+                })));
+            }
+        }
+    }
+    // Each round runs every thread to its next barrier (or its end); then all have arrived.
+    loop {
+        let mut waiting = false;
+        for slot in threads.iter_mut() {
+            let Some(thread) = slot else { continue };
+            match thread.resume(()) {
+                CoroutineResult::Yield(()) => waiting = true,
+                CoroutineResult::Return(()) => {
+                    if let Some(done) = slot.take() {
+                        stacks.push(done.into_stack());
+                    }
+                }
+            }
+        }
+        if !waiting {
+            return;
+        }
+    }
+}
+
+impl Driver for Host {
+    fn vendor(&self) -> Vendor {
+        Vendor::Host
+    }
+
+    fn make_current(&self, _: Handle) -> Result<()> {
+        Ok(())
+    }
+
+    fn load_module(&self, _: &[u8], what: &str) -> Result<Handle> {
+        Err(Error::new(ErrorKind::Driver, format!("{what}: the host runs linked-in kernels, not loaded objects")))
+    }
+
+    fn function(&self, _: Handle, name: &CStr) -> Result<Handle> {
+        Err(Error::new(ErrorKind::Driver, format!("`{}`: host kernels are found through their binary", name.to_string_lossy())))
+    }
+
+    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], shared: u32, _: Handle, params: &mut [*mut c_void]) -> Result<()> {
+        // SAFETY: host function handles point at the binary's static `HostKernel`s.
+        let kernel = unsafe { &*(function.0 as *const HostKernel) };
+        launch_grid(kernel, grid, block, shared, params)
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<u64> {
+        let layout = Layout::from_size_align(bytes + ALIGNMENT, ALIGNMENT)
+            .map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("cannot allocate {bytes} bytes")))?;
+        // SAFETY: a non-zero size; the first ALIGNMENT bytes remember the size for `free`.
+        unsafe {
+            let base = std::alloc::alloc(layout);
+            if base.is_null() {
+                return Err(Error::new(ErrorKind::Driver, format!("out of host memory allocating {bytes} bytes")));
+            }
+            base.cast::<usize>().write(bytes);
+            Ok(base.add(ALIGNMENT) as u64)
+        }
+    }
+
+    fn free(&self, pointer: u64) {
+        // SAFETY: `pointer` came from `alloc`, which stored the size just before it.
+        unsafe {
+            let base = (pointer as *mut u8).sub(ALIGNMENT);
+            let bytes = base.cast::<usize>().read();
+            std::alloc::dealloc(base, Layout::from_size_align_unchecked(bytes + ALIGNMENT, ALIGNMENT));
+        }
+    }
+
+    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges.
+        unsafe { std::ptr::copy_nonoverlapping(source.cast::<u8>(), target as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges.
+        unsafe { std::ptr::copy_nonoverlapping(source as *const u8, target.cast::<u8>(), bytes) };
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Host launches finish before they return; a stream orders nothing further.
+    fn create_stream(&self) -> Result<Handle> {
+        Ok(Handle(std::ptr::null_mut()))
+    }
+
+    fn synchronize_stream(&self, _: Handle) -> Result<()> {
+        Ok(())
+    }
+
+    fn destroy_stream(&self, _: Handle) {}
+}
