@@ -76,7 +76,7 @@ fn requested_vendors(call: &IncludeCall) -> syn::Result<Option<Vec<Vendor>>> {
             None => {
                 let hint = match target.suggestion() {
                     Some(vendor) => format!("; did you mean `{vendor}`?"),
-                    None => "; the targets are `nvptx` and `amdgpu`".to_string(),
+                    None => "; the targets are `nvptx`, `amdgpu` and `host`".to_string(),
                 };
                 return Err(syn::Error::new(target.name.span(), format!("unknown target `{}`{hint}", target.name)));
             }

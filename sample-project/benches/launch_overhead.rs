@@ -14,7 +14,7 @@ const N: usize = 1024;
 type Fn0 = unsafe extern "C" fn() -> c_int;
 
 fn main() {
-    let device = match Device::default_device() {
+    let device = match Device::default_gpu() {
         Ok(device) => device,
         Err(error) => {
             println!("launch_overhead: no GPU, nothing to measure ({error})");

@@ -5,7 +5,7 @@ use gpu_embed::Device;
 use sample_project::Run;
 
 fn check(run: fn(&Device) -> gpu_embed::Result<Run>) {
-    let device = Device::default_device().expect("a GPU");
+    let device = Device::default_gpu().expect("a GPU");
     let run = run(&device).unwrap_or_else(|e| panic!("{e}"));
     println!("{} on {} with {}: {:?}, max error {:e}", run.kernel, device.name(), run.object, run.time, run.max_error);
     assert!(run.max_error <= run.tolerance, "{}: max error {} above {}", run.kernel, run.max_error, run.tolerance);
@@ -44,7 +44,7 @@ fn math_f64() {
 #[test]
 #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
 fn bad_launch_configs_are_errors() {
-    let device = Device::default_device().expect("a GPU");
+    let device = Device::default_gpu().expect("a GPU");
     let x = gpu_embed::DeviceBuffer::<f32>::alloc(&device, 1024).unwrap();
     let y = gpu_embed::DeviceBuffer::<f32>::alloc(&device, 1024).unwrap();
     let z = gpu_embed::DeviceBuffer::<f32>::alloc(&device, 1024).unwrap();

@@ -33,7 +33,7 @@ fn main() {
     for object in vadd::BINARY.objects() {
         println!("{} {} {} {}", object.vendor(), object.chip(), object.format(), object.bytes().len());
     }
-    match gpu_embed::Device::default_device() {
+    match gpu_embed::Device::default_gpu() {
         Ok(device) => println!("device: {}", device.name()),
         Err(error) => println!("no GPU: {error}"),
     }
