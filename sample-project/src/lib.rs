@@ -8,9 +8,10 @@ gpu_embed::include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx(sm_80, sm_9
 gpu_embed::include_gpu_binary!("kernels/saxpy.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
 gpu_embed::include_gpu_binary!("kernels/reduce.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
 gpu_embed::include_gpu_binary!("kernels/math.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
+gpu_embed::include_gpu_binary!("kernels/matmul.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
 
 /// Every embedded gpu.module.
-pub static BINARIES: [&Binary; 4] = [&vadd::BINARY, &saxpy::BINARY, &reduce::BINARY, &math::BINARY];
+pub static BINARIES: [&Binary; 5] = [&vadd::BINARY, &saxpy::BINARY, &reduce::BINARY, &math::BINARY, &matmul::BINARY];
 
 /// One kernel run on a device, checked against the CPU.
 pub struct Run {
@@ -112,6 +113,39 @@ pub fn run_math_f64(device: &Device) -> Result<Run> {
     Ok(Run { kernel: "math_f64", object: object_used(device, &math::BINARY), time, max_error: max_error(&got, &want), tolerance: 1e-9 })
 }
 
+/// `n x n` matrices for `run_matmul`.
+pub const MATMUL_N: usize = 256;
+
+/// Row-major `a * b` in f64, the reference for the tiled kernel.
+pub fn matmul_reference(a: &[f32], b: &[f32], n: usize) -> Vec<f64> {
+    let mut c = vec![0.0f64; n * n];
+    for row in 0..n {
+        for k in 0..n {
+            let x = f64::from(a[row * n + k]);
+            for col in 0..n {
+                c[row * n + col] += x * f64::from(b[k * n + col]);
+            }
+        }
+    }
+    c
+}
+
+pub fn run_matmul(device: &Device) -> Result<Run> {
+    let n = MATMUL_N;
+    let a: Vec<f32> = inputs(n * n, 9).iter().map(|v| v - 5.0).collect();
+    let b: Vec<f32> = inputs(n * n, 10).iter().map(|v| v - 5.0).collect();
+    let (da, db) = (DeviceBuffer::from_slice(device, &a)?, DeviceBuffer::from_slice(device, &b)?);
+    let dc = DeviceBuffer::<f32>::alloc(device, n * n)?;
+    let tiles = (n / 16) as u32;
+    let config = LaunchConfig { grid: [tiles, tiles, 1], block: [16, 16, 1], shared_mem_bytes: 0, stream: None };
+    // SAFETY: each thread reads rows of a and columns of b below n and writes its c element.
+    let time = timed(device, || unsafe { matmul::matmul(device, &config, &da, &db, &dc, n) })?;
+    let got: Vec<f64> = dc.to_vec()?.into_iter().map(f64::from).collect();
+    let want = matmul_reference(&a, &b, n);
+    // 256 products of values below 5.5 in magnitude, summed in f32: a few f32 ulps of ~1000.
+    Ok(Run { kernel: "matmul", object: object_used(device, &matmul::BINARY), time, max_error: max_error(&got, &want), tolerance: 5e-3 })
+}
+
 /// Every sample kernel, in order.
 pub fn run_all(device: &Device) -> Vec<(&'static str, Result<Run>)> {
     vec![
@@ -120,5 +154,6 @@ pub fn run_all(device: &Device) -> Vec<(&'static str, Result<Run>)> {
         ("block_sum", run_block_sum(device)),
         ("math_f32", run_math_f32(device)),
         ("math_f64", run_math_f64(device)),
+        ("matmul", run_matmul(device)),
     ]
 }

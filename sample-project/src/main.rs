@@ -34,7 +34,7 @@ fn main() {
             Device::host()
         }
     };
-    println!("{:<10} {:<28} {:<22} {:>10} {:>12}", "kernel", "device", "object", "time", "max error");
+    println!("{:<10} {:<34} {:<38} {:>10} {:>12}", "kernel", "device", "object", "time", "max error");
     let mut failed = false;
     for (kernel, run) in run_all(&device) {
         match run {
@@ -42,9 +42,9 @@ fn main() {
                 let ok = run.max_error <= run.tolerance;
                 failed |= !ok;
                 println!(
-                    "{:<10} {:<28} {:<22} {:>8.3}ms {:>12.3e}{}",
+                    "{:<10} {:<34} {:<38} {:>8.3}ms {:>12.3e}{}",
                     run.kernel,
-                    format!("{} ({})", device.name(), device.arch().arch).chars().take(28).collect::<String>(),
+                    format!("{} ({})", device.name(), device.arch().arch),
                     run.object,
                     run.time.as_secs_f64() * 1e3,
                     run.max_error,

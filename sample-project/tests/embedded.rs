@@ -24,7 +24,7 @@ fn embedded_bytes_equal_the_files_in_out_dir() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 24);
+    assert_eq!(checked, 30, "six GPU objects for each of five modules");
     assert_eq!(sample_project::math::BINARY.kernels(), ["math_f32", "math_f64"]);
 }
 

@@ -43,6 +43,12 @@ fn math_f64() {
 
 #[test]
 #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
+fn matmul() {
+    check(sample_project::run_matmul);
+}
+
+#[test]
+#[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
 fn bad_launch_configs_are_errors() {
     let device = Device::default_gpu().expect("a GPU");
     let x = gpu_embed::DeviceBuffer::<f32>::alloc(&device, 1024).unwrap();
