@@ -1,4 +1,5 @@
-//! Compiles the kernel the macro UI tests (`tests/ui/`) embed.
+//! Compiles the kernels this crate embeds (`src/lib.rs`): the macro UI tests' kernel and the
+//! host-semantics kernels.
 fn main() {
-    gpu_build::Build::new().kernel("ui/kernels/ui.mlir").compile_or_exit();
+    gpu_build::build();
 }

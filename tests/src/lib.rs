@@ -1,1 +1,6 @@
-//! Workspace-level tests live in `tests/`; this crate has no library code of its own.
+//! Kernels the workspace tests embed; the tests themselves live in `tests/`.
+
+// What the macro UI tests (`tests/ui/`) embed as well.
+gpu_embed::include_gpu_binary!("ui/kernels/ui.mlir", targets = [nvptx]);
+// GPU semantics the host target must reproduce (`tests/host_semantics.rs`).
+gpu_embed::include_gpu_binary!("kernels/semantics.mlir", targets = [host]);

@@ -1,0 +1,141 @@
+// Kernels whose results depend on GPU semantics the host target must reproduce.
+module attributes {gpu.container_module} {
+  gpu.module @semantics {
+    // out[b*256 + t] = in[b*256 + 255 - t], through workgroup memory. Without the barrier a thread
+    // reads tile slots other threads have not written yet.
+    gpu.func @reverse(%in: memref<?xf32>, %out: memref<?xf32>)
+        workgroup(%tile: memref<256xf32, #gpu.address_space<workgroup>>) kernel {
+      %c255 = arith.constant 255 : index
+      %c256 = arith.constant 256 : index
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %base = arith.muli %b, %c256 : index
+      %i = arith.addi %base, %t : index
+      %v = memref.load %in[%i] : memref<?xf32>
+      memref.store %v, %tile[%t] : memref<256xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %mirror = arith.subi %c255, %t : index
+      %w = memref.load %tile[%mirror] : memref<256xf32, #gpu.address_space<workgroup>>
+      memref.store %w, %out[%i] : memref<?xf32>
+      gpu.return
+    }
+    // The same without the barrier: wrong on any target that does not happen to run the block's
+    // threads in lockstep.
+    gpu.func @reverse_without_barrier(%in: memref<?xf32>, %out: memref<?xf32>)
+        workgroup(%tile: memref<256xf32, #gpu.address_space<workgroup>>) kernel {
+      %c255 = arith.constant 255 : index
+      %c256 = arith.constant 256 : index
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %base = arith.muli %b, %c256 : index
+      %i = arith.addi %base, %t : index
+      %v = memref.load %in[%i] : memref<?xf32>
+      memref.store %v, %tile[%t] : memref<256xf32, #gpu.address_space<workgroup>>
+      %mirror = arith.subi %c255, %t : index
+      %w = memref.load %tile[%mirror] : memref<256xf32, #gpu.address_space<workgroup>>
+      memref.store %w, %out[%i] : memref<?xf32>
+      gpu.return
+    }
+    // Every thread writes its block id into the block's tile, waits, then reads a neighbour's
+    // slot: any value but its own block id means blocks shared workgroup memory. The loop of
+    // barriers keeps blocks running long enough to overlap.
+    gpu.func @isolation(%out: memref<?xi32>, %rounds: index)
+        workgroup(%tile: memref<64xi32, #gpu.address_space<workgroup>>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %b32 = arith.index_cast %b : index to i32
+      %next = arith.addi %t, %c1 : index
+      %neighbour = arith.remui %next, %c64 : index
+      %base = arith.muli %b, %c64 : index
+      %i = arith.addi %base, %t : index
+      memref.store %b32, %out[%i] : memref<?xi32>
+      scf.for %r = %c0 to %rounds step %c1 {
+        memref.store %b32, %tile[%t] : memref<64xi32, #gpu.address_space<workgroup>>
+        gpu.barrier
+        %seen = memref.load %tile[%neighbour] : memref<64xi32, #gpu.address_space<workgroup>>
+        %same = arith.cmpi eq, %seen, %b32 : i32
+        scf.if %same {
+        } else {
+          %bad = arith.constant -1 : i32
+          memref.store %bad, %out[%i] : memref<?xi32>
+        }
+        gpu.barrier
+      }
+      gpu.return
+    }
+    // out[global linear index] = every id packed: thread x,y,z | block x,y,z | block dim x,y,z |
+    // grid dim x,y,z, 4 bits each (all below 16).
+    gpu.func @ids(%out: memref<?xi64>) kernel {
+      %tx = gpu.thread_id x
+      %ty = gpu.thread_id y
+      %tz = gpu.thread_id z
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %bz = gpu.block_id z
+      %dx = gpu.block_dim x
+      %dy = gpu.block_dim y
+      %dz = gpu.block_dim z
+      %gx = gpu.grid_dim x
+      %gy = gpu.grid_dim y
+      %gz = gpu.grid_dim z
+      %c16 = arith.constant 16 : index
+      %p1 = arith.muli %tx, %c16 : index
+      %p2 = arith.addi %p1, %ty : index
+      %p3 = arith.muli %p2, %c16 : index
+      %p4 = arith.addi %p3, %tz : index
+      %p5 = arith.muli %p4, %c16 : index
+      %p6 = arith.addi %p5, %bx : index
+      %p7 = arith.muli %p6, %c16 : index
+      %p8 = arith.addi %p7, %by : index
+      %p9 = arith.muli %p8, %c16 : index
+      %p10 = arith.addi %p9, %bz : index
+      %p11 = arith.muli %p10, %c16 : index
+      %p12 = arith.addi %p11, %dx : index
+      %p13 = arith.muli %p12, %c16 : index
+      %p14 = arith.addi %p13, %dy : index
+      %p15 = arith.muli %p14, %c16 : index
+      %p16 = arith.addi %p15, %dz : index
+      %p17 = arith.muli %p16, %c16 : index
+      %p18 = arith.addi %p17, %gx : index
+      %p19 = arith.muli %p18, %c16 : index
+      %p20 = arith.addi %p19, %gy : index
+      %p21 = arith.muli %p20, %c16 : index
+      %packed = arith.addi %p21, %gz : index
+      // Linear index: ((bz*gy + by)*gx + bx) block, then ((tz*dy + ty)*dx + tx) thread.
+      %l1 = arith.muli %bz, %gy : index
+      %l2 = arith.addi %l1, %by : index
+      %l3 = arith.muli %l2, %gx : index
+      %block = arith.addi %l3, %bx : index
+      %m1 = arith.muli %tz, %dy : index
+      %m2 = arith.addi %m1, %ty : index
+      %m3 = arith.muli %m2, %dx : index
+      %thread = arith.addi %m3, %tx : index
+      %d1 = arith.muli %dx, %dy : index
+      %threads = arith.muli %d1, %dz : index
+      %start = arith.muli %block, %threads : index
+      %i = arith.addi %start, %thread : index
+      %value = arith.index_cast %packed : index to i64
+      memref.store %value, %out[%i] : memref<?xi64>
+      gpu.return
+    }
+    // out[i] = in[n - 1 - i] within a block, through dynamic shared memory sized at launch.
+    gpu.func @reverse_dynamic(%in: memref<?xf32>, %out: memref<?xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t = gpu.thread_id x
+      %raw = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %tile = memref.view %raw[%c0][%n] : memref<?xi8, #gpu.address_space<workgroup>> to memref<?xf32, #gpu.address_space<workgroup>>
+      %v = memref.load %in[%t] : memref<?xf32>
+      memref.store %v, %tile[%t] : memref<?xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %last = arith.subi %n, %c1 : index
+      %mirror = arith.subi %last, %t : index
+      %w = memref.load %tile[%mirror] : memref<?xf32, #gpu.address_space<workgroup>>
+      memref.store %w, %out[%t] : memref<?xf32>
+      gpu.return
+    }
+  }
+}
