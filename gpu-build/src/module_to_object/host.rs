@@ -1,9 +1,12 @@
 //! Host hooks: the NVVM-lowered module turned into CPU code the runtime's block scheduler calls.
 //!
-//! - Thread, block, block-size and grid-size ids (`llvm.nvvm.read.ptx.sreg.*`) read a context
-//!   the scheduler fills in for each GPU thread; `gpu.barrier` calls back into the scheduler
-//!   through that context. The context pointer lives in a thread-local variable that each entry
-//!   point sets (and each barrier restores: other GPU threads of the block ran meanwhile).
+//! - Thread, block, block-size and grid-size ids (`llvm.nvvm.read.ptx.sreg.*`) read a
+//!   thread-local copy of the ids the scheduler passes in a context; `gpu.barrier` calls back
+//!   into the scheduler through that context. Entry points fill the thread-local copy (and a
+//!   thread-local pointer to the context); a barrier restores both when the thread resumes,
+//!   since other GPU threads of the block ran on the same OS thread meanwhile. A thread-local
+//!   array whose address never escapes lets LLVM keep ids in registers across the kernel's
+//!   memory accesses.
 //! - Workgroup memory (address space 3) becomes thread-local: a scheduler thread runs one block
 //!   at a time, with all of that block's GPU threads on it, so each block sees its own copy and
 //!   its threads share it. Dynamic shared memory is a thread-local array of
@@ -31,7 +34,9 @@ pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
 /// NVPTX's shared address space.
 const WORKGROUP_ADDRESS_SPACE: u16 = 3;
 const BARRIER_OFFSET: u64 = 48;
+const IDS_BYTES: u64 = 48;
 const CONTEXT_VARIABLE: &str = "__gpu_host_context";
+const IDS_VARIABLE: &str = "__gpu_host_ids";
 
 /// The id intrinsics and their slot in the context.
 const ID_INTRINSICS: [(&str, u64); 12] = [
@@ -75,6 +80,12 @@ pub(crate) fn retarget<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, symbol_pre
     context.set_initializer(&ptr.const_null());
     context.set_thread_local(true);
     context.set_linkage(Linkage::Internal);
+    let ids_type = job.llvm.i32_type().array_type(12);
+    let ids = module.add_global(ids_type, None, IDS_VARIABLE);
+    ids.set_initializer(&ids_type.const_zero());
+    ids.set_thread_local(true);
+    ids.set_linkage(Linkage::Internal);
+    ids.set_alignment(16);
 
     make_workgroup_memory_thread_local(job, module)?;
     let builder = job.llvm.create_builder();
@@ -84,10 +95,9 @@ pub(crate) fn retarget<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, symbol_pre
             always_inline(job, function);
             builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
             let i32_type = job.llvm.i32_type();
-            let context_pointer = builder.build_load(ptr, context.as_pointer_value(), "context").map_err(codegen)?.into_pointer_value();
-            // SAFETY: the context holds twelve u32 ids.
+            // SAFETY: the array holds twelve u32 ids.
             let id_pointer = unsafe {
-                builder.build_in_bounds_gep(i32_type, context_pointer, &[job.llvm.i64_type().const_int(slot, false)], "id")
+                builder.build_in_bounds_gep(i32_type, ids.as_pointer_value(), &[job.llvm.i64_type().const_int(slot, false)], "id")
             }
             .map_err(codegen)?;
             let id = builder.build_load(i32_type, id_pointer, "value").map_err(codegen)?;
@@ -112,13 +122,15 @@ pub(crate) fn retarget<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, symbol_pre
             builder.build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "").map_err(codegen)?;
             // Other GPU threads of the block ran on this OS thread while this one waited.
             builder.build_store(context.as_pointer_value(), context_pointer).map_err(codegen)?;
+            let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
+            builder.build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes).map_err(codegen)?;
             builder.build_return(None).map_err(codegen)?;
             replace_function(intrinsic, function);
         }
     }
     let libm_calls = use_c_math_library(module)?;
     reject_other_intrinsics(module)?;
-    add_entry_points(job, module, symbol_prefix, context)?;
+    add_entry_points(job, module, symbol_prefix, context, ids)?;
     Ok(Retargeted { uses_barrier, libm_calls })
 }
 
@@ -209,7 +221,13 @@ fn reject_other_intrinsics(module: &Module) -> Result<()> {
 }
 
 /// Kernels become internal functions, called by the two entry points of each.
-fn add_entry_points<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, prefix: &str, context: GlobalValue<'ll>) -> Result<()> {
+fn add_entry_points<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    prefix: &str,
+    context: GlobalValue<'ll>,
+    ids: GlobalValue<'ll>,
+) -> Result<()> {
     const PTX_KERNEL: u32 = 71;
     let kernels: Vec<FunctionValue> =
         module.get_functions().filter(|f| f.get_call_conventions() == PTX_KERNEL && f.count_basic_blocks() > 0).collect();
@@ -218,24 +236,32 @@ fn add_entry_points<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, prefix: &str,
         kernel.set_linkage(Linkage::Internal);
         always_inline(job, kernel);
         let name = kernel.get_name().to_string_lossy().into_owned();
-        EntryBuilder::new(job, module, context, kernel, &format!("{prefix}{name}"))?.thread()?;
-        EntryBuilder::new(job, module, context, kernel, &format!("{prefix}{name}.block"))?.block()?;
+        EntryBuilder::new(job, module, context, ids, kernel, &format!("{prefix}{name}"))?.thread()?;
+        EntryBuilder::new(job, module, context, ids, kernel, &format!("{prefix}{name}.block"))?.block()?;
     }
     Ok(())
 }
 
-/// One entry point: sets the context, loads the kernel's parameters, calls it.
+/// One entry point: sets the context and the ids, loads the kernel's parameters, calls it.
 struct EntryBuilder<'a, 'll> {
     job: &'a Job<'a, 'll>,
     builder: inkwell::builder::Builder<'ll>,
     function: FunctionValue<'ll>,
     kernel: FunctionValue<'ll>,
     context: PointerValue<'ll>,
+    ids: PointerValue<'ll>,
     arguments: Vec<BasicMetadataValueEnum<'ll>>,
 }
 
 impl<'a, 'll> EntryBuilder<'a, 'll> {
-    fn new(job: &'a Job<'a, 'll>, module: &Module<'ll>, context: GlobalValue<'ll>, kernel: FunctionValue<'ll>, symbol: &str) -> Result<Self> {
+    fn new(
+        job: &'a Job<'a, 'll>,
+        module: &Module<'ll>,
+        context: GlobalValue<'ll>,
+        ids: GlobalValue<'ll>,
+        kernel: FunctionValue<'ll>,
+        symbol: &str,
+    ) -> Result<Self> {
         let ptr = job.llvm.ptr_type(AddressSpace::default());
         let entry_type = job.llvm.void_type().fn_type(&[ptr.into(), ptr.into()], false);
         let function = module.add_function(symbol, entry_type, Some(Linkage::External));
@@ -247,6 +273,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let params = function.get_nth_param(0).expect("two parameters").into_pointer_value();
         let context_argument = function.get_nth_param(1).expect("two parameters").into_pointer_value();
         builder.build_store(context.as_pointer_value(), context_argument).map_err(codegen)?;
+        let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
+        builder.build_memcpy(ids.as_pointer_value(), 16, context_argument, 4, bytes).map_err(codegen)?;
         let mut arguments = Vec::new();
         for (index, ty) in kernel.get_type().get_param_types().into_iter().enumerate() {
             let index = job.llvm.i64_type().const_int(index as u64, false);
@@ -256,7 +284,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let ty: BasicTypeEnum = ty.try_into().map_err(|_| Error::new(ErrorKind::Codegen, "a kernel parameter without storage"))?;
             arguments.push(builder.build_load(ty, pointer, "value").map_err(codegen)?.into());
         }
-        Ok(EntryBuilder { job, builder, function, kernel, context: context_argument, arguments })
+        Ok(EntryBuilder { job, builder, function, kernel, context: context_argument, ids: ids.as_pointer_value(), arguments })
     }
 
     /// One GPU thread, its ids already in the context.
@@ -266,10 +294,12 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         Ok(())
     }
 
-    fn id_slot(&self, slot: u64) -> Result<PointerValue<'ll>> {
+    /// Slot `slot` of the context (`in_context`) or of the thread-local ids.
+    fn id_slot(&self, slot: u64, in_context: bool) -> Result<PointerValue<'ll>> {
         let index = self.job.llvm.i64_type().const_int(slot, false);
-        // SAFETY: the context holds twelve u32 ids.
-        unsafe { self.builder.build_in_bounds_gep(self.job.llvm.i32_type(), self.context, &[index], "id") }.map_err(codegen)
+        let base = if in_context { self.context } else { self.ids };
+        // SAFETY: both hold twelve u32 ids.
+        unsafe { self.builder.build_in_bounds_gep(self.job.llvm.i32_type(), base, &[index], "id") }.map_err(codegen)
     }
 
     /// Every thread of the block: z, y, x loops over the block size, the thread id stored into
@@ -278,7 +308,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let i32_type = self.job.llvm.i32_type();
         let mut sizes = Vec::new();
         for slot in 3..6 {
-            sizes.push(self.builder.build_load(i32_type, self.id_slot(slot)?, "size").map_err(codegen)?.into_int_value());
+            sizes.push(self.builder.build_load(i32_type, self.id_slot(slot, true)?, "size").map_err(codegen)?.into_int_value());
         }
         let exit = self.job.llvm.append_basic_block(self.function, "exit");
         self.nest(2, &sizes, exit)?;
@@ -302,7 +332,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let more = self.builder.build_int_compare(inkwell::IntPredicate::ULT, value, sizes[dim], "more").map_err(codegen)?;
         self.builder.build_conditional_branch(more, body, after).map_err(codegen)?;
         self.builder.position_at_end(body);
-        self.builder.build_store(self.id_slot(dim as u64)?, value).map_err(codegen)?;
+        self.builder.build_store(self.id_slot(dim as u64, false)?, value).map_err(codegen)?;
         if dim == 0 {
             self.builder.build_call(self.kernel, &self.arguments, "").map_err(codegen)?;
             self.builder.build_unconditional_branch(latch).map_err(codegen)?;

@@ -1,0 +1,84 @@
+//! The host target against plain Rust, in one run: saxpy over 2^24 elements (no barriers: a
+//! block's threads run in one loop) and the tiled matmul (barriers: one coroutine per thread).
+//!
+//!     cargo bench -p sample-project --bench host_vs_rust
+
+use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
+use sample_project::{matmul, saxpy, MATMUL_N};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const SAXPY_N: usize = 1 << 24;
+const ROUNDS: usize = 5;
+
+fn best(mut run: impl FnMut()) -> Duration {
+    run();
+    (0..ROUNDS)
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+fn report(name: &str, host: Duration, rust: Duration) {
+    println!(
+        "{name:<28} host target {:>9.2} ms   plain Rust {:>9.2} ms   ratio {:>6.2}x",
+        host.as_secs_f64() * 1e3,
+        rust.as_secs_f64() * 1e3,
+        host.as_secs_f64() / rust.as_secs_f64()
+    );
+}
+
+fn main() {
+    let host = Device::host();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("host target vs plain Rust on {cores} hardware threads (best of {ROUNDS})");
+
+    let a = 2.5f32;
+    let x: Vec<f32> = (0..SAXPY_N).map(|i| (i % 1000) as f32).collect();
+    let mut y: Vec<f32> = vec![1.0; SAXPY_N];
+    let dx = DeviceBuffer::from_slice(&host, &x).unwrap();
+    let dy = DeviceBuffer::from_slice(&host, &y).unwrap();
+    let config = LaunchConfig::for_elements(SAXPY_N, 256);
+    let kernel = best(|| {
+        // SAFETY: saxpy touches x[i], y[i] for i < n; both hold n elements.
+        unsafe { saxpy::saxpy(&host, &config, a, dx.device_ptr(), dy.device_ptr(), SAXPY_N as i64) }.unwrap();
+    });
+    let rust = best(|| {
+        for (yi, xi) in y.iter_mut().zip(&x) {
+            *yi = a * xi + *yi;
+        }
+        black_box(&mut y);
+    });
+    report("saxpy, 2^24 elements", kernel, rust);
+
+    let n = MATMUL_N * 2;
+    let ma: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let mb: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let (da, db) = (DeviceBuffer::from_slice(&host, &ma).unwrap(), DeviceBuffer::from_slice(&host, &mb).unwrap());
+    let dc = DeviceBuffer::<f32>::alloc(&host, n * n).unwrap();
+    let tiles = (n / 16) as u32;
+    let config = LaunchConfig { grid: [tiles, tiles, 1], block: [16, 16, 1], shared_mem_bytes: 0, stream: None };
+    let kernel = best(|| {
+        // SAFETY: every thread reads below n x n and writes its own element of c.
+        unsafe { matmul::matmul(&host, &config, &da, &db, &dc, n) }.unwrap();
+    });
+    let mut c = vec![0.0f32; n * n];
+    let rust = best(|| {
+        c.iter_mut().for_each(|v| *v = 0.0);
+        for row in 0..n {
+            for k in 0..n {
+                let aik = ma[row * n + k];
+                let (c_row, b_row) = (&mut c[row * n..(row + 1) * n], &mb[k * n..(k + 1) * n]);
+                for (cij, bkj) in c_row.iter_mut().zip(b_row) {
+                    *cij += aik * bkj;
+                }
+            }
+        }
+        black_box(&mut c);
+    });
+    report(&format!("tiled matmul, {n} x {n}"), kernel, rust);
+}
