@@ -4,7 +4,6 @@
 mod common;
 
 use common::workspace;
-use std::process::Command;
 
 #[test]
 fn a_fresh_crate_builds_and_lists_its_embedded_objects() {
@@ -41,16 +40,7 @@ fn main() {
 "#,
     )
     .unwrap();
-    let prefix = "/usr/lib/llvm-22";
-    let output = Command::new(env!("CARGO"))
-        .args(["run", "--offline", "--quiet"])
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", workspace().join("target/rerun-fixture"))
-        .env("LLVM_SYS_221_PREFIX", prefix)
-        .env("MLIR_SYS_220_PREFIX", prefix)
-        .env("TABLEGEN_220_PREFIX", prefix)
-        .output()
-        .unwrap();
+    let output = common::fixture_cargo(root).args(["run", "--offline", "--quiet"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
     // The file's own targets: sm_80 (PTX and cubin) and gfx90a (hsaco).

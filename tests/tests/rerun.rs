@@ -61,16 +61,8 @@ fn assemble_helper(dir: &Path) {
 
 /// Builds the fixture; returns whether its build script ran.
 fn build(dir: &Path, cuda_home: Option<&str>) -> bool {
-    let prefix = "/usr/lib/llvm-22";
-    let mut command = Command::new(env!("CARGO"));
-    command
-        .args(["build", "-v", "--offline"])
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", workspace().join("target/rerun-fixture"))
-        .env("LLVM_SYS_221_PREFIX", prefix)
-        .env("MLIR_SYS_220_PREFIX", prefix)
-        .env("TABLEGEN_220_PREFIX", prefix)
-        .env_remove("CUDA_HOME");
+    let mut command = common::fixture_cargo(dir);
+    command.args(["build", "-v", "--offline"]).env_remove("CUDA_HOME");
     if let Some(cuda_home) = cuda_home {
         command.env("CUDA_HOME", cuda_home);
     }

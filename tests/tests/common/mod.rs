@@ -83,3 +83,17 @@ pub fn strip_ptx_comments(ptx: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// `cargo` for a fixture crate outside the workspace: offline, with the workspace's LLVM
+/// settings, and a target directory shared by the fixtures so gpu-build compiles once.
+pub fn fixture_cargo(dir: &Path) -> Command {
+    let prefix = "/usr/lib/llvm-22";
+    let mut command = Command::new(env!("CARGO"));
+    command
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", workspace().join("target/rerun-fixture"))
+        .env("LLVM_SYS_221_PREFIX", prefix)
+        .env("MLIR_SYS_220_PREFIX", prefix)
+        .env("TABLEGEN_220_PREFIX", prefix);
+    command
+}
