@@ -5,6 +5,7 @@ use super::link::{link_only_needed, load_bitcode};
 use super::{Artifact, Job};
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Format;
+use inkwell::attributes::AttributeLoc;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::types::IntType;
 use inkwell::values::UnnamedAddress;
@@ -14,11 +15,28 @@ use std::process::Command;
 /// The constant address space the device libraries read their control variables from.
 const CONSTANT_ADDRESS_SPACE: u16 = 4;
 
-/// Before linking: the code object version every AMDGPU object records (`abi` 500 → v5).
+/// LLVM's `CallingConv::AMDGPU_KERNEL`.
+const AMDGPU_KERNEL: u32 = 91;
+/// What the ROCDL translation gives a kernel without a known block size: at most 256 threads.
+const TRANSLATION_DEFAULT_BLOCK: &str = "1,256";
+/// What HIP gives its kernels, and what the runtime lets a launch ask for: up to 1024 threads.
+const HIP_DEFAULT_BLOCK: &str = "1,1024";
+
+/// Before linking: the code object version every AMDGPU object records (`abi` 500 → v5), and
+/// HIP's block-size limit for kernels whose source did not set one (a 512-thread launch of a
+/// kernel compiled for 256 fails on the device).
 pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     let abi = abi_number(&job.spec.abi)?;
     let value = job.llvm.i32_type().const_int(u64::from(abi), false);
     module.add_basic_value_flag("amdhsa_code_object_version", FlagBehavior::Error, value);
+    for kernel in module.get_functions().filter(|f| f.get_call_conventions() == AMDGPU_KERNEL) {
+        let attribute = "amdgpu-flat-work-group-size";
+        let current = kernel.get_string_attribute(AttributeLoc::Function, attribute);
+        if current.is_none_or(|a| a.get_string_value().to_bytes() == TRANSLATION_DEFAULT_BLOCK.as_bytes()) {
+            kernel.remove_string_attribute(AttributeLoc::Function, attribute);
+            kernel.add_attribute(AttributeLoc::Function, job.llvm.create_string_attribute(attribute, HIP_DEFAULT_BLOCK));
+        }
+    }
     Ok(())
 }
 
