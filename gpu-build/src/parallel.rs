@@ -1,5 +1,7 @@
 //! Running compile tasks in parallel, within the parallelism cargo grants: a build script shares
 //! cargo's jobserver, so each extra worker thread first takes a token from it (as `cc` does).
+//! Extra workers only poll for a token while work remains: blocking on one would deadlock when
+//! every token is held by build scripts waiting for their own workers.
 
 use crate::error::{Error, ErrorKind, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,6 +23,20 @@ fn jobserver() -> &'static jobserver::Client {
     })
 }
 
+/// A jobserver token, or `None` once no work is left (or the jobserver fails).
+fn wait_for_token(next: &AtomicUsize, items: usize) -> Option<jobserver::Acquired> {
+    loop {
+        if next.load(Ordering::Relaxed) >= items {
+            return None;
+        }
+        match jobserver().try_acquire() {
+            Ok(Some(token)) => return Some(token),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            Err(_) => return None,
+        }
+    }
+}
+
 /// Runs `work` on every item and returns the results in order, or the first error (in item
 /// order). After an error, items not yet started are skipped.
 pub(crate) fn run_all<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> Result<R> + Sync) -> Result<Vec<R>> {
@@ -31,7 +47,7 @@ pub(crate) fn run_all<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> Result
     let slots: Vec<Mutex<Option<Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
     let worker = |first: bool| {
         // The build script holds one token implicitly; every further worker needs its own.
-        let _token = if first { None } else { Some(jobserver().acquire().ok()?) };
+        let _token = if first { None } else { Some(wait_for_token(&next, items.len())?) };
         loop {
             let index = next.fetch_add(1, Ordering::Relaxed);
             if index >= items.len() || failed.load(Ordering::Relaxed) {
