@@ -49,7 +49,7 @@ fn main() {
     });
     let rust = best(|| {
         for (yi, xi) in y.iter_mut().zip(&x) {
-            *yi = a * xi + *yi;
+            *yi += a * xi;
         }
         black_box(&mut y);
     });

@@ -13,6 +13,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::alloc::Layout;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Dynamic shared memory a host launch may use (`gpu-build`'s host target reserves this much).
 pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
@@ -89,6 +90,7 @@ fn launch_grid(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], shared: u32
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let workers = blocks.min(cores) as usize;
     let next = AtomicU64::new(0);
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
     let params = Shared(params.as_mut_ptr());
     let worker = || {
         let mut stacks = Vec::new();
@@ -102,7 +104,12 @@ fn launch_grid(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], shared: u32
                 (index / u64::from(grid[0]) % u64::from(grid[1])) as u32,
                 (index / (u64::from(grid[0]) * u64::from(grid[1]))) as u32,
             ];
-            run_block(kernel, grid, block, block_id, params, &mut stacks);
+            if let Err(error) = run_block(kernel, grid, block, block_id, params, &mut stacks) {
+                // Stop every worker: the remaining blocks are not run.
+                next.store(blocks, Ordering::Relaxed);
+                failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error);
+                return;
+            }
         }
     };
     std::thread::scope(|scope| {
@@ -111,10 +118,20 @@ fn launch_grid(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], shared: u32
         }
         worker();
     });
-    Ok(())
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
 }
 
-fn run_block(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], block_id: [u32; 3], params: Shared, stacks: &mut Vec<DefaultStack>) {
+fn run_block(
+    kernel: &HostKernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    block_id: [u32; 3],
+    params: Shared,
+    stacks: &mut Vec<DefaultStack>,
+) -> Result<()> {
     let mut ids = [0u32; 12];
     ids[3..6].copy_from_slice(&block);
     ids[6..9].copy_from_slice(&block_id);
@@ -123,7 +140,7 @@ fn run_block(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], block_id: [u3
         let mut context = Context { ids, barrier: no_barrier, yielder: std::ptr::null() };
         // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them).
         unsafe { (kernel.block)(params.0, (&mut context as *mut Context).cast()) };
-        return;
+        return Ok(());
     }
     let mut threads = Vec::new();
     for z in 0..block[2] {
@@ -131,7 +148,12 @@ fn run_block(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], block_id: [u3
             for x in 0..block[0] {
                 let mut ids = ids;
                 ids[0..3].copy_from_slice(&[x, y, z]);
-                let stack = stacks.pop().unwrap_or_else(|| DefaultStack::new(THREAD_STACK_BYTES).expect("allocating a coroutine stack"));
+                let stack = match stacks.pop() {
+                    Some(stack) => stack,
+                    None => DefaultStack::new(THREAD_STACK_BYTES).map_err(|e| {
+                        Error::new(ErrorKind::Driver, format!("cannot allocate a stack for a GPU thread on the host: {e}"))
+                    })?,
+                };
                 let entry = kernel.thread;
                 threads.push(Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
                     let mut context = Context { ids, barrier: coroutine_barrier, yielder };
@@ -156,7 +178,7 @@ fn run_block(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], block_id: [u3
             }
         }
         if !waiting {
-            return;
+            return Ok(());
         }
     }
 }
