@@ -76,7 +76,11 @@ pub(crate) fn load_first<T>(
         // using the driver does.
         match unsafe { libloading::Library::new(name) } {
             Ok(library) => return resolve(library).map_err(|e| format!("{name} lacks a {vendor} entry point: {e}")),
-            Err(e) => failures.push(format!("{name} ({e})")),
+            Err(e) => {
+                let why = e.to_string();
+                let why = if why.contains("No such file") { "not found".to_string() } else { why };
+                failures.push(format!("{name} ({why})"));
+            }
         }
     }
     Err(format!("no {vendor} driver: tried {}", failures.join(", ")))
