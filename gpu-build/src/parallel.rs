@@ -11,16 +11,20 @@ use std::sync::{Mutex, OnceLock};
 /// check's error rather than a stack overflow.
 const WORKER_STACK: usize = 256 << 20;
 
-fn jobserver() -> &'static jobserver::Client {
-    static CLIENT: OnceLock<jobserver::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        // SAFETY: called once per process, before any other code could take the inherited
-        // jobserver descriptors.
-        unsafe { jobserver::Client::from_env() }.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            jobserver::Client::new(cores).expect("creating a jobserver pipe")
+/// Cargo's jobserver, or one of our own outside cargo; `None` if neither can be had (then
+/// everything runs on one thread).
+fn jobserver() -> Option<&'static jobserver::Client> {
+    static CLIENT: OnceLock<Option<jobserver::Client>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // SAFETY: called once per process, before any other code could take the inherited
+            // jobserver descriptors.
+            unsafe { jobserver::Client::from_env() }.or_else(|| {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                jobserver::Client::new(cores).ok()
+            })
         })
-    })
+        .as_ref()
 }
 
 /// A jobserver token, or `None` once no work is left (or the jobserver fails).
@@ -29,7 +33,7 @@ fn wait_for_token(next: &AtomicUsize, items: usize) -> Option<jobserver::Acquire
         if next.load(Ordering::Relaxed) >= items {
             return None;
         }
-        match jobserver().try_acquire() {
+        match jobserver()?.try_acquire() {
             Ok(Some(token)) => return Some(token),
             Ok(None) => std::thread::sleep(std::time::Duration::from_millis(5)),
             Err(_) => return None,
