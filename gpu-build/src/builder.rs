@@ -1,11 +1,16 @@
 //! The build-script API: an explicit builder in the style of `cc::Build`.
 
 use crate::cargo::CargoOutput;
-use crate::compile::{assemble, plan_file, run_task, tasks, CompiledModule, Options, TargetRequest};
-use crate::parallel::run_all;
+use crate::compile::{
+    assemble, plan_file, run_task, tasks, CompiledModule, Options, TargetRequest,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Toolkits;
-use crate::output::{file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_host_library, write_manifest};
+use crate::output::{
+    file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_host_library,
+    write_manifest,
+};
+use crate::parallel::run_all;
 use crate::target::Vendor;
 use gpu_manifest::{GpuModule, Manifest, Object};
 use std::path::{Path, PathBuf};
@@ -63,7 +68,11 @@ impl Build {
     }
 
     /// Adds a kernel file with its own targets (what `include_gpu_binary!` asks for).
-    pub(crate) fn kernel_with_targets(&mut self, path: PathBuf, requests: Vec<TargetRequest>) -> &mut Build {
+    pub(crate) fn kernel_with_targets(
+        &mut self,
+        path: PathBuf,
+        requests: Vec<TargetRequest>,
+    ) -> &mut Build {
         self.kernels.push((path, Some(requests)));
         self
     }
@@ -72,7 +81,11 @@ impl Build {
     /// target parameters are kept); no chips means the file's own targets for that vendor, or the
     /// default chip. Without any `target` call, each gpu.module's own target attributes are used.
     pub fn target(&mut self, vendor: Vendor, chips: &[&str]) -> &mut Build {
-        self.requests.push(TargetRequest { vendor, chips: chips.iter().map(|c| c.to_string()).collect(), fallback: Vec::new() });
+        self.requests.push(TargetRequest {
+            vendor,
+            chips: chips.iter().map(|c| c.to_string()).collect(),
+            fallback: Vec::new(),
+        });
         self
     }
 
@@ -144,25 +157,45 @@ impl Build {
         };
         let base_dir = match &self.base_dir {
             Some(dir) => dir.clone(),
-            None => std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_default(),
+            None => std::env::var_os("CARGO_MANIFEST_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_default(),
         };
         remove_stale_manifest(&out_dir)?;
         if self.kernels.is_empty() {
-            return Err(Error::new(ErrorKind::NothingToCompile, "no kernel files given; add them with `.kernel(\"kernels/k.mlir\")`"));
+            return Err(Error::new(
+                ErrorKind::NothingToCompile,
+                "no kernel files given; add them with `.kernel(\"kernels/k.mlir\")`",
+            ));
         }
         if let Some(level) = self.opt_level.filter(|level| *level > 3) {
-            return Err(Error::new(ErrorKind::InvalidTarget, format!("optimization level {level} is out of range; use 0, 1, 2 or 3")));
+            return Err(Error::new(
+                ErrorKind::InvalidTarget,
+                format!("optimization level {level} is out of range; use 0, 1, 2 or 3"),
+            ));
         }
         let dump = dump_request(cargo)?;
         let chip_overrides = chip_overrides(cargo);
-        let options = Options { opt_level: self.opt_level, chip_overrides: &chip_overrides, base_dir: &base_dir };
+        let options = Options {
+            opt_level: self.opt_level,
+            chip_overrides: &chip_overrides,
+            base_dir: &base_dir,
+        };
 
         let plans = run_all(&self.kernels, |(path, requests)| {
             let requests = requests.as_deref().unwrap_or(&self.requests);
-            plan_file(&base_dir.join(path), path.display().to_string(), requests, &options, cargo)
+            plan_file(
+                &base_dir.join(path),
+                path.display().to_string(),
+                requests,
+                &options,
+                cargo,
+            )
         })?;
         let toolkits = Toolkits::new(cargo);
-        let outputs = run_all(&tasks(&plans), |task| run_task(task, &options, &toolkits, cargo))?;
+        let outputs = run_all(&tasks(&plans), |task| {
+            run_task(task, &options, &toolkits, cargo)
+        })?;
         let compiled = assemble(&plans, outputs)?;
 
         let manifest = write_outputs(&out_dir, compiled, dump, cargo)?;
@@ -174,21 +207,36 @@ impl Build {
 /// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...`: chips that replace every
 /// module's chips for that vendor (for CI and packagers).
 fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
-    [(Vendor::Nvptx, "GPU_BUILD_NVPTX_CHIPS"), (Vendor::Amdgpu, "GPU_BUILD_AMDGPU_CHIPS")]
-        .into_iter()
-        .filter_map(|(vendor, name)| {
-            let value = cargo.env(name)?;
-            let chips: Vec<String> =
-                value.to_string_lossy().split(',').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect();
-            (!chips.is_empty()).then_some((vendor, chips))
-        })
-        .collect()
+    [
+        (Vendor::Nvptx, "GPU_BUILD_NVPTX_CHIPS"),
+        (Vendor::Amdgpu, "GPU_BUILD_AMDGPU_CHIPS"),
+    ]
+    .into_iter()
+    .filter_map(|(vendor, name)| {
+        let value = cargo.env(name)?;
+        let chips: Vec<String> = value
+            .to_string_lossy()
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect();
+        (!chips.is_empty()).then_some((vendor, chips))
+    })
+    .collect()
 }
 
 fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
     let mut request = DumpRequest::default();
-    let Some(value) = cargo.env("GPU_BUILD_DUMP") else { return Ok(request) };
-    for item in value.to_string_lossy().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    let Some(value) = cargo.env("GPU_BUILD_DUMP") else {
+        return Ok(request);
+    };
+    for item in value
+        .to_string_lossy()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         match item {
             "llvm" => request.llvm = true,
             "isa" => request.isa = true,
@@ -205,11 +253,20 @@ fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
 }
 
 /// Writes every object (and requested dump) and returns the manifest describing them.
-fn write_outputs(out_dir: &Path, compiled: Vec<CompiledModule>, dump: DumpRequest, cargo: &CargoOutput) -> Result<Manifest> {
+fn write_outputs(
+    out_dir: &Path,
+    compiled: Vec<CompiledModule>,
+    dump: DumpRequest,
+    cargo: &CargoOutput,
+) -> Result<Manifest> {
     let mut manifest = Manifest::new(concat!("gpu-build ", env!("CARGO_PKG_VERSION")));
     let mut host_objects: Vec<(String, Vec<u8>)> = Vec::new();
     for module in compiled {
-        let dir = format!("gpu-build/{}/{}", file_name_part(&module.source), file_name_part(&module.name));
+        let dir = format!(
+            "gpu-build/{}/{}",
+            file_name_part(&module.source),
+            file_name_part(&module.name)
+        );
         let mut objects = Vec::new();
         let mut used_stems: Vec<String> = Vec::new();
         for (spec, compiled) in module.objects {
@@ -237,7 +294,11 @@ fn write_outputs(out_dir: &Path, compiled: Vec<CompiledModule>, dump: DumpReques
                     host_objects.push((relative.clone(), artifact.bytes.clone()));
                 }
             }
-            let isa_extension = if spec.vendor == Vendor::Nvptx { "ptx.s" } else { "s" };
+            let isa_extension = if spec.vendor == Vendor::Nvptx {
+                "ptx.s"
+            } else {
+                "s"
+            };
             let dumps = [
                 (dump.llvm, "linked.ll", &compiled.dumps.linked),
                 (dump.llvm, "opt.ll", &compiled.dumps.optimized),
@@ -251,7 +312,12 @@ fn write_outputs(out_dir: &Path, compiled: Vec<CompiledModule>, dump: DumpReques
                 }
             }
         }
-        manifest.modules.push(GpuModule { source: module.source, name: module.name, kernels: module.kernels, objects });
+        manifest.modules.push(GpuModule {
+            source: module.source,
+            name: module.name,
+            kernels: module.kernels,
+            objects,
+        });
     }
     if !host_objects.is_empty() {
         let (dir, name) = write_host_library(out_dir, &host_objects)?;

@@ -67,7 +67,6 @@ impl CargoOutput {
     }
 }
 
-
 trait LockNow<T> {
     fn lock_now(&self) -> MutexGuard<'_, T>;
 }

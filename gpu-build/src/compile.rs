@@ -42,32 +42,53 @@ pub(crate) struct Options<'a> {
 /// The targets one gpu.module is built for: the caller's requests (chips named there replace the
 /// file's, other parameters are kept), or the file's own when the caller asked for nothing; then
 /// the chip overrides.
-pub(crate) fn resolve_targets(file_targets: &[TargetSpec], requests: &[TargetRequest], options: &Options) -> Vec<TargetSpec> {
+pub(crate) fn resolve_targets(
+    file_targets: &[TargetSpec],
+    requests: &[TargetRequest],
+    options: &Options,
+) -> Vec<TargetSpec> {
     let mut specs: Vec<TargetSpec> = Vec::new();
     if requests.is_empty() {
         specs.extend(file_targets.iter().cloned());
     }
     for request in requests {
-        let own: Vec<&TargetSpec> = file_targets.iter().filter(|t| t.vendor == request.vendor).collect();
+        let own: Vec<&TargetSpec> = file_targets
+            .iter()
+            .filter(|t| t.vendor == request.vendor)
+            .collect();
         if request.chips.is_empty() {
             match (own.is_empty(), request.fallback.is_empty()) {
                 (false, _) => specs.extend(own.into_iter().cloned()),
                 (true, true) => specs.push(TargetSpec::default_for(request.vendor)),
                 (true, false) => {
-                    specs.extend(request.fallback.iter().map(|chip| TargetSpec::new(request.vendor, chip.clone())));
+                    specs.extend(
+                        request
+                            .fallback
+                            .iter()
+                            .map(|chip| TargetSpec::new(request.vendor, chip.clone())),
+                    );
                 }
             }
         } else {
-            let template = own.first().map(|t| (*t).clone()).unwrap_or_else(|| TargetSpec::default_for(request.vendor));
+            let template = own
+                .first()
+                .map(|t| (*t).clone())
+                .unwrap_or_else(|| TargetSpec::default_for(request.vendor));
             for chip in &request.chips {
-                specs.push(TargetSpec { chip: chip.clone(), ..template.clone() });
+                specs.push(TargetSpec {
+                    chip: chip.clone(),
+                    ..template.clone()
+                });
             }
         }
     }
     for (vendor, chips) in options.chip_overrides {
         if let Some(template) = specs.iter().find(|s| s.vendor == *vendor).cloned() {
             specs.retain(|s| s.vendor != *vendor);
-            specs.extend(chips.iter().map(|chip| TargetSpec { chip: chip.clone(), ..template.clone() }));
+            specs.extend(chips.iter().map(|chip| TargetSpec {
+                chip: chip.clone(),
+                ..template.clone()
+            }));
         }
     }
     if let Some(level) = options.opt_level {
@@ -132,9 +153,19 @@ pub(crate) fn plan_file(
     let modules = descs
         .into_iter()
         .enumerate()
-        .map(|(index, desc)| Ok(ModulePlan { index, specs: targets_for(&desc, requests, options, cargo)?, desc }))
+        .map(|(index, desc)| {
+            Ok(ModulePlan {
+                index,
+                specs: targets_for(&desc, requests, options, cargo)?,
+                desc,
+            })
+        })
         .collect::<Result<_>>()?;
-    Ok(FilePlan { source, kind, modules })
+    Ok(FilePlan {
+        source,
+        kind,
+        modules,
+    })
 }
 
 fn describe_mlir(source: &SourceFile) -> Result<Vec<GpuModuleDesc>> {
@@ -157,7 +188,11 @@ fn describe_mlir(source: &SourceFile) -> Result<Vec<GpuModuleDesc>> {
     Ok(descs)
 }
 
-fn describe_llvm_ir(source: &SourceFile, kind: InputKind, requests: &[TargetRequest]) -> Result<GpuModuleDesc> {
+fn describe_llvm_ir(
+    source: &SourceFile,
+    kind: InputKind,
+    requests: &[TargetRequest],
+) -> Result<GpuModuleDesc> {
     let llvm = LlvmContext::create();
     let desc = llvm_ir::describe(source, &llvm_ir::parse(&llvm, source, kind)?)?;
     let vendor = desc.targets[0].vendor;
@@ -178,24 +213,55 @@ fn describe_llvm_ir(source: &SourceFile, kind: InputKind, requests: &[TargetRequ
 pub(crate) fn tasks(plans: &[FilePlan]) -> Vec<Task<'_>> {
     plans
         .iter()
-        .flat_map(|file| file.modules.iter().flat_map(move |module| module.specs.iter().map(move |spec| Task { file, module, spec })))
+        .flat_map(|file| {
+            file.modules.iter().flat_map(move |module| {
+                module
+                    .specs
+                    .iter()
+                    .map(move |spec| Task { file, module, spec })
+            })
+        })
         .collect()
 }
 
 /// Lowers and compiles one module for one target, in its own MLIR and LLVM contexts (so tasks
 /// can run on different threads).
-pub(crate) fn run_task(task: &Task, options: &Options, toolkits: &Toolkits, cargo: &CargoOutput) -> Result<TaskOutput> {
+pub(crate) fn run_task(
+    task: &Task,
+    options: &Options,
+    toolkits: &Toolkits,
+    cargo: &CargoOutput,
+) -> Result<TaskOutput> {
     let (source, desc, spec) = (&task.file.source, &task.module.desc, task.spec);
-    let context = format!("{}: gpu.module @{} for {} {}", desc.location, desc.name, spec.vendor, spec.chip);
+    let context = format!(
+        "{}: gpu.module @{} for {} {}",
+        desc.location, desc.name, spec.vendor, spec.chip
+    );
     let llvm = LlvmContext::create();
     let module = match task.file.kind {
-        InputKind::Mlir => lower_to_llvm(&Mlir::new(), source, task.module.index, desc, spec.vendor, &spec.chip, &llvm)?,
+        InputKind::Mlir => lower_to_llvm(
+            &Mlir::new(),
+            source,
+            task.module.index,
+            desc,
+            spec.vendor,
+            &spec.chip,
+            &llvm,
+        )?,
         kind => llvm_ir::parse(&llvm, source, kind)?,
     };
     let kernels = kernels_of(desc, &module).map_err(|e| e.context(&context))?;
     let prefix = host_symbol_prefix(&source.display, &desc.name);
-    let compiled =
-        module_to_object(module, &llvm, spec, options.base_dir, &prefix, toolkits, cargo).map_err(|e| e.context(&context))?;
+    let compiled = module_to_object(
+        module,
+        &llvm,
+        spec,
+        options.base_dir,
+        &prefix,
+        toolkits,
+        cargo,
+    )
+    .map_err(|e| e.context(&context))?;
     Ok(TaskOutput { kernels, compiled })
 }
 
@@ -203,13 +269,25 @@ pub(crate) fn run_task(task: &Task, options: &Options, toolkits: &Toolkits, carg
 /// module name keep them apart from everything else.
 fn host_symbol_prefix(source: &str, module: &str) -> String {
     let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
-    let clean = |text: &str| -> String { text.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect() };
-    format!("__gpu_host__{}__{}__{}__", clean(&crate_name), clean(source), clean(module))
+    let clean = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect()
+    };
+    format!(
+        "__gpu_host__{}__{}__{}__",
+        clean(&crate_name),
+        clean(source),
+        clean(module)
+    )
 }
 
 /// Groups task outputs (in [`tasks`] order) back into modules. Every target of a module must
 /// lower its kernels to the same number of parameters: one launch stub serves them all.
-pub(crate) fn assemble(plans: &[FilePlan], outputs: Vec<TaskOutput>) -> Result<Vec<CompiledModule>> {
+pub(crate) fn assemble(
+    plans: &[FilePlan],
+    outputs: Vec<TaskOutput>,
+) -> Result<Vec<CompiledModule>> {
     let mut outputs = outputs.into_iter();
     let mut modules = Vec::new();
     for file in plans {
@@ -224,7 +302,12 @@ pub(crate) fn assemble(plans: &[FilePlan], outputs: Vec<TaskOutput>) -> Result<V
                 let output = outputs.next().expect("one output per task");
                 if module.kernels.is_empty() {
                     module.kernels = output.kernels;
-                } else if let Some(kernel) = module.kernels.iter().zip(&output.kernels).find(|(a, b)| a.params.len() != b.params.len()) {
+                } else if let Some(kernel) = module
+                    .kernels
+                    .iter()
+                    .zip(&output.kernels)
+                    .find(|(a, b)| a.params.len() != b.params.len())
+                {
                     return Err(Error::new(
                         ErrorKind::Lowering,
                         format!(
@@ -262,7 +345,8 @@ fn targets_for(
         ));
     }
     for spec in &specs {
-        spec.validate().map_err(|e| e.context(format!("{at}: error: gpu.module @{}", desc.name)))?;
+        spec.validate()
+            .map_err(|e| e.context(format!("{at}: error: gpu.module @{}", desc.name)))?;
         for link in &spec.link {
             let path: PathBuf = options.base_dir.join(link);
             if !path.is_file() {
@@ -294,24 +378,43 @@ fn kernels_of(desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<Vec<Kernel>>
     let mut kernels = Vec::new();
     for kernel in &desc.kernels {
         let function = lowered.get_function(&kernel.name).ok_or_else(|| {
-            Error::new(ErrorKind::Lowering, format!("kernel `{}` is missing after lowering", kernel.name))
-        })?;
-        let llvm_types: Vec<String> =
-            function.get_type().get_param_types().iter().map(|t| t.print_to_string().to_string()).collect();
-        let owners = param_owners(&kernel.arguments, llvm_types.len()).ok_or_else(|| {
             Error::new(
                 ErrorKind::Lowering,
-                format!(
+                format!("kernel `{}` is missing after lowering", kernel.name),
+            )
+        })?;
+        let llvm_types: Vec<String> = function
+            .get_type()
+            .get_param_types()
+            .iter()
+            .map(|t| t.print_to_string().to_string())
+            .collect();
+        let owners =
+            param_owners(&kernel.arguments, llvm_types.len()).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Lowering,
+                    format!(
                     "{}: kernel `{}`: cannot match its {} lowered parameters to the arguments {}",
                     kernel.location, kernel.name, llvm_types.len(), kernel.signature
                 ),
-            )
-        })?;
+                )
+            })?;
         kernels.push(Kernel {
             name: kernel.name.clone(),
             signature: kernel.signature.clone(),
-            arguments: kernel.arguments.iter().map(|ty| Argument { ty: ty.clone() }).collect(),
-            params: llvm_types.into_iter().zip(owners).map(|(llvm_type, argument)| Param { llvm_type, argument }).collect(),
+            arguments: kernel
+                .arguments
+                .iter()
+                .map(|ty| Argument { ty: ty.clone() })
+                .collect(),
+            params: llvm_types
+                .into_iter()
+                .zip(owners)
+                .map(|(llvm_type, argument)| Param {
+                    llvm_type,
+                    argument,
+                })
+                .collect(),
         });
     }
     Ok(kernels)
@@ -329,12 +432,17 @@ fn param_owners(arguments: &[String], lowered: usize) -> Option<Vec<usize>> {
 }
 
 fn lowered_width(ty: &str) -> usize {
-    let Some(body) = ty.strip_prefix("memref<") else { return 1 };
+    let Some(body) = ty.strip_prefix("memref<") else {
+        return 1;
+    };
     if body.starts_with('*') {
         return 2;
     }
     let shape = body.split([',', '>']).next().unwrap_or_default();
-    let rank = shape.split('x').filter(|dim| *dim == "?" || dim.parse::<u64>().is_ok()).count();
+    let rank = shape
+        .split('x')
+        .filter(|dim| *dim == "?" || dim.parse::<u64>().is_ok())
+        .count();
     3 + 2 * rank
 }
 
@@ -345,24 +453,44 @@ mod tests {
     #[test]
     fn memrefs_lower_to_descriptors() {
         assert_eq!(lowered_width("memref<?xf32>"), 5);
-        assert_eq!(lowered_width("memref<4x?xf32, #gpu.address_space<workgroup>>"), 7);
+        assert_eq!(
+            lowered_width("memref<4x?xf32, #gpu.address_space<workgroup>>"),
+            7
+        );
         assert_eq!(lowered_width("memref<f32>"), 3);
         assert_eq!(lowered_width("memref<*xf32>"), 2);
         assert_eq!(lowered_width("index"), 1);
-        assert_eq!(param_owners(&["memref<?xf32>".into(), "f32".into()], 6), Some(vec![0, 0, 0, 0, 0, 1]));
+        assert_eq!(
+            param_owners(&["memref<?xf32>".into(), "f32".into()], 6),
+            Some(vec![0, 0, 0, 0, 0, 1])
+        );
         assert_eq!(param_owners(&["f32".into()], 2), None);
     }
 
     fn spec(vendor: Vendor, chip: &str, level: u8) -> TargetSpec {
-        TargetSpec { opt_level: level, ..TargetSpec::new(vendor, chip) }
+        TargetSpec {
+            opt_level: level,
+            ..TargetSpec::new(vendor, chip)
+        }
     }
 
     #[test]
     fn requests_replace_chips_but_keep_the_files_options() {
-        let file = vec![spec(Vendor::Nvptx, "sm_80", 3), spec(Vendor::Amdgpu, "gfx90a", 1)];
+        let file = vec![
+            spec(Vendor::Nvptx, "sm_80", 3),
+            spec(Vendor::Amdgpu, "gfx90a", 1),
+        ];
         let base = Path::new(".");
         let ask = |requests: &[TargetRequest], opt_level| {
-            resolve_targets(&file, requests, &Options { opt_level, chip_overrides: &[], base_dir: base })
+            resolve_targets(
+                &file,
+                requests,
+                &Options {
+                    opt_level,
+                    chip_overrides: &[],
+                    base_dir: base,
+                },
+            )
         };
         let request = |vendor, chips: &[&str], fallback: &[&str]| TargetRequest {
             vendor,
@@ -371,17 +499,44 @@ mod tests {
         };
         assert_eq!(ask(&[], None), file);
         let only_nvptx = [request(Vendor::Nvptx, &["sm_90"], &[])];
-        assert_eq!(ask(&only_nvptx, None), vec![spec(Vendor::Nvptx, "sm_90", 3)]);
+        assert_eq!(
+            ask(&only_nvptx, None),
+            vec![spec(Vendor::Nvptx, "sm_90", 3)]
+        );
         let bare_amdgpu = [request(Vendor::Amdgpu, &[], &["gfx942"])];
-        assert_eq!(ask(&bare_amdgpu, Some(0)), vec![spec(Vendor::Amdgpu, "gfx90a", 0)]);
-        let options = Options { opt_level: None, chip_overrides: &[], base_dir: base };
-        assert_eq!(resolve_targets(&[], &[request(Vendor::Amdgpu, &[], &[])], &options), vec![TargetSpec::default_for(Vendor::Amdgpu)]);
-        assert_eq!(resolve_targets(&[], &bare_amdgpu, &options), vec![TargetSpec::new(Vendor::Amdgpu, "gfx942")]);
-        let overrides = [(Vendor::Nvptx, vec!["sm_86".to_string(), "sm_89".to_string()])];
-        let options = Options { opt_level: None, chip_overrides: &overrides, base_dir: base };
+        assert_eq!(
+            ask(&bare_amdgpu, Some(0)),
+            vec![spec(Vendor::Amdgpu, "gfx90a", 0)]
+        );
+        let options = Options {
+            opt_level: None,
+            chip_overrides: &[],
+            base_dir: base,
+        };
+        assert_eq!(
+            resolve_targets(&[], &[request(Vendor::Amdgpu, &[], &[])], &options),
+            vec![TargetSpec::default_for(Vendor::Amdgpu)]
+        );
+        assert_eq!(
+            resolve_targets(&[], &bare_amdgpu, &options),
+            vec![TargetSpec::new(Vendor::Amdgpu, "gfx942")]
+        );
+        let overrides = [(
+            Vendor::Nvptx,
+            vec!["sm_86".to_string(), "sm_89".to_string()],
+        )];
+        let options = Options {
+            opt_level: None,
+            chip_overrides: &overrides,
+            base_dir: base,
+        };
         assert_eq!(
             resolve_targets(&file, &[], &options),
-            vec![spec(Vendor::Amdgpu, "gfx90a", 1), spec(Vendor::Nvptx, "sm_86", 3), spec(Vendor::Nvptx, "sm_89", 3)]
+            vec![
+                spec(Vendor::Amdgpu, "gfx90a", 1),
+                spec(Vendor::Nvptx, "sm_86", 3),
+                spec(Vendor::Nvptx, "sm_89", 3)
+            ]
         );
     }
 }

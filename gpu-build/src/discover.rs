@@ -44,13 +44,17 @@ pub fn build() {
 /// merged), in the order found.
 pub(crate) fn find_calls(src: &Path) -> Result<Vec<(PathBuf, Vec<TargetRequest>)>, String> {
     let mut files = Vec::new();
-    collect_rust_files(src, &mut files).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+    collect_rust_files(src, &mut files)
+        .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
     files.sort();
     let mut calls: Vec<(PathBuf, Vec<TargetRequest>)> = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         // A file that does not parse is reported by rustc; its calls cannot be read here.
-        let Ok(syntax) = syn::parse_file(&text) else { continue };
+        let Ok(syntax) = syn::parse_file(&text) else {
+            continue;
+        };
         let mut finder = Finder::default();
         finder.visit_file(&syntax);
         for call in finder.calls {
@@ -73,7 +77,9 @@ pub(crate) fn find_calls(src: &Path) -> Result<Vec<(PathBuf, Vec<TargetRequest>)
 
 /// Targets of one call; unknown target names are left to the macro, which points at them.
 fn requests_of(call: &IncludeCall) -> Vec<TargetRequest> {
-    let Some(targets) = &call.targets else { return Vec::new() };
+    let Some(targets) = &call.targets else {
+        return Vec::new();
+    };
     targets
         .iter()
         .filter_map(|target| {
@@ -112,7 +118,12 @@ struct Finder {
 
 impl Visit<'_> for Finder {
     fn visit_macro(&mut self, mac: &syn::Macro) {
-        if mac.path.segments.last().is_some_and(|s| s.ident == "include_gpu_binary") {
+        if mac
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "include_gpu_binary")
+        {
             // Malformed arguments are the macro's to report, with a span.
             if let Ok(call) = mac.parse_body::<IncludeCall>() {
                 self.calls.push(call);
@@ -141,7 +152,11 @@ mod tests {
             "#,
         )
         .unwrap();
-        std::fs::write(dir.path().join("nested/k.rs"), "include_gpu_binary!(\"kernels/c.ll\", targets = [cuda]);").unwrap();
+        std::fs::write(
+            dir.path().join("nested/k.rs"),
+            "include_gpu_binary!(\"kernels/c.ll\", targets = [cuda]);",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("broken.rs"), "fn (").unwrap();
         let calls = find_calls(dir.path()).unwrap();
         let paths: Vec<&str> = calls.iter().map(|(p, _)| p.to_str().unwrap()).collect();
@@ -151,6 +166,9 @@ mod tests {
         assert_eq!(a[0].chips, ["sm_80"]);
         assert_eq!(a[1].fallback, AMDGPU_DEFAULT_CHIPS);
         assert!(calls[1].1.is_empty(), "no targets: the file's own");
-        assert!(calls[2].1.is_empty(), "unknown vendor names are left to the macro");
+        assert!(
+            calls[2].1.is_empty(),
+            "unknown vendor names are left to the macro"
+        );
     }
 }

@@ -38,7 +38,10 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into() }
+        Error {
+            kind,
+            message: message.into(),
+        }
     }
 
     pub fn kind(&self) -> ErrorKind {
@@ -51,7 +54,10 @@ impl Error {
 
     /// Prepends context ("while compiling X for Y") to the message.
     pub(crate) fn context(self, context: impl fmt::Display) -> Self {
-        Error { kind: self.kind, message: format!("{context}: {}", self.message) }
+        Error {
+            kind: self.kind,
+            message: format!("{context}: {}", self.message),
+        }
     }
 }
 

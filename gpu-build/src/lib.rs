@@ -24,4 +24,6 @@ pub use builder::{Build, Report};
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_manifest as manifest;
-pub use target::{Flags, TargetSpec, Vendor, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP};
+pub use target::{
+    Flags, TargetSpec, Vendor, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP,
+};

@@ -12,8 +12,8 @@ use crate::target::{chips, Vendor};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::Attribute;
-use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
 use melior::ir::operation::OperationRefMut;
+use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
 use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
@@ -50,10 +50,16 @@ pub(crate) fn lower_to_llvm<'ll>(
     chip: &str,
     llvm: &'ll LlvmContext,
 ) -> Result<LlvmModule<'ll>> {
-    if let Some(op) = desc.vendor_ops.iter().find(|op| !op.allowed.contains(&vendor)) {
+    if let Some(op) = desc
+        .vendor_ops
+        .iter()
+        .find(|op| !op.allowed.contains(&vendor))
+    {
         let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
         let why = match vendor {
-            Vendor::Host if op.allowed.len() > 1 => "the host target does not emulate subgroup (warp) operations",
+            Vendor::Host if op.allowed.len() > 1 => {
+                "the host target does not emulate subgroup (warp) operations"
+            }
             _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
         };
         return Err(Error::new(
@@ -73,7 +79,10 @@ pub(crate) fn lower_to_llvm<'ll>(
     // A fresh copy per vendor: lowering rewrites the module in place.
     let module = mlir.parse(source)?;
     let raw = *gpu_modules(&module).get(index).ok_or_else(|| {
-        Error::new(ErrorKind::InvalidInput, format!("{}: gpu.module @{} disappeared", source.display, desc.name))
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("{}: gpu.module @{} disappeared", source.display, desc.name),
+        )
     })?;
     // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
     let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
@@ -83,7 +92,10 @@ pub(crate) fn lower_to_llvm<'ll>(
         let diagnostics = mlir.diagnostics.render(source);
         Error::new(
             ErrorKind::Lowering,
-            format!("{what} gpu.module @{} for {vendor} ({chip}) failed:\n{diagnostics}", desc.name),
+            format!(
+                "{what} gpu.module @{} for {vendor} ({chip}) failed:\n{diagnostics}",
+                desc.name
+            ),
         )
     };
     mlir.diagnostics.take();
@@ -94,8 +106,16 @@ pub(crate) fn lower_to_llvm<'ll>(
             StringRef::new("gpu.module").to_raw(),
         ))
     };
-    parse_pass_pipeline(manager.as_operation_pass_manager(), &pipeline(vendor, &processor))
-        .map_err(|e| Error::new(ErrorKind::Lowering, format!("internal pass pipeline error: {e}")))?;
+    parse_pass_pipeline(
+        manager.as_operation_pass_manager(),
+        &pipeline(vendor, &processor),
+    )
+    .map_err(|e| {
+        Error::new(
+            ErrorKind::Lowering,
+            format!("internal pass pipeline error: {e}"),
+        )
+    })?;
     // SAFETY: the op and the pass manager share `mlir.context`.
     let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };
     if result.value == 0 {
@@ -111,7 +131,8 @@ pub(crate) fn lower_to_llvm<'ll>(
         return Err(failure("translating to LLVM IR"));
     }
     // SAFETY: a valid module, now owned by the returned value.
-    let llvm_module = unsafe { LlvmModule::new(llvm_module as inkwell::llvm_sys::prelude::LLVMModuleRef) };
+    let llvm_module =
+        unsafe { LlvmModule::new(llvm_module as inkwell::llvm_sys::prelude::LLVMModuleRef) };
     drop(module);
     Ok(llvm_module)
 }

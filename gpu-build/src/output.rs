@@ -16,7 +16,9 @@ pub(crate) fn manifest_path(out_dir: &Path) -> PathBuf {
 /// nothing stale remains for `include_gpu_binary!` to embed.
 pub(crate) fn remove_stale_manifest(out_dir: &Path) -> Result<()> {
     match std::fs::remove_file(manifest_path(out_dir)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&manifest_path(out_dir), e)),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(io_error(&manifest_path(out_dir), e))
+        }
         _ => Ok(()),
     }
 }
@@ -38,21 +40,38 @@ pub(crate) fn write_manifest(out_dir: &Path, manifest: &Manifest) -> Result<Path
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A file-name-safe form of a path or chip (`kernels/vadd.mlir` → `kernels_vadd_mlir`).
 pub(crate) fn file_name_part(text: &str) -> String {
-    text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::new(ErrorKind::Io, format!("cannot write {}: {e}", path.display()))
+    Error::new(
+        ErrorKind::Io,
+        format!("cannot write {}: {e}", path.display()),
+    )
 }
 
 /// The host kernels of every module in one static library the crate links:
 /// `gpu-build/host/lib<name>.a`, named after the crate so two crates' libraries never clash.
-pub(crate) fn write_host_library(out_dir: &Path, objects: &[(String, Vec<u8>)]) -> Result<(PathBuf, String)> {
+pub(crate) fn write_host_library(
+    out_dir: &Path,
+    objects: &[(String, Vec<u8>)],
+) -> Result<(PathBuf, String)> {
     let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
     let name = format!("gpu_host_kernels_{}", file_name_part(&crate_name));
     let dir = out_dir.join("gpu-build/host");
@@ -61,11 +80,23 @@ pub(crate) fn write_host_library(out_dir: &Path, objects: &[(String, Vec<u8>)]) 
     let members: Vec<ar_archive_writer::NewArchiveMember> = objects
         .iter()
         .enumerate()
-        .map(|(index, (_, bytes))| ar_archive_writer::NewArchiveMember::new(bytes.as_slice(), &READER, format!("kernels{index}.o")))
+        .map(|(index, (_, bytes))| {
+            ar_archive_writer::NewArchiveMember::new(
+                bytes.as_slice(),
+                &READER,
+                format!("kernels{index}.o"),
+            )
+        })
         .collect();
     let mut archive = std::io::Cursor::new(Vec::new());
-    ar_archive_writer::write_archive_to_stream(&mut archive, &members, ar_archive_writer::ArchiveKind::Gnu, false, None)
-        .map_err(|e| io_error(&dir, e))?;
+    ar_archive_writer::write_archive_to_stream(
+        &mut archive,
+        &members,
+        ar_archive_writer::ArchiveKind::Gnu,
+        false,
+        None,
+    )
+    .map_err(|e| io_error(&dir, e))?;
     write_atomic(&dir.join(format!("lib{name}.a")), &archive.into_inner())?;
     Ok((dir, name))
 }

@@ -43,7 +43,10 @@ fn wait_for_token(next: &AtomicUsize, items: usize) -> Option<jobserver::Acquire
 
 /// Runs `work` on every item and returns the results in order, or the first error (in item
 /// order). After an error, items not yet started are skipped.
-pub(crate) fn run_all<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> Result<R> + Sync) -> Result<Vec<R>> {
+pub(crate) fn run_all<T: Sync, R: Send>(
+    items: &[T],
+    work: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = items.len().min(cores).max(1);
     let next = AtomicUsize::new(0);
@@ -51,7 +54,11 @@ pub(crate) fn run_all<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> Result
     let slots: Vec<Mutex<Option<Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
     let worker = |first: bool| {
         // The build script holds one token implicitly; every further worker needs its own.
-        let _token = if first { None } else { Some(wait_for_token(&next, items.len())?) };
+        let _token = if first {
+            None
+        } else {
+            Some(wait_for_token(&next, items.len())?)
+        };
         loop {
             let index = next.fetch_add(1, Ordering::Relaxed);
             if index >= items.len() || failed.load(Ordering::Relaxed) {
@@ -72,8 +79,15 @@ pub(crate) fn run_all<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> Result
             })
             .collect();
         for handle in handles {
-            let handle = handle.map_err(|e| Error::new(ErrorKind::Io, format!("cannot start a compiler thread: {e}")))?;
-            handle.join().map_err(|_| Error::new(ErrorKind::Codegen, "a compiler thread panicked"))?;
+            let handle = handle.map_err(|e| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot start a compiler thread: {e}"),
+                )
+            })?;
+            handle
+                .join()
+                .map_err(|_| Error::new(ErrorKind::Codegen, "a compiler thread panicked"))?;
         }
         Ok::<_, Error>(())
     })?;

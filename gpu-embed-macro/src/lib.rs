@@ -17,7 +17,9 @@ use syn::{parse_macro_input, Ident};
 #[proc_macro]
 pub fn include_gpu_binary(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let call = parse_macro_input!(input as IncludeCall);
-    expand(&call).unwrap_or_else(syn::Error::into_compile_error).into()
+    expand(&call)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }
 
 const BUILD_SCRIPT_HELP: &str = "add a build script that compiles it: `build.rs` containing \
@@ -31,7 +33,10 @@ fn expand(call: &IncludeCall) -> syn::Result<TokenStream> {
     if !resolved.is_file() {
         return Err(syn::Error::new(
             call.path.span(),
-            format!("kernel file not found: {} (paths are relative to the crate's directory)", resolved.display()),
+            format!(
+                "kernel file not found: {} (paths are relative to the crate's directory)",
+                resolved.display()
+            ),
         ));
     }
     let out_dir = std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
@@ -44,8 +49,13 @@ fn expand(call: &IncludeCall) -> syn::Result<TokenStream> {
             format!("`{source}` was not compiled: the build script did not run gpu-build (no {}); {BUILD_SCRIPT_HELP}", manifest_path.display()),
         )
     })?;
-    let manifest = Manifest::from_json(&text).map_err(|e| syn::Error::new(call.path.span(), e.to_string()))?;
-    let modules: Vec<&GpuModule> = manifest.modules.iter().filter(|m| m.source == source).collect();
+    let manifest =
+        Manifest::from_json(&text).map_err(|e| syn::Error::new(call.path.span(), e.to_string()))?;
+    let modules: Vec<&GpuModule> = manifest
+        .modules
+        .iter()
+        .filter(|m| m.source == source)
+        .collect();
     if modules.is_empty() {
         return Err(syn::Error::new(
             call.path.span(),
@@ -68,7 +78,9 @@ fn expand(call: &IncludeCall) -> syn::Result<TokenStream> {
 
 /// The vendors asked for (`None`: all), with unknown names rejected.
 fn requested_vendors(call: &IncludeCall) -> syn::Result<Option<Vec<Vendor>>> {
-    let Some(targets) = &call.targets else { return Ok(None) };
+    let Some(targets) = &call.targets else {
+        return Ok(None);
+    };
     let mut vendors = Vec::new();
     for target in targets {
         match target.vendor {
@@ -78,18 +90,35 @@ fn requested_vendors(call: &IncludeCall) -> syn::Result<Option<Vec<Vendor>>> {
                     Some(vendor) => format!("; did you mean `{vendor}`?"),
                     None => "; the targets are `nvptx`, `amdgpu` and `host`".to_string(),
                 };
-                return Err(syn::Error::new(target.name.span(), format!("unknown target `{}`{hint}", target.name)));
+                return Err(syn::Error::new(
+                    target.name.span(),
+                    format!("unknown target `{}`{hint}", target.name),
+                ));
             }
         }
     }
     Ok(Some(vendors))
 }
 
-fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>, call: &IncludeCall) -> syn::Result<TokenStream> {
-    let objects: Vec<_> = module.objects.iter().filter(|o| vendors.is_none_or(|v| v.contains(&o.vendor))).collect();
+fn expand_module(
+    module: &GpuModule,
+    out_dir: &Path,
+    vendors: Option<&[Vendor]>,
+    call: &IncludeCall,
+) -> syn::Result<TokenStream> {
+    let objects: Vec<_> = module
+        .objects
+        .iter()
+        .filter(|o| vendors.is_none_or(|v| v.contains(&o.vendor)))
+        .collect();
     for vendor in vendors.unwrap_or_default() {
         if !objects.iter().any(|o| o.vendor == *vendor) {
-            let target = call.targets.iter().flatten().find(|t| t.vendor == Some(*vendor)).map_or(call.path.span(), |t| t.name.span());
+            let target = call
+                .targets
+                .iter()
+                .flatten()
+                .find(|t| t.vendor == Some(*vendor))
+                .map_or(call.path.span(), |t| t.name.span());
             return Err(syn::Error::new(
                 target,
                 format!(
@@ -130,9 +159,16 @@ fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>,
     let count = entries.len();
     let name = &module.name;
     let kernel_names: Vec<&str> = module.kernels.iter().map(|k| k.name.as_str()).collect();
-    let stubs = module.kernels.iter().map(|k| stub::launch_stub(k, call.path.span())).collect::<syn::Result<Vec<_>>>()?;
+    let stubs = module
+        .kernels
+        .iter()
+        .map(|k| stub::launch_stub(k, call.path.span()))
+        .collect::<syn::Result<Vec<_>>>()?;
     let module_ident = rust_module_name(&module.name);
-    let doc = format!("gpu.module @{} from `{}`: {} embedded objects, kernels {:?}.", module.name, module.source, count, kernel_names);
+    let doc = format!(
+        "gpu.module @{} from `{}`: {} embedded objects, kernels {:?}.",
+        module.name, module.source, count, kernel_names
+    );
     Ok(quote! {
         #[doc = #doc]
         #[allow(non_upper_case_globals, clippy::too_many_arguments)]
@@ -152,7 +188,12 @@ fn expand_module(module: &GpuModule, out_dir: &Path, vendors: Option<&[Vendor]>,
 
 /// The host object: declarations of the kernels' entry points (in the static library the build
 /// script links) and the table the runtime calls them through.
-fn host_object(module: &GpuModule, object: &gpu_manifest::Object, host: &gpu_manifest::HostEntries, index: usize) -> (TokenStream, TokenStream) {
+fn host_object(
+    module: &GpuModule,
+    object: &gpu_manifest::Object,
+    host: &gpu_manifest::HostEntries,
+    index: usize,
+) -> (TokenStream, TokenStream) {
     let table = format_ident!("HOST_KERNELS_{index}");
     let mut declarations = TokenStream::new();
     let mut kernels = Vec::new();

@@ -7,7 +7,12 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
 pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStream> {
-    let error = |why: String| syn::Error::new(span, format!("kernel `{}` {}: {why}", kernel.name, kernel.signature));
+    let error = |why: String| {
+        syn::Error::new(
+            span,
+            format!("kernel `{}` {}: {why}", kernel.name, kernel.signature),
+        )
+    };
     let mut arguments = Vec::new();
     let mut checks = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
@@ -48,8 +53,12 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
                     });
                 }
                 // Row-major strides: each dimension's stride is the product of the later sizes.
-                let strides: Vec<TokenStream> =
-                    (0..dims.len()).map(|d| { let later = &sizes[d + 1..]; quote!(1i64 #(* #later)*) }).collect();
+                let strides: Vec<TokenStream> = (0..dims.len())
+                    .map(|d| {
+                        let later = &sizes[d + 1..];
+                        quote!(1i64 #(* #later)*)
+                    })
+                    .collect();
                 values.push(quote!(#name.device_ptr().0));
                 values.push(quote!(#name.device_ptr().0));
                 values.push(quote!(0i64));
@@ -59,7 +68,11 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
         }
     }
     if values.len() != kernel.params.len() {
-        return Err(error(format!("its arguments give {} parameters, the lowered kernel takes {}", values.len(), kernel.params.len())));
+        return Err(error(format!(
+            "its arguments give {} parameters, the lowered kernel takes {}",
+            values.len(),
+            kernel.params.len()
+        )));
     }
     let mut locals = Vec::new();
     let mut pointers = Vec::new();
@@ -96,7 +109,16 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
 
 /// A kernel symbol as a Rust function name.
 fn sanitize(name: &str) -> String {
-    let name: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     match syn::parse_str::<syn::Ident>(&name) {
         Ok(_) if !name.starts_with(|c: char| c.is_ascii_digit()) => name,
         _ => format!("{name}_"),

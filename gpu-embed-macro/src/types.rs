@@ -12,7 +12,10 @@ pub(crate) enum ArgKind {
     Pointer,
     /// A memref: a device buffer of the element type, with the memref's static dimensions
     /// (`None` for a dynamic one).
-    Memref { element: TokenStream, dims: Vec<Option<u64>> },
+    Memref {
+        element: TokenStream,
+        dims: Vec<Option<u64>>,
+    },
 }
 
 /// Rust type of a scalar element (MLIR or LLVM spelling).
@@ -42,20 +45,33 @@ pub(crate) fn classify(ty: &str) -> Result<ArgKind, String> {
         let shape_and_element = body.split([',', '>']).next().unwrap_or_default();
         let mut parts: Vec<&str> = shape_and_element.split('x').collect();
         let element = parts.pop().unwrap_or_default();
-        let element = scalar(element).ok_or_else(|| format!("memref of `{element}` has no Rust element type"))?;
+        let element = scalar(element)
+            .ok_or_else(|| format!("memref of `{element}` has no Rust element type"))?;
         let dims = parts
             .iter()
-            .map(|dim| if *dim == "?" { Ok(None) } else { dim.parse().map(Some).map_err(|_| format!("cannot read memref shape `{ty}`")) })
+            .map(|dim| {
+                if *dim == "?" {
+                    Ok(None)
+                } else {
+                    dim.parse()
+                        .map(Some)
+                        .map_err(|_| format!("cannot read memref shape `{ty}`"))
+                }
+            })
             .collect::<Result<Vec<_>, _>>()?;
         if dims.len() > 1 && dims.iter().any(Option::is_none) {
             return Err(format!("`{ty}`: dynamic sizes are supported for 1-D memrefs only; give the other dimensions statically"));
         }
         if body.contains("strided<") || body.contains("affine_map") {
-            return Err(format!("`{ty}`: only memrefs with the default (contiguous) layout can be passed from Rust"));
+            return Err(format!(
+                "`{ty}`: only memrefs with the default (contiguous) layout can be passed from Rust"
+            ));
         }
         return Ok(ArgKind::Memref { element, dims });
     }
-    Err(format!("kernel argument type `{ty}` cannot be passed from Rust"))
+    Err(format!(
+        "kernel argument type `{ty}` cannot be passed from Rust"
+    ))
 }
 
 /// The Rust type holding one lowered parameter, as the driver copies it.
@@ -69,6 +85,10 @@ pub(crate) fn param_storage(llvm_type: &str) -> Result<TokenStream, String> {
         "float" => quote!(f32),
         "double" => quote!(f64),
         "half" => quote!(::gpu_embed::f16),
-        other => return Err(format!("lowered parameter type `{other}` cannot be passed from Rust")),
+        other => {
+            return Err(format!(
+                "lowered parameter type `{other}` cannot be passed from Rust"
+            ))
+        }
     })
 }

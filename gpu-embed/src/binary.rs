@@ -27,13 +27,30 @@ pub struct Object {
 }
 
 impl Object {
-    pub const fn new(vendor: Vendor, chip: &'static str, format: Format, bytes: &'static [u8]) -> Object {
-        Object { vendor, chip, format, bytes, host_kernels: &[] }
+    pub const fn new(
+        vendor: Vendor,
+        chip: &'static str,
+        format: Format,
+        bytes: &'static [u8],
+    ) -> Object {
+        Object {
+            vendor,
+            chip,
+            format,
+            bytes,
+            host_kernels: &[],
+        }
     }
 
     /// The host object: kernels linked into the program for `triple`.
     pub const fn host(triple: &'static str, kernels: &'static [HostKernel]) -> Object {
-        Object { vendor: Vendor::Host, chip: triple, format: Format::Bin, bytes: &[], host_kernels: kernels }
+        Object {
+            vendor: Vendor::Host,
+            chip: triple,
+            format: Format::Bin,
+            bytes: &[],
+            host_kernels: kernels,
+        }
     }
 
     pub(crate) fn host_kernel(&self, name: &str) -> Option<&'static HostKernel> {
@@ -80,8 +97,16 @@ pub struct Binary {
 }
 
 impl Binary {
-    pub const fn new(name: &'static str, objects: &'static [Object], kernels: &'static [&'static str]) -> Binary {
-        Binary { name, objects, kernels }
+    pub const fn new(
+        name: &'static str,
+        objects: &'static [Object],
+        kernels: &'static [&'static str],
+    ) -> Binary {
+        Binary {
+            name,
+            objects,
+            kernels,
+        }
     }
 
     /// The `gpu.module` symbol.

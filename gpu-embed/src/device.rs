@@ -30,7 +30,13 @@ struct Loaded {
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Device({} {} {})", self.vendor(), self.name(), self.inner.found.arch)
+        write!(
+            f,
+            "Device({} {} {})",
+            self.vendor(),
+            self.name(),
+            self.inner.found.arch
+        )
     }
 }
 
@@ -45,7 +51,9 @@ impl Device {
     /// The CPU this program runs on, which runs kernels built with the `host` target.
     pub fn host() -> Device {
         static HOST_DEVICE: OnceLock<Device> = OnceLock::new();
-        HOST_DEVICE.get_or_init(|| Device::from_found(HOST.device())).clone()
+        HOST_DEVICE
+            .get_or_init(|| Device::from_found(HOST.device()))
+            .clone()
     }
 
     /// Every GPU, then the host.
@@ -57,16 +65,29 @@ impl Device {
 
     /// The first GPU, or the host when no GPU driver or device is found.
     pub fn default_device() -> Device {
-        Device::gpus().ok().and_then(|gpus| gpus.into_iter().next()).unwrap_or_else(Device::host)
+        Device::gpus()
+            .ok()
+            .and_then(|gpus| gpus.into_iter().next())
+            .unwrap_or_else(Device::host)
     }
 
     /// The first GPU; an error naming what was tried when there is none.
     pub fn default_gpu() -> Result<Device> {
-        Device::gpus()?.into_iter().next().ok_or_else(|| Error::new(ErrorKind::NoDevice, "GPU drivers loaded but report no device"))
+        Device::gpus()?.into_iter().next().ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoDevice,
+                "GPU drivers loaded but report no device",
+            )
+        })
     }
 
     fn from_found(found: FoundDevice) -> Device {
-        Device { inner: Arc::new(Inner { found, modules: Mutex::new(HashMap::new()) }) }
+        Device {
+            inner: Arc::new(Inner {
+                found,
+                modules: Mutex::new(HashMap::new()),
+            }),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -79,7 +100,11 @@ impl Device {
 
     /// What object selection matches against: `sm_90`, `gfx90a:sramecc+:xnack-`.
     pub fn arch(&self) -> DeviceArch {
-        DeviceArch { vendor: self.vendor(), arch: self.inner.found.arch.clone(), name: self.name().to_string() }
+        DeviceArch {
+            vendor: self.vendor(),
+            arch: self.inner.found.arch.clone(),
+            name: self.name().to_string(),
+        }
     }
 
     /// Whether both handles are the same device.
@@ -93,28 +118,46 @@ impl Device {
     }
 
     pub fn create_stream(&self) -> Result<Stream> {
-        let raw = self.current()?.create_stream().map_err(|e| self.context(e))?;
-        Ok(Stream { device: self.clone(), raw })
+        let raw = self
+            .current()?
+            .create_stream()
+            .map_err(|e| self.context(e))?;
+        Ok(Stream {
+            device: self.clone(),
+            raw,
+        })
     }
 
     /// The driver, with this device made current on the calling thread.
     pub(crate) fn current(&self) -> Result<&'static dyn Driver> {
         let driver = self.inner.found.driver;
-        driver.make_current(self.inner.found.raw).map_err(|e| self.context(e))?;
+        driver
+            .make_current(self.inner.found.raw)
+            .map_err(|e| self.context(e))?;
         Ok(driver)
     }
 
     /// Adds the device to a driver error.
     pub(crate) fn context(&self, error: Error) -> Error {
-        Error::new(error.kind(), format!("{} on {}", error.message(), self.name()))
+        Error::new(
+            error.kind(),
+            format!("{} on {}", error.message(), self.name()),
+        )
     }
 
     /// The kernel's function, loading the binary's best object onto this device the first time.
     pub(crate) fn function(&self, binary: &'static Binary, kernel: &'static str) -> Result<Handle> {
         if self.vendor() == Vendor::Host {
-            let object = select(binary, &self.arch()).map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
+            let object = select(binary, &self.arch())
+                .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
             let host_kernel = object.host_kernel(kernel).ok_or_else(|| {
-                Error::new(ErrorKind::NoFittingObject, format!("gpu.module @{} has no host kernel `{kernel}`", binary.name()))
+                Error::new(
+                    ErrorKind::NoFittingObject,
+                    format!(
+                        "gpu.module @{} has no host kernel `{kernel}`",
+                        binary.name()
+                    ),
+                )
             })?;
             return Ok(Handle(host_kernel as *const _ as *mut std::ffi::c_void));
         }
@@ -123,24 +166,35 @@ impl Device {
         let loaded = match modules.entry(binary as *const Binary as usize) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
-                let object = select(binary, &self.arch()).map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
+                let object = select(binary, &self.arch())
+                    .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
                 // PTX is read as a C string.
                 let image: Vec<u8> = match object.format() {
                     Format::Isa => object.bytes().iter().copied().chain([0]).collect(),
                     Format::Bin => object.bytes().to_vec(),
                 };
                 let what = format!("{} of gpu.module @{}", object.describe(), binary.name());
-                let module = driver.load_module(&image, &what).map_err(|e| self.context(e))?;
-                entry.insert(Loaded { module, object: object.describe(), functions: HashMap::new() })
+                let module = driver
+                    .load_module(&image, &what)
+                    .map_err(|e| self.context(e))?;
+                entry.insert(Loaded {
+                    module,
+                    object: object.describe(),
+                    functions: HashMap::new(),
+                })
             }
         };
         if let Some(function) = loaded.functions.get(kernel) {
             return Ok(*function);
         }
-        let name = CString::new(kernel).map_err(|_| Error::new(ErrorKind::InvalidArgument, "kernel name with a NUL byte"))?;
-        let function = driver
-            .function(loaded.module, &name)
-            .map_err(|e| Error::new(e.kind(), format!("{} in {} on {}", e.message(), loaded.object, self.name())))?;
+        let name = CString::new(kernel)
+            .map_err(|_| Error::new(ErrorKind::InvalidArgument, "kernel name with a NUL byte"))?;
+        let function = driver.function(loaded.module, &name).map_err(|e| {
+            Error::new(
+                e.kind(),
+                format!("{} in {} on {}", e.message(), loaded.object, self.name()),
+            )
+        })?;
         loaded.functions.insert(kernel, function);
         Ok(function)
     }
@@ -158,7 +212,10 @@ fn find_gpus() -> Result<Vec<Device>> {
         Err(why) => missing.push(why),
     }
     if missing.len() == 2 {
-        return Err(Error::new(ErrorKind::NoDriver, format!("no GPU driver found: {}", missing.join("; "))));
+        return Err(Error::new(
+            ErrorKind::NoDriver,
+            format!("no GPU driver found: {}", missing.join("; ")),
+        ));
     }
     Ok(found.into_iter().map(Device::from_found).collect())
 }
@@ -171,7 +228,10 @@ pub struct Stream {
 
 impl Stream {
     pub fn synchronize(&self) -> Result<()> {
-        self.device.current()?.synchronize_stream(self.raw).map_err(|e| self.device.context(e))
+        self.device
+            .current()?
+            .synchronize_stream(self.raw)
+            .map_err(|e| self.device.context(e))
     }
 
     pub fn device(&self) -> &Device {

@@ -36,7 +36,10 @@ impl LaunchConfig<'_> {
         if self.grid.contains(&0) || self.block.contains(&0) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!("launching `{kernel}`: grid {:?} and block {:?} must not have a zero dimension", self.grid, self.block),
+                format!(
+                    "launching `{kernel}`: grid {:?} and block {:?} must not have a zero dimension",
+                    self.grid, self.block
+                ),
             ));
         }
         if threads > MAX_THREADS_PER_BLOCK {
@@ -64,7 +67,9 @@ pub unsafe fn launch(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     config.check(kernel)?;
-    if device.vendor() == crate::binary::Vendor::Host && config.shared_mem_bytes > crate::driver::host::DYNAMIC_SHARED_BYTES {
+    if device.vendor() == crate::binary::Vendor::Host
+        && config.shared_mem_bytes > crate::driver::host::DYNAMIC_SHARED_BYTES
+    {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(
@@ -76,15 +81,38 @@ pub unsafe fn launch(
     }
     if let Some(stream) = config.stream {
         if !stream.device().is_same(device) {
-            return Err(Error::new(ErrorKind::InvalidArgument, format!("launching `{kernel}`: the stream belongs to another device")));
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("launching `{kernel}`: the stream belongs to another device"),
+            ));
         }
     }
     let function = device.function(binary, kernel)?;
     let driver = device.current()?;
-    let stream = config.stream.map_or(Handle(std::ptr::null_mut()), Stream::raw);
+    let stream = config
+        .stream
+        .map_or(Handle(std::ptr::null_mut()), Stream::raw);
     // SAFETY: the caller guarantees `params` match the kernel; the function belongs to the
     // current device.
-    unsafe { driver.launch(function, config.grid, config.block, config.shared_mem_bytes, stream, params) }.map_err(|e| {
-        Error::new(e.kind(), format!("launching kernel `{kernel}` of gpu.module @{} on {}: {}", binary.name(), device.name(), e.message()))
+    unsafe {
+        driver.launch(
+            function,
+            config.grid,
+            config.block,
+            config.shared_mem_bytes,
+            stream,
+            params,
+        )
+    }
+    .map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!(
+                "launching kernel `{kernel}` of gpu.module @{} on {}: {}",
+                binary.name(),
+                device.name(),
+                e.message()
+            ),
+        )
     })
 }

@@ -18,14 +18,27 @@ pub struct DeviceBuffer<T: Copy> {
 
 impl<T: Copy> DeviceBuffer<T> {
     fn bytes(len: usize) -> Result<usize> {
-        len.checked_mul(size_of::<T>()).ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "buffer size overflows"))
+        len.checked_mul(size_of::<T>())
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "buffer size overflows"))
     }
 
     /// Uninitialized device memory for `len` elements.
     pub fn alloc(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
         let bytes = Self::bytes(len)?;
-        let ptr = if bytes > 0 { device.current()?.alloc(bytes).map_err(|e| device.context(e))? } else { 0 };
-        Ok(DeviceBuffer { device: device.clone(), ptr, len, _element: PhantomData })
+        let ptr = if bytes > 0 {
+            device
+                .current()?
+                .alloc(bytes)
+                .map_err(|e| device.context(e))?
+        } else {
+            0
+        };
+        Ok(DeviceBuffer {
+            device: device.clone(),
+            ptr,
+            len,
+            _element: PhantomData,
+        })
     }
 
     /// A device copy of `data`.
@@ -43,7 +56,8 @@ impl<T: Copy> DeviceBuffer<T> {
         }
         let driver = self.device.current()?;
         // SAFETY: both ranges are `len` elements long.
-        unsafe { driver.copy_to_device(self.ptr, data.as_ptr().cast(), size_of_val(data)) }.map_err(|e| self.device.context(e))
+        unsafe { driver.copy_to_device(self.ptr, data.as_ptr().cast(), size_of_val(data)) }
+            .map_err(|e| self.device.context(e))
     }
 
     /// Copies the buffer into `out` (of the same length).
@@ -54,7 +68,8 @@ impl<T: Copy> DeviceBuffer<T> {
         }
         let driver = self.device.current()?;
         // SAFETY: both ranges are `len` elements long; the driver writes plain bytes of `T`.
-        unsafe { driver.copy_to_host(out.as_mut_ptr().cast(), self.ptr, size_of_val(out)) }.map_err(|e| self.device.context(e))
+        unsafe { driver.copy_to_host(out.as_mut_ptr().cast(), self.ptr, size_of_val(out)) }
+            .map_err(|e| self.device.context(e))
     }
 
     /// The buffer's contents.
@@ -87,7 +102,13 @@ impl<T: Copy> DeviceBuffer<T> {
         if len == self.len {
             Ok(())
         } else {
-            Err(Error::new(ErrorKind::InvalidArgument, format!("length mismatch: the buffer holds {} elements, the host slice {len}", self.len)))
+            Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "length mismatch: the buffer holds {} elements, the host slice {len}",
+                    self.len
+                ),
+            ))
         }
     }
 }

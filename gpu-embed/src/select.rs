@@ -33,7 +33,11 @@ impl fmt::Display for NoFit {
              targets of include_gpu_binary! (or GPU_BUILD_NVPTX_CHIPS / GPU_BUILD_AMDGPU_CHIPS)",
             self.binary,
             self.device,
-            if self.objects.is_empty() { "none".to_string() } else { self.objects.join(", ") }
+            if self.objects.is_empty() {
+                "none".to_string()
+            } else {
+                self.objects.join(", ")
+            }
         )
     }
 }
@@ -61,7 +65,10 @@ fn gfx_parts(chip: &str) -> (&str, Vec<(&str, char)>) {
 }
 
 pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object, NoFit> {
-    let candidates = binary.objects().iter().filter(|o| o.vendor() == device.vendor);
+    let candidates = binary
+        .objects()
+        .iter()
+        .filter(|o| o.vendor() == device.vendor);
     let chosen = match device.vendor {
         Vendor::Nvptx => select_nvidia(candidates, &device.arch),
         Vendor::Amdgpu => select_amd(candidates, &device.arch),
@@ -75,7 +82,10 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
     })
 }
 
-fn select_nvidia<'b>(candidates: impl Iterator<Item = &'b Object> + Clone, arch: &str) -> Option<&'b Object> {
+fn select_nvidia<'b>(
+    candidates: impl Iterator<Item = &'b Object> + Clone,
+    arch: &str,
+) -> Option<&'b Object> {
     let (major, minor, _) = sm_version(arch)?;
     let bins = candidates.clone().filter(|o| o.format() == Format::Bin);
     if let Some(exact) = bins.clone().find(|o| o.chip() == arch) {
@@ -91,12 +101,17 @@ fn select_nvidia<'b>(candidates: impl Iterator<Item = &'b Object> + Clone, arch:
     candidates
         .filter(|o| o.format() == Format::Isa)
         .filter_map(|o| Some((sm_version(o.chip())?, o)))
-        .filter(|((m, n, suffixed), o)| (*m, *n) <= (major, minor) && (!suffixed || o.chip() == arch))
+        .filter(|((m, n, suffixed), o)| {
+            (*m, *n) <= (major, minor) && (!suffixed || o.chip() == arch)
+        })
         .max_by_key(|((m, n, _), _)| (*m, *n))
         .map(|(_, object)| object)
 }
 
-fn select_amd<'b>(candidates: impl Iterator<Item = &'b Object> + Clone, arch: &str) -> Option<&'b Object> {
+fn select_amd<'b>(
+    candidates: impl Iterator<Item = &'b Object> + Clone,
+    arch: &str,
+) -> Option<&'b Object> {
     let (base, settings) = gfx_parts(arch);
     let bins = candidates.filter(|o| o.format() == Format::Bin);
     if let Some(exact) = bins.clone().find(|o| o.chip() == arch) {
@@ -105,7 +120,9 @@ fn select_amd<'b>(candidates: impl Iterator<Item = &'b Object> + Clone, arch: &s
     bins.filter(|o| {
         let (object_base, object_settings) = gfx_parts(o.chip());
         object_base == base
-            && object_settings.iter().all(|(feature, sign)| settings.iter().any(|(f, s)| f == feature && s == sign))
+            && object_settings
+                .iter()
+                .all(|(feature, sign)| settings.iter().any(|(f, s)| f == feature && s == sign))
     })
     // The most specific compatible object.
     .max_by_key(|o| gfx_parts(o.chip()).1.len())
@@ -125,7 +142,11 @@ mod tests {
     static BINARY: Binary = Binary::new("k", &OBJECTS, &["k"]);
 
     fn device(vendor: Vendor, arch: &str) -> DeviceArch {
-        DeviceArch { vendor, arch: arch.into(), name: "test GPU".into() }
+        DeviceArch {
+            vendor,
+            arch: arch.into(),
+            name: "test GPU".into(),
+        }
     }
 
     fn chosen(vendor: Vendor, arch: &str) -> Result<&'static [u8], NoFit> {
@@ -137,13 +158,19 @@ mod tests {
         assert_eq!(chosen(Vendor::Nvptx, "sm_86").unwrap(), b"cubin80");
         assert_eq!(chosen(Vendor::Nvptx, "sm_90").unwrap(), b"cubin90");
         assert_eq!(chosen(Vendor::Nvptx, "sm_100").unwrap(), b"ptx80");
-        assert!(chosen(Vendor::Nvptx, "sm_75").is_err(), "PTX for sm_80 cannot run on sm_75");
+        assert!(
+            chosen(Vendor::Nvptx, "sm_75").is_err(),
+            "PTX for sm_80 cannot run on sm_75"
+        );
     }
 
     #[test]
     fn amd_respects_feature_settings() {
         assert_eq!(chosen(Vendor::Amdgpu, "gfx1100").unwrap(), b"hsaco1100");
-        assert_eq!(chosen(Vendor::Amdgpu, "gfx942:sramecc+:xnack-").unwrap(), b"hsaco942");
+        assert_eq!(
+            chosen(Vendor::Amdgpu, "gfx942:sramecc+:xnack-").unwrap(),
+            b"hsaco942"
+        );
         assert!(chosen(Vendor::Amdgpu, "gfx942:sramecc+:xnack+").is_err());
     }
 

@@ -43,7 +43,10 @@ impl Parse for IncludeCall {
         if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
             let key: Ident = input.parse()?;
             if key != "targets" {
-                return Err(syn::Error::new(key.span(), format!("unknown argument `{key}`; expected `targets = [nvptx, amdgpu]`")));
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!("unknown argument `{key}`; expected `targets = [nvptx, amdgpu]`"),
+                ));
             }
             input.parse::<Token![=]>()?;
             let content;
@@ -88,7 +91,11 @@ impl Parse for TargetArg {
                 return Err(content.error("expected chip names, e.g. `nvptx(sm_80, sm_90)` or `amdgpu(\"gfx90a:xnack-\")`"));
             }
         }
-        Ok(TargetArg { name, vendor, chips })
+        Ok(TargetArg {
+            name,
+            vendor,
+            chips,
+        })
     }
 }
 
@@ -98,13 +105,26 @@ mod tests {
 
     #[test]
     fn parses_every_form() {
-        let call: IncludeCall = syn::parse_str(r#""kernels/k.mlir", targets = [nvptx(sm_80, sm_90), amdgpu("gfx90a:xnack-"), cuda]"#).unwrap();
+        let call: IncludeCall = syn::parse_str(
+            r#""kernels/k.mlir", targets = [nvptx(sm_80, sm_90), amdgpu("gfx90a:xnack-"), cuda]"#,
+        )
+        .unwrap();
         assert_eq!(call.path.value(), "kernels/k.mlir");
         let targets = call.targets.unwrap();
         assert_eq!(targets[0].vendor, Some(Vendor::Nvptx));
-        assert_eq!(targets[0].chips.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(), ["sm_80", "sm_90"]);
+        assert_eq!(
+            targets[0]
+                .chips
+                .iter()
+                .map(|c| c.0.as_str())
+                .collect::<Vec<_>>(),
+            ["sm_80", "sm_90"]
+        );
         assert_eq!(targets[1].chips[0].0, "gfx90a:xnack-");
-        assert_eq!((targets[2].vendor, targets[2].suggestion()), (None, Some(Vendor::Nvptx)));
+        assert_eq!(
+            (targets[2].vendor, targets[2].suggestion()),
+            (None, Some(Vendor::Nvptx))
+        );
         let bare: IncludeCall = syn::parse_str(r#""k.mlir""#).unwrap();
         assert!(bare.targets.is_none());
         assert!(syn::parse_str::<IncludeCall>(r#""k.mlir", chips = [nvptx]"#).is_err());

@@ -175,7 +175,11 @@ impl std::error::Error for ReadError {}
 
 impl Manifest {
     pub fn new(generator: impl Into<String>) -> Self {
-        Manifest { schema_version: SCHEMA_VERSION, generator: generator.into(), modules: Vec::new() }
+        Manifest {
+            schema_version: SCHEMA_VERSION,
+            generator: generator.into(),
+            modules: Vec::new(),
+        }
     }
 
     pub fn to_json(&self) -> String {
@@ -217,7 +221,10 @@ mod tests {
                 name: "vadd".into(),
                 signature: "(index)".into(),
                 arguments: vec![Argument { ty: "index".into() }],
-                params: vec![Param { llvm_type: "i64".into(), argument: 0 }],
+                params: vec![Param {
+                    llvm_type: "i64".into(),
+                    argument: 0,
+                }],
             }],
             objects: vec![Object {
                 vendor: Vendor::Amdgpu,
@@ -243,14 +250,20 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err,
-            ReadError::VersionMismatch { found: 99, generator: "gpu-build 9.0.0".into() }
+            ReadError::VersionMismatch {
+                found: 99,
+                generator: "gpu-build 9.0.0".into()
+            }
         );
         assert!(err.to_string().contains("gpu-build 9.0.0"));
     }
 
     #[test]
     fn malformed_text_is_an_error_not_a_panic() {
-        assert!(matches!(Manifest::from_json("{"), Err(ReadError::Malformed(_))));
+        assert!(matches!(
+            Manifest::from_json("{"),
+            Err(ReadError::Malformed(_))
+        ));
         assert!(matches!(
             Manifest::from_json(r#"{"schema_version": 1}"#),
             Err(ReadError::Malformed(_))

@@ -45,7 +45,17 @@ fn main() {
     let config = LaunchConfig::for_elements(SAXPY_N, 256);
     let kernel = best(|| {
         // SAFETY: saxpy touches x[i], y[i] for i < n; both hold n elements.
-        unsafe { saxpy::saxpy(&host, &config, a, dx.device_ptr(), dy.device_ptr(), SAXPY_N as i64) }.unwrap();
+        unsafe {
+            saxpy::saxpy(
+                &host,
+                &config,
+                a,
+                dx.device_ptr(),
+                dy.device_ptr(),
+                SAXPY_N as i64,
+            )
+        }
+        .unwrap();
     });
     let rust = best(|| {
         for (yi, xi) in y.iter_mut().zip(&x) {
@@ -58,10 +68,18 @@ fn main() {
     let n = MATMUL_N * 2;
     let ma: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
     let mb: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 - 2.0).collect();
-    let (da, db) = (DeviceBuffer::from_slice(&host, &ma).unwrap(), DeviceBuffer::from_slice(&host, &mb).unwrap());
+    let (da, db) = (
+        DeviceBuffer::from_slice(&host, &ma).unwrap(),
+        DeviceBuffer::from_slice(&host, &mb).unwrap(),
+    );
     let dc = DeviceBuffer::<f32>::alloc(&host, n * n).unwrap();
     let tiles = (n / 16) as u32;
-    let config = LaunchConfig { grid: [tiles, tiles, 1], block: [16, 16, 1], shared_mem_bytes: 0, stream: None };
+    let config = LaunchConfig {
+        grid: [tiles, tiles, 1],
+        block: [16, 16, 1],
+        shared_mem_bytes: 0,
+        stream: None,
+    };
     let kernel = best(|| {
         // SAFETY: every thread reads below n x n and writes its own element of c.
         unsafe { matmul::matmul(&host, &config, &da, &db, &dc, n) }.unwrap();

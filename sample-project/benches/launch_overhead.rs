@@ -37,19 +37,36 @@ fn main() {
     device.synchronize().unwrap();
     let stub_time = start.elapsed() / LAUNCHES;
 
-    println!("per launch, {LAUNCHES} launches of vadd ({N} elements) on {}:", device.name());
-    println!("  include_gpu_binary! stub  {:>8.2} us", stub_time.as_secs_f64() * 1e6);
+    println!(
+        "per launch, {LAUNCHES} launches of vadd ({N} elements) on {}:",
+        device.name()
+    );
+    println!(
+        "  include_gpu_binary! stub  {:>8.2} us",
+        stub_time.as_secs_f64() * 1e6
+    );
     if device.vendor() != gpu_embed::Vendor::Nvptx {
         println!("  (the raw-driver comparison is written against the CUDA driver API only)");
         return;
     }
     let raw_time = raw_driver(&device, &a, &b, &c);
-    println!("  raw cuLaunchKernel        {:>8.2} us", raw_time.as_secs_f64() * 1e6);
-    println!("  ratio                     {:>8.2}x", stub_time.as_secs_f64() / raw_time.as_secs_f64());
+    println!(
+        "  raw cuLaunchKernel        {:>8.2} us",
+        raw_time.as_secs_f64() * 1e6
+    );
+    println!(
+        "  ratio                     {:>8.2}x",
+        stub_time.as_secs_f64() / raw_time.as_secs_f64()
+    );
 }
 
 /// The same kernel object, loaded and launched through the driver API directly.
-fn raw_driver(device: &Device, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &DeviceBuffer<f32>) -> std::time::Duration {
+fn raw_driver(
+    device: &Device,
+    a: &DeviceBuffer<f32>,
+    b: &DeviceBuffer<f32>,
+    c: &DeviceBuffer<f32>,
+) -> std::time::Duration {
     let object = gpu_embed::select(&vadd::BINARY, &device.arch()).unwrap();
     let mut image = object.bytes().to_vec();
     image.push(0);
@@ -57,11 +74,27 @@ fn raw_driver(device: &Device, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: 
     // after the stub launches above on this thread.
     unsafe {
         let cuda = libloading::Library::new("libcuda.so.1").unwrap();
-        let load: libloading::Symbol<unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> c_int> = cuda.get(b"cuModuleLoadData\0").unwrap();
-        let get: libloading::Symbol<unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const i8) -> c_int> = cuda.get(b"cuModuleGetFunction\0").unwrap();
+        let load: libloading::Symbol<
+            unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> c_int,
+        > = cuda.get(b"cuModuleLoadData\0").unwrap();
+        let get: libloading::Symbol<
+            unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const i8) -> c_int,
+        > = cuda.get(b"cuModuleGetFunction\0").unwrap();
         #[allow(clippy::type_complexity)]
         let launch: libloading::Symbol<
-            unsafe extern "C" fn(*mut c_void, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> c_int,
+            unsafe extern "C" fn(
+                *mut c_void,
+                c_uint,
+                c_uint,
+                c_uint,
+                c_uint,
+                c_uint,
+                c_uint,
+                c_uint,
+                *mut c_void,
+                *mut *mut c_void,
+                *mut *mut c_void,
+            ) -> c_int,
         > = cuda.get(b"cuLaunchKernel\0").unwrap();
         let sync: libloading::Symbol<Fn0> = cuda.get(b"cuCtxSynchronize\0").unwrap();
         let mut module = std::ptr::null_mut();
@@ -74,9 +107,29 @@ fn raw_driver(device: &Device, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: 
             fields.extend([pointer as i64, pointer as i64, 0, N as i64, 1]);
         }
         fields.push(N as i64);
-        let mut params: Vec<*mut c_void> = fields.iter_mut().map(|f| f as *mut i64 as *mut c_void).collect();
+        let mut params: Vec<*mut c_void> = fields
+            .iter_mut()
+            .map(|f| f as *mut i64 as *mut c_void)
+            .collect();
         let blocks = N.div_ceil(256) as c_uint;
-        let mut run = || assert_eq!(launch(function, blocks, 1, 1, 256, 1, 1, 0, std::ptr::null_mut(), params.as_mut_ptr(), std::ptr::null_mut()), 0);
+        let mut run = || {
+            assert_eq!(
+                launch(
+                    function,
+                    blocks,
+                    1,
+                    1,
+                    256,
+                    1,
+                    1,
+                    0,
+                    std::ptr::null_mut(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut()
+                ),
+                0
+            )
+        };
         run();
         assert_eq!(sync(), 0);
         let start = Instant::now();

@@ -4,14 +4,35 @@
 use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result};
 use std::time::{Duration, Instant};
 
-gpu_embed::include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
-gpu_embed::include_gpu_binary!("kernels/saxpy.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
-gpu_embed::include_gpu_binary!("kernels/reduce.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
-gpu_embed::include_gpu_binary!("kernels/math.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
-gpu_embed::include_gpu_binary!("kernels/matmul.mlir", targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]);
+gpu_embed::include_gpu_binary!(
+    "kernels/vadd.mlir",
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+);
+gpu_embed::include_gpu_binary!(
+    "kernels/saxpy.mlir",
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+);
+gpu_embed::include_gpu_binary!(
+    "kernels/reduce.mlir",
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+);
+gpu_embed::include_gpu_binary!(
+    "kernels/math.mlir",
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+);
+gpu_embed::include_gpu_binary!(
+    "kernels/matmul.mlir",
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+);
 
 /// Every embedded gpu.module.
-pub static BINARIES: [&Binary; 5] = [&vadd::BINARY, &saxpy::BINARY, &reduce::BINARY, &math::BINARY, &matmul::BINARY];
+pub static BINARIES: [&Binary; 5] = [
+    &vadd::BINARY,
+    &saxpy::BINARY,
+    &reduce::BINARY,
+    &math::BINARY,
+    &matmul::BINARY,
+];
 
 /// One kernel run on a device, checked against the CPU.
 pub struct Run {
@@ -28,11 +49,18 @@ const N: usize = 1 << 20;
 const BLOCK: u32 = 256;
 
 fn inputs(n: usize, seed: u32) -> Vec<f32> {
-    (0..n).map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 1000) as f32 / 100.0 + 0.5).collect()
+    (0..n)
+        .map(|i| {
+            ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 1000) as f32 / 100.0 + 0.5
+        })
+        .collect()
 }
 
 fn max_error(got: &[f64], want: &[f64]) -> f64 {
-    got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max)
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs())
+        .fold(0.0, f64::max)
 }
 
 fn timed(device: &Device, launch: impl FnOnce() -> Result<()>) -> Result<Duration> {
@@ -48,14 +76,25 @@ fn object_used(device: &Device, binary: &Binary) -> String {
 
 pub fn run_vadd(device: &Device) -> Result<Run> {
     let (a, b) = (inputs(N, 1), inputs(N, 2));
-    let (da, db) = (DeviceBuffer::from_slice(device, &a)?, DeviceBuffer::from_slice(device, &b)?);
+    let (da, db) = (
+        DeviceBuffer::from_slice(device, &a)?,
+        DeviceBuffer::from_slice(device, &b)?,
+    );
     let dc = DeviceBuffer::<f32>::alloc(device, N)?;
     let config = LaunchConfig::for_elements(N, BLOCK);
     // SAFETY: the kernel writes c[i] for i < n, and every buffer holds n elements.
-    let time = timed(device, || unsafe { vadd::vadd(device, &config, &da, &db, &dc, N) })?;
+    let time = timed(device, || unsafe {
+        vadd::vadd(device, &config, &da, &db, &dc, N)
+    })?;
     let got: Vec<f64> = dc.to_vec()?.into_iter().map(f64::from).collect();
     let want: Vec<f64> = a.iter().zip(&b).map(|(x, y)| f64::from(x + y)).collect();
-    Ok(Run { kernel: "vadd", object: object_used(device, &vadd::BINARY), time, max_error: max_error(&got, &want), tolerance: 0.0 })
+    Ok(Run {
+        kernel: "vadd",
+        object: object_used(device, &vadd::BINARY),
+        time,
+        max_error: max_error(&got, &want),
+        tolerance: 0.0,
+    })
 }
 
 pub fn run_saxpy(device: &Device) -> Result<Run> {
@@ -66,11 +105,23 @@ pub fn run_saxpy(device: &Device) -> Result<Run> {
     let config = LaunchConfig::for_elements(N, BLOCK);
     let (px, py): (DevicePtr, DevicePtr) = (dx.device_ptr(), dy.device_ptr());
     // SAFETY: the kernel reads x[i] and updates y[i] for i < n; both buffers hold n elements.
-    let time = timed(device, || unsafe { saxpy::saxpy(device, &config, a, px, py, N as i64) })?;
+    let time = timed(device, || unsafe {
+        saxpy::saxpy(device, &config, a, px, py, N as i64)
+    })?;
     let got: Vec<f64> = dy.to_vec()?.into_iter().map(f64::from).collect();
-    let want: Vec<f64> = x.iter().zip(&y).map(|(x, y)| f64::from(a.mul_add(*x, *y))).collect();
+    let want: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(x, y)| f64::from(a.mul_add(*x, *y)))
+        .collect();
     // The GPU may or may not fuse the multiply-add: allow the rounding of one f32 operation.
-    Ok(Run { kernel: "saxpy", object: object_used(device, &saxpy::BINARY), time, max_error: max_error(&got, &want), tolerance: 1e-5 * 30.0 })
+    Ok(Run {
+        kernel: "saxpy",
+        object: object_used(device, &saxpy::BINARY),
+        time,
+        max_error: max_error(&got, &want),
+        tolerance: 1e-5 * 30.0,
+    })
 }
 
 pub fn run_block_sum(device: &Device) -> Result<Run> {
@@ -78,13 +129,29 @@ pub fn run_block_sum(device: &Device) -> Result<Run> {
     let blocks = N / 256;
     let dx = DeviceBuffer::from_slice(device, &x)?;
     let dout = DeviceBuffer::<f32>::alloc(device, blocks)?;
-    let config = LaunchConfig { grid: [blocks as u32, 1, 1], block: [256, 1, 1], shared_mem_bytes: 0, stream: None };
+    let config = LaunchConfig {
+        grid: [blocks as u32, 1, 1],
+        block: [256, 1, 1],
+        shared_mem_bytes: 0,
+        stream: None,
+    };
     // SAFETY: block b reads x[256 b .. 256 b + 256] and writes out[b]; out holds one per block.
-    let time = timed(device, || unsafe { reduce::block_sum(device, &config, &dx, &dout, N) })?;
+    let time = timed(device, || unsafe {
+        reduce::block_sum(device, &config, &dx, &dout, N)
+    })?;
     let got: Vec<f64> = dout.to_vec()?.into_iter().map(f64::from).collect();
-    let want: Vec<f64> = x.chunks(256).map(|c| c.iter().map(|v| f64::from(*v)).sum()).collect();
+    let want: Vec<f64> = x
+        .chunks(256)
+        .map(|c| c.iter().map(|v| f64::from(*v)).sum())
+        .collect();
     // 256 f32 additions of values below 11: relative error of a few f32 ulps of the sum.
-    Ok(Run { kernel: "block_sum", object: object_used(device, &reduce::BINARY), time, max_error: max_error(&got, &want), tolerance: 2e-3 })
+    Ok(Run {
+        kernel: "block_sum",
+        object: object_used(device, &reduce::BINARY),
+        time,
+        max_error: max_error(&got, &want),
+        tolerance: 2e-3,
+    })
 }
 
 pub fn run_math_f32(device: &Device) -> Result<Run> {
@@ -93,24 +160,53 @@ pub fn run_math_f32(device: &Device) -> Result<Run> {
     let dout = DeviceBuffer::<f32>::alloc(device, N)?;
     let config = LaunchConfig::for_elements(N, BLOCK);
     // SAFETY: the kernel reads x[i] and writes out[i] for i < n.
-    let time = timed(device, || unsafe { math::math_f32(device, &config, &dx, &dout, N) })?;
+    let time = timed(device, || unsafe {
+        math::math_f32(device, &config, &dx, &dout, N)
+    })?;
     let got: Vec<f64> = dout.to_vec()?.into_iter().map(f64::from).collect();
-    let want: Vec<f64> = x.iter().map(|v| f64::from(v.exp() + v.ln() + v.sin())).collect();
+    let want: Vec<f64> = x
+        .iter()
+        .map(|v| f64::from(v.exp() + v.ln() + v.sin()))
+        .collect();
     // exp(10.5) is about 36000: a few f32 ulps there.
-    Ok(Run { kernel: "math_f32", object: object_used(device, &math::BINARY), time, max_error: max_error(&got, &want), tolerance: 2e-2 })
+    Ok(Run {
+        kernel: "math_f32",
+        object: object_used(device, &math::BINARY),
+        time,
+        max_error: max_error(&got, &want),
+        tolerance: 2e-2,
+    })
 }
 
 pub fn run_math_f64(device: &Device) -> Result<Run> {
     let x: Vec<f64> = inputs(N, 7).into_iter().map(f64::from).collect();
-    let y: Vec<f64> = inputs(N, 8).into_iter().map(|v| f64::from(v) / 4.0).collect();
-    let (dx, dy) = (DeviceBuffer::from_slice(device, &x)?, DeviceBuffer::from_slice(device, &y)?);
+    let y: Vec<f64> = inputs(N, 8)
+        .into_iter()
+        .map(|v| f64::from(v) / 4.0)
+        .collect();
+    let (dx, dy) = (
+        DeviceBuffer::from_slice(device, &x)?,
+        DeviceBuffer::from_slice(device, &y)?,
+    );
     let dout = DeviceBuffer::<f64>::alloc(device, N)?;
     let config = LaunchConfig::for_elements(N, BLOCK);
     // SAFETY: the kernel reads x[i], y[i] and writes out[i] for i < n.
-    let time = timed(device, || unsafe { math::math_f64(device, &config, &dx, &dy, &dout, N) })?;
+    let time = timed(device, || unsafe {
+        math::math_f64(device, &config, &dx, &dy, &dout, N)
+    })?;
     let got = dout.to_vec()?;
-    let want: Vec<f64> = x.iter().zip(&y).map(|(x, y)| x.cos() + x.powf(*y)).collect();
-    Ok(Run { kernel: "math_f64", object: object_used(device, &math::BINARY), time, max_error: max_error(&got, &want), tolerance: 1e-9 })
+    let want: Vec<f64> = x
+        .iter()
+        .zip(&y)
+        .map(|(x, y)| x.cos() + x.powf(*y))
+        .collect();
+    Ok(Run {
+        kernel: "math_f64",
+        object: object_used(device, &math::BINARY),
+        time,
+        max_error: max_error(&got, &want),
+        tolerance: 1e-9,
+    })
 }
 
 /// `n x n` matrices for `run_matmul`.
@@ -134,16 +230,32 @@ pub fn run_matmul(device: &Device) -> Result<Run> {
     let n = MATMUL_N;
     let a: Vec<f32> = inputs(n * n, 9).iter().map(|v| v - 5.0).collect();
     let b: Vec<f32> = inputs(n * n, 10).iter().map(|v| v - 5.0).collect();
-    let (da, db) = (DeviceBuffer::from_slice(device, &a)?, DeviceBuffer::from_slice(device, &b)?);
+    let (da, db) = (
+        DeviceBuffer::from_slice(device, &a)?,
+        DeviceBuffer::from_slice(device, &b)?,
+    );
     let dc = DeviceBuffer::<f32>::alloc(device, n * n)?;
     let tiles = (n / 16) as u32;
-    let config = LaunchConfig { grid: [tiles, tiles, 1], block: [16, 16, 1], shared_mem_bytes: 0, stream: None };
+    let config = LaunchConfig {
+        grid: [tiles, tiles, 1],
+        block: [16, 16, 1],
+        shared_mem_bytes: 0,
+        stream: None,
+    };
     // SAFETY: each thread reads rows of a and columns of b below n and writes its c element.
-    let time = timed(device, || unsafe { matmul::matmul(device, &config, &da, &db, &dc, n) })?;
+    let time = timed(device, || unsafe {
+        matmul::matmul(device, &config, &da, &db, &dc, n)
+    })?;
     let got: Vec<f64> = dc.to_vec()?.into_iter().map(f64::from).collect();
     let want = matmul_reference(&a, &b, n);
     // 256 products of values below 5.5 in magnitude, summed in f32: a few f32 ulps of ~1000.
-    Ok(Run { kernel: "matmul", object: object_used(device, &matmul::BINARY), time, max_error: max_error(&got, &want), tolerance: 5e-3 })
+    Ok(Run {
+        kernel: "matmul",
+        object: object_used(device, &matmul::BINARY),
+        time,
+        max_error: max_error(&got, &want),
+        tolerance: 5e-3,
+    })
 }
 
 /// Every sample kernel, in order.

@@ -5,7 +5,10 @@ use gpu_embed::Device;
 use sample_project::{run_all, BINARIES};
 
 fn print_embedded() {
-    println!("{:<10} {:<9} {:<8} {:<7} {:>8}   kernels", "module", "vendor", "chip", "format", "bytes");
+    println!(
+        "{:<10} {:<9} {:<8} {:<7} {:>8}   kernels",
+        "module", "vendor", "chip", "format", "bytes"
+    );
     for binary in BINARIES {
         for object in binary.objects() {
             println!(
@@ -34,7 +37,10 @@ fn main() {
             Device::host()
         }
     };
-    println!("{:<10} {:<34} {:<38} {:>10} {:>12}", "kernel", "device", "object", "time", "max error");
+    println!(
+        "{:<10} {:<34} {:<38} {:>10} {:>12}",
+        "kernel", "device", "object", "time", "max error"
+    );
     let mut failed = false;
     for (kernel, run) in run_all(&device) {
         match run {

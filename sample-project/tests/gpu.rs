@@ -7,8 +7,21 @@ use sample_project::Run;
 fn check(run: fn(&Device) -> gpu_embed::Result<Run>) {
     let device = Device::default_gpu().expect("a GPU");
     let run = run(&device).unwrap_or_else(|e| panic!("{e}"));
-    println!("{} on {} with {}: {:?}, max error {:e}", run.kernel, device.name(), run.object, run.time, run.max_error);
-    assert!(run.max_error <= run.tolerance, "{}: max error {} above {}", run.kernel, run.max_error, run.tolerance);
+    println!(
+        "{} on {} with {}: {:?}, max error {:e}",
+        run.kernel,
+        device.name(),
+        run.object,
+        run.time,
+        run.max_error
+    );
+    assert!(
+        run.max_error <= run.tolerance,
+        "{}: max error {} above {}",
+        run.kernel,
+        run.max_error,
+        run.tolerance
+    );
 }
 
 #[test]
@@ -55,9 +68,19 @@ fn bad_launch_configs_are_errors() {
     let y = gpu_embed::DeviceBuffer::<f32>::alloc(&device, 1024).unwrap();
     let z = gpu_embed::DeviceBuffer::<f32>::alloc(&device, 1024).unwrap();
     for (grid, block) in [([0, 1, 1], [256, 1, 1]), ([4, 1, 1], [2048, 1, 1])] {
-        let config = gpu_embed::LaunchConfig { grid, block, shared_mem_bytes: 0, stream: None };
+        let config = gpu_embed::LaunchConfig {
+            grid,
+            block,
+            shared_mem_bytes: 0,
+            stream: None,
+        };
         // SAFETY: rejected before launching.
-        let error = unsafe { sample_project::vadd::vadd(&device, &config, &x, &y, &z, 1024) }.unwrap_err();
-        assert_eq!(error.kind(), gpu_embed::ErrorKind::InvalidArgument, "{error}");
+        let error =
+            unsafe { sample_project::vadd::vadd(&device, &config, &x, &y, &z, 1024) }.unwrap_err();
+        assert_eq!(
+            error.kind(),
+            gpu_embed::ErrorKind::InvalidArgument,
+            "{error}"
+        );
     }
 }

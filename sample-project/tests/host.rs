@@ -9,7 +9,16 @@ fn every_sample_kernel_runs_on_the_host_and_matches_the_reference() {
     for (kernel, run) in sample_project::run_all(&host) {
         let run = run.unwrap_or_else(|e| panic!("{kernel}: {e}"));
         assert_eq!(run.kernel, kernel);
-        assert!(run.object.starts_with("host "), "{kernel} ran {}", run.object);
-        assert!(run.max_error <= run.tolerance, "{kernel}: max error {} above {}", run.max_error, run.tolerance);
+        assert!(
+            run.object.starts_with("host "),
+            "{kernel} ran {}",
+            run.object
+        );
+        assert!(
+            run.max_error <= run.tolerance,
+            "{kernel}: max error {} above {}",
+            run.max_error,
+            run.tolerance
+        );
     }
 }

@@ -17,8 +17,14 @@ fn chip_variables_override_the_file_and_the_build_script() {
         .target(Vendor::Amdgpu, &[])
         .compile()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut chips: Vec<&str> = report.manifest.modules[0].objects.iter().map(|o| o.chip.as_str()).collect();
+    let mut chips: Vec<&str> = report.manifest.modules[0]
+        .objects
+        .iter()
+        .map(|o| o.chip.as_str())
+        .collect();
     chips.dedup();
     assert_eq!(chips, ["sm_86", "sm_89", "gfx942"]);
-    assert!(report.cargo_directives.contains(&"cargo::rerun-if-env-changed=GPU_BUILD_NVPTX_CHIPS".to_string()));
+    assert!(report
+        .cargo_directives
+        .contains(&"cargo::rerun-if-env-changed=GPU_BUILD_NVPTX_CHIPS".to_string()));
 }

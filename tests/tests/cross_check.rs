@@ -45,7 +45,11 @@ fn upstream_ptx(source: &std::path::Path) -> String {
         .env_remove("CUDA_PATH")
         .output()
         .expect("mlir-opt-22 runs (install mlir-22-tools)");
-    assert!(output.status.success(), "mlir-opt-22 failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "mlir-opt-22 failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let text = String::from_utf8(output.stdout).unwrap();
     let start = text.find("assembly = \"").expect("an assembly object") + "assembly = \"".len();
     let bytes = &text.as_bytes()[start..];
@@ -79,7 +83,11 @@ fn our_ptx_equals_mlir_opt_at_every_optimization_level() {
         let ours = std::fs::read_to_string(dir.path().join(&object.path)).unwrap();
         let theirs = upstream_ptx(&dir.path().join("peer.mlir"));
         assert!(theirs.contains(".target sm_80"), "{theirs}");
-        assert_eq!(strip_ptx_comments(&ours), strip_ptx_comments(&theirs), "PTX differs at O{level}");
+        assert_eq!(
+            strip_ptx_comments(&ours),
+            strip_ptx_comments(&theirs),
+            "PTX differs at O{level}"
+        );
         seen.push(strip_ptx_comments(&ours));
     }
     // The levels really produce different code, so the comparison above is not vacuous.

@@ -21,10 +21,19 @@ fn amdgpu_device_library_control_variables_follow_the_flags() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("m.mlir"), text).unwrap();
     std::env::set_var("GPU_BUILD_DUMP", "llvm,isa");
-    let report = build_in(dir.path()).kernel("m.mlir").compile().unwrap_or_else(|e| panic!("{e}"));
+    let report = build_in(dir.path())
+        .kernel("m.mlir")
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
     std::env::remove_var("GPU_BUILD_DUMP");
-    let object_dir = dir.path().join(&report.manifest.modules[0].objects[0].path).parent().unwrap().to_path_buf();
-    let linked = |chip: &str| std::fs::read_to_string(object_dir.join(format!("{chip}.linked.ll"))).unwrap();
+    let object_dir = dir
+        .path()
+        .join(&report.manifest.modules[0].objects[0].path)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let linked =
+        |chip: &str| std::fs::read_to_string(object_dir.join(format!("{chip}.linked.ll"))).unwrap();
     // The control variables the libraries read survive linking, with the values the flags ask for.
     let variables = |chip: &str| -> std::collections::BTreeMap<String, u64> {
         linked(chip)
@@ -32,8 +41,18 @@ fn amdgpu_device_library_control_variables_follow_the_flags() {
             .filter_map(|line| {
                 let rest = line.strip_prefix("@__oclc_")?;
                 let (name, definition) = rest.split_once(" = ")?;
-                assert!(definition.starts_with("linkonce_odr protected local_unnamed_addr addrspace(4) constant i"), "{line}");
-                let value = definition.split(' ').nth(6)?.trim_end_matches(',').parse().ok()?;
+                assert!(
+                    definition.starts_with(
+                        "linkonce_odr protected local_unnamed_addr addrspace(4) constant i"
+                    ),
+                    "{line}"
+                );
+                let value = definition
+                    .split(' ')
+                    .nth(6)?
+                    .trim_end_matches(',')
+                    .parse()
+                    .ok()?;
                 Some((name.to_string(), value))
             })
             .collect()
@@ -49,12 +68,22 @@ fn amdgpu_device_library_control_variables_follow_the_flags() {
     assert_eq!(gfx1100.get("finite_only_opt"), Some(&1), "{gfx1100:?}");
     assert_eq!(gfx1100.get("daz_opt"), Some(&1), "{gfx1100:?}");
     for (name, want) in [("unsafe_math_opt", 1), ("correctly_rounded_sqrt32", 0)] {
-        assert!(gfx1100.get(name).is_none_or(|v| *v == want), "{name}: {gfx1100:?}");
+        assert!(
+            gfx1100.get(name).is_none_or(|v| *v == want),
+            "{name}: {gfx1100:?}"
+        );
     }
     // All dumps exist and were announced.
     for file in ["gfx90a.opt.ll", "gfx90a.s", "gfx1100.s"] {
         assert!(object_dir.join(file).is_file(), "{file}");
-        assert!(report.warnings.iter().any(|w| w.contains("GPU_BUILD_DUMP wrote") && w.ends_with(file)), "{:?}", report.warnings);
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("GPU_BUILD_DUMP wrote") && w.ends_with(file)),
+            "{:?}",
+            report.warnings
+        );
     }
     let isa = std::fs::read_to_string(object_dir.join("gfx90a.s")).unwrap();
     assert!(isa.contains(".amdhsa_kernel m"));

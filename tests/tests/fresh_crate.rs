@@ -22,7 +22,11 @@ fn a_fresh_crate_builds_and_lists_its_embedded_objects() {
     )
     .unwrap();
     std::fs::copy(workspace().join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
-    std::fs::copy(workspace().join("sample-project/kernels/vadd.mlir"), root.join("kernels/vadd.mlir")).unwrap();
+    std::fs::copy(
+        workspace().join("sample-project/kernels/vadd.mlir"),
+        root.join("kernels/vadd.mlir"),
+    )
+    .unwrap();
     std::fs::write(root.join("build.rs"), "fn main() { gpu_build::build(); }\n").unwrap();
     std::fs::write(
         root.join("src/main.rs"),
@@ -40,13 +44,23 @@ fn main() {
 "#,
     )
     .unwrap();
-    let output = common::fixture_cargo(root).args(["run", "--offline", "--quiet"]).output().unwrap();
+    let output = common::fixture_cargo(root)
+        .args(["run", "--offline", "--quiet"])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     // The file's own targets: sm_80 (PTX and cubin) and gfx90a (hsaco).
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].starts_with("nvptx sm_80 isa "), "{stdout}");
     assert!(lines[1].starts_with("nvptx sm_80 bin "), "{stdout}");
     assert!(lines[2].starts_with("amdgpu gfx90a bin "), "{stdout}");
-    assert!(lines[3].starts_with("device: ") || lines[3].starts_with("no GPU: no GPU driver found"), "{stdout}");
+    assert!(
+        lines[3].starts_with("device: ") || lines[3].starts_with("no GPU: no GPU driver found"),
+        "{stdout}"
+    );
 }

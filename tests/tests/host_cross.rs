@@ -23,6 +23,12 @@ fn the_host_target_is_cargos_target_triple() {
         let object = &report.manifest.modules[0].objects[0];
         assert_eq!(object.chip, triple);
         let bytes = std::fs::read(out.path().join(&object.path)).unwrap();
-        assert_eq!(object::File::parse(bytes.as_slice()).unwrap().architecture(), architecture, "{triple}");
+        assert_eq!(
+            object::File::parse(bytes.as_slice())
+                .unwrap()
+                .architecture(),
+            architecture,
+            "{triple}"
+        );
     }
 }

@@ -14,39 +14,86 @@ fn host_objects_have_an_entry_per_kernel_and_no_gpu_intrinsics() {
     for kernel in sample_kernels() {
         build.kernel(kernel);
     }
-    let report = build.target(Vendor::Host, &[]).compile().unwrap_or_else(|e| panic!("{e}"));
+    let report = build
+        .target(Vendor::Host, &[])
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
     for module in &report.manifest.modules {
         assert_eq!(module.objects.len(), 1);
         let object = &module.objects[0];
         assert_eq!(object.vendor, Vendor::Host);
         let host = object.host.as_ref().expect("host entries");
-        assert_eq!(host.uses_barrier, module.name == "reduce", "{}", module.name);
+        assert_eq!(
+            host.uses_barrier,
+            module.name == "reduce",
+            "{}",
+            module.name
+        );
         let bytes = std::fs::read(out.path().join(&object.path)).unwrap();
         let file = object::File::parse(bytes.as_slice()).unwrap();
-        let defined: Vec<String> = file.symbols().filter(|s| s.is_definition() && s.is_global()).filter_map(|s| s.name().ok().map(String::from)).collect();
+        let defined: Vec<String> = file
+            .symbols()
+            .filter(|s| s.is_definition() && s.is_global())
+            .filter_map(|s| s.name().ok().map(String::from))
+            .collect();
         let entries: Vec<String> = module
             .kernels
             .iter()
-            .flat_map(|k| [format!("{}{}", host.symbol_prefix, k.name), format!("{}{}.block", host.symbol_prefix, k.name)])
+            .flat_map(|k| {
+                [
+                    format!("{}{}", host.symbol_prefix, k.name),
+                    format!("{}{}.block", host.symbol_prefix, k.name),
+                ]
+            })
             .collect();
         let mut defined_sorted = defined.clone();
         defined_sorted.sort();
         let mut entries_sorted = entries.clone();
         entries_sorted.sort();
-        assert_eq!(defined_sorted, entries_sorted, "only the entry points are exported");
-        let undefined: Vec<String> = file.symbols().filter(|s| s.is_undefined()).filter_map(|s| s.name().ok().map(String::from)).filter(|n| !n.is_empty()).collect();
+        assert_eq!(
+            defined_sorted, entries_sorted,
+            "only the entry points are exported"
+        );
+        let undefined: Vec<String> = file
+            .symbols()
+            .filter(|s| s.is_undefined())
+            .filter_map(|s| s.name().ok().map(String::from))
+            .filter(|n| !n.is_empty())
+            .collect();
         for name in &undefined {
-            assert!(!name.starts_with("llvm.") && !name.starts_with("__nv_"), "{}: {name}", module.name);
+            assert!(
+                !name.starts_with("llvm.") && !name.starts_with("__nv_"),
+                "{}: {name}",
+                module.name
+            );
         }
         if module.name == "math" {
             for libm in ["expf", "logf", "sinf", "cos", "pow"] {
-                assert!(undefined.iter().any(|n| n == libm), "math calls {libm}: {undefined:?}");
+                assert!(
+                    undefined.iter().any(|n| n == libm),
+                    "math calls {libm}: {undefined:?}"
+                );
             }
         }
     }
-    let library = out.path().join("gpu-build/host").read_dir().unwrap().next().unwrap().unwrap().path();
-    assert!(library.file_name().unwrap().to_string_lossy().starts_with("libgpu_host_kernels_"));
-    assert!(report.cargo_directives.iter().any(|d| d.starts_with("cargo::rustc-link-lib=static=gpu_host_kernels_")));
+    let library = out
+        .path()
+        .join("gpu-build/host")
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(library
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("libgpu_host_kernels_"));
+    assert!(report
+        .cargo_directives
+        .iter()
+        .any(|d| d.starts_with("cargo::rustc-link-lib=static=gpu_host_kernels_")));
 }
 
 #[test]
@@ -68,5 +115,10 @@ fn subgroup_operations_are_a_build_error_for_the_host() {
     });
     assert_eq!(error.kind(), ErrorKind::Unsupported);
     assert!(error.message().contains("k.mlir:7:15: error: `gpu.shuffle` is a nvptx/amdgpu operation and cannot be compiled for host"), "{error}");
-    assert!(error.message().contains("does not emulate subgroup (warp) operations"), "{error}");
+    assert!(
+        error
+            .message()
+            .contains("does not emulate subgroup (warp) operations"),
+        "{error}"
+    );
 }

@@ -6,11 +6,19 @@ use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
 use gpu_tests::semantics;
 
 fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig<'static> {
-    LaunchConfig { grid, block, shared_mem_bytes, stream: None }
+    LaunchConfig {
+        grid,
+        block,
+        shared_mem_bytes,
+        stream: None,
+    }
 }
 
 fn reversed_blocks(input: &[f32]) -> Vec<f32> {
-    input.chunks(256).flat_map(|block| block.iter().rev().copied()).collect()
+    input
+        .chunks(256)
+        .flat_map(|block| block.iter().rev().copied())
+        .collect()
 }
 
 #[test]
@@ -26,7 +34,10 @@ fn barriers_make_every_threads_write_visible_to_the_block() {
     // The same kernel without its barrier is wrong: the test can tell the difference.
     let z = DeviceBuffer::from_slice(&host, &vec![0.0f32; input.len()]).unwrap();
     // SAFETY: as above.
-    unsafe { semantics::reverse_without_barrier(&host, &config([16, 1, 1], [256, 1, 1], 0), &x, &z) }.unwrap();
+    unsafe {
+        semantics::reverse_without_barrier(&host, &config([16, 1, 1], [256, 1, 1], 0), &x, &z)
+    }
+    .unwrap();
     assert_ne!(z.to_vec().unwrap(), reversed_blocks(&input));
 }
 
@@ -36,9 +47,21 @@ fn each_block_has_its_own_workgroup_memory() {
     let blocks = 64;
     let out = DeviceBuffer::<i32>::alloc(&host, blocks * 64).unwrap();
     // SAFETY: thread t of block b writes out[64 b + t] only.
-    unsafe { semantics::isolation(&host, &config([blocks as u32, 1, 1], [64, 1, 1], 0), &out, 50) }.unwrap();
+    unsafe {
+        semantics::isolation(
+            &host,
+            &config([blocks as u32, 1, 1], [64, 1, 1], 0),
+            &out,
+            50,
+        )
+    }
+    .unwrap();
     let want: Vec<i32> = (0..blocks as i32).flat_map(|b| [b; 64]).collect();
-    assert_eq!(out.to_vec().unwrap(), want, "-1 marks a thread that saw another block's value");
+    assert_eq!(
+        out.to_vec().unwrap(),
+        want,
+        "-1 marks a thread that saw another block's value"
+    );
 }
 
 #[test]
@@ -57,8 +80,15 @@ fn every_id_is_right_in_a_three_dimensional_grid() {
                 for tz in 0..block[2] {
                     for ty in 0..block[1] {
                         for tx in 0..block[0] {
-                            let fields = [tx, ty, tz, bx, by, bz, block[0], block[1], block[2], grid[0], grid[1], grid[2]];
-                            want.push(fields.iter().fold(0i64, |packed, f| packed * 16 + i64::from(*f)));
+                            let fields = [
+                                tx, ty, tz, bx, by, bz, block[0], block[1], block[2], grid[0],
+                                grid[1], grid[2],
+                            ];
+                            want.push(
+                                fields
+                                    .iter()
+                                    .fold(0i64, |packed, f| packed * 16 + i64::from(*f)),
+                            );
                         }
                     }
                 }
@@ -75,8 +105,12 @@ fn dynamic_shared_memory_is_sized_at_launch() {
     let x = DeviceBuffer::from_slice(&host, &input).unwrap();
     let y = DeviceBuffer::<f32>::alloc(&host, 128).unwrap();
     // SAFETY: one block of 128 threads over 128 elements and 512 bytes of shared memory.
-    unsafe { semantics::reverse_dynamic(&host, &config([1, 1, 1], [128, 1, 1], 512), &x, &y, 128) }.unwrap();
-    assert_eq!(y.to_vec().unwrap(), input.iter().rev().copied().collect::<Vec<_>>());
+    unsafe { semantics::reverse_dynamic(&host, &config([1, 1, 1], [128, 1, 1], 512), &x, &y, 128) }
+        .unwrap();
+    assert_eq!(
+        y.to_vec().unwrap(),
+        input.iter().rev().copied().collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -87,7 +121,10 @@ fn launch_configurations_a_gpu_rejects_are_errors() {
         (config([0, 1, 1], [256, 1, 1], 0), "zero dimension"),
         (config([1, 1, 1], [0, 1, 1], 0), "zero dimension"),
         (config([1, 1, 1], [64, 32, 1], 0), "2048 threads"),
-        (config([1, 1, 1], [256, 1, 1], 64 * 1024 + 1), "dynamic shared memory"),
+        (
+            config([1, 1, 1], [256, 1, 1], 64 * 1024 + 1),
+            "dynamic shared memory",
+        ),
     ];
     for (config, why) in bad {
         // SAFETY: rejected before the kernel runs.

@@ -25,11 +25,23 @@ fn missing_cuda_pieces_are_a_warning_or_an_error_that_says_where_it_looked() {
         .target(Vendor::Nvptx, &["sm_80"])
         .compile()
         .unwrap_or_else(|e| panic!("{e}"));
-    let formats: Vec<Format> = report.manifest.modules[0].objects.iter().map(|o| o.format).collect();
+    let formats: Vec<Format> = report.manifest.modules[0]
+        .objects
+        .iter()
+        .map(|o| o.format)
+        .collect();
     assert_eq!(formats, [Format::Isa], "PTX only without ptxas");
-    let warnings: Vec<&String> = report.warnings.iter().filter(|w| w.contains("ptxas not found")).collect();
+    let warnings: Vec<&String> = report
+        .warnings
+        .iter()
+        .filter(|w| w.contains("ptxas not found"))
+        .collect();
     assert_eq!(warnings.len(), 1, "{:?}", report.warnings);
-    assert!(warnings[0].contains("/usr/local/cuda/bin/ptxas") && warnings[0].contains("CUDA_HOME"), "{}", warnings[0]);
+    assert!(
+        warnings[0].contains("/usr/local/cuda/bin/ptxas") && warnings[0].contains("CUDA_HOME"),
+        "{}",
+        warnings[0]
+    );
 
     let out = tempfile::tempdir().unwrap();
     let error = build_in(out.path())
@@ -40,9 +52,18 @@ fn missing_cuda_pieces_are_a_warning_or_an_error_that_says_where_it_looked() {
     assert_eq!(error.kind(), ErrorKind::ToolkitNotFound);
     let message = error.message();
     assert!(message.contains("the kernel calls `__nv_"), "{message}");
-    assert!(message.contains("libdevice (libdevice.10.bc) was not found; looked in:"), "{message}");
-    assert!(message.contains("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"), "{message}");
-    assert!(message.contains("set CUDA_HOME") && message.contains("pip install nvidia-cuda-nvcc-cu12"), "{message}");
+    assert!(
+        message.contains("libdevice (libdevice.10.bc) was not found; looked in:"),
+        "{message}"
+    );
+    assert!(
+        message.contains("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"),
+        "{message}"
+    );
+    assert!(
+        message.contains("set CUDA_HOME") && message.contains("pip install nvidia-cuda-nvcc-cu12"),
+        "{message}"
+    );
 
     // A toolkit variable pointing nowhere is probed first and listed.
     std::env::set_var("CUDA_HOME", "/opt/no-cuda-here");
@@ -51,5 +72,10 @@ fn missing_cuda_pieces_are_a_warning_or_an_error_that_says_where_it_looked() {
         .target(Vendor::Nvptx, &["sm_80"])
         .compile()
         .unwrap_err();
-    assert!(error.message().contains("\n  - /opt/no-cuda-here/nvvm/libdevice/libdevice.10.bc"), "{error}");
+    assert!(
+        error
+            .message()
+            .contains("\n  - /opt/no-cuda-here/nvvm/libdevice/libdevice.10.bc"),
+        "{error}"
+    );
 }

@@ -9,7 +9,11 @@ use gpu_manifest::Format;
 use std::process::Command;
 
 fn ptx_of(report: &gpu_build::Report, dir: &std::path::Path) -> String {
-    let object = report.manifest.modules[0].objects.iter().find(|o| o.format == Format::Isa).unwrap();
+    let object = report.manifest.modules[0]
+        .objects
+        .iter()
+        .find(|o| o.format == Format::Isa)
+        .unwrap();
     std::fs::read_to_string(dir.join(&object.path)).unwrap()
 }
 
@@ -37,24 +41,42 @@ fn float_kernel(flags: &str) -> String {
 fn nvptx_ftz_and_fast_change_the_generated_code() {
     let (plain, plain_dir) = compile_ok("fp.mlir", &float_kernel(""), |_| {});
     let plain = ptx_of(&plain, plain_dir.path());
-    assert!(plain.contains("div.rn.f32"), "IEEE division without flags:\n{plain}");
+    assert!(
+        plain.contains("div.rn.f32"),
+        "IEEE division without flags:\n{plain}"
+    );
     assert!(plain.contains("sqrt.rn.f32"), "{plain}");
     assert!(!plain.contains(".ftz."), "{plain}");
 
     let (ftz, ftz_dir) = compile_ok("fp.mlir", &float_kernel(", flags = {ftz}"), |_| {});
     let ftz = ptx_of(&ftz, ftz_dir.path());
-    assert!(ftz.contains("div.rn.ftz.f32") || ftz.contains("div.ftz.rn.f32"), "flushing division with ftz:\n{ftz}");
+    assert!(
+        ftz.contains("div.rn.ftz.f32") || ftz.contains("div.ftz.rn.f32"),
+        "flushing division with ftz:\n{ftz}"
+    );
     assert!(ftz.contains(".ftz."), "{ftz}");
 
     let (fast, fast_dir) = compile_ok("fp.mlir", &float_kernel(", flags = {fast}"), |_| {});
     let fast = ptx_of(&fast, fast_dir.path());
-    assert!(!fast.contains("div.rn.f32"), "no IEEE division with fast:\n{fast}");
-    assert!(fast.contains("approx"), "approximate operations with fast:\n{fast}");
+    assert!(
+        !fast.contains("div.rn.f32"),
+        "no IEEE division with fast:\n{fast}"
+    );
+    assert!(
+        fast.contains("approx"),
+        "approximate operations with fast:\n{fast}"
+    );
     for ptx in [&ftz, &fast] {
         // Still valid PTX.
         let file = ftz_dir.path().join("check.ptx");
         std::fs::write(&file, ptx).unwrap();
-        let status = Command::new(ptxas()).args(["-arch", "sm_80"]).arg(&file).arg("-o").arg(ftz_dir.path().join("c.cubin")).status().unwrap();
+        let status = Command::new(ptxas())
+            .args(["-arch", "sm_80"])
+            .arg(&file)
+            .arg("-o")
+            .arg(ftz_dir.path().join("c.cubin"))
+            .status()
+            .unwrap();
         assert!(status.success());
     }
 }
@@ -80,7 +102,10 @@ fn ftz_reaches_libdevice_through_nvvm_reflect() {
     let (plain, ftz) = (ptx_of(&plain, d1.path()), ptx_of(&ftz, d2.path()));
     // __nv_expf's non-FTZ path rescales by 2^k with an IEEE multiply; its FTZ path does not.
     let flushing = |ptx: &str| ptx.matches(".ftz.").count();
-    assert!(flushing(&ftz) > flushing(&plain), "libdevice took its FTZ branch:\n{plain}\n---\n{ftz}");
+    assert!(
+        flushing(&ftz) > flushing(&plain),
+        "libdevice took its FTZ branch:\n{plain}\n---\n{ftz}"
+    );
     assert!(!ftz.contains("mul.rn.f32"), "{ftz}");
 }
 
@@ -93,7 +118,12 @@ define float @twice(float %x) { %y = fmul float %x, 2.0
 define float @never_called(float %x) { ret float %x }
 "#;
     std::fs::write(dir.path().join("helper.ll"), helper).unwrap();
-    let status = Command::new("llvm-as-22").arg(dir.path().join("helper.ll")).arg("-o").arg(dir.path().join("helper.bc")).status().unwrap();
+    let status = Command::new("llvm-as-22")
+        .arg(dir.path().join("helper.ll"))
+        .arg("-o")
+        .arg(dir.path().join("helper.bc"))
+        .status()
+        .unwrap();
     assert!(status.success());
     let kernel = r#"gpu.module @k [#nvvm.target<chip = "sm_80", link = ["helper.bc"]>] {
   llvm.func @twice(f32) -> f32
@@ -106,12 +136,24 @@ define float @never_called(float %x) { ret float %x }
 }
 "#;
     std::fs::write(dir.path().join("k.mlir"), kernel).unwrap();
-    let report = build_in(dir.path()).kernel("k.mlir").compile().unwrap_or_else(|e| panic!("{e}"));
+    let report = build_in(dir.path())
+        .kernel("k.mlir")
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
     let ptx = ptx_of(&report, dir.path());
-    assert!(!ptx.contains("never_called"), "unneeded library code was imported:\n{ptx}");
-    assert!(!ptx.contains(".visible .func") && !ptx.contains("twice"), "the helper was inlined, not exported:\n{ptx}");
+    assert!(
+        !ptx.contains("never_called"),
+        "unneeded library code was imported:\n{ptx}"
+    );
+    assert!(
+        !ptx.contains(".visible .func") && !ptx.contains("twice"),
+        "the helper was inlined, not exported:\n{ptx}"
+    );
     assert!(ptx.contains("add.rn.f32"), "twice(x) became x + x:\n{ptx}");
-    assert!(report.cargo_directives.iter().any(|d| d.ends_with("helper.bc") && d.starts_with("cargo::rerun-if-changed=")));
+    assert!(report
+        .cargo_directives
+        .iter()
+        .any(|d| d.ends_with("helper.bc") && d.starts_with("cargo::rerun-if-changed=")));
 }
 
 #[test]
@@ -128,7 +170,14 @@ define amdgpu_kernel void @fill(ptr addrspace(1) %p, i32 %v) {
     let module = &report.manifest.modules[0];
     assert_eq!(module.name, "fill");
     assert_eq!(module.kernels[0].name, "fill");
-    assert_eq!(module.kernels[0].params.iter().map(|p| p.llvm_type.as_str()).collect::<Vec<_>>(), ["ptr addrspace(1)", "i32"]);
+    assert_eq!(
+        module.kernels[0]
+            .params
+            .iter()
+            .map(|p| p.llvm_type.as_str())
+            .collect::<Vec<_>>(),
+        ["ptr addrspace(1)", "i32"]
+    );
     let hsaco = std::fs::read(dir.path().join(&module.objects[0].path)).unwrap();
     assert!(hsaco.windows(7).any(|w| w == b"fill.kd"));
 }
@@ -152,9 +201,21 @@ fn every_gpu_module_in_a_file_is_found_at_any_depth() {
         .manifest
         .modules
         .iter()
-        .map(|m| (m.name.as_str(), m.kernels.iter().map(|k| k.name.as_str()).collect(), m.objects[0].vendor))
+        .map(|m| {
+            (
+                m.name.as_str(),
+                m.kernels.iter().map(|k| k.name.as_str()).collect(),
+                m.objects[0].vendor,
+            )
+        })
         .collect();
-    assert_eq!(modules, [("first", vec!["a"], Vendor::Nvptx), ("second", vec!["b"], Vendor::Amdgpu)]);
+    assert_eq!(
+        modules,
+        [
+            ("first", vec!["a"], Vendor::Nvptx),
+            ("second", vec!["b"], Vendor::Amdgpu)
+        ]
+    );
 }
 
 #[test]
@@ -162,11 +223,23 @@ fn llvm_bitcode_input_builds_too() {
     let dir = tempfile::tempdir().unwrap();
     let text = "target triple = \"nvptx64-nvidia-cuda\"\ndefine ptx_kernel void @zero(ptr %p) {\n  store i32 0, ptr %p\n  ret void\n}\n";
     std::fs::write(dir.path().join("zero.ll"), text).unwrap();
-    let status = Command::new("llvm-as-22").arg(dir.path().join("zero.ll")).arg("-o").arg(dir.path().join("zero.bc")).status().unwrap();
+    let status = Command::new("llvm-as-22")
+        .arg(dir.path().join("zero.ll"))
+        .arg("-o")
+        .arg(dir.path().join("zero.bc"))
+        .status()
+        .unwrap();
     assert!(status.success());
-    let report = build_in(dir.path()).kernel("zero.bc").target(Vendor::Nvptx, &["sm_90"]).compile().unwrap_or_else(|e| panic!("{e}"));
+    let report = build_in(dir.path())
+        .kernel("zero.bc")
+        .target(Vendor::Nvptx, &["sm_90"])
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
     let ptx = ptx_of(&report, dir.path());
-    assert!(ptx.contains(".visible .entry zero(") && ptx.contains(".target sm_90"), "{ptx}");
+    assert!(
+        ptx.contains(".visible .entry zero(") && ptx.contains(".target sm_90"),
+        "{ptx}"
+    );
 }
 
 #[test]
@@ -178,9 +251,20 @@ fn ptxas_command_options_are_passed_to_ptxas() {
     };
     // `-v` makes ptxas report register usage, which comes back as a warning.
     let (report, _dir) = compile_ok("k.mlir", &kernel(r#"["-v"]"#), |_| {});
-    assert!(report.warnings.iter().any(|w| w.starts_with("ptxas (sm_80):") && w.contains("Used")), "{:?}", report.warnings);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("ptxas (sm_80):") && w.contains("Used")),
+        "{:?}",
+        report.warnings
+    );
     // An option ptxas rejects fails the build with ptxas's own message.
     let error = compile_error("k.mlir", kernel(r#""--no-such-option""#).as_bytes(), |_| {});
     assert_eq!(error.kind(), gpu_build::ErrorKind::ToolFailed);
-    assert!(error.message().contains("rejected the PTX for sm_80") && error.message().contains("no-such-option"), "{error}");
+    assert!(
+        error.message().contains("rejected the PTX for sm_80")
+            && error.message().contains("no-such-option"),
+        "{error}"
+    );
 }

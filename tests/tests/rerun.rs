@@ -62,14 +62,20 @@ fn assemble_helper(dir: &Path) {
 /// Builds the fixture; returns whether its build script ran.
 fn build(dir: &Path, cuda_home: Option<&str>) -> bool {
     let mut command = common::fixture_cargo(dir);
-    command.args(["build", "-v", "--offline"]).env_remove("CUDA_HOME");
+    command
+        .args(["build", "-v", "--offline"])
+        .env_remove("CUDA_HOME");
     if let Some(cuda_home) = cuda_home {
         command.env("CUDA_HOME", cuda_home);
     }
     let output = command.output().unwrap();
     let log = String::from_utf8_lossy(&output.stderr).to_string();
     assert!(output.status.success(), "fixture build failed:\n{log}");
-    log.lines().any(|line| line.contains("Running") && line.contains("rerun-fixture-") && line.contains("build-script-build"))
+    log.lines().any(|line| {
+        line.contains("Running")
+            && line.contains("rerun-fixture-")
+            && line.contains("build-script-build")
+    })
 }
 
 /// Rewrites a file with a newer modification time (cargo compares mtimes).
@@ -83,20 +89,38 @@ fn touch(path: &Path) {
 fn the_build_script_reruns_exactly_when_an_input_changes() {
     let dir = tempfile::tempdir().unwrap();
     write_fixture(dir.path());
-    assert!(build(dir.path(), None), "the first build runs the build script");
-    assert!(!build(dir.path(), None), "nothing changed: the build script must not rerun");
+    assert!(
+        build(dir.path(), None),
+        "the first build runs the build script"
+    );
+    assert!(
+        !build(dir.path(), None),
+        "nothing changed: the build script must not rerun"
+    );
 
     touch(&dir.path().join("kernels/k.mlir"));
-    assert!(build(dir.path(), None), "a changed kernel file reruns the build script");
+    assert!(
+        build(dir.path(), None),
+        "a changed kernel file reruns the build script"
+    );
     assert!(!build(dir.path(), None));
 
     touch(&dir.path().join("lib/helper.bc"));
-    assert!(build(dir.path(), None), "a changed linked bitcode file reruns the build script");
+    assert!(
+        build(dir.path(), None),
+        "a changed linked bitcode file reruns the build script"
+    );
     assert!(!build(dir.path(), None));
 
-    assert!(build(dir.path(), Some("/opt/another-cuda")), "a changed toolkit variable reruns the build script");
+    assert!(
+        build(dir.path(), Some("/opt/another-cuda")),
+        "a changed toolkit variable reruns the build script"
+    );
     assert!(!build(dir.path(), Some("/opt/another-cuda")));
 
     touch(&dir.path().join("src/main.rs"));
-    assert!(!build(dir.path(), Some("/opt/another-cuda")), "an unrelated source file does not rerun it");
+    assert!(
+        !build(dir.path(), Some("/opt/another-cuda")),
+        "an unrelated source file does not rerun it"
+    );
 }

@@ -54,13 +54,23 @@ pub(crate) fn render(diags: &[Diag], source: &SourceFile) -> String {
 fn render_one(diag: &Diag, source: &SourceFile, out: &mut String) {
     match diag.line_col {
         Some((line, column)) => {
-            let at = SourceLocation { file: source.display.clone(), line, column };
+            let at = SourceLocation {
+                file: source.display.clone(),
+                line,
+                column,
+            };
             out.push_str(&format!("{at}: {}: {}\n", diag.severity, diag.message));
             if let Some(text) = source.line(line) {
-                out.push_str(&format!("    {text}\n    {}^\n", " ".repeat(column.saturating_sub(1))));
+                out.push_str(&format!(
+                    "    {text}\n    {}^\n",
+                    " ".repeat(column.saturating_sub(1))
+                ));
             }
         }
-        None => out.push_str(&format!("{}: {}: {}\n", source.display, diag.severity, diag.message)),
+        None => out.push_str(&format!(
+            "{}: {}: {}\n",
+            source.display, diag.severity, diag.message
+        )),
     }
     for note in &diag.notes {
         render_one(note, source, out);

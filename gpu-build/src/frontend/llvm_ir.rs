@@ -13,7 +13,11 @@ use inkwell::module::Module;
 const PTX_KERNEL: u32 = 71;
 const AMDGPU_KERNEL: u32 = 91;
 
-pub(crate) fn parse<'ll>(llvm: &'ll Context, source: &SourceFile, kind: InputKind) -> Result<Module<'ll>> {
+pub(crate) fn parse<'ll>(
+    llvm: &'ll Context,
+    source: &SourceFile,
+    kind: InputKind,
+) -> Result<Module<'ll>> {
     let name = source.display.as_str();
     let result = match kind {
         InputKind::Bitcode => {
@@ -25,12 +29,20 @@ pub(crate) fn parse<'ll>(llvm: &'ll Context, source: &SourceFile, kind: InputKin
             source.text()?;
             let mut bytes = source.bytes.clone();
             bytes.push(0);
-            let buffer = MemoryBuffer::create_from_memory_range_copy(&bytes[..bytes.len() - 1], name);
-            llvm.create_module_from_ir(buffer).map_err(|e| e.to_string())
+            let buffer =
+                MemoryBuffer::create_from_memory_range_copy(&bytes[..bytes.len() - 1], name);
+            llvm.create_module_from_ir(buffer)
+                .map_err(|e| e.to_string())
         }
     };
     result.map_err(|why| {
-        Error::new(ErrorKind::InvalidInput, format!("{name}: error: LLVM could not read the file: {}", why.trim()))
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{name}: error: LLVM could not read the file: {}",
+                why.trim()
+            ),
+        )
     })
 }
 
@@ -51,7 +63,11 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
             ),
         ));
     };
-    let at = SourceLocation { file: source.display.clone(), line: 1, column: 1 };
+    let at = SourceLocation {
+        file: source.display.clone(),
+        line: 1,
+        column: 1,
+    };
     let mut spec = TargetSpec::default_for(vendor);
     spec.triple = triple;
     let mut kernels = Vec::new();
@@ -59,11 +75,17 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
         if !matches!(function.get_call_conventions(), PTX_KERNEL | AMDGPU_KERNEL) {
             continue;
         }
-        if let Some(cpu) = function.get_string_attribute(inkwell::attributes::AttributeLoc::Function, "target-cpu") {
+        if let Some(cpu) =
+            function.get_string_attribute(inkwell::attributes::AttributeLoc::Function, "target-cpu")
+        {
             spec.chip = cpu.get_string_value().to_string_lossy().into_owned();
         }
-        let arguments: Vec<String> =
-            function.get_type().get_param_types().iter().map(|t| t.print_to_string().to_string()).collect();
+        let arguments: Vec<String> = function
+            .get_type()
+            .get_param_types()
+            .iter()
+            .map(|t| t.print_to_string().to_string())
+            .collect();
         kernels.push(KernelDesc {
             name: function.get_name().to_string_lossy().into_owned(),
             signature: format!("({})", arguments.join(", ")),
@@ -71,6 +93,16 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
             location: at.clone(),
         });
     }
-    let name = source.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    Ok(GpuModuleDesc { name, location: at, targets: vec![spec], kernels, vendor_ops: Vec::new() })
+    let name = source
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(GpuModuleDesc {
+        name,
+        location: at,
+        targets: vec![spec],
+        kernels,
+        vendor_ops: Vec::new(),
+    })
 }

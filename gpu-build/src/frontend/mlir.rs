@@ -7,8 +7,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::target::{parse_target_list, TargetSpec, Vendor};
 use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
-use melior::ir::r#type::FunctionType;
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
+use melior::ir::r#type::FunctionType;
 use melior::ir::{BlockLike, Location, Module, OperationRef, RegionLike, ValueLike};
 use melior::utility::{register_all_dialects, register_all_llvm_translations, register_all_passes};
 use melior::Context;
@@ -31,7 +31,10 @@ impl Mlir {
         let context = Context::new_with_registry(&registry, false);
         register_all_llvm_translations(&context);
         let diagnostics = DiagnosticSink::attach(&context);
-        Mlir { context, diagnostics }
+        Mlir {
+            context,
+            diagnostics,
+        }
     }
 
     /// Parses and verifies `source`; a failure carries MLIR's diagnostics at file:line:col.
@@ -71,12 +74,21 @@ pub(crate) fn gpu_modules(module: &Module) -> Vec<MlirOperation> {
 
 pub(crate) fn location(source: &SourceFile, location: Location) -> SourceLocation {
     let (line, column) = line_col(location).unwrap_or((1, 1));
-    SourceLocation { file: source.display.clone(), line, column }
+    SourceLocation {
+        file: source.display.clone(),
+        line,
+        column,
+    }
 }
 
 pub(crate) fn symbol_name(op: &OperationRef) -> Option<String> {
     let attribute = op.attribute("sym_name").ok()?;
-    Some(StringAttribute::try_from(attribute).ok()?.value().to_string())
+    Some(
+        StringAttribute::try_from(attribute)
+            .ok()?
+            .value()
+            .to_string(),
+    )
 }
 
 /// Name, targets, kernels and vendor-specific ops of one `gpu.module`.
@@ -89,7 +101,10 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
         Ok(attribute) => parse_target_list(&attribute.to_string())
             .and_then(|attrs| attrs.iter().map(TargetSpec::from_attr).collect())
             .map_err(|why| {
-                Error::new(ErrorKind::InvalidTarget, format!("{at}: error: gpu.module @{name}: {why}"))
+                Error::new(
+                    ErrorKind::InvalidTarget,
+                    format!("{at}: error: gpu.module @{name}: {why}"),
+                )
             })?,
         Err(_) => Vec::new(),
     };
@@ -97,18 +112,33 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
     let mut kernels = Vec::new();
     let mut vendor_ops: Vec<VendorOp> = Vec::new();
     op.walk(WalkOrder::PreOrder, |inner| {
-        let op_name = inner.name().as_string_ref().as_str().unwrap_or_default().to_string();
+        let op_name = inner
+            .name()
+            .as_string_ref()
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if is_kernel(&inner, &op_name) {
             kernels.push(kernel(source, &inner));
         }
         if let Some(allowed) = targets_of_op(&op_name) {
             if !vendor_ops.iter().any(|known| known.allowed == allowed) {
-                vendor_ops.push(VendorOp { name: op_name, allowed, location: location(source, inner.location()) });
+                vendor_ops.push(VendorOp {
+                    name: op_name,
+                    allowed,
+                    location: location(source, inner.location()),
+                });
             }
         }
         WalkResult::Advance
     });
-    Ok(GpuModuleDesc { name, location: at, targets, kernels, vendor_ops })
+    Ok(GpuModuleDesc {
+        name,
+        location: at,
+        targets,
+        kernels,
+        vendor_ops,
+    })
 }
 
 fn is_kernel(op: &OperationRef, name: &str) -> bool {
@@ -124,7 +154,8 @@ fn is_kernel(op: &OperationRef, name: &str) -> bool {
 /// private attributions); `None` for other functions, whose block arguments are all arguments.
 fn declared_input_count(op: &OperationRef) -> Option<usize> {
     let attribute = op.attribute("function_type").ok()?;
-    let function_type = FunctionType::try_from(TypeAttribute::try_from(attribute).ok()?.value()).ok()?;
+    let function_type =
+        FunctionType::try_from(TypeAttribute::try_from(attribute).ok()?.value()).ok()?;
     Some(function_type.input_count())
 }
 
@@ -135,7 +166,9 @@ fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
         .ok()
         .and_then(|region| region.first_block())
         .map(|block| {
-            (0..inputs.unwrap_or(block.argument_count()).min(block.argument_count()))
+            (0..inputs
+                .unwrap_or(block.argument_count())
+                .min(block.argument_count()))
                 .filter_map(|i| block.argument(i).ok())
                 .map(|argument| argument.r#type().to_string())
                 .collect()
@@ -151,10 +184,21 @@ fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
 
 /// GPU operations the host target does not emulate: they need a hardware subgroup (warp, wave).
 const SUBGROUP_OPS: &[&str] = &[
-    "gpu.shuffle", "gpu.subgroup_reduce", "gpu.subgroup_id", "gpu.num_subgroups", "gpu.subgroup_size",
-    "gpu.lane_id", "gpu.all_reduce", "gpu.subgroup_mma_compute", "gpu.subgroup_mma_load_matrix",
-    "gpu.subgroup_mma_store_matrix", "gpu.subgroup_mma_constant_matrix", "gpu.subgroup_mma_elementwise",
-    "gpu.printf", "gpu.rotate", "gpu.subgroup_broadcast",
+    "gpu.shuffle",
+    "gpu.subgroup_reduce",
+    "gpu.subgroup_id",
+    "gpu.num_subgroups",
+    "gpu.subgroup_size",
+    "gpu.lane_id",
+    "gpu.all_reduce",
+    "gpu.subgroup_mma_compute",
+    "gpu.subgroup_mma_load_matrix",
+    "gpu.subgroup_mma_store_matrix",
+    "gpu.subgroup_mma_constant_matrix",
+    "gpu.subgroup_mma_elementwise",
+    "gpu.printf",
+    "gpu.rotate",
+    "gpu.subgroup_broadcast",
 ];
 
 /// The targets that can compile an op, when not all can: vendor dialects for their vendor,

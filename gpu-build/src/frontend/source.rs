@@ -45,7 +45,11 @@ impl SourceFile {
                 ),
             )
         })?;
-        Ok(SourceFile { path: path.to_path_buf(), display, bytes })
+        Ok(SourceFile {
+            path: path.to_path_buf(),
+            display,
+            bytes,
+        })
     }
 
     /// The file as text, for the MLIR parser: UTF-8, no NUL bytes, bounded nesting.
@@ -64,7 +68,10 @@ impl SourceFile {
         if let Some(offset) = text.find('\0') {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
-                format!("{}: error: the file contains a NUL byte; MLIR text cannot", self.location_of(offset)),
+                format!(
+                    "{}: error: the file contains a NUL byte; MLIR text cannot",
+                    self.location_of(offset)
+                ),
             ));
         }
         check_nesting(text).map_err(|offset| {
@@ -84,8 +91,15 @@ impl SourceFile {
     pub fn location_of(&self, offset: usize) -> SourceLocation {
         let before = &self.bytes[..offset.min(self.bytes.len())];
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        SourceLocation { file: self.display.clone(), line, column: offset - line_start + 1 }
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        SourceLocation {
+            file: self.display.clone(),
+            line,
+            column: offset - line_start + 1,
+        }
     }
 
     /// The text of a 1-based line, for showing context under an error.
@@ -137,7 +151,11 @@ mod tests {
     use super::*;
 
     fn file(bytes: &[u8]) -> SourceFile {
-        SourceFile { path: "k.mlir".into(), display: "k.mlir".into(), bytes: bytes.to_vec() }
+        SourceFile {
+            path: "k.mlir".into(),
+            display: "k.mlir".into(),
+            bytes: bytes.to_vec(),
+        }
     }
 
     #[test]
@@ -151,16 +169,28 @@ mod tests {
     #[test]
     fn rejects_binary_and_nul() {
         let err = file(b"gpu.module\n\xff\xfe").text().unwrap_err();
-        assert!(err.message().starts_with("k.mlir:2:1: error: the file is not UTF-8"), "{err}");
+        assert!(
+            err.message()
+                .starts_with("k.mlir:2:1: error: the file is not UTF-8"),
+            "{err}"
+        );
         let err = file(b"a\0").text().unwrap_err();
-        assert!(err.message().contains("k.mlir:1:2: error: the file contains a NUL byte"), "{err}");
+        assert!(
+            err.message()
+                .contains("k.mlir:1:2: error: the file contains a NUL byte"),
+            "{err}"
+        );
     }
 
     #[test]
     fn rejects_deep_nesting_but_not_brackets_in_strings_or_comments() {
         let deep = "(".repeat(MAX_NESTING + 1);
         let err = file(deep.as_bytes()).text().unwrap_err();
-        assert!(err.message().contains(&format!("k.mlir:1:{}", MAX_NESTING + 1)), "{err}");
+        assert!(
+            err.message()
+                .contains(&format!("k.mlir:1:{}", MAX_NESTING + 1)),
+            "{err}"
+        );
         let quoted = format!("\"{deep}\" // {deep}\n");
         assert!(file(quoted.as_bytes()).text().is_ok());
         // `->` in function types closes nothing it did not open.

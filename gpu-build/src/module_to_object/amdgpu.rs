@@ -29,26 +29,45 @@ pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<
     let abi = abi_number(&job.spec.abi)?;
     let value = job.llvm.i32_type().const_int(u64::from(abi), false);
     module.add_basic_value_flag("amdhsa_code_object_version", FlagBehavior::Error, value);
-    for kernel in module.get_functions().filter(|f| f.get_call_conventions() == AMDGPU_KERNEL) {
+    for kernel in module
+        .get_functions()
+        .filter(|f| f.get_call_conventions() == AMDGPU_KERNEL)
+    {
         let attribute = "amdgpu-flat-work-group-size";
         let current = kernel.get_string_attribute(AttributeLoc::Function, attribute);
-        if current.is_none_or(|a| a.get_string_value().to_bytes() == TRANSLATION_DEFAULT_BLOCK.as_bytes()) {
+        if current
+            .is_none_or(|a| a.get_string_value().to_bytes() == TRANSLATION_DEFAULT_BLOCK.as_bytes())
+        {
             kernel.remove_string_attribute(AttributeLoc::Function, attribute);
-            kernel.add_attribute(AttributeLoc::Function, job.llvm.create_string_attribute(attribute, HIP_DEFAULT_BLOCK));
+            kernel.add_attribute(
+                AttributeLoc::Function,
+                job.llvm
+                    .create_string_attribute(attribute, HIP_DEFAULT_BLOCK),
+            );
         }
     }
     Ok(())
 }
 
 fn abi_number(abi: &str) -> Result<u32> {
-    abi.parse().map_err(|_| Error::new(ErrorKind::InvalidTarget, format!("unknown ROCDL abi `{abi}`")))
+    abi.parse().map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidTarget,
+            format!("unknown ROCDL abi `{abi}`"),
+        )
+    })
 }
 
 /// `ocml` and `ockl` when the module calls into them (as upstream decides: by the `__ocml_*` /
 /// `__ockl_*` declarations), after defining the control variables they read.
-pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<String>> {
+pub(crate) fn link_device_libraries<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+) -> Result<Vec<String>> {
     let declared = |prefix: &[u8]| {
-        module.get_functions().any(|f| f.count_basic_blocks() == 0 && f.get_name().to_bytes().starts_with(prefix))
+        module
+            .get_functions()
+            .any(|f| f.count_basic_blocks() == 0 && f.get_name().to_bytes().starts_with(prefix))
     };
     let needs_ocml = declared(b"__ocml_");
     let needs_ockl = declared(b"__ockl_");
@@ -59,12 +78,18 @@ pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll
     let Some(dir) = rocm.bitcode_dir.found.clone() else {
         return Err(Error::new(
             ErrorKind::ToolkitNotFound,
-            format!("the kernel calls the AMD device libraries, but {}", rocm.device_libs_missing_help()),
+            format!(
+                "the kernel calls the AMD device libraries, but {}",
+                rocm.device_libs_missing_help()
+            ),
         ));
     };
     define_control_variables(job, module)?;
     let mut linked = Vec::new();
-    for (needed, name) in [(needs_ocml, "ocml.bc"), (needs_ockl || needs_ocml, "ockl.bc")] {
+    for (needed, name) in [
+        (needs_ocml, "ocml.bc"),
+        (needs_ockl || needs_ocml, "ockl.bc"),
+    ] {
         if needed {
             let path = dir.join(name);
             let library = load_bitcode(job.llvm, &path, "device library", job.cargo)?;
@@ -85,13 +110,33 @@ fn define_control_variables<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Re
     let i8_type = job.llvm.i8_type();
     let i32_type = job.llvm.i32_type();
     let variables: [(&str, IntType, u64); 7] = [
-        ("__oclc_finite_only_opt", i8_type, u64::from(flags.finite_only || flags.fast)),
-        ("__oclc_unsafe_math_opt", i8_type, u64::from(flags.unsafe_math || flags.fast)),
-        ("__oclc_daz_opt", i8_type, u64::from(flags.daz || flags.fast)),
-        ("__oclc_correctly_rounded_sqrt32", i8_type, u64::from(!flags.unsafe_sqrt && !flags.fast)),
+        (
+            "__oclc_finite_only_opt",
+            i8_type,
+            u64::from(flags.finite_only || flags.fast),
+        ),
+        (
+            "__oclc_unsafe_math_opt",
+            i8_type,
+            u64::from(flags.unsafe_math || flags.fast),
+        ),
+        (
+            "__oclc_daz_opt",
+            i8_type,
+            u64::from(flags.daz || flags.fast),
+        ),
+        (
+            "__oclc_correctly_rounded_sqrt32",
+            i8_type,
+            u64::from(!flags.unsafe_sqrt && !flags.fast),
+        ),
         ("__oclc_wavefrontsize64", i8_type, u64::from(wave64)),
         ("__oclc_ISA_version", i32_type, u64::from(isa)),
-        ("__oclc_ABI_version", i32_type, u64::from(abi_number(&job.spec.abi)?)),
+        (
+            "__oclc_ABI_version",
+            i32_type,
+            u64::from(abi_number(&job.spec.abi)?),
+        ),
     ];
     for (name, ty, value) in variables {
         if module.get_global(name).is_some_and(|g| !g.is_declaration()) {
@@ -114,7 +159,10 @@ fn major(processor: &str) -> u32 {
     if let Some((major, _)) = digits.split_once('-') {
         return major.parse().unwrap_or(0);
     }
-    digits.get(..digits.len().saturating_sub(2)).and_then(|m| m.parse().ok()).unwrap_or(0)
+    digits
+        .get(..digits.len().saturating_sub(2))
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
 }
 
 /// ROCm's ISA version number: major * 1000 + minor * 100 + stepping (gfx90a → 9010).
@@ -123,7 +171,12 @@ pub(crate) fn isa_version(processor: &str) -> u32 {
     if digits.contains('-') {
         return major(processor) * 1000;
     }
-    let tail: Vec<u32> = digits.chars().rev().take(2).filter_map(|c| c.to_digit(16)).collect();
+    let tail: Vec<u32> = digits
+        .chars()
+        .rev()
+        .take(2)
+        .filter_map(|c| c.to_digit(16))
+        .collect();
     match tail.as_slice() {
         [stepping, minor] => major(processor) * 1000 + minor * 100 + stepping,
         _ => 0,
@@ -138,7 +191,10 @@ fn wave64(job: &Job) -> Result<bool> {
     if native64 && job.spec.flags.no_wave64 {
         return Err(Error::new(
             ErrorKind::InvalidTarget,
-            format!("`no_wave64` cannot apply to {}: chips before gfx10 only run 64-wide waves", job.processor),
+            format!(
+                "`no_wave64` cannot apply to {}: chips before gfx10 only run 64-wide waves",
+                job.processor
+            ),
         ));
     }
     Ok(native64 || (features.contains("+wavefrontsize64") && !job.spec.flags.no_wave64))
@@ -148,7 +204,10 @@ fn wave64(job: &Job) -> Result<bool> {
 pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
     let rocm = job.toolkits.rocm();
     let Some(ld_lld) = rocm.ld_lld.found.clone() else {
-        return Err(Error::new(ErrorKind::ToolkitNotFound, rocm.ld_lld_missing_help()));
+        return Err(Error::new(
+            ErrorKind::ToolkitNotFound,
+            rocm.ld_lld_missing_help(),
+        ));
     };
     let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ld.lld input: {e}"));
     let dir = tempfile::tempdir().map_err(io)?;
@@ -161,7 +220,12 @@ pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact
         .arg("-o")
         .arg(&output)
         .output()
-        .map_err(|e| Error::new(ErrorKind::ToolFailed, format!("cannot run {}: {e}", ld_lld.display())))?;
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::ToolFailed,
+                format!("cannot run {}: {e}", ld_lld.display()),
+            )
+        })?;
     if !result.status.success() {
         return Err(Error::new(
             ErrorKind::ToolFailed,
@@ -174,8 +238,13 @@ pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact
             ),
         ));
     }
-    let bytes = std::fs::read(&output).map_err(|e| Error::new(ErrorKind::Io, format!("reading ld.lld output: {e}")))?;
-    Ok(vec![Artifact { format: Format::Bin, extension: "hsaco", bytes }])
+    let bytes = std::fs::read(&output)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("reading ld.lld output: {e}")))?;
+    Ok(vec![Artifact {
+        format: Format::Bin,
+        extension: "hsaco",
+        bytes,
+    }])
 }
 
 #[cfg(test)]
@@ -195,7 +264,9 @@ mod tests {
     /// The numbers the installed device libraries use for the same chips.
     #[test]
     fn isa_versions_match_the_device_libraries() {
-        let dir = std::path::Path::new("/usr/lib").join(crate::toolkit::multiarch()).join("amdgcn/bitcode");
+        let dir = std::path::Path::new("/usr/lib")
+            .join(crate::toolkit::multiarch())
+            .join("amdgcn/bitcode");
         for (chip, file) in [("gfx90a", "90a"), ("gfx1030", "1030"), ("gfx906", "906")] {
             let text = std::process::Command::new("llvm-dis-22")
                 .arg(dir.join(format!("oclc_isa_version_{file}.bc")))

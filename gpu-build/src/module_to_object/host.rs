@@ -26,7 +26,9 @@ use crate::error::{Error, ErrorKind, Result};
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{BasicType, BasicTypeEnum};
-use inkwell::values::{BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, PointerValue};
+use inkwell::values::{
+    BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, PointerValue,
+};
 use inkwell::AddressSpace;
 
 /// Bytes of dynamic shared memory a host launch may ask for.
@@ -55,15 +57,56 @@ const ID_INTRINSICS: [(&str, u64); 12] = [
 ];
 
 /// The block-wide barriers NVVM lowering emits for `gpu.barrier`.
-const BARRIER_INTRINSICS: [&str; 3] =
-    ["llvm.nvvm.barrier.cta.sync.aligned.all", "llvm.nvvm.barrier0", "llvm.nvvm.barrier.cta.sync.all"];
+const BARRIER_INTRINSICS: [&str; 3] = [
+    "llvm.nvvm.barrier.cta.sync.aligned.all",
+    "llvm.nvvm.barrier0",
+    "llvm.nvvm.barrier.cta.sync.all",
+];
 
 /// libdevice functions with a C library function of the same name minus `__nv_`.
 const LIBM: &[&str] = &[
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh", "erf",
-    "erfc", "exp", "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "hypot", "lgamma",
-    "log", "log10", "log1p", "log2", "nearbyint", "pow", "remainder", "rint", "round", "sin", "sinh", "sqrt", "tan",
-    "tanh", "tgamma", "trunc",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
+    "ceil",
+    "copysign",
+    "cos",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp",
+    "exp2",
+    "expm1",
+    "fabs",
+    "fdim",
+    "floor",
+    "fma",
+    "fmax",
+    "fmin",
+    "fmod",
+    "hypot",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "nearbyint",
+    "pow",
+    "remainder",
+    "rint",
+    "round",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "tgamma",
+    "trunc",
 ];
 
 /// What the runtime needs to know about the retargeted module.
@@ -74,7 +117,11 @@ pub(crate) struct Retargeted {
     pub libm_calls: Vec<String>,
 }
 
-pub(crate) fn retarget<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, symbol_prefix: &str) -> Result<Retargeted> {
+pub(crate) fn retarget<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    symbol_prefix: &str,
+) -> Result<Retargeted> {
     let ptr = job.llvm.ptr_type(AddressSpace::default());
     let context = module.add_global(ptr, None, CONTEXT_VARIABLE);
     context.set_initializer(&ptr.const_null());
@@ -91,16 +138,27 @@ pub(crate) fn retarget<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, symbol_pre
     let builder = job.llvm.create_builder();
     for (name, slot) in ID_INTRINSICS {
         if let Some(intrinsic) = module.get_function(name) {
-            let function = module.add_function(&format!("__gpu_host_id_{slot}"), intrinsic.get_type(), Some(Linkage::Internal));
+            let function = module.add_function(
+                &format!("__gpu_host_id_{slot}"),
+                intrinsic.get_type(),
+                Some(Linkage::Internal),
+            );
             always_inline(job, function);
             builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
             let i32_type = job.llvm.i32_type();
             // SAFETY: the array holds twelve u32 ids.
             let id_pointer = unsafe {
-                builder.build_in_bounds_gep(i32_type, ids.as_pointer_value(), &[job.llvm.i64_type().const_int(slot, false)], "id")
+                builder.build_in_bounds_gep(
+                    i32_type,
+                    ids.as_pointer_value(),
+                    &[job.llvm.i64_type().const_int(slot, false)],
+                    "id",
+                )
             }
             .map_err(codegen)?;
-            let id = builder.build_load(i32_type, id_pointer, "value").map_err(codegen)?;
+            let id = builder
+                .build_load(i32_type, id_pointer, "value")
+                .map_err(codegen)?;
             builder.build_return(Some(&id)).map_err(codegen)?;
             replace_function(intrinsic, function);
         }
@@ -109,21 +167,42 @@ pub(crate) fn retarget<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, symbol_pre
     for name in BARRIER_INTRINSICS {
         if let Some(intrinsic) = module.get_function(name) {
             uses_barrier = true;
-            let function = module.add_function(&format!("__gpu_host_{}", name.replace('.', "_")), intrinsic.get_type(), Some(Linkage::Internal));
+            let function = module.add_function(
+                &format!("__gpu_host_{}", name.replace('.', "_")),
+                intrinsic.get_type(),
+                Some(Linkage::Internal),
+            );
             builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-            let context_pointer = builder.build_load(ptr, context.as_pointer_value(), "context").map_err(codegen)?.into_pointer_value();
+            let context_pointer = builder
+                .build_load(ptr, context.as_pointer_value(), "context")
+                .map_err(codegen)?
+                .into_pointer_value();
             // SAFETY: the barrier pointer sits at BARRIER_OFFSET in the context.
             let slot = unsafe {
-                builder.build_in_bounds_gep(job.llvm.i8_type(), context_pointer, &[job.llvm.i64_type().const_int(BARRIER_OFFSET, false)], "slot")
+                builder.build_in_bounds_gep(
+                    job.llvm.i8_type(),
+                    context_pointer,
+                    &[job.llvm.i64_type().const_int(BARRIER_OFFSET, false)],
+                    "slot",
+                )
             }
             .map_err(codegen)?;
-            let barrier = builder.build_load(ptr, slot, "barrier").map_err(codegen)?.into_pointer_value();
+            let barrier = builder
+                .build_load(ptr, slot, "barrier")
+                .map_err(codegen)?
+                .into_pointer_value();
             let barrier_type = job.llvm.void_type().fn_type(&[ptr.into()], false);
-            builder.build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "").map_err(codegen)?;
+            builder
+                .build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "")
+                .map_err(codegen)?;
             // Other GPU threads of the block ran on this OS thread while this one waited.
-            builder.build_store(context.as_pointer_value(), context_pointer).map_err(codegen)?;
+            builder
+                .build_store(context.as_pointer_value(), context_pointer)
+                .map_err(codegen)?;
             let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
-            builder.build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes).map_err(codegen)?;
+            builder
+                .build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes)
+                .map_err(codegen)?;
             builder.build_return(None).map_err(codegen)?;
             replace_function(intrinsic, function);
         }
@@ -131,7 +210,10 @@ pub(crate) fn retarget<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>, symbol_pre
     let libm_calls = use_c_math_library(module)?;
     reject_other_intrinsics(module)?;
     add_entry_points(job, module, symbol_prefix, context, ids)?;
-    Ok(Retargeted { uses_barrier, libm_calls })
+    Ok(Retargeted {
+        uses_barrier,
+        libm_calls,
+    })
 }
 
 fn codegen(e: inkwell::builder::BuilderError) -> Error {
@@ -140,12 +222,17 @@ fn codegen(e: inkwell::builder::BuilderError) -> Error {
 
 fn always_inline(job: &Job, function: FunctionValue) {
     let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
-    function.add_attribute(AttributeLoc::Function, job.llvm.create_enum_attribute(kind, 0));
+    function.add_attribute(
+        AttributeLoc::Function,
+        job.llvm.create_enum_attribute(kind, 0),
+    );
 }
 
 /// Points every use of `old` at `new` (same type) and deletes `old`.
 fn replace_function(old: FunctionValue, new: FunctionValue) {
-    old.as_global_value().as_pointer_value().replace_all_uses_with(new.as_global_value().as_pointer_value());
+    old.as_global_value()
+        .as_pointer_value()
+        .replace_all_uses_with(new.as_global_value().as_pointer_value());
     // SAFETY: no uses remain.
     unsafe { old.delete() };
 }
@@ -153,16 +240,29 @@ fn replace_function(old: FunctionValue, new: FunctionValue) {
 fn make_workgroup_memory_thread_local<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     let workgroup: Vec<GlobalValue> = module
         .get_globals()
-        .filter(|g| g.as_pointer_value().get_type().get_address_space() == AddressSpace::from(WORKGROUP_ADDRESS_SPACE))
+        .filter(|g| {
+            g.as_pointer_value().get_type().get_address_space()
+                == AddressSpace::from(WORKGROUP_ADDRESS_SPACE)
+        })
         .collect();
-    let shared_ptr = job.llvm.ptr_type(AddressSpace::from(WORKGROUP_ADDRESS_SPACE));
+    let shared_ptr = job
+        .llvm
+        .ptr_type(AddressSpace::from(WORKGROUP_ADDRESS_SPACE));
     for old in workgroup {
         let name = old.get_name().to_string_lossy().into_owned();
         let dynamic = old.is_declaration() || name == "__dynamic_shmem__";
         let value_type: BasicTypeEnum = if dynamic {
-            job.llvm.i8_type().array_type(DYNAMIC_SHARED_BYTES).as_basic_type_enum()
+            job.llvm
+                .i8_type()
+                .array_type(DYNAMIC_SHARED_BYTES)
+                .as_basic_type_enum()
         } else {
-            old.get_value_type().try_into().map_err(|_| Error::new(ErrorKind::Codegen, format!("workgroup variable `{name}` has no storage type")))?
+            old.get_value_type().try_into().map_err(|_| {
+                Error::new(
+                    ErrorKind::Codegen,
+                    format!("workgroup variable `{name}` has no storage type"),
+                )
+            })?
         };
         let new = module.add_global(value_type, None, &format!("{name}.host"));
         new.set_thread_local(true);
@@ -190,7 +290,10 @@ fn use_c_math_library(module: &Module) -> Result<Vec<String>> {
     for function in declared {
         let name = function.get_name().to_string_lossy().into_owned();
         let c_name = name.trim_start_matches("__nv_").to_string();
-        let base = c_name.strip_suffix('f').filter(|b| LIBM.contains(b)).unwrap_or(&c_name);
+        let base = c_name
+            .strip_suffix('f')
+            .filter(|b| LIBM.contains(b))
+            .unwrap_or(&c_name);
         if !LIBM.contains(&base) {
             return Err(Error::new(
                 ErrorKind::Unsupported,
@@ -206,7 +309,11 @@ fn use_c_math_library(module: &Module) -> Result<Vec<String>> {
 fn reject_other_intrinsics(module: &Module) -> Result<()> {
     let remaining = module.get_functions().find(|f| {
         let name = f.get_name().to_bytes();
-        name.starts_with(b"llvm.nvvm.") && f.as_global_value().as_pointer_value().get_first_use().is_some()
+        name.starts_with(b"llvm.nvvm.")
+            && f.as_global_value()
+                .as_pointer_value()
+                .get_first_use()
+                .is_some()
     });
     match remaining {
         Some(function) => Err(Error::new(
@@ -229,15 +336,33 @@ fn add_entry_points<'ll>(
     ids: GlobalValue<'ll>,
 ) -> Result<()> {
     const PTX_KERNEL: u32 = 71;
-    let kernels: Vec<FunctionValue> =
-        module.get_functions().filter(|f| f.get_call_conventions() == PTX_KERNEL && f.count_basic_blocks() > 0).collect();
+    let kernels: Vec<FunctionValue> = module
+        .get_functions()
+        .filter(|f| f.get_call_conventions() == PTX_KERNEL && f.count_basic_blocks() > 0)
+        .collect();
     for kernel in kernels {
         kernel.set_call_conventions(0);
         kernel.set_linkage(Linkage::Internal);
         always_inline(job, kernel);
         let name = kernel.get_name().to_string_lossy().into_owned();
-        EntryBuilder::new(job, module, context, ids, kernel, &format!("{prefix}{name}"))?.thread()?;
-        EntryBuilder::new(job, module, context, ids, kernel, &format!("{prefix}{name}.block"))?.block()?;
+        EntryBuilder::new(
+            job,
+            module,
+            context,
+            ids,
+            kernel,
+            &format!("{prefix}{name}"),
+        )?
+        .thread()?;
+        EntryBuilder::new(
+            job,
+            module,
+            context,
+            ids,
+            kernel,
+            &format!("{prefix}{name}.block"),
+        )?
+        .block()?;
     }
     Ok(())
 }
@@ -263,33 +388,70 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         symbol: &str,
     ) -> Result<Self> {
         let ptr = job.llvm.ptr_type(AddressSpace::default());
-        let entry_type = job.llvm.void_type().fn_type(&[ptr.into(), ptr.into()], false);
+        let entry_type = job
+            .llvm
+            .void_type()
+            .fn_type(&[ptr.into(), ptr.into()], false);
         let function = module.add_function(symbol, entry_type, Some(Linkage::External));
         // The context is the scheduler's, private to this call.
         let noalias = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
-        function.add_attribute(AttributeLoc::Param(1), job.llvm.create_enum_attribute(noalias, 0));
+        function.add_attribute(
+            AttributeLoc::Param(1),
+            job.llvm.create_enum_attribute(noalias, 0),
+        );
         let builder = job.llvm.create_builder();
         builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-        let params = function.get_nth_param(0).expect("two parameters").into_pointer_value();
-        let context_argument = function.get_nth_param(1).expect("two parameters").into_pointer_value();
-        builder.build_store(context.as_pointer_value(), context_argument).map_err(codegen)?;
+        let params = function
+            .get_nth_param(0)
+            .expect("two parameters")
+            .into_pointer_value();
+        let context_argument = function
+            .get_nth_param(1)
+            .expect("two parameters")
+            .into_pointer_value();
+        builder
+            .build_store(context.as_pointer_value(), context_argument)
+            .map_err(codegen)?;
         let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
-        builder.build_memcpy(ids.as_pointer_value(), 16, context_argument, 4, bytes).map_err(codegen)?;
+        builder
+            .build_memcpy(ids.as_pointer_value(), 16, context_argument, 4, bytes)
+            .map_err(codegen)?;
         let mut arguments = Vec::new();
         for (index, ty) in kernel.get_type().get_param_types().into_iter().enumerate() {
             let index = job.llvm.i64_type().const_int(index as u64, false);
             // SAFETY: `params` holds one pointer per kernel parameter.
-            let slot = unsafe { builder.build_in_bounds_gep(ptr, params, &[index], "slot") }.map_err(codegen)?;
-            let pointer = builder.build_load(ptr, slot, "param").map_err(codegen)?.into_pointer_value();
-            let ty: BasicTypeEnum = ty.try_into().map_err(|_| Error::new(ErrorKind::Codegen, "a kernel parameter without storage"))?;
-            arguments.push(builder.build_load(ty, pointer, "value").map_err(codegen)?.into());
+            let slot = unsafe { builder.build_in_bounds_gep(ptr, params, &[index], "slot") }
+                .map_err(codegen)?;
+            let pointer = builder
+                .build_load(ptr, slot, "param")
+                .map_err(codegen)?
+                .into_pointer_value();
+            let ty: BasicTypeEnum = ty.try_into().map_err(|_| {
+                Error::new(ErrorKind::Codegen, "a kernel parameter without storage")
+            })?;
+            arguments.push(
+                builder
+                    .build_load(ty, pointer, "value")
+                    .map_err(codegen)?
+                    .into(),
+            );
         }
-        Ok(EntryBuilder { job, builder, function, kernel, context: context_argument, ids: ids.as_pointer_value(), arguments })
+        Ok(EntryBuilder {
+            job,
+            builder,
+            function,
+            kernel,
+            context: context_argument,
+            ids: ids.as_pointer_value(),
+            arguments,
+        })
     }
 
     /// One GPU thread, its ids already in the context.
     fn thread(self) -> Result<()> {
-        self.builder.build_call(self.kernel, &self.arguments, "").map_err(codegen)?;
+        self.builder
+            .build_call(self.kernel, &self.arguments, "")
+            .map_err(codegen)?;
         self.builder.build_return(None).map_err(codegen)?;
         Ok(())
     }
@@ -299,7 +461,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let index = self.job.llvm.i64_type().const_int(slot, false);
         let base = if in_context { self.context } else { self.ids };
         // SAFETY: both hold twelve u32 ids.
-        unsafe { self.builder.build_in_bounds_gep(self.job.llvm.i32_type(), base, &[index], "id") }.map_err(codegen)
+        unsafe {
+            self.builder
+                .build_in_bounds_gep(self.job.llvm.i32_type(), base, &[index], "id")
+        }
+        .map_err(codegen)
     }
 
     /// Every thread of the block: z, y, x loops over the block size, the thread id stored into
@@ -308,7 +474,12 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let i32_type = self.job.llvm.i32_type();
         let mut sizes = Vec::new();
         for slot in 3..6 {
-            sizes.push(self.builder.build_load(i32_type, self.id_slot(slot, true)?, "size").map_err(codegen)?.into_int_value());
+            sizes.push(
+                self.builder
+                    .build_load(i32_type, self.id_slot(slot, true)?, "size")
+                    .map_err(codegen)?
+                    .into_int_value(),
+            );
         }
         let exit = self.job.llvm.append_basic_block(self.function, "exit");
         self.nest(2, &sizes, exit)?;
@@ -318,30 +489,53 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     }
 
     /// The loop over dimension `dim` (2 = z, outermost), then the inner ones; continues at `after`.
-    fn nest(&self, dim: usize, sizes: &[inkwell::values::IntValue<'ll>], after: inkwell::basic_block::BasicBlock<'ll>) -> Result<()> {
+    fn nest(
+        &self,
+        dim: usize,
+        sizes: &[inkwell::values::IntValue<'ll>],
+        after: inkwell::basic_block::BasicBlock<'ll>,
+    ) -> Result<()> {
         let llvm = self.job.llvm;
         let i32_type = llvm.i32_type();
         let before = self.builder.get_insert_block().expect("positioned");
         let head = llvm.append_basic_block(self.function, "head");
         let body = llvm.append_basic_block(self.function, "body");
         let latch = llvm.append_basic_block(self.function, "latch");
-        self.builder.build_unconditional_branch(head).map_err(codegen)?;
+        self.builder
+            .build_unconditional_branch(head)
+            .map_err(codegen)?;
         self.builder.position_at_end(head);
         let index = self.builder.build_phi(i32_type, "index").map_err(codegen)?;
         let value = index.as_basic_value().into_int_value();
-        let more = self.builder.build_int_compare(inkwell::IntPredicate::ULT, value, sizes[dim], "more").map_err(codegen)?;
-        self.builder.build_conditional_branch(more, body, after).map_err(codegen)?;
+        let more = self
+            .builder
+            .build_int_compare(inkwell::IntPredicate::ULT, value, sizes[dim], "more")
+            .map_err(codegen)?;
+        self.builder
+            .build_conditional_branch(more, body, after)
+            .map_err(codegen)?;
         self.builder.position_at_end(body);
-        self.builder.build_store(self.id_slot(dim as u64, false)?, value).map_err(codegen)?;
+        self.builder
+            .build_store(self.id_slot(dim as u64, false)?, value)
+            .map_err(codegen)?;
         if dim == 0 {
-            self.builder.build_call(self.kernel, &self.arguments, "").map_err(codegen)?;
-            self.builder.build_unconditional_branch(latch).map_err(codegen)?;
+            self.builder
+                .build_call(self.kernel, &self.arguments, "")
+                .map_err(codegen)?;
+            self.builder
+                .build_unconditional_branch(latch)
+                .map_err(codegen)?;
         } else {
             self.nest(dim - 1, sizes, latch)?;
         }
         self.builder.position_at_end(latch);
-        let next = self.builder.build_int_add(value, i32_type.const_int(1, false), "next").map_err(codegen)?;
-        self.builder.build_unconditional_branch(head).map_err(codegen)?;
+        let next = self
+            .builder
+            .build_int_add(value, i32_type.const_int(1, false), "next")
+            .map_err(codegen)?;
+        self.builder
+            .build_unconditional_branch(head)
+            .map_err(codegen)?;
         index.add_incoming(&[(&i32_type.const_zero(), before), (&next, latch)]);
         Ok(())
     }

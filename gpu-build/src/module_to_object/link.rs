@@ -11,10 +11,12 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::target::Vendor;
 use inkwell::context::Context;
+use inkwell::llvm_sys::core::{
+    LLVMGetBasicBlockParent, LLVMGetInstructionParent, LLVMIsAInstruction,
+};
 use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::TargetMachine;
-use inkwell::llvm_sys::core::{LLVMGetBasicBlockParent, LLVMGetInstructionParent, LLVMIsAInstruction};
 use inkwell::values::{AsValueRef, BasicValue, FunctionValue};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -34,14 +36,22 @@ pub(crate) fn load_bitcode<'ll>(
     Module::parse_bitcode_from_path(path, llvm).map_err(|e| {
         Error::new(
             ErrorKind::Link,
-            format!("cannot load {what} {}: {}", path.display(), e.to_string().trim()),
+            format!(
+                "cannot load {what} {}: {}",
+                path.display(),
+                e.to_string().trim()
+            ),
         )
     })
 }
 
 /// Links `library` into `module` and internalizes what it brought; call [`drop_unused`] after the
 /// last library.
-pub(crate) fn link_only_needed<'ll>(module: &Module<'ll>, library: Module<'ll>, what: &str) -> Result<()> {
+pub(crate) fn link_only_needed<'ll>(
+    module: &Module<'ll>,
+    library: Module<'ll>,
+    what: &str,
+) -> Result<()> {
     // The library was built for a generic layout; match the module's so linking does not warn.
     library.set_triple(&module.get_triple());
     library.set_data_layout(&module.get_data_layout());
@@ -60,10 +70,18 @@ pub(crate) fn link_only_needed<'ll>(module: &Module<'ll>, library: Module<'ll>, 
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
         .map(|f| f.get_name().to_string_lossy().into_owned())
-        .chain(module.get_globals().filter(|g| !g.is_declaration()).map(|g| g.get_name().to_string_lossy().into_owned()))
+        .chain(
+            module
+                .get_globals()
+                .filter(|g| !g.is_declaration())
+                .map(|g| g.get_name().to_string_lossy().into_owned()),
+        )
         .collect();
     module.link_in_module(library).map_err(|e| {
-        Error::new(ErrorKind::Link, format!("linking {what} failed: {}", e.to_string().trim()))
+        Error::new(
+            ErrorKind::Link,
+            format!("linking {what} failed: {}", e.to_string().trim()),
+        )
     })?;
     for name in imported.difference(&already_defined) {
         if let Some(function) = module.get_function(name) {
@@ -79,7 +97,12 @@ pub(crate) fn link_only_needed<'ll>(module: &Module<'ll>, library: Module<'ll>, 
 pub(crate) fn drop_unused(module: &Module, machine: &TargetMachine) -> Result<()> {
     module
         .run_passes("globaldce", machine, PassBuilderOptions::create())
-        .map_err(|e| Error::new(ErrorKind::Link, format!("dropping unused library code failed: {e}")))
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Link,
+                format!("dropping unused library code failed: {e}"),
+            )
+        })
 }
 
 /// Functions and variables declared but not defined that `module` uses, excluding intrinsics.
@@ -87,7 +110,12 @@ pub(crate) fn undefined_symbols(module: &Module) -> Vec<String> {
     let functions = module
         .get_functions()
         .filter(|f| f.count_basic_blocks() == 0 && f.get_intrinsic_id() == 0)
-        .filter(|f| f.as_global_value().as_pointer_value().get_first_use().is_some())
+        .filter(|f| {
+            f.as_global_value()
+                .as_pointer_value()
+                .get_first_use()
+                .is_some()
+        })
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .filter(|name| !name.starts_with("llvm."));
     let variables = module
@@ -99,13 +127,20 @@ pub(crate) fn undefined_symbols(module: &Module) -> Vec<String> {
 
 /// Fails when something the kernels call is defined nowhere: such an object would only fail
 /// later, at load time on the user's GPU. `allowed` names what a later link provides.
-pub(crate) fn check_resolved(module: &Module, vendor: Vendor, allowed: &[String], searched: &str) -> Result<()> {
+pub(crate) fn check_resolved(
+    module: &Module,
+    vendor: Vendor,
+    allowed: &[String],
+    searched: &str,
+) -> Result<()> {
     let missing: Vec<String> = undefined_symbols(module)
         .into_iter()
         .filter(|name| !(vendor == Vendor::Nvptx && NVPTX_DRIVER_SYMBOLS.contains(&name.as_str())))
         .filter(|name| !allowed.contains(name))
         .collect();
-    let Some(first) = missing.first() else { return Ok(()) };
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
     let callers = callers_of(module, first);
     Err(Error::new(
         ErrorKind::Link,
@@ -113,16 +148,29 @@ pub(crate) fn check_resolved(module: &Module, vendor: Vendor, allowed: &[String]
             "`{first}` is used{} but defined nowhere after linking ({searched}){}; define it in \
              the gpu.module, add a bitcode file that defines it to the target's `link` list, or \
              remove the call",
-            if callers.is_empty() { String::new() } else { format!(" from `{}`", callers.join("`, `")) },
-            if missing.len() > 1 { format!("; also undefined: {}", missing[1..].join(", ")) } else { String::new() },
+            if callers.is_empty() {
+                String::new()
+            } else {
+                format!(" from `{}`", callers.join("`, `"))
+            },
+            if missing.len() > 1 {
+                format!("; also undefined: {}", missing[1..].join(", "))
+            } else {
+                String::new()
+            },
         ),
     ))
 }
 
 fn callers_of(module: &Module, name: &str) -> Vec<String> {
     let mut callers = BTreeSet::new();
-    let Some(function) = module.get_function(name) else { return Vec::new() };
-    let mut next = function.as_global_value().as_pointer_value().get_first_use();
+    let Some(function) = module.get_function(name) else {
+        return Vec::new();
+    };
+    let mut next = function
+        .as_global_value()
+        .as_pointer_value()
+        .get_first_use();
     while let Some(use_) = next {
         // A call's user is the call instruction, whatever type of value it produces.
         let user = use_.get_user().as_value_ref();

@@ -17,11 +17,13 @@ use gpu_manifest::Format;
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+};
 use inkwell::OptimizationLevel;
-use std::sync::OnceLock;
 use std::path::Path;
 use std::sync::Once;
+use std::sync::OnceLock;
 
 /// One output file of a compilation.
 #[derive(Debug, Clone)]
@@ -58,7 +60,11 @@ pub(crate) struct Toolkits<'a> {
 
 impl<'a> Toolkits<'a> {
     pub fn new(cargo: &'a CargoOutput) -> Self {
-        Toolkits { cargo, cuda: OnceLock::new(), rocm: OnceLock::new() }
+        Toolkits {
+            cargo,
+            cuda: OnceLock::new(),
+            rocm: OnceLock::new(),
+        }
     }
 
     pub fn cuda(&self) -> &Cuda {
@@ -106,7 +112,10 @@ pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String
     let (processor, features) = spec.processor_and_features()?;
     let triple = TargetTriple::create(&spec.triple);
     let target = Target::from_triple(&triple).map_err(|e| {
-        Error::new(ErrorKind::InvalidTarget, format!("unknown target triple `{}`: {e}", spec.triple))
+        Error::new(
+            ErrorKind::InvalidTarget,
+            format!("unknown target triple `{}`: {e}", spec.triple),
+        )
     })?;
     let machine = target
         .create_target_machine(
@@ -115,13 +124,20 @@ pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String
             &features,
             opt_level(spec.opt_level),
             // Host objects may end up in a shared library; GPU code has no use for PIC.
-            if spec.vendor == Vendor::Host { RelocMode::PIC } else { RelocMode::Default },
+            if spec.vendor == Vendor::Host {
+                RelocMode::PIC
+            } else {
+                RelocMode::Default
+            },
             CodeModel::Default,
         )
         .ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidTarget,
-                format!("LLVM cannot create a target machine for {} {processor} `{features}`", spec.triple),
+                format!(
+                    "LLVM cannot create a target machine for {} {processor} `{features}`",
+                    spec.triple
+                ),
             )
         })?;
     Ok((machine, processor))
@@ -140,7 +156,13 @@ pub(crate) fn module_to_object<'ll>(
     let (machine, processor) = target_machine(spec)?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let job = Job { spec, processor: &processor, llvm, toolkits, cargo };
+    let job = Job {
+        spec,
+        processor: &processor,
+        llvm,
+        toolkits,
+        cargo,
+    };
 
     let mut host = None;
     let mut allowed_undefined = Vec::new();
@@ -175,21 +197,39 @@ pub(crate) fn module_to_object<'ll>(
         nvptx::post_link(&job, &module);
     }
 
-    let mut dumps = Dumps { linked: module.print_to_string().to_string(), ..Dumps::default() };
+    let mut dumps = Dumps {
+        linked: module.print_to_string().to_string(),
+        ..Dumps::default()
+    };
     optimize(&module, &machine, spec.opt_level)?;
     dumps.optimized = module.print_to_string().to_string();
     // After optimization: libdevice's `__nvvm_reflect` calls are folded away by then.
-    link::check_resolved(&module, spec.vendor, &allowed_undefined, &searched.join(", "))?;
+    link::check_resolved(
+        &module,
+        spec.vendor,
+        &allowed_undefined,
+        &searched.join(", "),
+    )?;
 
     // Code generation may rewrite the IR it runs on, so each emission gets its own copy.
     let isa = emit(&machine, &module.clone(), FileType::Assembly)?;
     dumps.isa = String::from_utf8_lossy(&isa).into_owned();
     let artifacts = match spec.vendor {
         Vendor::Nvptx => nvptx::isa_to_objects(&job, isa)?,
-        Vendor::Amdgpu => amdgpu::object_to_hsaco(&job, emit(&machine, &module, FileType::Object)?)?,
-        Vendor::Host => vec![Artifact { format: Format::Bin, extension: "o", bytes: emit(&machine, &module, FileType::Object)? }],
+        Vendor::Amdgpu => {
+            amdgpu::object_to_hsaco(&job, emit(&machine, &module, FileType::Object)?)?
+        }
+        Vendor::Host => vec![Artifact {
+            format: Format::Bin,
+            extension: "o",
+            bytes: emit(&machine, &module, FileType::Object)?,
+        }],
     };
-    Ok(Compiled { artifacts, dumps, host })
+    Ok(Compiled {
+        artifacts,
+        dumps,
+        host,
+    })
 }
 
 /// LLVM's default module pipeline at `O`, configured as upstream's `makeOptimizingTransformer`.
@@ -203,7 +243,10 @@ fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
         .run_passes(&format!("default<O{level}>"), machine, options)
         .map_err(|e| Error::new(ErrorKind::Codegen, format!("LLVM optimization failed: {e}")))?;
     module.verify().map_err(|e| {
-        Error::new(ErrorKind::Codegen, format!("LLVM IR is invalid after optimization: {e}"))
+        Error::new(
+            ErrorKind::Codegen,
+            format!("LLVM IR is invalid after optimization: {e}"),
+        )
     })
 }
 
@@ -211,5 +254,10 @@ pub(crate) fn emit(machine: &TargetMachine, module: &Module, kind: FileType) -> 
     machine
         .write_to_memory_buffer(module, kind)
         .map(|buffer| buffer.as_slice().to_vec())
-        .map_err(|e| Error::new(ErrorKind::Codegen, format!("LLVM code generation failed: {e}")))
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Codegen,
+                format!("LLVM code generation failed: {e}"),
+            )
+        })
 }

@@ -17,8 +17,9 @@ use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
 use inkwell::llvm_sys::core::{
-    LLVMCanValueUseFastMathFlags, LLVMGetAsString, LLVMGetInitializer, LLVMGetOperand, LLVMIsAConstantDataSequential,
-    LLVMIsAConstantExpr, LLVMIsAGlobalVariable, LLVMSetFastMathFlags,
+    LLVMCanValueUseFastMathFlags, LLVMGetAsString, LLVMGetInitializer, LLVMGetOperand,
+    LLVMIsAConstantDataSequential, LLVMIsAConstantExpr, LLVMIsAGlobalVariable,
+    LLVMSetFastMathFlags,
 };
 use inkwell::llvm_sys::LLVMFastMathAll;
 use inkwell::module::{FlagBehavior, Module};
@@ -30,7 +31,10 @@ pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
     if !job.spec.flags.fast {
         return;
     }
-    for function in module.get_functions().filter(|f| f.count_basic_blocks() > 0) {
+    for function in module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+    {
         for (name, value) in [
             ("no-infs-fp-math", "true"),
             ("no-nans-fp-math", "true"),
@@ -54,7 +58,10 @@ pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
 }
 
 /// libdevice, when the module calls `__nv_*` functions.
-pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<String>> {
+pub(crate) fn link_device_libraries<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+) -> Result<Vec<String>> {
     let needs_libdevice = module
         .get_functions()
         .any(|f| f.count_basic_blocks() == 0 && f.get_name().to_bytes().starts_with(b"__nv_"));
@@ -70,7 +77,10 @@ pub(crate) fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll
             .unwrap_or_default();
         return Err(Error::new(
             ErrorKind::ToolkitNotFound,
-            format!("the kernel calls `{first}` from libdevice, but {}", cuda.libdevice_missing_help()),
+            format!(
+                "the kernel calls `{first}` from libdevice, but {}",
+                cuda.libdevice_missing_help()
+            ),
         ));
     };
     let library = load_bitcode(job.llvm, &path, "libdevice", job.cargo)?;
@@ -87,15 +97,24 @@ pub(crate) fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
     }
     let one = job.llvm.i32_type().const_int(1, false);
     module.add_basic_value_flag("nvvm-reflect-ftz", FlagBehavior::Override, one);
-    for function in module.get_functions().filter(|f| f.count_basic_blocks() > 0) {
-        let attribute = job.llvm.create_string_attribute("denormal-fp-math-f32", "preserve-sign,preserve-sign");
+    for function in module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+    {
+        let attribute = job
+            .llvm
+            .create_string_attribute("denormal-fp-math-f32", "preserve-sign,preserve-sign");
         function.add_attribute(AttributeLoc::Function, attribute);
     }
 }
 
 /// PTX is the ISA object; with ptxas, a cubin for the chip too.
 pub(crate) fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
-    let mut artifacts = vec![Artifact { format: Format::Isa, extension: "ptx", bytes: ptx.clone() }];
+    let mut artifacts = vec![Artifact {
+        format: Format::Isa,
+        extension: "ptx",
+        bytes: ptx.clone(),
+    }];
     let cuda = job.toolkits.cuda();
     match &cuda.ptxas.found {
         Some(ptxas) => artifacts.push(Artifact {
@@ -126,24 +145,35 @@ fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> 
         .arg(job.spec.opt_level.to_string())
         .args(&job.spec.flags.ptxas_options);
     let result = command.output().map_err(|e| {
-        Error::new(ErrorKind::ToolFailed, format!("cannot run {}: {e}", ptxas.display()))
+        Error::new(
+            ErrorKind::ToolFailed,
+            format!("cannot run {}: {e}", ptxas.display()),
+        )
     })?;
     let log = String::from_utf8_lossy(&result.stderr).trim().to_string();
     if !result.status.success() {
         return Err(Error::new(
             ErrorKind::ToolFailed,
-            format!("{} rejected the PTX for {} ({}):\n{log}", ptxas.display(), job.processor, result.status),
+            format!(
+                "{} rejected the PTX for {} ({}):\n{log}",
+                ptxas.display(),
+                job.processor,
+                result.status
+            ),
         ));
     }
     if !log.is_empty() {
         job.cargo.warn(format!("ptxas ({}): {log}", job.processor));
     }
-    std::fs::read(&output).map_err(|e| Error::new(ErrorKind::Io, format!("reading ptxas output: {e}")))
+    std::fs::read(&output)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("reading ptxas output: {e}")))
 }
 
 /// Replaces every `__nvvm_reflect("<name>")` call with `value`.
 fn fold_reflect(module: &Module, name: &str, value: u64) {
-    let Some(reflect) = module.get_function("__nvvm_reflect") else { return };
+    let Some(reflect) = module.get_function("__nvvm_reflect") else {
+        return;
+    };
     let mut calls = Vec::new();
     let mut next = reflect.as_global_value().as_pointer_value().get_first_use();
     while let Some(use_) = next {
@@ -181,6 +211,10 @@ fn reflected_name(call: InstructionValue) -> Option<String> {
         let mut length = 0;
         let bytes = LLVMGetAsString(initializer, &mut length);
         let bytes = std::slice::from_raw_parts(bytes.cast::<u8>(), length);
-        Some(String::from_utf8_lossy(bytes).trim_end_matches('\0').to_string())
+        Some(
+            String::from_utf8_lossy(bytes)
+                .trim_end_matches('\0')
+                .to_string(),
+        )
     }
 }

@@ -22,7 +22,10 @@ pub(crate) struct TargetAttr {
 
 /// Splits a printed `ArrayAttr` of targets (`[#nvvm.target, #rocdl.target<chip = "gfx90a">]`).
 pub(crate) fn parse_target_list(text: &str) -> Result<Vec<TargetAttr>, String> {
-    let mut parser = Parser { text: text.as_bytes(), pos: 0 };
+    let mut parser = Parser {
+        text: text.as_bytes(),
+        pos: 0,
+    };
     parser.expect(b'[')?;
     let mut targets = Vec::new();
     parser.skip_space();
@@ -95,7 +98,11 @@ impl Parser<'_> {
                         self.skip_space();
                         let key = self.key()?;
                         self.skip_space();
-                        let value = if self.eat(b'=') { self.value()? } else { Value::Unit };
+                        let value = if self.eat(b'=') {
+                            self.value()?
+                        } else {
+                            Value::Unit
+                        };
                         entries.push((key, value));
                         self.skip_space();
                         if self.eat(b'}') {
@@ -113,7 +120,9 @@ impl Parser<'_> {
                     self.pos += 1;
                 }
                 let digits = std::str::from_utf8(&self.text[start..self.pos]).unwrap_or_default();
-                let value = digits.parse().map_err(|_| format!("bad integer `{digits}`"))?;
+                let value = digits
+                    .parse()
+                    .map_err(|_| format!("bad integer `{digits}`"))?;
                 self.skip_space();
                 // An integer may be printed with its type (`3 : i32`).
                 if self.eat(b':') {
@@ -169,7 +178,10 @@ impl Parser<'_> {
                     return Ok(String::from_utf8_lossy(&bytes).into_owned());
                 }
                 Some(b'\\') => {
-                    let escape = self.text.get(self.pos + 1..self.pos + 3).unwrap_or_default();
+                    let escape = self
+                        .text
+                        .get(self.pos + 1..self.pos + 3)
+                        .unwrap_or_default();
                     match escape.first() {
                         Some(b'"') | Some(b'\\') => {
                             bytes.push(escape[0]);
@@ -230,7 +242,10 @@ impl Parser<'_> {
 
     fn unexpected(&self, wanted: &str) -> String {
         let rest = String::from_utf8_lossy(&self.text[self.pos.min(self.text.len())..]);
-        format!("expected {wanted} at `{}`", rest.chars().take(20).collect::<String>())
+        format!(
+            "expected {wanted} at `{}`",
+            rest.chars().take(20).collect::<String>()
+        )
     }
 }
 
@@ -245,9 +260,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(targets.len(), 3);
-        assert_eq!(targets[0], TargetAttr { name: "nvvm.target".into(), params: vec![] });
+        assert_eq!(
+            targets[0],
+            TargetAttr {
+                name: "nvvm.target".into(),
+                params: vec![]
+            }
+        );
         assert_eq!(targets[1].params[0], ("O".into(), Value::Int(3)));
-        assert_eq!(targets[1].params[1], ("chip".into(), Value::Str("sm_90".into())));
+        assert_eq!(
+            targets[1].params[1],
+            ("chip".into(), Value::Str("sm_90".into()))
+        );
         assert_eq!(
             targets[1].params[2].1,
             Value::Dict(vec![
@@ -258,7 +282,10 @@ mod tests {
                 ),
             ])
         );
-        assert_eq!(targets[1].params[3].1, Value::Array(vec![Value::Str("a \"b\".bc".into())]));
+        assert_eq!(
+            targets[1].params[3].1,
+            Value::Array(vec![Value::Str("a \"b\".bc".into())])
+        );
         assert_eq!(targets[2].name, "rocdl.target");
     }
 

@@ -11,26 +11,104 @@ use gpu_manifest::Vendor;
 /// Each NVPTX chip with the oldest PTX ISA version (times ten) LLVM 22 emits for it. Asking for
 /// an older one (`+ptx60` on sm_80) makes LLVM abort the process, so it is checked first.
 pub(crate) const NVPTX_CHIPS: &[(&str, u32)] = &[
-    ("sm_20", 32), ("sm_21", 32), ("sm_30", 32), ("sm_32", 40), ("sm_35", 32), ("sm_37", 41),
-    ("sm_50", 40), ("sm_52", 41), ("sm_53", 42), ("sm_60", 50), ("sm_61", 50), ("sm_62", 50),
-    ("sm_70", 60), ("sm_72", 61), ("sm_75", 63), ("sm_80", 70), ("sm_86", 71), ("sm_87", 74),
-    ("sm_88", 90), ("sm_89", 78), ("sm_90", 78), ("sm_90a", 80), ("sm_100", 86), ("sm_100a", 86),
-    ("sm_100f", 88), ("sm_101", 86), ("sm_101a", 86), ("sm_101f", 88), ("sm_103", 88),
-    ("sm_103a", 88), ("sm_103f", 88), ("sm_110", 90), ("sm_110a", 90), ("sm_110f", 90),
-    ("sm_120", 87), ("sm_120a", 87), ("sm_120f", 88), ("sm_121", 88), ("sm_121a", 88),
+    ("sm_20", 32),
+    ("sm_21", 32),
+    ("sm_30", 32),
+    ("sm_32", 40),
+    ("sm_35", 32),
+    ("sm_37", 41),
+    ("sm_50", 40),
+    ("sm_52", 41),
+    ("sm_53", 42),
+    ("sm_60", 50),
+    ("sm_61", 50),
+    ("sm_62", 50),
+    ("sm_70", 60),
+    ("sm_72", 61),
+    ("sm_75", 63),
+    ("sm_80", 70),
+    ("sm_86", 71),
+    ("sm_87", 74),
+    ("sm_88", 90),
+    ("sm_89", 78),
+    ("sm_90", 78),
+    ("sm_90a", 80),
+    ("sm_100", 86),
+    ("sm_100a", 86),
+    ("sm_100f", 88),
+    ("sm_101", 86),
+    ("sm_101a", 86),
+    ("sm_101f", 88),
+    ("sm_103", 88),
+    ("sm_103a", 88),
+    ("sm_103f", 88),
+    ("sm_110", 90),
+    ("sm_110a", 90),
+    ("sm_110f", 90),
+    ("sm_120", 87),
+    ("sm_120a", 87),
+    ("sm_120f", 88),
+    ("sm_121", 88),
+    ("sm_121a", 88),
     ("sm_121f", 88),
 ];
 
 /// Only the `gfx*` names: the marketing aliases (`tahiti`, `fiji`, ...) and `generic` are not
 /// useful as hsaco targets.
 pub(crate) const AMDGPU_CHIPS: &[&str] = &[
-    "gfx600", "gfx601", "gfx602", "gfx700", "gfx701", "gfx702", "gfx703", "gfx704", "gfx705",
-    "gfx801", "gfx802", "gfx803", "gfx805", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906",
-    "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012",
-    "gfx1013", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
-    "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
-    "gfx1200", "gfx1201", "gfx1250", "gfx1251", "gfx9-generic", "gfx9-4-generic",
-    "gfx10-1-generic", "gfx10-3-generic", "gfx11-generic", "gfx12-generic",
+    "gfx600",
+    "gfx601",
+    "gfx602",
+    "gfx700",
+    "gfx701",
+    "gfx702",
+    "gfx703",
+    "gfx704",
+    "gfx705",
+    "gfx801",
+    "gfx802",
+    "gfx803",
+    "gfx805",
+    "gfx810",
+    "gfx900",
+    "gfx902",
+    "gfx904",
+    "gfx906",
+    "gfx908",
+    "gfx909",
+    "gfx90a",
+    "gfx90c",
+    "gfx942",
+    "gfx950",
+    "gfx1010",
+    "gfx1011",
+    "gfx1012",
+    "gfx1013",
+    "gfx1030",
+    "gfx1031",
+    "gfx1032",
+    "gfx1033",
+    "gfx1034",
+    "gfx1035",
+    "gfx1036",
+    "gfx1100",
+    "gfx1101",
+    "gfx1102",
+    "gfx1103",
+    "gfx1150",
+    "gfx1151",
+    "gfx1152",
+    "gfx1153",
+    "gfx1200",
+    "gfx1201",
+    "gfx1250",
+    "gfx1251",
+    "gfx9-generic",
+    "gfx9-4-generic",
+    "gfx10-1-generic",
+    "gfx10-3-generic",
+    "gfx11-generic",
+    "gfx12-generic",
 ];
 
 /// Target features an AMDGPU chip name may carry as suffixes (`gfx90a:sramecc+:xnack-`).
@@ -54,14 +132,20 @@ pub(crate) fn known_chips(vendor: Vendor) -> Vec<&'static str> {
 
 /// The oldest PTX ISA version (times ten) LLVM 22 emits for an NVPTX chip.
 pub(crate) fn min_ptx_version(chip: &str) -> Option<u32> {
-    NVPTX_CHIPS.iter().find(|(known, _)| *known == chip).map(|(_, ptx)| *ptx)
+    NVPTX_CHIPS
+        .iter()
+        .find(|(known, _)| *known == chip)
+        .map(|(_, ptx)| *ptx)
 }
 
 /// Checks `chip` for `vendor`, splitting AMDGPU feature suffixes off. For the host, the "chip" is
 /// the target triple, compiled for the triple's baseline processor (as rustc does by default).
 pub(crate) fn parse_chip(vendor: Vendor, chip: &str) -> Result<Chip> {
     if vendor == Vendor::Host {
-        return Ok(Chip { processor: "generic".into(), features: String::new() });
+        return Ok(Chip {
+            processor: "generic".into(),
+            features: String::new(),
+        });
     }
     if chip.trim().is_empty() {
         return Err(Error::new(
@@ -79,7 +163,9 @@ pub(crate) fn parse_chip(vendor: Vendor, chip: &str) -> Result<Chip> {
             ErrorKind::InvalidTarget,
             format!(
                 "`{processor}` is not a {vendor} chip LLVM 22 knows{}; valid chips: {}",
-                suggestion(vendor, processor).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),
+                suggestion(vendor, processor)
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default(),
                 known_chips(vendor).join(", ")
             ),
         ));
@@ -99,7 +185,8 @@ pub(crate) fn parse_chip(vendor: Vendor, chip: &str) -> Result<Chip> {
                 format!(
                     "`{chip}`: `{suffix}` is not a chip feature suffix; {} ",
                     match vendor {
-                        Vendor::Amdgpu => "AMDGPU chips take `:xnack+`, `:xnack-`, `:sramecc+` or `:sramecc-`",
+                        Vendor::Amdgpu =>
+                            "AMDGPU chips take `:xnack+`, `:xnack-`, `:sramecc+` or `:sramecc-`",
                         _ => "NVPTX chips take no suffixes",
                     }
                 )
@@ -109,7 +196,10 @@ pub(crate) fn parse_chip(vendor: Vendor, chip: &str) -> Result<Chip> {
         }
         features.push(format!("{sign}{name}"));
     }
-    Ok(Chip { processor: processor.to_string(), features: features.join(",") })
+    Ok(Chip {
+        processor: processor.to_string(),
+        features: features.join(","),
+    })
 }
 
 fn default_example(vendor: Vendor) -> &'static str {
@@ -123,10 +213,21 @@ fn default_example(vendor: Vendor) -> &'static str {
 /// The closest known chip by edit distance, if it is close enough to be a typo; among equals, the
 /// one sharing the longest prefix (`sm_91` → `sm_90`, not `sm_21`).
 fn suggestion(vendor: Vendor, chip: &str) -> Option<&'static str> {
-    let shared_prefix = |known: &str| chip.chars().zip(known.chars()).take_while(|(a, b)| a == b).count();
+    let shared_prefix = |known: &str| {
+        chip.chars()
+            .zip(known.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
     known_chips(vendor)
         .into_iter()
-        .map(|known| (edit_distance(chip, known), std::cmp::Reverse(shared_prefix(known)), known))
+        .map(|known| {
+            (
+                edit_distance(chip, known),
+                std::cmp::Reverse(shared_prefix(known)),
+                known,
+            )
+        })
         .filter(|(distance, _, _)| *distance <= 2)
         .min()
         .map(|(_, _, known)| known)
@@ -163,14 +264,21 @@ mod tests {
     fn unknown_chips_are_rejected_with_a_suggestion() {
         let err = parse_chip(Vendor::Nvptx, "sm_91").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidTarget);
-        assert!(err.message().contains("`sm_91` is not a nvptx chip LLVM 22 knows"), "{err}");
+        assert!(
+            err.message()
+                .contains("`sm_91` is not a nvptx chip LLVM 22 knows"),
+            "{err}"
+        );
         assert!(err.message().contains("did you mean `sm_90`?"), "{err}");
         assert!(err.message().contains("sm_80, sm_86"), "{err}");
         let err = parse_chip(Vendor::Amdgpu, "sm_80").unwrap_err();
         assert!(err.message().contains("valid chips: gfx600"), "{err}");
         assert!(parse_chip(Vendor::Nvptx, "sm_80:xnack+").is_err());
         assert!(parse_chip(Vendor::Amdgpu, "gfx90a:foo+").is_err());
-        assert!(parse_chip(Vendor::Amdgpu, " ").unwrap_err().message().contains("empty"));
+        assert!(parse_chip(Vendor::Amdgpu, " ")
+            .unwrap_err()
+            .message()
+            .contains("empty"));
     }
 
     /// The lists above must be exactly what LLVM 22 accepts (`llc -mcpu=help`).

@@ -28,7 +28,10 @@ const NVPTX_DEFAULT_FEATURES: &str = "";
 /// own (what LLVM was configured for).
 pub fn host_triple() -> String {
     std::env::var("TARGET").unwrap_or_else(|_| {
-        inkwell::targets::TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned()
+        inkwell::targets::TargetMachine::get_default_triple()
+            .as_str()
+            .to_string_lossy()
+            .into_owned()
     })
 }
 
@@ -105,11 +108,17 @@ impl TargetSpec {
         if self.opt_level > 3 {
             return Err(Error::new(
                 ErrorKind::InvalidTarget,
-                format!("optimization level {} is out of range; use 0, 1, 2 or 3", self.opt_level),
+                format!(
+                    "optimization level {} is out of range; use 0, 1, 2 or 3",
+                    self.opt_level
+                ),
             ));
         }
         if self.triple.is_empty() {
-            return Err(Error::new(ErrorKind::InvalidTarget, "the target triple is empty"));
+            return Err(Error::new(
+                ErrorKind::InvalidTarget,
+                "the target triple is empty",
+            ));
         }
         let chip = chips::parse_chip(self.vendor, &self.chip)?;
         if let Some(min) = chips::min_ptx_version(&chip.processor) {
@@ -163,11 +172,9 @@ impl TargetSpec {
         let vendor = match attr.name.as_str() {
             "nvvm.target" => Vendor::Nvptx,
             "rocdl.target" => Vendor::Amdgpu,
-            other => {
-                return Err(format!(
-                    "`#{other}` is not a target gpu-build compiles; use #nvvm.target or #rocdl.target"
-                ))
-            }
+            other => return Err(format!(
+                "`#{other}` is not a target gpu-build compiles; use #nvvm.target or #rocdl.target"
+            )),
         };
         let mut spec = TargetSpec::default_for(vendor);
         for (key, value) in &attr.params {
@@ -179,7 +186,9 @@ impl TargetSpec {
                 ("chip", Value::Str(s)) => spec.chip = s.clone(),
                 ("features", Value::Str(s)) => spec.features = s.clone(),
                 ("abi", Value::Str(s)) if vendor == Vendor::Amdgpu => spec.abi = s.clone(),
-                ("flags", Value::Dict(entries)) => spec.flags = Flags::from_entries(vendor, entries)?,
+                ("flags", Value::Dict(entries)) => {
+                    spec.flags = Flags::from_entries(vendor, entries)?
+                }
                 ("link", Value::Array(items)) => {
                     for item in items {
                         match item {
@@ -214,7 +223,12 @@ impl Flags {
                                 _ => Err("`ptxas-cmd-options` entries must be strings".to_string()),
                             })
                             .collect::<Result<_, _>>()?,
-                        _ => return Err("`ptxas-cmd-options` must be a string or an array of strings".into()),
+                        _ => {
+                            return Err(
+                                "`ptxas-cmd-options` must be a string or an array of strings"
+                                    .into(),
+                            )
+                        }
                     }
                 }
                 (Vendor::Amdgpu, "no_wave64") => flags.no_wave64 = true,
@@ -227,7 +241,9 @@ impl Flags {
                         Vendor::Nvptx => "fast, ftz, ptxas-cmd-options",
                         _ => "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64",
                     };
-                    return Err(format!("unknown {vendor} target flag `{other}`; known flags: {known}"));
+                    return Err(format!(
+                        "unknown {vendor} target flag `{other}`; known flags: {known}"
+                    ));
                 }
             }
         }
@@ -247,12 +263,22 @@ mod tests {
     fn defaults_match_upstream() {
         let nvvm = spec("[#nvvm.target]").unwrap();
         assert_eq!(
-            (nvvm.opt_level, nvvm.triple.as_str(), nvvm.chip.as_str(), nvvm.features.as_str()),
+            (
+                nvvm.opt_level,
+                nvvm.triple.as_str(),
+                nvvm.chip.as_str(),
+                nvvm.features.as_str()
+            ),
             (2, "nvptx64-nvidia-cuda", "sm_75", "")
         );
         let rocdl = spec("[#rocdl.target]").unwrap();
         assert_eq!(
-            (rocdl.opt_level, rocdl.triple.as_str(), rocdl.chip.as_str(), rocdl.features.as_str()),
+            (
+                rocdl.opt_level,
+                rocdl.triple.as_str(),
+                rocdl.chip.as_str(),
+                rocdl.features.as_str()
+            ),
             (2, "amdgcn-amd-amdhsa", "gfx900", "")
         );
     }
@@ -264,7 +290,9 @@ mod tests {
         assert!(s.flags.fast && s.flags.no_wave64 && !s.flags.daz);
         assert_eq!((s.opt_level, s.abi.as_str()), (3, "600"));
         assert_eq!(s.link, vec![PathBuf::from("x.bc")]);
-        let s = spec(r#"[#nvvm.target<flags = {ftz, "ptxas-cmd-options" = "-v  --warn-on-spills"}>]"#).unwrap();
+        let s =
+            spec(r#"[#nvvm.target<flags = {ftz, "ptxas-cmd-options" = "-v  --warn-on-spills"}>]"#)
+                .unwrap();
         assert_eq!(s.flags.ptxas_options, vec!["-v", "--warn-on-spills"]);
     }
 
@@ -273,21 +301,31 @@ mod tests {
         let err = spec("[#nvvm.target<flags = {fats}>]").unwrap_err();
         assert!(err.contains("unknown nvptx target flag `fats`"), "{err}");
         assert!(spec("[#rocdl.target<flags = {ftz}>]").is_err());
-        assert!(spec("[#xevm.target]").unwrap_err().contains("not a target gpu-build compiles"));
+        assert!(spec("[#xevm.target]")
+            .unwrap_err()
+            .contains("not a target gpu-build compiles"));
     }
 
     #[test]
     fn validation_names_the_problem() {
         let mut s = TargetSpec::default_for(Vendor::Amdgpu);
         s.abi = "700".into();
-        assert!(s.validate().unwrap_err().message().contains("unknown ROCDL abi `700`"));
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("unknown ROCDL abi `700`"));
         let mut s = TargetSpec::default_for(Vendor::Nvptx);
         s.opt_level = 4;
         assert!(s.validate().unwrap_err().message().contains("out of range"));
         let mut s = TargetSpec::new(Vendor::Nvptx, "sm_80");
         s.features = "+ptx60".into();
         let err = s.validate().unwrap_err();
-        assert!(err.message().contains("PTX ISA 6.0 (`+ptx60` in features) cannot target sm_80"), "{err}");
+        assert!(
+            err.message()
+                .contains("PTX ISA 6.0 (`+ptx60` in features) cannot target sm_80"),
+            "{err}"
+        );
         s.features = "+ptx70".into();
         s.validate().unwrap();
         let mut s = TargetSpec::new(Vendor::Amdgpu, "gfx90a:xnack-");

@@ -28,9 +28,14 @@ impl Cuda {
         let mut ptxas = join_all(&roots, "bin/ptxas");
         ptxas.extend(on_path(cargo, "ptxas"));
         let mut libdevice = join_all(&roots, LIBDEVICE);
-        libdevice.push(PathBuf::from("/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc"));
+        libdevice.push(PathBuf::from(
+            "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
+        ));
 
-        Cuda { ptxas: Probe::first_existing(ptxas), libdevice: Probe::first_existing(libdevice) }
+        Cuda {
+            ptxas: Probe::first_existing(ptxas),
+            libdevice: Probe::first_existing(libdevice),
+        }
     }
 
     pub fn libdevice_missing_help(&self) -> String {
@@ -46,7 +51,12 @@ impl Cuda {
             "ptxas not found, so no cubin was built (PTX only, which the driver compiles at load \
              time); set CUDA_HOME to a CUDA toolkit or `pip install nvidia-cuda-nvcc-cu12`. \
              Looked in: {}",
-            self.ptxas.tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            self.ptxas
+                .tried
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 }
@@ -60,12 +70,21 @@ fn pip_wheel_roots(cargo: &CargoOutput) -> Vec<PathBuf> {
             site_dirs.extend(entries.flatten().map(|e| e.path().join("site-packages")));
         }
     }
-    let python = cargo.env("GPU_BUILD_PYTHON").unwrap_or_else(|| "python3".into());
+    let python = cargo
+        .env("GPU_BUILD_PYTHON")
+        .unwrap_or_else(|| "python3".into());
     let script = "import site, sys; print('\\n'.join(site.getsitepackages() + [site.getusersitepackages()]))";
     if let Ok(output) = Command::new(python).args(["-c", script]).output() {
         if output.status.success() {
-            site_dirs.extend(String::from_utf8_lossy(&output.stdout).lines().map(PathBuf::from));
+            site_dirs.extend(
+                String::from_utf8_lossy(&output.stdout)
+                    .lines()
+                    .map(PathBuf::from),
+            );
         }
     }
-    site_dirs.into_iter().map(|dir| dir.join("nvidia/cuda_nvcc")).collect()
+    site_dirs
+        .into_iter()
+        .map(|dir| dir.join("nvidia/cuda_nvcc"))
+        .collect()
 }

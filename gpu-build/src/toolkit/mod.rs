@@ -31,23 +31,36 @@ impl Probe {
 
     /// The probed paths as an indented list for error messages.
     pub fn tried_list(&self) -> String {
-        self.tried.iter().map(|p| format!("\n  - {}", p.display())).collect()
+        self.tried
+            .iter()
+            .map(|p| format!("\n  - {}", p.display()))
+            .collect()
     }
 }
 
 /// Directories of `PATH`, in order.
 fn path_dirs(cargo: &CargoOutput) -> Vec<PathBuf> {
-    cargo.env("PATH").map(|path| std::env::split_paths(&path).collect()).unwrap_or_default()
+    cargo
+        .env("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default()
 }
 
 /// `name` in every directory of `PATH`.
 pub(crate) fn on_path(cargo: &CargoOutput, name: &str) -> Vec<PathBuf> {
-    path_dirs(cargo).into_iter().map(|dir| dir.join(name)).collect()
+    path_dirs(cargo)
+        .into_iter()
+        .map(|dir| dir.join(name))
+        .collect()
 }
 
 /// Roots named by environment variables, in order.
 pub(crate) fn env_roots(cargo: &CargoOutput, names: &[&str]) -> Vec<PathBuf> {
-    names.iter().filter_map(|name| cargo.env(name)).map(PathBuf::from).collect()
+    names
+        .iter()
+        .filter_map(|name| cargo.env(name))
+        .map(PathBuf::from)
+        .collect()
 }
 
 pub(crate) fn join_all(roots: &[PathBuf], relative: &str) -> Vec<PathBuf> {

@@ -23,11 +23,16 @@ impl Rocm {
         roots.push(PathBuf::from("/opt/rocm"));
 
         let mut bitcode = join_all(&roots, "amdgcn/bitcode");
-        bitcode.push(PathBuf::from(format!("/usr/lib/{}/amdgcn/bitcode", multiarch())));
+        bitcode.push(PathBuf::from(format!(
+            "/usr/lib/{}/amdgcn/bitcode",
+            multiarch()
+        )));
         bitcode.push(PathBuf::from("/usr/lib/amdgcn/bitcode"));
         let bitcode_dir = Probe::first_existing(bitcode.into_iter().map(|dir| dir.join("ocml.bc")));
         let bitcode_dir = Probe {
-            found: bitcode_dir.found.and_then(|file| file.parent().map(PathBuf::from)),
+            found: bitcode_dir
+                .found
+                .and_then(|file| file.parent().map(PathBuf::from)),
             tried: bitcode_dir.tried,
         };
 
@@ -38,7 +43,10 @@ impl Rocm {
         let mut ld_lld = Probe::first_existing(ld_lld);
         ld_lld.found = ld_lld.found.filter(|path| is_file(path));
 
-        Rocm { bitcode_dir, ld_lld }
+        Rocm {
+            bitcode_dir,
+            ld_lld,
+        }
     }
 
     pub fn device_libs_missing_help(&self) -> String {

@@ -29,7 +29,19 @@ pub(crate) struct Cuda {
     module_load_data: unsafe extern "C" fn(*mut Ptr, *const c_void) -> CuResult,
     module_get_function: unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> CuResult,
     #[allow(clippy::type_complexity)]
-    launch_kernel: unsafe extern "C" fn(Ptr, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Ptr, *mut Ptr, *mut Ptr) -> CuResult,
+    launch_kernel: unsafe extern "C" fn(
+        Ptr,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        Ptr,
+        *mut Ptr,
+        *mut Ptr,
+    ) -> CuResult,
     mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> CuResult,
     mem_free: unsafe extern "C" fn(u64) -> CuResult,
     memcpy_htod: unsafe extern "C" fn(u64, *const c_void, usize) -> CuResult,
@@ -43,7 +55,10 @@ pub(crate) struct Cuda {
 /// The loaded driver, or why it could not be loaded (tried once per process).
 pub(crate) fn driver() -> Result<&'static Cuda, String> {
     static DRIVER: OnceLock<Result<Cuda, String>> = OnceLock::new();
-    DRIVER.get_or_init(|| super::load_first("CUDA", LIBRARIES, resolve)).as_ref().map_err(Clone::clone)
+    DRIVER
+        .get_or_init(|| super::load_first("CUDA", LIBRARIES, resolve))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 fn resolve(library: Library) -> Result<Cuda, libloading::Error> {
@@ -92,20 +107,41 @@ impl Cuda {
         unsafe {
             self.check((self.init)(0), || "cuInit".into())?;
             let mut count = 0;
-            self.check((self.device_get_count)(&mut count), || "cuDeviceGetCount".into())?;
+            self.check((self.device_get_count)(&mut count), || {
+                "cuDeviceGetCount".into()
+            })?;
             let mut devices = Vec::new();
             for ordinal in 0..count {
                 let mut device = 0;
-                self.check((self.device_get)(&mut device, ordinal), || format!("cuDeviceGet({ordinal})"))?;
+                self.check((self.device_get)(&mut device, ordinal), || {
+                    format!("cuDeviceGet({ordinal})")
+                })?;
                 let mut name = [0 as c_char; 256];
-                self.check((self.device_get_name)(name.as_mut_ptr(), 256, device), || "cuDeviceGetName".into())?;
+                self.check(
+                    (self.device_get_name)(name.as_mut_ptr(), 256, device),
+                    || "cuDeviceGetName".into(),
+                )?;
                 let (mut major, mut minor) = (0, 0);
-                let attribute = |value: &mut c_int, which| (self.device_get_attribute)(value, which, device);
-                self.check(attribute(&mut major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), || "cuDeviceGetAttribute".into())?;
-                self.check(attribute(&mut minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), || "cuDeviceGetAttribute".into())?;
+                let attribute =
+                    |value: &mut c_int, which| (self.device_get_attribute)(value, which, device);
+                self.check(
+                    attribute(&mut major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                    || "cuDeviceGetAttribute".into(),
+                )?;
+                self.check(
+                    attribute(&mut minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+                    || "cuDeviceGetAttribute".into(),
+                )?;
                 let mut context = std::ptr::null_mut();
-                self.check((self.primary_ctx_retain)(&mut context, device), || "cuDevicePrimaryCtxRetain".into())?;
-                devices.push(FoundDevice { driver: self, raw: Handle(context), name: c_string(&name), arch: format!("sm_{major}{minor}") });
+                self.check((self.primary_ctx_retain)(&mut context, device), || {
+                    "cuDevicePrimaryCtxRetain".into()
+                })?;
+                devices.push(FoundDevice {
+                    driver: self,
+                    raw: Handle(context),
+                    name: c_string(&name),
+                    arch: format!("sm_{major}{minor}"),
+                });
             }
             Ok(devices)
         }
@@ -119,37 +155,67 @@ impl Driver for Cuda {
 
     fn make_current(&self, device: Handle) -> Result<()> {
         // SAFETY: a retained primary context.
-        self.check(unsafe { (self.ctx_set_current)(device.0) }, || "cuCtxSetCurrent".into())
+        self.check(unsafe { (self.ctx_set_current)(device.0) }, || {
+            "cuCtxSetCurrent".into()
+        })
     }
 
     fn load_module(&self, image: &[u8], what: &str) -> Result<Handle> {
         let mut module = std::ptr::null_mut();
         // SAFETY: a complete cubin or NUL-terminated PTX.
-        self.check(unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) }, || format!("loading {what}"))?;
+        self.check(
+            unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) },
+            || format!("loading {what}"),
+        )?;
         Ok(Handle(module))
     }
 
     fn function(&self, module: Handle, name: &CStr) -> Result<Handle> {
         let mut function = std::ptr::null_mut();
         // SAFETY: a loaded module and a NUL-terminated name.
-        self.check(unsafe { (self.module_get_function)(&mut function, module.0, name.as_ptr()) }, || {
-            format!("finding kernel `{}`", name.to_string_lossy())
-        })?;
+        self.check(
+            unsafe { (self.module_get_function)(&mut function, module.0, name.as_ptr()) },
+            || format!("finding kernel `{}`", name.to_string_lossy()),
+        )?;
         Ok(Handle(function))
     }
 
-    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], shared: u32, stream: Handle, params: &mut [*mut c_void]) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        function: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: Handle,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
         // SAFETY: the caller guarantees `params` match the kernel.
-        let result = unsafe { (self.launch_kernel)(function.0, gx, gy, gz, bx, by, bz, shared, stream.0, params.as_mut_ptr(), std::ptr::null_mut()) };
+        let result = unsafe {
+            (self.launch_kernel)(
+                function.0,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                shared,
+                stream.0,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
         self.check(result, || "cuLaunchKernel".into())
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut pointer = 0;
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.mem_alloc)(&mut pointer, bytes) }, || format!("allocating {bytes} bytes"))?;
+        self.check(unsafe { (self.mem_alloc)(&mut pointer, bytes) }, || {
+            format!("allocating {bytes} bytes")
+        })?;
         Ok(pointer)
     }
 
@@ -158,31 +224,46 @@ impl Driver for Cuda {
         unsafe { (self.mem_free)(pointer) };
     }
 
-    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        self.check(unsafe { (self.memcpy_htod)(target, source, bytes) }, || "copying to the device".into())
+        self.check(unsafe { (self.memcpy_htod)(target, source, bytes) }, || {
+            "copying to the device".into()
+        })
     }
 
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        self.check(unsafe { (self.memcpy_dtoh)(target, source, bytes) }, || "copying from the device".into())
+        self.check(unsafe { (self.memcpy_dtoh)(target, source, bytes) }, || {
+            "copying from the device".into()
+        })
     }
 
     fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
-        self.check(unsafe { (self.ctx_synchronize)() }, || "cuCtxSynchronize".into())
+        self.check(unsafe { (self.ctx_synchronize)() }, || {
+            "cuCtxSynchronize".into()
+        })
     }
 
     fn create_stream(&self) -> Result<Handle> {
         let mut stream = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.stream_create)(&mut stream, 0) }, || "cuStreamCreate".into())?;
+        self.check(unsafe { (self.stream_create)(&mut stream, 0) }, || {
+            "cuStreamCreate".into()
+        })?;
         Ok(Handle(stream))
     }
 
     fn synchronize_stream(&self, stream: Handle) -> Result<()> {
         // SAFETY: a live stream.
-        self.check(unsafe { (self.stream_synchronize)(stream.0) }, || "cuStreamSynchronize".into())
+        self.check(unsafe { (self.stream_synchronize)(stream.0) }, || {
+            "cuStreamSynchronize".into()
+        })
     }
 
     fn destroy_stream(&self, stream: Handle) {

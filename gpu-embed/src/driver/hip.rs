@@ -11,7 +11,12 @@ type HipResult = c_int;
 type Ptr = *mut c_void;
 
 /// The libraries tried, in order.
-pub(crate) const LIBRARIES: &[&str] = &["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so"];
+pub(crate) const LIBRARIES: &[&str] = &[
+    "libamdhip64.so",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+    "/opt/rocm/lib/libamdhip64.so",
+];
 
 /// Bytes reserved for `hipDeviceProp_t`, comfortably more than any ROCm version's struct.
 const DEVICE_PROPERTIES_SIZE: usize = 8192;
@@ -28,7 +33,19 @@ pub(crate) struct Hip {
     module_load_data: unsafe extern "C" fn(*mut Ptr, *const c_void) -> HipResult,
     module_get_function: unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> HipResult,
     #[allow(clippy::type_complexity)]
-    module_launch_kernel: unsafe extern "C" fn(Ptr, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Ptr, *mut Ptr, *mut Ptr) -> HipResult,
+    module_launch_kernel: unsafe extern "C" fn(
+        Ptr,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        Ptr,
+        *mut Ptr,
+        *mut Ptr,
+    ) -> HipResult,
     malloc: unsafe extern "C" fn(*mut Ptr, usize) -> HipResult,
     free: unsafe extern "C" fn(Ptr) -> HipResult,
     memcpy_htod: unsafe extern "C" fn(Ptr, *const c_void, usize) -> HipResult,
@@ -41,7 +58,10 @@ pub(crate) struct Hip {
 
 pub(crate) fn driver() -> Result<&'static Hip, String> {
     static DRIVER: OnceLock<Result<Hip, String>> = OnceLock::new();
-    DRIVER.get_or_init(|| super::load_first("HIP", LIBRARIES, resolve)).as_ref().map_err(Clone::clone)
+    DRIVER
+        .get_or_init(|| super::load_first("HIP", LIBRARIES, resolve))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 fn resolve(library: Library) -> Result<Hip, libloading::Error> {
@@ -79,8 +99,14 @@ fn resolve(library: Library) -> Result<Hip, libloading::Error> {
 /// is found by looking for that.
 fn gcn_arch_name(properties: &[u8]) -> Option<String> {
     let rest = &properties[NAME_FIELD..];
-    let start = rest.windows(4).position(|w| w.starts_with(b"gfx") && w[3].is_ascii_digit())?;
-    let text: Vec<u8> = rest[start..].iter().take_while(|&&b| b != 0).copied().collect();
+    let start = rest
+        .windows(4)
+        .position(|w| w.starts_with(b"gfx") && w[3].is_ascii_digit())?;
+    let text: Vec<u8> = rest[start..]
+        .iter()
+        .take_while(|&&b| b != 0)
+        .copied()
+        .collect();
     Some(String::from_utf8_lossy(&text).into_owned())
 }
 
@@ -90,7 +116,8 @@ impl Hip {
             return Ok(());
         }
         // SAFETY: returns a static string.
-        let name = static_c_str(unsafe { (self.get_error_name)(result) }).unwrap_or_else(|| format!("HIP error {result}"));
+        let name = static_c_str(unsafe { (self.get_error_name)(result) })
+            .unwrap_or_else(|| format!("HIP error {result}"));
         Err(Error::new(ErrorKind::Driver, format!("{}: {name}", what())))
     }
 
@@ -100,16 +127,32 @@ impl Hip {
         unsafe {
             self.check((self.init)(0), || "hipInit".into())?;
             let mut count = 0;
-            self.check((self.get_device_count)(&mut count), || "hipGetDeviceCount".into())?;
+            self.check((self.get_device_count)(&mut count), || {
+                "hipGetDeviceCount".into()
+            })?;
             let mut devices = Vec::new();
             for ordinal in 0..count {
                 let mut properties = vec![0u8; DEVICE_PROPERTIES_SIZE];
-                self.check((self.get_device_properties)(properties.as_mut_ptr().cast(), ordinal), || format!("hipGetDeviceProperties({ordinal})"))?;
-                let name: Vec<c_char> = properties[..NAME_FIELD].iter().map(|&b| b as c_char).collect();
+                self.check(
+                    (self.get_device_properties)(properties.as_mut_ptr().cast(), ordinal),
+                    || format!("hipGetDeviceProperties({ordinal})"),
+                )?;
+                let name: Vec<c_char> = properties[..NAME_FIELD]
+                    .iter()
+                    .map(|&b| b as c_char)
+                    .collect();
                 let arch = gcn_arch_name(&properties).ok_or_else(|| {
-                    Error::new(ErrorKind::Driver, format!("HIP device {ordinal} reports no gfx architecture"))
+                    Error::new(
+                        ErrorKind::Driver,
+                        format!("HIP device {ordinal} reports no gfx architecture"),
+                    )
                 })?;
-                devices.push(FoundDevice { driver: self, raw: Handle(ordinal as usize as Ptr), name: c_string(&name), arch });
+                devices.push(FoundDevice {
+                    driver: self,
+                    raw: Handle(ordinal as usize as Ptr),
+                    name: c_string(&name),
+                    arch,
+                });
             }
             Ok(devices)
         }
@@ -124,37 +167,67 @@ impl Driver for Hip {
     fn make_current(&self, device: Handle) -> Result<()> {
         let ordinal = device.0 as usize as c_int;
         // SAFETY: an ordinal the runtime reported.
-        self.check(unsafe { (self.set_device)(ordinal) }, || format!("hipSetDevice({ordinal})"))
+        self.check(unsafe { (self.set_device)(ordinal) }, || {
+            format!("hipSetDevice({ordinal})")
+        })
     }
 
     fn load_module(&self, image: &[u8], what: &str) -> Result<Handle> {
         let mut module = std::ptr::null_mut();
         // SAFETY: a complete hsaco image.
-        self.check(unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) }, || format!("loading {what}"))?;
+        self.check(
+            unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) },
+            || format!("loading {what}"),
+        )?;
         Ok(Handle(module))
     }
 
     fn function(&self, module: Handle, name: &CStr) -> Result<Handle> {
         let mut function = std::ptr::null_mut();
         // SAFETY: a loaded module and a NUL-terminated name.
-        self.check(unsafe { (self.module_get_function)(&mut function, module.0, name.as_ptr()) }, || {
-            format!("finding kernel `{}`", name.to_string_lossy())
-        })?;
+        self.check(
+            unsafe { (self.module_get_function)(&mut function, module.0, name.as_ptr()) },
+            || format!("finding kernel `{}`", name.to_string_lossy()),
+        )?;
         Ok(Handle(function))
     }
 
-    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], shared: u32, stream: Handle, params: &mut [*mut c_void]) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        function: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: Handle,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
         // SAFETY: the caller guarantees `params` match the kernel.
-        let result = unsafe { (self.module_launch_kernel)(function.0, gx, gy, gz, bx, by, bz, shared, stream.0, params.as_mut_ptr(), std::ptr::null_mut()) };
+        let result = unsafe {
+            (self.module_launch_kernel)(
+                function.0,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                shared,
+                stream.0,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
         self.check(result, || "hipModuleLaunchKernel".into())
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut pointer = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.malloc)(&mut pointer, bytes) }, || format!("allocating {bytes} bytes"))?;
+        self.check(unsafe { (self.malloc)(&mut pointer, bytes) }, || {
+            format!("allocating {bytes} bytes")
+        })?;
         Ok(pointer as u64)
     }
 
@@ -163,31 +236,48 @@ impl Driver for Hip {
         unsafe { (self.free)(pointer as Ptr) };
     }
 
-    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        self.check(unsafe { (self.memcpy_htod)(target as Ptr, source, bytes) }, || "copying to the device".into())
+        self.check(
+            unsafe { (self.memcpy_htod)(target as Ptr, source, bytes) },
+            || "copying to the device".into(),
+        )
     }
 
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        self.check(unsafe { (self.memcpy_dtoh)(target, source as Ptr, bytes) }, || "copying from the device".into())
+        self.check(
+            unsafe { (self.memcpy_dtoh)(target, source as Ptr, bytes) },
+            || "copying from the device".into(),
+        )
     }
 
     fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
-        self.check(unsafe { (self.device_synchronize)() }, || "hipDeviceSynchronize".into())
+        self.check(unsafe { (self.device_synchronize)() }, || {
+            "hipDeviceSynchronize".into()
+        })
     }
 
     fn create_stream(&self) -> Result<Handle> {
         let mut stream = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.stream_create)(&mut stream) }, || "hipStreamCreate".into())?;
+        self.check(unsafe { (self.stream_create)(&mut stream) }, || {
+            "hipStreamCreate".into()
+        })?;
         Ok(Handle(stream))
     }
 
     fn synchronize_stream(&self, stream: Handle) -> Result<()> {
         // SAFETY: a live stream.
-        self.check(unsafe { (self.stream_synchronize)(stream.0) }, || "hipStreamSynchronize".into())
+        self.check(unsafe { (self.stream_synchronize)(stream.0) }, || {
+            "hipStreamSynchronize".into()
+        })
     }
 
     fn destroy_stream(&self, stream: Handle) {
@@ -206,7 +296,10 @@ mod tests {
         properties[..6].copy_from_slice(b"gfx942");
         let arch = b"gfx90a:sramecc+:xnack-";
         properties[1160..1160 + arch.len()].copy_from_slice(arch);
-        assert_eq!(gcn_arch_name(&properties).as_deref(), Some("gfx90a:sramecc+:xnack-"));
+        assert_eq!(
+            gcn_arch_name(&properties).as_deref(),
+            Some("gfx90a:sramecc+:xnack-")
+        );
         assert_eq!(gcn_arch_name(&vec![0u8; DEVICE_PROPERTIES_SIZE]), None);
     }
 }

@@ -78,13 +78,22 @@ fn check_dims(grid: [u32; 3], block: [u32; 3], shared: u32) -> Result<()> {
         ));
     }
     if grid.contains(&0) || block.contains(&0) {
-        return Err(Error::new(ErrorKind::InvalidArgument, "a zero grid or block dimension"));
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "a zero grid or block dimension",
+        ));
     }
     Ok(())
 }
 
 /// Runs `kernel` over the whole grid.
-fn launch_grid(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], shared: u32, params: &mut [*mut c_void]) -> Result<()> {
+fn launch_grid(
+    kernel: &HostKernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    params: &mut [*mut c_void],
+) -> Result<()> {
     check_dims(grid, block, shared)?;
     let blocks: u64 = grid.iter().map(|&d| u64::from(d)).product();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
@@ -107,7 +116,10 @@ fn launch_grid(kernel: &HostKernel, grid: [u32; 3], block: [u32; 3], shared: u32
             if let Err(error) = run_block(kernel, grid, block, block_id, params, &mut stacks) {
                 // Stop every worker: the remaining blocks are not run.
                 next.store(blocks, Ordering::Relaxed);
-                failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error);
+                failure
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(error);
                 return;
             }
         }
@@ -137,7 +149,11 @@ fn run_block(
     ids[6..9].copy_from_slice(&block_id);
     ids[9..12].copy_from_slice(&grid);
     if !kernel.uses_barrier {
-        let mut context = Context { ids, barrier: no_barrier, yielder: std::ptr::null() };
+        let mut context = Context {
+            ids,
+            barrier: no_barrier,
+            yielder: std::ptr::null(),
+        };
         // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them).
         unsafe { (kernel.block)(params.0, (&mut context as *mut Context).cast()) };
         return Ok(());
@@ -151,15 +167,25 @@ fn run_block(
                 let stack = match stacks.pop() {
                     Some(stack) => stack,
                     None => DefaultStack::new(THREAD_STACK_BYTES).map_err(|e| {
-                        Error::new(ErrorKind::Driver, format!("cannot allocate a stack for a GPU thread on the host: {e}"))
+                        Error::new(
+                            ErrorKind::Driver,
+                            format!("cannot allocate a stack for a GPU thread on the host: {e}"),
+                        )
                     })?,
                 };
                 let entry = kernel.thread;
-                threads.push(Some(Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
-                    let mut context = Context { ids, barrier: coroutine_barrier, yielder };
-                    // SAFETY: the entry point's ABI; `params` match the kernel.
-                    unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
-                })));
+                threads.push(Some(Coroutine::with_stack(
+                    stack,
+                    move |yielder: &Yielder<(), ()>, ()| {
+                        let mut context = Context {
+                            ids,
+                            barrier: coroutine_barrier,
+                            yielder,
+                        };
+                        // SAFETY: the entry point's ABI; `params` match the kernel.
+                        unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
+                    },
+                )));
             }
         }
     }
@@ -193,27 +219,51 @@ impl Driver for Host {
     }
 
     fn load_module(&self, _: &[u8], what: &str) -> Result<Handle> {
-        Err(Error::new(ErrorKind::Driver, format!("{what}: the host runs linked-in kernels, not loaded objects")))
+        Err(Error::new(
+            ErrorKind::Driver,
+            format!("{what}: the host runs linked-in kernels, not loaded objects"),
+        ))
     }
 
     fn function(&self, _: Handle, name: &CStr) -> Result<Handle> {
-        Err(Error::new(ErrorKind::Driver, format!("`{}`: host kernels are found through their binary", name.to_string_lossy())))
+        Err(Error::new(
+            ErrorKind::Driver,
+            format!(
+                "`{}`: host kernels are found through their binary",
+                name.to_string_lossy()
+            ),
+        ))
     }
 
-    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], shared: u32, _: Handle, params: &mut [*mut c_void]) -> Result<()> {
+    unsafe fn launch(
+        &self,
+        function: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        _: Handle,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
         // SAFETY: host function handles point at the binary's static `HostKernel`s.
         let kernel = unsafe { &*(function.0 as *const HostKernel) };
         launch_grid(kernel, grid, block, shared, params)
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
-        let layout = Layout::from_size_align(bytes + ALIGNMENT, ALIGNMENT)
-            .map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("cannot allocate {bytes} bytes")))?;
+        let layout = Layout::from_size_align(bytes + ALIGNMENT, ALIGNMENT).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("cannot allocate {bytes} bytes"),
+            )
+        })?;
         // SAFETY: a non-zero size; the first ALIGNMENT bytes remember the size for `free`.
         unsafe {
             let base = std::alloc::alloc(layout);
             if base.is_null() {
-                return Err(Error::new(ErrorKind::Driver, format!("out of host memory allocating {bytes} bytes")));
+                return Err(Error::new(
+                    ErrorKind::Driver,
+                    format!("out of host memory allocating {bytes} bytes"),
+                ));
             }
             base.cast::<usize>().write(bytes);
             Ok(base.add(ALIGNMENT) as u64)
@@ -225,11 +275,19 @@ impl Driver for Host {
         unsafe {
             let base = (pointer as *mut u8).sub(ALIGNMENT);
             let bytes = base.cast::<usize>().read();
-            std::alloc::dealloc(base, Layout::from_size_align_unchecked(bytes + ALIGNMENT, ALIGNMENT));
+            std::alloc::dealloc(
+                base,
+                Layout::from_size_align_unchecked(bytes + ALIGNMENT, ALIGNMENT),
+            );
         }
     }
 
-    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
         unsafe { std::ptr::copy_nonoverlapping(source.cast::<u8>(), target as *mut u8, bytes) };
         Ok(())

@@ -38,12 +38,21 @@ pub(crate) trait Driver: Sync {
     fn function(&self, module: Handle, name: &CStr) -> Result<Handle>;
     /// # Safety
     /// `params` must match the kernel's parameters.
-    unsafe fn launch(&self, function: Handle, grid: [u32; 3], block: [u32; 3], shared: u32, stream: Handle, params: &mut [*mut c_void]) -> Result<()>;
+    unsafe fn launch(
+        &self,
+        function: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: Handle,
+        params: &mut [*mut c_void],
+    ) -> Result<()>;
     fn alloc(&self, bytes: usize) -> Result<u64>;
     fn free(&self, pointer: u64);
     /// # Safety
     /// `source` must hold `bytes` readable bytes and `target` that many device bytes.
-    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()>;
+    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize)
+        -> Result<()>;
     /// # Safety
     /// `target` must hold `bytes` writable bytes and `source` that many device bytes.
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()>;
@@ -55,13 +64,21 @@ pub(crate) trait Driver: Sync {
 
 /// Reads a NUL-terminated name a driver wrote into `buffer`.
 pub(crate) fn c_string(buffer: &[std::ffi::c_char]) -> String {
-    let bytes: Vec<u8> = buffer.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = buffer
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
 pub(crate) fn static_c_str(pointer: *const std::ffi::c_char) -> Option<String> {
     // SAFETY: drivers return NUL-terminated static strings (or null).
-    (!pointer.is_null()).then(|| unsafe { CStr::from_ptr(pointer) }.to_string_lossy().into_owned())
+    (!pointer.is_null()).then(|| {
+        unsafe { CStr::from_ptr(pointer) }
+            .to_string_lossy()
+            .into_owned()
+    })
 }
 
 /// Loads the first library of `names` that opens and resolves it; the error lists every try.
@@ -75,10 +92,17 @@ pub(crate) fn load_first<T>(
         // SAFETY: loading the vendor's driver library runs its initializers, as every program
         // using the driver does.
         match unsafe { libloading::Library::new(name) } {
-            Ok(library) => return resolve(library).map_err(|e| format!("{name} lacks a {vendor} entry point: {e}")),
+            Ok(library) => {
+                return resolve(library)
+                    .map_err(|e| format!("{name} lacks a {vendor} entry point: {e}"))
+            }
             Err(e) => {
                 let why = e.to_string();
-                let why = if why.contains("No such file") { "not found".to_string() } else { why };
+                let why = if why.contains("No such file") {
+                    "not found".to_string()
+                } else {
+                    why
+                };
                 failures.push(format!("{name} ({why})"));
             }
         }

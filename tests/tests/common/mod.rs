@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 pub fn sample_kernels() -> Vec<PathBuf> {
@@ -24,7 +27,11 @@ pub fn build_in(out: &Path) -> Build {
 }
 
 /// Compiles `text` (written to `name` in a fresh directory) and returns the error message.
-pub fn compile_error(name: &str, text: &[u8], configure: impl FnOnce(&mut Build)) -> gpu_build::Error {
+pub fn compile_error(
+    name: &str,
+    text: &[u8],
+    configure: impl FnOnce(&mut Build),
+) -> gpu_build::Error {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(name), text).unwrap();
     let mut build = build_in(dir.path());
@@ -39,7 +46,11 @@ pub fn compile_error(name: &str, text: &[u8], configure: impl FnOnce(&mut Build)
 }
 
 /// Compiles `text` and returns the report and the directory holding the outputs.
-pub fn compile_ok(name: &str, text: &str, configure: impl FnOnce(&mut Build)) -> (Report, tempfile::TempDir) {
+pub fn compile_ok(
+    name: &str,
+    text: &str,
+    configure: impl FnOnce(&mut Build),
+) -> (Report, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(name), text).unwrap();
     let mut build = build_in(dir.path());
@@ -54,12 +65,19 @@ pub fn compile_ok(name: &str, text: &str, configure: impl FnOnce(&mut Build)) ->
 /// ptxas from the PyPI wheel or a toolkit (what `scripts/setup.sh` installs).
 pub fn ptxas() -> PathBuf {
     let output = Command::new("python3")
-        .args(["-c", "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])"])
+        .args([
+            "-c",
+            "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])",
+        ])
         .output()
         .expect("python3 runs");
     let dir = String::from_utf8_lossy(&output.stdout).trim().to_string();
     let path = PathBuf::from(dir).join("bin/ptxas");
-    assert!(path.is_file(), "ptxas not found at {}; run scripts/setup.sh", path.display());
+    assert!(
+        path.is_file(),
+        "ptxas not found at {}; run scripts/setup.sh",
+        path.display()
+    );
     path
 }
 
@@ -70,7 +88,12 @@ pub fn objects_of(report: &Report, vendor: Vendor) -> Vec<(gpu_manifest::Object,
         .iter()
         .flat_map(|m| m.objects.iter())
         .filter(|o| o.vendor == vendor)
-        .map(|o| (o.clone(), std::fs::read(report.out_dir.join(&o.path)).unwrap()))
+        .map(|o| {
+            (
+                o.clone(),
+                std::fs::read(report.out_dir.join(&o.path)).unwrap(),
+            )
+        })
         .collect()
 }
 
