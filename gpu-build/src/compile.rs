@@ -298,9 +298,9 @@ pub(crate) fn assemble(
                 kernels: Vec::new(),
                 objects: Vec::new(),
             };
-            for spec in &plan.specs {
-                let output = outputs.next().expect("one output per task");
-                if module.kernels.is_empty() {
+            // `tasks` made one task per spec, in this order.
+            for (index, (spec, output)) in plan.specs.iter().zip(outputs.by_ref()).enumerate() {
+                if index == 0 {
                     module.kernels = output.kernels;
                 } else if let Some(kernel) = module
                     .kernels

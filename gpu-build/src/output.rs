@@ -35,7 +35,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 pub(crate) fn write_manifest(out_dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
     let path = manifest_path(out_dir);
-    write_atomic(&path, manifest.to_json().as_bytes())?;
+    let json = manifest
+        .to_json()
+        .map_err(|e| Error::new(ErrorKind::Io, format!("cannot serialize the manifest: {e}")))?;
+    write_atomic(&path, json.as_bytes())?;
     Ok(path)
 }
 

@@ -182,9 +182,8 @@ impl Manifest {
         }
     }
 
-    pub fn to_json(&self) -> String {
-        // Serializing plain data with string keys cannot fail.
-        serde_json::to_string_pretty(self).expect("manifest serializes")
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self)
     }
 
     /// Parses a manifest, checking the schema version before the rest of the shape.
@@ -239,7 +238,7 @@ mod tests {
                 host: None,
             }],
         });
-        let json = manifest.to_json();
+        let json = manifest.to_json().unwrap();
         assert!(json.contains("\"vendor\": \"amdgpu\""), "{json}");
         assert_eq!(Manifest::from_json(&json).unwrap(), manifest);
     }

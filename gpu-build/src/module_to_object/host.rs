@@ -24,6 +24,7 @@
 use super::Job;
 use crate::error::{Error, ErrorKind, Result};
 use inkwell::attributes::AttributeLoc;
+use inkwell::basic_block::BasicBlock;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{
@@ -372,6 +373,8 @@ struct EntryBuilder<'a, 'll> {
     job: &'a Job<'a, 'll>,
     builder: inkwell::builder::Builder<'ll>,
     function: FunctionValue<'ll>,
+    /// The first block, where the parameters are loaded.
+    entry: BasicBlock<'ll>,
     kernel: FunctionValue<'ll>,
     context: PointerValue<'ll>,
     ids: PointerValue<'ll>,
@@ -400,15 +403,18 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             job.llvm.create_enum_attribute(noalias, 0),
         );
         let builder = job.llvm.create_builder();
-        builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-        let params = function
-            .get_nth_param(0)
-            .expect("two parameters")
-            .into_pointer_value();
-        let context_argument = function
-            .get_nth_param(1)
-            .expect("two parameters")
-            .into_pointer_value();
+        let entry = job.llvm.append_basic_block(function, "entry");
+        builder.position_at_end(entry);
+        let [params, context_argument] = function.get_params()[..] else {
+            return Err(Error::new(
+                ErrorKind::Codegen,
+                "a host entry point without its two parameters",
+            ));
+        };
+        let (params, context_argument) = (
+            params.into_pointer_value(),
+            context_argument.into_pointer_value(),
+        );
         builder
             .build_store(context.as_pointer_value(), context_argument)
             .map_err(codegen)?;
@@ -440,6 +446,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             job,
             builder,
             function,
+            entry,
             kernel,
             context: context_argument,
             ids: ids.as_pointer_value(),
@@ -482,22 +489,23 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             );
         }
         let exit = self.job.llvm.append_basic_block(self.function, "exit");
-        self.nest(2, &sizes, exit)?;
+        self.nest(2, &sizes, self.entry, exit)?;
         self.builder.position_at_end(exit);
         self.builder.build_return(None).map_err(codegen)?;
         Ok(())
     }
 
     /// The loop over dimension `dim` (2 = z, outermost), then the inner ones; continues at `after`.
+    /// `before` is the block the builder is at, which enters the loop.
     fn nest(
         &self,
         dim: usize,
         sizes: &[inkwell::values::IntValue<'ll>],
-        after: inkwell::basic_block::BasicBlock<'ll>,
+        before: BasicBlock<'ll>,
+        after: BasicBlock<'ll>,
     ) -> Result<()> {
         let llvm = self.job.llvm;
         let i32_type = llvm.i32_type();
-        let before = self.builder.get_insert_block().expect("positioned");
         let head = llvm.append_basic_block(self.function, "head");
         let body = llvm.append_basic_block(self.function, "body");
         let latch = llvm.append_basic_block(self.function, "latch");
@@ -526,7 +534,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_unconditional_branch(latch)
                 .map_err(codegen)?;
         } else {
-            self.nest(dim - 1, sizes, latch)?;
+            self.nest(dim - 1, sizes, body, latch)?;
         }
         self.builder.position_at_end(latch);
         let next = self

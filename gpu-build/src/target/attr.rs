@@ -26,7 +26,7 @@ pub(crate) fn parse_target_list(text: &str) -> Result<Vec<TargetAttr>, String> {
         text: text.as_bytes(),
         pos: 0,
     };
-    parser.expect(b'[')?;
+    parser.consume(b'[')?;
     let mut targets = Vec::new();
     parser.skip_space();
     if parser.eat(b']') {
@@ -38,7 +38,7 @@ pub(crate) fn parse_target_list(text: &str) -> Result<Vec<TargetAttr>, String> {
         if parser.eat(b']') {
             return Ok(targets);
         }
-        parser.expect(b',')?;
+        parser.consume(b',')?;
     }
 }
 
@@ -49,7 +49,7 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn target(&mut self) -> Result<TargetAttr, String> {
-        self.expect(b'#')?;
+        self.consume(b'#')?;
         let name = self.identifier()?;
         let mut params = Vec::new();
         self.skip_space();
@@ -57,13 +57,13 @@ impl Parser<'_> {
             loop {
                 self.skip_space();
                 let key = self.key()?;
-                self.expect(b'=')?;
+                self.consume(b'=')?;
                 params.push((key, self.value()?));
                 self.skip_space();
                 if self.eat(b'>') {
                     break;
                 }
-                self.expect(b',')?;
+                self.consume(b',')?;
             }
         }
         Ok(TargetAttr { name, params })
@@ -84,7 +84,7 @@ impl Parser<'_> {
                         if self.eat(b']') {
                             break;
                         }
-                        self.expect(b',')?;
+                        self.consume(b',')?;
                     }
                 }
                 Ok(Value::Array(items))
@@ -108,7 +108,7 @@ impl Parser<'_> {
                         if self.eat(b'}') {
                             break;
                         }
-                        self.expect(b',')?;
+                        self.consume(b',')?;
                     }
                 }
                 Ok(Value::Dict(entries))
@@ -168,7 +168,7 @@ impl Parser<'_> {
 
     /// A string literal with MLIR's escapes (`\"`, `\\`, `\n`, `\t`, `\XX` hex).
     fn string(&mut self) -> Result<String, String> {
-        self.expect(b'"')?;
+        self.consume(b'"')?;
         let mut bytes = Vec::new();
         loop {
             match self.peek() {
@@ -225,7 +225,7 @@ impl Parser<'_> {
         }
     }
 
-    fn expect(&mut self, c: u8) -> Result<(), String> {
+    fn consume(&mut self, c: u8) -> Result<(), String> {
         self.skip_space();
         if self.eat(c) {
             Ok(())

@@ -172,9 +172,11 @@ impl TargetSpec {
         let vendor = match attr.name.as_str() {
             "nvvm.target" => Vendor::Nvptx,
             "rocdl.target" => Vendor::Amdgpu,
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "`#{other}` is not a target gpu-build compiles; use #nvvm.target or #rocdl.target"
-            )),
+            ))
+            }
         };
         let mut spec = TargetSpec::default_for(vendor);
         for (key, value) in &attr.params {
