@@ -5,7 +5,7 @@ use crate::compile::{
     assemble, plan_file, run_task, tasks, CompiledModule, Options, TargetRequest,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::Toolkits;
+use crate::module_to_object::{DumpRequest, Toolkits};
 use crate::output::{
     file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_host_library,
     write_manifest,
@@ -14,13 +14,6 @@ use crate::parallel::run_all;
 use crate::target::Vendor;
 use gpu_manifest::{GpuModule, Manifest, Object};
 use std::path::{Path, PathBuf};
-
-/// Intermediate results `GPU_BUILD_DUMP` can ask for (`GPU_BUILD_DUMP=llvm,isa`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct DumpRequest {
-    llvm: bool,
-    isa: bool,
-}
 
 /// Compiles GPU kernel files into device objects and a manifest in `OUT_DIR`.
 ///
@@ -174,12 +167,14 @@ impl Build {
                 format!("optimization level {level} is out of range; use 0, 1, 2 or 3"),
             ));
         }
-        let dump = dump_request(cargo)?;
         let chip_overrides = chip_overrides(cargo);
+        let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
         let options = Options {
             opt_level: self.opt_level,
             chip_overrides: &chip_overrides,
             base_dir: &base_dir,
+            dump: dump_request(cargo)?,
+            crate_name: &crate_name,
         };
 
         let plans = run_all(&self.kernels, |(path, requests)| {
@@ -198,7 +193,7 @@ impl Build {
         })?;
         let compiled = assemble(&plans, outputs)?;
 
-        let manifest = write_outputs(&out_dir, compiled, dump, cargo)?;
+        let manifest = write_outputs(&out_dir, compiled, &crate_name, cargo)?;
         let manifest_path = write_manifest(&out_dir, &manifest)?;
         Ok((manifest, manifest_path, out_dir))
     }
@@ -256,11 +251,11 @@ fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
 fn write_outputs(
     out_dir: &Path,
     compiled: Vec<CompiledModule>,
-    dump: DumpRequest,
+    crate_name: &str,
     cargo: &CargoOutput,
 ) -> Result<Manifest> {
     let mut manifest = Manifest::new(concat!("gpu-build ", env!("CARGO_PKG_VERSION")));
-    let mut host_objects: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut host_objects: Vec<Vec<u8>> = Vec::new();
     for module in compiled {
         let dir = format!(
             "gpu-build/{}/{}",
@@ -285,13 +280,13 @@ fn write_outputs(
                     triple: spec.triple.clone(),
                     features: spec.features.clone(),
                     opt_level: spec.opt_level,
-                    path: relative.clone(),
+                    path: relative,
                     size: artifact.bytes.len() as u64,
                     sha256: sha256_hex(&artifact.bytes),
                     host: compiled.host.clone(),
                 });
                 if spec.vendor == Vendor::Host {
-                    host_objects.push((relative.clone(), artifact.bytes.clone()));
+                    host_objects.push(artifact.bytes);
                 }
             }
             let isa_extension = if spec.vendor == Vendor::Nvptx {
@@ -300,12 +295,12 @@ fn write_outputs(
                 "s"
             };
             let dumps = [
-                (dump.llvm, "linked.ll", &compiled.dumps.linked),
-                (dump.llvm, "opt.ll", &compiled.dumps.optimized),
-                (dump.isa, isa_extension, &compiled.dumps.isa),
+                ("linked.ll", &compiled.dumps.linked),
+                ("opt.ll", &compiled.dumps.optimized),
+                (isa_extension, &compiled.dumps.isa),
             ];
-            for (wanted, extension, text) in dumps {
-                if wanted {
+            for (extension, text) in dumps {
+                if let Some(text) = text {
                     let path = out_dir.join(format!("{dir}/{stem}.{extension}"));
                     write_atomic(&path, text.as_bytes())?;
                     cargo.warn(format!("GPU_BUILD_DUMP wrote {}", path.display()));
@@ -320,7 +315,7 @@ fn write_outputs(
         });
     }
     if !host_objects.is_empty() {
-        let (dir, name) = write_host_library(out_dir, &host_objects)?;
+        let (dir, name) = write_host_library(out_dir, crate_name, &host_objects)?;
         cargo.link_static(&dir, &name);
     }
     Ok(manifest)

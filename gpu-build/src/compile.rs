@@ -7,7 +7,8 @@ use crate::frontend::mlir::{self, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
 use crate::lower::lower_to_llvm;
-use crate::module_to_object::{module_to_object, Compiled, Toolkits};
+use crate::module_to_object::{module_to_object, Compiled, DumpRequest, ObjectSettings, Toolkits};
+use crate::output::identifier_part;
 use crate::target::{TargetSpec, Vendor};
 use gpu_manifest::{Argument, Kernel, Param};
 use inkwell::context::Context as LlvmContext;
@@ -37,6 +38,9 @@ pub(crate) struct Options<'a> {
     pub chip_overrides: &'a [(Vendor, Vec<String>)],
     /// Relative `link` paths are resolved against this (the crate's directory).
     pub base_dir: &'a Path,
+    pub dump: DumpRequest,
+    /// The crate being built (`CARGO_PKG_NAME`): host symbols and libraries are named after it.
+    pub crate_name: &'a str,
 }
 
 /// The targets one gpu.module is built for: the caller's requests (chips named there replace the
@@ -251,35 +255,21 @@ pub(crate) fn run_task(
         kind => llvm_ir::parse(&llvm, source, kind)?,
     };
     let kernels = kernels_of(desc, &module).map_err(|e| e.context(&context))?;
-    let prefix = host_symbol_prefix(&source.display, &desc.name);
-    let compiled = module_to_object(
-        module,
-        &llvm,
-        spec,
-        options.base_dir,
-        &prefix,
-        toolkits,
-        cargo,
-    )
-    .map_err(|e| e.context(&context))?;
+    let settings = ObjectSettings {
+        link_base: options.base_dir,
+        host_symbol_prefix: &host_symbol_prefix(options.crate_name, &source.display, &desc.name),
+        dump: options.dump,
+    };
+    let compiled = module_to_object(module, &llvm, spec, &settings, toolkits, cargo)
+        .map_err(|e| e.context(&context))?;
     Ok(TaskOutput { kernels, compiled })
 }
 
 /// Entry points of host kernels are global symbols of the final program: the crate, file and
 /// module name keep them apart from everything else.
-fn host_symbol_prefix(source: &str, module: &str) -> String {
-    let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
-    let clean = |text: &str| -> String {
-        text.chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect()
-    };
-    format!(
-        "__gpu_host__{}__{}__{}__",
-        clean(&crate_name),
-        clean(source),
-        clean(module)
-    )
+fn host_symbol_prefix(crate_name: &str, source: &str, module: &str) -> String {
+    let [crate_name, source, module] = [crate_name, source, module].map(identifier_part);
+    format!("__gpu_host__{crate_name}__{source}__{module}__")
 }
 
 /// Groups task outputs (in [`tasks`] order) back into modules. Every target of a module must
@@ -480,17 +470,15 @@ mod tests {
             spec(Vendor::Nvptx, "sm_80", 3),
             spec(Vendor::Amdgpu, "gfx90a", 1),
         ];
-        let base = Path::new(".");
+        let options = |opt_level, chip_overrides| Options {
+            opt_level,
+            chip_overrides,
+            base_dir: Path::new("."),
+            dump: DumpRequest::default(),
+            crate_name: "test",
+        };
         let ask = |requests: &[TargetRequest], opt_level| {
-            resolve_targets(
-                &file,
-                requests,
-                &Options {
-                    opt_level,
-                    chip_overrides: &[],
-                    base_dir: base,
-                },
-            )
+            resolve_targets(&file, requests, &options(opt_level, &[]))
         };
         let request = |vendor, chips: &[&str], fallback: &[&str]| TargetRequest {
             vendor,
@@ -508,30 +496,21 @@ mod tests {
             ask(&bare_amdgpu, Some(0)),
             vec![spec(Vendor::Amdgpu, "gfx90a", 0)]
         );
-        let options = Options {
-            opt_level: None,
-            chip_overrides: &[],
-            base_dir: base,
-        };
+        let defaults = options(None, &[]);
         assert_eq!(
-            resolve_targets(&[], &[request(Vendor::Amdgpu, &[], &[])], &options),
+            resolve_targets(&[], &[request(Vendor::Amdgpu, &[], &[])], &defaults),
             vec![TargetSpec::default_for(Vendor::Amdgpu)]
         );
         assert_eq!(
-            resolve_targets(&[], &bare_amdgpu, &options),
+            resolve_targets(&[], &bare_amdgpu, &defaults),
             vec![TargetSpec::new(Vendor::Amdgpu, "gfx942")]
         );
         let overrides = [(
             Vendor::Nvptx,
             vec!["sm_86".to_string(), "sm_89".to_string()],
         )];
-        let options = Options {
-            opt_level: None,
-            chip_overrides: &overrides,
-            base_dir: base,
-        };
         assert_eq!(
-            resolve_targets(&file, &[], &options),
+            resolve_targets(&file, &[], &options(None, &overrides)),
             vec![
                 spec(Vendor::Amdgpu, "gfx90a", 1),
                 spec(Vendor::Nvptx, "sm_86", 3),

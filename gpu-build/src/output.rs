@@ -49,6 +49,14 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// An identifier-safe form of a name (`sample-project` → `sample_project`), for symbols and
+/// library names.
+pub(crate) fn identifier_part(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
 /// A file-name-safe form of a path or chip (`kernels/vadd.mlir` → `kernels_vadd_mlir`).
 pub(crate) fn file_name_part(text: &str) -> String {
     text.chars()
@@ -73,17 +81,17 @@ fn io_error(path: &Path, e: std::io::Error) -> Error {
 /// `gpu-build/host/lib<name>.a`, named after the crate so two crates' libraries never clash.
 pub(crate) fn write_host_library(
     out_dir: &Path,
-    objects: &[(String, Vec<u8>)],
+    crate_name: &str,
+    objects: &[Vec<u8>],
 ) -> Result<(PathBuf, String)> {
-    let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
-    let name = format!("gpu_host_kernels_{}", file_name_part(&crate_name));
+    let name = format!("gpu_host_kernels_{}", identifier_part(crate_name));
     let dir = out_dir.join("gpu-build/host");
     // With a symbol index, as linkers want it (the writer rustc itself uses).
     static READER: ar_archive_writer::ObjectReader = ar_archive_writer::DEFAULT_OBJECT_READER;
     let members: Vec<ar_archive_writer::NewArchiveMember> = objects
         .iter()
         .enumerate()
-        .map(|(index, (_, bytes))| {
+        .map(|(index, bytes)| {
             ar_archive_writer::NewArchiveMember::new(
                 bytes.as_slice(),
                 &READER,

@@ -34,13 +34,29 @@ pub(crate) struct Artifact {
     pub bytes: Vec<u8>,
 }
 
-/// Intermediate text kept for `GPU_BUILD_DUMP`.
+/// Which intermediate results `GPU_BUILD_DUMP` asks for (`GPU_BUILD_DUMP=llvm,isa`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DumpRequest {
+    pub llvm: bool,
+    pub isa: bool,
+}
+
+/// Intermediate text kept for `GPU_BUILD_DUMP`; only what was asked for is produced.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Dumps {
     /// LLVM IR after linking, before optimization.
-    pub linked: String,
-    pub optimized: String,
-    pub isa: String,
+    pub linked: Option<String>,
+    pub optimized: Option<String>,
+    pub isa: Option<String>,
+}
+
+/// What one compilation needs besides the module and its target.
+pub(crate) struct ObjectSettings<'a> {
+    /// Relative `link` paths are resolved against this.
+    pub link_base: &'a Path,
+    /// Prefix of the host entry points' symbols.
+    pub host_symbol_prefix: &'a str,
+    pub dump: DumpRequest,
 }
 
 #[derive(Debug, Clone)]
@@ -148,11 +164,11 @@ pub(crate) fn module_to_object<'ll>(
     module: Module<'ll>,
     llvm: &'ll Context,
     spec: &TargetSpec,
-    link_base: &Path,
-    host_symbol_prefix: &str,
+    settings: &ObjectSettings,
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
+    let host_symbol_prefix = settings.host_symbol_prefix;
     let (machine, processor) = target_machine(spec)?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
@@ -181,7 +197,7 @@ pub(crate) fn module_to_object<'ll>(
 
     let mut searched = vec!["the kernel file".to_string()];
     for path in &spec.link {
-        let path = link_base.join(path);
+        let path = settings.link_base.join(path);
         let library = link::load_bitcode(llvm, &path, "link file", cargo)?;
         link::link_only_needed(&module, library, &path.display().to_string())?;
         searched.push(path.display().to_string());
@@ -197,12 +213,13 @@ pub(crate) fn module_to_object<'ll>(
         nvptx::post_link(&job, &module);
     }
 
+    let print = |wanted: bool| wanted.then(|| module.print_to_string().to_string());
     let mut dumps = Dumps {
-        linked: module.print_to_string().to_string(),
+        linked: print(settings.dump.llvm),
         ..Dumps::default()
     };
     optimize(&module, &machine, spec.opt_level)?;
-    dumps.optimized = module.print_to_string().to_string();
+    dumps.optimized = print(settings.dump.llvm);
     // After optimization: libdevice's `__nvvm_reflect` calls are folded away by then.
     link::check_resolved(
         &module,
@@ -211,19 +228,31 @@ pub(crate) fn module_to_object<'ll>(
         &searched.join(", "),
     )?;
 
-    // Code generation may rewrite the IR it runs on, so each emission gets its own copy.
-    let isa = emit(&machine, &module.clone(), FileType::Assembly)?;
-    dumps.isa = String::from_utf8_lossy(&isa).into_owned();
     let artifacts = match spec.vendor {
-        Vendor::Nvptx => nvptx::isa_to_objects(&job, isa)?,
-        Vendor::Amdgpu => {
-            amdgpu::object_to_hsaco(&job, emit(&machine, &module, FileType::Object)?)?
+        // PTX is both the ISA and the object the driver loads.
+        Vendor::Nvptx => {
+            let ptx = emit(&machine, &module, FileType::Assembly)?;
+            if settings.dump.isa {
+                dumps.isa = Some(String::from_utf8_lossy(&ptx).into_owned());
+            }
+            nvptx::isa_to_objects(&job, ptx)?
         }
-        Vendor::Host => vec![Artifact {
-            format: Format::Bin,
-            extension: "o",
-            bytes: emit(&machine, &module, FileType::Object)?,
-        }],
+        vendor => {
+            // Code generation may rewrite the IR it runs on: the assembly dump gets a copy.
+            if settings.dump.isa {
+                let isa = emit(&machine, &module.clone(), FileType::Assembly)?;
+                dumps.isa = Some(String::from_utf8_lossy(&isa).into_owned());
+            }
+            let object = emit(&machine, &module, FileType::Object)?;
+            match vendor {
+                Vendor::Amdgpu => amdgpu::object_to_hsaco(&job, object)?,
+                _ => vec![Artifact {
+                    format: Format::Bin,
+                    extension: "o",
+                    bytes: object,
+                }],
+            }
+        }
     };
     Ok(Compiled {
         artifacts,
