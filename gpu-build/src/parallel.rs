@@ -1,11 +1,13 @@
 //! Running compile tasks in parallel, within the parallelism cargo grants: a build script shares
-//! cargo's jobserver, so each extra worker thread first takes a token from it (as `cc` does).
-//! Extra workers only poll for a token while work remains: blocking on one would deadlock when
-//! every token is held by build scripts waiting for their own workers.
+//! cargo's jobserver, so every thread beyond the first works under a token from it (as `cc` and
+//! rustc do). Tokens are requested through the jobserver's helper thread and a worker starts
+//! when one arrives; the first thread never waits for a token, and pending requests are dropped
+//! once the work is done, so build scripts holding every token cannot wait on each other.
 
 use crate::error::{Error, ErrorKind, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{mpsc, Mutex, OnceLock};
+use std::thread::{Scope, ScopedJoinHandle};
 
 /// MLIR's parser and LLVM recurse; a large stack turns pathological input into the nesting
 /// check's error rather than a stack overflow.
@@ -27,18 +29,51 @@ fn jobserver() -> Option<&'static jobserver::Client> {
         .as_ref()
 }
 
-/// A jobserver token, or `None` once no work is left (or the jobserver fails).
-fn wait_for_token(next: &AtomicUsize, items: usize) -> Option<jobserver::Acquired> {
-    loop {
-        if next.load(Ordering::Relaxed) >= items {
-            return None;
+/// The shared state of one `run_all`: the next item to take and a slot per result.
+struct Queue<'a, T, R, F> {
+    items: &'a [T],
+    work: &'a F,
+    next: AtomicUsize,
+    failed: AtomicBool,
+    slots: Vec<Mutex<Option<Result<R>>>>,
+}
+
+impl<T, R, F: Fn(&T) -> Result<R>> Queue<'_, T, R, F> {
+    /// Runs the next item; `false` when none is left (or an item failed).
+    fn step(&self) -> bool {
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        if index >= self.items.len() || self.failed.load(Ordering::Relaxed) {
+            return false;
         }
-        match jobserver()?.try_acquire() {
-            Ok(Some(token)) => return Some(token),
-            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(5)),
-            Err(_) => return None,
-        }
+        let result = (self.work)(&self.items[index]);
+        self.failed.fetch_or(result.is_err(), Ordering::Relaxed);
+        *self.slots[index].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        true
     }
+}
+
+/// A compiler thread with a large stack.
+fn spawn<'scope, O: Send + 'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    index: usize,
+    body: impl FnOnce() -> O + Send + 'scope,
+) -> Result<ScopedJoinHandle<'scope, O>> {
+    std::thread::Builder::new()
+        .name(format!("gpu-build-{index}"))
+        .stack_size(WORKER_STACK)
+        .spawn_scoped(scope, body)
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot start a compiler thread: {e}"),
+            )
+        })
+}
+
+fn join<O>(handle: ScopedJoinHandle<'_, O>) -> Result<O> {
+    handle
+        .join()
+        .map_err(|_| Error::new(ErrorKind::Codegen, "a compiler thread panicked"))
 }
 
 /// Runs `work` on every item and returns the results in order, or the first error (in item
@@ -48,51 +83,50 @@ pub(crate) fn run_all<T: Sync, R: Send>(
     work: impl Fn(&T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = items.len().min(cores).max(1);
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let slots: Vec<Mutex<Option<Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    let worker = |first: bool| {
-        // The build script holds one token implicitly; every further worker needs its own.
-        let _token = if first {
-            None
-        } else {
-            Some(wait_for_token(&next, items.len())?)
-        };
-        loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            if index >= items.len() || failed.load(Ordering::Relaxed) {
-                return Some(());
-            }
-            let result = work(&items[index]);
-            failed.fetch_or(result.is_err(), Ordering::Relaxed);
-            *slots[index].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        }
+    let extra_workers = items.len().min(cores).saturating_sub(1);
+    let queue = Queue {
+        items,
+        work: &work,
+        next: AtomicUsize::new(0),
+        failed: AtomicBool::new(false),
+        slots: items.iter().map(|_| Mutex::new(None)).collect(),
     };
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|i| {
-                std::thread::Builder::new()
-                    .name(format!("gpu-build-{i}"))
-                    .stack_size(WORKER_STACK)
-                    .spawn_scoped(scope, move || worker(i == 0))
-            })
-            .collect();
-        for handle in handles {
-            let handle = handle.map_err(|e| {
-                Error::new(
-                    ErrorKind::Io,
-                    format!("cannot start a compiler thread: {e}"),
-                )
-            })?;
-            handle
-                .join()
-                .map_err(|_| Error::new(ErrorKind::Codegen, "a compiler thread panicked"))?;
-        }
-        Ok::<_, Error>(())
+        let queue = &queue;
+        let first = spawn(scope, 0, move || {
+            let (granted, tokens) = mpsc::channel();
+            let helper = jobserver()
+                .filter(|_| extra_workers > 0)
+                .and_then(|client| {
+                    client
+                        .clone()
+                        .into_helper_thread(move |token| drop(granted.send(token)))
+                        .ok()
+                });
+            if let Some(helper) = &helper {
+                (0..extra_workers).for_each(|_| helper.request_token());
+            }
+            let mut workers = Vec::new();
+            loop {
+                // Each granted token starts a worker that holds it until the queue is empty.
+                while let Ok(Ok(token)) = tokens.try_recv() {
+                    workers.push(spawn(scope, workers.len() + 1, move || {
+                        let _token = token;
+                        while queue.step() {}
+                    }));
+                }
+                if !queue.step() {
+                    break;
+                }
+            }
+            // Stops asking for tokens this run no longer needs.
+            drop(helper);
+            workers.into_iter().try_for_each(|worker| join(worker?))
+        })?;
+        join(first)?
     })?;
     let mut results = Vec::with_capacity(items.len());
-    for slot in slots {
+    for slot in queue.slots {
         match slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
             Some(Ok(value)) => results.push(value),
             Some(Err(error)) => return Err(error),
