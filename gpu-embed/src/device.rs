@@ -1,13 +1,12 @@
 //! Devices and streams. Devices are found once per process, from every driver that loads; each
 //! keeps the modules loaded on it (once per binary, on first launch, thread-safely).
 
-use crate::binary::{Binary, Format, Vendor};
+use crate::binary::{Binary, Vendor};
 use crate::driver::host::HOST;
 use crate::driver::{cuda, hip, Driver, FoundDevice, Handle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
 use std::collections::hash_map::{Entry, HashMap};
-use std::ffi::CString;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A GPU the program can launch kernels on.
@@ -146,37 +145,30 @@ impl Device {
     }
 
     /// The kernel's function, loading the binary's best object onto this device the first time.
-    pub(crate) fn function(&self, binary: &'static Binary, kernel: &'static str) -> Result<Handle> {
-        if self.vendor() == Vendor::Host {
-            let object = select(binary, &self.arch())
-                .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
-            let host_kernel = object.host_kernel(kernel).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NoFittingObject,
-                    format!(
-                        "gpu.module @{} has no host kernel `{kernel}`",
-                        binary.name()
-                    ),
-                )
-            })?;
-            return Ok(Handle(host_kernel as *const _ as *mut std::ffi::c_void));
-        }
-        let driver = self.current()?;
+    /// `driver` is this device's, already current (see [`Device::current`]).
+    pub(crate) fn function(
+        &self,
+        driver: &dyn Driver,
+        binary: &'static Binary,
+        kernel: &'static str,
+    ) -> Result<Handle> {
         let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
         let loaded = match modules.entry(binary as *const Binary as usize) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
                 let object = select(binary, &self.arch())
                     .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
-                // PTX is read as a C string.
-                let image: Vec<u8> = match object.format() {
-                    Format::Isa => object.bytes().iter().copied().chain([0]).collect(),
-                    Format::Bin => object.bytes().to_vec(),
-                };
-                let what = format!("{} of gpu.module @{}", object.describe(), binary.name());
-                let module = driver
-                    .load_module(&image, &what)
-                    .map_err(|e| self.context(e))?;
+                let module = driver.load_module(object).map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        format!(
+                            "{} of gpu.module @{} on {}",
+                            e.message(),
+                            binary.name(),
+                            self.name()
+                        ),
+                    )
+                })?;
                 entry.insert(Loaded {
                     module,
                     object: object.describe(),
@@ -187,9 +179,7 @@ impl Device {
         if let Some(function) = loaded.functions.get(kernel) {
             return Ok(*function);
         }
-        let name = CString::new(kernel)
-            .map_err(|_| Error::new(ErrorKind::InvalidArgument, "kernel name with a NUL byte"))?;
-        let function = driver.function(loaded.module, &name).map_err(|e| {
+        let function = driver.function(loaded.module, kernel).map_err(|e| {
             Error::new(
                 e.kind(),
                 format!("{} in {} on {}", e.message(), loaded.object, self.name()),

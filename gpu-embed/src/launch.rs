@@ -67,18 +67,6 @@ pub unsafe fn launch(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     config.check(kernel)?;
-    if device.vendor() == crate::binary::Vendor::Host
-        && config.shared_mem_bytes > crate::driver::host::DYNAMIC_SHARED_BYTES
-    {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!(
-                "launching `{kernel}`: {} bytes of dynamic shared memory; the host target provides at most {}",
-                config.shared_mem_bytes,
-                crate::driver::host::DYNAMIC_SHARED_BYTES
-            ),
-        ));
-    }
     if let Some(stream) = config.stream {
         if !stream.device().is_same(device) {
             return Err(Error::new(
@@ -87,8 +75,8 @@ pub unsafe fn launch(
             ));
         }
     }
-    let function = device.function(binary, kernel)?;
     let driver = device.current()?;
+    let function = device.function(driver, binary, kernel)?;
     let stream = config
         .stream
         .map_or(Handle(std::ptr::null_mut()), Stream::raw);

@@ -1,10 +1,10 @@
 //! The CUDA driver API from `libcuda.so.1`.
 
-use super::{c_string, static_c_str, Driver, FoundDevice, Handle};
-use crate::binary::Vendor;
+use super::{c_name, c_string, static_c_str, Driver, FoundDevice, Handle};
+use crate::binary::{Format, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
 type CuResult = c_int;
@@ -160,22 +160,28 @@ impl Driver for Cuda {
         })
     }
 
-    fn load_module(&self, image: &[u8], what: &str) -> Result<Handle> {
+    fn load_module(&self, object: &'static Object) -> Result<Handle> {
+        // The driver reads PTX as a C string.
+        let image: Vec<u8> = match object.format() {
+            Format::Isa => object.bytes().iter().copied().chain([0]).collect(),
+            Format::Bin => object.bytes().to_vec(),
+        };
         let mut module = std::ptr::null_mut();
         // SAFETY: a complete cubin or NUL-terminated PTX.
         self.check(
             unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) },
-            || format!("loading {what}"),
+            || format!("loading {}", object.describe()),
         )?;
         Ok(Handle(module))
     }
 
-    fn function(&self, module: Handle, name: &CStr) -> Result<Handle> {
+    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
+        let c_name = c_name(name)?;
         let mut function = std::ptr::null_mut();
         // SAFETY: a loaded module and a NUL-terminated name.
         self.check(
-            unsafe { (self.module_get_function)(&mut function, module.0, name.as_ptr()) },
-            || format!("finding kernel `{}`", name.to_string_lossy()),
+            unsafe { (self.module_get_function)(&mut function, module.0, c_name.as_ptr()) },
+            || format!("finding kernel `{name}`"),
         )?;
         Ok(Handle(function))
     }

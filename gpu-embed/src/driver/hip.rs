@@ -1,10 +1,10 @@
 //! The HIP runtime API from `libamdhip64.so` (ROCm), for AMD GPUs.
 
-use super::{c_string, static_c_str, Driver, FoundDevice, Handle};
-use crate::binary::Vendor;
+use super::{c_name, c_string, static_c_str, Driver, FoundDevice, Handle};
+use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
 type HipResult = c_int;
@@ -172,22 +172,24 @@ impl Driver for Hip {
         })
     }
 
-    fn load_module(&self, image: &[u8], what: &str) -> Result<Handle> {
+    fn load_module(&self, object: &'static Object) -> Result<Handle> {
+        let image = object.bytes();
         let mut module = std::ptr::null_mut();
         // SAFETY: a complete hsaco image.
         self.check(
             unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) },
-            || format!("loading {what}"),
+            || format!("loading {}", object.describe()),
         )?;
         Ok(Handle(module))
     }
 
-    fn function(&self, module: Handle, name: &CStr) -> Result<Handle> {
+    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
+        let c_name = c_name(name)?;
         let mut function = std::ptr::null_mut();
         // SAFETY: a loaded module and a NUL-terminated name.
         self.check(
-            unsafe { (self.module_get_function)(&mut function, module.0, name.as_ptr()) },
-            || format!("finding kernel `{}`", name.to_string_lossy()),
+            unsafe { (self.module_get_function)(&mut function, module.0, c_name.as_ptr()) },
+            || format!("finding kernel `{name}`"),
         )?;
         Ok(Handle(function))
     }

@@ -6,12 +6,12 @@
 //! Memory is ordinary host memory; launches return when the kernel is done.
 
 use super::{Driver, FoundDevice, Handle};
-use crate::binary::{HostKernel, Vendor};
+use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::alloc::Layout;
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -70,17 +70,12 @@ struct Shared(*mut *mut c_void);
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
-fn check_dims(grid: [u32; 3], block: [u32; 3], shared: u32) -> Result<()> {
+/// What a GPU would refuse too is checked by `LaunchConfig`; this is the host's own limit.
+fn check_shared_memory(shared: u32) -> Result<()> {
     if shared > DYNAMIC_SHARED_BYTES {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!("{shared} bytes of dynamic shared memory; the host target provides at most {DYNAMIC_SHARED_BYTES}"),
-        ));
-    }
-    if grid.contains(&0) || block.contains(&0) {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "a zero grid or block dimension",
         ));
     }
     Ok(())
@@ -94,7 +89,7 @@ fn launch_grid(
     shared: u32,
     params: &mut [*mut c_void],
 ) -> Result<()> {
-    check_dims(grid, block, shared)?;
+    check_shared_memory(shared)?;
     let blocks: u64 = grid.iter().map(|&d| u64::from(d)).product();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let workers = blocks.min(cores) as usize;
@@ -218,21 +213,21 @@ impl Driver for Host {
         Ok(())
     }
 
-    fn load_module(&self, _: &[u8], what: &str) -> Result<Handle> {
-        Err(Error::new(
-            ErrorKind::Driver,
-            format!("{what}: the host runs linked-in kernels, not loaded objects"),
-        ))
+    /// The host object's kernels are linked into the program: "loading" is remembering it.
+    fn load_module(&self, object: &'static Object) -> Result<Handle> {
+        Ok(Handle(object as *const Object as *mut c_void))
     }
 
-    fn function(&self, _: Handle, name: &CStr) -> Result<Handle> {
-        Err(Error::new(
-            ErrorKind::Driver,
-            format!(
-                "`{}`: host kernels are found through their binary",
-                name.to_string_lossy()
-            ),
-        ))
+    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
+        // SAFETY: host module handles point at a binary's static host `Object`.
+        let object = unsafe { &*(module.0 as *const Object) };
+        let kernel = object.host_kernel(name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoFittingObject,
+                format!("the host object has no kernel `{name}`"),
+            )
+        })?;
+        Ok(Handle(kernel as *const HostKernel as *mut c_void))
     }
 
     unsafe fn launch(

@@ -6,9 +6,9 @@ pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
 
-use crate::binary::Vendor;
-use crate::error::Result;
-use std::ffi::{c_void, CStr};
+use crate::binary::{Object, Vendor};
+use crate::error::{Error, ErrorKind, Result};
+use std::ffi::{c_void, CStr, CString};
 
 /// An opaque driver handle (context, module, function, stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +33,10 @@ pub(crate) trait Driver: Sync {
     fn vendor(&self) -> Vendor;
     /// Makes `device` the calling thread's current device.
     fn make_current(&self, device: Handle) -> Result<()>;
-    /// Loads a cubin, NUL-terminated PTX, or hsaco into the current device.
-    fn load_module(&self, image: &[u8], what: &str) -> Result<Handle>;
-    fn function(&self, module: Handle, name: &CStr) -> Result<Handle>;
+    /// Makes `object` (the one selection chose for the device) runnable on the current device.
+    fn load_module(&self, object: &'static Object) -> Result<Handle>;
+    /// The kernel `name` of a loaded module.
+    fn function(&self, module: Handle, name: &str) -> Result<Handle>;
     /// # Safety
     /// `params` must match the kernel's parameters.
     unsafe fn launch(
@@ -60,6 +61,16 @@ pub(crate) trait Driver: Sync {
     fn create_stream(&self) -> Result<Handle>;
     fn synchronize_stream(&self, stream: Handle) -> Result<()>;
     fn destroy_stream(&self, stream: Handle);
+}
+
+/// A kernel name as the drivers take it.
+pub(crate) fn c_name(name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("kernel name `{name}` contains a NUL byte"),
+        )
+    })
 }
 
 /// Reads a NUL-terminated name a driver wrote into `buffer`.
