@@ -33,8 +33,8 @@ impl Cuda {
         ));
 
         Cuda {
-            ptxas: Probe::first_existing(ptxas),
-            libdevice: Probe::first_existing(libdevice),
+            ptxas: Probe::first_file(ptxas),
+            libdevice: Probe::first_file(libdevice),
         }
     }
 

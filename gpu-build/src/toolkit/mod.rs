@@ -6,9 +6,9 @@ pub(crate) mod cuda;
 pub(crate) mod rocm;
 
 use crate::cargo::CargoOutput;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The first existing path among candidates, and every candidate tried.
+/// The first candidate that is a file, and every candidate tried.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Probe {
     pub found: Option<PathBuf>,
@@ -16,10 +16,10 @@ pub(crate) struct Probe {
 }
 
 impl Probe {
-    pub fn first_existing(candidates: impl IntoIterator<Item = PathBuf>) -> Probe {
+    pub fn first_file(candidates: impl IntoIterator<Item = PathBuf>) -> Probe {
         let mut probe = Probe::default();
         for candidate in candidates {
-            if probe.found.is_none() && candidate.exists() {
+            if probe.found.is_none() && candidate.is_file() {
                 probe.found = Some(candidate.clone());
             }
             if !probe.tried.contains(&candidate) {
@@ -70,8 +70,4 @@ pub(crate) fn join_all(roots: &[PathBuf], relative: &str) -> Vec<PathBuf> {
 /// Debian's multiarch library directory name for this machine (`x86_64-linux-gnu`).
 pub(crate) fn multiarch() -> String {
     format!("{}-linux-gnu", std::env::consts::ARCH)
-}
-
-pub(crate) fn is_file(path: &Path) -> bool {
-    path.is_file()
 }

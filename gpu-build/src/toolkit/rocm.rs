@@ -4,7 +4,7 @@
 //! `amdgcn/bitcode` and the linker at `llvm/bin/ld.lld`. Then what upstream misses: Debian's
 //! `rocm-device-libs` (`/usr/lib/<multiarch>/amdgcn/bitcode`) and `lld-22` (`ld.lld-22`).
 
-use super::{env_roots, is_file, join_all, multiarch, on_path, Probe};
+use super::{env_roots, join_all, multiarch, on_path, Probe};
 use crate::cargo::CargoOutput;
 use std::path::PathBuf;
 
@@ -28,7 +28,7 @@ impl Rocm {
             multiarch()
         )));
         bitcode.push(PathBuf::from("/usr/lib/amdgcn/bitcode"));
-        let bitcode_dir = Probe::first_existing(bitcode.into_iter().map(|dir| dir.join("ocml.bc")));
+        let bitcode_dir = Probe::first_file(bitcode.into_iter().map(|dir| dir.join("ocml.bc")));
         let bitcode_dir = Probe {
             found: bitcode_dir
                 .found
@@ -40,8 +40,7 @@ impl Rocm {
         ld_lld.extend(on_path(cargo, "ld.lld-22"));
         ld_lld.push(PathBuf::from("/usr/lib/llvm-22/bin/ld.lld"));
         ld_lld.extend(on_path(cargo, "ld.lld"));
-        let mut ld_lld = Probe::first_existing(ld_lld);
-        ld_lld.found = ld_lld.found.filter(|path| is_file(path));
+        let ld_lld = Probe::first_file(ld_lld);
 
         Rocm {
             bitcode_dir,
