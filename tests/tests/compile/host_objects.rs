@@ -1,9 +1,7 @@
 //! The host target at build time: kernels compiled for the build's own triple into a static
 //! library, with one entry point per kernel and GPU intrinsics turned into CPU code.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use gpu_build::{ErrorKind, Vendor};
 use object::{Object as _, ObjectSymbol};
 

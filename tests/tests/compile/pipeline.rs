@@ -1,9 +1,7 @@
 //! Pipeline behaviour beyond the sample: NVPTX `fast` / `ftz`, user bitcode linking, LLVM IR
 //! input, several gpu.modules in one file.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use gpu_build::Vendor;
 use gpu_manifest::Format;
 use std::process::Command;

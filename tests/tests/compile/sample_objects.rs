@@ -2,9 +2,7 @@
 //! ptxas accepts every PTX, every hsaco is an AMDGPU ELF shared object with a `.kd` descriptor
 //! per kernel, and nothing calls into a device library that was not linked.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use gpu_build::Vendor;
 use gpu_manifest::Format;
 use object::{Object as _, ObjectSymbol};

@@ -1,9 +1,7 @@
 //! Every class of bad input gets a clear error (what, where as file:line:col, how to fix it),
 //! never a panic, and leaves no manifest behind (checked by `compile_error`).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use gpu_build::{ErrorKind, Vendor};
 
 const GOOD_MODULE: &str = r#"gpu.module @k [#nvvm.target<chip = "sm_80">] {

@@ -1,9 +1,7 @@
 //! The peer check: for single-vendor llvm-dialect input, our PTX equals what upstream's
 //! `mlir-opt-22 --gpu-module-to-binary=format=isa` emits at the same O (comment lines aside).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::process::Command;
 
 /// A reduction-free but non-trivial kernel: index math, a branch, loads, fma, a loop.

@@ -1,0 +1,12 @@
+//! The compiler's tests that leave the process environment alone, in one test binary: each
+//! binary links LLVM and MLIR statically (about 275 MB), so they share one. Tests that change
+//! environment variables keep binaries of their own (`tests/*.rs`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod cross_check;
+mod host_objects;
+mod pipeline;
+mod sample_objects;
