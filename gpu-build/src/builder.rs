@@ -7,8 +7,7 @@ use crate::compile::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::{DumpRequest, Toolkits};
 use crate::output::{
-    file_name_part, remove_stale_manifest, sha256_hex, write_atomic, write_host_library,
-    write_manifest,
+    file_name_part, sha256_hex, start_build, write_atomic, write_host_library, write_manifest,
 };
 use crate::parallel::run_all;
 use crate::target::Vendor;
@@ -154,7 +153,7 @@ impl Build {
                 .map(PathBuf::from)
                 .unwrap_or_default(),
         };
-        remove_stale_manifest(&out_dir)?;
+        let scratch = start_build(&out_dir)?;
         if self.kernels.is_empty() {
             return Err(Error::new(
                 ErrorKind::NothingToCompile,
@@ -175,6 +174,7 @@ impl Build {
             base_dir: &base_dir,
             dump: dump_request(cargo)?,
             crate_name: &crate_name,
+            scratch: scratch.path(),
         };
 
         let plans = run_all(&self.kernels, |(path, requests)| {

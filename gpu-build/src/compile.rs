@@ -6,6 +6,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::mlir::{self, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
+use crate::llvm_errors::{Compiling, Diagnostics};
 use crate::lower::lower_to_llvm;
 use crate::module_to_object::{module_to_object, Compiled, DumpRequest, ObjectSettings, Toolkits};
 use crate::output::identifier_part;
@@ -41,6 +42,8 @@ pub(crate) struct Options<'a> {
     pub dump: DumpRequest,
     /// The crate being built (`CARGO_PKG_NAME`): host symbols and libraries are named after it.
     pub crate_name: &'a str,
+    /// Where external tools may write temporary files (inside `OUT_DIR`).
+    pub scratch: &'a Path,
 }
 
 /// The targets one gpu.module is built for: the caller's requests (chips named there replace the
@@ -143,6 +146,7 @@ pub(crate) fn plan_file(
     cargo: &CargoOutput,
 ) -> Result<FilePlan> {
     cargo.read_file(path);
+    let _compiling = Compiling::new(format!("{display}: reading the kernel file"));
     let kind = InputKind::of(path).ok_or_else(|| {
         Error::new(
             ErrorKind::InvalidInput,
@@ -154,6 +158,7 @@ pub(crate) fn plan_file(
         InputKind::Mlir => describe_mlir(&source)?,
         InputKind::LlvmIr | InputKind::Bitcode => vec![describe_llvm_ir(&source, kind, requests)?],
     };
+    check_module_names(&descs)?;
     let modules = descs
         .into_iter()
         .enumerate()
@@ -241,7 +246,9 @@ pub(crate) fn run_task(
         "{}: gpu.module @{} for {} {}",
         desc.location, desc.name, spec.vendor, spec.chip
     );
+    let _compiling = Compiling::new(&context);
     let llvm = LlvmContext::create();
+    let diagnostics = Diagnostics::attach(&llvm);
     let module = match task.file.kind {
         InputKind::Mlir => lower_to_llvm(
             &Mlir::new(),
@@ -259,9 +266,18 @@ pub(crate) fn run_task(
         link_base: options.base_dir,
         host_symbol_prefix: &host_symbol_prefix(options.crate_name, &source.display, &desc.name),
         dump: options.dump,
+        scratch: options.scratch,
     };
-    let compiled = module_to_object(module, &llvm, spec, &settings, toolkits, cargo)
-        .map_err(|e| e.context(&context))?;
+    let compiled = module_to_object(
+        module,
+        &llvm,
+        &diagnostics,
+        spec,
+        &settings,
+        toolkits,
+        cargo,
+    )
+    .map_err(|e| e.context(&context))?;
     Ok(TaskOutput { kernels, compiled })
 }
 
@@ -353,6 +369,7 @@ fn targets_for(
             }
         }
     }
+    check_kernel_names(desc, &specs)?;
     if desc.kernels.is_empty() {
         cargo.warn(format!(
             "{}: gpu.module @{} has no kernels (no `gpu.func ... kernel` and no `llvm.func` with \
@@ -361,6 +378,82 @@ fn targets_for(
         ));
     }
     Ok(specs)
+}
+
+/// One Rust module per gpu.module of a file: their names must differ.
+fn check_module_names(descs: &[GpuModuleDesc]) -> Result<()> {
+    for (index, desc) in descs.iter().enumerate() {
+        let rust = gpu_manifest::call::module_name(&desc.name);
+        if let Some(first) = descs[..index]
+            .iter()
+            .find(|d| gpu_manifest::call::module_name(&d.name) == rust)
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{}: error: gpu.modules @{} and @{} would both become the Rust module `{rust}`; \
+                     rename one of them",
+                    desc.location, first.name, desc.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Kernel names every target and the launch stubs can use: PTX identifiers for NVPTX (LLVM
+/// aborts the process on any other symbol name), and distinct launch-function names.
+fn check_kernel_names(desc: &GpuModuleDesc, specs: &[TargetSpec]) -> Result<()> {
+    if let Some(spec) = specs.iter().find(|s| s.vendor == Vendor::Nvptx) {
+        if let Some(kernel) = desc.kernels.iter().find(|k| !is_ptx_identifier(&k.name)) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{}: error: kernel `{}` cannot be compiled for {} {}: a PTX name is letters, \
+                     digits, `_` and `$`, starting with a letter (or with `_` or `$` followed by at \
+                     least one more); rename it, e.g. `@{}`",
+                    kernel.location,
+                    kernel.name,
+                    spec.vendor,
+                    spec.chip,
+                    gpu_manifest::call::stub_name(&kernel.name)
+                ),
+            ));
+        }
+    }
+    for (index, kernel) in desc.kernels.iter().enumerate() {
+        let stub = gpu_manifest::call::stub_name(&kernel.name);
+        if let Some(first) = desc.kernels[..index]
+            .iter()
+            .find(|k| gpu_manifest::call::stub_name(&k.name) == stub)
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{}: error: kernels `{}` and `{}` of gpu.module @{} would both be launched \
+                     by `{}::{stub}` (a Rust name has no `-` or `.`); rename one of them",
+                    kernel.location,
+                    first.name,
+                    kernel.name,
+                    desc.name,
+                    gpu_manifest::call::module_name(&desc.name)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// PTX's identifier grammar (`[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`) without the
+/// leading `%`, which LLVM's assembly printer refuses.
+pub(crate) fn is_ptx_identifier(name: &str) -> bool {
+    let follows = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() => chars.all(follows),
+        Some('_' | '$') => name.len() > 1 && chars.all(follows),
+        _ => false,
+    }
 }
 
 /// The kernels' signatures and lowered parameter lists, from one target's LLVM IR.
@@ -441,6 +534,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ptx_identifiers() {
+        for name in ["vadd", "_k", "$k", "k_$1", "_Z3fooPf"] {
+            assert!(is_ptx_identifier(name), "{name}");
+        }
+        for name in ["", "_", "$", "%k", "1k", "weird-name.v2", "a.b", "a b", "ü"] {
+            assert!(!is_ptx_identifier(name), "{name}");
+        }
+    }
+
+    #[test]
     fn memrefs_lower_to_descriptors() {
         assert_eq!(lowered_width("memref<?xf32>"), 5);
         assert_eq!(
@@ -476,6 +579,7 @@ mod tests {
             base_dir: Path::new("."),
             dump: DumpRequest::default(),
             crate_name: "test",
+            scratch: Path::new("."),
         };
         let ask = |requests: &[TargetRequest], opt_level| {
             resolve_targets(&file, requests, &options(opt_level, &[]))

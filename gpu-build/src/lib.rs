@@ -13,6 +13,7 @@ mod compile;
 mod discover;
 mod error;
 mod frontend;
+mod llvm_errors;
 mod lower;
 mod module_to_object;
 mod output;

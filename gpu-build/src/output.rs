@@ -12,15 +12,46 @@ pub(crate) fn manifest_path(out_dir: &Path) -> PathBuf {
     out_dir.join(MANIFEST_PATH)
 }
 
-/// Removes the previous build's manifest before anything else happens: if this build fails,
-/// nothing stale remains for `include_gpu_binary!` to embed.
-pub(crate) fn remove_stale_manifest(out_dir: &Path) -> Result<()> {
-    match std::fs::remove_file(manifest_path(out_dir)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(io_error(&manifest_path(out_dir), e))
-        }
-        _ => Ok(()),
+/// Everything gpu-build writes lives under `$OUT_DIR/gpu-build`.
+const OUTPUT_DIR: &str = "gpu-build";
+
+/// Scratch space for external tools (ptxas, ld.lld): inside `OUT_DIR`, where cargo allows a build
+/// script to write, never the system temporary directory. Removed when dropped.
+pub(crate) struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Starts a build from nothing: the previous manifest goes first (if this build fails, nothing
+/// stale remains for `include_gpu_binary!` to embed), then everything else an earlier build
+/// left, finished or killed half-way (objects of modules that are gone, temporary files,
+/// scratch), so every build's outputs are exactly what a clean build writes.
+pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
+    let remove = |path: &Path, result: std::io::Result<()>| match result {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::new(
+            ErrorKind::Io,
+            format!("cannot remove {}: {e}", path.display()),
+        )),
+        _ => Ok(()),
+    };
+    let manifest = manifest_path(out_dir);
+    remove(&manifest, std::fs::remove_file(&manifest))?;
+    let outputs = out_dir.join(OUTPUT_DIR);
+    remove(&outputs, std::fs::remove_dir_all(&outputs))?;
+    let path = outputs.join("scratch");
+    std::fs::create_dir_all(&path).map_err(|e| io_error(&path, e))?;
+    Ok(Scratch { path })
 }
 
 /// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).

@@ -41,14 +41,31 @@ struct Queue<'a, T, R, F> {
 impl<T, R, F: Fn(&T) -> Result<R>> Queue<'_, T, R, F> {
     /// Runs the next item; `false` when none is left (or an item failed).
     fn step(&self) -> bool {
-        let index = self.next.fetch_add(1, Ordering::Relaxed);
-        if index >= self.items.len() || self.failed.load(Ordering::Relaxed) {
-            return false;
+        match self.take() {
+            Some(index) => {
+                self.run(index);
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Claims the next item, unless an item has failed. A claimed item is always run: the
+    /// failure check comes before the claim, so no index is taken and then dropped.
+    fn take(&self) -> Option<usize> {
+        if self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        (index < self.items.len()).then_some(index)
+    }
+
+    fn run(&self, index: usize) {
         let result = (self.work)(&self.items[index]);
-        self.failed.fetch_or(result.is_err(), Ordering::Relaxed);
+        if result.is_err() {
+            self.failed.store(true, Ordering::Release);
+        }
         *self.slots[index].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        true
     }
 }
 
@@ -125,15 +142,107 @@ pub(crate) fn run_all<T: Sync, R: Send>(
         })?;
         join(first)?
     })?;
-    let mut results = Vec::with_capacity(items.len());
-    for slot in queue.slots {
-        match slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    collect(queue.slots)
+}
+
+/// The results in item order, or the first error in item order. Any failed slot is an error,
+/// whatever else the slots hold: items after a failure may have been skipped (empty slots), and
+/// an empty slot may come before the failed one when threads claimed items in another order.
+fn collect<R>(slots: Vec<Mutex<Option<Result<R>>>>) -> Result<Vec<R>> {
+    let slots: Vec<Option<Result<R>>> = slots
+        .into_iter()
+        .map(|slot| slot.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect();
+    let mut results = Vec::with_capacity(slots.len());
+    let mut skipped = 0;
+    for slot in slots {
+        match slot {
             Some(Ok(value)) => results.push(value),
             Some(Err(error)) => return Err(error),
-            // Skipped: only items taken after a failure are, and the failed item was taken before
-            // them, so its error has already been returned.
-            None => break,
+            None => skipped += 1,
         }
     }
+    if skipped > 0 {
+        // Only a failure makes workers skip items, and failures were returned above.
+        return Err(Error::new(
+            ErrorKind::Codegen,
+            format!("internal error: {skipped} compile tasks did not run and none failed"),
+        ));
+    }
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue<'a, F>(items: &'a [usize], work: &'a F) -> Queue<'a, usize, usize, F> {
+        Queue {
+            items,
+            work,
+            next: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            slots: items.iter().map(|_| Mutex::new(None)).collect(),
+        }
+    }
+
+    fn fails_at_4(item: &usize) -> Result<usize> {
+        if *item == 4 {
+            Err(Error::new(ErrorKind::Codegen, "item 4 failed"))
+        } else {
+            Ok(*item * 10)
+        }
+    }
+
+    /// The interleaving of the lost-error bug, step by step on one thread: worker A claims item 3,
+    /// worker B claims item 4 and fails, then A goes on. A must still run item 3 and the
+    /// collector must return B's error.
+    #[test]
+    fn a_failure_while_another_worker_holds_a_claim_is_reported() {
+        let items: Vec<usize> = (0..6).collect();
+        let queue = queue(&items, &fails_at_4);
+        for _ in 0..3 {
+            assert!(queue.step());
+        }
+        let claimed_by_a = queue.take();
+        assert_eq!(claimed_by_a, Some(3));
+        assert!(queue.step(), "B runs item 4");
+        assert!(queue.failed.load(Ordering::Acquire));
+        queue.run(3);
+        assert!(!queue.step(), "nothing is claimed after a failure");
+        let slots = &queue.slots;
+        assert!(slots[3].lock().unwrap().is_some(), "A's claimed item ran");
+        assert!(slots[5].lock().unwrap().is_none(), "item 5 was skipped");
+        let error = collect(queue.slots).expect_err("the failure is returned");
+        assert_eq!(error.message(), "item 4 failed");
+    }
+
+    /// The state the old collector turned into success: an empty slot before the failed one.
+    #[test]
+    fn an_empty_slot_before_a_failure_does_not_hide_it() {
+        let slot = |value: Option<Result<usize>>| Mutex::new(value);
+        let slots = vec![
+            slot(Some(Ok(0))),
+            slot(Some(Ok(1))),
+            slot(Some(Ok(2))),
+            slot(None),
+            slot(Some(Err(Error::new(ErrorKind::Codegen, "item 4 failed")))),
+        ];
+        let error = collect(slots).expect_err("the failure is returned");
+        assert_eq!(error.message(), "item 4 failed");
+        let unexplained = collect(vec![slot(Some(Ok(0))), slot(None)]);
+        assert!(
+            unexplained.is_err(),
+            "a skipped item without a failure is an error too"
+        );
+    }
+
+    #[test]
+    fn run_all_returns_every_result_in_order_or_the_first_error() {
+        let items: Vec<usize> = (0..64).collect();
+        let doubled = run_all(&items, |item| Ok(item * 2)).unwrap();
+        assert_eq!(doubled, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+        let error = run_all(&items, fails_at_4).expect_err("item 4 fails");
+        assert_eq!(error.message(), "item 4 failed");
+    }
 }

@@ -223,28 +223,8 @@ fn host_object(
     (items, quote!(::gpu_embed::Object::host(#triple, &#table)))
 }
 
-/// `VectorAdd` → `vector_add`; Rust keywords get a trailing underscore; odd characters become `_`.
 fn rust_module_name(symbol: &str) -> Ident {
-    let mut name = String::new();
-    for (i, c) in symbol.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 && !name.ends_with('_') {
-                name.push('_');
-            }
-            name.push(c.to_ascii_lowercase());
-        } else if c.is_ascii_alphanumeric() || c == '_' {
-            name.push(c);
-        } else {
-            name.push('_');
-        }
-    }
-    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-        name.insert(0, '_');
-    }
-    if syn::parse_str::<Ident>(&name).is_err() || name == "_" {
-        name.push('_');
-    }
-    Ident::new(&name, Span::call_site())
+    Ident::new(&gpu_manifest::call::module_name(symbol), Span::call_site())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! memref becomes its descriptor: allocated and aligned pointer, offset, sizes, strides).
 
 use crate::types::{classify, param_storage, ArgKind};
+use gpu_manifest::call::stub_name;
 use gpu_manifest::Kernel;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -82,7 +83,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
         locals.push(quote!(let mut #local: #storage = #value as #storage;));
         pointers.push(quote!(&mut #local as *mut #storage as *mut ::core::ffi::c_void));
     }
-    let function = format_ident!("{}", sanitize(&kernel.name));
+    let function = format_ident!("{}", stub_name(&kernel.name));
     let kernel_name = &kernel.name;
     let doc = format!(
         "Launches kernel `{}{}`.\n\n# Safety\nThe kernel may read and write any memory its arguments point to; \
@@ -105,22 +106,4 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             unsafe { ::gpu_embed::launch(device, &BINARY, KERNEL, config, &mut params) }
         }
     })
-}
-
-/// A kernel symbol as a Rust function name.
-fn sanitize(name: &str) -> String {
-    let name: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match syn::parse_str::<syn::Ident>(&name) {
-        Ok(_) if !name.starts_with(|c: char| c.is_ascii_digit()) => name,
-        _ => format!("{name}_"),
-    }
 }

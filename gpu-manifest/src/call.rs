@@ -8,6 +8,57 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{bracketed, parenthesized, Ident, LitStr, Token};
 
+/// The name of a kernel's launch function: the kernel's symbol with every character a Rust
+/// identifier cannot hold replaced by `_`, `_` put before a leading digit and after a keyword. `gpu-build` refuses modules where two kernels get the same one.
+pub fn stub_name(kernel: &str) -> String {
+    let name: String = kernel
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let name = if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("_{name}")
+    } else {
+        name
+    };
+    match syn::parse_str::<Ident>(&name) {
+        Ok(_) => name,
+        // A keyword, or `_`.
+        Err(_) => format!("{name}_"),
+    }
+}
+
+/// The name of the Rust module a gpu.module expands to: `VectorAdd` → `vector_add`; odd
+/// characters become `_`, `_` goes before a leading digit and after a keyword. `gpu-build`
+/// refuses files where two gpu.modules get the same one.
+pub fn module_name(symbol: &str) -> String {
+    let mut name = String::new();
+    for (i, c) in symbol.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !name.ends_with('_') {
+                name.push('_');
+            }
+            name.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() || c == '_' {
+            name.push(c);
+        } else {
+            name.push('_');
+        }
+    }
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, '_');
+    }
+    if syn::parse_str::<Ident>(&name).is_err() {
+        name.push('_');
+    }
+    name
+}
+
 /// One parsed macro call.
 pub struct IncludeCall {
     /// The kernel file, relative to the crate's manifest directory.
@@ -101,6 +152,21 @@ impl Parse for TargetArg {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn stub_names_are_rust_identifiers() {
+        for (kernel, stub) in [
+            ("vadd", "vadd"),
+            ("weird-name.v2", "weird_name_v2"),
+            ("2d", "_2d"),
+            ("fn", "fn_"),
+            ("_", "__"),
+            ("", "__"),
+        ] {
+            assert_eq!(super::stub_name(kernel), stub);
+            assert!(syn::parse_str::<syn::Ident>(stub).is_ok(), "{stub}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -6,7 +6,7 @@ use super::{GpuModuleDesc, KernelDesc, VendorOp};
 use crate::error::{Error, ErrorKind, Result};
 use crate::target::{parse_target_list, TargetSpec, Vendor};
 use melior::dialect::DialectRegistry;
-use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::attribute::{AttributeLike, StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::r#type::FunctionType;
 use melior::ir::{BlockLike, Location, Module, OperationRef, RegionLike, ValueLike};
@@ -81,14 +81,18 @@ pub(crate) fn location(source: &SourceFile, location: Location) -> SourceLocatio
     }
 }
 
+/// The op's `sym_name`. Read through the C API: melior's `StringRef::as_str` makes a slice from
+/// the null pointer MLIR returns for an empty string, which is undefined behaviour.
 pub(crate) fn symbol_name(op: &OperationRef) -> Option<String> {
-    let attribute = op.attribute("sym_name").ok()?;
-    Some(
-        StringAttribute::try_from(attribute)
-            .ok()?
-            .value()
-            .to_string(),
-    )
+    let attribute = StringAttribute::try_from(op.attribute("sym_name").ok()?).ok()?;
+    // SAFETY: a string attribute of a live operation; its bytes live as long as the context.
+    let value = unsafe { mlir_sys::mlirStringAttrGetValue(attribute.to_raw()) };
+    if value.length == 0 || value.data.is_null() {
+        return Some(String::new());
+    }
+    // SAFETY: MLIR's string ref: `length` bytes at `data`.
+    let bytes = unsafe { std::slice::from_raw_parts(value.data.cast::<u8>(), value.length) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// Name, targets, kernels and vendor-specific ops of one `gpu.module`.
@@ -97,6 +101,12 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
     let op = unsafe { OperationRef::from_raw(raw) };
     let name = symbol_name(&op).unwrap_or_default();
     let at = location(source, op.location());
+    if name.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{at}: error: this gpu.module has an empty name; name it, e.g. `gpu.module @kernels`"),
+        ));
+    }
     let targets = match op.attribute("targets") {
         Ok(attribute) => parse_target_list(&attribute.to_string())
             .and_then(|attrs| attrs.iter().map(TargetSpec::from_attr).collect())
@@ -132,6 +142,15 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
         }
         WalkResult::Advance
     });
+    if let Some(unnamed) = kernels.iter().find(|k| k.name.is_empty()) {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{}: error: this kernel has an empty name; name it, e.g. `gpu.func @kernel(...) kernel`",
+                unnamed.location
+            ),
+        ));
+    }
     Ok(GpuModuleDesc {
         name,
         location: at,

@@ -93,7 +93,7 @@ pub(crate) fn link_device_libraries<'ll>(
         if needed {
             let path = dir.join(name);
             let library = load_bitcode(job.llvm, &path, "device library", job.cargo)?;
-            link_only_needed(module, library, name)?;
+            link_only_needed(module, library, name, job.diagnostics)?;
             linked.push(path.display().to_string());
         }
     }
@@ -210,7 +210,10 @@ pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact
         ));
     };
     let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ld.lld input: {e}"));
-    let dir = tempfile::tempdir().map_err(io)?;
+    let dir = tempfile::Builder::new()
+        .prefix("ld.lld-")
+        .tempdir_in(job.scratch)
+        .map_err(io)?;
     let input = dir.path().join("kernel.o");
     let output = dir.path().join("kernel.hsaco");
     std::fs::write(&input, object).map_err(io)?;

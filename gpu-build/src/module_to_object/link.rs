@@ -9,6 +9,7 @@
 
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
+use crate::llvm_errors::Diagnostics;
 use crate::target::Vendor;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::{
@@ -51,6 +52,7 @@ pub(crate) fn link_only_needed<'ll>(
     module: &Module<'ll>,
     library: Module<'ll>,
     what: &str,
+    diagnostics: &Diagnostics<'ll>,
 ) -> Result<()> {
     // The library was built for a generic layout; match the module's so linking does not warn.
     library.set_triple(&module.get_triple());
@@ -77,7 +79,10 @@ pub(crate) fn link_only_needed<'ll>(
                 .map(|g| g.get_name().to_string_lossy().into_owned()),
         )
         .collect();
-    module.link_in_module(library).map_err(|e| {
+    let linked = module.link_in_module(library);
+    // inkwell's linker wrapper leaves its own handler behind, pointing into a finished call.
+    diagnostics.reattach();
+    linked.map_err(|e| {
         Error::new(
             ErrorKind::Link,
             format!("linking {what} failed: {}", e.to_string().trim()),

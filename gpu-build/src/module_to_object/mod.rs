@@ -10,16 +10,24 @@ mod nvptx;
 
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
+use crate::llvm_errors::Diagnostics;
 use crate::target::{TargetSpec, Vendor};
 use crate::toolkit::cuda::Cuda;
 use crate::toolkit::rocm::Rocm;
 use gpu_manifest::Format;
 use inkwell::context::Context;
+use inkwell::llvm_sys::core::{
+    LLVMDisposeMessage, LLVMGetElementType, LLVMGetIntTypeWidth, LLVMGetOperand, LLVMGetTypeKind,
+    LLVMPrintTypeToString, LLVMTypeOf,
+};
+use inkwell::llvm_sys::prelude::{LLVMTypeRef, LLVMValueRef};
+use inkwell::llvm_sys::LLVMTypeKind;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
     CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
+use inkwell::values::{AsValueRef, InstructionValue};
 use inkwell::OptimizationLevel;
 use std::path::Path;
 use std::sync::Once;
@@ -57,6 +65,8 @@ pub(crate) struct ObjectSettings<'a> {
     /// Prefix of the host entry points' symbols.
     pub host_symbol_prefix: &'a str,
     pub dump: DumpRequest,
+    /// Where external tools may write temporary files (inside `OUT_DIR`).
+    pub scratch: &'a Path,
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +107,10 @@ pub(crate) struct Job<'a, 'll> {
     pub spec: &'a TargetSpec,
     pub processor: &'a str,
     pub llvm: &'ll Context,
+    /// Collects LLVM's error diagnostics; linking replaces it, so each link puts it back.
+    pub diagnostics: &'a Diagnostics<'ll>,
+    /// Where external tools may write temporary files (inside `OUT_DIR`).
+    pub scratch: &'a Path,
     pub toolkits: &'a Toolkits<'a>,
     pub cargo: &'a CargoOutput,
 }
@@ -163,6 +177,7 @@ pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String
 pub(crate) fn module_to_object<'ll>(
     module: Module<'ll>,
     llvm: &'ll Context,
+    diagnostics: &Diagnostics<'ll>,
     spec: &TargetSpec,
     settings: &ObjectSettings,
     toolkits: &Toolkits,
@@ -176,6 +191,8 @@ pub(crate) fn module_to_object<'ll>(
         spec,
         processor: &processor,
         llvm,
+        diagnostics,
+        scratch: settings.scratch,
         toolkits,
         cargo,
     };
@@ -199,7 +216,7 @@ pub(crate) fn module_to_object<'ll>(
     for path in &spec.link {
         let path = settings.link_base.join(path);
         let library = link::load_bitcode(llvm, &path, "link file", cargo)?;
-        link::link_only_needed(&module, library, &path.display().to_string())?;
+        link::link_only_needed(&module, library, &path.display().to_string(), diagnostics)?;
         searched.push(path.display().to_string());
     }
     let device_libraries = match spec.vendor {
@@ -210,7 +227,7 @@ pub(crate) fn module_to_object<'ll>(
     searched.extend(device_libraries);
     link::drop_unused(&module, &machine)?;
     if spec.vendor == Vendor::Nvptx {
-        nvptx::post_link(&job, &module);
+        nvptx::post_link(&job, &module)?;
     }
 
     let print = |wanted: bool| wanted.then(|| module.print_to_string().to_string());
@@ -219,6 +236,10 @@ pub(crate) fn module_to_object<'ll>(
         ..Dumps::default()
     };
     optimize(&module, &machine, spec.opt_level)?;
+    report_diagnostics(diagnostics, "optimization", cargo)?;
+    if spec.vendor != Vendor::Host {
+        check_gpu_arithmetic(&module, spec)?;
+    }
     dumps.optimized = print(settings.dump.llvm);
     // After optimization: libdevice's `__nvvm_reflect` calls are folded away by then.
     link::check_resolved(
@@ -228,37 +249,153 @@ pub(crate) fn module_to_object<'ll>(
         &searched.join(", "),
     )?;
 
-    let artifacts = match spec.vendor {
-        // PTX is both the ISA and the object the driver loads.
-        Vendor::Nvptx => {
-            let ptx = emit(&machine, &module, FileType::Assembly)?;
-            if settings.dump.isa {
-                dumps.isa = Some(String::from_utf8_lossy(&ptx).into_owned());
-            }
-            nvptx::isa_to_objects(&job, ptx)?
-        }
-        vendor => {
-            // Code generation may rewrite the IR it runs on: the assembly dump gets a copy.
-            if settings.dump.isa {
-                let isa = emit(&machine, &module.clone(), FileType::Assembly)?;
-                dumps.isa = Some(String::from_utf8_lossy(&isa).into_owned());
-            }
-            let object = emit(&machine, &module, FileType::Object)?;
-            match vendor {
-                Vendor::Amdgpu => amdgpu::object_to_hsaco(&job, object)?,
-                _ => vec![Artifact {
-                    format: Format::Bin,
-                    extension: "o",
-                    bytes: object,
-                }],
-            }
-        }
-    };
+    let artifacts = emit_objects(&job, &machine, &module, settings, &mut dumps)?;
     Ok(Compiled {
         artifacts,
         dumps,
         host,
     })
+}
+
+/// Arithmetic a GPU back end would turn into a call of a software routine that no GPU library
+/// has; LLVM aborts the process there ("unsupported library call operation"). Floating point wider
+/// than 64 bits on both vendors, and conversions between floats and integers wider than 64 bits
+/// on NVPTX (AMDGPU expands those inline).
+fn check_gpu_arithmetic(module: &Module, spec: &TargetSpec) -> Result<()> {
+    for function in module.get_functions() {
+        for block in function.get_basic_blocks() {
+            for instruction in block.get_instructions() {
+                let Some((problem, fix)) = unsupported_arithmetic(instruction, spec.vendor) else {
+                    continue;
+                };
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "function `{}`: {problem}, which {} {} code cannot compute (LLVM would call a \
+                         software routine that no GPU library provides); {fix}",
+                        function.get_name().to_string_lossy(),
+                        spec.vendor,
+                        spec.chip,
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong with `instruction` and how to fix it, if it needs a missing routine.
+fn unsupported_arithmetic(
+    instruction: InstructionValue,
+    vendor: Vendor,
+) -> Option<(String, &'static str)> {
+    use inkwell::values::InstructionOpcode as Op;
+    // SAFETY: a live instruction; every type read comes from one of its values.
+    let scalar_type = |value: LLVMValueRef| unsafe {
+        let mut ty = LLVMTypeOf(value);
+        if matches!(
+            LLVMGetTypeKind(ty),
+            LLVMTypeKind::LLVMVectorTypeKind | LLVMTypeKind::LLVMScalableVectorTypeKind
+        ) {
+            ty = LLVMGetElementType(ty);
+        }
+        ty
+    };
+    let describe = |ty: LLVMTypeRef| -> String {
+        // SAFETY: a valid type; the printed string is ours to free.
+        unsafe {
+            let raw = LLVMPrintTypeToString(ty);
+            let text = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+            LLVMDisposeMessage(raw);
+            text
+        }
+    };
+    let opcode = instruction.get_opcode();
+    let raw = instruction.as_value_ref();
+    let mut values = vec![raw];
+    // SAFETY: operand indices are below the operand count.
+    values.extend((0..instruction.get_num_operands()).map(|i| unsafe { LLVMGetOperand(raw, i) }));
+    for value in values {
+        let ty = scalar_type(value);
+        // SAFETY: a valid type.
+        let kind = unsafe { LLVMGetTypeKind(ty) };
+        if matches!(
+            kind,
+            LLVMTypeKind::LLVMFP128TypeKind
+                | LLVMTypeKind::LLVMX86_FP80TypeKind
+                | LLVMTypeKind::LLVMPPC_FP128TypeKind
+        ) && !matches!(
+            opcode,
+            Op::Load
+                | Op::Store
+                | Op::Alloca
+                | Op::GetElementPtr
+                | Op::BitCast
+                | Op::Phi
+                | Op::Select
+                | Op::ExtractValue
+                | Op::InsertValue
+        ) {
+            let problem = format!("`{:?}` on `{}`", opcode, describe(ty)).to_lowercase();
+            return Some((problem, "use f64 or narrower floats"));
+        }
+        let wide_integer = kind == LLVMTypeKind::LLVMIntegerTypeKind
+            // SAFETY: an integer type.
+            && unsafe { LLVMGetIntTypeWidth(ty) } > 64;
+        if vendor == Vendor::Nvptx
+            && wide_integer
+            && matches!(opcode, Op::UIToFP | Op::SIToFP | Op::FPToUI | Op::FPToSI)
+        {
+            let problem = format!("`{:?}` with `{}`", opcode, describe(ty)).to_lowercase();
+            return Some((problem, "convert through i64"));
+        }
+    }
+    None
+}
+
+/// LLVM's warnings go to the build log; its errors fail the build.
+fn report_diagnostics(diagnostics: &Diagnostics, stage: &str, cargo: &CargoOutput) -> Result<()> {
+    for warning in diagnostics.check(stage)? {
+        cargo.warn(format!("LLVM: {warning}"));
+    }
+    Ok(())
+}
+
+/// ISA and binary objects; an error diagnostic from code generation fails the build.
+fn emit_objects(
+    job: &Job,
+    machine: &TargetMachine,
+    module: &Module,
+    settings: &ObjectSettings,
+    dumps: &mut Dumps,
+) -> Result<Vec<Artifact>> {
+    let emit_checked = |module: &Module, kind| {
+        let bytes = emit(machine, module, kind)?;
+        report_diagnostics(job.diagnostics, "code generation", job.cargo)?;
+        Ok::<_, Error>(bytes)
+    };
+    if job.spec.vendor == Vendor::Nvptx {
+        // PTX is both the ISA and the object the driver loads.
+        let ptx = emit_checked(module, FileType::Assembly)?;
+        if settings.dump.isa {
+            dumps.isa = Some(String::from_utf8_lossy(&ptx).into_owned());
+        }
+        return nvptx::isa_to_objects(job, ptx);
+    }
+    // Code generation may rewrite the IR it runs on: the assembly dump gets a copy.
+    if settings.dump.isa {
+        let isa = emit_checked(&module.clone(), FileType::Assembly)?;
+        dumps.isa = Some(String::from_utf8_lossy(&isa).into_owned());
+    }
+    let object = emit_checked(module, FileType::Object)?;
+    match job.spec.vendor {
+        Vendor::Amdgpu => amdgpu::object_to_hsaco(job, object),
+        _ => Ok(vec![Artifact {
+            format: Format::Bin,
+            extension: "o",
+            bytes: object,
+        }]),
+    }
 }
 
 /// LLVM's default module pipeline at `O`, configured as upstream's `makeOptimizingTransformer`.

@@ -13,6 +13,7 @@
 
 use super::link::{link_only_needed, load_bitcode};
 use super::{Artifact, Job};
+use crate::compile::is_ptx_identifier;
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
@@ -22,7 +23,7 @@ use inkwell::llvm_sys::core::{
     LLVMSetFastMathFlags,
 };
 use inkwell::llvm_sys::LLVMFastMathAll;
-use inkwell::module::{FlagBehavior, Module};
+use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
 use std::process::Command;
 
@@ -84,16 +85,17 @@ pub(crate) fn link_device_libraries<'ll>(
         ));
     };
     let library = load_bitcode(job.llvm, &path, "libdevice", job.cargo)?;
-    link_only_needed(module, library, "libdevice")?;
+    link_only_needed(module, library, "libdevice", job.diagnostics)?;
     Ok(vec![path.display().to_string()])
 }
 
-/// After linking: precise sqrt unless `fast`; flush-to-zero applies to everything, libdevice
-/// included.
-pub(crate) fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
+/// After linking: names PTX can hold, precise sqrt unless `fast`; flush-to-zero applies to
+/// everything, libdevice included.
+pub(crate) fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
+    ptx_names(module)?;
     fold_reflect(module, "__CUDA_PREC_SQRT", u64::from(!job.spec.flags.fast));
     if !job.spec.flags.ftz {
-        return;
+        return Ok(());
     }
     let one = job.llvm.i32_type().const_int(1, false);
     module.add_basic_value_flag("nvvm-reflect-ftz", FlagBehavior::Override, one);
@@ -106,7 +108,57 @@ pub(crate) fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
             .create_string_attribute("denormal-fp-math-f32", "preserve-sign,preserve-sign");
         function.add_attribute(AttributeLoc::Function, attribute);
     }
+    Ok(())
 }
+
+/// LLVM's NVPTX back end renames local symbols PTX cannot name (`a.b` → `a_$_b`) and aborts
+/// the process on any other. Kernels were checked when the build was planned; a device function
+/// or variable with such a name is made local (nothing outside the module can look it up by a
+/// name PTX cannot write anyway), and a declaration with one is an error: nothing can define it.
+fn ptx_names(module: &Module) -> Result<()> {
+    for function in module.get_functions() {
+        let name = function.get_name().to_string_lossy().into_owned();
+        if is_ptx_identifier(&name) || function.get_intrinsic_id() != 0 {
+            continue;
+        }
+        if function.count_basic_blocks() == 0 {
+            return Err(Error::new(
+                ErrorKind::Link,
+                format!("the module declares `{name}`, which PTX cannot name, and nothing defines it; rename it"),
+            ));
+        }
+        if function.get_call_conventions() == PTX_KERNEL_CALLING_CONVENTION {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("kernel `{name}`: PTX cannot name it; use letters, digits, `_` and `$`"),
+            ));
+        }
+        if !is_local(function.as_global_value().get_linkage()) {
+            function.set_linkage(Linkage::Internal);
+        }
+    }
+    for global in module.get_globals() {
+        let name = global.get_name().to_string_lossy().into_owned();
+        if is_ptx_identifier(&name) || is_local(global.get_linkage()) {
+            continue;
+        }
+        if global.get_initializer().is_none() {
+            return Err(Error::new(
+                ErrorKind::Link,
+                format!("the module declares the variable `{name}`, which PTX cannot name, and nothing defines it; rename it"),
+            ));
+        }
+        global.set_linkage(Linkage::Internal);
+    }
+    Ok(())
+}
+
+fn is_local(linkage: Linkage) -> bool {
+    matches!(linkage, Linkage::Internal | Linkage::Private)
+}
+
+/// LLVM's `ptx_kernel` calling convention, which marks NVPTX kernels.
+const PTX_KERNEL_CALLING_CONVENTION: u32 = 71;
 
 /// PTX is the ISA object; with ptxas, a cubin for the chip too.
 pub(crate) fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
@@ -130,7 +182,10 @@ pub(crate) fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
 /// `ptxas -arch <chip> <ptx> -o <cubin> --opt-level <O> <ptxas-cmd-options>`, as upstream.
 fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> {
     let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ptxas input: {e}"));
-    let dir = tempfile::tempdir().map_err(io)?;
+    let dir = tempfile::Builder::new()
+        .prefix("ptxas-")
+        .tempdir_in(job.scratch)
+        .map_err(io)?;
     let input = dir.path().join("kernel.ptx");
     let output = dir.path().join("kernel.cubin");
     std::fs::write(&input, ptx).map_err(io)?;

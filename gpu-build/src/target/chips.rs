@@ -114,6 +114,74 @@ pub(crate) const AMDGPU_CHIPS: &[&str] = &[
 /// Target features an AMDGPU chip name may carry as suffixes (`gfx90a:sramecc+:xnack-`).
 const AMDGPU_CHIP_FEATURES: &[&str] = &["xnack", "sramecc"];
 
+/// The PTX ISA versions LLVM 22 can emit (`llc -march=nvptx64 -mattr=help`): the only NVPTX
+/// features a target may name; the chip implies the rest.
+pub(crate) const PTX_VERSIONS: &[u32] = &[
+    32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, 70, 71, 72, 73, 74, 75, 76, 77, 78, 80, 81, 82,
+    83, 84, 85, 86, 87, 88, 90,
+];
+
+/// AMDGPU features that select a mode of the chip rather than describe its hardware: the ones a
+/// target may name. Turning off a feature the hardware has (`-flat-address-space`) makes LLVM's
+/// instruction selection abort the process.
+pub(crate) const AMDGPU_MODE_FEATURES: &[&str] = &[
+    "xnack",
+    "sramecc",
+    "wavefrontsize32",
+    "wavefrontsize64",
+    "cumode",
+    "tgsplit",
+];
+
+/// Checks a target's `features` string: `+name` / `-name` items of the features above.
+pub(crate) fn check_features(vendor: Vendor, features: &str) -> Result<()> {
+    let allowed = || match vendor {
+        Vendor::Nvptx => {
+            "NVPTX features are PTX ISA versions (`+ptx80`); the chip implies the rest".to_string()
+        }
+        _ => format!(
+            "AMDGPU features may turn on or off only {}; the chip implies the rest",
+            AMDGPU_MODE_FEATURES
+                .iter()
+                .map(|f| format!("`{f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut items = Vec::new();
+    for item in features.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        let (sign, name) = item.split_at(item.find(|c| c != '+' && c != '-').unwrap_or(item.len()));
+        let known = match vendor {
+            Vendor::Nvptx => {
+                sign == "+"
+                    && name
+                        .strip_prefix("ptx")
+                        .and_then(|v| v.parse::<u32>().ok())
+                        .is_some_and(|v| PTX_VERSIONS.contains(&v))
+            }
+            Vendor::Amdgpu => (sign == "+" || sign == "-") && AMDGPU_MODE_FEATURES.contains(&name),
+            Vendor::Host => true,
+        };
+        if !known {
+            return Err(Error::new(
+                ErrorKind::InvalidTarget,
+                format!(
+                    "unknown or unsupported target feature `{item}`: {}",
+                    allowed()
+                ),
+            ));
+        }
+        items.push((sign, name));
+    }
+    if items.contains(&("+", "wavefrontsize32")) && items.contains(&("+", "wavefrontsize64")) {
+        return Err(Error::new(
+            ErrorKind::InvalidTarget,
+            "`+wavefrontsize32` and `+wavefrontsize64` together: a wave has one size; keep one",
+        ));
+    }
+    Ok(())
+}
+
 /// A validated chip: the processor name LLVM takes and the target features its suffixes imply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Chip {
@@ -279,6 +347,64 @@ mod tests {
             .unwrap_err()
             .message()
             .contains("empty"));
+    }
+
+    #[test]
+    fn features_are_checked() {
+        assert!(check_features(Vendor::Nvptx, "+ptx80").is_ok());
+        assert!(check_features(Vendor::Nvptx, "").is_ok());
+        for bad in ["+ptx99", "-ptx80", "+sm_90", "ptx80", "+foo"] {
+            let error = check_features(Vendor::Nvptx, bad).unwrap_err();
+            assert!(error.message().contains(&format!("`{bad}`")), "{error}");
+        }
+        assert!(check_features(Vendor::Amdgpu, "+wavefrontsize64, -xnack").is_ok());
+        for bad in [
+            "-flat-address-space",
+            "+foo",
+            "xnack",
+            "+wavefrontsize32,+wavefrontsize64",
+        ] {
+            assert!(check_features(Vendor::Amdgpu, bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The PTX versions above must be exactly what LLVM 22 knows (`llc -mattr=help`).
+    #[test]
+    fn ptx_versions_match_llvm() {
+        let output = Command::new("llc-22")
+            .args(["-march=nvptx64", "-mattr=help"])
+            .output()
+            .expect("llc-22 runs (install llvm-22)");
+        let text = String::from_utf8_lossy(&output.stdout).to_string()
+            + &String::from_utf8_lossy(&output.stderr);
+        let features = text
+            .split("Available features for this target:")
+            .nth(1)
+            .expect("llc prints its feature list");
+        let from_llvm: Vec<u32> = features
+            .lines()
+            .filter_map(|line| {
+                line.split_whitespace()
+                    .next()?
+                    .strip_prefix("ptx")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert_eq!(PTX_VERSIONS, from_llvm.as_slice());
+        for feature in AMDGPU_MODE_FEATURES {
+            let output = Command::new("llc-22")
+                .args(["-march=amdgcn", "-mattr=help"])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&output.stdout).to_string()
+                + &String::from_utf8_lossy(&output.stderr);
+            assert!(
+                text.lines()
+                    .any(|line| line.split_whitespace().next() == Some(feature)),
+                "LLVM 22 has no AMDGPU feature `{feature}`"
+            );
+        }
     }
 
     /// The lists above must be exactly what LLVM 22 accepts (`llc -mcpu=help`).

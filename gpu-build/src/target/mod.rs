@@ -121,6 +121,7 @@ impl TargetSpec {
             ));
         }
         let chip = chips::parse_chip(self.vendor, &self.chip)?;
+        chips::check_features(self.vendor, &self.features)?;
         if let Some(min) = chips::min_ptx_version(&chip.processor) {
             let requested = self
                 .features

@@ -6,7 +6,10 @@
 mod common;
 
 mod bad_input;
+mod child;
 mod cross_check;
+mod fuzz;
 mod host_objects;
 mod pipeline;
+mod reliability;
 mod sample_objects;

@@ -1,0 +1,170 @@
+//! What a build guarantees however it ends: killed at any point, the next build into the same
+//! `OUT_DIR` gives exactly what a clean build gives; no manifest ever describes objects that are
+//! missing or different; nothing is written outside `OUT_DIR`; two clean builds in different
+//! directories give the same bytes.
+
+use crate::child::{sample_project_kernels, tree, wait_until, ChildBuild, Job};
+use crate::common::*;
+use sha2::{Digest, Sha256};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const KILL_POINTS: u32 = 20;
+const BUILD_LIMIT: Duration = Duration::from_secs(300);
+
+/// A clean build of the sample kernels for every target, in a child process.
+fn clean_build(out: &Path, outside: &Path) -> Duration {
+    let base = workspace().join("sample-project");
+    let outcome = ChildBuild::new(Job::Samples, &base, &sample_project_kernels(), out, outside)
+        .run(BUILD_LIMIT);
+    assert!(outcome.succeeded(), "the sample build failed: {outcome:?}");
+    outcome.elapsed
+}
+
+/// A manifest, if there is one, describes exactly the files beside it.
+fn assert_manifest_describes_the_files(out: &Path, when: &str) {
+    let Ok(text) = std::fs::read_to_string(out.join(gpu_manifest::MANIFEST_PATH)) else {
+        return;
+    };
+    let manifest = gpu_manifest::Manifest::from_json(&text)
+        .unwrap_or_else(|e| panic!("{when}: the manifest does not parse: {e}"));
+    for object in manifest.modules.iter().flat_map(|m| &m.objects) {
+        let bytes = std::fs::read(out.join(&object.path))
+            .unwrap_or_else(|e| panic!("{when}: the manifest lists {}: {e}", object.path));
+        assert_eq!(bytes.len() as u64, object.size, "{when}: {}", object.path);
+        let sha: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(sha, object.sha256, "{when}: {}", object.path);
+    }
+}
+
+fn assert_empty(dir: &Path) {
+    let left: Vec<_> = tree(dir).into_iter().map(|(path, _)| path).collect();
+    assert!(left.is_empty(), "files written outside OUT_DIR: {left:?}");
+}
+
+/// SIGKILL at 20 points spread over a build of the sample kernels, each followed by a build into
+/// the same directory.
+#[test]
+fn a_build_killed_anywhere_is_repaired_by_the_next_one() {
+    let outside = tempfile::tempdir().unwrap();
+    let reference = tempfile::tempdir().unwrap();
+    let clean_time = clean_build(reference.path(), outside.path());
+    let clean = tree(reference.path());
+    assert!(
+        clean
+            .iter()
+            .any(|(path, _)| path.ends_with("gpu-build/manifest.json")),
+        "{clean:?}"
+    );
+
+    let out = tempfile::tempdir().unwrap();
+    let base = workspace().join("sample-project");
+    let mut killed_mid_build = 0;
+    for point in 1..=KILL_POINTS {
+        let delay = clean_time * point / (KILL_POINTS + 1);
+        let when = format!("killed after {delay:?} (kill point {point})");
+        let mut child = ChildBuild::new(
+            Job::Samples,
+            &base,
+            &sample_project_kernels(),
+            out.path(),
+            outside.path(),
+        )
+        .start();
+        let finished = wait_until(&mut child, Instant::now() + delay);
+        if finished.is_none() {
+            child.kill().unwrap();
+        }
+        let status = child.wait().unwrap();
+        if status.signal() == Some(libc::SIGKILL) {
+            killed_mid_build += 1;
+        }
+        assert_manifest_describes_the_files(out.path(), &when);
+
+        let elapsed = clean_build(out.path(), outside.path());
+        let rebuilt = tree(out.path());
+        let names = |files: &[(std::path::PathBuf, Vec<u8>)]| {
+            files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&rebuilt),
+            names(&clean),
+            "{when}: the rebuild's files"
+        );
+        for ((path, bytes), (_, want)) in rebuilt.iter().zip(&clean) {
+            assert!(
+                bytes == want,
+                "{when}: {} differs from a clean build",
+                path.display()
+            );
+        }
+        eprintln!("{when}: rebuilt in {elapsed:?}, identical to the clean build");
+    }
+    assert_empty(outside.path());
+    // Kills after the build finished test nothing; most must land inside it.
+    assert!(
+        killed_mid_build >= KILL_POINTS / 2,
+        "only {killed_mid_build} of {KILL_POINTS} kills landed before the build finished"
+    );
+}
+
+/// Two clean builds of the same kernels from different directories give the same files, byte
+/// for byte (the manifest holds paths relative to the crate and to OUT_DIR only).
+#[test]
+fn clean_builds_in_different_directories_are_byte_identical() {
+    let outside = tempfile::tempdir().unwrap();
+    let builds: Vec<_> = (0..2)
+        .map(|_| {
+            let base = tempfile::tempdir().unwrap();
+            std::fs::create_dir(base.path().join("kernels")).unwrap();
+            for kernel in sample_project_kernels() {
+                let from = workspace().join("sample-project").join(&kernel);
+                std::fs::copy(from, base.path().join(&kernel)).unwrap();
+            }
+            let out = base.path().join("target/out");
+            let outcome = ChildBuild::new(
+                Job::Samples,
+                base.path(),
+                &sample_project_kernels(),
+                &out,
+                outside.path(),
+            )
+            .run(BUILD_LIMIT);
+            assert!(outcome.succeeded(), "{outcome:?}");
+            let files = tree(&out);
+            (base, files)
+        })
+        .collect();
+    let (first, second) = (&builds[0].1, &builds[1].1);
+    assert!(first.len() > 10, "{} files", first.len());
+    assert_eq!(
+        first.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+        second.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for ((path, a), (_, b)) in first.iter().zip(second) {
+        assert!(a == b, "{} differs between the two builds", path.display());
+    }
+    assert_empty(outside.path());
+}
+
+/// What a build killed while writing leaves (temporary files, scratch, objects of a module that is
+/// gone since) does not survive the next build.
+#[test]
+fn the_next_build_removes_what_an_interrupted_one_left() {
+    let kernel = "gpu.module @k [#nvvm.target<chip = \"sm_80\">] {\n  gpu.func @k() kernel {\n    gpu.return\n  }\n}\n";
+    let (_, clean) = compile_ok("k.mlir", kernel, |_| {});
+    let (_, dirty) = compile_ok("k.mlir", kernel, |_| {});
+    let outputs = dirty.path().join("gpu-build");
+    std::fs::write(outputs.join("k_mlir/k/.tmpXYZ123"), b"half an object").unwrap();
+    std::fs::create_dir_all(outputs.join("scratch/ptxas-abc")).unwrap();
+    std::fs::write(outputs.join("scratch/ptxas-abc/kernel.ptx"), b"").unwrap();
+    std::fs::create_dir_all(outputs.join("gone_mlir/old")).unwrap();
+    std::fs::write(outputs.join("gone_mlir/old/sm_80.ptx"), b"").unwrap();
+    let mut build = build_in(dirty.path());
+    build.kernel("k.mlir").compile().unwrap();
+    assert_eq!(tree(&outputs), tree(&clean.path().join("gpu-build")));
+}
