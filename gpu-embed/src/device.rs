@@ -191,23 +191,49 @@ impl Device {
 }
 
 fn find_gpus() -> Result<Vec<Device>> {
+    let probes = vec![
+        cuda::driver().map(|driver| driver.devices()),
+        hip::driver().map(|driver| driver.devices()),
+    ];
+    gather(probes).map(|found| found.into_iter().map(Device::from_found).collect())
+}
+
+/// Every driver's devices, CUDA's first. Each probe is `Err` when the driver's library does not
+/// load, `Ok(Err)` when it loads but fails (no device, a driver older than its library), else
+/// its devices. A failing driver does not hide another's devices; the result is an error only
+/// when no driver gave any, and then it names every driver's reason.
+fn gather<T>(probes: Vec<std::result::Result<Result<Vec<T>>, String>>) -> Result<Vec<T>> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
-    match cuda::driver() {
-        Ok(driver) => found.extend(driver.devices()?),
-        Err(why) => missing.push(why),
+    let mut failed = Vec::new();
+    for probe in probes {
+        match probe {
+            Ok(Ok(devices)) => found.extend(devices),
+            Ok(Err(error)) => failed.push(error.message().to_string()),
+            Err(why) => missing.push(why),
+        }
     }
-    match hip::driver() {
-        Ok(driver) => found.extend(driver.devices()?),
-        Err(why) => missing.push(why),
+    if !found.is_empty() {
+        return Ok(found);
     }
-    if missing.len() == 2 {
-        return Err(Error::new(
+    match (failed.is_empty(), missing.is_empty()) {
+        (true, true) => Ok(found),
+        (true, false) => Err(Error::new(
             ErrorKind::NoDriver,
             format!("no GPU driver found: {}", missing.join("; ")),
-        ));
+        )),
+        (false, _) => Err(Error::new(
+            ErrorKind::NoDevice,
+            format!(
+                "no GPU: {}",
+                failed
+                    .into_iter()
+                    .chain(missing)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )),
     }
-    Ok(found.into_iter().map(Device::from_found).collect())
 }
 
 /// An ordered queue of work on one device.
@@ -238,5 +264,50 @@ impl Drop for Stream {
         if let Ok(driver) = self.device.current() {
             driver.destroy_stream(self.raw);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(what: &str) -> std::result::Result<Result<Vec<&'static str>>, String> {
+        Ok(Err(Error::new(ErrorKind::Driver, format!("{what} failed"))))
+    }
+
+    #[test]
+    fn a_driver_that_fails_does_not_hide_another_drivers_devices() {
+        let found = gather(vec![failing("cuInit"), Ok(Ok(vec!["gfx90a"]))]).unwrap();
+        assert_eq!(found, ["gfx90a"]);
+        let found = gather(vec![Ok(Ok(vec!["sm_90"])), failing("hipInit")]).unwrap();
+        assert_eq!(found, ["sm_90"]);
+        let found = gather(vec![Ok(Ok(vec!["sm_90"])), Ok(Ok(vec!["gfx90a"]))]).unwrap();
+        assert_eq!(found, ["sm_90", "gfx90a"]);
+    }
+
+    #[test]
+    fn no_device_anywhere_names_every_reason() {
+        let error = gather::<&str>(vec![
+            failing("cuInit"),
+            Err("libamdhip64.so: not found".into()),
+        ])
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NoDevice);
+        assert!(error.message().contains("cuInit failed"), "{error}");
+        assert!(
+            error.message().contains("libamdhip64.so: not found"),
+            "{error}"
+        );
+        let error = gather::<&str>(vec![
+            Err("libcuda.so.1".into()),
+            Err("libamdhip64.so".into()),
+        ])
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NoDriver);
+        assert_eq!(
+            error.message(),
+            "no GPU driver found: libcuda.so.1; libamdhip64.so"
+        );
+        assert!(gather::<&str>(vec![Ok(Ok(vec![]))]).unwrap().is_empty());
     }
 }

@@ -369,3 +369,232 @@ fn a_failed_build_removes_the_previous_manifest() {
         "a later build could embed the stale objects"
     );
 }
+
+/// Inputs that once ended the build script with an abort ("LLVM ERROR: ...", SIGABRT), an
+/// `exit(1)` from inside LLVM with no context, or a panic, found by hand or by the fuzzer
+/// (`fuzz.rs`). Each runs in a child process, so a regression shows as this test failing, not
+/// as the whole test binary aborting.
+mod once_crashed {
+    use crate::child::{ChildBuild, Job, Outcome};
+    use std::time::Duration;
+
+    /// Builds `text` for its own targets in a child.
+    fn run(text: &str) -> Outcome {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.mlir"), text).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        ChildBuild::new(
+            Job::FileTargets,
+            dir.path(),
+            &["k.mlir".to_string()],
+            &dir.path().join("out"),
+            outside.path(),
+        )
+        .run(Duration::from_secs(120))
+    }
+
+    /// The child's error output, or `None` when the build succeeded. Panics on anything but
+    /// success or an error of ours.
+    fn build(text: &str) -> Option<String> {
+        let outcome = run(text);
+        assert!(
+            outcome.succeeded() || outcome.failed_cleanly(),
+            "the compiler crashed or LLVM stopped it:\n{}",
+            outcome.stderr
+        );
+        (!outcome.succeeded()).then_some(outcome.stderr)
+    }
+
+    fn assert_error(text: &str, expected: &[&str]) {
+        let error = build(text).expect("the build must fail");
+        assert_parts(&error, expected);
+    }
+
+    fn assert_parts(error: &str, expected: &[&str]) {
+        for part in expected {
+            assert!(error.contains(part), "expected `{part}` in:\n{error}");
+        }
+    }
+
+    const BOTH: &str = r#"[#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">]"#;
+
+    fn kernel_named(name: &str, targets: &str) -> String {
+        format!("gpu.module @k {targets} {{\n  gpu.func @{name}(%a: memref<?xf32>) kernel {{\n    gpu.return\n  }}\n}}\n")
+    }
+
+    #[test]
+    fn kernel_names_ptx_cannot_hold() {
+        for name in [r#""weird-name.v2""#, r#""%k""#, r#""a b""#] {
+            assert_error(
+                &kernel_named(name, BOTH),
+                &[
+                    "k.mlir:2:3: error: kernel `",
+                    "cannot be compiled for nvptx sm_80: a PTX name is letters",
+                    "rename it, e.g. `@",
+                ],
+            );
+        }
+        // AMDGPU and the launch stub can take it.
+        let amdgpu_only = r#"[#rocdl.target<chip = "gfx90a">]"#;
+        assert_eq!(
+            build(&kernel_named(r#""weird-name.v2""#, amdgpu_only)),
+            None
+        );
+        assert_eq!(build(&kernel_named(r#""2d""#, amdgpu_only)), None);
+    }
+
+    #[test]
+    fn device_symbols_ptx_cannot_hold_are_renamed() {
+        let text = format!(
+            "gpu.module @k {BOTH} {{\n  llvm.mlir.global internal @\"g.lobal-x\"(0 : i32) : i32\n  \
+             llvm.func @\"helper.v1-x\"(%a: !llvm.ptr) {{\n    %g = llvm.mlir.addressof @\"g.lobal-x\" : !llvm.ptr\n    \
+             %v = llvm.load %g : !llvm.ptr -> i32\n    llvm.store %v, %a : i32, !llvm.ptr\n    llvm.return\n  }}\n  \
+             llvm.func @ok(%a: !llvm.ptr) attributes {{gpu.kernel}} {{\n    llvm.call @\"helper.v1-x\"(%a) : (!llvm.ptr) -> ()\n    \
+             llvm.return\n  }}\n}}\n"
+        );
+        assert_eq!(build(&text), None);
+    }
+
+    #[test]
+    fn empty_names() {
+        assert_error(
+            &kernel_named(r#""""#, BOTH),
+            &["k.mlir:2:3: error: this kernel has an empty name"],
+        );
+        assert_error(
+            "gpu.module @\"\" [#nvvm.target] {\n}\n",
+            &["k.mlir:1:1: error: this gpu.module has an empty name"],
+        );
+    }
+
+    #[test]
+    fn names_that_collide_in_rust() {
+        let amdgpu_only = r#"[#rocdl.target<chip = "gfx90a">]"#;
+        let text = format!(
+            "gpu.module @k {amdgpu_only} {{\n  gpu.func @\"a-b\"() kernel {{\n    gpu.return\n  }}\n  \
+             gpu.func @a_b() kernel {{\n    gpu.return\n  }}\n}}\n"
+        );
+        assert_error(
+            &text,
+            &["k.mlir:5:3: error: kernels `a-b` and `a_b` of gpu.module @k would both be launched by `k::a_b`"],
+        );
+        let text = format!(
+            "gpu.module @VectorAdd {amdgpu_only} {{\n}}\ngpu.module @vector_add {amdgpu_only} {{\n}}\n"
+        );
+        assert_error(
+            &text,
+            &["k.mlir:3:1: error: gpu.modules @VectorAdd and @vector_add would both become the Rust module `vector_add`"],
+        );
+    }
+
+    fn arithmetic(ty: &str, op: &str, result: &str, targets: &str) -> String {
+        format!(
+            "gpu.module @k {targets} {{\n  llvm.func @f(%a: !llvm.ptr, %x: {ty}, %y: {ty}) attributes {{gpu.kernel}} {{\n    \
+             %r = {op}\n    llvm.store %r, %a : {result}, !llvm.ptr\n    llvm.return\n  }}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn arithmetic_no_gpu_library_provides() {
+        for targets in [
+            r#"[#nvvm.target<chip = "sm_80">]"#,
+            r#"[#rocdl.target<chip = "gfx90a">]"#,
+        ] {
+            for ty in ["f128", "f80"] {
+                assert_error(
+                    &arithmetic(ty, &format!("llvm.fmul %x, %y : {ty}"), ty, targets),
+                    &[
+                        "k.mlir:1:1: gpu.module @k for ",
+                        "function `f`: `fmul` on `",
+                        "use f64 or narrower floats",
+                    ],
+                );
+            }
+        }
+        let nvptx = r#"[#nvvm.target<chip = "sm_80">]"#;
+        assert_error(
+            &arithmetic("i128", "llvm.uitofp %x : i128 to f32", "f32", nvptx),
+            &["`uitofp` with `i128`", "convert through i64"],
+        );
+        assert_error(
+            &arithmetic("f64", "llvm.fptosi %x : f64 to i128", "i128", nvptx),
+            &["`fptosi` with `i128`"],
+        );
+        // AMDGPU expands the conversions itself.
+        let amdgpu = r#"[#rocdl.target<chip = "gfx90a">]"#;
+        assert_eq!(
+            build(&arithmetic(
+                "i128",
+                "llvm.uitofp %x : i128 to f32",
+                "f32",
+                amdgpu
+            )),
+            None
+        );
+    }
+
+    #[test]
+    fn hardware_features_cannot_be_turned_off() {
+        let text = kernel_named(
+            "k",
+            r#"[#rocdl.target<chip = "gfx90a", features = "-flat-address-space">]"#,
+        );
+        assert_error(
+            &text,
+            &[
+                "unknown or unsupported target feature `-flat-address-space`",
+                "`wavefrontsize64`",
+            ],
+        );
+        let text = kernel_named(
+            "k",
+            r#"[#nvvm.target<chip = "sm_80", features = "+ptx99">]"#,
+        );
+        assert_error(&text, &["target feature `+ptx99`", "PTX ISA versions"]);
+    }
+
+    /// Error diagnostics from code generation, which LLVM printed without context before
+    /// calling `exit(1)`.
+    #[test]
+    fn code_generation_errors_name_the_module_and_target() {
+        let text = "gpu.module @k [#rocdl.target<chip = \"gfx90a\">] {\n  llvm.func @asm(%a: !llvm.ptr) attributes {gpu.kernel} {\n    \
+                    %r = llvm.inline_asm has_side_effects \"this is not asm $0;\", \"=v\" : () -> i32\n    \
+                    llvm.store %r, %a : i32, !llvm.ptr\n    llvm.return\n  }\n}\n";
+        assert_error(
+            text,
+            &["k.mlir:1:1: gpu.module @k for amdgpu gfx90a: LLVM reported errors during code generation", "invalid instruction"],
+        );
+        let text = "gpu.module @k [#rocdl.target<chip = \"gfx90a\">] {\n  gpu.func @big(%a: memref<?xf32>) \
+                    workgroup(%t: memref<100000000xf32, #gpu.address_space<workgroup>>) kernel {\n    \
+                    %i = gpu.thread_id x\n    %v = memref.load %a[%i] : memref<?xf32>\n    \
+                    memref.store %v, %t[%i] : memref<100000000xf32, #gpu.address_space<workgroup>>\n    gpu.barrier\n    \
+                    %c0 = arith.constant 0 : index\n    %w = memref.load %t[%c0] : memref<100000000xf32, #gpu.address_space<workgroup>>\n    \
+                    memref.store %w, %a[%i] : memref<?xf32>\n    gpu.return\n  }\n}\n";
+        assert_error(
+            text,
+            &[
+                "for amdgpu gfx90a",
+                "local memory (400000000) exceeds limit (65536) in function 'big'",
+            ],
+        );
+    }
+
+    /// No check catches an intrinsic the chip lacks; LLVM's fatal error still becomes a build
+    /// error that names the file, gpu.module and target, with exit status 1.
+    #[test]
+    fn a_remaining_fatal_error_names_what_was_being_compiled() {
+        let text = "gpu.module @k [#nvvm.target<chip = \"sm_70\">] {\n  llvm.func @r(%a: !llvm.ptr, %v: i32) attributes {gpu.kernel} {\n    \
+                    %m = llvm.mlir.constant(-1 : i32) : i32\n    \
+                    %r = llvm.call_intrinsic \"llvm.nvvm.redux.sync.add\"(%v, %m) : (i32, i32) -> i32\n    \
+                    llvm.store %r, %a : i32, !llvm.ptr\n    llvm.return\n  }\n}\n";
+        let outcome = run(text);
+        assert!(outcome.stopped_by_llvm(), "{outcome:?}");
+        assert_parts(
+            &outcome.stderr,
+            &[
+                "error: k.mlir:1:1: gpu.module @k for nvptx sm_70: LLVM cannot compile this and stopped the build: Cannot select: intrinsic %llvm.nvvm.redux.sync.add",
+                "please report it",
+            ],
+        );
+    }
+}
