@@ -4,3 +4,5 @@
 gpu_embed::include_gpu_binary!("ui/kernels/ui.mlir", targets = [nvptx]);
 // GPU semantics the host target must reproduce (`tests/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/semantics.mlir", targets = [host]);
+// Kernel and module names no Rust identifier can hold (`tests/host_semantics.rs`).
+gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, host]);
