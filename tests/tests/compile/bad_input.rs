@@ -597,4 +597,27 @@ mod once_crashed {
             ],
         );
     }
+
+    /// LLVM 22 itself traps on `gpu.subgroup_mma_elementwise subf` over f16 fragments (issue
+    /// 13 is to refuse it first). Until then the crash is still a crash, but the build log says
+    /// what was being compiled.
+    #[test]
+    fn a_crash_inside_llvm_names_what_was_being_compiled() {
+        let text = "gpu.module @k [#nvvm.target<chip = \"sm_80\">] {\n  gpu.func @m(%a: memref<16x16xf16>) kernel {\n    \
+                    %c0 = arith.constant 0 : index\n    \
+                    %A = gpu.subgroup_mma_load_matrix %a[%c0, %c0] {leadDimension = 16 : index} : memref<16x16xf16> -> !gpu.mma_matrix<16x16xf16, \"COp\">\n    \
+                    %B = gpu.subgroup_mma_elementwise subf %A, %A : (!gpu.mma_matrix<16x16xf16, \"COp\">, !gpu.mma_matrix<16x16xf16, \"COp\">) -> !gpu.mma_matrix<16x16xf16, \"COp\">\n    \
+                    gpu.subgroup_mma_store_matrix %B, %a[%c0, %c0] {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf16, \"COp\">, memref<16x16xf16>\n    \
+                    gpu.return\n  }\n}\n";
+        let outcome = run(text);
+        assert!(
+            outcome.crashed(),
+            "this input no longer crashes LLVM (good): keep it as a fixture of what happens now, \
+             and give this test another input that crashes inside LLVM: {outcome:?}"
+        );
+        assert_parts(
+            &outcome.stderr,
+            &["error: k.mlir:1:1: gpu.module @k for nvptx sm_80: the compiler crashed (SIGTRAP, a trap)"],
+        );
+    }
 }
