@@ -191,9 +191,12 @@ impl Device {
 }
 
 fn find_gpus() -> Result<Vec<Device>> {
+    fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
+        move |e| Error::new(e.kind(), format!("{library}: {}", e.message()))
+    }
     let probes = vec![
-        cuda::driver().map(|driver| driver.devices()),
-        hip::driver().map(|driver| driver.devices()),
+        cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ];
     gather(probes).map(|found| found.into_iter().map(Device::from_found).collect())
 }

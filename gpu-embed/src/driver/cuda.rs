@@ -18,6 +18,8 @@ pub(crate) const LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
 pub(crate) struct Cuda {
     _library: Library,
+    /// The name the library was loaded as, for messages.
+    pub library: &'static str,
     init: unsafe extern "C" fn(c_uint) -> CuResult,
     device_get_count: unsafe extern "C" fn(*mut c_int) -> CuResult,
     device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
@@ -61,7 +63,7 @@ pub(crate) fn driver() -> Result<&'static Cuda, String> {
         .map_err(Clone::clone)
 }
 
-fn resolve(library: Library) -> Result<Cuda, libloading::Error> {
+fn resolve(library: Library, name: &'static str) -> Result<Cuda, libloading::Error> {
     // SAFETY: the symbol types are the CUDA driver API's documented signatures.
     unsafe {
         Ok(Cuda {
@@ -84,6 +86,7 @@ fn resolve(library: Library) -> Result<Cuda, libloading::Error> {
             stream_synchronize: *library.get(b"cuStreamSynchronize\0")?,
             stream_destroy: *library.get(b"cuStreamDestroy_v2\0")?,
             get_error_name: *library.get(b"cuGetErrorName\0")?,
+            library: name,
             _library: library,
         })
     }

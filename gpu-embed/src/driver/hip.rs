@@ -25,6 +25,8 @@ const NAME_FIELD: usize = 256;
 
 pub(crate) struct Hip {
     _library: Library,
+    /// The name the library was loaded as, for messages.
+    pub library: &'static str,
     init: unsafe extern "C" fn(c_uint) -> HipResult,
     get_device_count: unsafe extern "C" fn(*mut c_int) -> HipResult,
     get_device_properties: unsafe extern "C" fn(*mut c_void, c_int) -> HipResult,
@@ -64,7 +66,7 @@ pub(crate) fn driver() -> Result<&'static Hip, String> {
         .map_err(Clone::clone)
 }
 
-fn resolve(library: Library) -> Result<Hip, libloading::Error> {
+fn resolve(library: Library, name: &'static str) -> Result<Hip, libloading::Error> {
     // SAFETY: the symbol types are the HIP runtime API's documented signatures. ROCm 6 exports
     // the current device-properties layout as `hipGetDevicePropertiesR0600`.
     unsafe {
@@ -89,6 +91,7 @@ fn resolve(library: Library) -> Result<Hip, libloading::Error> {
             stream_synchronize: *library.get(b"hipStreamSynchronize\0")?,
             stream_destroy: *library.get(b"hipStreamDestroy\0")?,
             get_error_name: *library.get(b"hipGetErrorName\0")?,
+            library: name,
             _library: library,
         })
     }

@@ -92,11 +92,12 @@ pub(crate) fn static_c_str(pointer: *const std::ffi::c_char) -> Option<String> {
     })
 }
 
-/// Loads the first library of `names` that opens and resolves it; the error lists every try.
+/// Loads the first library of `names` that opens and resolves it (`resolve` gets the name it
+/// was loaded as); the error lists every try.
 pub(crate) fn load_first<T>(
     vendor: &str,
-    names: &[&str],
-    resolve: fn(libloading::Library) -> Result<T, libloading::Error>,
+    names: &[&'static str],
+    resolve: fn(libloading::Library, &'static str) -> Result<T, libloading::Error>,
 ) -> Result<T, String> {
     let mut failures = Vec::new();
     for name in names {
@@ -104,7 +105,7 @@ pub(crate) fn load_first<T>(
         // using the driver does.
         match unsafe { libloading::Library::new(name) } {
             Ok(library) => {
-                return resolve(library)
+                return resolve(library, name)
                     .map_err(|e| format!("{name} lacks a {vendor} entry point: {e}"))
             }
             Err(e) => {
