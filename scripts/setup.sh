@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and testing this workspace needs on Debian 12, skipping what is there:
-# LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, and NVIDIA's
-# CUDA compiler wheel from PyPI (ptxas + libdevice). Safe to run again.
+# LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, Debian's HIP
+# runtime and headers, NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
+# wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
+# installed) under /opt/gpu-build/hip6 for the driver-binding tests. Safe to run again.
 set -euo pipefail
 
 packages=(llvm-22-dev libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
-          rocm-device-libs libamdhip64-5 zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip)
+          rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -19,8 +21,38 @@ if ((${#missing[@]})); then
 fi
 
 python=python3
+pip_install() {
+  "$python" -m pip install --quiet --disable-pip-version-check "$1" ||
+    "$python" -m pip install --quiet --disable-pip-version-check --break-system-packages "$1"
+}
 if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("nvidia.cuda_nvcc") is None)' 2>/dev/null; then
   echo "setup: installing nvidia-cuda-nvcc-cu12 (ptxas, libdevice) from PyPI" >&2
-  "$python" -m pip install --quiet --disable-pip-version-check nvidia-cuda-nvcc-cu12 ||
-    "$python" -m pip install --quiet --disable-pip-version-check --break-system-packages nvidia-cuda-nvcc-cu12
+  pip_install nvidia-cuda-nvcc-cu12
+fi
+# cuda.h for the CUDA driver bindings (gpu-embed/tests/bindings.rs); pinned: the checked-in
+# bindings are generated from exactly this header.
+cuda_runtime=nvidia-cuda-runtime-cu12==12.9.79
+if ! "$python" -m pip show nvidia-cuda-runtime-cu12 2>/dev/null | grep -x "Version: ${cuda_runtime#*==}" >/dev/null; then
+  echo "setup: installing $cuda_runtime (cuda.h) from PyPI" >&2
+  pip_install "$cuda_runtime"
+fi
+
+# ROCm 6's HIP headers and runtime, from Debian unstable: the bindings of ROCm 6's device
+# properties are generated from these headers, and the tests check the real library exports
+# what the bindings load. Unpacked, not installed, so the system keeps Debian 12's packages.
+hip6=/opt/gpu-build/hip6
+if [ ! -f "$hip6/usr/include/hip/hip_runtime_api.h" ] || ! ls "$hip6"/usr/lib/*/libamdhip64.so.6 >/dev/null 2>&1; then
+  echo "setup: unpacking libamdhip64-dev and libamdhip64-6 (ROCm 6) from Debian unstable into $hip6" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  scratch=$(mktemp -d)
+  mkdir -p "$scratch/lists/partial" "$scratch/cache/archives/partial"
+  echo "deb http://deb.debian.org/debian sid main" > "$scratch/sources.list"
+  sid=(-o Dir::Etc::sourcelist="$scratch/sources.list" -o Dir::Etc::sourceparts=/dev/null
+       -o Dir::State::Lists="$scratch/lists" -o Dir::Cache="$scratch/cache" -o APT::Sandbox::User=root)
+  apt-get -qq "${sid[@]}" update
+  (cd "$scratch" && apt-get -qq "${sid[@]}" download libamdhip64-dev libamdhip64-6)
+  $sudo_cmd mkdir -p "$hip6"
+  for deb in "$scratch"/*.deb; do $sudo_cmd dpkg-deb -x "$deb" "$hip6"; done
+  rm -rf "$scratch"
 fi

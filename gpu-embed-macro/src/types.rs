@@ -45,6 +45,9 @@ pub(crate) fn classify(ty: &str) -> Result<ArgKind, String> {
         let shape_and_element = body.split([',', '>']).next().unwrap_or_default();
         let mut parts: Vec<&str> = shape_and_element.split('x').collect();
         let element = parts.pop().unwrap_or_default();
+        if element == "i1" {
+            return Err(format!("`{ty}`: a buffer of Rust `bool` could hold bytes other than 0 and 1; use a memref of i8"));
+        }
         let element = scalar(element)
             .ok_or_else(|| format!("memref of `{element}` has no Rust element type"))?;
         let dims = parts

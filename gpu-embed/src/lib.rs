@@ -12,6 +12,7 @@ mod memory;
 mod select;
 
 pub use binary::{Binary, Format, HostEntry, HostKernel, Object, Vendor};
+pub use bytemuck::Pod;
 pub use device::{Device, Stream};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_embed_macro::include_gpu_binary;

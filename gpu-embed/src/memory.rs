@@ -1,7 +1,12 @@
 //! Device memory: buffers that allocate, copy both ways, and free on drop.
+//!
+//! Elements are plain old data (`bytemuck::Pod`): any bytes a kernel or a copy leaves in device
+//! memory are a valid value of the element type (no `bool`, `char` or references), and a safe
+//! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
 use crate::device::Device;
 use crate::error::{Error, ErrorKind, Result};
+use bytemuck::Pod;
 use std::marker::PhantomData;
 
 /// A raw device address, for kernels that take pointers (`!llvm.ptr`).
@@ -9,21 +14,38 @@ use std::marker::PhantomData;
 pub struct DevicePtr(pub u64);
 
 /// `len` elements of `T` in a device's memory.
-pub struct DeviceBuffer<T: Copy> {
+pub struct DeviceBuffer<T: Pod> {
     device: Device,
     ptr: u64,
     len: usize,
     _element: PhantomData<T>,
 }
 
-impl<T: Copy> DeviceBuffer<T> {
+impl<T: Pod> DeviceBuffer<T> {
     fn bytes(len: usize) -> Result<usize> {
         len.checked_mul(size_of::<T>())
             .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "buffer size overflows"))
     }
 
-    /// Uninitialized device memory for `len` elements.
+    /// `len` zeroed elements.
     pub fn alloc(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
+        // SAFETY: every byte is set before the buffer is handed out.
+        let buffer = unsafe { DeviceBuffer::alloc_uninit(device, len)? };
+        let bytes = Self::bytes(len)?;
+        if bytes > 0 {
+            let driver = device.current()?;
+            // SAFETY: the buffer holds `bytes` bytes of this device's memory.
+            unsafe { driver.fill_bytes(buffer.ptr, 0, bytes) }.map_err(|e| device.context(e))?;
+        }
+        Ok(buffer)
+    }
+
+    /// `len` elements of uninitialized device memory.
+    ///
+    /// # Safety
+    /// Every element must be written (by a copy or a kernel) before it is read, on the host or
+    /// on the device.
+    pub unsafe fn alloc_uninit(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
         let bytes = Self::bytes(len)?;
         let ptr = if bytes > 0 {
             device
@@ -43,7 +65,8 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// A device copy of `data`.
     pub fn from_slice(device: &Device, data: &[T]) -> Result<DeviceBuffer<T>> {
-        let mut buffer = DeviceBuffer::alloc(device, data.len())?;
+        // SAFETY: the copy below writes every element.
+        let mut buffer = unsafe { DeviceBuffer::alloc_uninit(device, data.len())? };
         buffer.copy_from(data)?;
         Ok(buffer)
     }
@@ -73,11 +96,8 @@ impl<T: Copy> DeviceBuffer<T> {
     }
 
     /// The buffer's contents.
-    pub fn to_vec(&self) -> Result<Vec<T>>
-    where
-        T: Default,
-    {
-        let mut out = vec![T::default(); self.len];
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
         self.copy_to(&mut out)?;
         Ok(out)
     }
@@ -113,7 +133,7 @@ impl<T: Copy> DeviceBuffer<T> {
     }
 }
 
-impl<T: Copy> Drop for DeviceBuffer<T> {
+impl<T: Pod> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;

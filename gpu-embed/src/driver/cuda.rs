@@ -1,57 +1,22 @@
-//! The CUDA driver API from `libcuda.so.1`.
+//! The CUDA driver API from `libcuda.so.1`, through the bindings generated from `cuda.h`
+//! (`sys/cuda.rs`): every entry point is resolved when the library loads, so a driver that lacks
+//! one is an error then, never a crash later.
 
+use super::sys::cuda as sys;
 use super::{c_name, c_string, static_c_str, Driver, FoundDevice, Handle};
 use crate::binary::{Format, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_void};
 use std::sync::OnceLock;
-
-type CuResult = c_int;
-type Ptr = *mut c_void;
-
-const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
-const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 
 /// The libraries tried, in order.
 pub(crate) const LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
 pub(crate) struct Cuda {
-    _library: Library,
+    api: sys::CudaDriver,
     /// The name the library was loaded as, for messages.
     pub library: &'static str,
-    init: unsafe extern "C" fn(c_uint) -> CuResult,
-    device_get_count: unsafe extern "C" fn(*mut c_int) -> CuResult,
-    device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
-    device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> CuResult,
-    device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult,
-    primary_ctx_retain: unsafe extern "C" fn(*mut Ptr, c_int) -> CuResult,
-    ctx_set_current: unsafe extern "C" fn(Ptr) -> CuResult,
-    ctx_synchronize: unsafe extern "C" fn() -> CuResult,
-    module_load_data: unsafe extern "C" fn(*mut Ptr, *const c_void) -> CuResult,
-    module_get_function: unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> CuResult,
-    #[allow(clippy::type_complexity)]
-    launch_kernel: unsafe extern "C" fn(
-        Ptr,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        Ptr,
-        *mut Ptr,
-        *mut Ptr,
-    ) -> CuResult,
-    mem_alloc: unsafe extern "C" fn(*mut u64, usize) -> CuResult,
-    mem_free: unsafe extern "C" fn(u64) -> CuResult,
-    memcpy_htod: unsafe extern "C" fn(u64, *const c_void, usize) -> CuResult,
-    memcpy_dtoh: unsafe extern "C" fn(*mut c_void, u64, usize) -> CuResult,
-    stream_create: unsafe extern "C" fn(*mut Ptr, c_uint) -> CuResult,
-    stream_synchronize: unsafe extern "C" fn(Ptr) -> CuResult,
-    stream_destroy: unsafe extern "C" fn(Ptr) -> CuResult,
-    get_error_name: unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult,
 }
 
 /// The loaded driver, or why it could not be loaded (tried once per process).
@@ -64,43 +29,20 @@ pub(crate) fn driver() -> Result<&'static Cuda, String> {
 }
 
 fn resolve(library: Library, name: &'static str) -> Result<Cuda, libloading::Error> {
-    // SAFETY: the symbol types are the CUDA driver API's documented signatures.
-    unsafe {
-        Ok(Cuda {
-            init: *library.get(b"cuInit\0")?,
-            device_get_count: *library.get(b"cuDeviceGetCount\0")?,
-            device_get: *library.get(b"cuDeviceGet\0")?,
-            device_get_name: *library.get(b"cuDeviceGetName\0")?,
-            device_get_attribute: *library.get(b"cuDeviceGetAttribute\0")?,
-            primary_ctx_retain: *library.get(b"cuDevicePrimaryCtxRetain\0")?,
-            ctx_set_current: *library.get(b"cuCtxSetCurrent\0")?,
-            ctx_synchronize: *library.get(b"cuCtxSynchronize\0")?,
-            module_load_data: *library.get(b"cuModuleLoadData\0")?,
-            module_get_function: *library.get(b"cuModuleGetFunction\0")?,
-            launch_kernel: *library.get(b"cuLaunchKernel\0")?,
-            mem_alloc: *library.get(b"cuMemAlloc_v2\0")?,
-            mem_free: *library.get(b"cuMemFree_v2\0")?,
-            memcpy_htod: *library.get(b"cuMemcpyHtoD_v2\0")?,
-            memcpy_dtoh: *library.get(b"cuMemcpyDtoH_v2\0")?,
-            stream_create: *library.get(b"cuStreamCreate\0")?,
-            stream_synchronize: *library.get(b"cuStreamSynchronize\0")?,
-            stream_destroy: *library.get(b"cuStreamDestroy_v2\0")?,
-            get_error_name: *library.get(b"cuGetErrorName\0")?,
-            library: name,
-            _library: library,
-        })
-    }
+    // SAFETY: the generated bindings give each entry point the type `cuda.h` declares.
+    let api = unsafe { sys::CudaDriver::from_library(library)? };
+    Ok(Cuda { api, library: name })
 }
 
 impl Cuda {
     /// `Ok` or an error naming the driver's error and what was being done.
-    fn check(&self, result: CuResult, what: impl FnOnce() -> String) -> Result<()> {
-        if result == 0 {
+    fn check(&self, result: sys::CUresult, what: impl FnOnce() -> String) -> Result<()> {
+        if result == sys::CUDA_SUCCESS {
             return Ok(());
         }
         let mut name: *const c_char = std::ptr::null();
         // SAFETY: writes a pointer to a static string or leaves it null.
-        unsafe { (self.get_error_name)(result, &mut name) };
+        unsafe { (self.api.cuGetErrorName)(result, &mut name) };
         let name = static_c_str(name).unwrap_or_else(|| format!("CUDA error {result}"));
         Err(Error::new(ErrorKind::Driver, format!("{}: {name}", what())))
     }
@@ -108,40 +50,47 @@ impl Cuda {
     pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
         // SAFETY: plain driver calls with valid out-pointers.
         unsafe {
-            self.check((self.init)(0), || "cuInit".into())?;
+            self.check((self.api.cuInit)(0), || "cuInit".into())?;
             let mut count = 0;
-            self.check((self.device_get_count)(&mut count), || {
+            self.check((self.api.cuDeviceGetCount)(&mut count), || {
                 "cuDeviceGetCount".into()
             })?;
             let mut devices = Vec::new();
             for ordinal in 0..count {
                 let mut device = 0;
-                self.check((self.device_get)(&mut device, ordinal), || {
+                self.check((self.api.cuDeviceGet)(&mut device, ordinal), || {
                     format!("cuDeviceGet({ordinal})")
                 })?;
                 let mut name = [0 as c_char; 256];
                 self.check(
-                    (self.device_get_name)(name.as_mut_ptr(), 256, device),
+                    (self.api.cuDeviceGetName)(name.as_mut_ptr(), 256, device),
                     || "cuDeviceGetName".into(),
                 )?;
                 let (mut major, mut minor) = (0, 0);
                 let attribute =
-                    |value: &mut c_int, which| (self.device_get_attribute)(value, which, device);
+                    |value: &mut i32, which| (self.api.cuDeviceGetAttribute)(value, which, device);
                 self.check(
-                    attribute(&mut major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                    attribute(
+                        &mut major,
+                        sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                    ),
                     || "cuDeviceGetAttribute".into(),
                 )?;
                 self.check(
-                    attribute(&mut minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+                    attribute(
+                        &mut minor,
+                        sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                    ),
                     || "cuDeviceGetAttribute".into(),
                 )?;
                 let mut context = std::ptr::null_mut();
-                self.check((self.primary_ctx_retain)(&mut context, device), || {
-                    "cuDevicePrimaryCtxRetain".into()
-                })?;
+                self.check(
+                    (self.api.cuDevicePrimaryCtxRetain)(&mut context, device),
+                    || "cuDevicePrimaryCtxRetain".into(),
+                )?;
                 devices.push(FoundDevice {
                     driver: self,
-                    raw: Handle(context),
+                    raw: Handle(context.cast()),
                     name: c_string(&name),
                     arch: format!("sm_{major}{minor}"),
                 });
@@ -158,9 +107,10 @@ impl Driver for Cuda {
 
     fn make_current(&self, device: Handle) -> Result<()> {
         // SAFETY: a retained primary context.
-        self.check(unsafe { (self.ctx_set_current)(device.0) }, || {
-            "cuCtxSetCurrent".into()
-        })
+        self.check(
+            unsafe { (self.api.cuCtxSetCurrent)(device.0.cast()) },
+            || "cuCtxSetCurrent".into(),
+        )
     }
 
     fn load_module(&self, object: &'static Object) -> Result<Handle> {
@@ -172,10 +122,10 @@ impl Driver for Cuda {
         let mut module = std::ptr::null_mut();
         // SAFETY: a complete cubin or NUL-terminated PTX.
         self.check(
-            unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) },
+            unsafe { (self.api.cuModuleLoadData)(&mut module, image.as_ptr().cast()) },
             || format!("loading {}", object.describe()),
         )?;
-        Ok(Handle(module))
+        Ok(Handle(module.cast()))
     }
 
     fn function(&self, module: Handle, name: &str) -> Result<Handle> {
@@ -183,10 +133,12 @@ impl Driver for Cuda {
         let mut function = std::ptr::null_mut();
         // SAFETY: a loaded module and a NUL-terminated name.
         self.check(
-            unsafe { (self.module_get_function)(&mut function, module.0, c_name.as_ptr()) },
+            unsafe {
+                (self.api.cuModuleGetFunction)(&mut function, module.0.cast(), c_name.as_ptr())
+            },
             || format!("finding kernel `{name}`"),
         )?;
-        Ok(Handle(function))
+        Ok(Handle(function.cast()))
     }
 
     unsafe fn launch(
@@ -202,8 +154,8 @@ impl Driver for Cuda {
         let [bx, by, bz] = block;
         // SAFETY: the caller guarantees `params` match the kernel.
         let result = unsafe {
-            (self.launch_kernel)(
-                function.0,
+            (self.api.cuLaunchKernel)(
+                function.0.cast(),
                 gx,
                 gy,
                 gz,
@@ -211,7 +163,7 @@ impl Driver for Cuda {
                 by,
                 bz,
                 shared,
-                stream.0,
+                stream.0.cast(),
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
@@ -222,15 +174,16 @@ impl Driver for Cuda {
     fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut pointer = 0;
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.mem_alloc)(&mut pointer, bytes) }, || {
-            format!("allocating {bytes} bytes")
-        })?;
+        self.check(
+            unsafe { (self.api.cuMemAlloc_v2)(&mut pointer, bytes) },
+            || format!("allocating {bytes} bytes"),
+        )?;
         Ok(pointer)
     }
 
     fn free(&self, pointer: u64) {
         // SAFETY: allocated by `alloc`; a failure here has nowhere to go.
-        unsafe { (self.mem_free)(pointer) };
+        unsafe { (self.api.cuMemFree_v2)(pointer) };
     }
 
     unsafe fn copy_to_device(
@@ -240,21 +193,31 @@ impl Driver for Cuda {
         bytes: usize,
     ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        self.check(unsafe { (self.memcpy_htod)(target, source, bytes) }, || {
-            "copying to the device".into()
-        })
+        self.check(
+            unsafe { (self.api.cuMemcpyHtoD_v2)(target, source, bytes) },
+            || "copying to the device".into(),
+        )
     }
 
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
-        self.check(unsafe { (self.memcpy_dtoh)(target, source, bytes) }, || {
-            "copying from the device".into()
-        })
+        self.check(
+            unsafe { (self.api.cuMemcpyDtoH_v2)(target, source, bytes) },
+            || "copying from the device".into(),
+        )
+    }
+
+    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees `bytes` device bytes at `target`.
+        self.check(
+            unsafe { (self.api.cuMemsetD8_v2)(target, value, bytes) },
+            || format!("setting {bytes} bytes"),
+        )
     }
 
     fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
-        self.check(unsafe { (self.ctx_synchronize)() }, || {
+        self.check(unsafe { (self.api.cuCtxSynchronize)() }, || {
             "cuCtxSynchronize".into()
         })
     }
@@ -262,21 +225,22 @@ impl Driver for Cuda {
     fn create_stream(&self) -> Result<Handle> {
         let mut stream = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.stream_create)(&mut stream, 0) }, || {
+        self.check(unsafe { (self.api.cuStreamCreate)(&mut stream, 0) }, || {
             "cuStreamCreate".into()
         })?;
-        Ok(Handle(stream))
+        Ok(Handle(stream.cast()))
     }
 
     fn synchronize_stream(&self, stream: Handle) -> Result<()> {
         // SAFETY: a live stream.
-        self.check(unsafe { (self.stream_synchronize)(stream.0) }, || {
-            "cuStreamSynchronize".into()
-        })
+        self.check(
+            unsafe { (self.api.cuStreamSynchronize)(stream.0.cast()) },
+            || "cuStreamSynchronize".into(),
+        )
     }
 
     fn destroy_stream(&self, stream: Handle) {
         // SAFETY: not used afterwards.
-        unsafe { (self.stream_destroy)(stream.0) };
+        unsafe { (self.api.cuStreamDestroy_v2)(stream.0.cast()) };
     }
 }

@@ -1,14 +1,14 @@
-//! The HIP runtime API from `libamdhip64.so` (ROCm), for AMD GPUs.
+//! The HIP runtime API from `libamdhip64.so` (ROCm), for AMD GPUs, through the bindings generated
+//! from the HIP headers (`sys/hip.rs`; `sys/hip_r0600.rs` for ROCm 6's device properties): every
+//! entry point is resolved when the library loads.
 
+use super::sys::{hip as sys, hip_r0600};
 use super::{c_name, c_string, static_c_str, Driver, FoundDevice, Handle};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
-
-type HipResult = c_int;
-type Ptr = *mut c_void;
 
 /// The libraries tried, in order.
 pub(crate) const LIBRARIES: &[&str] = &[
@@ -18,44 +18,19 @@ pub(crate) const LIBRARIES: &[&str] = &[
     "/opt/rocm/lib/libamdhip64.so",
 ];
 
-/// Bytes reserved for `hipDeviceProp_t`, comfortably more than any ROCm version's struct.
-const DEVICE_PROPERTIES_SIZE: usize = 8192;
-/// `hipDeviceProp_t` begins with `char name[256]`.
-const NAME_FIELD: usize = 256;
-
 pub(crate) struct Hip {
-    _library: Library,
+    api: sys::HipRuntime,
+    /// ROCm 6 and later: `hipGetDevicePropertiesR0600`, which fills the ROCm 6 layout. Earlier
+    /// runtimes have only `hipGetDeviceProperties`, which fills the ROCm 5 layout.
+    r0600: Option<hip_r0600::HipR0600>,
     /// The name the library was loaded as, for messages.
     pub library: &'static str,
-    init: unsafe extern "C" fn(c_uint) -> HipResult,
-    get_device_count: unsafe extern "C" fn(*mut c_int) -> HipResult,
-    get_device_properties: unsafe extern "C" fn(*mut c_void, c_int) -> HipResult,
-    set_device: unsafe extern "C" fn(c_int) -> HipResult,
-    device_synchronize: unsafe extern "C" fn() -> HipResult,
-    module_load_data: unsafe extern "C" fn(*mut Ptr, *const c_void) -> HipResult,
-    module_get_function: unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> HipResult,
-    #[allow(clippy::type_complexity)]
-    module_launch_kernel: unsafe extern "C" fn(
-        Ptr,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        c_uint,
-        Ptr,
-        *mut Ptr,
-        *mut Ptr,
-    ) -> HipResult,
-    malloc: unsafe extern "C" fn(*mut Ptr, usize) -> HipResult,
-    free: unsafe extern "C" fn(Ptr) -> HipResult,
-    memcpy_htod: unsafe extern "C" fn(Ptr, *const c_void, usize) -> HipResult,
-    memcpy_dtoh: unsafe extern "C" fn(*mut c_void, Ptr, usize) -> HipResult,
-    stream_create: unsafe extern "C" fn(*mut Ptr) -> HipResult,
-    stream_synchronize: unsafe extern "C" fn(Ptr) -> HipResult,
-    stream_destroy: unsafe extern "C" fn(Ptr) -> HipResult,
-    get_error_name: unsafe extern "C" fn(HipResult) -> *const c_char,
+}
+
+/// What device discovery reads from either layout of the device properties.
+struct Properties {
+    name: String,
+    gcn_arch_name: String,
 }
 
 pub(crate) fn driver() -> Result<&'static Hip, String> {
@@ -67,94 +42,90 @@ pub(crate) fn driver() -> Result<&'static Hip, String> {
 }
 
 fn resolve(library: Library, name: &'static str) -> Result<Hip, libloading::Error> {
-    // SAFETY: the symbol types are the HIP runtime API's documented signatures. ROCm 6 exports
-    // the current device-properties layout as `hipGetDevicePropertiesR0600`.
+    // SAFETY: the generated bindings give each entry point the type the HIP headers declare;
+    // the second handle is the same, already loaded library.
     unsafe {
-        let get_device_properties = match library.get(b"hipGetDevicePropertiesR0600\0") {
-            Ok(symbol) => *symbol,
-            Err(_) => *library.get(b"hipGetDeviceProperties\0")?,
-        };
+        let r0600 = Library::new(name)
+            .and_then(|library| hip_r0600::HipR0600::from_library(library))
+            .ok();
         Ok(Hip {
-            init: *library.get(b"hipInit\0")?,
-            get_device_count: *library.get(b"hipGetDeviceCount\0")?,
-            get_device_properties,
-            set_device: *library.get(b"hipSetDevice\0")?,
-            device_synchronize: *library.get(b"hipDeviceSynchronize\0")?,
-            module_load_data: *library.get(b"hipModuleLoadData\0")?,
-            module_get_function: *library.get(b"hipModuleGetFunction\0")?,
-            module_launch_kernel: *library.get(b"hipModuleLaunchKernel\0")?,
-            malloc: *library.get(b"hipMalloc\0")?,
-            free: *library.get(b"hipFree\0")?,
-            memcpy_htod: *library.get(b"hipMemcpyHtoD\0")?,
-            memcpy_dtoh: *library.get(b"hipMemcpyDtoH\0")?,
-            stream_create: *library.get(b"hipStreamCreate\0")?,
-            stream_synchronize: *library.get(b"hipStreamSynchronize\0")?,
-            stream_destroy: *library.get(b"hipStreamDestroy\0")?,
-            get_error_name: *library.get(b"hipGetErrorName\0")?,
+            api: sys::HipRuntime::from_library(library)?,
+            r0600,
             library: name,
-            _library: library,
         })
     }
 }
 
-/// The `gcnArchName` field (`gfx90a:sramecc+:xnack-`) of a `hipDeviceProp_t`. Its offset differs
-/// between ROCm releases, and it is the one field after the name that holds a `gfx` string, so it
-/// is found by looking for that.
-fn gcn_arch_name(properties: &[u8]) -> Option<String> {
-    let rest = &properties[NAME_FIELD..];
-    let start = rest
-        .windows(4)
-        .position(|w| w.starts_with(b"gfx") && w[3].is_ascii_digit())?;
-    let text: Vec<u8> = rest[start..]
-        .iter()
-        .take_while(|&&b| b != 0)
-        .copied()
-        .collect();
-    Some(String::from_utf8_lossy(&text).into_owned())
+/// A NUL-terminated C string field.
+fn field_text(field: &[c_char]) -> String {
+    c_string(field)
 }
 
 impl Hip {
-    fn check(&self, result: HipResult, what: impl FnOnce() -> String) -> Result<()> {
-        if result == 0 {
+    fn check(&self, result: sys::hipError_t, what: impl FnOnce() -> String) -> Result<()> {
+        if result == sys::hipSuccess {
             return Ok(());
         }
         // SAFETY: returns a static string.
-        let name = static_c_str(unsafe { (self.get_error_name)(result) })
+        let name = static_c_str(unsafe { (self.api.hipGetErrorName)(result) })
             .unwrap_or_else(|| format!("HIP error {result}"));
         Err(Error::new(ErrorKind::Driver, format!("{}: {name}", what())))
     }
 
-    pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
-        // SAFETY: plain runtime calls with valid out-pointers; the properties buffer is larger
-        // than the struct.
+    /// The device's name and `gcnArchName` (`gfx90a:sramecc+:xnack-`), from the properties
+    /// struct of the runtime's own layout.
+    fn properties(&self, ordinal: c_int) -> Result<Properties> {
+        let what = || format!("hipGetDeviceProperties({ordinal})");
+        // SAFETY: each call fills the struct of the layout its library was built with.
         unsafe {
-            self.check((self.init)(0), || "hipInit".into())?;
+            if let Some(r0600) = &self.r0600 {
+                let mut properties = hip_r0600::hipDeviceProp_tR0600::default();
+                self.check(
+                    (r0600.hipGetDevicePropertiesR0600)(&mut properties, ordinal),
+                    what,
+                )?;
+                return Ok(Properties {
+                    name: field_text(&properties.name),
+                    gcn_arch_name: field_text(&properties.gcnArchName),
+                });
+            }
+            let mut properties = sys::hipDeviceProp_t::default();
+            self.check(
+                (self.api.hipGetDeviceProperties)(&mut properties, ordinal),
+                what,
+            )?;
+            Ok(Properties {
+                name: field_text(&properties.name),
+                gcn_arch_name: field_text(&properties.gcnArchName),
+            })
+        }
+    }
+
+    pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
+        // SAFETY: plain runtime calls with valid out-pointers.
+        unsafe {
+            self.check((self.api.hipInit)(0), || "hipInit".into())?;
             let mut count = 0;
-            self.check((self.get_device_count)(&mut count), || {
+            self.check((self.api.hipGetDeviceCount)(&mut count), || {
                 "hipGetDeviceCount".into()
             })?;
             let mut devices = Vec::new();
             for ordinal in 0..count {
-                let mut properties = vec![0u8; DEVICE_PROPERTIES_SIZE];
-                self.check(
-                    (self.get_device_properties)(properties.as_mut_ptr().cast(), ordinal),
-                    || format!("hipGetDeviceProperties({ordinal})"),
-                )?;
-                let name: Vec<c_char> = properties[..NAME_FIELD]
-                    .iter()
-                    .map(|&b| b as c_char)
-                    .collect();
-                let arch = gcn_arch_name(&properties).ok_or_else(|| {
-                    Error::new(
+                let properties = self.properties(ordinal)?;
+                if !properties.gcn_arch_name.starts_with("gfx") {
+                    return Err(Error::new(
                         ErrorKind::Driver,
-                        format!("HIP device {ordinal} reports no gfx architecture"),
-                    )
-                })?;
+                        format!(
+                            "HIP device {ordinal} ({}) reports the architecture `{}`, not a gfx chip",
+                            properties.name, properties.gcn_arch_name
+                        ),
+                    ));
+                }
                 devices.push(FoundDevice {
                     driver: self,
-                    raw: Handle(ordinal as usize as Ptr),
-                    name: c_string(&name),
-                    arch,
+                    raw: Handle(ordinal as usize as *mut c_void),
+                    name: properties.name,
+                    arch: properties.gcn_arch_name,
                 });
             }
             Ok(devices)
@@ -170,7 +141,7 @@ impl Driver for Hip {
     fn make_current(&self, device: Handle) -> Result<()> {
         let ordinal = device.0 as usize as c_int;
         // SAFETY: an ordinal the runtime reported.
-        self.check(unsafe { (self.set_device)(ordinal) }, || {
+        self.check(unsafe { (self.api.hipSetDevice)(ordinal) }, || {
             format!("hipSetDevice({ordinal})")
         })
     }
@@ -180,10 +151,10 @@ impl Driver for Hip {
         let mut module = std::ptr::null_mut();
         // SAFETY: a complete hsaco image.
         self.check(
-            unsafe { (self.module_load_data)(&mut module, image.as_ptr().cast()) },
+            unsafe { (self.api.hipModuleLoadData)(&mut module, image.as_ptr().cast()) },
             || format!("loading {}", object.describe()),
         )?;
-        Ok(Handle(module))
+        Ok(Handle(module.cast()))
     }
 
     fn function(&self, module: Handle, name: &str) -> Result<Handle> {
@@ -191,10 +162,12 @@ impl Driver for Hip {
         let mut function = std::ptr::null_mut();
         // SAFETY: a loaded module and a NUL-terminated name.
         self.check(
-            unsafe { (self.module_get_function)(&mut function, module.0, c_name.as_ptr()) },
+            unsafe {
+                (self.api.hipModuleGetFunction)(&mut function, module.0.cast(), c_name.as_ptr())
+            },
             || format!("finding kernel `{name}`"),
         )?;
-        Ok(Handle(function))
+        Ok(Handle(function.cast()))
     }
 
     unsafe fn launch(
@@ -210,8 +183,8 @@ impl Driver for Hip {
         let [bx, by, bz] = block;
         // SAFETY: the caller guarantees `params` match the kernel.
         let result = unsafe {
-            (self.module_launch_kernel)(
-                function.0,
+            (self.api.hipModuleLaunchKernel)(
+                function.0.cast(),
                 gx,
                 gy,
                 gz,
@@ -219,7 +192,7 @@ impl Driver for Hip {
                 by,
                 bz,
                 shared,
-                stream.0,
+                stream.0.cast(),
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
@@ -230,7 +203,7 @@ impl Driver for Hip {
     fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut pointer = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.malloc)(&mut pointer, bytes) }, || {
+        self.check(unsafe { (self.api.hipMalloc)(&mut pointer, bytes) }, || {
             format!("allocating {bytes} bytes")
         })?;
         Ok(pointer as u64)
@@ -238,7 +211,7 @@ impl Driver for Hip {
 
     fn free(&self, pointer: u64) {
         // SAFETY: allocated by `alloc`; a failure here has nowhere to go.
-        unsafe { (self.free)(pointer as Ptr) };
+        unsafe { (self.api.hipFree)(pointer as *mut c_void) };
     }
 
     unsafe fn copy_to_device(
@@ -249,7 +222,7 @@ impl Driver for Hip {
     ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
         self.check(
-            unsafe { (self.memcpy_htod)(target as Ptr, source, bytes) },
+            unsafe { (self.api.hipMemcpyHtoD)(target as *mut c_void, source.cast_mut(), bytes) },
             || "copying to the device".into(),
         )
     }
@@ -257,14 +230,22 @@ impl Driver for Hip {
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
         // SAFETY: the caller guarantees both ranges.
         self.check(
-            unsafe { (self.memcpy_dtoh)(target, source as Ptr, bytes) },
+            unsafe { (self.api.hipMemcpyDtoH)(target, source as *mut c_void, bytes) },
             || "copying from the device".into(),
+        )
+    }
+
+    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees `bytes` device bytes at `target`.
+        self.check(
+            unsafe { (self.api.hipMemset)(target as *mut c_void, c_int::from(value), bytes) },
+            || format!("setting {bytes} bytes"),
         )
     }
 
     fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
-        self.check(unsafe { (self.device_synchronize)() }, || {
+        self.check(unsafe { (self.api.hipDeviceSynchronize)() }, || {
             "hipDeviceSynchronize".into()
         })
     }
@@ -272,39 +253,22 @@ impl Driver for Hip {
     fn create_stream(&self) -> Result<Handle> {
         let mut stream = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.stream_create)(&mut stream) }, || {
+        self.check(unsafe { (self.api.hipStreamCreate)(&mut stream) }, || {
             "hipStreamCreate".into()
         })?;
-        Ok(Handle(stream))
+        Ok(Handle(stream.cast()))
     }
 
     fn synchronize_stream(&self, stream: Handle) -> Result<()> {
         // SAFETY: a live stream.
-        self.check(unsafe { (self.stream_synchronize)(stream.0) }, || {
-            "hipStreamSynchronize".into()
-        })
+        self.check(
+            unsafe { (self.api.hipStreamSynchronize)(stream.0.cast()) },
+            || "hipStreamSynchronize".into(),
+        )
     }
 
     fn destroy_stream(&self, stream: Handle) {
         // SAFETY: not used afterwards.
-        unsafe { (self.stream_destroy)(stream.0) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_the_arch_name_after_the_device_name() {
-        let mut properties = vec![0u8; DEVICE_PROPERTIES_SIZE];
-        properties[..6].copy_from_slice(b"gfx942");
-        let arch = b"gfx90a:sramecc+:xnack-";
-        properties[1160..1160 + arch.len()].copy_from_slice(arch);
-        assert_eq!(
-            gcn_arch_name(&properties).as_deref(),
-            Some("gfx90a:sramecc+:xnack-")
-        );
-        assert_eq!(gcn_arch_name(&vec![0u8; DEVICE_PROPERTIES_SIZE]), None);
+        unsafe { (self.api.hipStreamDestroy)(stream.0.cast()) };
     }
 }

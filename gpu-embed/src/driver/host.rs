@@ -294,6 +294,12 @@ impl Driver for Host {
         Ok(())
     }
 
+    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees the range.
+        unsafe { std::ptr::write_bytes(target as *mut u8, value, bytes) };
+        Ok(())
+    }
+
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }

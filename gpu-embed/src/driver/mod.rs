@@ -5,6 +5,7 @@
 pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
+mod sys;
 
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
@@ -57,6 +58,11 @@ pub(crate) trait Driver: Sync {
     /// # Safety
     /// `target` must hold `bytes` writable bytes and `source` that many device bytes.
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()>;
+    /// Sets `bytes` bytes at `target` to `value`.
+    ///
+    /// # Safety
+    /// `target` must hold `bytes` device bytes of this driver.
+    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()>;
     fn synchronize(&self) -> Result<()>;
     fn create_stream(&self) -> Result<Handle>;
     fn synchronize_stream(&self, stream: Handle) -> Result<()>;

@@ -1,0 +1,40 @@
+//! The drivers as they are on this machine. `scripts/setup.sh` installs Debian's real HIP runtime
+//! (`libamdhip64.so.5`): it must load through the generated bindings (every entry point
+//! resolves) and, on a machine without an AMD GPU, fail in `hipInit` with a clean error, after
+//! which the host is the default device.
+
+use gpu_embed::{Device, ErrorKind, Vendor};
+use std::path::Path;
+
+#[test]
+fn debians_hip_runtime_loads_and_a_machine_without_a_gpu_falls_back_to_the_host() {
+    let hip = Path::new("/usr/lib")
+        .join(format!("{}-linux-gnu", std::env::consts::ARCH))
+        .join("libamdhip64.so.5");
+    assert!(
+        hip.is_file(),
+        "{} is missing; run scripts/setup.sh",
+        hip.display()
+    );
+    match Device::gpus() {
+        Ok(gpus) if !gpus.is_empty() => {
+            for gpu in gpus {
+                let arch = gpu.arch().arch;
+                match gpu.vendor() {
+                    Vendor::Amdgpu => assert!(arch.starts_with("gfx"), "{gpu:?}"),
+                    _ => assert!(arch.starts_with("sm_"), "{gpu:?}"),
+                }
+            }
+        }
+        Ok(_) => panic!("drivers loaded but reported no device and no error"),
+        Err(error) => {
+            assert_eq!(error.kind(), ErrorKind::NoDevice, "{error}");
+            // Loaded (every entry point resolved), then refused: no AMD GPU here.
+            assert!(
+                error.message().contains("libamdhip64.so") && error.message().contains("hipInit: "),
+                "{error}"
+            );
+            assert_eq!(Device::default_device().vendor(), Vendor::Host);
+        }
+    }
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Regenerates gpu-embed's driver bindings (gpu-embed/src/driver/sys/) from the vendors' headers
+# that scripts/setup.sh installs; review the difference before committing it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GPU_EMBED_REGENERATE=1 cargo test -p gpu-embed --test bindings checked_in_bindings_match_the_headers
+git --no-pager diff --stat -- gpu-embed/src/driver/sys
