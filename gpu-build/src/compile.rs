@@ -12,6 +12,8 @@ use crate::module_to_object::{module_to_object, Compiled, DumpRequest, ObjectSet
 use crate::output::identifier_part;
 use crate::target::{TargetSpec, Vendor};
 use gpu_manifest::{Argument, Kernel, Param};
+#[cfg(test)]
+use gpu_manifest::{ArgumentKind, Element, Layout};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use std::path::{Path, PathBuf};
@@ -485,11 +487,7 @@ fn kernels_of(desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<Vec<Kernel>>
         kernels.push(Kernel {
             name: kernel.name.clone(),
             signature: kernel.signature.clone(),
-            arguments: kernel
-                .arguments
-                .iter()
-                .map(|ty| Argument { ty: ty.clone() })
-                .collect(),
+            arguments: kernel.arguments.clone(),
             params: llvm_types
                 .into_iter()
                 .zip(owners)
@@ -503,30 +501,13 @@ fn kernels_of(desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<Vec<Kernel>>
     Ok(kernels)
 }
 
-/// For each lowered parameter, the index of the argument it came from. A ranked memref becomes
-/// its descriptor (allocated and aligned pointers, offset, then a size and a stride per
-/// dimension), an unranked one a rank and a pointer; everything else one parameter.
-fn param_owners(arguments: &[String], lowered: usize) -> Option<Vec<usize>> {
+/// For each lowered parameter, the index of the argument it came from.
+fn param_owners(arguments: &[Argument], lowered: usize) -> Option<Vec<usize>> {
     let mut owners = Vec::new();
-    for (index, ty) in arguments.iter().enumerate() {
-        owners.extend(std::iter::repeat_n(index, lowered_width(ty)));
+    for (index, argument) in arguments.iter().enumerate() {
+        owners.extend(std::iter::repeat_n(index, argument.kind.lowered_width()));
     }
     (owners.len() == lowered).then_some(owners)
-}
-
-fn lowered_width(ty: &str) -> usize {
-    let Some(body) = ty.strip_prefix("memref<") else {
-        return 1;
-    };
-    if body.starts_with('*') {
-        return 2;
-    }
-    let shape = body.split([',', '>']).next().unwrap_or_default();
-    let rank = shape
-        .split('x')
-        .filter(|dim| *dim == "?" || dim.parse::<u64>().is_ok())
-        .count();
-    3 + 2 * rank
 }
 
 #[cfg(test)]
@@ -545,19 +526,31 @@ mod tests {
 
     #[test]
     fn memrefs_lower_to_descriptors() {
-        assert_eq!(lowered_width("memref<?xf32>"), 5);
+        let argument = |kind| Argument {
+            ty: String::new(),
+            kind,
+        };
+        let memref = |rank| ArgumentKind::Memref {
+            element: Element::F32,
+            shape: vec![None; rank],
+            layout: Layout::Identity,
+        };
+        let scalar = ArgumentKind::Scalar {
+            element: Element::F32,
+        };
         assert_eq!(
-            lowered_width("memref<4x?xf32, #gpu.address_space<workgroup>>"),
-            7
-        );
-        assert_eq!(lowered_width("memref<f32>"), 3);
-        assert_eq!(lowered_width("memref<*xf32>"), 2);
-        assert_eq!(lowered_width("index"), 1);
-        assert_eq!(
-            param_owners(&["memref<?xf32>".into(), "f32".into()], 6),
+            param_owners(&[argument(memref(1)), argument(scalar.clone())], 6),
             Some(vec![0, 0, 0, 0, 0, 1])
         );
-        assert_eq!(param_owners(&["f32".into()], 2), None);
+        assert_eq!(
+            param_owners(&[argument(memref(2)), argument(memref(0))], 10),
+            Some(vec![0, 0, 0, 0, 0, 0, 0, 1, 1, 1])
+        );
+        assert_eq!(
+            param_owners(&[argument(ArgumentKind::UnrankedMemref)], 2),
+            Some(vec![0, 0])
+        );
+        assert_eq!(param_owners(&[argument(scalar)], 2), None);
     }
 
     fn spec(vendor: Vendor, chip: &str, level: u8) -> TargetSpec {

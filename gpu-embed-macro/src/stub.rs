@@ -17,9 +17,9 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     let mut arguments = Vec::new();
     let mut checks = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
-    for (index, ty) in kernel.arguments.iter().enumerate() {
+    for (index, argument) in kernel.arguments.iter().enumerate() {
         let name = format_ident!("arg{index}");
-        match classify(&ty.ty).map_err(error)? {
+        match classify(&argument.ty, &argument.kind).map_err(error)? {
             ArgKind::Scalar(rust) => {
                 arguments.push(quote!(#name: #rust));
                 values.push(quote!(#name));
@@ -28,43 +28,26 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
                 arguments.push(quote!(#name: ::gpu_embed::DevicePtr));
                 values.push(quote!(#name.0));
             }
-            ArgKind::Memref { element, dims } => {
-                arguments.push(quote!(#name: &::gpu_embed::DeviceBuffer<#element>));
-                let label = format!("argument {index} ({})", ty.ty);
+            ArgKind::Memref { element, rank, ty } => {
+                arguments.push(quote!(#name: impl ::gpu_embed::AsMemref<'views, #element, #rank>));
+                let label = format!(
+                    "launching `{}`: argument {index} ({})",
+                    kernel.name, argument.ty
+                );
+                let descriptor = format_ident!("descriptor{index}");
                 checks.push(quote! {
-                    if !#name.device().is_same(device) {
-                        return Err(::gpu_embed::Error::new(::gpu_embed::ErrorKind::InvalidArgument,
-                            format!("launching `{}`: {} lives on another device", KERNEL, #label)));
-                    }
+                    let #descriptor = ::gpu_embed::memref_descriptor(
+                        ::gpu_embed::AsMemref::as_memref(#name)?,
+                        &#ty,
+                        device,
+                        #label,
+                    )?;
                 });
-                let sizes: Vec<TokenStream> = dims
-                    .iter()
-                    .map(|dim| match dim {
-                        Some(size) => quote!(#size as i64),
-                        None => quote!(#name.len() as i64),
-                    })
-                    .collect();
-                if dims.iter().all(Option::is_some) {
-                    let elements: u64 = dims.iter().map(|d| d.unwrap_or(1)).product();
-                    checks.push(quote! {
-                        if #name.len() as u64 != #elements {
-                            return Err(::gpu_embed::Error::new(::gpu_embed::ErrorKind::InvalidArgument,
-                                format!("launching `{}`: {} needs {} elements, the buffer has {}", KERNEL, #label, #elements, #name.len())));
-                        }
-                    });
-                }
-                // Row-major strides: each dimension's stride is the product of the later sizes.
-                let strides: Vec<TokenStream> = (0..dims.len())
-                    .map(|d| {
-                        let later = &sizes[d + 1..];
-                        quote!(1i64 #(* #later)*)
-                    })
-                    .collect();
-                values.push(quote!(#name.device_ptr().0));
-                values.push(quote!(#name.device_ptr().0));
-                values.push(quote!(0i64));
-                values.extend(sizes);
-                values.extend(strides);
+                values.push(quote!(#descriptor.allocated));
+                values.push(quote!(#descriptor.aligned));
+                values.push(quote!(#descriptor.offset));
+                values.extend((0..rank).map(|d| quote!(#descriptor.sizes[#d])));
+                values.extend((0..rank).map(|d| quote!(#descriptor.strides[#d])));
             }
         }
     }
@@ -79,7 +62,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     let mut pointers = Vec::new();
     for (index, (param, value)) in kernel.params.iter().zip(values).enumerate() {
         let local = format_ident!("param{index}");
-        let storage = param_storage(&param.llvm_type).map_err(error)?;
+        let storage = param_storage(param).map_err(error)?;
         locals.push(quote!(let mut #local: #storage = #value as #storage;));
         pointers.push(quote!(&mut #local as *mut #storage as *mut ::core::ffi::c_void));
     }
@@ -92,7 +75,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     );
     Ok(quote! {
         #[doc = #doc]
-        pub unsafe fn #function(
+        pub unsafe fn #function<'views>(
             device: &::gpu_embed::Device,
             config: &::gpu_embed::LaunchConfig<'_>,
             #(#arguments),*

@@ -1,6 +1,8 @@
-//! From kernel argument types (MLIR, or LLVM for `.ll` input) to the Rust types of a launch stub,
-//! and from lowered LLVM parameter types to the values the driver receives.
+//! From the manifest's argument kinds to the Rust types of a launch stub, and from lowered
+//! parameters to the values the driver receives. Both come from `gpu-manifest`, where gpu-build
+//! derived them once; nothing here reads a type's spelling.
 
+use gpu_manifest::{ArgumentKind, Element, Layout, Param};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -10,88 +12,89 @@ pub(crate) enum ArgKind {
     Scalar(TokenStream),
     /// A pointer: `gpu_embed::DevicePtr`.
     Pointer,
-    /// A memref: a device buffer of the element type, with the memref's static dimensions
-    /// (`None` for a dynamic one).
+    /// A memref: a view (or, for rank 1, a buffer) of the element type, and the memref type as
+    /// a `gpu_embed::MemrefType` constant expression.
     Memref {
         element: TokenStream,
-        dims: Vec<Option<u64>>,
+        rank: usize,
+        ty: TokenStream,
     },
 }
 
-/// Rust type of a scalar element (MLIR or LLVM spelling).
-fn scalar(ty: &str) -> Option<TokenStream> {
-    Some(match ty {
-        "f32" | "float" => quote!(f32),
-        "f64" | "double" => quote!(f64),
-        "f16" | "half" => quote!(::gpu_embed::f16),
-        "i1" => quote!(bool),
-        "i8" => quote!(i8),
-        "i16" => quote!(i16),
-        "i32" => quote!(i32),
-        "i64" => quote!(i64),
-        "index" => quote!(usize),
-        _ => return None,
-    })
+/// The Rust type of a scalar or memref element.
+fn rust_type(element: Element) -> TokenStream {
+    match element {
+        Element::I1 => quote!(bool),
+        Element::I8 => quote!(i8),
+        Element::I16 => quote!(i16),
+        Element::I32 => quote!(i32),
+        Element::I64 => quote!(i64),
+        Element::Index => quote!(usize),
+        Element::F16 => quote!(::gpu_embed::f16),
+        Element::Bf16 => quote!(::gpu_embed::bf16),
+        Element::F32 => quote!(f32),
+        Element::F64 => quote!(f64),
+    }
 }
 
-pub(crate) fn classify(ty: &str) -> Result<ArgKind, String> {
-    if let Some(scalar) = scalar(ty) {
-        return Ok(ArgKind::Scalar(scalar));
+fn option<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
     }
-    if ty == "ptr" || ty.starts_with("ptr addrspace(") || ty.starts_with("!llvm.ptr") {
-        return Ok(ArgKind::Pointer);
-    }
-    if let Some(body) = ty.strip_prefix("memref<") {
-        let shape_and_element = body.split([',', '>']).next().unwrap_or_default();
-        let mut parts: Vec<&str> = shape_and_element.split('x').collect();
-        let element = parts.pop().unwrap_or_default();
-        if element == "i1" {
-            return Err(format!("`{ty}`: a buffer of Rust `bool` could hold bytes other than 0 and 1; use a memref of i8"));
-        }
-        let element = scalar(element)
-            .ok_or_else(|| format!("memref of `{element}` has no Rust element type"))?;
-        let dims = parts
-            .iter()
-            .map(|dim| {
-                if *dim == "?" {
-                    Ok(None)
-                } else {
-                    dim.parse()
-                        .map(Some)
-                        .map_err(|_| format!("cannot read memref shape `{ty}`"))
+}
+
+pub(crate) fn classify(ty: &str, kind: &ArgumentKind) -> Result<ArgKind, String> {
+    match kind {
+        ArgumentKind::Scalar { element } => Ok(ArgKind::Scalar(rust_type(*element))),
+        ArgumentKind::Pointer => Ok(ArgKind::Pointer),
+        ArgumentKind::Memref {
+            element: Element::I1,
+            ..
+        } => Err(format!(
+            "`{ty}`: a buffer of Rust `bool` could hold bytes other than 0 and 1; use a memref of i8"
+        )),
+        ArgumentKind::Memref {
+            element,
+            shape,
+            layout,
+        } => {
+            let rank = shape.len();
+            let shape = shape.iter().map(|size| option(*size));
+            let layout = match layout {
+                Layout::Identity => quote!(::gpu_embed::MemrefLayout::Identity),
+                Layout::Strided { strides, offset } => {
+                    let strides = strides.iter().map(|stride| option(*stride));
+                    let offset = option(*offset);
+                    quote!(::gpu_embed::MemrefLayout::Strided { strides: [#(#strides),*], offset: #offset })
                 }
+            };
+            Ok(ArgKind::Memref {
+                element: rust_type(*element),
+                rank,
+                ty: quote!(::gpu_embed::MemrefType { shape: [#(#shape),*], layout: #layout }),
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        if dims.len() > 1 && dims.iter().any(Option::is_none) {
-            return Err(format!("`{ty}`: dynamic sizes are supported for 1-D memrefs only; give the other dimensions statically"));
         }
-        if body.contains("strided<") || body.contains("affine_map") {
-            return Err(format!(
-                "`{ty}`: only memrefs with the default (contiguous) layout can be passed from Rust"
-            ));
-        }
-        return Ok(ArgKind::Memref { element, dims });
+        ArgumentKind::UnrankedMemref => Err(format!(
+            "`{ty}`: an unranked memref cannot be passed from Rust; give the kernel a ranked memref"
+        )),
+        ArgumentKind::Other => Err(format!(
+            "kernel argument type `{ty}` cannot be passed from Rust (scalars, pointers and memrefs \
+             of integers and floats with a strided layout can)"
+        )),
     }
-    Err(format!(
-        "kernel argument type `{ty}` cannot be passed from Rust"
-    ))
 }
 
 /// The Rust type holding one lowered parameter, as the driver copies it.
-pub(crate) fn param_storage(llvm_type: &str) -> Result<TokenStream, String> {
-    Ok(match llvm_type {
-        t if t == "ptr" || t.starts_with("ptr addrspace(") => quote!(u64),
-        "i64" => quote!(i64),
-        "i32" => quote!(i32),
-        "i16" => quote!(i16),
-        "i8" | "i1" => quote!(i8),
-        "float" => quote!(f32),
-        "double" => quote!(f64),
-        "half" => quote!(::gpu_embed::f16),
-        other => {
-            return Err(format!(
-                "lowered parameter type `{other}` cannot be passed from Rust"
-            ))
-        }
-    })
+pub(crate) fn param_storage(param: &Param) -> Result<TokenStream, String> {
+    let storage = param.storage().ok_or_else(|| {
+        format!(
+            "lowered parameter type `{}` cannot be passed from Rust",
+            param.llvm_type
+        )
+    })?;
+    storage
+        .rust_type
+        .parse()
+        .map_err(|e| format!("storage type `{}`: {e}", storage.rust_type))
 }

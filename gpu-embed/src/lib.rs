@@ -9,6 +9,7 @@ mod driver;
 mod error;
 mod launch;
 mod memory;
+mod memref;
 mod select;
 
 pub use binary::{Binary, Format, HostEntry, HostKernel, Object, Vendor};
@@ -16,7 +17,10 @@ pub use bytemuck::Pod;
 pub use device::{Device, Stream};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_embed_macro::include_gpu_binary;
-pub use half::f16;
+pub use half::{bf16, f16};
 pub use launch::{launch, LaunchConfig};
 pub use memory::{DeviceBuffer, DevicePtr};
+#[doc(hidden)]
+pub use memref::{memref_descriptor, MemrefDescriptor, MemrefLayout, MemrefType};
+pub use memref::{AsMemref, MemrefView};
 pub use select::{select, DeviceArch, NoFit};

@@ -133,6 +133,18 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 }
 
+impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer<{}>({} elements on {})",
+            std::any::type_name::<T>(),
+            self.len,
+            self.device.name()
+        )
+    }
+}
+
 impl<T: Pod> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         if self.ptr == 0 {

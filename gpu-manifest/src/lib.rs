@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
@@ -55,6 +55,95 @@ pub struct Kernel {
 pub struct Argument {
     /// MLIR type (`memref<?xf32>`, `index`, `f32`, `!llvm.ptr`) or LLVM type for `.ll` input.
     pub ty: String,
+    /// What the argument is, read once from the type by gpu-build (from MLIR's own type, not
+    /// from its spelling).
+    pub kind: ArgumentKind,
+}
+
+/// What a kernel argument is, structurally.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ArgumentKind {
+    /// Passed by value.
+    Scalar { element: Element },
+    /// A device address (`!llvm.ptr`, LLVM `ptr`).
+    Pointer,
+    /// A ranked memref, lowered to its descriptor (see [`ArgumentKind::lowered_width`]).
+    Memref {
+        element: Element,
+        /// One entry per dimension; `None` for a dynamic size (`?`).
+        shape: Vec<Option<u64>>,
+        layout: Layout,
+    },
+    /// An unranked memref (`memref<*xf32>`), lowered to a rank and a descriptor pointer.
+    UnrankedMemref,
+    /// Anything else (vectors, complex numbers, memrefs of them, non-strided layouts): one
+    /// lowered parameter that no launch stub can fill.
+    Other,
+}
+
+impl ArgumentKind {
+    /// How many parameters of the lowered kernel the argument becomes: a ranked memref its
+    /// descriptor (allocated pointer, aligned pointer, offset, then a size and a stride per
+    /// dimension), an unranked memref a rank and a pointer, anything else one.
+    pub fn lowered_width(&self) -> usize {
+        match self {
+            ArgumentKind::Memref { shape, .. } => 3 + 2 * shape.len(),
+            ArgumentKind::UnrankedMemref => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A scalar or memref element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Element {
+    I1,
+    I8,
+    I16,
+    I32,
+    I64,
+    /// MLIR's `index`: 64 bits on every target gpu-build compiles for.
+    Index,
+    F16,
+    Bf16,
+    F32,
+    F64,
+}
+
+impl Element {
+    /// From its MLIR or LLVM spelling (`f32` / `float`, `index`, `i32`).
+    pub fn parse(name: &str) -> Option<Element> {
+        Some(match name {
+            "i1" => Element::I1,
+            "i8" => Element::I8,
+            "i16" => Element::I16,
+            "i32" => Element::I32,
+            "i64" => Element::I64,
+            "index" => Element::Index,
+            "f16" | "half" => Element::F16,
+            "bf16" | "bfloat" => Element::Bf16,
+            "f32" | "float" => Element::F32,
+            "f64" | "double" => Element::F64,
+            _ => return None,
+        })
+    }
+}
+
+/// How a memref's indices map to memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "layout", rename_all = "snake_case")]
+pub enum Layout {
+    /// MLIR's identity layout: row-major and contiguous. The lowered kernel may take the offset
+    /// as 0 and the strides as the row-major ones of its sizes, whatever the descriptor says.
+    Identity,
+    /// `strided<[s0, s1, ...], offset: o>`; `None` where the type says `?` (read from the
+    /// descriptor at run time).
+    Strided {
+        strides: Vec<Option<i64>>,
+        offset: Option<i64>,
+    },
 }
 
 /// One parameter of the lowered kernel.
@@ -65,6 +154,35 @@ pub struct Param {
     /// Index into [`Kernel::arguments`] of the argument this parameter was lowered from
     /// (a memref argument becomes several parameters: its descriptor's fields).
     pub argument: usize,
+}
+
+/// How a launcher holds one lowered parameter: the value the driver copies into the kernel's
+/// parameter space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamStorage {
+    /// The Rust type, as a path the launch stubs can name.
+    pub rust_type: &'static str,
+    /// Its size in bytes, which is also its alignment.
+    pub size: usize,
+}
+
+impl Param {
+    /// The storage for this parameter's LLVM type; `None` for a type no launcher can pass.
+    pub fn storage(&self) -> Option<ParamStorage> {
+        let (rust_type, size) = match self.llvm_type.as_str() {
+            t if t == "ptr" || t.starts_with("ptr addrspace(") => ("u64", 8),
+            "i64" => ("i64", 8),
+            "i32" => ("i32", 4),
+            "i16" => ("i16", 2),
+            "i8" | "i1" => ("i8", 1),
+            "double" => ("f64", 8),
+            "float" => ("f32", 4),
+            "half" => ("::gpu_embed::f16", 2),
+            "bfloat" => ("::gpu_embed::bf16", 2),
+            _ => return None,
+        };
+        Some(ParamStorage { rust_type, size })
+    }
 }
 
 /// Which GPU vendor an object is for.
@@ -219,7 +337,12 @@ mod tests {
             kernels: vec![Kernel {
                 name: "vadd".into(),
                 signature: "(index)".into(),
-                arguments: vec![Argument { ty: "index".into() }],
+                arguments: vec![Argument {
+                    ty: "index".into(),
+                    kind: ArgumentKind::Scalar {
+                        element: Element::Index,
+                    },
+                }],
                 params: vec![Param {
                     llvm_type: "i64".into(),
                     argument: 0,
@@ -264,7 +387,7 @@ mod tests {
             Err(ReadError::Malformed(_))
         ));
         assert!(matches!(
-            Manifest::from_json(r#"{"schema_version": 1}"#),
+            Manifest::from_json(&format!("{{\"schema_version\": {SCHEMA_VERSION}}}")),
             Err(ReadError::Malformed(_))
         ));
     }

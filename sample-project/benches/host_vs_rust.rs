@@ -82,7 +82,12 @@ fn main() {
     };
     let kernel = best(|| {
         // SAFETY: every thread reads below n x n and writes its own element of c.
-        unsafe { matmul::matmul(&host, &config, &da, &db, &dc, n) }.unwrap();
+        let (va, vb, vc) = (
+            da.view([n, n]).unwrap(),
+            db.view([n, n]).unwrap(),
+            dc.view([n, n]).unwrap(),
+        );
+        unsafe { matmul::matmul(&host, &config, va, vb, vc) }.unwrap();
     });
     let mut c = vec![0.0f32; n * n];
     let rust = best(|| {

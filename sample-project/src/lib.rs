@@ -242,9 +242,10 @@ pub fn run_matmul(device: &Device) -> Result<Run> {
         shared_mem_bytes: 0,
         stream: None,
     };
+    let (va, vb, vc) = (da.view([n, n])?, db.view([n, n])?, dc.view([n, n])?);
     // SAFETY: each thread reads rows of a and columns of b below n and writes its c element.
     let time = timed(device, || unsafe {
-        matmul::matmul(device, &config, &da, &db, &dc, n)
+        matmul::matmul(device, &config, va, vb, vc)
     })?;
     let got: Vec<f64> = dc.to_vec()?.into_iter().map(f64::from).collect();
     let want = matmul_reference(&a, &b, n);

@@ -140,18 +140,27 @@ fn launch_configurations_a_gpu_rejects_are_errors() {
 fn kernels_whose_names_rust_cannot_hold_launch_through_their_stubs() {
     use gpu_tests::_2d_kernels;
     let host = Device::host();
-    let stubs: [(
-        unsafe fn(&Device, &LaunchConfig<'_>, &DeviceBuffer<f32>) -> gpu_embed::Result<()>,
-        f32,
-    ); 3] = [
-        (_2d_kernels::_2d, 2.0),
-        (_2d_kernels::weird_name_v2, 3.0),
-        (_2d_kernels::fn_, 4.0),
+    let config = config([1, 1, 1], [32, 1, 1], 0);
+    // SAFETY (each stub): one block of 32 threads, each writing its own element of a
+    // 32-element buffer.
+    type Stub<'a> = Box<dyn Fn(&DeviceBuffer<f32>) -> gpu_embed::Result<()> + 'a>;
+    let stubs: [(Stub, f32); 3] = [
+        (
+            Box::new(|out| unsafe { _2d_kernels::_2d(&host, &config, out) }),
+            2.0,
+        ),
+        (
+            Box::new(|out| unsafe { _2d_kernels::weird_name_v2(&host, &config, out) }),
+            3.0,
+        ),
+        (
+            Box::new(|out| unsafe { _2d_kernels::fn_(&host, &config, out) }),
+            4.0,
+        ),
     ];
     for (stub, value) in stubs {
         let out = DeviceBuffer::from_slice(&host, &[0.0f32; 32]).unwrap();
-        // SAFETY: one block of 32 threads, each writing its own element of a 32-element buffer.
-        unsafe { stub(&host, &config([1, 1, 1], [32, 1, 1], 0), &out) }.unwrap();
+        stub(&out).unwrap();
         assert_eq!(out.to_vec().unwrap(), vec![value; 32]);
     }
     assert_eq!(_2d_kernels::BINARY.kernels(), ["2d", "weird-name.v2", "fn"]);

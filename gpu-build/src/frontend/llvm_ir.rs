@@ -47,6 +47,19 @@ pub(crate) fn parse<'ll>(
 }
 
 /// The module's vendor, kernels and (from `target-cpu`) chip.
+/// An LLVM IR kernel parameter: a pointer, a scalar, or something no launcher fills.
+fn llvm_argument(ty: String) -> gpu_manifest::Argument {
+    use gpu_manifest::{ArgumentKind, Element};
+    let kind = if ty == "ptr" || ty.starts_with("ptr addrspace(") {
+        ArgumentKind::Pointer
+    } else if let Some(element) = Element::parse(&ty).filter(|e| *e != Element::Index) {
+        ArgumentKind::Scalar { element }
+    } else {
+        ArgumentKind::Other
+    };
+    gpu_manifest::Argument { ty, kind }
+}
+
 pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModuleDesc> {
     let triple = module.get_triple().as_str().to_string_lossy().into_owned();
     let vendor = if triple.starts_with("nvptx") {
@@ -80,7 +93,7 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
         {
             spec.chip = cpu.get_string_value().to_string_lossy().into_owned();
         }
-        let arguments: Vec<String> = function
+        let types: Vec<String> = function
             .get_type()
             .get_param_types()
             .iter()
@@ -88,8 +101,8 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
             .collect();
         kernels.push(KernelDesc {
             name: function.get_name().to_string_lossy().into_owned(),
-            signature: format!("({})", arguments.join(", ")),
-            arguments,
+            signature: format!("({})", types.join(", ")),
+            arguments: types.into_iter().map(llvm_argument).collect(),
             location: at.clone(),
         });
     }

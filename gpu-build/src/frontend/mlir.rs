@@ -5,14 +5,16 @@ use super::source::{SourceFile, SourceLocation};
 use super::{GpuModuleDesc, KernelDesc, VendorOp};
 use crate::error::{Error, ErrorKind, Result};
 use crate::target::{parse_target_list, TargetSpec, Vendor};
+use gpu_manifest::{Argument, ArgumentKind, Element, Layout};
 use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{AttributeLike, StringAttribute, TypeAttribute};
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
-use melior::ir::r#type::FunctionType;
+use melior::ir::r#type::{FunctionType, TypeLike};
 use melior::ir::{BlockLike, Location, Module, OperationRef, RegionLike, ValueLike};
 use melior::utility::{register_all_dialects, register_all_llvm_translations, register_all_passes};
 use melior::Context;
 use mlir_sys::MlirOperation;
+use mlir_sys::MlirType;
 use std::sync::Once;
 
 /// An MLIR context with every dialect, pass and LLVM IR translation registered, and its
@@ -180,7 +182,7 @@ fn declared_input_count(op: &OperationRef) -> Option<usize> {
 
 fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
     let inputs = declared_input_count(op);
-    let arguments: Vec<String> = op
+    let arguments: Vec<Argument> = op
         .region(0)
         .ok()
         .and_then(|region| region.first_block())
@@ -189,15 +191,96 @@ fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
                 .unwrap_or(block.argument_count())
                 .min(block.argument_count()))
                 .filter_map(|i| block.argument(i).ok())
-                .map(|argument| argument.r#type().to_string())
+                .map(|argument| Argument {
+                    ty: argument.r#type().to_string(),
+                    kind: argument_kind(argument.r#type().to_raw()),
+                })
                 .collect()
         })
         .unwrap_or_default();
+    let types: Vec<&str> = arguments.iter().map(|a| a.ty.as_str()).collect();
     KernelDesc {
         name: symbol_name(op).unwrap_or_default(),
-        signature: format!("({})", arguments.join(", ")),
+        signature: format!("({})", types.join(", ")),
         arguments,
         location: location(source, op.location()),
+    }
+}
+
+/// What a kernel argument of MLIR type `ty` is, read from the type itself.
+fn argument_kind(ty: MlirType) -> ArgumentKind {
+    // SAFETY: `ty` is a live type of the module's context; every query checks the type's kind
+    // first, and the stride buffer has one slot per dimension.
+    unsafe {
+        if mlir_sys::mlirTypeIsALLVMPointerType(ty) {
+            return ArgumentKind::Pointer;
+        }
+        if mlir_sys::mlirTypeIsAUnrankedMemRef(ty) {
+            return ArgumentKind::UnrankedMemref;
+        }
+        if !mlir_sys::mlirTypeIsAMemRef(ty) {
+            return element(ty).map_or(ArgumentKind::Other, |element| ArgumentKind::Scalar {
+                element,
+            });
+        }
+        let Some(element) = element(mlir_sys::mlirShapedTypeGetElementType(ty)) else {
+            return ArgumentKind::Other;
+        };
+        let rank = mlir_sys::mlirShapedTypeGetRank(ty).max(0) as usize;
+        let shape = (0..rank as isize)
+            .map(|dim| {
+                (!mlir_sys::mlirShapedTypeIsDynamicDim(ty, dim))
+                    .then(|| mlir_sys::mlirShapedTypeGetDimSize(ty, dim) as u64)
+            })
+            .collect();
+        let layout = if mlir_sys::mlirAffineMapIsIdentity(mlir_sys::mlirMemRefTypeGetAffineMap(ty))
+        {
+            Layout::Identity
+        } else {
+            let mut strides = vec![0i64; rank];
+            let mut offset = 0i64;
+            let result =
+                mlir_sys::mlirMemRefTypeGetStridesAndOffset(ty, strides.as_mut_ptr(), &mut offset);
+            if result.value == 0 {
+                // Not expressible as strides: no launcher can describe it.
+                return ArgumentKind::Other;
+            }
+            let known = |value: i64| {
+                (!mlir_sys::mlirShapedTypeIsDynamicStrideOrOffset(value)).then_some(value)
+            };
+            Layout::Strided {
+                strides: strides.into_iter().map(known).collect(),
+                offset: known(offset),
+            }
+        };
+        ArgumentKind::Memref {
+            element,
+            shape,
+            layout,
+        }
+    }
+}
+
+/// A scalar element type, if it is one a launcher can pass.
+fn element(ty: MlirType) -> Option<Element> {
+    // SAFETY: a live type; the width is read only from integer types.
+    unsafe {
+        if mlir_sys::mlirTypeIsAIndex(ty) {
+            return Some(Element::Index);
+        }
+        if mlir_sys::mlirTypeIsAInteger(ty) {
+            if !mlir_sys::mlirIntegerTypeIsSignless(ty) {
+                return None;
+            }
+            return Element::parse(&format!("i{}", mlir_sys::mlirIntegerTypeGetWidth(ty)));
+        }
+        Some(match () {
+            _ if mlir_sys::mlirTypeIsAF16(ty) => Element::F16,
+            _ if mlir_sys::mlirTypeIsABF16(ty) => Element::Bf16,
+            _ if mlir_sys::mlirTypeIsAF32(ty) => Element::F32,
+            _ if mlir_sys::mlirTypeIsAF64(ty) => Element::F64,
+            _ => return None,
+        })
     }
 }
 

@@ -27,7 +27,8 @@ pub(crate) struct KernelDesc {
     pub name: String,
     /// `(memref<?xf32>, index)`.
     pub signature: String,
-    pub arguments: Vec<String>,
+    /// Each argument's type as written and what it is.
+    pub arguments: Vec<gpu_manifest::Argument>,
     pub location: SourceLocation,
 }
 

@@ -1,0 +1,251 @@
+//! Memref views: a buffer as a kernel's `memref<...>` argument sees it. MLIR lowers a ranked
+//! memref to a descriptor (allocated pointer, aligned pointer, offset, then a size and a stride
+//! per dimension, all in elements); a view holds the offset, sizes and strides, checked against
+//! its buffer when it is made, and the launch stub checks it against the memref type the kernel
+//! declares.
+
+use crate::device::Device;
+use crate::error::{Error, ErrorKind, Result};
+use crate::memory::DeviceBuffer;
+use bytemuck::Pod;
+
+/// `N` dimensions of a [`DeviceBuffer`]: element `[i0, i1, ...]` is at
+/// `offset + i0 * strides[0] + i1 * strides[1] + ...` in the buffer.
+#[derive(Debug)]
+pub struct MemrefView<'a, T: Pod, const N: usize> {
+    buffer: &'a DeviceBuffer<T>,
+    offset: usize,
+    sizes: [usize; N],
+    strides: [usize; N],
+}
+
+impl<T: Pod, const N: usize> Clone for MemrefView<'_, T, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Pod, const N: usize> Copy for MemrefView<'_, T, N> {}
+
+/// The row-major strides of `sizes`: each dimension's stride is the product of the later sizes.
+fn row_major<const N: usize>(sizes: [usize; N]) -> Option<[usize; N]> {
+    let mut strides = [0; N];
+    let mut stride = 1usize;
+    for d in (0..N).rev() {
+        strides[d] = stride;
+        stride = stride.checked_mul(sizes[d])?;
+    }
+    Some(strides)
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// The buffer as a row-major array of `sizes`, from its first element (`[rows, cols]` for a
+    /// matrix). An error when the view needs more elements than the buffer holds.
+    pub fn view<const N: usize>(&self, sizes: [usize; N]) -> Result<MemrefView<'_, T, N>> {
+        let strides = row_major(sizes).ok_or_else(|| overflow(&sizes))?;
+        self.strided_view(0, sizes, strides)
+    }
+
+    /// Any strided window of the buffer: a sub-matrix, a column, every other element. An error
+    /// when an element of the view lies outside the buffer.
+    pub fn strided_view<const N: usize>(
+        &self,
+        offset: usize,
+        sizes: [usize; N],
+        strides: [usize; N],
+    ) -> Result<MemrefView<'_, T, N>> {
+        if !sizes.contains(&0) {
+            let last = sizes
+                .iter()
+                .zip(&strides)
+                .try_fold(offset, |at, (&size, &stride)| {
+                    (size - 1).checked_mul(stride)?.checked_add(at)
+                })
+                .ok_or_else(|| overflow(&sizes))?;
+            if last >= self.len() {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "a view of sizes {sizes:?}, strides {strides:?} from element {offset} \
+                         reaches element {last}, but the buffer holds {} elements",
+                        self.len()
+                    ),
+                ));
+            }
+        }
+        Ok(MemrefView {
+            buffer: self,
+            offset,
+            sizes,
+            strides,
+        })
+    }
+}
+
+fn overflow(sizes: &[usize]) -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        format!("a view of sizes {sizes:?} is larger than any buffer"),
+    )
+}
+
+impl<'a, T: Pod, const N: usize> MemrefView<'a, T, N> {
+    pub fn buffer(&self) -> &'a DeviceBuffer<T> {
+        self.buffer
+    }
+
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    pub fn sizes(&self) -> [usize; N] {
+        self.sizes
+    }
+
+    pub fn strides(&self) -> [usize; N] {
+        self.strides
+    }
+
+    /// Whether the view is its sizes laid out row-major without gaps (dimensions of size 1 may
+    /// have any stride: they are never stepped over).
+    pub fn is_contiguous(&self) -> bool {
+        let Some(expected) = row_major(self.sizes) else {
+            return false;
+        };
+        (0..N).all(|d| self.sizes[d] <= 1 || self.strides[d] == expected[d])
+    }
+}
+
+/// What a launch stub accepts for a `memref` argument of rank `N`: a view of that rank, or, for
+/// rank 1, a whole buffer (rank 0: its first element).
+pub trait AsMemref<'a, T: Pod, const N: usize> {
+    fn as_memref(self) -> Result<MemrefView<'a, T, N>>;
+}
+
+impl<'a, T: Pod, const N: usize> AsMemref<'a, T, N> for MemrefView<'a, T, N> {
+    fn as_memref(self) -> Result<MemrefView<'a, T, N>> {
+        Ok(self)
+    }
+}
+
+impl<'a, T: Pod, const N: usize> AsMemref<'a, T, N> for &MemrefView<'a, T, N> {
+    fn as_memref(self) -> Result<MemrefView<'a, T, N>> {
+        Ok(*self)
+    }
+}
+
+impl<'a, T: Pod> AsMemref<'a, T, 1> for &'a DeviceBuffer<T> {
+    fn as_memref(self) -> Result<MemrefView<'a, T, 1>> {
+        self.view([self.len()])
+    }
+}
+
+impl<'a, T: Pod> AsMemref<'a, T, 0> for &'a DeviceBuffer<T> {
+    fn as_memref(self) -> Result<MemrefView<'a, T, 0>> {
+        if self.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "a rank-0 memref needs one element; the buffer is empty",
+            ));
+        }
+        self.view([])
+    }
+}
+
+/// The memref type a kernel parameter declares, as the launch stub knows it from the manifest.
+#[doc(hidden)]
+pub struct MemrefType<const N: usize> {
+    /// `None` for a dynamic size.
+    pub shape: [Option<u64>; N],
+    pub layout: MemrefLayout<N>,
+}
+
+#[doc(hidden)]
+pub enum MemrefLayout<const N: usize> {
+    /// Row-major and contiguous; the kernel may assume offset 0 and row-major strides.
+    Identity,
+    /// `strided<[...], offset: ...>`; `None` where the type says `?`.
+    Strided {
+        strides: [Option<i64>; N],
+        offset: Option<i64>,
+    },
+}
+
+/// The lowered descriptor of one memref argument, in parameter order.
+#[doc(hidden)]
+pub struct MemrefDescriptor<const N: usize> {
+    pub allocated: u64,
+    pub aligned: u64,
+    pub offset: i64,
+    pub sizes: [i64; N],
+    pub strides: [i64; N],
+}
+
+/// Checks `view` against the declared type and builds the descriptor a launch passes. For the
+/// identity layout the view's offset moves the aligned pointer (the kernel reads no offset).
+#[doc(hidden)]
+pub fn memref_descriptor<T: Pod, const N: usize>(
+    view: MemrefView<'_, T, N>,
+    ty: &MemrefType<N>,
+    device: &Device,
+    argument: &str,
+) -> Result<MemrefDescriptor<N>> {
+    let fail = |why: String| {
+        Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{argument}: {why}"),
+        ))
+    };
+    if !view.buffer.device().is_same(device) {
+        return fail("the buffer lives on another device".into());
+    }
+    for (d, (&want, &size)) in ty.shape.iter().zip(&view.sizes).enumerate() {
+        if want.is_some_and(|want| want != size as u64) {
+            return fail(format!(
+                "dimension {d} has size {size}, the kernel's memref type fixes it at {}",
+                want.unwrap_or_default()
+            ));
+        }
+    }
+    let base = view.buffer.device_ptr().0;
+    let element = std::mem::size_of::<T>() as u64;
+    let as_i64 = |values: [usize; N]| values.map(|v| v as i64);
+    let (aligned, offset, strides) = match &ty.layout {
+        MemrefLayout::Identity => {
+            if !view.is_contiguous() {
+                return fail(format!(
+                    "the kernel takes a contiguous row-major memref, the view has sizes {:?} and \
+                     strides {:?}; pass a contiguous view, or declare a `strided<...>` layout",
+                    view.sizes, view.strides
+                ));
+            }
+            let strides = row_major(view.sizes).unwrap_or(view.strides);
+            (base + view.offset as u64 * element, 0, strides)
+        }
+        MemrefLayout::Strided { strides, offset } => {
+            for (d, (&want, &stride)) in strides.iter().zip(&view.strides).enumerate() {
+                if want.is_some_and(|want| want != stride as i64) && view.sizes[d] > 1 {
+                    return fail(format!(
+                        "dimension {d} has stride {stride}, the kernel's memref type fixes it at {}",
+                        want.unwrap_or_default()
+                    ));
+                }
+            }
+            if offset.is_some_and(|want| want != view.offset as i64) {
+                return fail(format!(
+                    "the view starts at element {}, the kernel's memref type fixes the offset at {}",
+                    view.offset,
+                    offset.unwrap_or_default()
+                ));
+            }
+            (base, view.offset as i64, view.strides)
+        }
+    };
+    Ok(MemrefDescriptor {
+        allocated: base,
+        aligned,
+        offset,
+        sizes: as_i64(view.sizes),
+        strides: as_i64(strides),
+    })
+}
