@@ -6,3 +6,5 @@ gpu_embed::include_gpu_binary!("ui/kernels/ui.mlir", targets = [nvptx]);
 gpu_embed::include_gpu_binary!("kernels/semantics.mlir", targets = [host]);
 // Kernel and module names no Rust identifier can hold (`tests/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, host]);
+// Memrefs of rank 0 to 3, static and strided (`tests/host_semantics.rs`, the ABI test).
+gpu_embed::include_gpu_binary!("kernels/memrefs.mlir", targets = [nvptx, amdgpu, host]);

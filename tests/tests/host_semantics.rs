@@ -165,3 +165,131 @@ fn kernels_whose_names_rust_cannot_hold_launch_through_their_stubs() {
     }
     assert_eq!(_2d_kernels::BINARY.kernels(), ["2d", "weird-name.v2", "fn"]);
 }
+
+mod memrefs {
+    use super::config;
+    use gpu_embed::{Device, DeviceBuffer, ErrorKind};
+    use gpu_tests::memrefs;
+
+    fn tagged(x: f32, i: usize, j: usize, k: usize) -> f32 {
+        2.0 * x + (100 * i + 10 * j + k) as f32
+    }
+
+    #[test]
+    fn a_rank_3_view_reaches_every_element_by_its_indices() {
+        let host = Device::host();
+        let (di, dj, dk) = (3, 4, 5);
+        let input: Vec<f32> = (0..di * dj * dk).map(|v| v as f32).collect();
+        let buffer = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let view = buffer.view([di, dj, dk]).unwrap();
+        let launch = config([1, 1, 1], [dk as u32, dj as u32, di as u32], 0);
+        // SAFETY: one thread per element of the view.
+        unsafe { memrefs::tag3(&host, &launch, view) }.unwrap();
+        let got = buffer.to_vec().unwrap();
+        for i in 0..di {
+            for j in 0..dj {
+                for k in 0..dk {
+                    let at = (i * dj + j) * dk + k;
+                    assert_eq!(got[at], tagged(input[at], i, j, k), "[{i}][{j}][{k}]");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strided_and_offset_views_touch_only_their_elements() {
+        let host = Device::host();
+        // A 6 x 8 matrix; the view is rows 1..4, columns 2, 4 and 6.
+        let input: Vec<f32> = (0..48).map(|v| v as f32).collect();
+        let buffer = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let view = buffer.strided_view(8 + 2, [3, 3], [8, 2]).unwrap();
+        // SAFETY: one thread per element of the view.
+        unsafe { memrefs::scale_strided(&host, &config([1, 1, 1], [3, 3, 1], 0), view, 10.0) }
+            .unwrap();
+        let got = buffer.to_vec().unwrap();
+        for (at, (&got, &was)) in got.iter().zip(&input).enumerate() {
+            let (row, col) = (at / 8, at % 8);
+            let inside = (1..4).contains(&row) && [2, 4, 6].contains(&col);
+            assert_eq!(got, if inside { was * 10.0 } else { was }, "[{row}][{col}]");
+        }
+
+        // A static unit stride takes rows of any pitch: rows 2 and 4, columns 1..5.
+        let buffer = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let rows = buffer.strided_view(2 * 8 + 1, [2, 4], [16, 1]).unwrap();
+        // SAFETY: as above.
+        unsafe { memrefs::bump_rows(&host, &config([1, 1, 1], [4, 2, 1], 0), rows) }.unwrap();
+        let got = buffer.to_vec().unwrap();
+        for (at, (&got, &was)) in got.iter().zip(&input).enumerate() {
+            let (row, col) = (at / 8, at % 8);
+            let inside = [2, 4].contains(&row) && (1..5).contains(&col);
+            assert_eq!(got, if inside { was + 1.0 } else { was }, "[{row}][{col}]");
+        }
+    }
+
+    #[test]
+    fn static_shapes_and_rank_0() {
+        let host = Device::host();
+        let buffer = DeviceBuffer::<i32>::alloc(&host, 32).unwrap();
+        // SAFETY: one thread per element of the 4 x 8 matrix.
+        unsafe {
+            memrefs::fixed(
+                &host,
+                &config([1, 1, 1], [8, 4, 1], 0),
+                buffer.view([4, 8]).unwrap(),
+            )
+        }
+        .unwrap();
+        assert_eq!(buffer.to_vec().unwrap(), (0..32).collect::<Vec<i32>>());
+
+        let cell = DeviceBuffer::<f64>::alloc(&host, 1).unwrap();
+        // SAFETY: one thread writes the one element.
+        unsafe { memrefs::store0(&host, &config([1, 1, 1], [1, 1, 1], 0), &cell, 2.5) }.unwrap();
+        assert_eq!(cell.to_vec().unwrap(), [2.5]);
+    }
+
+    #[test]
+    fn views_the_kernel_cannot_take_are_errors_before_launch() {
+        let host = Device::host();
+        let buffer = DeviceBuffer::from_slice(&host, &[1.0f32; 60]).unwrap();
+        let one = config([1, 1, 1], [1, 1, 1], 0);
+        // Larger than the buffer.
+        let error = buffer.view([4, 4, 4]).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            error.message().contains("buffer holds 60 elements"),
+            "{error}"
+        );
+        assert!(
+            buffer.strided_view(50, [2, 2], [8, 1]).is_ok(),
+            "its last element is 59"
+        );
+        assert!(buffer.strided_view(51, [2, 2], [8, 1]).is_err());
+        // Not contiguous, for a kernel whose memref has the identity layout.
+        let gappy = buffer.strided_view(0, [2, 3, 4], [30, 10, 1]).unwrap();
+        // SAFETY: the launch is refused before the kernel runs.
+        let error = unsafe { memrefs::tag3(&host, &one, gappy) }.unwrap_err();
+        assert!(error.message().contains("contiguous row-major"), "{error}");
+        // A stride the memref type fixes at 1.
+        let columns = buffer.strided_view(0, [2, 3], [10, 2]).unwrap();
+        // SAFETY: as above.
+        let error = unsafe { memrefs::bump_rows(&host, &one, columns) }.unwrap_err();
+        assert!(
+            error.message().contains("dimension 1 has stride 2"),
+            "{error}"
+        );
+        // A static size that differs.
+        let ints = DeviceBuffer::<i32>::alloc(&host, 32).unwrap();
+        // SAFETY: as above.
+        let error = unsafe { memrefs::fixed(&host, &one, ints.view([8, 4]).unwrap()) }.unwrap_err();
+        assert!(
+            error
+                .message()
+                .contains("dimension 0 has size 8, the kernel's memref type fixes it at 4"),
+            "{error}"
+        );
+        // Rank 0 needs an element.
+        let empty = DeviceBuffer::<f64>::alloc(&host, 0).unwrap();
+        // SAFETY: as above.
+        assert!(unsafe { memrefs::store0(&host, &one, &empty, 1.0) }.is_err());
+    }
+}
