@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod abi;
 mod bad_input;
 mod child;
 mod cross_check;
