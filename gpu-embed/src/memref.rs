@@ -118,6 +118,11 @@ impl<'a, T: Pod, const N: usize> MemrefView<'a, T, N> {
 
 /// What a launch stub accepts for a `memref` argument of rank `N`: a view of that rank, or, for
 /// rank 1, a whole buffer (rank 0: its first element).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed where the kernel takes a rank-{N} memref of `{T}`",
+    label = "the kernel takes a rank-{N} memref of `{T}`",
+    note = "pass a `MemrefView<{T}, {N}>` (from `buffer.view([...])` or `buffer.strided_view(...)`) of a `DeviceBuffer<{T}>`; a whole `&DeviceBuffer<{T}>` serves rank 1"
+)]
 pub trait AsMemref<'a, T: Pod, const N: usize> {
     fn as_memref(self) -> Result<MemrefView<'a, T, N>>;
 }

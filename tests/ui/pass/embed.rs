@@ -6,11 +6,14 @@ fn main() {
     assert_eq!(objects.len(), 2, "PTX and cubin for sm_80");
     assert!(objects.iter().all(|o| o.chip() == "sm_80" && o.vendor() == gpu_embed::Vendor::Nvptx));
     assert_eq!(ui_kernels::BINARY.kernels(), ["scale"]);
-    let _stub: unsafe fn(
-        &gpu_embed::Device,
-        &gpu_embed::LaunchConfig<'_>,
-        f32,
-        &gpu_embed::DeviceBuffer<f32>,
-        usize,
-    ) -> gpu_embed::Result<()> = ui_kernels::scale;
+    // `scale(f32, memref<?xf32>, index)`: a float, a buffer or 1-D view of f32, a usize.
+    let _typed = |device: &gpu_embed::Device,
+                  config: &gpu_embed::LaunchConfig<'_>,
+                  x: &gpu_embed::DeviceBuffer<f32>|
+     -> gpu_embed::Result<()> {
+        let view = x.view([x.len()])?;
+        // SAFETY: never called.
+        unsafe { ui_kernels::scale(device, config, 2.0f32, view, x.len())?; }
+        unsafe { ui_kernels::scale(device, config, 2.0f32, x, x.len()) }
+    };
 }
