@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU and its driver: build, run every GPU test and the sample
+# On a machine with an NVIDIA or AMD GPU and its driver: build, run every GPU test and the sample
 # project, measure launch overhead, and print a summary. Exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -7,6 +7,8 @@ scripts/setup.sh
 log=$(mktemp)
 status=0
 cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$log" || status=1
+# Memrefs of rank 0 to 3, strided and offset views, through the generated stubs.
+cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo run -p sample-project || status=1
 cargo bench -p sample-project --bench launch_overhead || status=1
 echo

@@ -1,6 +1,7 @@
 //! GPU semantics on the host target: barriers, workgroup memory private to each block and shared
 //! by its threads, multi-dimensional grids, dynamic shared memory, and launch configurations a
-//! GPU would reject.
+//! GPU would reject; and memref arguments of every rank and layout, which also run on a GPU with
+//! `--ignored` (`scripts/gpu-tests.sh`).
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
 use gpu_tests::semantics;
@@ -175,16 +176,39 @@ mod memrefs {
         2.0 * x + (100 * i + 10 * j + k) as f32
     }
 
-    #[test]
-    fn a_rank_3_view_reaches_every_element_by_its_indices() {
-        let host = Device::host();
+    /// Each check on the host in every test run, and on the first GPU with `--ignored`
+    /// (`scripts/gpu-tests.sh`).
+    macro_rules! on_every_device {
+        ($($check:ident),*) => {
+            $(mod $check {
+                #[test]
+                fn host() {
+                    super::$check(&gpu_embed::Device::host());
+                }
+
+                #[test]
+                #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
+                fn gpu() {
+                    super::$check(&gpu_embed::Device::default_gpu().expect("a GPU"));
+                }
+            })*
+        };
+    }
+
+    on_every_device!(
+        a_rank_3_view_reaches_every_element_by_its_indices,
+        strided_and_offset_views_touch_only_their_elements,
+        static_shapes_and_rank_0
+    );
+
+    fn a_rank_3_view_reaches_every_element_by_its_indices(host: &Device) {
         let (di, dj, dk) = (3, 4, 5);
         let input: Vec<f32> = (0..di * dj * dk).map(|v| v as f32).collect();
-        let buffer = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let buffer = DeviceBuffer::from_slice(host, &input).unwrap();
         let view = buffer.view([di, dj, dk]).unwrap();
         let launch = config([1, 1, 1], [dk as u32, dj as u32, di as u32], 0);
         // SAFETY: one thread per element of the view.
-        unsafe { memrefs::tag3(&host, &launch, view) }.unwrap();
+        unsafe { memrefs::tag3(host, &launch, view) }.unwrap();
         let got = buffer.to_vec().unwrap();
         for i in 0..di {
             for j in 0..dj {
@@ -196,15 +220,13 @@ mod memrefs {
         }
     }
 
-    #[test]
-    fn strided_and_offset_views_touch_only_their_elements() {
-        let host = Device::host();
+    fn strided_and_offset_views_touch_only_their_elements(host: &Device) {
         // A 6 x 8 matrix; the view is rows 1..4, columns 2, 4 and 6.
         let input: Vec<f32> = (0..48).map(|v| v as f32).collect();
-        let buffer = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let buffer = DeviceBuffer::from_slice(host, &input).unwrap();
         let view = buffer.strided_view(8 + 2, [3, 3], [8, 2]).unwrap();
         // SAFETY: one thread per element of the view.
-        unsafe { memrefs::scale_strided(&host, &config([1, 1, 1], [3, 3, 1], 0), view, 10.0) }
+        unsafe { memrefs::scale_strided(host, &config([1, 1, 1], [3, 3, 1], 0), view, 10.0) }
             .unwrap();
         let got = buffer.to_vec().unwrap();
         for (at, (&got, &was)) in got.iter().zip(&input).enumerate() {
@@ -214,10 +236,10 @@ mod memrefs {
         }
 
         // A static unit stride takes rows of any pitch: rows 2 and 4, columns 1..5.
-        let buffer = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let buffer = DeviceBuffer::from_slice(host, &input).unwrap();
         let rows = buffer.strided_view(2 * 8 + 1, [2, 4], [16, 1]).unwrap();
         // SAFETY: as above.
-        unsafe { memrefs::bump_rows(&host, &config([1, 1, 1], [4, 2, 1], 0), rows) }.unwrap();
+        unsafe { memrefs::bump_rows(host, &config([1, 1, 1], [4, 2, 1], 0), rows) }.unwrap();
         let got = buffer.to_vec().unwrap();
         for (at, (&got, &was)) in got.iter().zip(&input).enumerate() {
             let (row, col) = (at / 8, at % 8);
@@ -226,14 +248,12 @@ mod memrefs {
         }
     }
 
-    #[test]
-    fn static_shapes_and_rank_0() {
-        let host = Device::host();
-        let buffer = DeviceBuffer::<i32>::alloc(&host, 32).unwrap();
+    fn static_shapes_and_rank_0(host: &Device) {
+        let buffer = DeviceBuffer::<i32>::alloc(host, 32).unwrap();
         // SAFETY: one thread per element of the 4 x 8 matrix.
         unsafe {
             memrefs::fixed(
-                &host,
+                host,
                 &config([1, 1, 1], [8, 4, 1], 0),
                 buffer.view([4, 8]).unwrap(),
             )
@@ -241,9 +261,9 @@ mod memrefs {
         .unwrap();
         assert_eq!(buffer.to_vec().unwrap(), (0..32).collect::<Vec<i32>>());
 
-        let cell = DeviceBuffer::<f64>::alloc(&host, 1).unwrap();
+        let cell = DeviceBuffer::<f64>::alloc(host, 1).unwrap();
         // SAFETY: one thread writes the one element.
-        unsafe { memrefs::store0(&host, &config([1, 1, 1], [1, 1, 1], 0), &cell, 2.5) }.unwrap();
+        unsafe { memrefs::store0(host, &config([1, 1, 1], [1, 1, 1], 0), &cell, 2.5) }.unwrap();
         assert_eq!(cell.to_vec().unwrap(), [2.5]);
     }
 
