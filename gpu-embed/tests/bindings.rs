@@ -179,9 +179,11 @@ fn hip_r0600() -> String {
     )
     .clang_arg("-D__HIP_PLATFORM_AMD__")
     .allowlist_function("^hipGetDevicePropertiesR0600$")
-    // Its error type is the one `hip.rs` has; only the struct is new.
+    // The error type and the architecture bit field are those of `hip.rs` (the same in both
+    // releases); only the properties struct is new.
     .blocklist_type("hipError_t")
-    .raw_line("use super::hip::hipError_t;");
+    .blocklist_type("hipDeviceArch_t")
+    .raw_line("use super::hip::{hipDeviceArch_t, hipError_t};");
     generate(
         builder,
         provenance("hip/hip_runtime_api.h of Debian's libamdhip64-dev 6.x (ROCm 6)"),

@@ -3,15 +3,14 @@
 //!
 //!     cargo bench -p sample-project --bench launch_overhead
 
+use gpu_embed::sys::cuda::{CudaDriver, CUDA_SUCCESS};
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
 use sample_project::vadd;
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::c_void;
 use std::time::Instant;
 
 const LAUNCHES: u32 = 10_000;
 const N: usize = 1024;
-
-type Fn0 = unsafe extern "C" fn() -> c_int;
 
 fn main() {
     let device = match Device::default_gpu() {
@@ -70,37 +69,20 @@ fn raw_driver(
     let object = gpu_embed::select(&vadd::BINARY, &device.arch()).unwrap();
     let mut image = object.bytes().to_vec();
     image.push(0);
-    // SAFETY: the CUDA driver API with its documented signatures; the primary context is current
-    // after the stub launches above on this thread.
+    // SAFETY: the CUDA driver API through the bindings generated from cuda.h; the primary context
+    // is current after the stub launches above on this thread.
     unsafe {
-        let cuda = libloading::Library::new("libcuda.so.1").unwrap();
-        let load: libloading::Symbol<
-            unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> c_int,
-        > = cuda.get(b"cuModuleLoadData\0").unwrap();
-        let get: libloading::Symbol<
-            unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const i8) -> c_int,
-        > = cuda.get(b"cuModuleGetFunction\0").unwrap();
-        #[allow(clippy::type_complexity)]
-        let launch: libloading::Symbol<
-            unsafe extern "C" fn(
-                *mut c_void,
-                c_uint,
-                c_uint,
-                c_uint,
-                c_uint,
-                c_uint,
-                c_uint,
-                c_uint,
-                *mut c_void,
-                *mut *mut c_void,
-                *mut *mut c_void,
-            ) -> c_int,
-        > = cuda.get(b"cuLaunchKernel\0").unwrap();
-        let sync: libloading::Symbol<Fn0> = cuda.get(b"cuCtxSynchronize\0").unwrap();
+        let cuda = CudaDriver::new("libcuda.so.1").unwrap();
         let mut module = std::ptr::null_mut();
-        assert_eq!(load(&mut module, image.as_ptr().cast()), 0);
+        assert_eq!(
+            (cuda.cuModuleLoadData)(&mut module, image.as_ptr().cast()),
+            CUDA_SUCCESS
+        );
         let mut function = std::ptr::null_mut();
-        assert_eq!(get(&mut function, module, c"vadd".as_ptr()), 0);
+        assert_eq!(
+            (cuda.cuModuleGetFunction)(&mut function, module, c"vadd".as_ptr()),
+            CUDA_SUCCESS
+        );
         let (pa, pb, pc) = (a.device_ptr().0, b.device_ptr().0, c.device_ptr().0);
         let mut fields: Vec<i64> = Vec::new();
         for pointer in [pa, pb, pc] {
@@ -111,10 +93,10 @@ fn raw_driver(
             .iter_mut()
             .map(|f| f as *mut i64 as *mut c_void)
             .collect();
-        let blocks = N.div_ceil(256) as c_uint;
+        let blocks = N.div_ceil(256) as u32;
         let mut run = || {
             assert_eq!(
-                launch(
+                (cuda.cuLaunchKernel)(
                     function,
                     blocks,
                     1,
@@ -127,16 +109,16 @@ fn raw_driver(
                     params.as_mut_ptr(),
                     std::ptr::null_mut()
                 ),
-                0
+                CUDA_SUCCESS
             )
         };
         run();
-        assert_eq!(sync(), 0);
+        assert_eq!((cuda.cuCtxSynchronize)(), CUDA_SUCCESS);
         let start = Instant::now();
         for _ in 0..LAUNCHES {
             run();
         }
-        assert_eq!(sync(), 0);
+        assert_eq!((cuda.cuCtxSynchronize)(), CUDA_SUCCESS);
         start.elapsed() / LAUNCHES
     }
 }

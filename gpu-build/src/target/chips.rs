@@ -368,15 +368,20 @@ mod tests {
         }
     }
 
+    /// What `llc-22 -march=<arch> <flag>` prints (its CPU or feature list).
+    fn llc_help(arch: &str, flag: &str) -> String {
+        let output = Command::new("llc-22")
+            .args([&format!("-march={arch}"), flag])
+            .output()
+            .expect("llc-22 runs (install llvm-22)");
+        String::from_utf8_lossy(&output.stdout).to_string()
+            + &String::from_utf8_lossy(&output.stderr)
+    }
+
     /// The PTX versions above must be exactly what LLVM 22 knows (`llc -mattr=help`).
     #[test]
     fn ptx_versions_match_llvm() {
-        let output = Command::new("llc-22")
-            .args(["-march=nvptx64", "-mattr=help"])
-            .output()
-            .expect("llc-22 runs (install llvm-22)");
-        let text = String::from_utf8_lossy(&output.stdout).to_string()
-            + &String::from_utf8_lossy(&output.stderr);
+        let text = llc_help("nvptx64", "-mattr=help");
         let features = text
             .split("Available features for this target:")
             .nth(1)
@@ -392,15 +397,11 @@ mod tests {
             })
             .collect();
         assert_eq!(PTX_VERSIONS, from_llvm.as_slice());
+        let amdgpu = llc_help("amdgcn", "-mattr=help");
         for feature in AMDGPU_MODE_FEATURES {
-            let output = Command::new("llc-22")
-                .args(["-march=amdgcn", "-mattr=help"])
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&output.stdout).to_string()
-                + &String::from_utf8_lossy(&output.stderr);
             assert!(
-                text.lines()
+                amdgpu
+                    .lines()
                     .any(|line| line.split_whitespace().next() == Some(feature)),
                 "LLVM 22 has no AMDGPU feature `{feature}`"
             );
@@ -411,12 +412,7 @@ mod tests {
     #[test]
     fn chip_lists_match_llvm() {
         for (arch, vendor) in [("nvptx64", Vendor::Nvptx), ("amdgcn", Vendor::Amdgpu)] {
-            let output = Command::new("llc-22")
-                .args([&format!("-march={arch}"), "-mcpu=help"])
-                .output()
-                .expect("llc-22 runs (install llvm-22)");
-            let text = String::from_utf8_lossy(&output.stdout).to_string()
-                + &String::from_utf8_lossy(&output.stderr);
+            let text = llc_help(arch, "-mcpu=help");
             let cpus = text
                 .split("Available CPUs for this target:")
                 .nth(1)

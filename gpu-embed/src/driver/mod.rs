@@ -5,7 +5,7 @@
 pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
-mod sys;
+pub mod sys;
 
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
