@@ -91,7 +91,8 @@ impl Build {
         self
     }
 
-    /// Where outputs go; defaults to `$OUT_DIR`.
+    /// Where outputs go; defaults to `$OUT_DIR`. gpu-build owns `<dir>/gpu-build` and empties it
+    /// at the start of every build.
     pub fn out_dir(&mut self, dir: impl AsRef<Path>) -> &mut Build {
         self.out_dir = Some(dir.as_ref().to_path_buf());
         self
