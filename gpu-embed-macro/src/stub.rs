@@ -37,7 +37,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
                 let descriptor = format_ident!("descriptor{index}");
                 checks.push(quote! {
                     let #descriptor = ::gpu_embed::memref_descriptor(
-                        ::gpu_embed::AsMemref::as_memref(#name)?,
+                        ::gpu_embed::AsMemref::into_memref(#name)?,
                         &#ty,
                         device,
                         #label,

@@ -124,29 +124,29 @@ impl<'a, T: Pod, const N: usize> MemrefView<'a, T, N> {
     note = "pass a `MemrefView<{T}, {N}>` (from `buffer.view([...])` or `buffer.strided_view(...)`) of a `DeviceBuffer<{T}>`; a whole `&DeviceBuffer<{T}>` serves rank 1"
 )]
 pub trait AsMemref<'a, T: Pod, const N: usize> {
-    fn as_memref(self) -> Result<MemrefView<'a, T, N>>;
+    fn into_memref(self) -> Result<MemrefView<'a, T, N>>;
 }
 
 impl<'a, T: Pod, const N: usize> AsMemref<'a, T, N> for MemrefView<'a, T, N> {
-    fn as_memref(self) -> Result<MemrefView<'a, T, N>> {
+    fn into_memref(self) -> Result<MemrefView<'a, T, N>> {
         Ok(self)
     }
 }
 
 impl<'a, T: Pod, const N: usize> AsMemref<'a, T, N> for &MemrefView<'a, T, N> {
-    fn as_memref(self) -> Result<MemrefView<'a, T, N>> {
+    fn into_memref(self) -> Result<MemrefView<'a, T, N>> {
         Ok(*self)
     }
 }
 
 impl<'a, T: Pod> AsMemref<'a, T, 1> for &'a DeviceBuffer<T> {
-    fn as_memref(self) -> Result<MemrefView<'a, T, 1>> {
+    fn into_memref(self) -> Result<MemrefView<'a, T, 1>> {
         self.view([self.len()])
     }
 }
 
 impl<'a, T: Pod> AsMemref<'a, T, 0> for &'a DeviceBuffer<T> {
-    fn as_memref(self) -> Result<MemrefView<'a, T, 0>> {
+    fn into_memref(self) -> Result<MemrefView<'a, T, 0>> {
         if self.is_empty() {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
