@@ -7,7 +7,9 @@ scripts/setup.sh
 log=$(mktemp)
 status=0
 cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$log" || status=1
-# Memrefs of rank 0 to 3, strided and offset views, through the generated stubs.
+# Device facts, fills and slices; memrefs of rank 0 to 3, strided and offset views, through the
+# generated stubs.
+cargo test -p gpu-embed --test device -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo run -p sample-project || status=1
 cargo bench -p sample-project --bench launch_overhead || status=1

@@ -3,11 +3,18 @@
 
 use crate::binary::{Binary, Vendor};
 use crate::driver::host::HOST;
-use crate::driver::{cuda, hip, Driver, FoundDevice, Handle};
+use crate::driver::{cuda, hip, DeviceLimits, Driver, FoundDevice, Handle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
 use std::collections::hash_map::{Entry, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// Device memory at one moment, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryInfo {
+    pub free: u64,
+    pub total: u64,
+}
 
 /// A GPU the program can launch kernels on.
 #[derive(Clone)]
@@ -104,6 +111,17 @@ impl Device {
             arch: self.inner.found.arch.clone(),
             name: self.name().to_string(),
         }
+    }
+
+    /// What the device has and what a launch on it may ask for.
+    pub fn limits(&self) -> &DeviceLimits {
+        &self.inner.found.limits
+    }
+
+    /// Free and total device memory, in bytes, as the driver reports them now.
+    pub fn memory(&self) -> Result<MemoryInfo> {
+        let (free, total) = self.current()?.memory_info().map_err(|e| self.context(e))?;
+        Ok(MemoryInfo { free, total })
     }
 
     /// Whether both handles are the same device.

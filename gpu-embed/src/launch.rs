@@ -6,9 +6,6 @@ use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use std::ffi::c_void;
 
-/// Threads per block every CUDA and HIP device accepts at most.
-const MAX_THREADS_PER_BLOCK: u64 = 1024;
-
 /// Grid and block shape, dynamic shared memory and the stream of one launch.
 #[derive(Clone, Copy)]
 pub struct LaunchConfig<'a> {
@@ -31,21 +28,48 @@ impl LaunchConfig<'_> {
         }
     }
 
-    fn check(&self, kernel: &str) -> Result<()> {
-        let threads: u64 = self.block.iter().map(|&d| u64::from(d)).product();
-        if self.grid.contains(&0) || self.block.contains(&0) {
-            return Err(Error::new(
+    /// The configuration against the device's limits: an error that names the limit, before
+    /// the driver sees the launch.
+    fn check(&self, kernel: &str, device: &Device) -> Result<()> {
+        let limits = device.limits();
+        let refuse = |what: String| {
+            Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!(
-                    "launching `{kernel}`: grid {:?} and block {:?} must not have a zero dimension",
-                    self.grid, self.block
-                ),
+                format!("launching `{kernel}` on {}: {what}", device.name()),
+            ))
+        };
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return refuse(format!(
+                "grid {:?} and block {:?} must not have a zero dimension",
+                self.grid, self.block
             ));
         }
-        if threads > MAX_THREADS_PER_BLOCK {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("launching `{kernel}`: a block of {threads} threads; GPUs allow at most {MAX_THREADS_PER_BLOCK}"),
+        let threads: u64 = self.block.iter().map(|&d| u64::from(d)).product();
+        if threads > u64::from(limits.max_threads_per_block) {
+            return refuse(format!(
+                "a block of {threads} threads; the device allows at most {} (max_threads_per_block)",
+                limits.max_threads_per_block
+            ));
+        }
+        for (axis, name) in ["x", "y", "z"].iter().enumerate() {
+            if self.block[axis] > limits.max_block[axis] {
+                return refuse(format!(
+                    "block {name} of {}; the device allows at most {} (max_block)",
+                    self.block[axis], limits.max_block[axis]
+                ));
+            }
+            if self.grid[axis] > limits.max_grid[axis] {
+                return refuse(format!(
+                    "grid {name} of {} blocks; the device allows at most {} (max_grid)",
+                    self.grid[axis], limits.max_grid[axis]
+                ));
+            }
+        }
+        if u64::from(self.shared_mem_bytes) > limits.shared_memory_per_block {
+            return refuse(format!(
+                "{} bytes of dynamic shared memory; the device allows at most {} per block \
+                 (shared_memory_per_block)",
+                self.shared_mem_bytes, limits.shared_memory_per_block
             ));
         }
         Ok(())
@@ -66,7 +90,7 @@ pub unsafe fn launch(
     config: &LaunchConfig,
     params: &mut [*mut c_void],
 ) -> Result<()> {
-    config.check(kernel)?;
+    config.check(kernel, device)?;
     if let Some(stream) = config.stream {
         if !stream.device().is_same(device) {
             return Err(Error::new(

@@ -14,11 +14,12 @@ mod select;
 
 pub use binary::{Binary, Format, HostEntry, HostKernel, Object, Vendor};
 pub use bytemuck::Pod;
-pub use device::{Device, Stream};
+pub use device::{Device, MemoryInfo, Stream};
 /// The raw driver APIs (generated from `cuda.h` and the HIP headers), for calls the safe API
 /// does not make. Each `*Driver`/`*Runtime` struct loads a library and resolves every entry
 /// point at once.
 pub use driver::sys;
+pub use driver::DeviceLimits;
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_embed_macro::include_gpu_binary;
 pub use half::{bf16, f16};

@@ -5,6 +5,7 @@
 //! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
 use crate::device::Device;
+use crate::driver::Pattern;
 use crate::error::{Error, ErrorKind, Result};
 use bytemuck::Pod;
 use std::marker::PhantomData;
@@ -35,7 +36,8 @@ impl<T: Pod> DeviceBuffer<T> {
         if bytes > 0 {
             let driver = device.current()?;
             // SAFETY: the buffer holds `bytes` bytes of this device's memory.
-            unsafe { driver.fill_bytes(buffer.ptr, 0, bytes) }.map_err(|e| device.context(e))?;
+            unsafe { driver.fill(buffer.ptr, Pattern::U8(0), bytes) }
+                .map_err(|e| device.context(e))?;
         }
         Ok(buffer)
     }
@@ -69,6 +71,42 @@ impl<T: Pod> DeviceBuffer<T> {
         let mut buffer = unsafe { DeviceBuffer::alloc_uninit(device, data.len())? };
         buffer.copy_from(data)?;
         Ok(buffer)
+    }
+
+    /// Sets every element to `value`, on the device: elements of 1, 2 or 4 bytes (and any value
+    /// whose bytes are all equal) by the driver's memset of that width, others by a copy.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let bytes = bytemuck::bytes_of(&value);
+        let pattern = match *bytes {
+            [b] => Pattern::U8(b),
+            [a, b] => Pattern::U16(u16::from_ne_bytes([a, b])),
+            [a, b, c, d] => Pattern::U32(u32::from_ne_bytes([a, b, c, d])),
+            _ if bytes.iter().all(|&b| b == bytes[0]) => Pattern::U8(bytes[0]),
+            _ => return self.copy_from(&vec![value; self.len]),
+        };
+        let count = self.len * size_of::<T>() / pattern.size();
+        let driver = self.device.current()?;
+        // SAFETY: the buffer holds `count` elements of the pattern's size, aligned to it (device
+        // allocations are at least 256-byte aligned, and `T`'s size is the pattern's).
+        unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))
+    }
+
+    /// Elements `range` as a 1-D view, for a kernel's `memref` argument; an error when the range
+    /// is outside the buffer.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<crate::MemrefView<'_, T, 1>> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "slice {}..{} of a buffer of {} elements",
+                    range.start, range.end, self.len
+                ),
+            ));
+        }
+        self.strided_view(range.start, [range.end - range.start], [1])
     }
 
     /// Overwrites the buffer with `data` (of the same length).

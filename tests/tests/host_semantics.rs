@@ -100,6 +100,28 @@ fn every_id_is_right_in_a_three_dimensional_grid() {
 }
 
 #[test]
+fn a_slice_of_a_buffer_is_a_1d_memref_argument() {
+    let host = Device::host();
+    let input: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let x = DeviceBuffer::from_slice(&host, &input).unwrap();
+    let y = DeviceBuffer::from_slice(&host, &vec![-1.0f32; 1024]).unwrap();
+    // SAFETY: one block of 256 threads reading and writing 256 elements of each slice.
+    unsafe {
+        semantics::reverse(
+            &host,
+            &config([1, 1, 1], [256, 1, 1], 0),
+            x.slice(256..512).unwrap(),
+            y.slice(512..768).unwrap(),
+        )
+    }
+    .unwrap();
+    let got = y.to_vec().unwrap();
+    let want: Vec<f32> = (256..512).rev().map(|i| i as f32).collect();
+    assert_eq!(&got[512..768], want.as_slice());
+    assert!(got[..512].iter().chain(&got[768..]).all(|&v| v == -1.0));
+}
+
+#[test]
 fn dynamic_shared_memory_is_sized_at_launch() {
     let host = Device::host();
     let input: Vec<f32> = (0..128).map(|i| i as f32 * 0.5).collect();
@@ -123,8 +145,12 @@ fn launch_configurations_a_gpu_rejects_are_errors() {
         (config([1, 1, 1], [0, 1, 1], 0), "zero dimension"),
         (config([1, 1, 1], [64, 32, 1], 0), "2048 threads"),
         (
+            config([1, 1, 1], [1, 1, 128], 0),
+            "block z of 128; the device allows at most 64 (max_block)",
+        ),
+        (
             config([1, 1, 1], [256, 1, 1], 64 * 1024 + 1),
-            "dynamic shared memory",
+            "65537 bytes of dynamic shared memory; the device allows at most 65536 per block",
         ),
     ];
     for (config, why) in bad {

@@ -3,7 +3,7 @@
 //! one is an error then, never a crash later.
 
 use super::sys::cuda as sys;
-use super::{c_name, c_string, static_c_str, Driver, FoundDevice, Handle};
+use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{Format, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
@@ -47,6 +47,43 @@ impl Cuda {
         Err(Error::new(ErrorKind::Driver, format!("{}: {name}", what())))
     }
 
+    fn limits(&self, device: sys::CUdevice) -> Result<DeviceLimits> {
+        let attribute = |which: sys::CUdevice_attribute| {
+            let mut value = 0;
+            // SAFETY: a valid out-pointer and a device the driver reported.
+            self.check(
+                unsafe { (self.api.cuDeviceGetAttribute)(&mut value, which, device) },
+                || format!("cuDeviceGetAttribute({which})"),
+            )?;
+            Ok::<u32, Error>(value.max(0) as u32)
+        };
+        let mut total = 0;
+        // SAFETY: as above.
+        self.check(
+            unsafe { (self.api.cuDeviceTotalMem_v2)(&mut total, device) },
+            || "cuDeviceTotalMem".into(),
+        )?;
+        Ok(DeviceLimits {
+            multiprocessors: attribute(sys::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            warp_size: attribute(sys::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            max_threads_per_block: attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block: [
+                attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid: [
+                attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            shared_memory_per_block: u64::from(attribute(
+                sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+            )?),
+            total_memory: total as u64,
+        })
+    }
+
     pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
         // SAFETY: plain driver calls with valid out-pointers.
         unsafe {
@@ -83,6 +120,7 @@ impl Cuda {
                     ),
                     || "cuDeviceGetAttribute".into(),
                 )?;
+                let limits = self.limits(device)?;
                 let mut context = std::ptr::null_mut();
                 self.check(
                     (self.api.cuDevicePrimaryCtxRetain)(&mut context, device),
@@ -93,6 +131,7 @@ impl Cuda {
                     raw: Handle(context.cast()),
                     name: c_string(&name),
                     arch: format!("sm_{major}{minor}"),
+                    limits,
                 });
             }
             Ok(devices)
@@ -207,12 +246,28 @@ impl Driver for Cuda {
         )
     }
 
-    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()> {
-        // SAFETY: the caller guarantees `bytes` device bytes at `target`.
+    unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()> {
+        // SAFETY: the caller guarantees the range and its alignment.
+        let result = unsafe {
+            match pattern {
+                Pattern::U8(value) => (self.api.cuMemsetD8_v2)(target, value, count),
+                Pattern::U16(value) => (self.api.cuMemsetD16_v2)(target, value, count),
+                Pattern::U32(value) => (self.api.cuMemsetD32_v2)(target, value, count),
+            }
+        };
+        self.check(result, || {
+            format!("setting {count} elements to {pattern:?}")
+        })
+    }
+
+    fn memory_info(&self) -> Result<(u64, u64)> {
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: valid out-pointers; a context is current.
         self.check(
-            unsafe { (self.api.cuMemsetD8_v2)(target, value, bytes) },
-            || format!("setting {bytes} bytes"),
-        )
+            unsafe { (self.api.cuMemGetInfo_v2)(&mut free, &mut total) },
+            || "cuMemGetInfo".into(),
+        )?;
+        Ok((free as u64, total as u64))
     }
 
     fn synchronize(&self) -> Result<()> {

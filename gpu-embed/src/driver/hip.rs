@@ -3,7 +3,7 @@
 //! entry point is resolved when the library loads.
 
 use super::sys::{hip as sys, hip_r0600};
-use super::{c_name, c_string, static_c_str, Driver, FoundDevice, Handle};
+use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
@@ -31,6 +31,24 @@ pub(crate) struct Hip {
 struct Properties {
     name: String,
     gcn_arch_name: String,
+    limits: DeviceLimits,
+}
+
+/// The limits, from the fields both layouts share by name.
+macro_rules! limits_of {
+    ($properties:expr) => {{
+        let p = &$properties;
+        let unsigned = |v: c_int| v.max(0) as u32;
+        DeviceLimits {
+            multiprocessors: unsigned(p.multiProcessorCount),
+            warp_size: unsigned(p.warpSize),
+            max_threads_per_block: unsigned(p.maxThreadsPerBlock),
+            max_block: p.maxThreadsDim.map(unsigned),
+            max_grid: p.maxGridSize.map(unsigned),
+            shared_memory_per_block: p.sharedMemPerBlock as u64,
+            total_memory: p.totalGlobalMem as u64,
+        }
+    }};
 }
 
 pub(crate) fn driver() -> Result<&'static Hip, String> {
@@ -87,6 +105,7 @@ impl Hip {
                 return Ok(Properties {
                     name: field_text(&properties.name),
                     gcn_arch_name: field_text(&properties.gcnArchName),
+                    limits: limits_of!(properties),
                 });
             }
             let mut properties = sys::hipDeviceProp_t::default();
@@ -97,6 +116,7 @@ impl Hip {
             Ok(Properties {
                 name: field_text(&properties.name),
                 gcn_arch_name: field_text(&properties.gcnArchName),
+                limits: limits_of!(properties),
             })
         }
     }
@@ -126,6 +146,7 @@ impl Hip {
                     raw: Handle(ordinal as usize as *mut c_void),
                     name: properties.name,
                     arch: properties.gcn_arch_name,
+                    limits: properties.limits,
                 });
             }
             Ok(devices)
@@ -235,12 +256,29 @@ impl Driver for Hip {
         )
     }
 
-    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()> {
-        // SAFETY: the caller guarantees `bytes` device bytes at `target`.
+    unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()> {
+        let target = target as sys::hipDeviceptr_t;
+        // SAFETY: the caller guarantees the range and its alignment.
+        let result = unsafe {
+            match pattern {
+                Pattern::U8(value) => (self.api.hipMemsetD8)(target, value, count),
+                Pattern::U16(value) => (self.api.hipMemsetD16)(target, value, count),
+                Pattern::U32(value) => (self.api.hipMemsetD32)(target, value as c_int, count),
+            }
+        };
+        self.check(result, || {
+            format!("setting {count} elements to {pattern:?}")
+        })
+    }
+
+    fn memory_info(&self) -> Result<(u64, u64)> {
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: valid out-pointers; a device is current.
         self.check(
-            unsafe { (self.api.hipMemset)(target as *mut c_void, c_int::from(value), bytes) },
-            || format!("setting {bytes} bytes"),
-        )
+            unsafe { (self.api.hipMemGetInfo)(&mut free, &mut total) },
+            || "hipMemGetInfo".into(),
+        )?;
+        Ok((free as u64, total as u64))
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -5,7 +5,7 @@
 //! stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
 //! Memory is ordinary host memory; launches return when the kernel is done.
 
-use super::{Driver, FoundDevice, Handle};
+use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
@@ -58,7 +58,43 @@ impl Host {
             raw: Handle(std::ptr::null_mut()),
             name: format!("host CPU ({cores} threads)"),
             arch: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+            limits: DeviceLimits {
+                multiprocessors: cores as u32,
+                // Each thread of a block is its own lane.
+                warp_size: 1,
+                max_threads_per_block: 1024,
+                max_block: [1024, 1024, 64],
+                max_grid: [u32::MAX, u32::MAX, u32::MAX],
+                shared_memory_per_block: u64::from(DYNAMIC_SHARED_BYTES),
+                total_memory: host_memory().total,
+            },
         }
+    }
+}
+
+/// The machine's memory, from `/proc/meminfo` (zero where it cannot be read).
+struct HostMemory {
+    total: u64,
+    available: u64,
+}
+
+fn host_memory() -> HostMemory {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .map_or(0, |kib| kib * 1024)
+    };
+    HostMemory {
+        total: field("MemTotal:"),
+        available: field("MemAvailable:"),
     }
 }
 
@@ -294,10 +330,25 @@ impl Driver for Host {
         Ok(())
     }
 
-    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()> {
-        // SAFETY: the caller guarantees the range.
-        unsafe { std::ptr::write_bytes(target as *mut u8, value, bytes) };
+    unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()> {
+        // SAFETY: the caller guarantees the range and its alignment.
+        unsafe {
+            match pattern {
+                Pattern::U8(value) => std::ptr::write_bytes(target as *mut u8, value, count),
+                Pattern::U16(value) => {
+                    std::slice::from_raw_parts_mut(target as *mut u16, count).fill(value)
+                }
+                Pattern::U32(value) => {
+                    std::slice::from_raw_parts_mut(target as *mut u32, count).fill(value)
+                }
+            }
+        }
         Ok(())
+    }
+
+    fn memory_info(&self) -> Result<(u64, u64)> {
+        let memory = host_memory();
+        Ok((memory.available, memory.total))
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -28,6 +28,43 @@ pub(crate) struct FoundDevice {
     pub name: String,
     /// `sm_90`, `gfx90a:sramecc+:xnack-`.
     pub arch: String,
+    pub limits: DeviceLimits,
+}
+
+/// What a device has, and what one launch on it may ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Streaming multiprocessors (NVIDIA), compute units (AMD), cores (host).
+    pub multiprocessors: u32,
+    /// Threads per warp (NVIDIA) or wavefront (AMD); 1 on the host.
+    pub warp_size: u32,
+    pub max_threads_per_block: u32,
+    /// Largest block size in x, y, z.
+    pub max_block: [u32; 3],
+    /// Largest grid size in x, y, z (in blocks).
+    pub max_grid: [u32; 3],
+    /// Shared (workgroup, LDS) memory one block may use, in bytes.
+    pub shared_memory_per_block: u64,
+    /// Device memory, in bytes.
+    pub total_memory: u64,
+}
+
+/// A memset pattern: a value repeated over `count` elements of its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pattern {
+    U8(u8),
+    U16(u16),
+    U32(u32),
+}
+
+impl Pattern {
+    pub(crate) fn size(self) -> usize {
+        match self {
+            Pattern::U8(_) => 1,
+            Pattern::U16(_) => 2,
+            Pattern::U32(_) => 4,
+        }
+    }
 }
 
 pub(crate) trait Driver: Sync {
@@ -58,11 +95,14 @@ pub(crate) trait Driver: Sync {
     /// # Safety
     /// `target` must hold `bytes` writable bytes and `source` that many device bytes.
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()>;
-    /// Sets `bytes` bytes at `target` to `value`.
+    /// Writes `pattern` `count` times from `target`.
     ///
     /// # Safety
-    /// `target` must hold `bytes` device bytes of this driver.
-    unsafe fn fill_bytes(&self, target: u64, value: u8, bytes: usize) -> Result<()>;
+    /// `target` must hold `count * pattern.size()` device bytes of this driver, aligned to the
+    /// pattern's size.
+    unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()>;
+    /// Free and total device memory of the current device, in bytes.
+    fn memory_info(&self) -> Result<(u64, u64)>;
     fn synchronize(&self) -> Result<()>;
     fn create_stream(&self) -> Result<Handle>;
     fn synchronize_stream(&self, stream: Handle) -> Result<()>;

@@ -308,6 +308,10 @@ pub struct CudaDriver {
         len: ::std::os::raw::c_int,
         dev: CUdevice,
     ) -> CUresult,
+    pub cuDeviceTotalMem_v2: unsafe extern "C" fn(
+        bytes: *mut usize,
+        dev: CUdevice,
+    ) -> CUresult,
     pub cuDeviceGetAttribute: unsafe extern "C" fn(
         pi: *mut ::std::os::raw::c_int,
         attrib: CUdevice_attribute,
@@ -330,6 +334,10 @@ pub struct CudaDriver {
         hmod: CUmodule,
         name: *const ::std::os::raw::c_char,
     ) -> CUresult,
+    pub cuMemGetInfo_v2: unsafe extern "C" fn(
+        free: *mut usize,
+        total: *mut usize,
+    ) -> CUresult,
     pub cuMemAlloc_v2: unsafe extern "C" fn(
         dptr: *mut CUdeviceptr,
         bytesize: usize,
@@ -348,6 +356,16 @@ pub struct CudaDriver {
     pub cuMemsetD8_v2: unsafe extern "C" fn(
         dstDevice: CUdeviceptr,
         uc: ::std::os::raw::c_uchar,
+        N: usize,
+    ) -> CUresult,
+    pub cuMemsetD16_v2: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        us: ::std::os::raw::c_ushort,
+        N: usize,
+    ) -> CUresult,
+    pub cuMemsetD32_v2: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        ui: ::std::os::raw::c_uint,
         N: usize,
     ) -> CUresult,
     pub cuStreamCreate: unsafe extern "C" fn(
@@ -389,6 +407,9 @@ impl CudaDriver {
         let cuDeviceGet = __library.get(b"cuDeviceGet\0").map(|sym| *sym)?;
         let cuDeviceGetCount = __library.get(b"cuDeviceGetCount\0").map(|sym| *sym)?;
         let cuDeviceGetName = __library.get(b"cuDeviceGetName\0").map(|sym| *sym)?;
+        let cuDeviceTotalMem_v2 = __library
+            .get(b"cuDeviceTotalMem_v2\0")
+            .map(|sym| *sym)?;
         let cuDeviceGetAttribute = __library
             .get(b"cuDeviceGetAttribute\0")
             .map(|sym| *sym)?;
@@ -405,11 +426,14 @@ impl CudaDriver {
         let cuModuleGetFunction = __library
             .get(b"cuModuleGetFunction\0")
             .map(|sym| *sym)?;
+        let cuMemGetInfo_v2 = __library.get(b"cuMemGetInfo_v2\0").map(|sym| *sym)?;
         let cuMemAlloc_v2 = __library.get(b"cuMemAlloc_v2\0").map(|sym| *sym)?;
         let cuMemFree_v2 = __library.get(b"cuMemFree_v2\0").map(|sym| *sym)?;
         let cuMemcpyHtoD_v2 = __library.get(b"cuMemcpyHtoD_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoH_v2 = __library.get(b"cuMemcpyDtoH_v2\0").map(|sym| *sym)?;
         let cuMemsetD8_v2 = __library.get(b"cuMemsetD8_v2\0").map(|sym| *sym)?;
+        let cuMemsetD16_v2 = __library.get(b"cuMemsetD16_v2\0").map(|sym| *sym)?;
+        let cuMemsetD32_v2 = __library.get(b"cuMemsetD32_v2\0").map(|sym| *sym)?;
         let cuStreamCreate = __library.get(b"cuStreamCreate\0").map(|sym| *sym)?;
         let cuStreamSynchronize = __library
             .get(b"cuStreamSynchronize\0")
@@ -424,6 +448,7 @@ impl CudaDriver {
             cuDeviceGet,
             cuDeviceGetCount,
             cuDeviceGetName,
+            cuDeviceTotalMem_v2,
             cuDeviceGetAttribute,
             cuDevicePrimaryCtxRetain,
             cuDevicePrimaryCtxRelease_v2,
@@ -432,11 +457,14 @@ impl CudaDriver {
             cuModuleLoadData,
             cuModuleUnload,
             cuModuleGetFunction,
+            cuMemGetInfo_v2,
             cuMemAlloc_v2,
             cuMemFree_v2,
             cuMemcpyHtoD_v2,
             cuMemcpyDtoH_v2,
             cuMemsetD8_v2,
+            cuMemsetD16_v2,
+            cuMemsetD32_v2,
             cuStreamCreate,
             cuStreamSynchronize,
             cuStreamDestroy_v2,
@@ -480,6 +508,13 @@ impl CudaDriver {
     ) -> CUresult {
         (self.cuDeviceGetName)(name, len, dev)
     }
+    pub unsafe fn cuDeviceTotalMem_v2(
+        &self,
+        bytes: *mut usize,
+        dev: CUdevice,
+    ) -> CUresult {
+        (self.cuDeviceTotalMem_v2)(bytes, dev)
+    }
     pub unsafe fn cuDeviceGetAttribute(
         &self,
         pi: *mut ::std::os::raw::c_int,
@@ -522,6 +557,13 @@ impl CudaDriver {
     ) -> CUresult {
         (self.cuModuleGetFunction)(hfunc, hmod, name)
     }
+    pub unsafe fn cuMemGetInfo_v2(
+        &self,
+        free: *mut usize,
+        total: *mut usize,
+    ) -> CUresult {
+        (self.cuMemGetInfo_v2)(free, total)
+    }
     pub unsafe fn cuMemAlloc_v2(
         &self,
         dptr: *mut CUdeviceptr,
@@ -555,6 +597,22 @@ impl CudaDriver {
         N: usize,
     ) -> CUresult {
         (self.cuMemsetD8_v2)(dstDevice, uc, N)
+    }
+    pub unsafe fn cuMemsetD16_v2(
+        &self,
+        dstDevice: CUdeviceptr,
+        us: ::std::os::raw::c_ushort,
+        N: usize,
+    ) -> CUresult {
+        (self.cuMemsetD16_v2)(dstDevice, us, N)
+    }
+    pub unsafe fn cuMemsetD32_v2(
+        &self,
+        dstDevice: CUdeviceptr,
+        ui: ::std::os::raw::c_uint,
+        N: usize,
+    ) -> CUresult {
+        (self.cuMemsetD32_v2)(dstDevice, ui, N)
     }
     pub unsafe fn cuStreamCreate(
         &self,

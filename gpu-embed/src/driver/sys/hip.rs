@@ -1405,10 +1405,24 @@ pub struct HipRuntime {
         src: hipDeviceptr_t,
         sizeBytes: usize,
     ) -> hipError_t,
-    pub hipMemset: unsafe extern "C" fn(
-        dst: *mut ::std::os::raw::c_void,
+    pub hipMemsetD8: unsafe extern "C" fn(
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_uchar,
+        count: usize,
+    ) -> hipError_t,
+    pub hipMemsetD16: unsafe extern "C" fn(
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_ushort,
+        count: usize,
+    ) -> hipError_t,
+    pub hipMemsetD32: unsafe extern "C" fn(
+        dest: hipDeviceptr_t,
         value: ::std::os::raw::c_int,
-        sizeBytes: usize,
+        count: usize,
+    ) -> hipError_t,
+    pub hipMemGetInfo: unsafe extern "C" fn(
+        free: *mut usize,
+        total: *mut usize,
     ) -> hipError_t,
     pub hipModuleUnload: unsafe extern "C" fn(module: hipModule_t) -> hipError_t,
     pub hipModuleGetFunction: unsafe extern "C" fn(
@@ -1469,7 +1483,10 @@ impl HipRuntime {
         let hipFree = __library.get(b"hipFree\0").map(|sym| *sym)?;
         let hipMemcpyHtoD = __library.get(b"hipMemcpyHtoD\0").map(|sym| *sym)?;
         let hipMemcpyDtoH = __library.get(b"hipMemcpyDtoH\0").map(|sym| *sym)?;
-        let hipMemset = __library.get(b"hipMemset\0").map(|sym| *sym)?;
+        let hipMemsetD8 = __library.get(b"hipMemsetD8\0").map(|sym| *sym)?;
+        let hipMemsetD16 = __library.get(b"hipMemsetD16\0").map(|sym| *sym)?;
+        let hipMemsetD32 = __library.get(b"hipMemsetD32\0").map(|sym| *sym)?;
+        let hipMemGetInfo = __library.get(b"hipMemGetInfo\0").map(|sym| *sym)?;
         let hipModuleUnload = __library.get(b"hipModuleUnload\0").map(|sym| *sym)?;
         let hipModuleGetFunction = __library
             .get(b"hipModuleGetFunction\0")
@@ -1494,7 +1511,10 @@ impl HipRuntime {
             hipFree,
             hipMemcpyHtoD,
             hipMemcpyDtoH,
-            hipMemset,
+            hipMemsetD8,
+            hipMemsetD16,
+            hipMemsetD32,
+            hipMemGetInfo,
             hipModuleUnload,
             hipModuleGetFunction,
             hipModuleLoadData,
@@ -1570,13 +1590,36 @@ impl HipRuntime {
     ) -> hipError_t {
         (self.hipMemcpyDtoH)(dst, src, sizeBytes)
     }
-    pub unsafe fn hipMemset(
+    pub unsafe fn hipMemsetD8(
         &self,
-        dst: *mut ::std::os::raw::c_void,
-        value: ::std::os::raw::c_int,
-        sizeBytes: usize,
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_uchar,
+        count: usize,
     ) -> hipError_t {
-        (self.hipMemset)(dst, value, sizeBytes)
+        (self.hipMemsetD8)(dest, value, count)
+    }
+    pub unsafe fn hipMemsetD16(
+        &self,
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_ushort,
+        count: usize,
+    ) -> hipError_t {
+        (self.hipMemsetD16)(dest, value, count)
+    }
+    pub unsafe fn hipMemsetD32(
+        &self,
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_int,
+        count: usize,
+    ) -> hipError_t {
+        (self.hipMemsetD32)(dest, value, count)
+    }
+    pub unsafe fn hipMemGetInfo(
+        &self,
+        free: *mut usize,
+        total: *mut usize,
+    ) -> hipError_t {
+        (self.hipMemGetInfo)(free, total)
     }
     pub unsafe fn hipModuleUnload(&self, module: hipModule_t) -> hipError_t {
         (self.hipModuleUnload)(module)

@@ -1,0 +1,89 @@
+//! Device facts, fills and slices: on the host backend in every test run, and on the first GPU
+//! with `--ignored` (`scripts/gpu-tests.sh`).
+
+use gpu_embed::{f16, Device, DeviceBuffer, ErrorKind};
+
+macro_rules! on_every_device {
+    ($($check:ident),*) => {
+        $(mod $check {
+            #[test]
+            fn host() {
+                super::$check(&gpu_embed::Device::host());
+            }
+
+            #[test]
+            #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
+            fn gpu() {
+                super::$check(&gpu_embed::Device::default_gpu().expect("a GPU"));
+            }
+        })*
+    };
+}
+
+on_every_device!(
+    facts_are_plausible,
+    fills_write_every_pattern,
+    slices_are_bounds_checked
+);
+
+fn facts_are_plausible(device: &Device) {
+    let limits = device.limits();
+    assert!(limits.multiprocessors >= 1, "{limits:?}");
+    assert!([1, 32, 64].contains(&limits.warp_size), "{limits:?}");
+    assert!(limits.max_threads_per_block >= 256, "{limits:?}");
+    assert!(limits.max_block.iter().all(|&d| d >= 1), "{limits:?}");
+    assert!(limits.max_grid[0] >= 65535, "{limits:?}");
+    assert!(limits.shared_memory_per_block >= 16 * 1024, "{limits:?}");
+    let memory = device.memory().unwrap();
+    assert!(
+        memory.total > 0 && memory.free <= memory.total,
+        "{memory:?}"
+    );
+    assert_eq!(memory.total, limits.total_memory);
+}
+
+fn fills_write_every_pattern(device: &Device) {
+    let mut bytes = DeviceBuffer::<u8>::alloc(device, 1001).unwrap();
+    bytes.fill(0xa5).unwrap();
+    assert!(bytes.to_vec().unwrap().iter().all(|&b| b == 0xa5));
+    let mut halves = DeviceBuffer::<f16>::alloc(device, 333).unwrap();
+    halves.fill(f16::from_f32(-1.5)).unwrap();
+    assert!(halves
+        .to_vec()
+        .unwrap()
+        .iter()
+        .all(|&h| h == f16::from_f32(-1.5)));
+    let mut words = DeviceBuffer::<f32>::alloc(device, 257).unwrap();
+    words.fill(3.25).unwrap();
+    assert!(words.to_vec().unwrap().iter().all(|&w| w == 3.25));
+    // 8-byte values: one repeated byte by memset, anything else by a copy.
+    let mut longs = DeviceBuffer::<u64>::alloc(device, 100).unwrap();
+    longs.fill(u64::MAX).unwrap();
+    assert!(longs.to_vec().unwrap().iter().all(|&l| l == u64::MAX));
+    longs.fill(0x0102_0304_0506_0708).unwrap();
+    assert!(longs
+        .to_vec()
+        .unwrap()
+        .iter()
+        .all(|&l| l == 0x0102_0304_0506_0708));
+    let mut empty = DeviceBuffer::<u32>::alloc(device, 0).unwrap();
+    empty.fill(7).unwrap();
+}
+
+fn slices_are_bounds_checked(device: &Device) {
+    let buffer = DeviceBuffer::from_slice(device, &[0i32; 10]).unwrap();
+    let slice = buffer.slice(2..7).unwrap();
+    assert_eq!(
+        (slice.offset(), slice.sizes(), slice.strides()),
+        (2, [5], [1])
+    );
+    assert!(buffer.slice(10..10).is_ok());
+    for (start, end) in [(3, 11), (11, 11), (5, 4)] {
+        let error = buffer.slice(start..end).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            error.message().contains("of a buffer of 10 elements"),
+            "{error}"
+        );
+    }
+}
