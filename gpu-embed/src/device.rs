@@ -124,6 +124,12 @@ impl Device {
         Ok(MemoryInfo { free, total })
     }
 
+    /// The driver's handle of the device, for mixing with other libraries on the same device:
+    /// the primary `CUcontext` (CUDA), the device ordinal (HIP), null (host).
+    pub fn raw_handle(&self) -> *mut std::ffi::c_void {
+        self.inner.found.raw.0
+    }
+
     /// Whether both handles are the same device.
     pub fn is_same(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -273,6 +279,12 @@ impl Stream {
 
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// The driver's stream (`CUstream`, `hipStream_t`; null on the host), to enqueue work from
+    /// other libraries (cuBLAS, rocBLAS) in order with this stream's.
+    pub fn raw_handle(&self) -> *mut std::ffi::c_void {
+        self.raw.0
     }
 
     pub(crate) fn raw(&self) -> Handle {

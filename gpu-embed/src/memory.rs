@@ -121,6 +121,54 @@ impl<T: Pod> DeviceBuffer<T> {
             .map_err(|e| self.device.context(e))
     }
 
+    /// Overwrites the buffer with `source` (of the same length and device), on the device.
+    pub fn copy_from_buffer(&mut self, source: &DeviceBuffer<T>) -> Result<()> {
+        self.check_len(source.len)?;
+        if !source.device.is_same(&self.device) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "copying between devices ({} and {}): copy through the host",
+                    source.device.name(),
+                    self.device.name()
+                ),
+            ));
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        let driver = self.device.current()?;
+        // SAFETY: two distinct buffers (`&mut self` and `&source`) of `len` elements.
+        unsafe { driver.copy_on_device(self.ptr, source.ptr, self.len * size_of::<T>()) }
+            .map_err(|e| self.device.context(e))
+    }
+
+    /// Takes ownership of `len` elements of device memory allocated elsewhere (by `cudarc`, a
+    /// vendor library, or [`DeviceBuffer::into_raw`]); the buffer frees it with the device's
+    /// driver when dropped.
+    ///
+    /// # Safety
+    /// `ptr` must be an allocation of this device's driver (`cuMemAlloc`, `hipMalloc`, or this
+    /// crate's host allocator for the host) holding at least `len` initialized elements, owned by
+    /// nobody else.
+    pub unsafe fn from_raw_parts(device: &Device, ptr: DevicePtr, len: usize) -> DeviceBuffer<T> {
+        DeviceBuffer {
+            device: device.clone(),
+            ptr: ptr.0,
+            len,
+            _element: PhantomData,
+        }
+    }
+
+    /// Gives up ownership: the memory is no longer freed by this buffer (pass it to
+    /// [`DeviceBuffer::from_raw_parts`] or free it with the driver).
+    pub fn into_raw(self) -> DevicePtr {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the device handle is moved out once; `this` is never used or dropped again.
+        drop(unsafe { std::ptr::read(&this.device) });
+        DevicePtr(this.ptr)
+    }
+
     /// Copies the buffer into `out` (of the same length).
     pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
         self.check_len(out.len())?;

@@ -87,3 +87,27 @@ fn slices_are_bounds_checked(device: &Device) {
         );
     }
 }
+
+on_every_device!(copies_on_the_device, raw_parts_round_trip);
+
+fn copies_on_the_device(device: &Device) {
+    let source = DeviceBuffer::from_slice(device, &[1u32, 2, 3, 4]).unwrap();
+    let mut target = DeviceBuffer::<u32>::alloc(device, 4).unwrap();
+    target.copy_from_buffer(&source).unwrap();
+    assert_eq!(target.to_vec().unwrap(), [1, 2, 3, 4]);
+    let short = DeviceBuffer::<u32>::alloc(device, 3).unwrap();
+    assert!(target.copy_from_buffer(&short).is_err());
+    if !device.is_same(&Device::host()) {
+        let elsewhere = DeviceBuffer::from_slice(&Device::host(), &[0u32; 4]).unwrap();
+        assert!(target.copy_from_buffer(&elsewhere).is_err());
+    }
+}
+
+fn raw_parts_round_trip(device: &Device) {
+    let buffer = DeviceBuffer::from_slice(device, &[5i16, 6, 7]).unwrap();
+    let raw = buffer.into_raw();
+    // SAFETY: the allocation `into_raw` gave up, of this device, with 3 initialized elements.
+    let adopted = unsafe { DeviceBuffer::<i16>::from_raw_parts(device, raw, 3) };
+    assert_eq!(adopted.device_ptr(), raw);
+    assert_eq!(adopted.to_vec().unwrap(), [5, 6, 7]);
+}

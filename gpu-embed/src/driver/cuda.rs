@@ -270,6 +270,14 @@ impl Driver for Cuda {
         Ok((free as u64, total as u64))
     }
 
+    unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges.
+        self.check(
+            unsafe { (self.api.cuMemcpyDtoD_v2)(target, source, bytes) },
+            || "copying on the device".into(),
+        )
+    }
+
     fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
         self.check(unsafe { (self.api.cuCtxSynchronize)() }, || {

@@ -281,6 +281,20 @@ impl Driver for Hip {
         Ok((free as u64, total as u64))
     }
 
+    unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges.
+        self.check(
+            unsafe {
+                (self.api.hipMemcpyDtoD)(
+                    target as sys::hipDeviceptr_t,
+                    source as sys::hipDeviceptr_t,
+                    bytes,
+                )
+            },
+            || "copying on the device".into(),
+        )
+    }
+
     fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
         self.check(unsafe { (self.api.hipDeviceSynchronize)() }, || {

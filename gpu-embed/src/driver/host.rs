@@ -351,6 +351,12 @@ impl Driver for Host {
         Ok((memory.available, memory.total))
     }
 
+    unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges (which may overlap only if they are equal).
+        unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) };
+        Ok(())
+    }
+
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }

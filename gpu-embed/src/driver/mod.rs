@@ -95,6 +95,9 @@ pub(crate) trait Driver: Sync {
     /// # Safety
     /// `target` must hold `bytes` writable bytes and `source` that many device bytes.
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()>;
+    /// # Safety
+    /// `target` and `source` must each hold `bytes` device bytes of this driver.
+    unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()>;
     /// Writes `pattern` `count` times from `target`.
     ///
     /// # Safety

@@ -353,6 +353,11 @@ pub struct CudaDriver {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult,
+    pub cuMemcpyDtoD_v2: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+    ) -> CUresult,
     pub cuMemsetD8_v2: unsafe extern "C" fn(
         dstDevice: CUdeviceptr,
         uc: ::std::os::raw::c_uchar,
@@ -431,6 +436,7 @@ impl CudaDriver {
         let cuMemFree_v2 = __library.get(b"cuMemFree_v2\0").map(|sym| *sym)?;
         let cuMemcpyHtoD_v2 = __library.get(b"cuMemcpyHtoD_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoH_v2 = __library.get(b"cuMemcpyDtoH_v2\0").map(|sym| *sym)?;
+        let cuMemcpyDtoD_v2 = __library.get(b"cuMemcpyDtoD_v2\0").map(|sym| *sym)?;
         let cuMemsetD8_v2 = __library.get(b"cuMemsetD8_v2\0").map(|sym| *sym)?;
         let cuMemsetD16_v2 = __library.get(b"cuMemsetD16_v2\0").map(|sym| *sym)?;
         let cuMemsetD32_v2 = __library.get(b"cuMemsetD32_v2\0").map(|sym| *sym)?;
@@ -462,6 +468,7 @@ impl CudaDriver {
             cuMemFree_v2,
             cuMemcpyHtoD_v2,
             cuMemcpyDtoH_v2,
+            cuMemcpyDtoD_v2,
             cuMemsetD8_v2,
             cuMemsetD16_v2,
             cuMemsetD32_v2,
@@ -589,6 +596,14 @@ impl CudaDriver {
         ByteCount: usize,
     ) -> CUresult {
         (self.cuMemcpyDtoH_v2)(dstHost, srcDevice, ByteCount)
+    }
+    pub unsafe fn cuMemcpyDtoD_v2(
+        &self,
+        dstDevice: CUdeviceptr,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+    ) -> CUresult {
+        (self.cuMemcpyDtoD_v2)(dstDevice, srcDevice, ByteCount)
     }
     pub unsafe fn cuMemsetD8_v2(
         &self,

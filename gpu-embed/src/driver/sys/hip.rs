@@ -1405,6 +1405,11 @@ pub struct HipRuntime {
         src: hipDeviceptr_t,
         sizeBytes: usize,
     ) -> hipError_t,
+    pub hipMemcpyDtoD: unsafe extern "C" fn(
+        dst: hipDeviceptr_t,
+        src: hipDeviceptr_t,
+        sizeBytes: usize,
+    ) -> hipError_t,
     pub hipMemsetD8: unsafe extern "C" fn(
         dest: hipDeviceptr_t,
         value: ::std::os::raw::c_uchar,
@@ -1483,6 +1488,7 @@ impl HipRuntime {
         let hipFree = __library.get(b"hipFree\0").map(|sym| *sym)?;
         let hipMemcpyHtoD = __library.get(b"hipMemcpyHtoD\0").map(|sym| *sym)?;
         let hipMemcpyDtoH = __library.get(b"hipMemcpyDtoH\0").map(|sym| *sym)?;
+        let hipMemcpyDtoD = __library.get(b"hipMemcpyDtoD\0").map(|sym| *sym)?;
         let hipMemsetD8 = __library.get(b"hipMemsetD8\0").map(|sym| *sym)?;
         let hipMemsetD16 = __library.get(b"hipMemsetD16\0").map(|sym| *sym)?;
         let hipMemsetD32 = __library.get(b"hipMemsetD32\0").map(|sym| *sym)?;
@@ -1511,6 +1517,7 @@ impl HipRuntime {
             hipFree,
             hipMemcpyHtoD,
             hipMemcpyDtoH,
+            hipMemcpyDtoD,
             hipMemsetD8,
             hipMemsetD16,
             hipMemsetD32,
@@ -1589,6 +1596,14 @@ impl HipRuntime {
         sizeBytes: usize,
     ) -> hipError_t {
         (self.hipMemcpyDtoH)(dst, src, sizeBytes)
+    }
+    pub unsafe fn hipMemcpyDtoD(
+        &self,
+        dst: hipDeviceptr_t,
+        src: hipDeviceptr_t,
+        sizeBytes: usize,
+    ) -> hipError_t {
+        (self.hipMemcpyDtoD)(dst, src, sizeBytes)
     }
     pub unsafe fn hipMemsetD8(
         &self,
