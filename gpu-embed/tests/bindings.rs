@@ -46,6 +46,13 @@ const CUDA_FUNCTIONS: &[&str] = &[
     "cuStreamCreate",
     "cuStreamSynchronize",
     "cuStreamDestroy_v2",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventSynchronize",
+    "cuEventElapsedTime",
+    "cuEventDestroy_v2",
 ];
 
 /// The HIP runtime API entry points the runtime uses, in HIP 5.2 and every later release.
@@ -73,6 +80,13 @@ const HIP_FUNCTIONS: &[&str] = &[
     "hipStreamCreate",
     "hipStreamSynchronize",
     "hipStreamDestroy",
+    "hipStreamWaitEvent",
+    "hipEventCreate",
+    "hipEventRecord",
+    "hipEventQuery",
+    "hipEventSynchronize",
+    "hipEventElapsedTime",
+    "hipEventDestroy",
 ];
 
 fn exact(names: &[&str]) -> String {
@@ -154,7 +168,8 @@ fn cuda() -> String {
     .allowlist_function(exact(CUDA_FUNCTIONS))
     .allowlist_var("CUDA_VERSION")
     .allowlist_var("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_(MAJOR|MINOR)")
-    .allowlist_var("CUDA_SUCCESS");
+    .allowlist_var("CUDA_SUCCESS")
+    .allowlist_var("CUDA_ERROR_NOT_READY");
     generate(
         builder,
         provenance("cuda.h of the nvidia-cuda-runtime-cu12 12.9.79 wheel"),
@@ -169,7 +184,8 @@ fn hip() -> String {
     )
     .clang_arg("-D__HIP_PLATFORM_AMD__")
     .allowlist_function(exact(HIP_FUNCTIONS))
-    .allowlist_var("hipSuccess");
+    .allowlist_var("hipSuccess")
+    .allowlist_var("hipErrorNotReady");
     generate(
         builder,
         provenance("hip/hip_runtime_api.h of Debian 12's libamdhip64-dev 5.2.3"),

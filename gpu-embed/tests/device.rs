@@ -111,3 +111,44 @@ fn raw_parts_round_trip(device: &Device) {
     assert_eq!(adopted.device_ptr(), raw);
     assert_eq!(adopted.to_vec().unwrap(), [5, 6, 7]);
 }
+
+on_every_device!(events_time_work_in_order, streams_record_and_wait);
+
+fn events_time_work_in_order(device: &Device) {
+    let events: Vec<_> = (0..3).map(|_| device.create_event().unwrap()).collect();
+    let mut big = DeviceBuffer::<u32>::alloc(device, 1 << 24).unwrap();
+    device.record(&events[0]).unwrap();
+    big.fill(1).unwrap();
+    device.record(&events[1]).unwrap();
+    for value in 2..5 {
+        big.fill(value).unwrap();
+    }
+    device.record(&events[2]).unwrap();
+    events[2].synchronize().unwrap();
+    assert!(events.iter().all(|e| e.query().unwrap()));
+    let first = events[0].elapsed_ms(&events[1]).unwrap();
+    let both = events[0].elapsed_ms(&events[2]).unwrap();
+    assert!(first > 0.0, "{first} ms");
+    assert!(both >= first, "{both} ms < {first} ms");
+    assert!(events[0].elapsed(&events[2]).unwrap().as_secs_f32() * 1e3 >= first);
+    let error = events[2].elapsed(&events[0]).unwrap_err();
+    assert!(error.message().contains("before the start"), "{error}");
+}
+
+fn streams_record_and_wait(device: &Device) {
+    let (first, second) = (
+        device.create_stream().unwrap(),
+        device.create_stream().unwrap(),
+    );
+    let event = device.create_event().unwrap();
+    first.record(&event).unwrap();
+    second.wait(&event).unwrap();
+    second.synchronize().unwrap();
+    event.synchronize().unwrap();
+    assert!(event.query().unwrap());
+    let never = device.create_event().unwrap();
+    assert!(
+        never.query().unwrap(),
+        "an event never recorded counts as complete"
+    );
+}

@@ -2,7 +2,7 @@
 //! for each that checks the device's result against a plain Rust reference.
 
 use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 gpu_embed::include_gpu_binary!(
     "kernels/vadd.mlir",
@@ -63,11 +63,14 @@ fn max_error(got: &[f64], want: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The kernel's time between two events on the default stream, by the device's clock.
 fn timed(device: &Device, launch: impl FnOnce() -> Result<()>) -> Result<Duration> {
-    let start = Instant::now();
+    let (start, end) = (device.create_event()?, device.create_event()?);
+    device.record(&start)?;
     launch()?;
-    device.synchronize()?;
-    Ok(start.elapsed())
+    device.record(&end)?;
+    end.synchronize()?;
+    start.elapsed(&end)
 }
 
 fn object_used(device: &Device, binary: &Binary) -> String {

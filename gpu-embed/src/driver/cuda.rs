@@ -306,4 +306,62 @@ impl Driver for Cuda {
         // SAFETY: not used afterwards.
         unsafe { (self.api.cuStreamDestroy_v2)(stream.0.cast()) };
     }
+
+    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
+        // SAFETY: a live stream (or null) and a live event of the current context.
+        self.check(
+            unsafe { (self.api.cuStreamWaitEvent)(stream.0.cast(), event.0.cast(), 0) },
+            || "cuStreamWaitEvent".into(),
+        )
+    }
+
+    fn create_event(&self) -> Result<Handle> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; default flags (timing enabled).
+        self.check(unsafe { (self.api.cuEventCreate)(&mut event, 0) }, || {
+            "cuEventCreate".into()
+        })?;
+        Ok(Handle(event.cast()))
+    }
+
+    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
+        // SAFETY: a live event and stream (or null) of the current context.
+        self.check(
+            unsafe { (self.api.cuEventRecord)(event.0.cast(), stream.0.cast()) },
+            || "cuEventRecord".into(),
+        )
+    }
+
+    fn query_event(&self, event: Handle) -> Result<bool> {
+        // SAFETY: a live event.
+        match unsafe { (self.api.cuEventQuery)(event.0.cast()) } {
+            sys::CUDA_ERROR_NOT_READY => Ok(false),
+            result => self.check(result, || "cuEventQuery".into()).map(|()| true),
+        }
+    }
+
+    fn synchronize_event(&self, event: Handle) -> Result<()> {
+        // SAFETY: a live event.
+        self.check(
+            unsafe { (self.api.cuEventSynchronize)(event.0.cast()) },
+            || "cuEventSynchronize".into(),
+        )
+    }
+
+    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
+        let mut milliseconds = 0.0;
+        // SAFETY: two live events and a valid out-pointer.
+        self.check(
+            unsafe {
+                (self.api.cuEventElapsedTime)(&mut milliseconds, start.0.cast(), end.0.cast())
+            },
+            || "cuEventElapsedTime".into(),
+        )?;
+        Ok(milliseconds)
+    }
+
+    fn destroy_event(&self, event: Handle) {
+        // SAFETY: not used afterwards.
+        unsafe { (self.api.cuEventDestroy_v2)(event.0.cast()) };
+    }
 }

@@ -323,4 +323,62 @@ impl Driver for Hip {
         // SAFETY: not used afterwards.
         unsafe { (self.api.hipStreamDestroy)(stream.0.cast()) };
     }
+
+    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
+        // SAFETY: a live stream (or null) and a live event of the current device.
+        self.check(
+            unsafe { (self.api.hipStreamWaitEvent)(stream.0.cast(), event.0.cast(), 0) },
+            || "hipStreamWaitEvent".into(),
+        )
+    }
+
+    fn create_event(&self) -> Result<Handle> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        self.check(unsafe { (self.api.hipEventCreate)(&mut event) }, || {
+            "hipEventCreate".into()
+        })?;
+        Ok(Handle(event.cast()))
+    }
+
+    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
+        // SAFETY: a live event and stream (or null) of the current device.
+        self.check(
+            unsafe { (self.api.hipEventRecord)(event.0.cast(), stream.0.cast()) },
+            || "hipEventRecord".into(),
+        )
+    }
+
+    fn query_event(&self, event: Handle) -> Result<bool> {
+        // SAFETY: a live event.
+        match unsafe { (self.api.hipEventQuery)(event.0.cast()) } {
+            sys::hipErrorNotReady => Ok(false),
+            result => self.check(result, || "hipEventQuery".into()).map(|()| true),
+        }
+    }
+
+    fn synchronize_event(&self, event: Handle) -> Result<()> {
+        // SAFETY: a live event.
+        self.check(
+            unsafe { (self.api.hipEventSynchronize)(event.0.cast()) },
+            || "hipEventSynchronize".into(),
+        )
+    }
+
+    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
+        let mut milliseconds = 0.0;
+        // SAFETY: two live events and a valid out-pointer.
+        self.check(
+            unsafe {
+                (self.api.hipEventElapsedTime)(&mut milliseconds, start.0.cast(), end.0.cast())
+            },
+            || "hipEventElapsedTime".into(),
+        )?;
+        Ok(milliseconds)
+    }
+
+    fn destroy_event(&self, event: Handle) {
+        // SAFETY: not used afterwards.
+        unsafe { (self.api.hipEventDestroy)(event.0.cast()) };
+    }
 }

@@ -14,6 +14,7 @@ use std::alloc::Layout;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 /// Dynamic shared memory a host launch may use (`gpu-build`'s host target reserves this much).
 pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
@@ -371,4 +372,66 @@ impl Driver for Host {
     }
 
     fn destroy_stream(&self, _: Handle) {}
+
+    /// Work on the host has finished when the call that submitted it returns, so every event
+    /// a stream could wait for has already happened.
+    fn stream_wait_event(&self, _: Handle, _: Handle) -> Result<()> {
+        Ok(())
+    }
+
+    fn create_event(&self) -> Result<Handle> {
+        Ok(Handle(Box::into_raw(Box::new(HostEvent::default())).cast()))
+    }
+
+    fn record_event(&self, event: Handle, _: Handle) -> Result<()> {
+        *host_event(event)
+            .recorded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        Ok(())
+    }
+
+    fn query_event(&self, _: Handle) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn synchronize_event(&self, _: Handle) -> Result<()> {
+        Ok(())
+    }
+
+    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
+        let time = |event: Handle| {
+            host_event(event)
+                .recorded
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        "elapsed time of an event that was never recorded",
+                    )
+                })
+        };
+        let (start, end) = (time(start)?, time(end)?);
+        Ok(match end.checked_duration_since(start) {
+            Some(forward) => forward.as_secs_f32() * 1e3,
+            None => -(start.duration_since(end).as_secs_f32() * 1e3),
+        })
+    }
+
+    fn destroy_event(&self, event: Handle) {
+        // SAFETY: made by `create_event`, not used afterwards.
+        drop(unsafe { Box::from_raw(event.0.cast::<HostEvent>()) });
+    }
+}
+
+/// A host event: when it was last recorded.
+#[derive(Default)]
+struct HostEvent {
+    recorded: Mutex<Option<Instant>>,
+}
+
+fn host_event<'a>(event: Handle) -> &'a HostEvent {
+    // SAFETY: a live event made by `create_event` (the safe API destroys it only on drop).
+    unsafe { &*event.0.cast::<HostEvent>() }
 }

@@ -110,6 +110,17 @@ pub(crate) trait Driver: Sync {
     fn create_stream(&self) -> Result<Handle>;
     fn synchronize_stream(&self, stream: Handle) -> Result<()>;
     fn destroy_stream(&self, stream: Handle);
+    /// Makes `stream` (null: the default stream) wait for `event`'s last recording.
+    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()>;
+    fn create_event(&self) -> Result<Handle>;
+    /// Records `event` on `stream` (null: the default stream).
+    fn record_event(&self, event: Handle, stream: Handle) -> Result<()>;
+    /// Whether the work before the event's last recording has finished.
+    fn query_event(&self, event: Handle) -> Result<bool>;
+    fn synchronize_event(&self, event: Handle) -> Result<()>;
+    /// Milliseconds from `start` to `end`, both recorded and finished.
+    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32>;
+    fn destroy_event(&self, event: Handle);
 }
 
 /// A kernel name as the drivers take it.

@@ -28,6 +28,12 @@ pub struct CUfunc_st {
 pub type CUfunction = *mut CUfunc_st;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
+pub struct CUevent_st {
+    _unused: [u8; 0],
+}
+pub type CUevent = *mut CUevent_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
 pub struct CUstream_st {
     _unused: [u8; 0],
 }
@@ -377,8 +383,29 @@ pub struct CudaDriver {
         phStream: *mut CUstream,
         Flags: ::std::os::raw::c_uint,
     ) -> CUresult,
+    pub cuStreamWaitEvent: unsafe extern "C" fn(
+        hStream: CUstream,
+        hEvent: CUevent,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult,
     pub cuStreamSynchronize: unsafe extern "C" fn(hStream: CUstream) -> CUresult,
     pub cuStreamDestroy_v2: unsafe extern "C" fn(hStream: CUstream) -> CUresult,
+    pub cuEventCreate: unsafe extern "C" fn(
+        phEvent: *mut CUevent,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult,
+    pub cuEventRecord: unsafe extern "C" fn(
+        hEvent: CUevent,
+        hStream: CUstream,
+    ) -> CUresult,
+    pub cuEventQuery: unsafe extern "C" fn(hEvent: CUevent) -> CUresult,
+    pub cuEventSynchronize: unsafe extern "C" fn(hEvent: CUevent) -> CUresult,
+    pub cuEventDestroy_v2: unsafe extern "C" fn(hEvent: CUevent) -> CUresult,
+    pub cuEventElapsedTime: unsafe extern "C" fn(
+        pMilliseconds: *mut f32,
+        hStart: CUevent,
+        hEnd: CUevent,
+    ) -> CUresult,
     pub cuLaunchKernel: unsafe extern "C" fn(
         f: CUfunction,
         gridDimX: ::std::os::raw::c_uint,
@@ -441,10 +468,17 @@ impl CudaDriver {
         let cuMemsetD16_v2 = __library.get(b"cuMemsetD16_v2\0").map(|sym| *sym)?;
         let cuMemsetD32_v2 = __library.get(b"cuMemsetD32_v2\0").map(|sym| *sym)?;
         let cuStreamCreate = __library.get(b"cuStreamCreate\0").map(|sym| *sym)?;
+        let cuStreamWaitEvent = __library.get(b"cuStreamWaitEvent\0").map(|sym| *sym)?;
         let cuStreamSynchronize = __library
             .get(b"cuStreamSynchronize\0")
             .map(|sym| *sym)?;
         let cuStreamDestroy_v2 = __library.get(b"cuStreamDestroy_v2\0").map(|sym| *sym)?;
+        let cuEventCreate = __library.get(b"cuEventCreate\0").map(|sym| *sym)?;
+        let cuEventRecord = __library.get(b"cuEventRecord\0").map(|sym| *sym)?;
+        let cuEventQuery = __library.get(b"cuEventQuery\0").map(|sym| *sym)?;
+        let cuEventSynchronize = __library.get(b"cuEventSynchronize\0").map(|sym| *sym)?;
+        let cuEventDestroy_v2 = __library.get(b"cuEventDestroy_v2\0").map(|sym| *sym)?;
+        let cuEventElapsedTime = __library.get(b"cuEventElapsedTime\0").map(|sym| *sym)?;
         let cuLaunchKernel = __library.get(b"cuLaunchKernel\0").map(|sym| *sym)?;
         Ok(CudaDriver {
             __library,
@@ -473,8 +507,15 @@ impl CudaDriver {
             cuMemsetD16_v2,
             cuMemsetD32_v2,
             cuStreamCreate,
+            cuStreamWaitEvent,
             cuStreamSynchronize,
             cuStreamDestroy_v2,
+            cuEventCreate,
+            cuEventRecord,
+            cuEventQuery,
+            cuEventSynchronize,
+            cuEventDestroy_v2,
+            cuEventElapsedTime,
             cuLaunchKernel,
         })
     }
@@ -636,11 +677,46 @@ impl CudaDriver {
     ) -> CUresult {
         (self.cuStreamCreate)(phStream, Flags)
     }
+    pub unsafe fn cuStreamWaitEvent(
+        &self,
+        hStream: CUstream,
+        hEvent: CUevent,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult {
+        (self.cuStreamWaitEvent)(hStream, hEvent, Flags)
+    }
     pub unsafe fn cuStreamSynchronize(&self, hStream: CUstream) -> CUresult {
         (self.cuStreamSynchronize)(hStream)
     }
     pub unsafe fn cuStreamDestroy_v2(&self, hStream: CUstream) -> CUresult {
         (self.cuStreamDestroy_v2)(hStream)
+    }
+    pub unsafe fn cuEventCreate(
+        &self,
+        phEvent: *mut CUevent,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult {
+        (self.cuEventCreate)(phEvent, Flags)
+    }
+    pub unsafe fn cuEventRecord(&self, hEvent: CUevent, hStream: CUstream) -> CUresult {
+        (self.cuEventRecord)(hEvent, hStream)
+    }
+    pub unsafe fn cuEventQuery(&self, hEvent: CUevent) -> CUresult {
+        (self.cuEventQuery)(hEvent)
+    }
+    pub unsafe fn cuEventSynchronize(&self, hEvent: CUevent) -> CUresult {
+        (self.cuEventSynchronize)(hEvent)
+    }
+    pub unsafe fn cuEventDestroy_v2(&self, hEvent: CUevent) -> CUresult {
+        (self.cuEventDestroy_v2)(hEvent)
+    }
+    pub unsafe fn cuEventElapsedTime(
+        &self,
+        pMilliseconds: *mut f32,
+        hStart: CUevent,
+        hEnd: CUevent,
+    ) -> CUresult {
+        (self.cuEventElapsedTime)(pMilliseconds, hStart, hEnd)
     }
     pub unsafe fn cuLaunchKernel(
         &self,

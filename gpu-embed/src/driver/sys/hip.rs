@@ -1367,6 +1367,12 @@ pub struct ihipModuleSymbol_t {
     _unused: [u8; 0],
 }
 pub type hipFunction_t = *mut ihipModuleSymbol_t;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct ihipEvent_t {
+    _unused: [u8; 0],
+}
+pub type hipEvent_t = *mut ihipEvent_t;
 pub struct HipRuntime {
     __library: ::libloading::Library,
     pub hipInit: unsafe extern "C" fn(flags: ::std::os::raw::c_uint) -> hipError_t,
@@ -1390,6 +1396,24 @@ pub struct HipRuntime {
     pub hipStreamCreate: unsafe extern "C" fn(stream: *mut hipStream_t) -> hipError_t,
     pub hipStreamDestroy: unsafe extern "C" fn(stream: hipStream_t) -> hipError_t,
     pub hipStreamSynchronize: unsafe extern "C" fn(stream: hipStream_t) -> hipError_t,
+    pub hipStreamWaitEvent: unsafe extern "C" fn(
+        stream: hipStream_t,
+        event: hipEvent_t,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
+    pub hipEventCreate: unsafe extern "C" fn(event: *mut hipEvent_t) -> hipError_t,
+    pub hipEventRecord: unsafe extern "C" fn(
+        event: hipEvent_t,
+        stream: hipStream_t,
+    ) -> hipError_t,
+    pub hipEventDestroy: unsafe extern "C" fn(event: hipEvent_t) -> hipError_t,
+    pub hipEventSynchronize: unsafe extern "C" fn(event: hipEvent_t) -> hipError_t,
+    pub hipEventElapsedTime: unsafe extern "C" fn(
+        ms: *mut f32,
+        start: hipEvent_t,
+        stop: hipEvent_t,
+    ) -> hipError_t,
+    pub hipEventQuery: unsafe extern "C" fn(event: hipEvent_t) -> hipError_t,
     pub hipMalloc: unsafe extern "C" fn(
         ptr: *mut *mut ::std::os::raw::c_void,
         size: usize,
@@ -1484,6 +1508,17 @@ impl HipRuntime {
         let hipStreamSynchronize = __library
             .get(b"hipStreamSynchronize\0")
             .map(|sym| *sym)?;
+        let hipStreamWaitEvent = __library.get(b"hipStreamWaitEvent\0").map(|sym| *sym)?;
+        let hipEventCreate = __library.get(b"hipEventCreate\0").map(|sym| *sym)?;
+        let hipEventRecord = __library.get(b"hipEventRecord\0").map(|sym| *sym)?;
+        let hipEventDestroy = __library.get(b"hipEventDestroy\0").map(|sym| *sym)?;
+        let hipEventSynchronize = __library
+            .get(b"hipEventSynchronize\0")
+            .map(|sym| *sym)?;
+        let hipEventElapsedTime = __library
+            .get(b"hipEventElapsedTime\0")
+            .map(|sym| *sym)?;
+        let hipEventQuery = __library.get(b"hipEventQuery\0").map(|sym| *sym)?;
         let hipMalloc = __library.get(b"hipMalloc\0").map(|sym| *sym)?;
         let hipFree = __library.get(b"hipFree\0").map(|sym| *sym)?;
         let hipMemcpyHtoD = __library.get(b"hipMemcpyHtoD\0").map(|sym| *sym)?;
@@ -1513,6 +1548,13 @@ impl HipRuntime {
             hipStreamCreate,
             hipStreamDestroy,
             hipStreamSynchronize,
+            hipStreamWaitEvent,
+            hipEventCreate,
+            hipEventRecord,
+            hipEventDestroy,
+            hipEventSynchronize,
+            hipEventElapsedTime,
+            hipEventQuery,
             hipMalloc,
             hipFree,
             hipMemcpyHtoD,
@@ -1570,6 +1612,41 @@ impl HipRuntime {
     }
     pub unsafe fn hipStreamSynchronize(&self, stream: hipStream_t) -> hipError_t {
         (self.hipStreamSynchronize)(stream)
+    }
+    pub unsafe fn hipStreamWaitEvent(
+        &self,
+        stream: hipStream_t,
+        event: hipEvent_t,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipStreamWaitEvent)(stream, event, flags)
+    }
+    pub unsafe fn hipEventCreate(&self, event: *mut hipEvent_t) -> hipError_t {
+        (self.hipEventCreate)(event)
+    }
+    pub unsafe fn hipEventRecord(
+        &self,
+        event: hipEvent_t,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipEventRecord)(event, stream)
+    }
+    pub unsafe fn hipEventDestroy(&self, event: hipEvent_t) -> hipError_t {
+        (self.hipEventDestroy)(event)
+    }
+    pub unsafe fn hipEventSynchronize(&self, event: hipEvent_t) -> hipError_t {
+        (self.hipEventSynchronize)(event)
+    }
+    pub unsafe fn hipEventElapsedTime(
+        &self,
+        ms: *mut f32,
+        start: hipEvent_t,
+        stop: hipEvent_t,
+    ) -> hipError_t {
+        (self.hipEventElapsedTime)(ms, start, stop)
+    }
+    pub unsafe fn hipEventQuery(&self, event: hipEvent_t) -> hipError_t {
+        (self.hipEventQuery)(event)
     }
     pub unsafe fn hipMalloc(
         &self,

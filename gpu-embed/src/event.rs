@@ -1,0 +1,133 @@
+//! Events: markers in a stream's work, to wait for, to order another stream after, and to time
+//! kernels with the device's own clock (`cuEventElapsedTime`, `hipEventElapsedTime`).
+//!
+//! On the host, work has finished when the call that submitted it returns, so an event is
+//! complete as soon as it is recorded and its time is the host clock's at that moment.
+
+use crate::device::{Device, Stream};
+use crate::driver::Handle;
+use crate::error::{Error, ErrorKind, Result};
+use std::time::Duration;
+
+/// A marker in the work of one device's stream.
+pub struct Event {
+    device: Device,
+    raw: Handle,
+}
+
+impl Device {
+    pub fn create_event(&self) -> Result<Event> {
+        let raw = self
+            .current()?
+            .create_event()
+            .map_err(|e| self.context(e))?;
+        Ok(Event {
+            device: self.clone(),
+            raw,
+        })
+    }
+
+    /// Records `event` after all work submitted so far on the default stream.
+    pub fn record(&self, event: &Event) -> Result<()> {
+        event.check_device(self)?;
+        self.current()?
+            .record_event(event.raw, Handle(std::ptr::null_mut()))
+            .map_err(|e| self.context(e))
+    }
+}
+
+impl Stream {
+    /// Records `event` after all work submitted so far on this stream.
+    pub fn record(&self, event: &Event) -> Result<()> {
+        event.check_device(self.device())?;
+        self.device()
+            .current()?
+            .record_event(event.raw, self.raw())
+            .map_err(|e| self.device().context(e))
+    }
+
+    /// Work submitted to this stream from now on starts after `event`'s last recording has
+    /// completed (on any stream of the device).
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        event.check_device(self.device())?;
+        self.device()
+            .current()?
+            .stream_wait_event(self.raw(), event.raw)
+            .map_err(|e| self.device().context(e))
+    }
+}
+
+impl Event {
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Whether the work before the last recording has finished (true for an event never
+    /// recorded, as the drivers say).
+    pub fn query(&self) -> Result<bool> {
+        self.device
+            .current()?
+            .query_event(self.raw)
+            .map_err(|e| self.device.context(e))
+    }
+
+    /// Waits until the work before the last recording has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.device
+            .current()?
+            .synchronize_event(self.raw)
+            .map_err(|e| self.device.context(e))
+    }
+
+    /// Milliseconds from this event to `end`, as the driver measures them (both recorded and
+    /// finished; negative when `end` was recorded first).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        end.check_device(&self.device)?;
+        self.device
+            .current()?
+            .elapsed_ms(self.raw, end.raw)
+            .map_err(|e| self.device.context(e))
+    }
+
+    /// [`Event::elapsed_ms`] as a `Duration`; an error when `end` came first.
+    pub fn elapsed(&self, end: &Event) -> Result<Duration> {
+        let milliseconds = self.elapsed_ms(end)?;
+        if milliseconds < 0.0 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the end event was recorded {:.3} ms before the start",
+                    -milliseconds
+                ),
+            ));
+        }
+        Ok(Duration::from_secs_f64(f64::from(milliseconds) / 1e3))
+    }
+
+    /// The driver's event (`CUevent`, `hipEvent_t`), for other libraries.
+    pub fn raw_handle(&self) -> *mut std::ffi::c_void {
+        self.raw.0
+    }
+
+    fn check_device(&self, device: &Device) -> Result<()> {
+        if self.device.is_same(device) {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "an event of {} used on {}: events belong to one device",
+                self.device.name(),
+                device.name()
+            ),
+        ))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let Ok(driver) = self.device.current() {
+            driver.destroy_event(self.raw);
+        }
+    }
+}
