@@ -60,11 +60,13 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     }
     let mut locals = Vec::new();
     let mut pointers = Vec::new();
+    let mut sizes = Vec::new();
     for (index, (param, value)) in kernel.params.iter().zip(values).enumerate() {
         let local = format_ident!("param{index}");
         let storage = param_storage(param).map_err(error)?;
         locals.push(quote!(let mut #local: #storage = #value as #storage;));
         pointers.push(quote!(&mut #local as *mut #storage as *mut ::core::ffi::c_void));
+        sizes.push(quote!(::core::mem::size_of::<#storage>()));
     }
     let function = format_ident!("{}", stub_name(&kernel.name));
     let kernel_name = &kernel.name;
@@ -84,9 +86,10 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             #(#checks)*
             #(#locals)*
             let mut params = [#(#pointers),*];
+            let sizes = [#(#sizes),*];
             // SAFETY: the parameters follow the kernel's lowered signature from the manifest; the
             // caller vouches for what the kernel does with them.
-            unsafe { ::gpu_embed::launch(device, &BINARY, KERNEL, config, &mut params) }
+            unsafe { ::gpu_embed::launch(device, &BINARY, KERNEL, config, &mut params, &sizes) }
         }
     })
 }

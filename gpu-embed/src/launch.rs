@@ -79,9 +79,13 @@ impl LaunchConfig<'_> {
 /// Launches `kernel` of `binary` on `device`. `params` point at the kernel's lowered parameters,
 /// in order; the generated stubs build them from typed arguments.
 ///
+/// `param_sizes` holds each parameter's size in bytes: a launch queued on a host stream copies the
+/// values then, as the drivers do.
+///
 /// # Safety
 /// The parameters must match the kernel's lowered signature, and the kernel may read and write
-/// any memory they point to.
+/// any memory they point to; that memory must stay allocated until the launch has run (buffers
+/// wait for their device's queued work before they are freed).
 #[doc(hidden)]
 pub unsafe fn launch(
     device: &Device,
@@ -89,8 +93,19 @@ pub unsafe fn launch(
     kernel: &'static str,
     config: &LaunchConfig,
     params: &mut [*mut c_void],
+    param_sizes: &[usize],
 ) -> Result<()> {
     config.check(kernel, device)?;
+    if params.len() != param_sizes.len() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "launching `{kernel}`: {} parameters but {} sizes",
+                params.len(),
+                param_sizes.len()
+            ),
+        ));
+    }
     if let Some(stream) = config.stream {
         if !stream.device().is_same(device) {
             return Err(Error::new(
@@ -114,6 +129,7 @@ pub unsafe fn launch(
             config.shared_mem_bytes,
             stream,
             params,
+            param_sizes,
         )
     }
     .map_err(|e| {

@@ -4,7 +4,7 @@
 //! memory are a valid value of the element type (no `bool`, `char` or references), and a safe
 //! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
-use crate::device::Device;
+use crate::device::{Device, Stream};
 use crate::driver::Pattern;
 use crate::error::{Error, ErrorKind, Result};
 use bytemuck::Pod;
@@ -79,19 +79,27 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
+        let Some((pattern, count)) = self.pattern_of(value) else {
+            return self.copy_from(&vec![value; self.len]);
+        };
+        let driver = self.device.current()?;
+        // SAFETY: the buffer holds `count` elements of the pattern's size, aligned to it (device
+        // allocations are at least 256-byte aligned, and `T`'s size is the pattern's).
+        unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))
+    }
+
+    /// The memset pattern that writes `value` to every element, and how many times, if there is
+    /// one: elements of 1, 2 or 4 bytes, or any value whose bytes are all equal.
+    fn pattern_of(&self, value: T) -> Option<(Pattern, usize)> {
         let bytes = bytemuck::bytes_of(&value);
         let pattern = match *bytes {
             [b] => Pattern::U8(b),
             [a, b] => Pattern::U16(u16::from_ne_bytes([a, b])),
             [a, b, c, d] => Pattern::U32(u32::from_ne_bytes([a, b, c, d])),
             _ if bytes.iter().all(|&b| b == bytes[0]) => Pattern::U8(bytes[0]),
-            _ => return self.copy_from(&vec![value; self.len]),
+            _ => return None,
         };
-        let count = self.len * size_of::<T>() / pattern.size();
-        let driver = self.device.current()?;
-        // SAFETY: the buffer holds `count` elements of the pattern's size, aligned to it (device
-        // allocations are at least 256-byte aligned, and `T`'s size is the pattern's).
-        unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))
+        Some((pattern, self.len * size_of::<T>() / pattern.size()))
     }
 
     /// Elements `range` as a 1-D view, for a kernel's `memref` argument; an error when the range
@@ -232,12 +240,114 @@ impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
 }
 
 impl<T: Pod> Drop for DeviceBuffer<T> {
+    /// Waits for the device's queued work (which may still use the buffer), then frees it, as
+    /// `cuMemFree` and `hipFree` do.
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;
         }
         if let Ok(driver) = self.device.current() {
+            // A failure of earlier work has nowhere to go from here; the memory is freed anyway.
+            let _ = driver.synchronize();
             driver.free(self.ptr);
         }
+    }
+}
+
+/// Copies and fills queued on a stream. A buffer may be used by queued work after these return:
+/// dropping it waits for the device's queued work first, so it is never freed under that work.
+impl Stream {
+    fn check_buffer<T: Pod>(&self, buffer: &DeviceBuffer<T>, what: &str) -> Result<()> {
+        if buffer.device.is_same(self.device()) {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{what}: the buffer lives on {}, the stream on {}",
+                buffer.device.name(),
+                self.device().name()
+            ),
+        ))
+    }
+
+    /// Queues a copy of `source` into `target` (of the same length). `source` has been read when
+    /// this returns (as the drivers read pageable host memory), so it may be reused at once;
+    /// `target` is written in the stream's order.
+    pub fn copy_to_device<T: Pod>(&self, target: &DeviceBuffer<T>, source: &[T]) -> Result<()> {
+        self.check_buffer(target, "copying to the device")?;
+        target.check_len(source.len())?;
+        if source.is_empty() {
+            return Ok(());
+        }
+        let driver = self.device().current()?;
+        // SAFETY: `len` elements on both sides; the target outlives the queued copy (see above).
+        unsafe {
+            driver.copy_to_device_async(
+                target.ptr,
+                source.as_ptr().cast(),
+                size_of_val(source),
+                self.raw(),
+            )
+        }
+        .map_err(|e| self.device().context(e))
+    }
+
+    /// Copies `source` into `target` (of the same length) after the stream's earlier work;
+    /// returns when the copy is done.
+    pub fn copy_to_host<T: Pod>(&self, target: &mut [T], source: &DeviceBuffer<T>) -> Result<()> {
+        self.check_buffer(source, "copying from the device")?;
+        source.check_len(target.len())?;
+        if target.is_empty() {
+            return Ok(());
+        }
+        let driver = self.device().current()?;
+        // SAFETY: `len` elements on both sides; the call returns when the copy is done.
+        unsafe {
+            driver.copy_to_host_on(
+                target.as_mut_ptr().cast(),
+                source.ptr,
+                size_of_val(target),
+                self.raw(),
+            )
+        }
+        .map_err(|e| self.device().context(e))
+    }
+
+    /// Queues a copy of `source` into `target`, both on this stream's device.
+    pub fn copy<T: Pod>(&self, target: &DeviceBuffer<T>, source: &DeviceBuffer<T>) -> Result<()> {
+        self.check_buffer(target, "copying on the device")?;
+        self.check_buffer(source, "copying on the device")?;
+        target.check_len(source.len)?;
+        if target.is_empty() {
+            return Ok(());
+        }
+        let driver = self.device().current()?;
+        // SAFETY: `len` elements each; both outlive the queued copy (see above).
+        unsafe {
+            driver.copy_on_device_async(
+                target.ptr,
+                source.ptr,
+                target.len * size_of::<T>(),
+                self.raw(),
+            )
+        }
+        .map_err(|e| self.device().context(e))
+    }
+
+    /// Queues setting every element of `target` to `value` (a memset of 1, 2 or 4 bytes where
+    /// the value allows; otherwise a staged copy).
+    pub fn fill<T: Pod>(&self, target: &DeviceBuffer<T>, value: T) -> Result<()> {
+        self.check_buffer(target, "filling")?;
+        if target.is_empty() {
+            return Ok(());
+        }
+        let Some((pattern, count)) = target.pattern_of(value) else {
+            return self.copy_to_device(target, &vec![value; target.len]);
+        };
+        let driver = self.device().current()?;
+        // SAFETY: `count` aligned elements of the pattern; the target outlives the queued fill.
+        unsafe { driver.fill_async(target.ptr, pattern, count, self.raw()) }
+            .map_err(|e| self.device().context(e))
     }
 }

@@ -193,6 +193,26 @@ fn kernels_whose_names_rust_cannot_hold_launch_through_their_stubs() {
     assert_eq!(_2d_kernels::BINARY.kernels(), ["2d", "weird-name.v2", "fn"]);
 }
 
+/// Each check on the host in every test run, and on the first GPU with `--ignored`
+/// (`scripts/gpu-tests.sh`).
+#[macro_export]
+macro_rules! on_every_device {
+    ($($check:ident),*) => {
+        $(mod $check {
+            #[test]
+            fn host() {
+                super::$check(&gpu_embed::Device::host());
+            }
+
+            #[test]
+            #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
+            fn gpu() {
+                super::$check(&gpu_embed::Device::default_gpu().expect("a GPU"));
+            }
+        })*
+    };
+}
+
 mod memrefs {
     use super::config;
     use gpu_embed::{Device, DeviceBuffer, ErrorKind};
@@ -202,26 +222,7 @@ mod memrefs {
         2.0 * x + (100 * i + 10 * j + k) as f32
     }
 
-    /// Each check on the host in every test run, and on the first GPU with `--ignored`
-    /// (`scripts/gpu-tests.sh`).
-    macro_rules! on_every_device {
-        ($($check:ident),*) => {
-            $(mod $check {
-                #[test]
-                fn host() {
-                    super::$check(&gpu_embed::Device::host());
-                }
-
-                #[test]
-                #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
-                fn gpu() {
-                    super::$check(&gpu_embed::Device::default_gpu().expect("a GPU"));
-                }
-            })*
-        };
-    }
-
-    on_every_device!(
+    crate::on_every_device!(
         a_rank_3_view_reaches_every_element_by_its_indices,
         strided_and_offset_views_touch_only_their_elements,
         static_shapes_and_rank_0
@@ -337,5 +338,123 @@ mod memrefs {
         let empty = DeviceBuffer::<f64>::alloc(&host, 0).unwrap();
         // SAFETY: as above.
         assert!(unsafe { memrefs::store0(&host, &one, &empty, 1.0) }.is_err());
+    }
+}
+
+/// Streams: copies, fills and launches queued in order, events that order one stream after
+/// another. On the host, a stream's queue runs when something needs it, so an ordering the
+/// program did not ask for is visible, not hidden by timing.
+mod streams {
+    use super::config;
+    use gpu_embed::{f16, Device, DeviceBuffer, LaunchConfig};
+    use gpu_tests::semantics;
+
+    crate::on_every_device!(
+        an_event_orders_one_stream_after_another,
+        a_copy_then_a_kernel_on_one_stream_see_each_others_data,
+        queued_fills_write_every_pattern,
+        events_recorded_on_streams_time_their_work
+    );
+
+    fn an_event_orders_one_stream_after_another(device: &Device) {
+        let n = 1 << 16;
+        let (first, second) = (
+            device.create_stream().unwrap(),
+            device.create_stream().unwrap(),
+        );
+        let x = DeviceBuffer::<u32>::alloc(device, n).unwrap();
+        let y = DeviceBuffer::<u32>::alloc(device, n).unwrap();
+        let written = device.create_event().unwrap();
+        first.fill(&x, 7).unwrap();
+        first.record(&written).unwrap();
+        second.wait(&written).unwrap();
+        second.copy(&y, &x).unwrap();
+        second.synchronize().unwrap();
+        assert!(y.to_vec().unwrap().iter().all(|&v| v == 7));
+
+        // Without the event the second stream owes the first nothing: on the host it runs first.
+        if device.is_same(&Device::host()) {
+            let x = DeviceBuffer::<u32>::alloc(device, n).unwrap();
+            let y = DeviceBuffer::<u32>::alloc(device, n).unwrap();
+            first.fill(&x, 7).unwrap();
+            second.copy(&y, &x).unwrap();
+            second.synchronize().unwrap();
+            let mut seen = vec![1u32; n];
+            second.copy_to_host(&mut seen, &y).unwrap();
+            assert!(
+                seen.iter().all(|&v| v == 0),
+                "the copy ran after the fill unasked"
+            );
+            first.synchronize().unwrap();
+        }
+    }
+
+    fn a_copy_then_a_kernel_on_one_stream_see_each_others_data(device: &Device) {
+        let stream = device.create_stream().unwrap();
+        let input: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+        let x = DeviceBuffer::<f32>::alloc(device, 1024).unwrap();
+        let y = DeviceBuffer::<f32>::alloc(device, 1024).unwrap();
+        stream.copy_to_device(&x, &input).unwrap();
+        let launch = LaunchConfig {
+            stream: Some(&stream),
+            ..config([4, 1, 1], [256, 1, 1], 0)
+        };
+        // SAFETY: 4 blocks of 256 threads over 1024 elements of each buffer.
+        unsafe { semantics::reverse(device, &launch, &x, &y) }.unwrap();
+        let mut out = vec![0.0f32; 1024];
+        stream.copy_to_host(&mut out, &y).unwrap();
+        let want: Vec<f32> = input
+            .chunks(256)
+            .flat_map(|block| block.iter().rev().copied())
+            .collect();
+        assert_eq!(out, want);
+    }
+
+    fn queued_fills_write_every_pattern(device: &Device) {
+        let stream = device.create_stream().unwrap();
+        let bytes = DeviceBuffer::<u8>::alloc(device, 999).unwrap();
+        let halves = DeviceBuffer::<f16>::alloc(device, 333).unwrap();
+        let words = DeviceBuffer::<i32>::alloc(device, 257).unwrap();
+        let longs = DeviceBuffer::<u64>::alloc(device, 65).unwrap();
+        stream.fill(&bytes, 0x5a).unwrap();
+        stream.fill(&halves, f16::from_f32(0.25)).unwrap();
+        stream.fill(&words, -3).unwrap();
+        stream.fill(&longs, 0x0102_0304_0506_0708).unwrap();
+        stream.synchronize().unwrap();
+        assert!(bytes.to_vec().unwrap().iter().all(|&v| v == 0x5a));
+        assert!(halves
+            .to_vec()
+            .unwrap()
+            .iter()
+            .all(|&v| v == f16::from_f32(0.25)));
+        assert!(words.to_vec().unwrap().iter().all(|&v| v == -3));
+        assert!(longs
+            .to_vec()
+            .unwrap()
+            .iter()
+            .all(|&v| v == 0x0102_0304_0506_0708));
+        // A buffer dropped with work still queued is freed after that work.
+        let doomed = DeviceBuffer::<u32>::alloc(device, 1 << 20).unwrap();
+        stream.fill(&doomed, 9).unwrap();
+        drop(doomed);
+        stream.synchronize().unwrap();
+    }
+
+    fn events_recorded_on_streams_time_their_work(device: &Device) {
+        let stream = device.create_stream().unwrap();
+        let marks: Vec<_> = (0..3).map(|_| device.create_event().unwrap()).collect();
+        let big = DeviceBuffer::<u32>::alloc(device, 1 << 24).unwrap();
+        stream.record(&marks[0]).unwrap();
+        stream.fill(&big, 1).unwrap();
+        stream.record(&marks[1]).unwrap();
+        for value in 2..5 {
+            stream.fill(&big, value).unwrap();
+        }
+        stream.record(&marks[2]).unwrap();
+        marks[2].synchronize().unwrap();
+        assert!(marks.iter().all(|m| m.query().unwrap()));
+        let first = marks[0].elapsed_ms(&marks[1]).unwrap();
+        let all = marks[0].elapsed_ms(&marks[2]).unwrap();
+        assert!(first > 0.0 && all >= first, "{first} ms, then {all} ms");
     }
 }

@@ -188,6 +188,7 @@ impl Driver for Cuda {
         shared: u32,
         stream: Handle,
         params: &mut [*mut c_void],
+        _param_sizes: &[usize],
     ) -> Result<()> {
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
@@ -363,5 +364,71 @@ impl Driver for Cuda {
     fn destroy_event(&self, event: Handle) {
         // SAFETY: not used afterwards.
         unsafe { (self.api.cuEventDestroy_v2)(event.0.cast()) };
+    }
+
+    unsafe fn copy_to_device_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // CUDA reads pageable memory into a staging buffer before returning.
+        // SAFETY: the caller guarantees both ranges.
+        self.check(
+            unsafe { (self.api.cuMemcpyHtoDAsync_v2)(target, source, bytes, stream.0.cast()) },
+            || "copying to the device".into(),
+        )
+    }
+
+    unsafe fn copy_to_host_on(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges; the stream is synchronized before the
+        // target's borrow ends.
+        self.check(
+            unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream.0.cast()) },
+            || "copying from the device".into(),
+        )?;
+        self.synchronize_stream(stream)
+    }
+
+    unsafe fn copy_on_device_async(
+        &self,
+        target: u64,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges.
+        self.check(
+            unsafe { (self.api.cuMemcpyDtoDAsync_v2)(target, source, bytes, stream.0.cast()) },
+            || "copying on the device".into(),
+        )
+    }
+
+    unsafe fn fill_async(
+        &self,
+        target: u64,
+        pattern: Pattern,
+        count: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let stream = stream.0.cast();
+        // SAFETY: the caller guarantees the range and its alignment.
+        let result = unsafe {
+            match pattern {
+                Pattern::U8(value) => (self.api.cuMemsetD8Async)(target, value, count, stream),
+                Pattern::U16(value) => (self.api.cuMemsetD16Async)(target, value, count, stream),
+                Pattern::U32(value) => (self.api.cuMemsetD32Async)(target, value, count, stream),
+            }
+        };
+        self.check(result, || {
+            format!("setting {count} elements to {pattern:?}")
+        })
     }
 }

@@ -199,6 +199,7 @@ impl Driver for Hip {
         shared: u32,
         stream: Handle,
         params: &mut [*mut c_void],
+        _param_sizes: &[usize],
     ) -> Result<()> {
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
@@ -380,5 +381,96 @@ impl Driver for Hip {
     fn destroy_event(&self, event: Handle) {
         // SAFETY: not used afterwards.
         unsafe { (self.api.hipEventDestroy)(event.0.cast()) };
+    }
+
+    unsafe fn copy_to_device_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges.
+        self.check(
+            unsafe {
+                (self.api.hipMemcpyHtoDAsync)(
+                    target as sys::hipDeviceptr_t,
+                    source.cast_mut(),
+                    bytes,
+                    stream.0.cast(),
+                )
+            },
+            || "copying to the device".into(),
+        )?;
+        // HIP does not promise to have read pageable memory when it returns: wait, so the
+        // source may be reused at once.
+        self.synchronize_stream(stream)
+    }
+
+    unsafe fn copy_to_host_on(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges; the stream is synchronized before the
+        // target's borrow ends.
+        self.check(
+            unsafe {
+                (self.api.hipMemcpyDtoHAsync)(
+                    target,
+                    source as sys::hipDeviceptr_t,
+                    bytes,
+                    stream.0.cast(),
+                )
+            },
+            || "copying from the device".into(),
+        )?;
+        self.synchronize_stream(stream)
+    }
+
+    unsafe fn copy_on_device_async(
+        &self,
+        target: u64,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges.
+        self.check(
+            unsafe {
+                (self.api.hipMemcpyDtoDAsync)(
+                    target as sys::hipDeviceptr_t,
+                    source as sys::hipDeviceptr_t,
+                    bytes,
+                    stream.0.cast(),
+                )
+            },
+            || "copying on the device".into(),
+        )
+    }
+
+    unsafe fn fill_async(
+        &self,
+        target: u64,
+        pattern: Pattern,
+        count: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let (target, stream) = (target as sys::hipDeviceptr_t, stream.0.cast());
+        // SAFETY: the caller guarantees the range and its alignment.
+        let result = unsafe {
+            match pattern {
+                Pattern::U8(value) => (self.api.hipMemsetD8Async)(target, value, count, stream),
+                Pattern::U16(value) => (self.api.hipMemsetD16Async)(target, value, count, stream),
+                Pattern::U32(value) => {
+                    (self.api.hipMemsetD32Async)(target, value as c_int, count, stream)
+                }
+            }
+        };
+        self.check(result, || {
+            format!("setting {count} elements to {pattern:?}")
+        })
     }
 }

@@ -5,6 +5,7 @@
 //! stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
 //! Memory is ordinary host memory; launches return when the kernel is done.
 
+use super::host_stream::{drain_all, exclusive, HostEvent, HostStream};
 use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
@@ -13,8 +14,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::alloc::Layout;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 /// Dynamic shared memory a host launch may use (`gpu-build`'s host target reserves this much).
 pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
@@ -273,12 +273,41 @@ impl Driver for Host {
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        _: Handle,
+        stream: Handle,
         params: &mut [*mut c_void],
+        param_sizes: &[usize],
     ) -> Result<()> {
         // SAFETY: host function handles point at the binary's static `HostKernel`s.
-        let kernel = unsafe { &*(function.0 as *const HostKernel) };
-        launch_grid(kernel, grid, block, shared, params)
+        let kernel: &'static HostKernel = unsafe { &*(function.0 as *const HostKernel) };
+        let Some(stream) = stream_of(stream) else {
+            drain_all()?;
+            return exclusive(|| launch_grid(kernel, grid, block, shared, params));
+        };
+        // Queued: the parameters' values are copied now, as the drivers copy them at launch.
+        let values: Vec<Box<[u64]>> = params
+            .iter()
+            .zip(param_sizes)
+            .map(|(&param, &size)| {
+                let mut value = vec![0u64; size.div_ceil(8).max(1)].into_boxed_slice();
+                // SAFETY: the caller guarantees each parameter holds `size` bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        param.cast::<u8>(),
+                        value.as_mut_ptr().cast::<u8>(),
+                        size,
+                    )
+                };
+                value
+            })
+            .collect();
+        let values = SendValues(values);
+        stream.submit(Box::new(move || {
+            let mut values = values;
+            let mut params: Vec<*mut c_void> =
+                values.0.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+            exclusive(|| launch_grid(kernel, grid, block, shared, &mut params))
+        }));
+        Ok(())
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
@@ -320,30 +349,113 @@ impl Driver for Host {
         source: *const c_void,
         bytes: usize,
     ) -> Result<()> {
+        drain_all()?;
         // SAFETY: the caller guarantees both ranges.
-        unsafe { std::ptr::copy_nonoverlapping(source.cast::<u8>(), target as *mut u8, bytes) };
+        exclusive(|| unsafe {
+            std::ptr::copy_nonoverlapping(source.cast::<u8>(), target as *mut u8, bytes)
+        });
         Ok(())
     }
 
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
+        drain_all()?;
         // SAFETY: the caller guarantees both ranges.
-        unsafe { std::ptr::copy_nonoverlapping(source as *const u8, target.cast::<u8>(), bytes) };
+        exclusive(|| unsafe {
+            std::ptr::copy_nonoverlapping(source as *const u8, target.cast::<u8>(), bytes)
+        });
         Ok(())
     }
 
     unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()> {
+        drain_all()?;
         // SAFETY: the caller guarantees the range and its alignment.
-        unsafe {
-            match pattern {
-                Pattern::U8(value) => std::ptr::write_bytes(target as *mut u8, value, count),
-                Pattern::U16(value) => {
-                    std::slice::from_raw_parts_mut(target as *mut u16, count).fill(value)
-                }
-                Pattern::U32(value) => {
-                    std::slice::from_raw_parts_mut(target as *mut u32, count).fill(value)
-                }
-            }
-        }
+        exclusive(|| unsafe { fill_now(target, pattern, count) });
+        Ok(())
+    }
+
+    unsafe fn copy_to_device_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let Some(queue) = stream_of(stream) else {
+            // SAFETY: forwarded.
+            return unsafe { self.copy_to_device(target, source, bytes) };
+        };
+        // The source is read now, as the drivers read pageable memory before returning.
+        // SAFETY: the caller guarantees `bytes` readable bytes at `source`.
+        let staged = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), bytes) }.to_vec();
+        queue.submit(Box::new(move || {
+            // SAFETY: the caller guarantees the target range; buffers outlive queued work.
+            exclusive(|| unsafe {
+                std::ptr::copy_nonoverlapping(staged.as_ptr(), target as *mut u8, bytes)
+            });
+            Ok(())
+        }));
+        Ok(())
+    }
+
+    unsafe fn copy_to_host_on(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let Some(queue) = stream_of(stream) else {
+            // SAFETY: forwarded.
+            return unsafe { self.copy_to_host(target, source, bytes) };
+        };
+        let target = SendPointer(target);
+        queue.submit(Box::new(move || {
+            let target = target;
+            // SAFETY: the caller guarantees both ranges; the stream is drained below, before
+            // the target's borrow ends.
+            exclusive(|| unsafe {
+                std::ptr::copy_nonoverlapping(source as *const u8, target.0.cast::<u8>(), bytes)
+            });
+            Ok(())
+        }));
+        queue.drain()
+    }
+
+    unsafe fn copy_on_device_async(
+        &self,
+        target: u64,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let Some(queue) = stream_of(stream) else {
+            // SAFETY: forwarded.
+            return unsafe { self.copy_on_device(target, source, bytes) };
+        };
+        queue.submit(Box::new(move || {
+            // SAFETY: the caller guarantees both ranges; buffers outlive queued work.
+            exclusive(|| unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) });
+            Ok(())
+        }));
+        Ok(())
+    }
+
+    unsafe fn fill_async(
+        &self,
+        target: u64,
+        pattern: Pattern,
+        count: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let Some(queue) = stream_of(stream) else {
+            // SAFETY: forwarded.
+            return unsafe { self.fill(target, pattern, count) };
+        };
+        queue.submit(Box::new(move || {
+            // SAFETY: the caller guarantees the range; buffers outlive queued work.
+            exclusive(|| unsafe { fill_now(target, pattern, count) });
+            Ok(())
+        }));
         Ok(())
     }
 
@@ -353,66 +465,58 @@ impl Driver for Host {
     }
 
     unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
+        drain_all()?;
         // SAFETY: the caller guarantees both ranges (which may overlap only if they are equal).
-        unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) };
+        exclusive(|| unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) });
         Ok(())
     }
 
     fn synchronize(&self) -> Result<()> {
-        Ok(())
+        drain_all()
     }
 
-    /// Host launches finish before they return; a stream orders nothing further.
     fn create_stream(&self) -> Result<Handle> {
-        Ok(Handle(std::ptr::null_mut()))
+        Ok(Handle(Arc::into_raw(HostStream::new()).cast_mut().cast()))
     }
 
-    fn synchronize_stream(&self, _: Handle) -> Result<()> {
-        Ok(())
+    fn synchronize_stream(&self, stream: Handle) -> Result<()> {
+        stream_of(stream).map_or(Ok(()), |stream| stream.drain())
     }
 
-    fn destroy_stream(&self, _: Handle) {}
+    fn destroy_stream(&self, stream: Handle) {
+        if let Some(queue) = stream_of(stream) {
+            // Its work still runs; failures have nobody left to hear them.
+            let _ = queue.drain();
+            // SAFETY: made by `create_stream`; not used afterwards.
+            drop(unsafe { Arc::from_raw(stream.0.cast::<HostStream>().cast_const()) });
+        }
+    }
 
-    /// Work on the host has finished when the call that submitted it returns, so every event
-    /// a stream could wait for has already happened.
-    fn stream_wait_event(&self, _: Handle, _: Handle) -> Result<()> {
+    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
+        event_of(event).wait_on(stream_of(stream).as_ref());
         Ok(())
     }
 
     fn create_event(&self) -> Result<Handle> {
-        Ok(Handle(Box::into_raw(Box::new(HostEvent::default())).cast()))
+        let event = Arc::new(HostEvent::default());
+        Ok(Handle(Arc::into_raw(event).cast_mut().cast()))
     }
 
-    fn record_event(&self, event: Handle, _: Handle) -> Result<()> {
-        *host_event(event)
-            .recorded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-        Ok(())
+    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
+        event_of(event).record(stream_of(stream).as_ref())
     }
 
-    fn query_event(&self, _: Handle) -> Result<bool> {
-        Ok(true)
+    fn query_event(&self, event: Handle) -> Result<bool> {
+        Ok(event_of(event).query())
     }
 
-    fn synchronize_event(&self, _: Handle) -> Result<()> {
+    fn synchronize_event(&self, event: Handle) -> Result<()> {
+        event_of(event).synchronize();
         Ok(())
     }
 
     fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
-        let time = |event: Handle| {
-            host_event(event)
-                .recorded
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::InvalidArgument,
-                        "elapsed time of an event that was never recorded",
-                    )
-                })
-        };
-        let (start, end) = (time(start)?, time(end)?);
+        let (start, end) = (event_of(start).time()?, event_of(end).time()?);
         Ok(match end.checked_duration_since(start) {
             Some(forward) => forward.as_secs_f32() * 1e3,
             None => -(start.duration_since(end).as_secs_f32() * 1e3),
@@ -420,18 +524,58 @@ impl Driver for Host {
     }
 
     fn destroy_event(&self, event: Handle) {
-        // SAFETY: made by `create_event`, not used afterwards.
-        drop(unsafe { Box::from_raw(event.0.cast::<HostEvent>()) });
+        // SAFETY: made by `create_event`; not used afterwards.
+        drop(unsafe { Arc::from_raw(event.0.cast::<HostEvent>().cast_const()) });
     }
 }
 
-/// A host event: when it was last recorded.
-#[derive(Default)]
-struct HostEvent {
-    recorded: Mutex<Option<Instant>>,
+/// Writes `pattern` `count` times from `target`.
+///
+/// # Safety
+/// `target` must hold `count` aligned elements of the pattern's size.
+unsafe fn fill_now(target: u64, pattern: Pattern, count: usize) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match pattern {
+            Pattern::U8(value) => std::ptr::write_bytes(target as *mut u8, value, count),
+            Pattern::U16(value) => {
+                std::slice::from_raw_parts_mut(target as *mut u16, count).fill(value)
+            }
+            Pattern::U32(value) => {
+                std::slice::from_raw_parts_mut(target as *mut u32, count).fill(value)
+            }
+        }
+    }
 }
 
-fn host_event<'a>(event: Handle) -> &'a HostEvent {
-    // SAFETY: a live event made by `create_event` (the safe API destroys it only on drop).
-    unsafe { &*event.0.cast::<HostEvent>() }
+/// The stream a handle names (null: the default stream), as a new reference.
+fn stream_of(stream: Handle) -> Option<Arc<HostStream>> {
+    let raw = stream.0.cast::<HostStream>().cast_const();
+    (!raw.is_null()).then(|| {
+        // SAFETY: a live stream made by `create_stream` (the safe API destroys it only on drop,
+        // after its last use); the count taken here is returned when the `Arc` drops.
+        unsafe {
+            Arc::increment_strong_count(raw);
+            Arc::from_raw(raw)
+        }
+    })
 }
+
+fn event_of(event: Handle) -> Arc<HostEvent> {
+    let raw = event.0.cast::<HostEvent>().cast_const();
+    // SAFETY: as for streams.
+    unsafe {
+        Arc::increment_strong_count(raw);
+        Arc::from_raw(raw)
+    }
+}
+
+/// A queued launch's copied parameter values.
+struct SendValues(Vec<Box<[u64]>>);
+// SAFETY: plain bytes.
+unsafe impl Send for SendValues {}
+
+/// A host pointer a queued copy writes through; the submitter waits for the copy.
+struct SendPointer(*mut c_void);
+// SAFETY: the submitter keeps the memory borrowed until the copy has run.
+unsafe impl Send for SendPointer {}

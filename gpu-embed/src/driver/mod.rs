@@ -5,6 +5,7 @@
 pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
+mod host_stream;
 pub mod sys;
 
 use crate::binary::{Object, Vendor};
@@ -75,8 +76,11 @@ pub(crate) trait Driver: Sync {
     fn load_module(&self, object: &'static Object) -> Result<Handle>;
     /// The kernel `name` of a loaded module.
     fn function(&self, module: Handle, name: &str) -> Result<Handle>;
+    /// `param_sizes` are the parameters' sizes in bytes (a queued host launch copies the values).
+    ///
     /// # Safety
     /// `params` must match the kernel's parameters.
+    #[allow(clippy::too_many_arguments)] // cuLaunchKernel's own shape
     unsafe fn launch(
         &self,
         function: Handle,
@@ -85,6 +89,7 @@ pub(crate) trait Driver: Sync {
         shared: u32,
         stream: Handle,
         params: &mut [*mut c_void],
+        param_sizes: &[usize],
     ) -> Result<()>;
     fn alloc(&self, bytes: usize) -> Result<u64>;
     fn free(&self, pointer: u64);
@@ -104,6 +109,48 @@ pub(crate) trait Driver: Sync {
     /// `target` must hold `count * pattern.size()` device bytes of this driver, aligned to the
     /// pattern's size.
     unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()>;
+    /// Queues a copy from host memory on `stream` (null: the default stream). The source is
+    /// read before this returns (as the drivers read pageable memory), the target written in
+    /// stream order.
+    ///
+    /// # Safety
+    /// As `copy_to_device`; the target must stay allocated until the stream has run the copy.
+    unsafe fn copy_to_device_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()>;
+    /// Copies to host memory in `stream`'s order; returns when the copy is done.
+    ///
+    /// # Safety
+    /// As `copy_to_host`.
+    unsafe fn copy_to_host_on(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()>;
+    /// # Safety
+    /// As `copy_on_device`; both ranges must stay allocated until the stream has run the copy.
+    unsafe fn copy_on_device_async(
+        &self,
+        target: u64,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()>;
+    /// # Safety
+    /// As `fill`; the range must stay allocated until the stream has run the fill.
+    unsafe fn fill_async(
+        &self,
+        target: u64,
+        pattern: Pattern,
+        count: usize,
+        stream: Handle,
+    ) -> Result<()>;
     /// Free and total device memory of the current device, in bytes.
     fn memory_info(&self) -> Result<(u64, u64)>;
     fn synchronize(&self) -> Result<()>;

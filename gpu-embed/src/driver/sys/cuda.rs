@@ -364,6 +364,24 @@ pub struct CudaDriver {
         srcDevice: CUdeviceptr,
         ByteCount: usize,
     ) -> CUresult,
+    pub cuMemcpyHtoDAsync_v2: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        srcHost: *const ::std::os::raw::c_void,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult,
+    pub cuMemcpyDtoHAsync_v2: unsafe extern "C" fn(
+        dstHost: *mut ::std::os::raw::c_void,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult,
+    pub cuMemcpyDtoDAsync_v2: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult,
     pub cuMemsetD8_v2: unsafe extern "C" fn(
         dstDevice: CUdeviceptr,
         uc: ::std::os::raw::c_uchar,
@@ -378,6 +396,24 @@ pub struct CudaDriver {
         dstDevice: CUdeviceptr,
         ui: ::std::os::raw::c_uint,
         N: usize,
+    ) -> CUresult,
+    pub cuMemsetD8Async: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        uc: ::std::os::raw::c_uchar,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult,
+    pub cuMemsetD16Async: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        us: ::std::os::raw::c_ushort,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult,
+    pub cuMemsetD32Async: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        ui: ::std::os::raw::c_uint,
+        N: usize,
+        hStream: CUstream,
     ) -> CUresult,
     pub cuStreamCreate: unsafe extern "C" fn(
         phStream: *mut CUstream,
@@ -464,9 +500,21 @@ impl CudaDriver {
         let cuMemcpyHtoD_v2 = __library.get(b"cuMemcpyHtoD_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoH_v2 = __library.get(b"cuMemcpyDtoH_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoD_v2 = __library.get(b"cuMemcpyDtoD_v2\0").map(|sym| *sym)?;
+        let cuMemcpyHtoDAsync_v2 = __library
+            .get(b"cuMemcpyHtoDAsync_v2\0")
+            .map(|sym| *sym)?;
+        let cuMemcpyDtoHAsync_v2 = __library
+            .get(b"cuMemcpyDtoHAsync_v2\0")
+            .map(|sym| *sym)?;
+        let cuMemcpyDtoDAsync_v2 = __library
+            .get(b"cuMemcpyDtoDAsync_v2\0")
+            .map(|sym| *sym)?;
         let cuMemsetD8_v2 = __library.get(b"cuMemsetD8_v2\0").map(|sym| *sym)?;
         let cuMemsetD16_v2 = __library.get(b"cuMemsetD16_v2\0").map(|sym| *sym)?;
         let cuMemsetD32_v2 = __library.get(b"cuMemsetD32_v2\0").map(|sym| *sym)?;
+        let cuMemsetD8Async = __library.get(b"cuMemsetD8Async\0").map(|sym| *sym)?;
+        let cuMemsetD16Async = __library.get(b"cuMemsetD16Async\0").map(|sym| *sym)?;
+        let cuMemsetD32Async = __library.get(b"cuMemsetD32Async\0").map(|sym| *sym)?;
         let cuStreamCreate = __library.get(b"cuStreamCreate\0").map(|sym| *sym)?;
         let cuStreamWaitEvent = __library.get(b"cuStreamWaitEvent\0").map(|sym| *sym)?;
         let cuStreamSynchronize = __library
@@ -503,9 +551,15 @@ impl CudaDriver {
             cuMemcpyHtoD_v2,
             cuMemcpyDtoH_v2,
             cuMemcpyDtoD_v2,
+            cuMemcpyHtoDAsync_v2,
+            cuMemcpyDtoHAsync_v2,
+            cuMemcpyDtoDAsync_v2,
             cuMemsetD8_v2,
             cuMemsetD16_v2,
             cuMemsetD32_v2,
+            cuMemsetD8Async,
+            cuMemsetD16Async,
+            cuMemsetD32Async,
             cuStreamCreate,
             cuStreamWaitEvent,
             cuStreamSynchronize,
@@ -646,6 +700,33 @@ impl CudaDriver {
     ) -> CUresult {
         (self.cuMemcpyDtoD_v2)(dstDevice, srcDevice, ByteCount)
     }
+    pub unsafe fn cuMemcpyHtoDAsync_v2(
+        &self,
+        dstDevice: CUdeviceptr,
+        srcHost: *const ::std::os::raw::c_void,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self.cuMemcpyHtoDAsync_v2)(dstDevice, srcHost, ByteCount, hStream)
+    }
+    pub unsafe fn cuMemcpyDtoHAsync_v2(
+        &self,
+        dstHost: *mut ::std::os::raw::c_void,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self.cuMemcpyDtoHAsync_v2)(dstHost, srcDevice, ByteCount, hStream)
+    }
+    pub unsafe fn cuMemcpyDtoDAsync_v2(
+        &self,
+        dstDevice: CUdeviceptr,
+        srcDevice: CUdeviceptr,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self.cuMemcpyDtoDAsync_v2)(dstDevice, srcDevice, ByteCount, hStream)
+    }
     pub unsafe fn cuMemsetD8_v2(
         &self,
         dstDevice: CUdeviceptr,
@@ -669,6 +750,33 @@ impl CudaDriver {
         N: usize,
     ) -> CUresult {
         (self.cuMemsetD32_v2)(dstDevice, ui, N)
+    }
+    pub unsafe fn cuMemsetD8Async(
+        &self,
+        dstDevice: CUdeviceptr,
+        uc: ::std::os::raw::c_uchar,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self.cuMemsetD8Async)(dstDevice, uc, N, hStream)
+    }
+    pub unsafe fn cuMemsetD16Async(
+        &self,
+        dstDevice: CUdeviceptr,
+        us: ::std::os::raw::c_ushort,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self.cuMemsetD16Async)(dstDevice, us, N, hStream)
+    }
+    pub unsafe fn cuMemsetD32Async(
+        &self,
+        dstDevice: CUdeviceptr,
+        ui: ::std::os::raw::c_uint,
+        N: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self.cuMemsetD32Async)(dstDevice, ui, N, hStream)
     }
     pub unsafe fn cuStreamCreate(
         &self,

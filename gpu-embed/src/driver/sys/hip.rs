@@ -1434,20 +1434,56 @@ pub struct HipRuntime {
         src: hipDeviceptr_t,
         sizeBytes: usize,
     ) -> hipError_t,
+    pub hipMemcpyHtoDAsync: unsafe extern "C" fn(
+        dst: hipDeviceptr_t,
+        src: *mut ::std::os::raw::c_void,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t,
+    pub hipMemcpyDtoHAsync: unsafe extern "C" fn(
+        dst: *mut ::std::os::raw::c_void,
+        src: hipDeviceptr_t,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t,
+    pub hipMemcpyDtoDAsync: unsafe extern "C" fn(
+        dst: hipDeviceptr_t,
+        src: hipDeviceptr_t,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t,
     pub hipMemsetD8: unsafe extern "C" fn(
         dest: hipDeviceptr_t,
         value: ::std::os::raw::c_uchar,
         count: usize,
+    ) -> hipError_t,
+    pub hipMemsetD8Async: unsafe extern "C" fn(
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_uchar,
+        count: usize,
+        stream: hipStream_t,
     ) -> hipError_t,
     pub hipMemsetD16: unsafe extern "C" fn(
         dest: hipDeviceptr_t,
         value: ::std::os::raw::c_ushort,
         count: usize,
     ) -> hipError_t,
+    pub hipMemsetD16Async: unsafe extern "C" fn(
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_ushort,
+        count: usize,
+        stream: hipStream_t,
+    ) -> hipError_t,
     pub hipMemsetD32: unsafe extern "C" fn(
         dest: hipDeviceptr_t,
         value: ::std::os::raw::c_int,
         count: usize,
+    ) -> hipError_t,
+    pub hipMemsetD32Async: unsafe extern "C" fn(
+        dst: hipDeviceptr_t,
+        value: ::std::os::raw::c_int,
+        count: usize,
+        stream: hipStream_t,
     ) -> hipError_t,
     pub hipMemGetInfo: unsafe extern "C" fn(
         free: *mut usize,
@@ -1524,9 +1560,15 @@ impl HipRuntime {
         let hipMemcpyHtoD = __library.get(b"hipMemcpyHtoD\0").map(|sym| *sym)?;
         let hipMemcpyDtoH = __library.get(b"hipMemcpyDtoH\0").map(|sym| *sym)?;
         let hipMemcpyDtoD = __library.get(b"hipMemcpyDtoD\0").map(|sym| *sym)?;
+        let hipMemcpyHtoDAsync = __library.get(b"hipMemcpyHtoDAsync\0").map(|sym| *sym)?;
+        let hipMemcpyDtoHAsync = __library.get(b"hipMemcpyDtoHAsync\0").map(|sym| *sym)?;
+        let hipMemcpyDtoDAsync = __library.get(b"hipMemcpyDtoDAsync\0").map(|sym| *sym)?;
         let hipMemsetD8 = __library.get(b"hipMemsetD8\0").map(|sym| *sym)?;
+        let hipMemsetD8Async = __library.get(b"hipMemsetD8Async\0").map(|sym| *sym)?;
         let hipMemsetD16 = __library.get(b"hipMemsetD16\0").map(|sym| *sym)?;
+        let hipMemsetD16Async = __library.get(b"hipMemsetD16Async\0").map(|sym| *sym)?;
         let hipMemsetD32 = __library.get(b"hipMemsetD32\0").map(|sym| *sym)?;
+        let hipMemsetD32Async = __library.get(b"hipMemsetD32Async\0").map(|sym| *sym)?;
         let hipMemGetInfo = __library.get(b"hipMemGetInfo\0").map(|sym| *sym)?;
         let hipModuleUnload = __library.get(b"hipModuleUnload\0").map(|sym| *sym)?;
         let hipModuleGetFunction = __library
@@ -1560,9 +1602,15 @@ impl HipRuntime {
             hipMemcpyHtoD,
             hipMemcpyDtoH,
             hipMemcpyDtoD,
+            hipMemcpyHtoDAsync,
+            hipMemcpyDtoHAsync,
+            hipMemcpyDtoDAsync,
             hipMemsetD8,
+            hipMemsetD8Async,
             hipMemsetD16,
+            hipMemsetD16Async,
             hipMemsetD32,
+            hipMemsetD32Async,
             hipMemGetInfo,
             hipModuleUnload,
             hipModuleGetFunction,
@@ -1682,6 +1730,33 @@ impl HipRuntime {
     ) -> hipError_t {
         (self.hipMemcpyDtoD)(dst, src, sizeBytes)
     }
+    pub unsafe fn hipMemcpyHtoDAsync(
+        &self,
+        dst: hipDeviceptr_t,
+        src: *mut ::std::os::raw::c_void,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipMemcpyHtoDAsync)(dst, src, sizeBytes, stream)
+    }
+    pub unsafe fn hipMemcpyDtoHAsync(
+        &self,
+        dst: *mut ::std::os::raw::c_void,
+        src: hipDeviceptr_t,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipMemcpyDtoHAsync)(dst, src, sizeBytes, stream)
+    }
+    pub unsafe fn hipMemcpyDtoDAsync(
+        &self,
+        dst: hipDeviceptr_t,
+        src: hipDeviceptr_t,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipMemcpyDtoDAsync)(dst, src, sizeBytes, stream)
+    }
     pub unsafe fn hipMemsetD8(
         &self,
         dest: hipDeviceptr_t,
@@ -1689,6 +1764,15 @@ impl HipRuntime {
         count: usize,
     ) -> hipError_t {
         (self.hipMemsetD8)(dest, value, count)
+    }
+    pub unsafe fn hipMemsetD8Async(
+        &self,
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_uchar,
+        count: usize,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipMemsetD8Async)(dest, value, count, stream)
     }
     pub unsafe fn hipMemsetD16(
         &self,
@@ -1698,6 +1782,15 @@ impl HipRuntime {
     ) -> hipError_t {
         (self.hipMemsetD16)(dest, value, count)
     }
+    pub unsafe fn hipMemsetD16Async(
+        &self,
+        dest: hipDeviceptr_t,
+        value: ::std::os::raw::c_ushort,
+        count: usize,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipMemsetD16Async)(dest, value, count, stream)
+    }
     pub unsafe fn hipMemsetD32(
         &self,
         dest: hipDeviceptr_t,
@@ -1705,6 +1798,15 @@ impl HipRuntime {
         count: usize,
     ) -> hipError_t {
         (self.hipMemsetD32)(dest, value, count)
+    }
+    pub unsafe fn hipMemsetD32Async(
+        &self,
+        dst: hipDeviceptr_t,
+        value: ::std::os::raw::c_int,
+        count: usize,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipMemsetD32Async)(dst, value, count, stream)
     }
     pub unsafe fn hipMemGetInfo(
         &self,
