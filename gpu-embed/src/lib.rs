@@ -11,6 +11,7 @@ mod event;
 mod launch;
 mod memory;
 mod memref;
+mod pinned;
 mod select;
 
 pub use binary::{Binary, Format, HostEntry, HostKernel, Object, Vendor};
@@ -30,4 +31,5 @@ pub use memory::{DeviceBuffer, DevicePtr};
 #[doc(hidden)]
 pub use memref::{memref_descriptor, MemrefDescriptor, MemrefLayout, MemrefType};
 pub use memref::{AsMemref, MemrefView};
+pub use pinned::{PinnedBuffer, PinnedMemory, PinnedSlice};
 pub use select::{select, DeviceArch, NoFit};

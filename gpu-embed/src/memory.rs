@@ -212,6 +212,12 @@ impl<T: Pod> DeviceBuffer<T> {
         DevicePtr(self.ptr)
     }
 
+    /// Checks the buffer can take part, with `len` elements, in work on `stream`.
+    pub(crate) fn check_on(&self, stream: &Stream, len: usize) -> Result<()> {
+        stream.check_buffer(self, "copying")?;
+        self.check_len(len)
+    }
+
     fn check_len(&self, len: usize) -> Result<()> {
         if len == self.len {
             Ok(())
@@ -257,7 +263,7 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
 /// Copies and fills queued on a stream. A buffer may be used by queued work after these return:
 /// dropping it waits for the device's queued work first, so it is never freed under that work.
 impl Stream {
-    fn check_buffer<T: Pod>(&self, buffer: &DeviceBuffer<T>, what: &str) -> Result<()> {
+    pub(crate) fn check_buffer<T: Pod>(&self, buffer: &DeviceBuffer<T>, what: &str) -> Result<()> {
         if buffer.device.is_same(self.device()) {
             return Ok(());
         }

@@ -346,15 +346,46 @@ mod memrefs {
 /// program did not ask for is visible, not hidden by timing.
 mod streams {
     use super::config;
-    use gpu_embed::{f16, Device, DeviceBuffer, LaunchConfig};
+    use gpu_embed::{f16, Device, DeviceBuffer, LaunchConfig, PinnedBuffer};
     use gpu_tests::semantics;
 
     crate::on_every_device!(
+        page_locked_copies_are_waited_for_before_the_host_sees_them,
         an_event_orders_one_stream_after_another,
         a_copy_then_a_kernel_on_one_stream_see_each_others_data,
         queued_fills_write_every_pattern,
         events_recorded_on_streams_time_their_work
     );
+
+    fn page_locked_copies_are_waited_for_before_the_host_sees_them(device: &Device) {
+        let stream = device.create_stream().unwrap();
+        let data: Vec<i32> = (0..4096).collect();
+        let staging = PinnedBuffer::from_slice(device, &data).unwrap();
+        let on_device = DeviceBuffer::<i32>::alloc(device, data.len()).unwrap();
+        stream.copy_pinned_to_device(&on_device, &staging).unwrap();
+        let mut back = PinnedBuffer::<i32>::alloc(device, data.len()).unwrap();
+        stream.copy_device_to_pinned(&mut back, &on_device).unwrap();
+        // Nothing waited for the stream: reading the pinned memory does.
+        assert_eq!(back.as_slice().unwrap(), data.as_slice());
+
+        // The program's own memory, page-locked while registered.
+        let mut mine = vec![0i32; data.len()];
+        {
+            let mut registered = device.register(&mut mine).unwrap();
+            stream
+                .copy_device_to_pinned(&mut registered, &on_device)
+                .unwrap();
+        }
+        assert_eq!(mine, data);
+
+        // Freed only after the copy that reads it.
+        let doomed = PinnedBuffer::from_slice(device, &vec![5i32; data.len()]).unwrap();
+        stream.copy_pinned_to_device(&on_device, &doomed).unwrap();
+        drop(doomed);
+        assert!(on_device.to_vec().unwrap().iter().all(|&v| v == 5));
+        let short = PinnedBuffer::<i32>::alloc(device, 3).unwrap();
+        assert!(stream.copy_pinned_to_device(&on_device, &short).is_err());
+    }
 
     fn an_event_orders_one_stream_after_another(device: &Device) {
         let n = 1 << 16;

@@ -431,4 +431,60 @@ impl Driver for Cuda {
             format!("setting {count} elements to {pattern:?}")
         })
     }
+
+    unsafe fn copy_from_pinned_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
+        self.check(
+            unsafe { (self.api.cuMemcpyHtoDAsync_v2)(target, source, bytes, stream.0.cast()) },
+            || "copying from page-locked memory".into(),
+        )
+    }
+
+    unsafe fn copy_to_pinned_async(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
+        self.check(
+            unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream.0.cast()) },
+            || "copying into page-locked memory".into(),
+        )
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
+        let mut pointer = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        self.check(
+            unsafe { (self.api.cuMemAllocHost_v2)(&mut pointer, bytes) },
+            || format!("allocating {bytes} bytes of page-locked memory"),
+        )?;
+        Ok(pointer)
+    }
+
+    unsafe fn free_pinned(&self, pointer: *mut c_void) {
+        // SAFETY: as the caller guarantees.
+        unsafe { (self.api.cuMemFreeHost)(pointer) };
+    }
+
+    unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
+        // SAFETY: as the caller guarantees; default flags.
+        self.check(
+            unsafe { (self.api.cuMemHostRegister_v2)(pointer, bytes, 0) },
+            || format!("page-locking {bytes} bytes"),
+        )
+    }
+
+    unsafe fn unregister(&self, pointer: *mut c_void) {
+        // SAFETY: as the caller guarantees.
+        unsafe { (self.api.cuMemHostUnregister)(pointer) };
+    }
 }

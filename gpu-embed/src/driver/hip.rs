@@ -473,4 +473,74 @@ impl Driver for Hip {
             format!("setting {count} elements to {pattern:?}")
         })
     }
+
+    unsafe fn copy_from_pinned_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
+        self.check(
+            unsafe {
+                (self.api.hipMemcpyHtoDAsync)(
+                    target as sys::hipDeviceptr_t,
+                    source.cast_mut(),
+                    bytes,
+                    stream.0.cast(),
+                )
+            },
+            || "copying from page-locked memory".into(),
+        )
+    }
+
+    unsafe fn copy_to_pinned_async(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
+        self.check(
+            unsafe {
+                (self.api.hipMemcpyDtoHAsync)(
+                    target,
+                    source as sys::hipDeviceptr_t,
+                    bytes,
+                    stream.0.cast(),
+                )
+            },
+            || "copying into page-locked memory".into(),
+        )
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
+        let mut pointer = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; default flags.
+        self.check(
+            unsafe { (self.api.hipHostMalloc)(&mut pointer, bytes, 0) },
+            || format!("allocating {bytes} bytes of page-locked memory"),
+        )?;
+        Ok(pointer)
+    }
+
+    unsafe fn free_pinned(&self, pointer: *mut c_void) {
+        // SAFETY: as the caller guarantees.
+        unsafe { (self.api.hipHostFree)(pointer) };
+    }
+
+    unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
+        // SAFETY: as the caller guarantees; default flags.
+        self.check(
+            unsafe { (self.api.hipHostRegister)(pointer, bytes, 0) },
+            || format!("page-locking {bytes} bytes"),
+        )
+    }
+
+    unsafe fn unregister(&self, pointer: *mut c_void) {
+        // SAFETY: as the caller guarantees.
+        unsafe { (self.api.hipHostUnregister)(pointer) };
+    }
 }

@@ -459,6 +459,67 @@ impl Driver for Host {
         Ok(())
     }
 
+    unsafe fn copy_from_pinned_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let Some(queue) = stream_of(stream) else {
+            // SAFETY: forwarded.
+            return unsafe { self.copy_to_device(target, source, bytes) };
+        };
+        let source = SendPointer(source.cast_mut());
+        queue.submit(Box::new(move || {
+            let source = source;
+            // SAFETY: the caller keeps both ranges for the life of the copy.
+            exclusive(|| unsafe {
+                std::ptr::copy_nonoverlapping(source.0.cast::<u8>(), target as *mut u8, bytes)
+            });
+            Ok(())
+        }));
+        Ok(())
+    }
+
+    unsafe fn copy_to_pinned_async(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let Some(queue) = stream_of(stream) else {
+            // SAFETY: forwarded.
+            return unsafe { self.copy_to_host(target, source, bytes) };
+        };
+        let target = SendPointer(target);
+        queue.submit(Box::new(move || {
+            let target = target;
+            // SAFETY: the caller keeps both ranges for the life of the copy.
+            exclusive(|| unsafe {
+                std::ptr::copy_nonoverlapping(source as *const u8, target.0.cast::<u8>(), bytes)
+            });
+            Ok(())
+        }));
+        Ok(())
+    }
+
+    /// The host's memory is all the host needs: "page-locked" memory is ordinary memory.
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
+        self.alloc(bytes).map(|pointer| pointer as *mut c_void)
+    }
+
+    unsafe fn free_pinned(&self, pointer: *mut c_void) {
+        self.free(pointer as u64);
+    }
+
+    unsafe fn register(&self, _: *mut c_void, _: usize) -> Result<()> {
+        Ok(())
+    }
+
+    unsafe fn unregister(&self, _: *mut c_void) {}
+
     fn memory_info(&self) -> Result<(u64, u64)> {
         let memory = host_memory();
         Ok((memory.available, memory.total))

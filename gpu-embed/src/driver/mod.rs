@@ -151,6 +151,43 @@ pub(crate) trait Driver: Sync {
         count: usize,
         stream: Handle,
     ) -> Result<()>;
+    /// Queues a copy from page-locked host memory, read in the stream's order.
+    ///
+    /// # Safety
+    /// As `copy_to_device`; `source` must be page-locked (`alloc_pinned`, `register`) and stay
+    /// allocated and unwritten until the stream has run the copy.
+    unsafe fn copy_from_pinned_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()>;
+    /// Queues a copy into page-locked host memory, written in the stream's order.
+    ///
+    /// # Safety
+    /// As `copy_to_host`; `target` must be page-locked and stay allocated and untouched until
+    /// the stream has run the copy.
+    unsafe fn copy_to_pinned_async(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()>;
+    /// `bytes` of page-locked host memory (`cuMemAllocHost`, `hipHostMalloc`).
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void>;
+    /// # Safety
+    /// `pointer` came from `alloc_pinned`; no queued work uses it.
+    unsafe fn free_pinned(&self, pointer: *mut c_void);
+    /// Page-locks `bytes` of host memory at `pointer` (`cuMemHostRegister`, `hipHostRegister`).
+    ///
+    /// # Safety
+    /// `pointer` holds `bytes` bytes that stay allocated until `unregister`.
+    unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()>;
+    /// # Safety
+    /// `pointer` was registered; no queued work uses it.
+    unsafe fn unregister(&self, pointer: *mut c_void);
     /// Free and total device memory of the current device, in bytes.
     fn memory_info(&self) -> Result<(u64, u64)>;
     fn synchronize(&self) -> Result<()>;

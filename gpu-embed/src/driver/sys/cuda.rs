@@ -349,6 +349,19 @@ pub struct CudaDriver {
         bytesize: usize,
     ) -> CUresult,
     pub cuMemFree_v2: unsafe extern "C" fn(dptr: CUdeviceptr) -> CUresult,
+    pub cuMemAllocHost_v2: unsafe extern "C" fn(
+        pp: *mut *mut ::std::os::raw::c_void,
+        bytesize: usize,
+    ) -> CUresult,
+    pub cuMemFreeHost: unsafe extern "C" fn(p: *mut ::std::os::raw::c_void) -> CUresult,
+    pub cuMemHostRegister_v2: unsafe extern "C" fn(
+        p: *mut ::std::os::raw::c_void,
+        bytesize: usize,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult,
+    pub cuMemHostUnregister: unsafe extern "C" fn(
+        p: *mut ::std::os::raw::c_void,
+    ) -> CUresult,
     pub cuMemcpyHtoD_v2: unsafe extern "C" fn(
         dstDevice: CUdeviceptr,
         srcHost: *const ::std::os::raw::c_void,
@@ -497,6 +510,14 @@ impl CudaDriver {
         let cuMemGetInfo_v2 = __library.get(b"cuMemGetInfo_v2\0").map(|sym| *sym)?;
         let cuMemAlloc_v2 = __library.get(b"cuMemAlloc_v2\0").map(|sym| *sym)?;
         let cuMemFree_v2 = __library.get(b"cuMemFree_v2\0").map(|sym| *sym)?;
+        let cuMemAllocHost_v2 = __library.get(b"cuMemAllocHost_v2\0").map(|sym| *sym)?;
+        let cuMemFreeHost = __library.get(b"cuMemFreeHost\0").map(|sym| *sym)?;
+        let cuMemHostRegister_v2 = __library
+            .get(b"cuMemHostRegister_v2\0")
+            .map(|sym| *sym)?;
+        let cuMemHostUnregister = __library
+            .get(b"cuMemHostUnregister\0")
+            .map(|sym| *sym)?;
         let cuMemcpyHtoD_v2 = __library.get(b"cuMemcpyHtoD_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoH_v2 = __library.get(b"cuMemcpyDtoH_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoD_v2 = __library.get(b"cuMemcpyDtoD_v2\0").map(|sym| *sym)?;
@@ -548,6 +569,10 @@ impl CudaDriver {
             cuMemGetInfo_v2,
             cuMemAlloc_v2,
             cuMemFree_v2,
+            cuMemAllocHost_v2,
+            cuMemFreeHost,
+            cuMemHostRegister_v2,
+            cuMemHostUnregister,
             cuMemcpyHtoD_v2,
             cuMemcpyDtoH_v2,
             cuMemcpyDtoD_v2,
@@ -675,6 +700,30 @@ impl CudaDriver {
     }
     pub unsafe fn cuMemFree_v2(&self, dptr: CUdeviceptr) -> CUresult {
         (self.cuMemFree_v2)(dptr)
+    }
+    pub unsafe fn cuMemAllocHost_v2(
+        &self,
+        pp: *mut *mut ::std::os::raw::c_void,
+        bytesize: usize,
+    ) -> CUresult {
+        (self.cuMemAllocHost_v2)(pp, bytesize)
+    }
+    pub unsafe fn cuMemFreeHost(&self, p: *mut ::std::os::raw::c_void) -> CUresult {
+        (self.cuMemFreeHost)(p)
+    }
+    pub unsafe fn cuMemHostRegister_v2(
+        &self,
+        p: *mut ::std::os::raw::c_void,
+        bytesize: usize,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult {
+        (self.cuMemHostRegister_v2)(p, bytesize, Flags)
+    }
+    pub unsafe fn cuMemHostUnregister(
+        &self,
+        p: *mut ::std::os::raw::c_void,
+    ) -> CUresult {
+        (self.cuMemHostUnregister)(p)
     }
     pub unsafe fn cuMemcpyHtoD_v2(
         &self,

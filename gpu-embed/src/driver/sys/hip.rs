@@ -1418,7 +1418,23 @@ pub struct HipRuntime {
         ptr: *mut *mut ::std::os::raw::c_void,
         size: usize,
     ) -> hipError_t,
+    pub hipHostMalloc: unsafe extern "C" fn(
+        ptr: *mut *mut ::std::os::raw::c_void,
+        size: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
+    pub hipHostRegister: unsafe extern "C" fn(
+        hostPtr: *mut ::std::os::raw::c_void,
+        sizeBytes: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
+    pub hipHostUnregister: unsafe extern "C" fn(
+        hostPtr: *mut ::std::os::raw::c_void,
+    ) -> hipError_t,
     pub hipFree: unsafe extern "C" fn(ptr: *mut ::std::os::raw::c_void) -> hipError_t,
+    pub hipHostFree: unsafe extern "C" fn(
+        ptr: *mut ::std::os::raw::c_void,
+    ) -> hipError_t,
     pub hipMemcpyHtoD: unsafe extern "C" fn(
         dst: hipDeviceptr_t,
         src: *mut ::std::os::raw::c_void,
@@ -1556,7 +1572,11 @@ impl HipRuntime {
             .map(|sym| *sym)?;
         let hipEventQuery = __library.get(b"hipEventQuery\0").map(|sym| *sym)?;
         let hipMalloc = __library.get(b"hipMalloc\0").map(|sym| *sym)?;
+        let hipHostMalloc = __library.get(b"hipHostMalloc\0").map(|sym| *sym)?;
+        let hipHostRegister = __library.get(b"hipHostRegister\0").map(|sym| *sym)?;
+        let hipHostUnregister = __library.get(b"hipHostUnregister\0").map(|sym| *sym)?;
         let hipFree = __library.get(b"hipFree\0").map(|sym| *sym)?;
+        let hipHostFree = __library.get(b"hipHostFree\0").map(|sym| *sym)?;
         let hipMemcpyHtoD = __library.get(b"hipMemcpyHtoD\0").map(|sym| *sym)?;
         let hipMemcpyDtoH = __library.get(b"hipMemcpyDtoH\0").map(|sym| *sym)?;
         let hipMemcpyDtoD = __library.get(b"hipMemcpyDtoD\0").map(|sym| *sym)?;
@@ -1598,7 +1618,11 @@ impl HipRuntime {
             hipEventElapsedTime,
             hipEventQuery,
             hipMalloc,
+            hipHostMalloc,
+            hipHostRegister,
+            hipHostUnregister,
             hipFree,
+            hipHostFree,
             hipMemcpyHtoD,
             hipMemcpyDtoH,
             hipMemcpyDtoD,
@@ -1703,8 +1727,33 @@ impl HipRuntime {
     ) -> hipError_t {
         (self.hipMalloc)(ptr, size)
     }
+    pub unsafe fn hipHostMalloc(
+        &self,
+        ptr: *mut *mut ::std::os::raw::c_void,
+        size: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipHostMalloc)(ptr, size, flags)
+    }
+    pub unsafe fn hipHostRegister(
+        &self,
+        hostPtr: *mut ::std::os::raw::c_void,
+        sizeBytes: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipHostRegister)(hostPtr, sizeBytes, flags)
+    }
+    pub unsafe fn hipHostUnregister(
+        &self,
+        hostPtr: *mut ::std::os::raw::c_void,
+    ) -> hipError_t {
+        (self.hipHostUnregister)(hostPtr)
+    }
     pub unsafe fn hipFree(&self, ptr: *mut ::std::os::raw::c_void) -> hipError_t {
         (self.hipFree)(ptr)
+    }
+    pub unsafe fn hipHostFree(&self, ptr: *mut ::std::os::raw::c_void) -> hipError_t {
+        (self.hipHostFree)(ptr)
     }
     pub unsafe fn hipMemcpyHtoD(
         &self,
