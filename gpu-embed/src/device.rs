@@ -28,6 +28,19 @@ struct Inner {
     modules: Mutex<HashMap<usize, Loaded>>,
 }
 
+impl Drop for Inner {
+    /// Modules unload with their device.
+    fn drop(&mut self) {
+        let modules = self.modules.get_mut().unwrap_or_else(|p| p.into_inner());
+        if modules.is_empty() || self.found.driver.make_current(self.found.raw).is_err() {
+            return;
+        }
+        for (_, loaded) in modules.drain() {
+            self.found.driver.unload_module(loaded.module);
+        }
+    }
+}
+
 struct Loaded {
     module: Handle,
     object: String,

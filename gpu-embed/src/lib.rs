@@ -27,7 +27,7 @@ pub use event::Event;
 pub use gpu_embed_macro::include_gpu_binary;
 pub use half::{bf16, f16};
 pub use launch::{launch, LaunchConfig};
-pub use memory::{DeviceBuffer, DevicePtr};
+pub use memory::{DeviceBuffer, DevicePtr, DeviceRange};
 #[doc(hidden)]
 pub use memref::{memref_descriptor, MemrefDescriptor, MemrefLayout, MemrefType};
 pub use memref::{AsMemref, MemrefView};

@@ -10,6 +10,20 @@ use crate::error::{Error, ErrorKind, Result};
 use bytemuck::Pod;
 use std::marker::PhantomData;
 
+/// The memset pattern that writes `value` to `len` elements, and how many times, if there is
+/// one: elements of 1, 2 or 4 bytes, or any value whose bytes are all equal.
+fn pattern_of<T: Pod>(value: T, len: usize) -> Option<(Pattern, usize)> {
+    let bytes = bytemuck::bytes_of(&value);
+    let pattern = match *bytes {
+        [b] => Pattern::U8(b),
+        [a, b] => Pattern::U16(u16::from_ne_bytes([a, b])),
+        [a, b, c, d] => Pattern::U32(u32::from_ne_bytes([a, b, c, d])),
+        _ if bytes.iter().all(|&b| b == bytes[0]) => Pattern::U8(bytes[0]),
+        _ => return None,
+    };
+    Some((pattern, len * size_of::<T>() / pattern.size()))
+}
+
 /// A raw device address, for kernels that take pointers (`!llvm.ptr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DevicePtr(pub u64);
@@ -79,27 +93,13 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.is_empty() {
             return Ok(());
         }
-        let Some((pattern, count)) = self.pattern_of(value) else {
+        let Some((pattern, count)) = pattern_of(value, self.len) else {
             return self.copy_from(&vec![value; self.len]);
         };
         let driver = self.device.current()?;
         // SAFETY: the buffer holds `count` elements of the pattern's size, aligned to it (device
         // allocations are at least 256-byte aligned, and `T`'s size is the pattern's).
         unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))
-    }
-
-    /// The memset pattern that writes `value` to every element, and how many times, if there is
-    /// one: elements of 1, 2 or 4 bytes, or any value whose bytes are all equal.
-    fn pattern_of(&self, value: T) -> Option<(Pattern, usize)> {
-        let bytes = bytemuck::bytes_of(&value);
-        let pattern = match *bytes {
-            [b] => Pattern::U8(b),
-            [a, b] => Pattern::U16(u16::from_ne_bytes([a, b])),
-            [a, b, c, d] => Pattern::U32(u32::from_ne_bytes([a, b, c, d])),
-            _ if bytes.iter().all(|&b| b == bytes[0]) => Pattern::U8(bytes[0]),
-            _ => return None,
-        };
-        Some((pattern, self.len * size_of::<T>() / pattern.size()))
     }
 
     /// Elements `range` as a 1-D view, for a kernel's `memref` argument; an error when the range
@@ -212,12 +212,6 @@ impl<T: Pod> DeviceBuffer<T> {
         DevicePtr(self.ptr)
     }
 
-    /// Checks the buffer can take part, with `len` elements, in work on `stream`.
-    pub(crate) fn check_on(&self, stream: &Stream, len: usize) -> Result<()> {
-        stream.check_buffer(self, "copying")?;
-        self.check_len(len)
-    }
-
     fn check_len(&self, len: usize) -> Result<()> {
         if len == self.len {
             Ok(())
@@ -260,29 +254,110 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
     }
 }
 
-/// Copies and fills queued on a stream. A buffer may be used by queued work after these return:
-/// dropping it waits for the device's queued work first, so it is never freed under that work.
-impl Stream {
-    pub(crate) fn check_buffer<T: Pod>(&self, buffer: &DeviceBuffer<T>, what: &str) -> Result<()> {
-        if buffer.device.is_same(self.device()) {
-            return Ok(());
+/// Device memory a copy reads or writes: a whole buffer, or a contiguous 1-D view of one
+/// (`buffer.slice(range)`).
+pub trait DeviceRange<T: Pod>: sealed::Range {}
+
+pub(crate) mod sealed {
+    use super::Span;
+    use crate::error::Result;
+
+    /// Only this crate's buffers and views are device memory.
+    pub trait Range {
+        fn span(&self) -> Result<Span<'_>>;
+    }
+}
+
+/// Where a [`DeviceRange`] is: its device, the address of its first element, its length.
+#[doc(hidden)]
+pub struct Span<'a> {
+    device: &'a Device,
+    ptr: u64,
+    len: usize,
+    element: usize,
+}
+
+impl<T: Pod> sealed::Range for DeviceBuffer<T> {
+    fn span(&self) -> Result<Span<'_>> {
+        Ok(Span {
+            device: &self.device,
+            ptr: self.ptr,
+            len: self.len,
+            element: size_of::<T>(),
+        })
+    }
+}
+
+impl<T: Pod> DeviceRange<T> for DeviceBuffer<T> {}
+
+impl<T: Pod> sealed::Range for crate::MemrefView<'_, T, 1> {
+    fn span(&self) -> Result<Span<'_>> {
+        let [len] = self.sizes();
+        if len > 1 && self.strides() != [1] {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a copy needs contiguous elements; the view has stride {}",
+                    self.strides()[0]
+                ),
+            ));
         }
-        Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!(
-                "{what}: the buffer lives on {}, the stream on {}",
-                buffer.device.name(),
-                self.device().name()
-            ),
-        ))
+        let buffer = self.buffer();
+        Ok(Span {
+            device: &buffer.device,
+            ptr: buffer.ptr + (self.offset() * size_of::<T>()) as u64,
+            len,
+            element: size_of::<T>(),
+        })
+    }
+}
+
+impl<T: Pod> DeviceRange<T> for crate::MemrefView<'_, T, 1> {}
+
+impl Span<'_> {
+    fn bytes(&self) -> usize {
+        self.len * self.element
     }
 
+    /// Checks the span can take part, with `len` elements, in work on `stream`.
+    pub(crate) fn check(&self, stream: &Stream, len: usize, what: &str) -> Result<()> {
+        if !self.device.is_same(stream.device()) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{what}: the buffer lives on {}, the stream on {}",
+                    self.device.name(),
+                    stream.device().name()
+                ),
+            ));
+        }
+        if self.len != len {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{what}: length mismatch: the device range holds {} elements, the other side {len}",
+                    self.len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn address(&self) -> u64 {
+        self.ptr
+    }
+}
+
+/// Copies and fills queued on a stream, on whole buffers or slices of them. A buffer may be used
+/// by queued work after these return: dropping it waits for the device's queued work first, so
+/// it is never freed under that work.
+impl Stream {
     /// Queues a copy of `source` into `target` (of the same length). `source` has been read when
     /// this returns (as the drivers read pageable host memory), so it may be reused at once;
     /// `target` is written in the stream's order.
-    pub fn copy_to_device<T: Pod>(&self, target: &DeviceBuffer<T>, source: &[T]) -> Result<()> {
-        self.check_buffer(target, "copying to the device")?;
-        target.check_len(source.len())?;
+    pub fn copy_to_device<T: Pod>(&self, target: &impl DeviceRange<T>, source: &[T]) -> Result<()> {
+        let target = target.span()?;
+        target.check(self, source.len(), "copying to the device")?;
         if source.is_empty() {
             return Ok(());
         }
@@ -292,7 +367,7 @@ impl Stream {
             driver.copy_to_device_async(
                 target.ptr,
                 source.as_ptr().cast(),
-                size_of_val(source),
+                target.bytes(),
                 self.raw(),
             )
         }
@@ -301,9 +376,13 @@ impl Stream {
 
     /// Copies `source` into `target` (of the same length) after the stream's earlier work;
     /// returns when the copy is done.
-    pub fn copy_to_host<T: Pod>(&self, target: &mut [T], source: &DeviceBuffer<T>) -> Result<()> {
-        self.check_buffer(source, "copying from the device")?;
-        source.check_len(target.len())?;
+    pub fn copy_to_host<T: Pod>(
+        &self,
+        target: &mut [T],
+        source: &impl DeviceRange<T>,
+    ) -> Result<()> {
+        let source = source.span()?;
+        source.check(self, target.len(), "copying from the device")?;
         if target.is_empty() {
             return Ok(());
         }
@@ -313,47 +392,45 @@ impl Stream {
             driver.copy_to_host_on(
                 target.as_mut_ptr().cast(),
                 source.ptr,
-                size_of_val(target),
+                source.bytes(),
                 self.raw(),
             )
         }
         .map_err(|e| self.device().context(e))
     }
 
-    /// Queues a copy of `source` into `target`, both on this stream's device.
-    pub fn copy<T: Pod>(&self, target: &DeviceBuffer<T>, source: &DeviceBuffer<T>) -> Result<()> {
-        self.check_buffer(target, "copying on the device")?;
-        self.check_buffer(source, "copying on the device")?;
-        target.check_len(source.len)?;
-        if target.is_empty() {
+    /// Queues a copy of `source` into `target`, both on this stream's device and of one length.
+    pub fn copy<T: Pod>(
+        &self,
+        target: &impl DeviceRange<T>,
+        source: &impl DeviceRange<T>,
+    ) -> Result<()> {
+        let (target, source) = (target.span()?, source.span()?);
+        source.check(self, target.len, "copying on the device")?;
+        target.check(self, source.len, "copying on the device")?;
+        if target.len == 0 {
             return Ok(());
         }
         let driver = self.device().current()?;
         // SAFETY: `len` elements each; both outlive the queued copy (see above).
-        unsafe {
-            driver.copy_on_device_async(
-                target.ptr,
-                source.ptr,
-                target.len * size_of::<T>(),
-                self.raw(),
-            )
-        }
-        .map_err(|e| self.device().context(e))
+        unsafe { driver.copy_on_device_async(target.ptr, source.ptr, target.bytes(), self.raw()) }
+            .map_err(|e| self.device().context(e))
     }
 
     /// Queues setting every element of `target` to `value` (a memset of 1, 2 or 4 bytes where
     /// the value allows; otherwise a staged copy).
-    pub fn fill<T: Pod>(&self, target: &DeviceBuffer<T>, value: T) -> Result<()> {
-        self.check_buffer(target, "filling")?;
-        if target.is_empty() {
+    pub fn fill<T: Pod>(&self, target: &impl DeviceRange<T>, value: T) -> Result<()> {
+        let span = target.span()?;
+        span.check(self, span.len, "filling")?;
+        if span.len == 0 {
             return Ok(());
         }
-        let Some((pattern, count)) = target.pattern_of(value) else {
-            return self.copy_to_device(target, &vec![value; target.len]);
+        let Some((pattern, count)) = pattern_of(value, span.len) else {
+            return self.copy_to_device(target, &vec![value; span.len]);
         };
         let driver = self.device().current()?;
         // SAFETY: `count` aligned elements of the pattern; the target outlives the queued fill.
-        unsafe { driver.fill_async(target.ptr, pattern, count, self.raw()) }
+        unsafe { driver.fill_async(span.ptr, pattern, count, self.raw()) }
             .map_err(|e| self.device().context(e))
     }
 }

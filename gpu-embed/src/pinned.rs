@@ -10,7 +10,7 @@
 use crate::device::{Device, Stream};
 use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
-use crate::memory::DeviceBuffer;
+use crate::memory::DeviceRange;
 use bytemuck::Pod;
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -256,12 +256,13 @@ impl Stream {
     /// once. `source` may not be written until the copy has run: its `as_mut_slice` waits.
     pub fn copy_pinned_to_device<T: Pod>(
         &self,
-        target: &DeviceBuffer<T>,
+        target: &impl DeviceRange<T>,
         source: &impl PinnedMemory<T>,
     ) -> Result<()> {
         let (region, len) = sealed::Pinned::region(source);
         region.check_stream(self)?;
-        target.check_on(self, len)?;
+        let target = target.span()?;
+        target.check(self, len, "copying from page-locked memory")?;
         if len == 0 {
             return Ok(());
         }
@@ -271,7 +272,7 @@ impl Stream {
         // the target waits for queued work before it is freed.
         unsafe {
             driver.copy_from_pinned_async(
-                target.device_ptr().0,
+                target.address(),
                 region.pointer,
                 len * size_of::<T>(),
                 self.raw(),
@@ -286,11 +287,12 @@ impl Stream {
     pub fn copy_device_to_pinned<T: Pod>(
         &self,
         target: &mut impl PinnedMemory<T>,
-        source: &DeviceBuffer<T>,
+        source: &impl DeviceRange<T>,
     ) -> Result<()> {
         let (region, len) = sealed::Pinned::region(&*target);
         region.check_stream(self)?;
-        source.check_on(self, len)?;
+        let source = source.span()?;
+        source.check(self, len, "copying into page-locked memory")?;
         if len == 0 {
             return Ok(());
         }
@@ -300,7 +302,7 @@ impl Stream {
         unsafe {
             driver.copy_to_pinned_async(
                 region.pointer,
-                source.device_ptr().0,
+                source.address(),
                 len * size_of::<T>(),
                 self.raw(),
             )

@@ -75,7 +75,11 @@ fn measure(device: &Device) -> gpu_embed::Result<()> {
     let serial = best(|| run(device, &one, &mut chunks))?;
     let overlapped = best(|| run(device, &two, &mut chunks))?;
     for (i, chunk) in chunks.iter().enumerate() {
-        let (a, b, c) = (chunk.a.as_slice()?, chunk.b.as_slice()?, chunk.c.as_slice()?);
+        let (a, b, c) = (
+            chunk.a.as_slice()?,
+            chunk.b.as_slice()?,
+            chunk.c.as_slice()?,
+        );
         for j in 0..CHUNK {
             assert_eq!(c[j], a[j] + b[j], "chunk {i}, element {j}");
         }

@@ -350,12 +350,46 @@ mod streams {
     use gpu_tests::semantics;
 
     crate::on_every_device!(
+        slices_are_copied_and_filled_like_buffers,
         page_locked_copies_are_waited_for_before_the_host_sees_them,
         an_event_orders_one_stream_after_another,
         a_copy_then_a_kernel_on_one_stream_see_each_others_data,
         queued_fills_write_every_pattern,
         events_recorded_on_streams_time_their_work
     );
+
+    fn slices_are_copied_and_filled_like_buffers(device: &Device) {
+        let stream = device.create_stream().unwrap();
+        let x = DeviceBuffer::<u16>::alloc(device, 40).unwrap();
+        stream
+            .copy_to_device(&x.slice(10..20).unwrap(), &[7u16; 10])
+            .unwrap();
+        stream.fill(&x.slice(0..5).unwrap(), 3).unwrap();
+        stream
+            .copy(&x.slice(30..40).unwrap(), &x.slice(10..20).unwrap())
+            .unwrap();
+        let mut middle = [0u16; 10];
+        stream
+            .copy_to_host(&mut middle, &x.slice(30..40).unwrap())
+            .unwrap();
+        assert_eq!(middle, [7; 10]);
+        let all = x.to_vec().unwrap();
+        let want: Vec<u16> = (0..40)
+            .map(|i| match i {
+                0..5 => 3,
+                10..20 | 30..40 => 7,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(all, want);
+        // Lengths must match, and a copy needs contiguous elements.
+        assert!(stream
+            .copy_to_device(&x.slice(0..3).unwrap(), &[1, 2])
+            .is_err());
+        let every_other = x.strided_view(0, [5], [2]).unwrap();
+        let error = stream.fill(&every_other, 1).unwrap_err();
+        assert!(error.message().contains("contiguous"), "{error}");
+    }
 
     fn page_locked_copies_are_waited_for_before_the_host_sees_them(device: &Device) {
         let stream = device.create_stream().unwrap();

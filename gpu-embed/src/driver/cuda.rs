@@ -152,6 +152,13 @@ impl Driver for Cuda {
         )
     }
 
+    fn unload_module(&self, module: Handle) {
+        // Queued launches may still run its kernels; a failure has nowhere to go from here.
+        let _ = self.synchronize();
+        // SAFETY: a loaded module, not used afterwards.
+        unsafe { (self.api.cuModuleUnload)(module.0.cast()) };
+    }
+
     fn load_module(&self, object: &'static Object) -> Result<Handle> {
         // The driver reads PTX as a C string.
         let image: Vec<u8> = match object.format() {

@@ -167,6 +167,13 @@ impl Driver for Hip {
         })
     }
 
+    fn unload_module(&self, module: Handle) {
+        // Queued launches may still run its kernels; a failure has nowhere to go from here.
+        let _ = self.synchronize();
+        // SAFETY: a loaded module, not used afterwards.
+        unsafe { (self.api.hipModuleUnload)(module.0.cast()) };
+    }
+
     fn load_module(&self, object: &'static Object) -> Result<Handle> {
         let image = object.bytes();
         let mut module = std::ptr::null_mut();

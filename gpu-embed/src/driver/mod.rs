@@ -74,6 +74,8 @@ pub(crate) trait Driver: Sync {
     fn make_current(&self, device: Handle) -> Result<()>;
     /// Makes `object` (the one selection chose for the device) runnable on the current device.
     fn load_module(&self, object: &'static Object) -> Result<Handle>;
+    /// Unloads a module `load_module` returned, after the device's queued work.
+    fn unload_module(&self, module: Handle);
     /// The kernel `name` of a loaded module.
     fn function(&self, module: Handle, name: &str) -> Result<Handle>;
     /// `param_sizes` are the parameters' sizes in bytes (a queued host launch copies the values).
