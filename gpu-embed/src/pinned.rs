@@ -62,6 +62,21 @@ impl Region {
         Ok(())
     }
 
+    /// The region as `len` elements, once queued copies that use it have finished.
+    fn slice<T: Pod>(&self, len: usize) -> Result<&[T]> {
+        self.wait()?;
+        // SAFETY: `len` initialized elements no queued work writes (it has finished, and new
+        // writes need `&mut` of the owner).
+        Ok(unsafe { std::slice::from_raw_parts(self.pointer.cast::<T>(), len) })
+    }
+
+    /// As [`Region::slice`], exclusively.
+    fn slice_mut<T: Pod>(&mut self, len: usize) -> Result<&mut [T]> {
+        self.wait()?;
+        // SAFETY: as above, and the owner is borrowed exclusively.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.pointer.cast::<T>(), len) })
+    }
+
     fn check_stream(&self, stream: &Stream) -> Result<()> {
         if self.device.is_same(stream.device()) {
             return Ok(());
@@ -131,17 +146,12 @@ impl<T: Pod> PinnedBuffer<T> {
 
     /// The contents, once every queued copy that uses them has finished.
     pub fn as_slice(&self) -> Result<&[T]> {
-        self.region.wait()?;
-        // SAFETY: `len` initialized elements no queued work writes (it has finished, and new
-        // writes need `&mut self`).
-        Ok(unsafe { std::slice::from_raw_parts(self.region.pointer.cast::<T>(), self.len) })
+        self.region.slice(self.len)
     }
 
     /// The contents, once every queued copy that uses them has finished.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.region.wait()?;
-        // SAFETY: as above, and exclusive.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.region.pointer.cast::<T>(), self.len) })
+        self.region.slice_mut(self.len)
     }
 }
 
@@ -199,16 +209,12 @@ impl<T: Pod> PinnedSlice<'_, T> {
 
     /// The contents, once every queued copy that uses them has finished.
     pub fn as_slice(&self) -> Result<&[T]> {
-        self.region.wait()?;
-        // SAFETY: the borrowed slice, which no queued work writes any more.
-        Ok(unsafe { std::slice::from_raw_parts(self.region.pointer.cast::<T>(), self.len) })
+        self.region.slice(self.len)
     }
 
     /// The contents, once every queued copy that uses them has finished.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.region.wait()?;
-        // SAFETY: as above, and exclusive.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.region.pointer.cast::<T>(), self.len) })
+        self.region.slice_mut(self.len)
     }
 }
 

@@ -413,16 +413,9 @@ impl Driver for Host {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_host(target, source, bytes) };
         };
-        let target = SendPointer(target);
-        queue.submit(Box::new(move || {
-            let target = target;
-            // SAFETY: the caller guarantees both ranges; the stream is drained below, before
-            // the target's borrow ends.
-            exclusive(|| unsafe {
-                std::ptr::copy_nonoverlapping(source as *const u8, target.0.cast::<u8>(), bytes)
-            });
-            Ok(())
-        }));
+        // SAFETY: the caller guarantees both ranges; the stream is drained before the target's
+        // borrow ends.
+        unsafe { queue_copy(&queue, source as *const u8, target.cast(), bytes) };
         queue.drain()
     }
 
@@ -437,11 +430,8 @@ impl Driver for Host {
             // SAFETY: forwarded.
             return unsafe { self.copy_on_device(target, source, bytes) };
         };
-        queue.submit(Box::new(move || {
-            // SAFETY: the caller guarantees both ranges; buffers outlive queued work.
-            exclusive(|| unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) });
-            Ok(())
-        }));
+        // SAFETY: the caller guarantees both ranges; buffers outlive queued work.
+        unsafe { queue_copy(&queue, source as *const u8, target as *mut u8, bytes) };
         Ok(())
     }
 
@@ -475,15 +465,8 @@ impl Driver for Host {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_device(target, source, bytes) };
         };
-        let source = SendPointer(source.cast_mut());
-        queue.submit(Box::new(move || {
-            let source = source;
-            // SAFETY: the caller keeps both ranges for the life of the copy.
-            exclusive(|| unsafe {
-                std::ptr::copy_nonoverlapping(source.0.cast::<u8>(), target as *mut u8, bytes)
-            });
-            Ok(())
-        }));
+        // SAFETY: the caller keeps both ranges for the life of the copy.
+        unsafe { queue_copy(&queue, source.cast(), target as *mut u8, bytes) };
         Ok(())
     }
 
@@ -498,15 +481,8 @@ impl Driver for Host {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_host(target, source, bytes) };
         };
-        let target = SendPointer(target);
-        queue.submit(Box::new(move || {
-            let target = target;
-            // SAFETY: the caller keeps both ranges for the life of the copy.
-            exclusive(|| unsafe {
-                std::ptr::copy_nonoverlapping(source as *const u8, target.0.cast::<u8>(), bytes)
-            });
-            Ok(())
-        }));
+        // SAFETY: the caller keeps both ranges for the life of the copy.
+        unsafe { queue_copy(&queue, source as *const u8, target.cast(), bytes) };
         Ok(())
     }
 
@@ -641,7 +617,22 @@ struct SendValues(Vec<Box<[u64]>>);
 // SAFETY: plain bytes.
 unsafe impl Send for SendValues {}
 
-/// A host pointer a queued copy writes through; the submitter waits for the copy.
-struct SendPointer(*mut c_void);
-// SAFETY: the submitter keeps the memory borrowed until the copy has run.
+/// An address a queued copy reads or writes; its submitter keeps the memory valid until the
+/// copy has run.
+struct SendPointer(*mut u8);
+// SAFETY: see above.
 unsafe impl Send for SendPointer {}
+
+/// Queues a copy of `bytes` from `source` to `target` on `queue`.
+///
+/// # Safety
+/// Both ranges must stay valid until the queue has run the copy (they may overlap).
+unsafe fn queue_copy(queue: &HostStream, source: *const u8, target: *mut u8, bytes: usize) {
+    let (source, target) = (SendPointer(source.cast_mut()), SendPointer(target));
+    queue.submit(Box::new(move || {
+        let (source, target) = (source, target);
+        // SAFETY: as the submitter guarantees.
+        exclusive(|| unsafe { std::ptr::copy(source.0.cast_const(), target.0, bytes) });
+        Ok(())
+    }));
+}
