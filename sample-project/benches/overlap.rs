@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 const N: usize = 1 << 24;
 const CHUNKS: usize = 8;
 const CHUNK: usize = N / CHUNKS;
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 10;
 
 struct Chunk {
     a: PinnedBuffer<f32>,
@@ -57,23 +57,24 @@ fn run(device: &Device, streams: &[Stream], chunks: &mut [Chunk]) -> gpu_embed::
     streams.iter().try_for_each(Stream::synchronize)
 }
 
-fn best(mut round: impl FnMut() -> gpu_embed::Result<()>) -> gpu_embed::Result<Duration> {
+fn timed(round: impl FnOnce() -> gpu_embed::Result<()>) -> gpu_embed::Result<Duration> {
+    let start = Instant::now();
     round()?;
-    let mut best = Duration::MAX;
-    for _ in 0..ROUNDS {
-        let start = Instant::now();
-        round()?;
-        best = best.min(start.elapsed());
-    }
-    Ok(best)
+    Ok(start.elapsed())
 }
 
 fn measure(device: &Device) -> gpu_embed::Result<()> {
     let mut chunks = chunks(device)?;
     let one = [device.create_stream()?];
     let two = [device.create_stream()?, device.create_stream()?];
-    let serial = best(|| run(device, &one, &mut chunks))?;
-    let overlapped = best(|| run(device, &two, &mut chunks))?;
+    // Warm-up, then the two alternate, so drift in the machine's speed hits both alike.
+    run(device, &one, &mut chunks)?;
+    run(device, &two, &mut chunks)?;
+    let (mut serial, mut overlapped) = (Duration::MAX, Duration::MAX);
+    for _ in 0..ROUNDS {
+        serial = serial.min(timed(|| run(device, &one, &mut chunks))?);
+        overlapped = overlapped.min(timed(|| run(device, &two, &mut chunks))?);
+    }
     for (i, chunk) in chunks.iter().enumerate() {
         let (a, b, c) = (
             chunk.a.as_slice()?,
@@ -96,7 +97,7 @@ fn measure(device: &Device) -> gpu_embed::Result<()> {
 
 fn main() {
     println!(
-        "vadd over 2^24 f32 in {CHUNKS} chunks, copies in and out of page-locked memory (best of {ROUNDS})"
+        "vadd over 2^24 f32 in {CHUNKS} chunks, copies in and out of page-locked memory (best of {ROUNDS}, alternating)"
     );
     match Device::default_gpu() {
         Ok(gpu) => measure(&gpu).unwrap(),
