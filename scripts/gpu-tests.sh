@@ -12,6 +12,7 @@ cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$lo
 cargo test -p gpu-embed --test device -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo run -p sample-project || status=1
+cargo run -p sample-project --example streams || status=1
 cargo bench -p sample-project --bench launch_overhead || status=1
 # Copies overlapped with kernels over two streams vs the same work on one.
 cargo bench -p sample-project --bench overlap || status=1
