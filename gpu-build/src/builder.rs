@@ -7,10 +7,12 @@ use crate::compile::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::{DumpRequest, Toolkits};
 use crate::output::{
-    file_name_part, sha256_hex, start_build, write_atomic, write_host_library, write_manifest,
+    file_name_part, manifest_path, sha256_hex, start_build, write_atomic, write_host_library,
+    write_manifest,
 };
 use crate::parallel::run_all;
 use crate::target::Vendor;
+use crate::up_to_date;
 use gpu_manifest::{GpuModule, Manifest, Object};
 use std::path::{Path, PathBuf};
 
@@ -42,6 +44,9 @@ pub struct Report {
     pub manifest: Manifest,
     pub manifest_path: PathBuf,
     pub out_dir: PathBuf,
+    /// Whether nothing the previous build into this `OUT_DIR` came from had changed, so its
+    /// outputs were kept and nothing was compiled.
+    pub reused: bool,
     /// Warnings also printed as `cargo::warning` lines.
     pub warnings: Vec<String>,
     /// `cargo::` lines for this build (rerun-if-changed, rerun-if-env-changed, warnings).
@@ -132,16 +137,19 @@ impl Build {
                 println!("{line}");
             }
         }
-        result.map(|(manifest, manifest_path, out_dir)| Report {
+        result.map(|(manifest, manifest_path, out_dir, reused)| Report {
             manifest,
             manifest_path,
             out_dir,
+            reused,
             warnings: cargo.warnings(),
             cargo_directives: cargo.directives(),
         })
     }
 
-    fn compile_with(&self, cargo: &CargoOutput) -> Result<(Manifest, PathBuf, PathBuf)> {
+    /// The manifest, its path, the output directory, and whether the previous build's outputs
+    /// were reused.
+    fn compile_with(&self, cargo: &CargoOutput) -> Result<(Manifest, PathBuf, PathBuf, bool)> {
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| {
@@ -154,6 +162,17 @@ impl Build {
                 .map(PathBuf::from)
                 .unwrap_or_default(),
         };
+        let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+        // Everything about this build that is not a file or an environment variable it reads.
+        let settings = format!(
+            "gpu-build {} {self:?} crate={crate_name} base={} target={}",
+            env!("CARGO_PKG_VERSION"),
+            base_dir.display(),
+            crate::target::host_triple()
+        );
+        if let Some(manifest) = up_to_date::reuse(&out_dir, &settings, cargo) {
+            return Ok((manifest, manifest_path(&out_dir), out_dir, true));
+        }
         let scratch = start_build(&out_dir)?;
         if self.kernels.is_empty() {
             return Err(Error::new(
@@ -168,7 +187,6 @@ impl Build {
             ));
         }
         let chip_overrides = chip_overrides(cargo);
-        let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
         let options = Options {
             opt_level: self.opt_level,
             chip_overrides: &chip_overrides,
@@ -196,7 +214,9 @@ impl Build {
 
         let manifest = write_outputs(&out_dir, compiled, &crate_name, cargo)?;
         let manifest_path = write_manifest(&out_dir, &manifest)?;
-        Ok((manifest, manifest_path, out_dir))
+        drop(scratch);
+        up_to_date::record(&out_dir, &settings, cargo)?;
+        Ok((manifest, manifest_path, out_dir, false))
     }
 }
 

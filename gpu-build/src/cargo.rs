@@ -43,6 +43,26 @@ impl CargoOutput {
         links.push(format!("cargo::rustc-link-lib=static={name}"));
     }
 
+    /// Everything recorded, to replay in a later build that reuses this one's outputs.
+    pub fn recorded(&self) -> Recorded {
+        Recorded {
+            files: self.files.lock_now().iter().cloned().collect(),
+            env: self.env.lock_now().iter().cloned().collect(),
+            links: self.links.lock_now().clone(),
+            warnings: self.warnings(),
+        }
+    }
+
+    /// Replays what an earlier build recorded.
+    pub fn replay(&self, recorded: &Recorded) {
+        self.files.lock_now().extend(recorded.files.iter().cloned());
+        self.env.lock_now().extend(recorded.env.iter().cloned());
+        self.links.lock_now().extend(recorded.links.iter().cloned());
+        for warning in &recorded.warnings {
+            self.warn(warning.clone());
+        }
+    }
+
     pub fn warnings(&self) -> Vec<String> {
         self.warnings.lock_now().clone()
     }
@@ -65,6 +85,15 @@ impl CargoOutput {
         }
         lines
     }
+}
+
+/// What one build told cargo.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Recorded {
+    pub files: Vec<PathBuf>,
+    pub env: Vec<String>,
+    pub links: Vec<String>,
+    pub warnings: Vec<String>,
 }
 
 trait LockNow<T> {

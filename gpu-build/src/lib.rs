@@ -20,6 +20,7 @@ mod output;
 mod parallel;
 mod target;
 mod toolkit;
+mod up_to_date;
 
 pub use builder::{Build, Report};
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};

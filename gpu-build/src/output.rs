@@ -33,9 +33,9 @@ impl Drop for Scratch {
     }
 }
 
-/// Starts a build from nothing: the previous manifest goes first (if this build fails, nothing
-/// stale remains for `include_gpu_binary!` to embed), then everything else an earlier build
-/// left, finished or killed half-way (objects of modules that are gone, temporary files,
+/// Starts a build from nothing: the record that lets a later build reuse the outputs goes first,
+/// then the previous manifest (if this build fails, nothing stale remains for
+/// `include_gpu_binary!` to embed), then everything else an earlier build left, finished or killed half-way (objects of modules that are gone, temporary files,
 /// scratch), so every build's outputs are exactly what a clean build writes.
 pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
     let remove = |path: &Path, result: std::io::Result<()>| match result {
@@ -45,6 +45,8 @@ pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
         )),
         _ => Ok(()),
     };
+    let record = out_dir.join(crate::up_to_date::RECORD_PATH);
+    remove(&record, std::fs::remove_file(&record))?;
     let manifest = manifest_path(out_dir);
     remove(&manifest, std::fs::remove_file(&manifest))?;
     let outputs = out_dir.join(OUTPUT_DIR);

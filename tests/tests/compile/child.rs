@@ -82,6 +82,12 @@ impl ChildBuild {
         ChildBuild { command }
     }
 
+    /// Sets an environment variable for the child.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.command.env(name, value);
+        self
+    }
+
     pub fn start(mut self) -> Child {
         self.command.spawn().expect("the test binary starts again")
     }
@@ -209,8 +215,12 @@ fn child_process() {
             .target(Vendor::Amdgpu, &[])
             .target(Vendor::Host, &[]),
     };
-    if let Err(error) = build.compile() {
-        eprintln!("gpu-build child: error: {error}");
-        std::process::exit(1);
+    match build.compile() {
+        Ok(report) if report.reused => eprintln!("gpu-build child: reused the previous outputs"),
+        Ok(_) => {}
+        Err(error) => {
+            eprintln!("gpu-build child: error: {error}");
+            std::process::exit(1);
+        }
     }
 }

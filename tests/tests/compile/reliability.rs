@@ -53,11 +53,14 @@ fn a_build_killed_anywhere_is_repaired_by_the_next_one() {
     let outside = tempfile::tempdir().unwrap();
     let reference = tempfile::tempdir().unwrap();
     let clean_time = clean_build(reference.path(), outside.path());
-    let clean = tree(reference.path());
+    // The outputs; beside them, the build's record of where they came from (this machine's
+    // paths), which only decides whether the next build may reuse them.
+    let outputs = |dir: &Path| tree(&dir.join("gpu-build"));
+    let clean = outputs(reference.path());
     assert!(
         clean
             .iter()
-            .any(|(path, _)| path.ends_with("gpu-build/manifest.json")),
+            .any(|(path, _)| path.ends_with("manifest.json")),
         "{clean:?}"
     );
 
@@ -67,6 +70,8 @@ fn a_build_killed_anywhere_is_repaired_by_the_next_one() {
     for point in 1..=KILL_POINTS {
         let delay = clean_time * point / (KILL_POINTS + 1);
         let when = format!("killed after {delay:?} (kill point {point})");
+        // Without its record the previous build cannot be reused: this one compiles everything.
+        let _ = std::fs::remove_file(out.path().join("gpu-build-record.json"));
         let mut child = ChildBuild::new(
             Job::Samples,
             &base,
@@ -86,7 +91,7 @@ fn a_build_killed_anywhere_is_repaired_by_the_next_one() {
         assert_manifest_describes_the_files(out.path(), &when);
 
         let elapsed = clean_build(out.path(), outside.path());
-        let rebuilt = tree(out.path());
+        let rebuilt = outputs(out.path());
         let names = |files: &[(std::path::PathBuf, Vec<u8>)]| {
             files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>()
         };
@@ -135,7 +140,7 @@ fn clean_builds_in_different_directories_are_byte_identical() {
             )
             .run(BUILD_LIMIT);
             assert!(outcome.succeeded(), "{outcome:?}");
-            let files = tree(&out);
+            let files = tree(&out.join("gpu-build"));
             (base, files)
         })
         .collect();
@@ -167,4 +172,81 @@ fn the_next_build_removes_what_an_interrupted_one_left() {
     let mut build = build_in(dirty.path());
     build.kernel("k.mlir").compile().unwrap();
     assert_eq!(tree(&outputs), tree(&clean.path().join("gpu-build")));
+}
+
+/// A build into an `OUT_DIR` whose previous build came from the same files, settings and
+/// environment keeps that build's outputs and compiles nothing (what a Rust-only edit costs);
+/// any change to what the outputs came from, or to the outputs themselves, rebuilds.
+#[test]
+fn an_unchanged_build_reuses_its_outputs_and_any_change_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = "gpu.module @k [#nvvm.target<chip = \"sm_80\">] {\n  gpu.func @k() kernel {\n    gpu.return\n  }\n}\n";
+    std::fs::write(dir.path().join("k.mlir"), kernel).unwrap();
+    let build = |chip: &str| {
+        let mut build = build_in(dir.path());
+        build
+            .kernel("k.mlir")
+            .target(gpu_build::Vendor::Nvptx, &[chip]);
+        let started = std::time::Instant::now();
+        let report = build.compile().unwrap_or_else(|e| panic!("{e}"));
+        (report, started.elapsed())
+    };
+    let outputs = || tree(&dir.path().join("gpu-build"));
+
+    let (first, cold) = build("sm_80");
+    assert!(!first.reused);
+    let clean = outputs();
+    let (second, warm) = build("sm_80");
+    assert!(second.reused, "nothing changed");
+    assert_eq!(outputs(), clean);
+    assert_eq!(second.manifest, first.manifest);
+    assert_eq!(second.cargo_directives, first.cargo_directives);
+    eprintln!("cold build {cold:?}, reused {warm:?}");
+
+    // Another option, then back: each a full build.
+    assert!(!build("sm_90").0.reused);
+    assert!(!build("sm_80").0.reused);
+    assert_eq!(outputs(), clean);
+    // A changed kernel file (a comment is a change: it is what the outputs came from).
+    std::fs::write(dir.path().join("k.mlir"), format!("// edited\n{kernel}")).unwrap();
+    assert!(!build("sm_80").0.reused);
+    assert!(build("sm_80").0.reused);
+    // An altered output.
+    let ptx = dir.path().join(&first.manifest.modules[0].objects[0].path);
+    let rebuilt = std::fs::read(&ptx).unwrap();
+    std::fs::write(&ptx, b"garbage").unwrap();
+    assert!(!build("sm_80").0.reused);
+    assert_eq!(std::fs::read(&ptx).unwrap(), rebuilt);
+}
+
+/// An environment variable the build read (here a chip override) is part of what it came from.
+#[test]
+fn a_changed_environment_variable_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = "gpu.module @k [#nvvm.target<chip = \"sm_80\">] {\n  gpu.func @k() kernel {\n    gpu.return\n  }\n}\n";
+    std::fs::write(dir.path().join("k.mlir"), kernel).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = |chips: Option<&str>| {
+        let mut child = ChildBuild::new(
+            Job::FileTargets,
+            dir.path(),
+            &["k.mlir".to_string()],
+            &out,
+            outside.path(),
+        );
+        if let Some(chips) = chips {
+            child = child.env("GPU_BUILD_NVPTX_CHIPS", chips);
+        }
+        let outcome = child.run(BUILD_LIMIT);
+        assert!(outcome.succeeded(), "{outcome:?}");
+        outcome
+            .stderr
+            .contains("gpu-build child: reused the previous outputs")
+    };
+    assert!(!run(None));
+    assert!(run(None));
+    assert!(!run(Some("sm_90")));
+    assert!(run(Some("sm_90")));
+    assert!(!run(None));
 }

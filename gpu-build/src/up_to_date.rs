@@ -1,0 +1,121 @@
+//! Reusing the previous build's outputs when nothing they came from has changed.
+//!
+//! `gpu_build::build()` must rerun on every edit under `src/` (a new `include_gpu_binary!` call
+//! may have appeared), but most edits change nothing a kernel is built from. A successful build
+//! writes, last of all, a record of everything it depended on: the build's own settings (kernel
+//! files with their targets, options, crate name, target triple), the bytes of every file it read
+//! (kernel files, linked bitcode, device libraries), the value of every environment variable it
+//! read (toolkit locations, chip overrides), and the hash of every output file. The next build
+//! into the same `OUT_DIR` compares all of it first; when all of it matches, it keeps the outputs
+//! as they are, replays what it told cargo, and compiles nothing. Anything else, including a
+//! missing, extra or altered output, means a full build (which removes the record first).
+//!
+//! Like cargo's own rerun checks, the toolkit programs themselves (ptxas, ld.lld) are known by
+//! their location, not their bytes.
+
+use crate::cargo::{CargoOutput, Recorded};
+use crate::output::sha256_hex;
+use gpu_manifest::Manifest;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where the record lives, relative to `OUT_DIR`: beside the outputs, not among them (it holds
+/// this machine's paths; the outputs do not). A build removes it before anything else.
+pub(crate) const RECORD_PATH: &str = "gpu-build-record.json";
+
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+struct Record {
+    /// `gpu-build <version>`, the build's settings, the target triple.
+    settings: String,
+    /// Every file the build read, with the SHA-256 of its bytes (`None`: not a file).
+    inputs: Vec<(PathBuf, Option<String>)>,
+    /// Every environment variable the build read, with its value.
+    env: Vec<(String, Option<String>)>,
+    /// Every output file under `OUT_DIR/gpu-build`, with its SHA-256.
+    outputs: Vec<(String, String)>,
+    cargo: Recorded,
+}
+
+fn hash_file(path: &Path) -> Option<String> {
+    std::fs::read(path).ok().map(|bytes| sha256_hex(&bytes))
+}
+
+fn env_value(name: &str) -> Option<String> {
+    std::env::var_os(name)
+        .filter(|value| !value.is_empty())
+        .map(|value| value.to_string_lossy().into_owned())
+}
+
+/// Every file under `OUT_DIR/gpu-build`, by relative path, with its SHA-256.
+fn outputs(out_dir: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut pending = vec![out_dir.join("gpu-build")];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(relative) = path.strip_prefix(out_dir) {
+                let relative = relative.to_string_lossy().into_owned();
+                found.push((relative, hash_file(&path).unwrap_or_default()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The previous build's manifest, when everything it was built from is unchanged and its outputs
+/// are intact; what it told cargo is replayed into `cargo`.
+pub(crate) fn reuse(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> Option<Manifest> {
+    let text = std::fs::read_to_string(out_dir.join(RECORD_PATH)).ok()?;
+    let record: Record = serde_json::from_str(&text).ok()?;
+    let unchanged = record.settings == settings
+        && record
+            .inputs
+            .iter()
+            .all(|(path, hash)| hash_file(path) == *hash)
+        && record
+            .env
+            .iter()
+            .all(|(name, value)| env_value(name) == *value)
+        && outputs(out_dir) == record.outputs;
+    if !unchanged {
+        return None;
+    }
+    let manifest =
+        Manifest::from_json(&std::fs::read_to_string(crate::output::manifest_path(out_dir)).ok()?)
+            .ok()?;
+    cargo.replay(&record.cargo);
+    Some(manifest)
+}
+
+/// Records a successful build (after its last output was written).
+pub(crate) fn record(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> crate::Result<()> {
+    let recorded = cargo.recorded();
+    let record = Record {
+        settings: settings.to_string(),
+        inputs: recorded
+            .files
+            .iter()
+            .map(|path| (path.clone(), hash_file(path)))
+            .collect(),
+        env: recorded
+            .env
+            .iter()
+            .map(|name| (name.clone(), env_value(name)))
+            .collect(),
+        outputs: outputs(out_dir),
+        cargo: recorded,
+    };
+    let text = serde_json::to_string_pretty(&record).map_err(|e| {
+        crate::Error::new(
+            crate::ErrorKind::Io,
+            format!("cannot serialize the build record: {e}"),
+        )
+    })?;
+    crate::output::write_atomic(&out_dir.join(RECORD_PATH), text.as_bytes())
+}
