@@ -14,6 +14,8 @@ pub(crate) struct CargoOutput {
     warnings: Mutex<Vec<String>>,
     /// `rustc-link-search` / `rustc-link-lib` lines (the host kernels' static library).
     links: Mutex<Vec<String>>,
+    /// Every place a toolkit piece was looked for, and whether something was there.
+    probes: Mutex<BTreeSet<(PathBuf, bool)>>,
 }
 
 impl CargoOutput {
@@ -21,6 +23,13 @@ impl CargoOutput {
     pub fn env(&self, name: &str) -> Option<OsString> {
         self.env.lock_now().insert(name.to_string());
         std::env::var_os(name).filter(|value| !value.is_empty())
+    }
+
+    /// Remembers where a toolkit piece was looked for (a later build that finds a different
+    /// toolkit there is not the same build).
+    pub fn probed(&self, tried: &[PathBuf]) {
+        let mut probes = self.probes.lock_now();
+        probes.extend(tried.iter().map(|path| (path.clone(), path.exists())));
     }
 
     /// Remembers that the build read `path`.
@@ -50,6 +59,7 @@ impl CargoOutput {
             env: self.env.lock_now().iter().cloned().collect(),
             links: self.links.lock_now().clone(),
             warnings: self.warnings(),
+            probes: self.probes.lock_now().iter().cloned().collect(),
         }
     }
 
@@ -58,6 +68,9 @@ impl CargoOutput {
         self.files.lock_now().extend(recorded.files.iter().cloned());
         self.env.lock_now().extend(recorded.env.iter().cloned());
         self.links.lock_now().extend(recorded.links.iter().cloned());
+        self.probes
+            .lock_now()
+            .extend(recorded.probes.iter().cloned());
         for warning in &recorded.warnings {
             self.warn(warning.clone());
         }
@@ -94,6 +107,8 @@ pub(crate) struct Recorded {
     pub env: Vec<String>,
     pub links: Vec<String>,
     pub warnings: Vec<String>,
+    /// Toolkit locations looked at, and whether something was there.
+    pub probes: Vec<(PathBuf, bool)>,
 }
 
 trait LockNow<T> {

@@ -10,8 +10,10 @@
 //! as they are, replays what it told cargo, and compiles nothing. Anything else, including a
 //! missing, extra or altered output, means a full build (which removes the record first).
 //!
-//! Like cargo's own rerun checks, the toolkit programs themselves (ptxas, ld.lld) are known by
-//! their location, not their bytes.
+//! Toolkits are known by where they were looked for: a piece that appears at or disappears from
+//! a probed location (ptxas installed, a ROCm removed) means a full build. The programs
+//! themselves (ptxas, ld.lld) are known by their location, not their bytes, as in cargo's own
+//! rerun checks.
 
 use crate::cargo::{CargoOutput, Recorded};
 use crate::output::sha256_hex;
@@ -82,6 +84,11 @@ pub(crate) fn reuse(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> Opti
             .env
             .iter()
             .all(|(name, value)| env_value(name) == *value)
+        && record
+            .cargo
+            .probes
+            .iter()
+            .all(|(path, existed)| path.exists() == *existed)
         && outputs(out_dir) == record.outputs;
     if !unchanged {
         return None;

@@ -94,11 +94,21 @@ impl<'a> Toolkits<'a> {
     }
 
     pub fn cuda(&self) -> &Cuda {
-        self.cuda.get_or_init(|| Cuda::find(self.cargo))
+        self.cuda.get_or_init(|| {
+            let cuda = Cuda::find(self.cargo);
+            self.cargo.probed(&cuda.ptxas.tried);
+            self.cargo.probed(&cuda.libdevice.tried);
+            cuda
+        })
     }
 
     pub fn rocm(&self) -> &Rocm {
-        self.rocm.get_or_init(|| Rocm::find(self.cargo))
+        self.rocm.get_or_init(|| {
+            let rocm = Rocm::find(self.cargo);
+            self.cargo.probed(&rocm.bitcode_dir.tried);
+            self.cargo.probed(&rocm.ld_lld.tried);
+            rocm
+        })
     }
 }
 

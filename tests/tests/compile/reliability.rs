@@ -250,3 +250,35 @@ fn a_changed_environment_variable_rebuilds() {
     assert!(run(Some("sm_90")));
     assert!(!run(None));
 }
+
+/// A toolkit piece that appears where the build looked for one (ptxas installed into CUDA_HOME)
+/// makes the next build a full one.
+#[test]
+fn a_toolkit_installed_where_the_build_looked_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = "gpu.module @k [#nvvm.target<chip = \"sm_80\">] {\n  gpu.func @k() kernel {\n    gpu.return\n  }\n}\n";
+    std::fs::write(dir.path().join("k.mlir"), kernel).unwrap();
+    let (outside, cuda) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let out = dir.path().join("out");
+    let run = || {
+        let outcome = ChildBuild::new(
+            Job::FileTargets,
+            dir.path(),
+            &["k.mlir".to_string()],
+            &out,
+            outside.path(),
+        )
+        .env("CUDA_HOME", &cuda.path().display().to_string())
+        .run(BUILD_LIMIT);
+        assert!(outcome.succeeded(), "{outcome:?}");
+        outcome
+            .stderr
+            .contains("gpu-build child: reused the previous outputs")
+    };
+    assert!(!run());
+    assert!(run());
+    std::fs::create_dir(cuda.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink(ptxas(), cuda.path().join("bin/ptxas")).unwrap();
+    assert!(!run(), "ptxas appeared in CUDA_HOME/bin");
+    assert!(run());
+}
