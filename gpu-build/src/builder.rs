@@ -11,7 +11,7 @@ use crate::output::{
     write_manifest,
 };
 use crate::parallel::run_all;
-use crate::target::Vendor;
+use crate::target_spec::Vendor;
 use crate::up_to_date;
 use gpu_manifest::{GpuModule, Manifest, Object};
 use std::path::{Path, PathBuf};
@@ -168,7 +168,7 @@ impl Build {
             "gpu-build {} {self:?} crate={crate_name} base={} target={}",
             env!("CARGO_PKG_VERSION"),
             base_dir.display(),
-            crate::target::host_triple()
+            crate::target_spec::host_triple()
         );
         if let Some(manifest) = up_to_date::reuse(&out_dir, &settings, cargo) {
             return Ok((manifest, manifest_path(&out_dir), out_dir, true));

@@ -10,7 +10,7 @@ use crate::llvm_errors::{Compiling, Diagnostics};
 use crate::lower::lower_to_llvm;
 use crate::module_to_object::{module_to_object, Compiled, DumpRequest, ObjectSettings, Toolkits};
 use crate::output::identifier_part;
-use crate::target::{TargetSpec, Vendor};
+use crate::target_spec::{TargetSpec, Vendor};
 use gpu_manifest::{Argument, Kernel, Param};
 #[cfg(test)]
 use gpu_manifest::{ArgumentKind, Element, Layout};

@@ -4,7 +4,7 @@
 
 use crate::builder::Build;
 use crate::compile::TargetRequest;
-use crate::target::Vendor;
+use crate::target_spec::Vendor;
 use gpu_manifest::call::IncludeCall;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;

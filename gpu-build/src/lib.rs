@@ -18,7 +18,7 @@ mod lower;
 mod module_to_object;
 mod output;
 mod parallel;
-mod target;
+mod target_spec;
 mod toolkit;
 mod up_to_date;
 
@@ -26,6 +26,6 @@ pub use builder::{Build, Report};
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_manifest as manifest;
-pub use target::{
+pub use target_spec::{
     Flags, TargetSpec, Vendor, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP,
 };

@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::mlir::{gpu_modules, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::GpuModuleDesc;
-use crate::target::{chips, Vendor};
+use crate::target_spec::{chips, Vendor};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::Attribute;

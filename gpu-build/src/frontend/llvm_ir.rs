@@ -4,7 +4,7 @@
 use super::source::{SourceFile, SourceLocation};
 use super::{GpuModuleDesc, InputKind, KernelDesc};
 use crate::error::{Error, ErrorKind, Result};
-use crate::target::{TargetSpec, Vendor};
+use crate::target_spec::{TargetSpec, Vendor};
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;

@@ -4,7 +4,7 @@ use super::diagnostics::{line_col, DiagnosticSink};
 use super::source::{SourceFile, SourceLocation};
 use super::{GpuModuleDesc, KernelDesc, VendorOp};
 use crate::error::{Error, ErrorKind, Result};
-use crate::target::{parse_target_list, TargetSpec, Vendor};
+use crate::target_spec::{parse_target_list, TargetSpec, Vendor};
 use gpu_manifest::{Argument, ArgumentKind, Element, Layout};
 use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{AttributeLike, StringAttribute, TypeAttribute};

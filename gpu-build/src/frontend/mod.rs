@@ -6,7 +6,7 @@ pub(crate) mod llvm_ir;
 pub(crate) mod mlir;
 pub(crate) mod source;
 
-use crate::target::{TargetSpec, Vendor};
+use crate::target_spec::{TargetSpec, Vendor};
 use source::SourceLocation;
 
 /// What the front end learned about one `gpu.module` (or one LLVM IR file).

@@ -10,7 +10,7 @@
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
-use crate::target::Vendor;
+use crate::target_spec::Vendor;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::{
     LLVMGetBasicBlockParent, LLVMGetInstructionParent, LLVMIsAInstruction,

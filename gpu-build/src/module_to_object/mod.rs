@@ -11,7 +11,7 @@ mod nvptx;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
-use crate::target::{TargetSpec, Vendor};
+use crate::target_spec::{TargetSpec, Vendor};
 use crate::toolkit::cuda::Cuda;
 use crate::toolkit::rocm::Rocm;
 use gpu_manifest::Format;
