@@ -1,19 +1,15 @@
 //! The build-script API: an explicit builder in the style of `cc::Build`.
 
 use crate::cargo::CargoOutput;
-use crate::compile::{
-    assemble, plan_file, run_task, tasks, CompiledModule, Options, TargetRequest,
-};
+use crate::compile::{assemble, plan_file, run_task, tasks, Options, TargetRequest};
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::{DumpRequest, Toolkits};
-use crate::output::{
-    file_name_part, manifest_path, sha256_hex, start_build, write_atomic, write_host_library,
-    write_manifest,
-};
+use crate::module_to_object::DumpRequest;
+use crate::output::{manifest_path, start_build, write_manifest, write_outputs};
 use crate::parallel::run_all;
 use crate::target_spec::Vendor;
+use crate::toolkit::Toolkits;
 use crate::up_to_date;
-use gpu_manifest::{GpuModule, Manifest, Object};
+use gpu_manifest::Manifest;
 use std::path::{Path, PathBuf};
 
 /// Compiles GPU kernel files into device objects and a manifest in `OUT_DIR`.
@@ -266,78 +262,4 @@ fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
         }
     }
     Ok(request)
-}
-
-/// Writes every object (and requested dump) and returns the manifest describing them.
-fn write_outputs(
-    out_dir: &Path,
-    compiled: Vec<CompiledModule>,
-    crate_name: &str,
-    cargo: &CargoOutput,
-) -> Result<Manifest> {
-    let mut manifest = Manifest::new(concat!("gpu-build ", env!("CARGO_PKG_VERSION")));
-    let mut host_objects: Vec<Vec<u8>> = Vec::new();
-    for module in compiled {
-        let dir = format!(
-            "gpu-build/{}/{}",
-            file_name_part(&module.source),
-            file_name_part(&module.name)
-        );
-        let mut objects = Vec::new();
-        let mut used_stems: Vec<String> = Vec::new();
-        for (spec, compiled) in module.objects {
-            let mut stem = file_name_part(&spec.chip);
-            if used_stems.contains(&stem) {
-                stem = format!("{stem}-O{}-{}", spec.opt_level, used_stems.len());
-            }
-            used_stems.push(stem.clone());
-            for artifact in compiled.artifacts {
-                let relative = format!("{dir}/{stem}.{}", artifact.extension);
-                write_atomic(&out_dir.join(&relative), &artifact.bytes)?;
-                objects.push(Object {
-                    vendor: spec.vendor,
-                    chip: spec.chip.clone(),
-                    format: artifact.format,
-                    triple: spec.triple.clone(),
-                    features: spec.features.clone(),
-                    opt_level: spec.opt_level,
-                    path: relative,
-                    size: artifact.bytes.len() as u64,
-                    sha256: sha256_hex(&artifact.bytes),
-                    host: compiled.host.clone(),
-                });
-                if spec.vendor == Vendor::Host {
-                    host_objects.push(artifact.bytes);
-                }
-            }
-            let isa_extension = if spec.vendor == Vendor::Nvptx {
-                "ptx.s"
-            } else {
-                "s"
-            };
-            let dumps = [
-                ("linked.ll", &compiled.dumps.linked),
-                ("opt.ll", &compiled.dumps.optimized),
-                (isa_extension, &compiled.dumps.isa),
-            ];
-            for (extension, text) in dumps {
-                if let Some(text) = text {
-                    let path = out_dir.join(format!("{dir}/{stem}.{extension}"));
-                    write_atomic(&path, text.as_bytes())?;
-                    cargo.warn(format!("GPU_BUILD_DUMP wrote {}", path.display()));
-                }
-            }
-        }
-        manifest.modules.push(GpuModule {
-            source: module.source,
-            name: module.name,
-            kernels: module.kernels,
-            objects,
-        });
-    }
-    if !host_objects.is_empty() {
-        let (dir, name) = write_host_library(out_dir, crate_name, &host_objects)?;
-        cargo.link_static(&dir, &name);
-    }
-    Ok(manifest)
 }

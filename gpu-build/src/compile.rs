@@ -8,9 +8,10 @@ use crate::frontend::source::SourceFile;
 use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
 use crate::llvm_errors::{Compiling, Diagnostics};
 use crate::lower::lower_to_llvm;
-use crate::module_to_object::{module_to_object, Compiled, DumpRequest, ObjectSettings, Toolkits};
+use crate::module_to_object::{module_to_object, Compiled, DumpRequest, ObjectSettings};
 use crate::output::identifier_part;
 use crate::target_spec::{TargetSpec, Vendor};
+use crate::toolkit::Toolkits;
 use gpu_manifest::{Argument, Kernel, Param};
 #[cfg(test)]
 use gpu_manifest::{ArgumentKind, Element, Layout};

@@ -2,8 +2,11 @@
 //! file is written to a temporary name and renamed into place, and the manifest goes last, so a
 //! failed or interrupted build never leaves a manifest pointing at half-written objects.
 
+use crate::cargo::CargoOutput;
+use crate::compile::CompiledModule;
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::{Manifest, MANIFEST_PATH};
+use crate::target_spec::Vendor;
+use gpu_manifest::{GpuModule, Manifest, Object, MANIFEST_PATH};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -143,4 +146,78 @@ pub(crate) fn write_host_library(
     .map_err(|e| io_error(&dir, e))?;
     write_atomic(&dir.join(format!("lib{name}.a")), &archive.into_inner())?;
     Ok((dir, name))
+}
+
+/// Writes every object (and requested dump) and returns the manifest describing them.
+pub(crate) fn write_outputs(
+    out_dir: &Path,
+    compiled: Vec<CompiledModule>,
+    crate_name: &str,
+    cargo: &CargoOutput,
+) -> Result<Manifest> {
+    let mut manifest = Manifest::new(concat!("gpu-build ", env!("CARGO_PKG_VERSION")));
+    let mut host_objects: Vec<Vec<u8>> = Vec::new();
+    for module in compiled {
+        let dir = format!(
+            "gpu-build/{}/{}",
+            file_name_part(&module.source),
+            file_name_part(&module.name)
+        );
+        let mut objects = Vec::new();
+        let mut used_stems: Vec<String> = Vec::new();
+        for (spec, compiled) in module.objects {
+            let mut stem = file_name_part(&spec.chip);
+            if used_stems.contains(&stem) {
+                stem = format!("{stem}-O{}-{}", spec.opt_level, used_stems.len());
+            }
+            used_stems.push(stem.clone());
+            for artifact in compiled.artifacts {
+                let relative = format!("{dir}/{stem}.{}", artifact.extension);
+                write_atomic(&out_dir.join(&relative), &artifact.bytes)?;
+                objects.push(Object {
+                    vendor: spec.vendor,
+                    chip: spec.chip.clone(),
+                    format: artifact.format,
+                    triple: spec.triple.clone(),
+                    features: spec.features.clone(),
+                    opt_level: spec.opt_level,
+                    path: relative,
+                    size: artifact.bytes.len() as u64,
+                    sha256: sha256_hex(&artifact.bytes),
+                    host: compiled.host.clone(),
+                });
+                if spec.vendor == Vendor::Host {
+                    host_objects.push(artifact.bytes);
+                }
+            }
+            let isa_extension = if spec.vendor == Vendor::Nvptx {
+                "ptx.s"
+            } else {
+                "s"
+            };
+            let dumps = [
+                ("linked.ll", &compiled.dumps.linked),
+                ("opt.ll", &compiled.dumps.optimized),
+                (isa_extension, &compiled.dumps.isa),
+            ];
+            for (extension, text) in dumps {
+                if let Some(text) = text {
+                    let path = out_dir.join(format!("{dir}/{stem}.{extension}"));
+                    write_atomic(&path, text.as_bytes())?;
+                    cargo.warn(format!("GPU_BUILD_DUMP wrote {}", path.display()));
+                }
+            }
+        }
+        manifest.modules.push(GpuModule {
+            source: module.source,
+            name: module.name,
+            kernels: module.kernels,
+            objects,
+        });
+    }
+    if !host_objects.is_empty() {
+        let (dir, name) = write_host_library(out_dir, crate_name, &host_objects)?;
+        cargo.link_static(&dir, &name);
+    }
+    Ok(manifest)
 }

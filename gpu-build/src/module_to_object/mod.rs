@@ -12,8 +12,7 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
 use crate::target_spec::{TargetSpec, Vendor};
-use crate::toolkit::cuda::Cuda;
-use crate::toolkit::rocm::Rocm;
+use crate::toolkit::Toolkits;
 use gpu_manifest::Format;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::{
@@ -31,7 +30,6 @@ use inkwell::values::{AsValueRef, InstructionValue};
 use inkwell::OptimizationLevel;
 use std::path::Path;
 use std::sync::Once;
-use std::sync::OnceLock;
 
 /// One output file of a compilation.
 #[derive(Debug, Clone)]
@@ -75,41 +73,6 @@ pub(crate) struct Compiled {
     pub dumps: Dumps,
     /// For the host target: how the runtime calls the kernels.
     pub host: Option<gpu_manifest::HostEntries>,
-}
-
-/// The external toolkits, looked up the first time a target needs them (by any worker thread).
-pub(crate) struct Toolkits<'a> {
-    cargo: &'a CargoOutput,
-    cuda: OnceLock<Cuda>,
-    rocm: OnceLock<Rocm>,
-}
-
-impl<'a> Toolkits<'a> {
-    pub fn new(cargo: &'a CargoOutput) -> Self {
-        Toolkits {
-            cargo,
-            cuda: OnceLock::new(),
-            rocm: OnceLock::new(),
-        }
-    }
-
-    pub fn cuda(&self) -> &Cuda {
-        self.cuda.get_or_init(|| {
-            let cuda = Cuda::find(self.cargo);
-            self.cargo.probed(&cuda.ptxas.tried);
-            self.cargo.probed(&cuda.libdevice.tried);
-            cuda
-        })
-    }
-
-    pub fn rocm(&self) -> &Rocm {
-        self.rocm.get_or_init(|| {
-            let rocm = Rocm::find(self.cargo);
-            self.cargo.probed(&rocm.bitcode_dir.tried);
-            self.cargo.probed(&rocm.ld_lld.tried);
-            rocm
-        })
-    }
 }
 
 /// Everything a vendor hook may need.

@@ -6,7 +6,10 @@ pub(crate) mod cuda;
 pub(crate) mod rocm;
 
 use crate::cargo::CargoOutput;
+use cuda::Cuda;
+use rocm::Rocm;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// The first candidate that is a file, and every candidate tried.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +38,41 @@ impl Probe {
             .iter()
             .map(|p| format!("\n  - {}", p.display()))
             .collect()
+    }
+}
+
+/// The external toolkits, looked up the first time a target needs them (by any worker thread).
+pub(crate) struct Toolkits<'a> {
+    cargo: &'a CargoOutput,
+    cuda: OnceLock<Cuda>,
+    rocm: OnceLock<Rocm>,
+}
+
+impl<'a> Toolkits<'a> {
+    pub fn new(cargo: &'a CargoOutput) -> Self {
+        Toolkits {
+            cargo,
+            cuda: OnceLock::new(),
+            rocm: OnceLock::new(),
+        }
+    }
+
+    pub fn cuda(&self) -> &Cuda {
+        self.cuda.get_or_init(|| {
+            let cuda = Cuda::find(self.cargo);
+            self.cargo.probed(&cuda.ptxas.tried);
+            self.cargo.probed(&cuda.libdevice.tried);
+            cuda
+        })
+    }
+
+    pub fn rocm(&self) -> &Rocm {
+        self.rocm.get_or_init(|| {
+            let rocm = Rocm::find(self.cargo);
+            self.cargo.probed(&rocm.bitcode_dir.tried);
+            self.cargo.probed(&rocm.ld_lld.tried);
+            rocm
+        })
     }
 }
 
