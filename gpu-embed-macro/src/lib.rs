@@ -200,8 +200,8 @@ fn host_object(
     for (k, kernel) in module.kernels.iter().enumerate() {
         let thread = format_ident!("host_{index}_{k}_thread");
         let block = format_ident!("host_{index}_{k}_block");
-        let thread_symbol = format!("{}{}", host.symbol_prefix, kernel.name);
-        let block_symbol = format!("{thread_symbol}.block");
+        let thread_symbol = gpu_manifest::host_abi::thread_entry(&host.symbol_prefix, &kernel.name);
+        let block_symbol = gpu_manifest::host_abi::block_entry(&host.symbol_prefix, &kernel.name);
         declarations.extend(quote! {
             #[link_name = #thread_symbol]
             fn #thread(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void);

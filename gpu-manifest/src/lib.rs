@@ -11,6 +11,31 @@ pub mod call;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The host target's ABI, between gpu-build (which generates the entry points) and gpu-embed's
+/// block scheduler (which calls them): written once here, asserted with `offset_of!` by the
+/// runtime.
+pub mod host_abi {
+    /// The context a host entry point receives begins with this many `u32` ids: thread id,
+    /// block size, block id, grid size; x, y, z each.
+    pub const ID_SLOTS: usize = 12;
+    /// Byte offset of the ids in the context.
+    pub const IDS_OFFSET: usize = 0;
+    /// Byte offset of the barrier function pointer (`extern "C" fn(*mut context)`).
+    pub const BARRIER_OFFSET: usize = 48;
+    /// Dynamic shared memory a host launch may use (gpu-build reserves this much per thread).
+    pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
+
+    /// The entry point that runs one GPU thread of `kernel`.
+    pub fn thread_entry(prefix: &str, kernel: &str) -> String {
+        format!("{prefix}{kernel}")
+    }
+
+    /// The entry point that runs every thread of a block of `kernel`, one after another.
+    pub fn block_entry(prefix: &str, kernel: &str) -> String {
+        format!("{prefix}{kernel}.block")
+    }
+}
+
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
 pub const SCHEMA_VERSION: u32 = 2;
 

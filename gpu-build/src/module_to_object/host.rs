@@ -10,7 +10,7 @@
 //! - Workgroup memory (address space 3) becomes thread-local: a scheduler thread runs one block
 //!   at a time, with all of that block's GPU threads on it, so each block sees its own copy and
 //!   its threads share it. Dynamic shared memory is a thread-local array of
-//!   [`DYNAMIC_SHARED_BYTES`].
+//!   `host_abi::DYNAMIC_SHARED_BYTES`.
 //! - libdevice math (`__nv_expf`) becomes the C math library (`expf`).
 //! - Each kernel gets two entry points, so the runtime calls every kernel the same way:
 //!   `<prefix><kernel>(void **params, void *context)` runs one GPU thread (the scheduler runs
@@ -18,11 +18,13 @@
 //!   threads of a block in a loop (kernels without barriers), which LLVM optimizes like a plain
 //!   loop nest.
 //!
-//! The context's layout, shared with `gpu-embed`'s host scheduler: twelve `u32` (thread id, block
-//! size, block id, grid size; x, y, z each) at byte 0, then the barrier function pointer at byte 48.
+//! The context's layout and the entry points' names are shared with `gpu-embed`'s host scheduler
+//! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the barrier function
+//! pointer.
 
 use super::Job;
 use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::host_abi;
 use inkwell::attributes::AttributeLoc;
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::{Linkage, Module};
@@ -32,12 +34,10 @@ use inkwell::values::{
 };
 use inkwell::AddressSpace;
 
-/// Bytes of dynamic shared memory a host launch may ask for.
-pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
 /// NVPTX's shared address space.
 const WORKGROUP_ADDRESS_SPACE: u16 = 3;
-const BARRIER_OFFSET: u64 = 48;
-const IDS_BYTES: u64 = 48;
+const BARRIER_OFFSET: u64 = host_abi::BARRIER_OFFSET as u64;
+const IDS_BYTES: u64 = (host_abi::ID_SLOTS * 4) as u64;
 const CONTEXT_VARIABLE: &str = "__gpu_host_context";
 const IDS_VARIABLE: &str = "__gpu_host_ids";
 
@@ -255,7 +255,7 @@ fn make_workgroup_memory_thread_local<'ll>(job: &Job<'_, 'll>, module: &Module<'
         let value_type: BasicTypeEnum = if dynamic {
             job.llvm
                 .i8_type()
-                .array_type(DYNAMIC_SHARED_BYTES)
+                .array_type(host_abi::DYNAMIC_SHARED_BYTES)
                 .as_basic_type_enum()
         } else {
             old.get_value_type().try_into().map_err(|_| {
@@ -352,7 +352,7 @@ fn add_entry_points<'ll>(
             context,
             ids,
             kernel,
-            &format!("{prefix}{name}"),
+            &host_abi::thread_entry(prefix, &name),
         )?
         .thread()?;
         EntryBuilder::new(
@@ -361,7 +361,7 @@ fn add_entry_points<'ll>(
             context,
             ids,
             kernel,
-            &format!("{prefix}{name}.block"),
+            &host_abi::block_entry(prefix, &name),
         )?
         .block()?;
     }

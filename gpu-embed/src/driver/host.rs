@@ -3,7 +3,8 @@
 //! block's workgroup memory, thread-local in the kernel code, is its own). A kernel without
 //! barriers runs its block's threads in one loop; a kernel with barriers runs each thread as a
 //! stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
-//! Memory is ordinary host memory; launches return when the kernel is done.
+//! Memory is ordinary host memory; a launch on the default stream returns when the kernel is
+//! done, one on a stream is queued (`host_stream.rs`).
 
 use super::host_stream::{drain_all, exclusive, HostEvent, HostStream};
 use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
@@ -11,13 +12,12 @@ use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use gpu_manifest::host_abi::{self, DYNAMIC_SHARED_BYTES};
 use std::alloc::Layout;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Dynamic shared memory a host launch may use (`gpu-build`'s host target reserves this much).
-pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
 /// Stack of one GPU thread when the kernel has barriers.
 const THREAD_STACK_BYTES: usize = 256 * 1024;
 /// Alignment of host allocations, as GPU allocations are at least this aligned.
@@ -27,11 +27,17 @@ const ALIGNMENT: usize = 256;
 #[repr(C)]
 struct Context {
     /// Thread id, block size, block id, grid size; x, y, z each.
-    ids: [u32; 12],
+    ids: [u32; host_abi::ID_SLOTS],
     barrier: unsafe extern "C" fn(*mut Context),
     /// The running coroutine's yielder (barrier kernels only).
     yielder: *const Yielder<(), ()>,
 }
+
+// The layout gpu-build's entry points were generated for.
+const _: () = {
+    assert!(std::mem::offset_of!(Context, ids) == host_abi::IDS_OFFSET);
+    assert!(std::mem::offset_of!(Context, barrier) == host_abi::BARRIER_OFFSET);
+};
 
 /// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
 unsafe extern "C" fn coroutine_barrier(context: *mut Context) {
