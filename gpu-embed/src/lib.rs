@@ -31,5 +31,5 @@ pub use memory::{DeviceBuffer, DevicePtr, DeviceRange};
 #[doc(hidden)]
 pub use memref::{memref_descriptor, MemrefDescriptor, MemrefLayout, MemrefType};
 pub use memref::{AsMemref, MemrefView};
-pub use pinned::{PinnedBuffer, PinnedMemory, PinnedSlice};
+pub use pinned::{Pinned, PinnedBuffer, PinnedSlice};
 pub use select::{select, DeviceArch, NoFit};

@@ -5,7 +5,7 @@
 //! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
 use crate::device::{Device, Stream};
-use crate::driver::Pattern;
+use crate::driver::{HostMemory, Pattern};
 use crate::error::{Error, ErrorKind, Result};
 use bytemuck::Pod;
 use std::marker::PhantomData;
@@ -369,6 +369,7 @@ impl Stream {
                 source.as_ptr().cast(),
                 target.bytes(),
                 self.raw(),
+                HostMemory::Pageable,
             )
         }
         .map_err(|e| self.device().context(e))
@@ -389,11 +390,12 @@ impl Stream {
         let driver = self.device().current()?;
         // SAFETY: `len` elements on both sides; the call returns when the copy is done.
         unsafe {
-            driver.copy_to_host_on(
+            driver.copy_to_host_async(
                 target.as_mut_ptr().cast(),
                 source.ptr,
                 source.bytes(),
                 self.raw(),
+                HostMemory::Pageable,
             )
         }
         .map_err(|e| self.device().context(e))

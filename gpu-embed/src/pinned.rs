@@ -8,7 +8,7 @@
 //! On the host backend page-locked memory is ordinary memory, with the same rules.
 
 use crate::device::{Device, Stream};
-use crate::driver::Handle;
+use crate::driver::{Handle, HostMemory};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
 use bytemuck::Pod;
@@ -17,7 +17,7 @@ use std::marker::PhantomData;
 use std::sync::Mutex;
 
 /// A page-locked region and the queued work that uses it.
-pub struct Region {
+struct Region {
     device: Device,
     pointer: *mut c_void,
     bytes: usize,
@@ -92,15 +92,25 @@ impl Region {
     }
 }
 
-/// `len` elements of page-locked host memory, allocated for `device` (`cuMemAllocHost`,
-/// `hipHostMalloc`).
-pub struct PinnedBuffer<T: Pod> {
+/// Page-locked host memory of `T`: a [`PinnedBuffer`] this crate allocated, or a
+/// [`PinnedSlice`] of the program's own memory, registered for as long as it is borrowed.
+pub struct Pinned<'a, T: Pod> {
     region: Region,
     len: usize,
-    _element: PhantomData<T>,
+    /// Allocated by `alloc_pinned` (freed on drop), or registered (unregistered on drop).
+    allocated: bool,
+    _borrow: PhantomData<&'a mut [T]>,
 }
 
-impl<T: Pod> PinnedBuffer<T> {
+/// `len` elements of page-locked host memory, allocated for a device (`cuMemAllocHost`,
+/// `hipHostMalloc`).
+pub type PinnedBuffer<T> = Pinned<'static, T>;
+
+/// A slice of the program's memory, page-locked for a device while this lives
+/// (`cuMemHostRegister`, `hipHostRegister`).
+pub type PinnedSlice<'a, T> = Pinned<'a, T>;
+
+impl<T: Pod> Pinned<'static, T> {
     /// `len` zeroed elements.
     pub fn alloc(device: &Device, len: usize) -> Result<PinnedBuffer<T>> {
         let bytes = len
@@ -117,16 +127,7 @@ impl<T: Pod> PinnedBuffer<T> {
             unsafe { std::ptr::write_bytes(pointer.cast::<u8>(), 0, bytes) };
             pointer
         };
-        Ok(PinnedBuffer {
-            region: Region {
-                device: device.clone(),
-                pointer,
-                bytes,
-                pending: Mutex::new(Vec::new()),
-            },
-            len,
-            _element: PhantomData,
-        })
+        Ok(Pinned::new(device, pointer, bytes, len, true))
     }
 
     /// A page-locked copy of `data`.
@@ -135,45 +136,6 @@ impl<T: Pod> PinnedBuffer<T> {
         buffer.as_mut_slice()?.copy_from_slice(data);
         Ok(buffer)
     }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The contents, once every queued copy that uses them has finished.
-    pub fn as_slice(&self) -> Result<&[T]> {
-        self.region.slice(self.len)
-    }
-
-    /// The contents, once every queued copy that uses them has finished.
-    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.region.slice_mut(self.len)
-    }
-}
-
-impl<T: Pod> Drop for PinnedBuffer<T> {
-    fn drop(&mut self) {
-        // Queued copies finish first; their failures have nowhere to go from here.
-        let _ = self.region.wait();
-        if self.region.bytes > 0 {
-            if let Ok(driver) = self.region.device.current() {
-                // SAFETY: allocated by `alloc_pinned`; no queued work uses it any more.
-                unsafe { driver.free_pinned(self.region.pointer) };
-            }
-        }
-    }
-}
-
-/// A slice of the program's memory, page-locked for `device` while this lives
-/// (`cuMemHostRegister`, `hipHostRegister`).
-pub struct PinnedSlice<'a, T: Pod> {
-    region: Region,
-    len: usize,
-    _borrow: PhantomData<&'a mut [T]>,
 }
 
 impl Device {
@@ -185,20 +147,31 @@ impl Device {
             // SAFETY: `data` is borrowed for the slice's life, which unregisters it.
             unsafe { self.current()?.register(pointer, bytes) }.map_err(|e| self.context(e))?;
         }
-        Ok(PinnedSlice {
+        Ok(Pinned::new(self, pointer, bytes, data.len(), false))
+    }
+}
+
+impl<T: Pod> Pinned<'_, T> {
+    fn new(
+        device: &Device,
+        pointer: *mut c_void,
+        bytes: usize,
+        len: usize,
+        allocated: bool,
+    ) -> Self {
+        Pinned {
             region: Region {
-                device: self.clone(),
+                device: device.clone(),
                 pointer,
                 bytes,
                 pending: Mutex::new(Vec::new()),
             },
-            len: data.len(),
+            len,
+            allocated,
             _borrow: PhantomData,
-        })
+        }
     }
-}
 
-impl<T: Pod> PinnedSlice<'_, T> {
     pub fn len(&self) -> usize {
         self.len
     }
@@ -218,44 +191,26 @@ impl<T: Pod> PinnedSlice<'_, T> {
     }
 }
 
-impl<T: Pod> Drop for PinnedSlice<'_, T> {
+impl<T: Pod> Drop for Pinned<'_, T> {
     fn drop(&mut self) {
+        // Queued copies finish first; their failures have nowhere to go from here.
         let _ = self.region.wait();
-        if self.region.bytes > 0 {
-            if let Ok(driver) = self.region.device.current() {
-                // SAFETY: registered by `Device::register`; no queued work uses it any more.
-                unsafe { driver.unregister(self.region.pointer) };
+        if self.region.bytes == 0 {
+            return;
+        }
+        if let Ok(driver) = self.region.device.current() {
+            // SAFETY: allocated by `alloc_pinned` or registered by `Device::register`; no queued
+            // work uses it any more.
+            unsafe {
+                if self.allocated {
+                    driver.free_pinned(self.region.pointer);
+                } else {
+                    driver.unregister(self.region.pointer);
+                }
             }
         }
     }
 }
-
-mod sealed {
-    /// Only this crate's page-locked types are page-locked memory.
-    pub trait Pinned {
-        fn region(&self) -> (&super::Region, usize);
-    }
-}
-
-/// Page-locked host memory ([`PinnedBuffer`], [`PinnedSlice`]) a stream copies from and into
-/// without waiting.
-pub trait PinnedMemory<T: Pod>: sealed::Pinned {}
-
-impl<T: Pod> sealed::Pinned for PinnedBuffer<T> {
-    fn region(&self) -> (&Region, usize) {
-        (&self.region, self.len)
-    }
-}
-
-impl<T: Pod> PinnedMemory<T> for PinnedBuffer<T> {}
-
-impl<T: Pod> sealed::Pinned for PinnedSlice<'_, T> {
-    fn region(&self) -> (&Region, usize) {
-        (&self.region, self.len)
-    }
-}
-
-impl<T: Pod> PinnedMemory<T> for PinnedSlice<'_, T> {}
 
 impl Stream {
     /// Queues a copy of page-locked `source` into `target` (of the same length); returns at
@@ -263,9 +218,9 @@ impl Stream {
     pub fn copy_pinned_to_device<T: Pod>(
         &self,
         target: &impl DeviceRange<T>,
-        source: &impl PinnedMemory<T>,
+        source: &Pinned<'_, T>,
     ) -> Result<()> {
-        let (region, len) = sealed::Pinned::region(source);
+        let (region, len) = (&source.region, source.len);
         region.check_stream(self)?;
         let target = target.span()?;
         target.check(self, len, "copying from page-locked memory")?;
@@ -277,11 +232,12 @@ impl Stream {
         // the copy has run (every host access and the drop wait for the event noted below), and
         // the target waits for queued work before it is freed.
         unsafe {
-            driver.copy_from_pinned_async(
+            driver.copy_to_device_async(
                 target.address(),
                 region.pointer,
                 len * size_of::<T>(),
                 self.raw(),
+                HostMemory::PageLocked,
             )
         }
         .map_err(|e| self.device().context(e))?;
@@ -292,10 +248,10 @@ impl Stream {
     /// once. `target`'s `as_slice` waits for the copy.
     pub fn copy_device_to_pinned<T: Pod>(
         &self,
-        target: &mut impl PinnedMemory<T>,
+        target: &mut Pinned<'_, T>,
         source: &impl DeviceRange<T>,
     ) -> Result<()> {
-        let (region, len) = sealed::Pinned::region(&*target);
+        let (region, len) = (&target.region, target.len);
         region.check_stream(self)?;
         let source = source.span()?;
         source.check(self, len, "copying into page-locked memory")?;
@@ -306,11 +262,12 @@ impl Stream {
         // SAFETY: as above; `&mut target` means no slice of it is alive now, and later accesses
         // wait for the copy.
         unsafe {
-            driver.copy_to_pinned_async(
+            driver.copy_to_host_async(
                 region.pointer,
                 source.address(),
                 len * size_of::<T>(),
                 self.raw(),
+                HostMemory::PageLocked,
             )
         }
         .map_err(|e| self.device().context(e))?;

@@ -3,7 +3,9 @@
 //! one is an error then, never a crash later.
 
 use super::sys::cuda as sys;
-use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, Pattern};
+use super::{
+    c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern,
+};
 use crate::binary::{Format, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
@@ -373,35 +375,39 @@ impl Driver for Cuda {
         unsafe { (self.api.cuEventDestroy_v2)(event.0.cast()) };
     }
 
+    /// CUDA reads pageable memory into a staging buffer before returning.
     unsafe fn copy_to_device_async(
         &self,
         target: u64,
         source: *const c_void,
         bytes: usize,
         stream: Handle,
+        _memory: HostMemory,
     ) -> Result<()> {
-        // CUDA reads pageable memory into a staging buffer before returning.
-        // SAFETY: the caller guarantees both ranges.
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
             unsafe { (self.api.cuMemcpyHtoDAsync_v2)(target, source, bytes, stream.0.cast()) },
             || "copying to the device".into(),
         )
     }
 
-    unsafe fn copy_to_host_on(
+    unsafe fn copy_to_host_async(
         &self,
         target: *mut c_void,
         source: u64,
         bytes: usize,
         stream: Handle,
+        memory: HostMemory,
     ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges; the stream is synchronized before the
-        // target's borrow ends.
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
             unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream.0.cast()) },
             || "copying from the device".into(),
         )?;
-        self.synchronize_stream(stream)
+        match memory {
+            HostMemory::Pageable => self.synchronize_stream(stream),
+            HostMemory::PageLocked => Ok(()),
+        }
     }
 
     unsafe fn copy_on_device_async(
@@ -437,34 +443,6 @@ impl Driver for Cuda {
         self.check(result, || {
             format!("setting {count} elements to {pattern:?}")
         })
-    }
-
-    unsafe fn copy_from_pinned_async(
-        &self,
-        target: u64,
-        source: *const c_void,
-        bytes: usize,
-        stream: Handle,
-    ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges for the life of the copy.
-        self.check(
-            unsafe { (self.api.cuMemcpyHtoDAsync_v2)(target, source, bytes, stream.0.cast()) },
-            || "copying from page-locked memory".into(),
-        )
-    }
-
-    unsafe fn copy_to_pinned_async(
-        &self,
-        target: *mut c_void,
-        source: u64,
-        bytes: usize,
-        stream: Handle,
-    ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges for the life of the copy.
-        self.check(
-            unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream.0.cast()) },
-            || "copying into page-locked memory".into(),
-        )
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {

@@ -3,7 +3,9 @@
 //! entry point is resolved when the library loads.
 
 use super::sys::{hip as sys, hip_r0600};
-use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, Pattern};
+use super::{
+    c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern,
+};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
@@ -396,8 +398,9 @@ impl Driver for Hip {
         source: *const c_void,
         bytes: usize,
         stream: Handle,
+        memory: HostMemory,
     ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges.
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
             unsafe {
                 (self.api.hipMemcpyHtoDAsync)(
@@ -411,18 +414,21 @@ impl Driver for Hip {
         )?;
         // HIP does not promise to have read pageable memory when it returns: wait, so the
         // source may be reused at once.
-        self.synchronize_stream(stream)
+        match memory {
+            HostMemory::Pageable => self.synchronize_stream(stream),
+            HostMemory::PageLocked => Ok(()),
+        }
     }
 
-    unsafe fn copy_to_host_on(
+    unsafe fn copy_to_host_async(
         &self,
         target: *mut c_void,
         source: u64,
         bytes: usize,
         stream: Handle,
+        memory: HostMemory,
     ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges; the stream is synchronized before the
-        // target's borrow ends.
+        // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
             unsafe {
                 (self.api.hipMemcpyDtoHAsync)(
@@ -434,7 +440,10 @@ impl Driver for Hip {
             },
             || "copying from the device".into(),
         )?;
-        self.synchronize_stream(stream)
+        match memory {
+            HostMemory::Pageable => self.synchronize_stream(stream),
+            HostMemory::PageLocked => Ok(()),
+        }
     }
 
     unsafe fn copy_on_device_async(
@@ -479,48 +488,6 @@ impl Driver for Hip {
         self.check(result, || {
             format!("setting {count} elements to {pattern:?}")
         })
-    }
-
-    unsafe fn copy_from_pinned_async(
-        &self,
-        target: u64,
-        source: *const c_void,
-        bytes: usize,
-        stream: Handle,
-    ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges for the life of the copy.
-        self.check(
-            unsafe {
-                (self.api.hipMemcpyHtoDAsync)(
-                    target as sys::hipDeviceptr_t,
-                    source.cast_mut(),
-                    bytes,
-                    stream.0.cast(),
-                )
-            },
-            || "copying from page-locked memory".into(),
-        )
-    }
-
-    unsafe fn copy_to_pinned_async(
-        &self,
-        target: *mut c_void,
-        source: u64,
-        bytes: usize,
-        stream: Handle,
-    ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges for the life of the copy.
-        self.check(
-            unsafe {
-                (self.api.hipMemcpyDtoHAsync)(
-                    target,
-                    source as sys::hipDeviceptr_t,
-                    bytes,
-                    stream.0.cast(),
-                )
-            },
-            || "copying into page-locked memory".into(),
-        )
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {

@@ -7,7 +7,7 @@
 //! done, one on a stream is queued (`host_stream.rs`).
 
 use super::host_stream::{drain_all, exclusive, HostEvent, HostStream};
-use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
+use super::{DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
@@ -80,12 +80,12 @@ impl Host {
 }
 
 /// The machine's memory, from `/proc/meminfo` (zero where it cannot be read).
-struct HostMemory {
+struct MemInfo {
     total: u64,
     available: u64,
 }
 
-fn host_memory() -> HostMemory {
+fn host_memory() -> MemInfo {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let field = |name: &str| {
         text.lines()
@@ -99,7 +99,7 @@ fn host_memory() -> HostMemory {
             })
             .map_or(0, |kib| kib * 1024)
     };
-    HostMemory {
+    MemInfo {
         total: field("MemTotal:"),
         available: field("MemAvailable:"),
     }
@@ -390,12 +390,18 @@ impl Driver for Host {
         source: *const c_void,
         bytes: usize,
         stream: Handle,
+        memory: HostMemory,
     ) -> Result<()> {
         let Some(queue) = stream_of(stream) else {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_device(target, source, bytes) };
         };
-        // The source is read now, as the drivers read pageable memory before returning.
+        if memory == HostMemory::PageLocked {
+            // SAFETY: the caller keeps both ranges for the life of the copy.
+            unsafe { queue_copy(&queue, source.cast(), target as *mut u8, bytes) };
+            return Ok(());
+        }
+        // Pageable memory is read now, as the drivers read it before returning.
         // SAFETY: the caller guarantees `bytes` readable bytes at `source`.
         let staged = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), bytes) }.to_vec();
         queue.submit(Box::new(move || {
@@ -408,21 +414,25 @@ impl Driver for Host {
         Ok(())
     }
 
-    unsafe fn copy_to_host_on(
+    unsafe fn copy_to_host_async(
         &self,
         target: *mut c_void,
         source: u64,
         bytes: usize,
         stream: Handle,
+        memory: HostMemory,
     ) -> Result<()> {
         let Some(queue) = stream_of(stream) else {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_host(target, source, bytes) };
         };
-        // SAFETY: the caller guarantees both ranges; the stream is drained before the target's
-        // borrow ends.
+        // SAFETY: the caller guarantees both ranges; pageable memory is written before this
+        // returns (the stream is drained below), page-locked memory is kept by its owner.
         unsafe { queue_copy(&queue, source as *const u8, target.cast(), bytes) };
-        queue.drain()
+        match memory {
+            HostMemory::Pageable => queue.drain(),
+            HostMemory::PageLocked => Ok(()),
+        }
     }
 
     unsafe fn copy_on_device_async(
@@ -457,38 +467,6 @@ impl Driver for Host {
             exclusive(|| unsafe { fill_now(target, pattern, count) });
             Ok(())
         }));
-        Ok(())
-    }
-
-    unsafe fn copy_from_pinned_async(
-        &self,
-        target: u64,
-        source: *const c_void,
-        bytes: usize,
-        stream: Handle,
-    ) -> Result<()> {
-        let Some(queue) = stream_of(stream) else {
-            // SAFETY: forwarded.
-            return unsafe { self.copy_to_device(target, source, bytes) };
-        };
-        // SAFETY: the caller keeps both ranges for the life of the copy.
-        unsafe { queue_copy(&queue, source.cast(), target as *mut u8, bytes) };
-        Ok(())
-    }
-
-    unsafe fn copy_to_pinned_async(
-        &self,
-        target: *mut c_void,
-        source: u64,
-        bytes: usize,
-        stream: Handle,
-    ) -> Result<()> {
-        let Some(queue) = stream_of(stream) else {
-            // SAFETY: forwarded.
-            return unsafe { self.copy_to_host(target, source, bytes) };
-        };
-        // SAFETY: the caller keeps both ranges for the life of the copy.
-        unsafe { queue_copy(&queue, source as *const u8, target.cast(), bytes) };
         Ok(())
     }
 
