@@ -195,23 +195,19 @@ struct Collected {
 
 impl<'ctx> Diagnostics<'ctx> {
     pub(crate) fn attach(context: &'ctx Context) -> Diagnostics<'ctx> {
-        let collected: Box<Mutex<Collected>> = Box::default();
-        let target: *const Mutex<Collected> = &*collected;
-        // SAFETY: the box outlives the handler: `Drop` removes the handler before the box goes.
-        unsafe {
-            LLVMContextSetDiagnosticHandler(
-                context.as_ctx_ref(),
-                Some(on_diagnostic),
-                target as *mut c_void,
-            )
+        let diagnostics = Diagnostics {
+            context,
+            collected: Box::default(),
         };
-        Diagnostics { context, collected }
+        diagnostics.reattach();
+        diagnostics
     }
 
-    /// Puts this collector back (after code that installs its own handler, such as linking).
+    /// Installs this collector as the context's handler (again, after code that installs its
+    /// own, such as linking).
     pub(crate) fn reattach(&self) {
         let target: *const Mutex<Collected> = &*self.collected;
-        // SAFETY: as in `attach`.
+        // SAFETY: the box outlives the handler: `Drop` removes the handler before the box goes.
         unsafe {
             LLVMContextSetDiagnosticHandler(
                 self.context.as_ctx_ref(),
