@@ -1,12 +1,15 @@
 //! The build-script API: an explicit builder in the style of `cc::Build`.
 
+use crate::cache::{Cache, CacheSetting};
 use crate::cargo::CargoOutput;
-use crate::compile::{assemble, plan_file, run_task, tasks, Options, TargetRequest};
+use crate::compile::compile_all;
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::DumpRequest;
 use crate::output::{manifest_path, start_build, write_manifest, write_outputs};
 use crate::parallel::run_all;
+use crate::plan::{plan_file, Options, TargetRequest};
 use crate::target_spec::Vendor;
+use crate::timing::{Stage, StageTimes, Timings};
 use crate::toolkit::Toolkits;
 use crate::up_to_date;
 use gpu_manifest::Manifest;
@@ -31,6 +34,7 @@ pub struct Build {
     opt_level: Option<u8>,
     out_dir: Option<PathBuf>,
     base_dir: Option<PathBuf>,
+    cache: CacheSetting,
     quiet: bool,
 }
 
@@ -43,6 +47,12 @@ pub struct Report {
     /// Whether nothing the previous build into this `OUT_DIR` came from had changed, so its
     /// outputs were kept and nothing was compiled.
     pub reused: bool,
+    /// (gpu.module, target) pairs compiled by this build.
+    pub compiled: usize,
+    /// (gpu.module, target) pairs taken from the object cache instead.
+    pub cache_hits: usize,
+    /// Where the time went, per stage, summed over threads.
+    pub timings: StageTimes,
     /// Warnings also printed as `cargo::warning` lines.
     pub warnings: Vec<String>,
     /// `cargo::` lines for this build (rerun-if-changed, rerun-if-env-changed, warnings).
@@ -105,6 +115,13 @@ impl Build {
         self
     }
 
+    /// Which object cache to use; by default `GPU_BUILD_CACHE_DIR`, else the cargo target
+    /// directory's `gpu-build-cache` (see the crate docs), unless `GPU_BUILD_CACHE=off`.
+    pub fn cache(&mut self, setting: CacheSetting) -> &mut Build {
+        self.cache = setting;
+        self
+    }
+
     /// Do not print `cargo::` lines (for tools and tests that call the builder outside cargo).
     pub fn quiet(&mut self, quiet: bool) -> &mut Build {
         self.quiet = quiet;
@@ -133,19 +150,15 @@ impl Build {
                 println!("{line}");
             }
         }
-        result.map(|(manifest, manifest_path, out_dir, reused)| Report {
-            manifest,
-            manifest_path,
-            out_dir,
-            reused,
-            warnings: cargo.warnings(),
-            cargo_directives: cargo.directives(),
+        result.map(|mut report| {
+            report.warnings = cargo.warnings();
+            report.cargo_directives = cargo.directives();
+            report
         })
     }
 
-    /// The manifest, its path, the output directory, and whether the previous build's outputs
-    /// were reused.
-    fn compile_with(&self, cargo: &CargoOutput) -> Result<(Manifest, PathBuf, PathBuf, bool)> {
+    /// The report, without what `cargo` collected.
+    fn compile_with(&self, cargo: &CargoOutput) -> Result<Report> {
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| {
@@ -166,8 +179,20 @@ impl Build {
             base_dir.display(),
             crate::target_spec::host_triple()
         );
+        let timings = Timings::default();
+        let report = |manifest, reused, compiled, cache_hits, timings: &Timings| Report {
+            manifest,
+            manifest_path: manifest_path(&out_dir),
+            out_dir: out_dir.clone(),
+            reused,
+            compiled,
+            cache_hits,
+            timings: timings.snapshot(),
+            warnings: Vec::new(),
+            cargo_directives: Vec::new(),
+        };
         if let Some(manifest) = up_to_date::reuse(&out_dir, &settings, cargo) {
-            return Ok((manifest, manifest_path(&out_dir), out_dir, true));
+            return Ok(report(manifest, true, 0, 0, &timings));
         }
         let scratch = start_build(&out_dir)?;
         if self.kernels.is_empty() {
@@ -190,7 +215,9 @@ impl Build {
             dump: dump_request(cargo)?,
             crate_name: &crate_name,
             scratch: scratch.path(),
+            timings: &timings,
         };
+        let cache = Cache::open(&self.cache, &out_dir, cargo)?;
 
         let plans = run_all(&self.kernels, |(path, requests)| {
             let requests = requests.as_deref().unwrap_or(&self.requests);
@@ -203,16 +230,22 @@ impl Build {
             )
         })?;
         let toolkits = Toolkits::new(cargo);
-        let outputs = run_all(&tasks(&plans), |task| {
-            run_task(task, &options, &toolkits, cargo)
-        })?;
-        let compiled = assemble(&plans, outputs)?;
+        let compilation = compile_all(&plans, &options, &toolkits, cache.as_ref(), cargo)?;
 
-        let manifest = write_outputs(&out_dir, compiled, &crate_name, cargo)?;
-        let manifest_path = write_manifest(&out_dir, &manifest)?;
+        let manifest = timings.time(Stage::Output, || {
+            let manifest = write_outputs(&out_dir, compilation.modules, &crate_name, cargo)?;
+            write_manifest(&out_dir, &manifest)?;
+            Ok::<_, Error>(manifest)
+        })?;
         drop(scratch);
         up_to_date::record(&out_dir, &settings, cargo)?;
-        Ok((manifest, manifest_path, out_dir, false))
+        Ok(report(
+            manifest,
+            false,
+            compilation.compiled,
+            compilation.cache_hits,
+            &timings,
+        ))
     }
 }
 

@@ -16,6 +16,14 @@ pub(crate) struct CargoOutput {
     links: Mutex<Vec<String>>,
     /// Every place a toolkit piece was looked for, and whether something was there.
     probes: Mutex<BTreeSet<(PathBuf, bool)>>,
+    /// Lines about this run only (`GPU_BUILD_VERBOSE`), shown as warnings but not recorded for
+    /// replay by a later build that reuses the outputs.
+    notes: Mutex<Vec<String>>,
+}
+
+thread_local! {
+    /// The warnings of the task running on this thread, while one is captured.
+    static CAPTURED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
 }
 
 impl CargoOutput {
@@ -39,10 +47,29 @@ impl CargoOutput {
 
     pub fn warn(&self, message: impl Into<String>) {
         let message = message.into();
+        CAPTURED.with_borrow_mut(|captured| {
+            if let Some(captured) = captured {
+                captured.push(message.clone());
+            }
+        });
         let mut warnings = self.warnings.lock_now();
         if !warnings.contains(&message) {
             warnings.push(message);
         }
+    }
+
+    /// Runs `work` and returns, besides its result, the warnings it gave on this thread (which
+    /// are also given as usual): what a cache entry replays.
+    pub fn capture_warnings<R>(&self, work: impl FnOnce() -> R) -> (R, Vec<String>) {
+        let outer = CAPTURED.replace(Some(Vec::new()));
+        let result = work();
+        let captured = CAPTURED.replace(outer).unwrap_or_default();
+        (result, captured)
+    }
+
+    /// A line about this run only (not replayed when a later build reuses the outputs).
+    pub fn note(&self, message: impl Into<String>) {
+        self.notes.lock_now().push(message.into());
     }
 
     /// Links the static library `lib<name>.a` in `dir` into the crate.
@@ -90,7 +117,8 @@ impl CargoOutput {
             lines.push(format!("cargo::rerun-if-env-changed={name}"));
         }
         lines.extend(self.links.lock_now().iter().cloned());
-        for warning in self.warnings.lock_now().iter() {
+        let notes = self.notes.lock_now();
+        for warning in self.warnings.lock_now().iter().chain(notes.iter()) {
             // One directive per line: a multi-line warning becomes several.
             for line in warning.lines() {
                 lines.push(format!("cargo::warning={line}"));

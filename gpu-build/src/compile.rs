@@ -1,32 +1,27 @@
-//! The pipeline driver: for each kernel file, front end → targets → per-target lowering →
-//! ModuleToObject, collecting objects and the manifest entries in memory.
+//! The pipeline driver. Every (gpu.module, target) pair is a task; the cache answers what it
+//! can; each file's remaining modules are lowered once per distinct lowering (in parallel), and
+//! each remaining task runs ModuleToObject from its lowering's bitcode (in parallel). Results are
+//! collected in memory for `output` to write.
 
+use crate::cache::{compiler_identity, Cache, Key};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
-use crate::frontend::mlir::{self, Mlir};
-use crate::frontend::source::SourceFile;
-use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
+use crate::frontend::llvm_ir;
+use crate::frontend::mlir::Mlir;
+use crate::kernel_abi::kernels_of;
 use crate::llvm_errors::{Compiling, Diagnostics};
-use crate::lower::lower_to_llvm;
-use crate::module_to_object::{module_to_object, Compiled, DumpRequest, ObjectSettings};
-use crate::output::identifier_part;
+use crate::lower::{lower_to_llvm, Lowering};
+use crate::module_to_object::{module_to_object, Compiled, ObjectSettings};
+use crate::output::{identifier_part, sha256_hex};
+use crate::parallel::run_all;
+use crate::plan::{FilePlan, ModulePlan, Options};
 use crate::target_spec::{TargetSpec, Vendor};
+use crate::timing::Stage;
 use crate::toolkit::Toolkits;
-use gpu_manifest::{Argument, Kernel, Param};
-#[cfg(test)]
-use gpu_manifest::{ArgumentKind, Element, Layout};
+use gpu_manifest::Kernel;
 use inkwell::context::Context as LlvmContext;
+use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module as LlvmModule;
-use std::path::{Path, PathBuf};
-
-/// What the caller asked for: a vendor, with chips or (empty) "the file's own, else `fallback`,
-/// else the vendor's default chip".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TargetRequest {
-    pub vendor: Vendor,
-    pub chips: Vec<String>,
-    pub fallback: Vec<String>,
-}
 
 /// One gpu.module compiled for all its targets.
 pub(crate) struct CompiledModule {
@@ -36,214 +31,244 @@ pub(crate) struct CompiledModule {
     pub objects: Vec<(TargetSpec, Compiled)>,
 }
 
-pub(crate) struct Options<'a> {
-    pub opt_level: Option<u8>,
-    /// Chips that replace every module's chips for a vendor (`GPU_BUILD_NVPTX_CHIPS`, ...).
-    pub chip_overrides: &'a [(Vendor, Vec<String>)],
-    /// Relative `link` paths are resolved against this (the crate's directory).
-    pub base_dir: &'a Path,
-    pub dump: DumpRequest,
-    /// The crate being built (`CARGO_PKG_NAME`): host symbols and libraries are named after it.
-    pub crate_name: &'a str,
-    /// Where external tools may write temporary files (inside `OUT_DIR`).
-    pub scratch: &'a Path,
+/// One gpu.module for one target.
+struct Task<'p> {
+    file: &'p FilePlan,
+    module: &'p ModulePlan,
+    spec: &'p TargetSpec,
+    lowering: Lowering,
 }
 
-/// The targets one gpu.module is built for: the caller's requests (chips named there replace the
-/// file's, other parameters are kept), or the file's own when the caller asked for nothing; then
-/// the chip overrides.
-pub(crate) fn resolve_targets(
-    file_targets: &[TargetSpec],
-    requests: &[TargetRequest],
+/// What one task produced: the kernels as its lowering left them, the objects, and the warnings
+/// it gave (replayed when the result comes from the cache).
+#[derive(Debug)]
+pub(crate) struct TaskOutput {
+    pub kernels: Vec<Kernel>,
+    pub compiled: Compiled,
+    pub warnings: Vec<String>,
+}
+
+/// A file's gpu.modules that need one lowering, lowered together from one parse.
+struct LoweringUnit<'p> {
+    file: &'p FilePlan,
+    lowering: Lowering,
+    modules: Vec<&'p ModulePlan>,
+    /// The first target served, for messages.
+    first: &'p TargetSpec,
+}
+
+/// One lowered gpu.module, as every target sharing its lowering starts from it.
+struct Lowered {
+    bitcode: Vec<u8>,
+    kernels: Vec<Kernel>,
+}
+
+/// Everything compiled (or found in the cache), module by module.
+pub(crate) struct Compilation {
+    pub modules: Vec<CompiledModule>,
+    /// (module, target) pairs compiled.
+    pub compiled: usize,
+    /// (module, target) pairs taken from the cache.
+    pub cache_hits: usize,
+}
+
+/// Compiles every module of `plans` for every target.
+pub(crate) fn compile_all(
+    plans: &[FilePlan],
     options: &Options,
-) -> Vec<TargetSpec> {
-    let mut specs: Vec<TargetSpec> = Vec::new();
-    if requests.is_empty() {
-        specs.extend(file_targets.iter().cloned());
-    }
-    for request in requests {
-        let own: Vec<&TargetSpec> = file_targets
+    toolkits: &Toolkits,
+    cache: Option<&Cache>,
+    cargo: &CargoOutput,
+) -> Result<Compilation> {
+    let tasks = tasks(plans)?;
+    let keys: Vec<Option<Key>> = match cache {
+        Some(_) => tasks
             .iter()
-            .filter(|t| t.vendor == request.vendor)
-            .collect();
-        if request.chips.is_empty() {
-            match (own.is_empty(), request.fallback.is_empty()) {
-                (false, _) => specs.extend(own.into_iter().cloned()),
-                (true, true) => specs.push(TargetSpec::default_for(request.vendor)),
-                (true, false) => {
-                    specs.extend(
-                        request
-                            .fallback
-                            .iter()
-                            .map(|chip| TargetSpec::new(request.vendor, chip.clone())),
-                    );
-                }
-            }
-        } else {
-            let template = own
-                .first()
-                .map(|t| (*t).clone())
-                .unwrap_or_else(|| TargetSpec::default_for(request.vendor));
-            for chip in &request.chips {
-                specs.push(TargetSpec {
-                    chip: chip.clone(),
-                    ..template.clone()
+            .map(|task| cache_key(task, options, toolkits, cargo).map(Some))
+            .collect::<Result<_>>()?,
+        None => tasks.iter().map(|_| None).collect(),
+    };
+    let mut outputs: Vec<Option<TaskOutput>> = options.timings.time(Stage::Cache, || {
+        tasks
+            .iter()
+            .zip(&keys)
+            .map(|(task, key)| {
+                let (cache, key) = (cache?, key.as_ref()?);
+                let found = cache.get(key, cargo);
+                cache.note(cargo, || {
+                    format!(
+                        "gpu-build cache {}: {} @{} for {} {} ({})",
+                        if found.is_some() { "hit" } else { "miss" },
+                        task.file.source.display,
+                        task.module.desc.name,
+                        task.spec.vendor,
+                        task.spec.chip,
+                        key.short()
+                    )
+                });
+                found
+            })
+            .collect()
+    });
+    let misses: Vec<usize> = (0..tasks.len()).filter(|i| outputs[*i].is_none()).collect();
+    let cache_hits = tasks.len() - misses.len();
+    for output in outputs.iter().flatten() {
+        output.warnings.iter().for_each(|w| cargo.warn(w.clone()));
+    }
+
+    let units = lowering_units(&tasks, &misses);
+    let lowered = run_all(&units, |unit| lower_unit(unit, options))?;
+    let jobs: Vec<(&Task, &Lowered)> = misses
+        .iter()
+        .map(|&index| {
+            let task = &tasks[index];
+            let (unit, lowered) = units
+                .iter()
+                .zip(&lowered)
+                .find(|(unit, _)| {
+                    std::ptr::eq(unit.file, task.file) && unit.lowering == task.lowering
+                })
+                .ok_or_else(|| internal("a task without its lowering"))?;
+            let position = unit
+                .modules
+                .iter()
+                .position(|m| std::ptr::eq(*m, task.module))
+                .ok_or_else(|| internal("a module missing from its lowering"))?;
+            Ok((task, &lowered[position]))
+        })
+        .collect::<Result<_>>()?;
+    let built = run_all(&jobs, |(task, lowered)| {
+        let (result, warnings) =
+            cargo.capture_warnings(|| codegen(task, lowered, options, toolkits, cargo));
+        result.map(|compiled| TaskOutput {
+            kernels: lowered.kernels.clone(),
+            compiled,
+            warnings,
+        })
+    })?;
+    for (index, output) in misses.iter().zip(built) {
+        if let (Some(cache), Some(key)) = (cache, &keys[*index]) {
+            options
+                .timings
+                .time(Stage::Cache, || cache.put(key, &output, cargo));
+        }
+        outputs[*index] = Some(output);
+    }
+    if let Some(cache) = cache.filter(|_| !misses.is_empty()) {
+        options.timings.time(Stage::Cache, || cache.evict());
+    }
+    let outputs = outputs
+        .into_iter()
+        .map(|output| output.ok_or_else(|| internal("a task without a result")))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Compilation {
+        modules: assemble(plans, outputs)?,
+        compiled: misses.len(),
+        cache_hits,
+    })
+}
+
+fn internal(what: &str) -> Error {
+    Error::new(ErrorKind::Lowering, format!("internal error: {what}"))
+}
+
+/// Every (module, target) pair of every file, in file order.
+fn tasks(plans: &[FilePlan]) -> Result<Vec<Task<'_>>> {
+    let mut tasks = Vec::new();
+    for file in plans {
+        for module in &file.modules {
+            for spec in &module.specs {
+                tasks.push(Task {
+                    file,
+                    module,
+                    spec,
+                    lowering: Lowering::for_target(file.kind, spec)?,
                 });
             }
         }
     }
-    for (vendor, chips) in options.chip_overrides {
-        if let Some(template) = specs.iter().find(|s| s.vendor == *vendor).cloned() {
-            specs.retain(|s| s.vendor != *vendor);
-            specs.extend(chips.iter().map(|chip| TargetSpec {
-                chip: chip.clone(),
-                ..template.clone()
-            }));
+    Ok(tasks)
+}
+
+/// The lowerings the tasks numbered `misses` need: one unit per file and lowering, with the
+/// modules that need it, in file order.
+fn lowering_units<'p>(tasks: &[Task<'p>], misses: &[usize]) -> Vec<LoweringUnit<'p>> {
+    let mut units: Vec<LoweringUnit> = Vec::new();
+    for task in misses.iter().map(|&i| &tasks[i]) {
+        let existing = units
+            .iter_mut()
+            .find(|u| std::ptr::eq(u.file, task.file) && u.lowering == task.lowering);
+        match existing {
+            Some(unit) => {
+                if !unit.modules.iter().any(|m| std::ptr::eq(*m, task.module)) {
+                    unit.modules.push(task.module);
+                }
+            }
+            None => units.push(LoweringUnit {
+                file: task.file,
+                lowering: task.lowering.clone(),
+                modules: vec![task.module],
+                first: task.spec,
+            }),
         }
     }
-    if let Some(level) = options.opt_level {
-        specs.iter_mut().for_each(|spec| spec.opt_level = level);
-    }
-    let mut unique: Vec<TargetSpec> = Vec::new();
-    for spec in specs {
-        if !unique.contains(&spec) {
-            unique.push(spec);
-        }
-    }
-    unique
+    units
 }
 
-/// One kernel file after the front end: its gpu.modules and the targets each is built for.
-pub(crate) struct FilePlan {
-    source: SourceFile,
-    kind: InputKind,
-    modules: Vec<ModulePlan>,
-}
-
-struct ModulePlan {
-    /// Position among the file's gpu.modules, to find it again in a fresh parse.
-    index: usize,
-    desc: GpuModuleDesc,
-    specs: Vec<TargetSpec>,
-}
-
-/// The unit of parallel work: one gpu.module for one target.
-pub(crate) struct Task<'p> {
-    file: &'p FilePlan,
-    module: &'p ModulePlan,
-    spec: &'p TargetSpec,
-}
-
-/// What one task produced: the kernels as this target lowered them, and the objects.
-pub(crate) struct TaskOutput {
-    kernels: Vec<Kernel>,
-    compiled: Compiled,
-}
-
-/// Runs the front end on one file and decides every module's targets.
-pub(crate) fn plan_file(
-    path: &Path,
-    display: String,
-    requests: &[TargetRequest],
-    options: &Options,
-    cargo: &CargoOutput,
-) -> Result<FilePlan> {
-    cargo.read_file(path);
-    let _compiling = Compiling::new(format!("{display}: reading the kernel file"));
-    let kind = InputKind::of(path).ok_or_else(|| {
-        Error::new(
-            ErrorKind::InvalidInput,
-            format!("{display}: unknown kind of kernel file; use `.mlir` (MLIR), `.ll` (LLVM IR) or `.bc` (LLVM bitcode)"),
-        )
-    })?;
-    let source = SourceFile::read(path, display)?;
-    let descs = match kind {
-        InputKind::Mlir => describe_mlir(&source)?,
-        InputKind::LlvmIr | InputKind::Bitcode => vec![describe_llvm_ir(&source, kind, requests)?],
-    };
-    check_module_names(&descs)?;
-    let modules = descs
-        .into_iter()
-        .enumerate()
-        .map(|(index, desc)| {
-            Ok(ModulePlan {
-                index,
-                specs: targets_for(&desc, requests, options, cargo)?,
-                desc,
-            })
-        })
-        .collect::<Result<_>>()?;
-    Ok(FilePlan {
-        source,
-        kind,
-        modules,
-    })
-}
-
-fn describe_mlir(source: &SourceFile) -> Result<Vec<GpuModuleDesc>> {
-    let mlir = Mlir::new();
-    let module = mlir.parse(source)?;
-    let descs = mlir::gpu_modules(&module)
-        .into_iter()
-        .map(|raw| mlir::describe(source, raw))
-        .collect::<Result<Vec<_>>>()?;
-    if descs.is_empty() {
-        return Err(Error::new(
-            ErrorKind::NothingToCompile,
-            format!(
-                "{}: error: no gpu.module in this file; put the kernels in one, e.g. \
-                 `gpu.module @kernels {{ gpu.func @k(...) kernel {{ ... }} }}`",
-                source.display
-            ),
-        ));
-    }
-    Ok(descs)
-}
-
-fn describe_llvm_ir(
-    source: &SourceFile,
-    kind: InputKind,
-    requests: &[TargetRequest],
-) -> Result<GpuModuleDesc> {
+/// Lowers a unit's modules (one parse of the file) to LLVM IR, reads each kernel's lowered
+/// parameters, and hands each module on as bitcode.
+fn lower_unit(unit: &LoweringUnit, options: &Options) -> Result<Vec<Lowered>> {
+    let source = &unit.file.source;
+    let _compiling = Compiling::new(format!(
+        "{}: lowering for {} {}",
+        source.display, unit.first.vendor, unit.first.chip
+    ));
     let llvm = LlvmContext::create();
-    let desc = llvm_ir::describe(source, &llvm_ir::parse(&llvm, source, kind)?)?;
-    let vendor = desc.targets[0].vendor;
-    if let Some(other) = requests.iter().find(|r| r.vendor != vendor) {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "{}: error: this LLVM IR is for {vendor} (triple `{}`) and cannot be compiled for {}; \
-                 only MLIR input is lowered for several vendors",
-                source.display, desc.targets[0].triple, other.vendor
-            ),
-        ));
-    }
-    Ok(desc)
-}
-
-/// Every (module, target) pair of every file, in file order.
-pub(crate) fn tasks(plans: &[FilePlan]) -> Vec<Task<'_>> {
-    plans
+    let _diagnostics = Diagnostics::attach(&llvm);
+    let modules: Vec<LlvmModule> = options
+        .timings
+        .time(Stage::Lower, || match &unit.lowering {
+            Lowering::Mlir {
+                pipeline,
+                kernel_attribute,
+            } => {
+                let indexed: Vec<_> = unit.modules.iter().map(|m| (m.index, &m.desc)).collect();
+                lower_to_llvm(
+                    &Mlir::new(),
+                    source,
+                    &indexed,
+                    pipeline,
+                    kernel_attribute,
+                    unit.first,
+                    &llvm,
+                )
+            }
+            Lowering::LlvmIr => llvm_ir::parse(&llvm, source, unit.file.kind).map(|m| vec![m]),
+        })?;
+    unit.modules
         .iter()
-        .flat_map(|file| {
-            file.modules.iter().flat_map(move |module| {
-                module
-                    .specs
-                    .iter()
-                    .map(move |spec| Task { file, module, spec })
+        .zip(modules)
+        .map(|(plan, module)| {
+            let context = format!(
+                "{}: gpu.module @{} for {} {}",
+                plan.desc.location, plan.desc.name, unit.first.vendor, unit.first.chip
+            );
+            Ok(Lowered {
+                kernels: kernels_of(&plan.desc, &module).map_err(|e| e.context(&context))?,
+                bitcode: module.write_bitcode_to_memory().as_slice().to_vec(),
             })
         })
         .collect()
 }
 
-/// Lowers and compiles one module for one target, in its own MLIR and LLVM contexts (so tasks
-/// can run on different threads).
-pub(crate) fn run_task(
+/// ModuleToObject for one task, from its lowering's bitcode, in its own LLVM context.
+fn codegen(
     task: &Task,
+    lowered: &Lowered,
     options: &Options,
     toolkits: &Toolkits,
     cargo: &CargoOutput,
-) -> Result<TaskOutput> {
+) -> Result<Compiled> {
     let (source, desc, spec) = (&task.file.source, &task.module.desc, task.spec);
     let context = format!(
         "{}: gpu.module @{} for {} {}",
@@ -252,26 +277,17 @@ pub(crate) fn run_task(
     let _compiling = Compiling::new(&context);
     let llvm = LlvmContext::create();
     let diagnostics = Diagnostics::attach(&llvm);
-    let module = match task.file.kind {
-        InputKind::Mlir => lower_to_llvm(
-            &Mlir::new(),
-            source,
-            task.module.index,
-            desc,
-            spec.vendor,
-            &spec.chip,
-            &llvm,
-        )?,
-        kind => llvm_ir::parse(&llvm, source, kind)?,
-    };
-    let kernels = kernels_of(desc, &module).map_err(|e| e.context(&context))?;
+    let buffer = MemoryBuffer::create_from_memory_range(&lowered.bitcode, &desc.name);
+    let module = LlvmModule::parse_bitcode_from_buffer(&buffer, &llvm)
+        .map_err(|e| internal(&format!("reading back lowered bitcode: {e}")))?;
     let settings = ObjectSettings {
         link_base: options.base_dir,
         host_symbol_prefix: &host_symbol_prefix(options.crate_name, &source.display, &desc.name),
         dump: options.dump,
         scratch: options.scratch,
+        timings: options.timings,
     };
-    let compiled = module_to_object(
+    module_to_object(
         module,
         &llvm,
         &diagnostics,
@@ -280,8 +296,55 @@ pub(crate) fn run_task(
         toolkits,
         cargo,
     )
-    .map_err(|e| e.context(&context))?;
-    Ok(TaskOutput { kernels, compiled })
+    .map_err(|e| e.context(&context))
+}
+
+/// Everything that can change what `task` produces (see `cache`).
+fn cache_key(
+    task: &Task,
+    options: &Options,
+    toolkits: &Toolkits,
+    cargo: &CargoOutput,
+) -> Result<Key> {
+    let (file, desc, spec) = (task.file, &task.module.desc, task.spec);
+    let mut lines = vec![
+        compiler_identity(),
+        format!(
+            "file {} {:?} sha256 {}",
+            file.source.display, file.kind, file.digest
+        ),
+        format!("module {} @{}", task.module.index, desc.name),
+        format!("target {spec:?}"),
+        format!("dump {:?}", options.dump),
+    ];
+    for link in &spec.link {
+        let path = options.base_dir.join(link);
+        cargo.read_file(&path);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "{}: cannot read link file {}: {e}",
+                    desc.location,
+                    path.display()
+                ),
+            )
+        })?;
+        lines.push(format!(
+            "link {} sha256 {}",
+            link.display(),
+            sha256_hex(&bytes)
+        ));
+    }
+    lines.push(match spec.vendor {
+        Vendor::Nvptx => format!("toolkit {}", toolkits.cuda_identity()),
+        Vendor::Amdgpu => format!("toolkit {}", toolkits.rocm_identity()),
+        Vendor::Host => format!(
+            "host symbols {}",
+            host_symbol_prefix(options.crate_name, &file.source.display, &desc.name)
+        ),
+    });
+    Ok(Key::new(&lines))
 }
 
 /// Entry points of host kernels are global symbols of the final program: the crate, file and
@@ -293,10 +356,7 @@ fn host_symbol_prefix(crate_name: &str, source: &str, module: &str) -> String {
 
 /// Groups task outputs (in [`tasks`] order) back into modules. Every target of a module must
 /// lower its kernels to the same number of parameters: one launch stub serves them all.
-pub(crate) fn assemble(
-    plans: &[FilePlan],
-    outputs: Vec<TaskOutput>,
-) -> Result<Vec<CompiledModule>> {
+fn assemble(plans: &[FilePlan], outputs: Vec<TaskOutput>) -> Result<Vec<CompiledModule>> {
     let mut outputs = outputs.into_iter();
     let mut modules = Vec::new();
     for file in plans {
@@ -331,289 +391,4 @@ pub(crate) fn assemble(
         }
     }
     Ok(modules)
-}
-
-/// The validated targets of one module, with link files checked and registered with cargo.
-fn targets_for(
-    desc: &GpuModuleDesc,
-    requests: &[TargetRequest],
-    options: &Options,
-    cargo: &CargoOutput,
-) -> Result<Vec<TargetSpec>> {
-    let specs = resolve_targets(&desc.targets, requests, options);
-    let at = &desc.location;
-    if specs.is_empty() {
-        return Err(Error::new(
-            ErrorKind::InvalidTarget,
-            format!(
-                "{at}: error: gpu.module @{} has no targets; give it target attributes \
-                 (`gpu.module @{} [#nvvm.target<chip = \"sm_80\">, #rocdl.target<chip = \"gfx90a\">]`) \
-                 or ask for targets in build.rs (`.target(Vendor::Nvptx, &[\"sm_80\"])`)",
-                desc.name, desc.name
-            ),
-        ));
-    }
-    for spec in &specs {
-        spec.validate()
-            .map_err(|e| e.context(format!("{at}: error: gpu.module @{}", desc.name)))?;
-        for link in &spec.link {
-            let path: PathBuf = options.base_dir.join(link);
-            if !path.is_file() {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!(
-                        "{at}: error: gpu.module @{}: link file `{}` does not exist (looked at {}); \
-                         `link` paths are relative to the crate's directory",
-                        desc.name,
-                        link.display(),
-                        path.display()
-                    ),
-                ));
-            }
-        }
-    }
-    check_kernel_names(desc, &specs)?;
-    if desc.kernels.is_empty() {
-        cargo.warn(format!(
-            "{}: gpu.module @{} has no kernels (no `gpu.func ... kernel` and no `llvm.func` with \
-             `gpu.kernel`), so nothing in it can be launched",
-            desc.location, desc.name
-        ));
-    }
-    Ok(specs)
-}
-
-/// One Rust module per gpu.module of a file: their names must differ.
-fn check_module_names(descs: &[GpuModuleDesc]) -> Result<()> {
-    for (index, desc) in descs.iter().enumerate() {
-        let rust = gpu_manifest::call::module_name(&desc.name);
-        if let Some(first) = descs[..index]
-            .iter()
-            .find(|d| gpu_manifest::call::module_name(&d.name) == rust)
-        {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!(
-                    "{}: error: gpu.modules @{} and @{} would both become the Rust module `{rust}`; \
-                     rename one of them",
-                    desc.location, first.name, desc.name
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Kernel names every target and the launch stubs can use: PTX identifiers for NVPTX (LLVM
-/// aborts the process on any other symbol name), and distinct launch-function names.
-fn check_kernel_names(desc: &GpuModuleDesc, specs: &[TargetSpec]) -> Result<()> {
-    if let Some(spec) = specs.iter().find(|s| s.vendor == Vendor::Nvptx) {
-        if let Some(kernel) = desc.kernels.iter().find(|k| !is_ptx_identifier(&k.name)) {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!(
-                    "{}: error: kernel `{}` cannot be compiled for {} {}: a PTX name is letters, \
-                     digits, `_` and `$`, starting with a letter (or with `_` or `$` followed by at \
-                     least one more); rename it, e.g. `@{}`",
-                    kernel.location,
-                    kernel.name,
-                    spec.vendor,
-                    spec.chip,
-                    gpu_manifest::call::stub_name(&kernel.name)
-                ),
-            ));
-        }
-    }
-    for (index, kernel) in desc.kernels.iter().enumerate() {
-        let stub = gpu_manifest::call::stub_name(&kernel.name);
-        if let Some(first) = desc.kernels[..index]
-            .iter()
-            .find(|k| gpu_manifest::call::stub_name(&k.name) == stub)
-        {
-            return Err(Error::new(
-                ErrorKind::InvalidInput,
-                format!(
-                    "{}: error: kernels `{}` and `{}` of gpu.module @{} would both be launched \
-                     by `{}::{stub}` (a Rust name has no `-` or `.`); rename one of them",
-                    kernel.location,
-                    first.name,
-                    kernel.name,
-                    desc.name,
-                    gpu_manifest::call::module_name(&desc.name)
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// PTX's identifier grammar (`[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`) without the
-/// leading `%`, which LLVM's assembly printer refuses.
-pub(crate) fn is_ptx_identifier(name: &str) -> bool {
-    let follows = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() => chars.all(follows),
-        Some('_' | '$') => name.len() > 1 && chars.all(follows),
-        _ => false,
-    }
-}
-
-/// The kernels' signatures and lowered parameter lists, from one target's LLVM IR.
-fn kernels_of(desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<Vec<Kernel>> {
-    let mut kernels = Vec::new();
-    for kernel in &desc.kernels {
-        let function = lowered.get_function(&kernel.name).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Lowering,
-                format!("kernel `{}` is missing after lowering", kernel.name),
-            )
-        })?;
-        let llvm_types: Vec<String> = function
-            .get_type()
-            .get_param_types()
-            .iter()
-            .map(|t| t.print_to_string().to_string())
-            .collect();
-        let owners =
-            param_owners(&kernel.arguments, llvm_types.len()).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Lowering,
-                    format!(
-                    "{}: kernel `{}`: cannot match its {} lowered parameters to the arguments {}",
-                    kernel.location, kernel.name, llvm_types.len(), kernel.signature
-                ),
-                )
-            })?;
-        kernels.push(Kernel {
-            name: kernel.name.clone(),
-            signature: kernel.signature.clone(),
-            arguments: kernel.arguments.clone(),
-            params: llvm_types
-                .into_iter()
-                .zip(owners)
-                .map(|(llvm_type, argument)| Param {
-                    llvm_type,
-                    argument,
-                })
-                .collect(),
-        });
-    }
-    Ok(kernels)
-}
-
-/// For each lowered parameter, the index of the argument it came from.
-fn param_owners(arguments: &[Argument], lowered: usize) -> Option<Vec<usize>> {
-    let mut owners = Vec::new();
-    for (index, argument) in arguments.iter().enumerate() {
-        owners.extend(std::iter::repeat_n(index, argument.kind.lowered_width()));
-    }
-    (owners.len() == lowered).then_some(owners)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ptx_identifiers() {
-        for name in ["vadd", "_k", "$k", "k_$1", "_Z3fooPf"] {
-            assert!(is_ptx_identifier(name), "{name}");
-        }
-        for name in ["", "_", "$", "%k", "1k", "weird-name.v2", "a.b", "a b", "ü"] {
-            assert!(!is_ptx_identifier(name), "{name}");
-        }
-    }
-
-    #[test]
-    fn memrefs_lower_to_descriptors() {
-        let argument = |kind| Argument {
-            ty: String::new(),
-            kind,
-        };
-        let memref = |rank| ArgumentKind::Memref {
-            element: Element::F32,
-            shape: vec![None; rank],
-            layout: Layout::Identity,
-        };
-        let scalar = ArgumentKind::Scalar {
-            element: Element::F32,
-        };
-        assert_eq!(
-            param_owners(&[argument(memref(1)), argument(scalar.clone())], 6),
-            Some(vec![0, 0, 0, 0, 0, 1])
-        );
-        assert_eq!(
-            param_owners(&[argument(memref(2)), argument(memref(0))], 10),
-            Some(vec![0, 0, 0, 0, 0, 0, 0, 1, 1, 1])
-        );
-        assert_eq!(
-            param_owners(&[argument(ArgumentKind::UnrankedMemref)], 2),
-            Some(vec![0, 0])
-        );
-        assert_eq!(param_owners(&[argument(scalar)], 2), None);
-    }
-
-    fn spec(vendor: Vendor, chip: &str, level: u8) -> TargetSpec {
-        TargetSpec {
-            opt_level: level,
-            ..TargetSpec::new(vendor, chip)
-        }
-    }
-
-    #[test]
-    fn requests_replace_chips_but_keep_the_files_options() {
-        let file = vec![
-            spec(Vendor::Nvptx, "sm_80", 3),
-            spec(Vendor::Amdgpu, "gfx90a", 1),
-        ];
-        let options = |opt_level, chip_overrides| Options {
-            opt_level,
-            chip_overrides,
-            base_dir: Path::new("."),
-            dump: DumpRequest::default(),
-            crate_name: "test",
-            scratch: Path::new("."),
-        };
-        let ask = |requests: &[TargetRequest], opt_level| {
-            resolve_targets(&file, requests, &options(opt_level, &[]))
-        };
-        let request = |vendor, chips: &[&str], fallback: &[&str]| TargetRequest {
-            vendor,
-            chips: chips.iter().map(|c| c.to_string()).collect(),
-            fallback: fallback.iter().map(|c| c.to_string()).collect(),
-        };
-        assert_eq!(ask(&[], None), file);
-        let only_nvptx = [request(Vendor::Nvptx, &["sm_90"], &[])];
-        assert_eq!(
-            ask(&only_nvptx, None),
-            vec![spec(Vendor::Nvptx, "sm_90", 3)]
-        );
-        let bare_amdgpu = [request(Vendor::Amdgpu, &[], &["gfx942"])];
-        assert_eq!(
-            ask(&bare_amdgpu, Some(0)),
-            vec![spec(Vendor::Amdgpu, "gfx90a", 0)]
-        );
-        let defaults = options(None, &[]);
-        assert_eq!(
-            resolve_targets(&[], &[request(Vendor::Amdgpu, &[], &[])], &defaults),
-            vec![TargetSpec::default_for(Vendor::Amdgpu)]
-        );
-        assert_eq!(
-            resolve_targets(&[], &bare_amdgpu, &defaults),
-            vec![TargetSpec::new(Vendor::Amdgpu, "gfx942")]
-        );
-        let overrides = [(
-            Vendor::Nvptx,
-            vec!["sm_86".to_string(), "sm_89".to_string()],
-        )];
-        assert_eq!(
-            resolve_targets(&file, &[], &options(None, &overrides)),
-            vec![
-                spec(Vendor::Amdgpu, "gfx90a", 1),
-                spec(Vendor::Nvptx, "sm_86", 3),
-                spec(Vendor::Nvptx, "sm_89", 3)
-            ]
-        );
-    }
 }

@@ -3,7 +3,7 @@
 //! and strings do not count) and compiles what each asks for.
 
 use crate::builder::Build;
-use crate::compile::TargetRequest;
+use crate::plan::TargetRequest;
 use crate::target_spec::Vendor;
 use gpu_manifest::call::IncludeCall;
 use std::path::{Path, PathBuf};

@@ -8,24 +8,30 @@
 //! `toolkit` lookup) → `output` (atomic files and the manifest).
 
 mod builder;
+mod cache;
 mod cargo;
 mod compile;
 mod discover;
 mod error;
 mod frontend;
+mod kernel_abi;
 mod llvm_errors;
 mod lower;
 mod module_to_object;
 mod output;
 mod parallel;
+mod plan;
 mod target_spec;
+mod timing;
 mod toolkit;
 mod up_to_date;
 
 pub use builder::{Build, Report};
+pub use cache::CacheSetting;
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_manifest as manifest;
 pub use target_spec::{
     Flags, TargetSpec, Vendor, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP,
 };
+pub use timing::{Stage, StageTimes};

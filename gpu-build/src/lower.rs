@@ -2,13 +2,16 @@
 //! (gpu → NVVM, or gpu → ROCDL with the chip as chipset, plus affine/scf/cf/arith/math/memref/
 //! index → LLVM) and translated to LLVM IR. Upstream lowers one module for one vendor and crashes
 //! serializing it for the other; lowering a fresh copy per vendor is what makes one source serve
-//! both.
+//! both. Each file is parsed once per distinct lowering and each of its gpu.modules lowered once;
+//! the targets that share a lowering (every NVPTX chip and the host, AMDGPU chips of one chipset)
+//! start from the same lowered module, handed over as bitcode.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::mlir::{gpu_modules, Mlir};
 use crate::frontend::source::SourceFile;
-use crate::frontend::GpuModuleDesc;
-use crate::target_spec::{chips, Vendor};
+use crate::frontend::{GpuModuleDesc, InputKind};
+use crate::llvm_errors::Compiling;
+use crate::target_spec::{chips, TargetSpec, Vendor};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::Attribute;
@@ -39,66 +42,77 @@ fn kernel_attribute(vendor: Vendor) -> &'static str {
     }
 }
 
-/// Lowers gpu.module number `index` of `source` for `vendor` / `chip` and translates it to LLVM IR
-/// in `llvm`.
-pub(crate) fn lower_to_llvm<'ll>(
-    mlir: &Mlir,
-    source: &SourceFile,
-    index: usize,
-    desc: &GpuModuleDesc,
-    vendor: Vendor,
-    chip: &str,
-    llvm: &'ll LlvmContext,
-) -> Result<LlvmModule<'ll>> {
-    if let Some(op) = desc
+/// How a gpu.module becomes LLVM IR for a target. Targets with the same lowering (every NVPTX
+/// chip and the host; AMDGPU chips with the same chipset) share one lowered module.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Lowering {
+    /// An MLIR pass pipeline, then the translation with this kernel attribute.
+    Mlir {
+        pipeline: String,
+        kernel_attribute: &'static str,
+    },
+    /// LLVM IR input: already lowered.
+    LlvmIr,
+}
+
+impl Lowering {
+    pub fn for_target(kind: InputKind, spec: &TargetSpec) -> Result<Lowering> {
+        if kind != InputKind::Mlir {
+            return Ok(Lowering::LlvmIr);
+        }
+        let processor = chips::parse_chip(spec.vendor, &spec.chip)?.processor;
+        Ok(Lowering::Mlir {
+            pipeline: pipeline(spec.vendor, &processor),
+            kernel_attribute: kernel_attribute(spec.vendor),
+        })
+    }
+}
+
+/// Ops of the module that `spec`'s vendor cannot compile.
+pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Result<()> {
+    let (vendor, chip) = (spec.vendor, &spec.chip);
+    let Some(op) = desc
         .vendor_ops
         .iter()
         .find(|op| !op.allowed.contains(&vendor))
-    {
-        let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
-        let why = match vendor {
-            Vendor::Host if op.allowed.len() > 1 => {
-                "the host target does not emulate subgroup (warp) operations"
-            }
-            _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
-        };
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "{}: error: `{}` is a {} operation and cannot be compiled for {vendor} ({chip}): {why}; \
-                 or build this file only for {}",
-                op.location,
-                op.name,
-                allowed.join("/"),
-                allowed.join(" and ")
-            ),
-        ));
-    }
-    let processor = chips::parse_chip(vendor, chip)?.processor;
-
-    // A fresh copy per vendor: lowering rewrites the module in place.
-    let module = mlir.parse(source)?;
-    let raw = *gpu_modules(&module).get(index).ok_or_else(|| {
-        Error::new(
-            ErrorKind::InvalidInput,
-            format!("{}: gpu.module @{} disappeared", source.display, desc.name),
-        )
-    })?;
-    // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
-    let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
-    mark_llvm_kernels(&mlir.context, &mut gpu_module, vendor);
-
-    let failure = |what: &str| {
-        let diagnostics = mlir.diagnostics.render(source);
-        Error::new(
-            ErrorKind::Lowering,
-            format!(
-                "{what} gpu.module @{} for {vendor} ({chip}) failed:\n{diagnostics}",
-                desc.name
-            ),
-        )
+    else {
+        return Ok(());
     };
-    mlir.diagnostics.take();
+    let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
+    let why = match vendor {
+        Vendor::Host if op.allowed.len() > 1 => {
+            "the host target does not emulate subgroup (warp) operations"
+        }
+        _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
+    };
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        format!(
+            "{}: error: `{}` is a {} operation and cannot be compiled for {vendor} ({chip}): {why}; \
+             or build this file only for {}",
+            op.location,
+            op.name,
+            allowed.join("/"),
+            allowed.join(" and ")
+        ),
+    ))
+}
+
+/// Lowers the gpu.modules numbered `modules` of `source` (parsed once) with `pipeline` and
+/// translates each to LLVM IR in `llvm`. `target` names the first target this lowering serves,
+/// for messages.
+pub(crate) fn lower_to_llvm<'ll>(
+    mlir: &Mlir,
+    source: &SourceFile,
+    modules: &[(usize, &GpuModuleDesc)],
+    pipeline: &str,
+    kernel_attribute: &str,
+    target: &TargetSpec,
+    llvm: &'ll LlvmContext,
+) -> Result<Vec<LlvmModule<'ll>>> {
+    let (vendor, chip) = (target.vendor, &target.chip);
+    let module = mlir.parse(source)?;
+    let raws = gpu_modules(&module);
     // SAFETY: creating a pass manager anchored on `gpu.module` in a live context.
     let manager = unsafe {
         PassManager::from_raw(mlir_sys::mlirPassManagerCreateOnOperation(
@@ -106,41 +120,63 @@ pub(crate) fn lower_to_llvm<'ll>(
             StringRef::new("gpu.module").to_raw(),
         ))
     };
-    parse_pass_pipeline(
-        manager.as_operation_pass_manager(),
-        &pipeline(vendor, &processor),
-    )
-    .map_err(|e| {
+    parse_pass_pipeline(manager.as_operation_pass_manager(), pipeline).map_err(|e| {
         Error::new(
             ErrorKind::Lowering,
             format!("internal pass pipeline error: {e}"),
         )
     })?;
-    // SAFETY: the op and the pass manager share `mlir.context`.
-    let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };
-    if result.value == 0 {
-        return Err(failure("lowering"));
+    let mut lowered = Vec::new();
+    for (index, desc) in modules {
+        let raw = *raws.get(*index).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("{}: gpu.module @{} disappeared", source.display, desc.name),
+            )
+        })?;
+        let failure = |what: &str| {
+            let diagnostics = mlir.diagnostics.render(source);
+            Error::new(
+                ErrorKind::Lowering,
+                format!(
+                    "{what} gpu.module @{} for {vendor} ({chip}) failed:\n{diagnostics}",
+                    desc.name
+                ),
+            )
+        };
+        let _compiling = Compiling::new(format!(
+            "{}: gpu.module @{} for {vendor} {chip}",
+            desc.location, desc.name
+        ));
+        // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
+        let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
+        mark_llvm_kernels(&mlir.context, &mut gpu_module, kernel_attribute);
+        mlir.diagnostics.take();
+        // SAFETY: the op and the pass manager share `mlir.context`.
+        let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };
+        if result.value == 0 {
+            return Err(failure("lowering"));
+        }
+        // SAFETY: the two crates wrap the same `llvm::LLVMContext*`; MLIR creates the module in
+        // it and inkwell takes ownership of the returned module.
+        let llvm_module = unsafe {
+            mlir_sys::mlirTranslateModuleToLLVMIR(raw, llvm.raw() as mlir_sys::LLVMContextRef)
+        };
+        if llvm_module.is_null() {
+            return Err(failure("translating to LLVM IR"));
+        }
+        // SAFETY: a valid module, now owned by the returned value.
+        lowered.push(unsafe {
+            LlvmModule::new(llvm_module as inkwell::llvm_sys::prelude::LLVMModuleRef)
+        });
     }
-
-    // SAFETY: the two crates wrap the same `llvm::LLVMContext*`; MLIR creates the module in it and
-    // inkwell takes ownership of the returned module.
-    let llvm_module = unsafe {
-        mlir_sys::mlirTranslateModuleToLLVMIR(raw, llvm.raw() as mlir_sys::LLVMContextRef)
-    };
-    if llvm_module.is_null() {
-        return Err(failure("translating to LLVM IR"));
-    }
-    // SAFETY: a valid module, now owned by the returned value.
-    let llvm_module =
-        unsafe { LlvmModule::new(llvm_module as inkwell::llvm_sys::prelude::LLVMModuleRef) };
     drop(module);
-    Ok(llvm_module)
+    Ok(lowered)
 }
 
 /// `llvm.func`s written with the target-neutral `gpu.kernel` get the vendor's kernel attribute,
 /// which is what the LLVM IR translation turns into the kernel calling convention.
-fn mark_llvm_kernels(context: &melior::Context, gpu_module: &mut OperationRefMut, vendor: Vendor) {
-    let attribute = kernel_attribute(vendor);
+fn mark_llvm_kernels(context: &melior::Context, gpu_module: &mut OperationRefMut, attribute: &str) {
     let mut kernels = Vec::new();
     gpu_module.walk(WalkOrder::PreOrder, |op| {
         if op.name().as_string_ref().as_str() == Ok("llvm.func") && op.has_attribute("gpu.kernel") {

@@ -4,6 +4,7 @@
 use super::link::{link_only_needed, load_bitcode};
 use super::{Artifact, Job};
 use crate::error::{Error, ErrorKind, Result};
+use crate::timing::Stage;
 use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{FlagBehavior, Linkage, Module};
@@ -217,12 +218,16 @@ pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact
     let input = dir.path().join("kernel.o");
     let output = dir.path().join("kernel.hsaco");
     std::fs::write(&input, object).map_err(io)?;
-    let result = Command::new(&ld_lld)
-        .arg("-shared")
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .output()
+    let result = job
+        .timings
+        .time(Stage::Lld, || {
+            Command::new(&ld_lld)
+                .arg("-shared")
+                .arg(&input)
+                .arg("-o")
+                .arg(&output)
+                .output()
+        })
         .map_err(|e| {
             Error::new(
                 ErrorKind::ToolFailed,
@@ -245,7 +250,7 @@ pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact
         .map_err(|e| Error::new(ErrorKind::Io, format!("reading ld.lld output: {e}")))?;
     Ok(vec![Artifact {
         format: Format::Bin,
-        extension: "hsaco",
+        extension: "hsaco".to_string(),
         bytes,
     }])
 }

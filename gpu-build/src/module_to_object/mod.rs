@@ -12,6 +12,7 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
 use crate::target_spec::{TargetSpec, Vendor};
+use crate::timing::{Stage, Timings};
 use crate::toolkit::Toolkits;
 use gpu_manifest::Format;
 use inkwell::context::Context;
@@ -36,7 +37,7 @@ use std::sync::Once;
 pub(crate) struct Artifact {
     pub format: Format,
     /// File extension: `ptx`, `cubin`, `hsaco`.
-    pub extension: &'static str,
+    pub extension: String,
     pub bytes: Vec<u8>,
 }
 
@@ -65,6 +66,7 @@ pub(crate) struct ObjectSettings<'a> {
     pub dump: DumpRequest,
     /// Where external tools may write temporary files (inside `OUT_DIR`).
     pub scratch: &'a Path,
+    pub timings: &'a Timings,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +88,7 @@ pub(crate) struct Job<'a, 'll> {
     pub scratch: &'a Path,
     pub toolkits: &'a Toolkits<'a>,
     pub cargo: &'a CargoOutput,
+    pub timings: &'a Timings,
 }
 
 pub(crate) fn initialize_llvm() {
@@ -168,7 +171,10 @@ pub(crate) fn module_to_object<'ll>(
         scratch: settings.scratch,
         toolkits,
         cargo,
+        timings: settings.timings,
     };
+    let timings = settings.timings;
+    let link_start = std::time::Instant::now();
 
     let mut host = None;
     let mut allowed_undefined = Vec::new();
@@ -203,12 +209,16 @@ pub(crate) fn module_to_object<'ll>(
         nvptx::post_link(&job, &module)?;
     }
 
+    timings.add(Stage::Link, link_start.elapsed());
+
     let print = |wanted: bool| wanted.then(|| module.print_to_string().to_string());
     let mut dumps = Dumps {
         linked: print(settings.dump.llvm),
         ..Dumps::default()
     };
-    optimize(&module, &machine, spec.opt_level)?;
+    timings.time(Stage::Optimize, || {
+        optimize(&module, &machine, spec.opt_level)
+    })?;
     report_diagnostics(diagnostics, "optimization", cargo)?;
     if spec.vendor != Vendor::Host {
         check_gpu_arithmetic(&module, spec)?;
@@ -343,7 +353,9 @@ fn emit_objects(
     dumps: &mut Dumps,
 ) -> Result<Vec<Artifact>> {
     let emit_checked = |module: &Module, kind| {
-        let bytes = emit(machine, module, kind)?;
+        let bytes = job
+            .timings
+            .time(Stage::Codegen, || emit(machine, module, kind))?;
         report_diagnostics(job.diagnostics, "code generation", job.cargo)?;
         Ok::<_, Error>(bytes)
     };
@@ -365,7 +377,7 @@ fn emit_objects(
         Vendor::Amdgpu => amdgpu::object_to_hsaco(job, object),
         _ => Ok(vec![Artifact {
             format: Format::Bin,
-            extension: "o",
+            extension: "o".to_string(),
             bytes: object,
         }]),
     }

@@ -13,8 +13,9 @@
 
 use super::link::{link_only_needed, load_bitcode};
 use super::{Artifact, Job};
-use crate::compile::is_ptx_identifier;
 use crate::error::{Error, ErrorKind, Result};
+use crate::plan::is_ptx_identifier;
+use crate::timing::Stage;
 use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
 use inkwell::llvm_sys::core::{
@@ -164,15 +165,17 @@ const PTX_KERNEL_CALLING_CONVENTION: u32 = 71;
 pub(crate) fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
     let mut artifacts = vec![Artifact {
         format: Format::Isa,
-        extension: "ptx",
+        extension: "ptx".to_string(),
         bytes: ptx.clone(),
     }];
     let cuda = job.toolkits.cuda();
     match &cuda.ptxas.found {
         Some(ptxas) => artifacts.push(Artifact {
             format: Format::Bin,
-            extension: "cubin",
-            bytes: run_ptxas(job, ptxas, &ptx)?,
+            extension: "cubin".to_string(),
+            bytes: job
+                .timings
+                .time(Stage::Ptxas, || run_ptxas(job, ptxas, &ptx))?,
         }),
         None => job.cargo.warn(cuda.ptxas_missing_warning()),
     }

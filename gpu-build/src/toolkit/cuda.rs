@@ -38,6 +38,15 @@ impl Cuda {
         }
     }
 
+    /// libdevice's bytes and ptxas's version (for cache keys).
+    pub fn identity(&self, cargo: &CargoOutput) -> String {
+        format!(
+            "libdevice {}; ptxas {}",
+            super::file_identity(self.libdevice.found.as_deref(), cargo),
+            super::program_identity(self.ptxas.found.as_deref())
+        )
+    }
+
     pub fn libdevice_missing_help(&self) -> String {
         format!(
             "libdevice (libdevice.10.bc) was not found; looked in:{}\nInstall the CUDA toolkit and \

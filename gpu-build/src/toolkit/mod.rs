@@ -8,7 +8,8 @@ pub(crate) mod rocm;
 use crate::cargo::CargoOutput;
 use cuda::Cuda;
 use rocm::Rocm;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::OnceLock;
 
 /// The first candidate that is a file, and every candidate tried.
@@ -46,6 +47,8 @@ pub(crate) struct Toolkits<'a> {
     cargo: &'a CargoOutput,
     cuda: OnceLock<Cuda>,
     rocm: OnceLock<Rocm>,
+    cuda_identity: OnceLock<String>,
+    rocm_identity: OnceLock<String>,
 }
 
 impl<'a> Toolkits<'a> {
@@ -54,7 +57,21 @@ impl<'a> Toolkits<'a> {
             cargo,
             cuda: OnceLock::new(),
             rocm: OnceLock::new(),
+            cuda_identity: OnceLock::new(),
+            rocm_identity: OnceLock::new(),
         }
+    }
+
+    /// Everything about the CUDA toolkit that can change an NVPTX object (for cache keys).
+    pub fn cuda_identity(&self) -> &str {
+        self.cuda_identity
+            .get_or_init(|| self.cuda().identity(self.cargo))
+    }
+
+    /// Everything about ROCm that can change an AMDGPU object (for cache keys).
+    pub fn rocm_identity(&self) -> &str {
+        self.rocm_identity
+            .get_or_init(|| self.rocm().identity(self.cargo))
     }
 
     pub fn cuda(&self) -> &Cuda {
@@ -73,6 +90,33 @@ impl<'a> Toolkits<'a> {
             self.cargo.probed(&rocm.ld_lld.tried);
             rocm
         })
+    }
+}
+
+/// A file by location and content: `path sha256`, or `none`. The build depends on it from now on.
+pub(crate) fn file_identity(found: Option<&Path>, cargo: &CargoOutput) -> String {
+    let Some(path) = found else {
+        return "none".to_string();
+    };
+    cargo.read_file(path);
+    match std::fs::read(path) {
+        Ok(bytes) => format!("{} {}", path.display(), crate::output::sha256_hex(&bytes)),
+        Err(e) => format!("{} unreadable: {e}", path.display()),
+    }
+}
+
+/// A program by location and what `--version` prints, or `none`.
+pub(crate) fn program_identity(found: Option<&Path>) -> String {
+    let Some(path) = found else {
+        return "none".to_string();
+    };
+    match Command::new(path).arg("--version").output() {
+        Ok(output) => format!(
+            "{} {}",
+            path.display(),
+            String::from_utf8_lossy(&output.stdout).trim()
+        ),
+        Err(e) => format!("{} does not run: {e}", path.display()),
     }
 }
 

@@ -48,6 +48,20 @@ impl Rocm {
         }
     }
 
+    /// The device libraries' bytes and ld.lld's version (for cache keys).
+    pub fn identity(&self, cargo: &CargoOutput) -> String {
+        let library = |name: &str| {
+            let path = self.bitcode_dir.found.as_ref().map(|dir| dir.join(name));
+            super::file_identity(path.as_deref(), cargo)
+        };
+        format!(
+            "ocml {}; ockl {}; ld.lld {}",
+            library("ocml.bc"),
+            library("ockl.bc"),
+            super::program_identity(self.ld_lld.found.as_deref())
+        )
+    }
+
     pub fn device_libs_missing_help(&self) -> String {
         format!(
             "the ROCm device libraries (ocml.bc, ockl.bc) were not found; looked for:{}\nInstall \

@@ -76,6 +76,8 @@ impl ChildBuild {
             .env_remove("GPU_BUILD_DUMP")
             .env_remove("GPU_BUILD_NVPTX_CHIPS")
             .env_remove("GPU_BUILD_AMDGPU_CHIPS")
+            .env_remove("GPU_BUILD_CACHE")
+            .env_remove("GPU_BUILD_CACHE_DIR")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -217,7 +219,10 @@ fn child_process() {
     };
     match build.compile() {
         Ok(report) if report.reused => eprintln!("gpu-build child: reused the previous outputs"),
-        Ok(_) => {}
+        Ok(report) => eprintln!(
+            "gpu-build child: compiled {}, cache hits {}",
+            report.compiled, report.cache_hits
+        ),
         Err(error) => {
             eprintln!("gpu-build child: error: {error}");
             std::process::exit(1);

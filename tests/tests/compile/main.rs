@@ -7,6 +7,7 @@ mod common;
 
 mod abi;
 mod bad_input;
+mod cache;
 mod child;
 mod cross_check;
 mod fuzz;

@@ -53,6 +53,11 @@ fn a_build_killed_anywhere_is_repaired_by_the_next_one() {
     let outside = tempfile::tempdir().unwrap();
     let reference = tempfile::tempdir().unwrap();
     let clean_time = clean_build(reference.path(), outside.path());
+    // The first build in a while pays for cold file caches; the kill points follow a warm one.
+    let clean_time = clean_time.min(clean_build(
+        tempfile::tempdir().unwrap().path(),
+        outside.path(),
+    ));
     // The outputs; beside them, the build's record of where they came from (this machine's
     // paths), which only decides whether the next build may reuse them.
     let outputs = |dir: &Path| tree(&dir.join("gpu-build"));

@@ -1,0 +1,410 @@
+//! Planning: each kernel file through the front end, and the targets each of its gpu.modules is
+//! built for (the caller's requests, the file's own target attributes, the chip overrides),
+//! validated before anything is compiled.
+
+use crate::cargo::CargoOutput;
+use crate::error::{Error, ErrorKind, Result};
+use crate::frontend::mlir::{self, Mlir};
+use crate::frontend::source::SourceFile;
+use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
+use crate::llvm_errors::Compiling;
+use crate::lower::check_vendor_ops;
+use crate::module_to_object::DumpRequest;
+use crate::target_spec::{TargetSpec, Vendor};
+use crate::timing::{Stage, Timings};
+use inkwell::context::Context as LlvmContext;
+use std::path::{Path, PathBuf};
+
+/// What the caller asked for: a vendor, with chips or (empty) "the file's own, else `fallback`,
+/// else the vendor's default chip".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TargetRequest {
+    pub vendor: Vendor,
+    pub chips: Vec<String>,
+    pub fallback: Vec<String>,
+}
+
+pub(crate) struct Options<'a> {
+    pub opt_level: Option<u8>,
+    /// Chips that replace every module's chips for a vendor (`GPU_BUILD_NVPTX_CHIPS`, ...).
+    pub chip_overrides: &'a [(Vendor, Vec<String>)],
+    /// Relative `link` paths are resolved against this (the crate's directory).
+    pub base_dir: &'a Path,
+    pub dump: DumpRequest,
+    /// The crate being built (`CARGO_PKG_NAME`): host symbols and libraries are named after it.
+    pub crate_name: &'a str,
+    /// Where external tools may write temporary files (inside `OUT_DIR`).
+    pub scratch: &'a Path,
+    pub timings: &'a Timings,
+}
+
+/// The targets one gpu.module is built for: the caller's requests (chips named there replace the
+/// file's, other parameters are kept), or the file's own when the caller asked for nothing; then
+/// the chip overrides.
+pub(crate) fn resolve_targets(
+    file_targets: &[TargetSpec],
+    requests: &[TargetRequest],
+    options: &Options,
+) -> Vec<TargetSpec> {
+    let mut specs: Vec<TargetSpec> = Vec::new();
+    if requests.is_empty() {
+        specs.extend(file_targets.iter().cloned());
+    }
+    for request in requests {
+        let own: Vec<&TargetSpec> = file_targets
+            .iter()
+            .filter(|t| t.vendor == request.vendor)
+            .collect();
+        if request.chips.is_empty() {
+            match (own.is_empty(), request.fallback.is_empty()) {
+                (false, _) => specs.extend(own.into_iter().cloned()),
+                (true, true) => specs.push(TargetSpec::default_for(request.vendor)),
+                (true, false) => {
+                    specs.extend(
+                        request
+                            .fallback
+                            .iter()
+                            .map(|chip| TargetSpec::new(request.vendor, chip.clone())),
+                    );
+                }
+            }
+        } else {
+            let template = own
+                .first()
+                .map(|t| (*t).clone())
+                .unwrap_or_else(|| TargetSpec::default_for(request.vendor));
+            for chip in &request.chips {
+                specs.push(TargetSpec {
+                    chip: chip.clone(),
+                    ..template.clone()
+                });
+            }
+        }
+    }
+    for (vendor, chips) in options.chip_overrides {
+        if let Some(template) = specs.iter().find(|s| s.vendor == *vendor).cloned() {
+            specs.retain(|s| s.vendor != *vendor);
+            specs.extend(chips.iter().map(|chip| TargetSpec {
+                chip: chip.clone(),
+                ..template.clone()
+            }));
+        }
+    }
+    if let Some(level) = options.opt_level {
+        specs.iter_mut().for_each(|spec| spec.opt_level = level);
+    }
+    let mut unique: Vec<TargetSpec> = Vec::new();
+    for spec in specs {
+        if !unique.contains(&spec) {
+            unique.push(spec);
+        }
+    }
+    unique
+}
+
+/// One kernel file after the front end: its gpu.modules and the targets each is built for.
+pub(crate) struct FilePlan {
+    pub source: SourceFile,
+    pub kind: InputKind,
+    /// SHA-256 of the file's bytes (part of every cache key of its modules).
+    pub digest: String,
+    pub modules: Vec<ModulePlan>,
+}
+
+pub(crate) struct ModulePlan {
+    /// Position among the file's gpu.modules, to find it again in a fresh parse.
+    pub index: usize,
+    pub desc: GpuModuleDesc,
+    pub specs: Vec<TargetSpec>,
+}
+
+/// Runs the front end on one file and decides every module's targets.
+pub(crate) fn plan_file(
+    path: &Path,
+    display: String,
+    requests: &[TargetRequest],
+    options: &Options,
+    cargo: &CargoOutput,
+) -> Result<FilePlan> {
+    cargo.read_file(path);
+    let _compiling = Compiling::new(format!("{display}: reading the kernel file"));
+    let kind = InputKind::of(path).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("{display}: unknown kind of kernel file; use `.mlir` (MLIR), `.ll` (LLVM IR) or `.bc` (LLVM bitcode)"),
+        )
+    })?;
+    let source = SourceFile::read(path, display)?;
+    let descs = options.timings.time(Stage::Parse, || match kind {
+        InputKind::Mlir => describe_mlir(&source),
+        InputKind::LlvmIr | InputKind::Bitcode => {
+            describe_llvm_ir(&source, kind, requests).map(|desc| vec![desc])
+        }
+    })?;
+    check_module_names(&descs)?;
+    let modules = descs
+        .into_iter()
+        .enumerate()
+        .map(|(index, desc)| {
+            Ok(ModulePlan {
+                index,
+                specs: targets_for(&desc, requests, options, cargo)?,
+                desc,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(FilePlan {
+        digest: crate::output::sha256_hex(&source.bytes),
+        source,
+        kind,
+        modules,
+    })
+}
+
+fn describe_mlir(source: &SourceFile) -> Result<Vec<GpuModuleDesc>> {
+    let mlir = Mlir::new();
+    let module = mlir.parse(source)?;
+    let descs = mlir::gpu_modules(&module)
+        .into_iter()
+        .map(|raw| mlir::describe(source, raw))
+        .collect::<Result<Vec<_>>>()?;
+    if descs.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NothingToCompile,
+            format!(
+                "{}: error: no gpu.module in this file; put the kernels in one, e.g. \
+                 `gpu.module @kernels {{ gpu.func @k(...) kernel {{ ... }} }}`",
+                source.display
+            ),
+        ));
+    }
+    Ok(descs)
+}
+
+fn describe_llvm_ir(
+    source: &SourceFile,
+    kind: InputKind,
+    requests: &[TargetRequest],
+) -> Result<GpuModuleDesc> {
+    let llvm = LlvmContext::create();
+    let desc = llvm_ir::describe(source, &llvm_ir::parse(&llvm, source, kind)?)?;
+    let vendor = desc.targets[0].vendor;
+    if let Some(other) = requests.iter().find(|r| r.vendor != vendor) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{}: error: this LLVM IR is for {vendor} (triple `{}`) and cannot be compiled for {}; \
+                 only MLIR input is lowered for several vendors",
+                source.display, desc.targets[0].triple, other.vendor
+            ),
+        ));
+    }
+    Ok(desc)
+}
+
+/// The validated targets of one module, with link files checked and registered with cargo.
+fn targets_for(
+    desc: &GpuModuleDesc,
+    requests: &[TargetRequest],
+    options: &Options,
+    cargo: &CargoOutput,
+) -> Result<Vec<TargetSpec>> {
+    let specs = resolve_targets(&desc.targets, requests, options);
+    let at = &desc.location;
+    if specs.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidTarget,
+            format!(
+                "{at}: error: gpu.module @{} has no targets; give it target attributes \
+                 (`gpu.module @{} [#nvvm.target<chip = \"sm_80\">, #rocdl.target<chip = \"gfx90a\">]`) \
+                 or ask for targets in build.rs (`.target(Vendor::Nvptx, &[\"sm_80\"])`)",
+                desc.name, desc.name
+            ),
+        ));
+    }
+    for spec in &specs {
+        spec.validate()
+            .map_err(|e| e.context(format!("{at}: error: gpu.module @{}", desc.name)))?;
+        check_vendor_ops(desc, spec)?;
+        for link in &spec.link {
+            let path: PathBuf = options.base_dir.join(link);
+            if !path.is_file() {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "{at}: error: gpu.module @{}: link file `{}` does not exist (looked at {}); \
+                         `link` paths are relative to the crate's directory",
+                        desc.name,
+                        link.display(),
+                        path.display()
+                    ),
+                ));
+            }
+        }
+    }
+    check_kernel_names(desc, &specs)?;
+    if desc.kernels.is_empty() {
+        cargo.warn(format!(
+            "{}: gpu.module @{} has no kernels (no `gpu.func ... kernel` and no `llvm.func` with \
+             `gpu.kernel`), so nothing in it can be launched",
+            desc.location, desc.name
+        ));
+    }
+    Ok(specs)
+}
+
+/// One Rust module per gpu.module of a file: their names must differ.
+fn check_module_names(descs: &[GpuModuleDesc]) -> Result<()> {
+    for (index, desc) in descs.iter().enumerate() {
+        let rust = gpu_manifest::call::module_name(&desc.name);
+        if let Some(first) = descs[..index]
+            .iter()
+            .find(|d| gpu_manifest::call::module_name(&d.name) == rust)
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{}: error: gpu.modules @{} and @{} would both become the Rust module `{rust}`; \
+                     rename one of them",
+                    desc.location, first.name, desc.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Kernel names every target and the launch stubs can use: PTX identifiers for NVPTX (LLVM
+/// aborts the process on any other symbol name), and distinct launch-function names.
+fn check_kernel_names(desc: &GpuModuleDesc, specs: &[TargetSpec]) -> Result<()> {
+    if let Some(spec) = specs.iter().find(|s| s.vendor == Vendor::Nvptx) {
+        if let Some(kernel) = desc.kernels.iter().find(|k| !is_ptx_identifier(&k.name)) {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{}: error: kernel `{}` cannot be compiled for {} {}: a PTX name is letters, \
+                     digits, `_` and `$`, starting with a letter (or with `_` or `$` followed by at \
+                     least one more); rename it, e.g. `@{}`",
+                    kernel.location,
+                    kernel.name,
+                    spec.vendor,
+                    spec.chip,
+                    gpu_manifest::call::stub_name(&kernel.name)
+                ),
+            ));
+        }
+    }
+    for (index, kernel) in desc.kernels.iter().enumerate() {
+        let stub = gpu_manifest::call::stub_name(&kernel.name);
+        if let Some(first) = desc.kernels[..index]
+            .iter()
+            .find(|k| gpu_manifest::call::stub_name(&k.name) == stub)
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{}: error: kernels `{}` and `{}` of gpu.module @{} would both be launched \
+                     by `{}::{stub}` (a Rust name has no `-` or `.`); rename one of them",
+                    kernel.location,
+                    first.name,
+                    kernel.name,
+                    desc.name,
+                    gpu_manifest::call::module_name(&desc.name)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// PTX's identifier grammar (`[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`) without the
+/// leading `%`, which LLVM's assembly printer refuses.
+pub(crate) fn is_ptx_identifier(name: &str) -> bool {
+    let follows = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() => chars.all(follows),
+        Some('_' | '$') => name.len() > 1 && chars.all(follows),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptx_identifiers() {
+        for name in ["vadd", "_k", "$k", "k_$1", "_Z3fooPf"] {
+            assert!(is_ptx_identifier(name), "{name}");
+        }
+        for name in ["", "_", "$", "%k", "1k", "weird-name.v2", "a.b", "a b", "ü"] {
+            assert!(!is_ptx_identifier(name), "{name}");
+        }
+    }
+
+    fn spec(vendor: Vendor, chip: &str, level: u8) -> TargetSpec {
+        TargetSpec {
+            opt_level: level,
+            ..TargetSpec::new(vendor, chip)
+        }
+    }
+
+    #[test]
+    fn requests_replace_chips_but_keep_the_files_options() {
+        let file = vec![
+            spec(Vendor::Nvptx, "sm_80", 3),
+            spec(Vendor::Amdgpu, "gfx90a", 1),
+        ];
+        let timings = Timings::default();
+        let options = |opt_level, chip_overrides| Options {
+            opt_level,
+            chip_overrides,
+            base_dir: Path::new("."),
+            dump: DumpRequest::default(),
+            crate_name: "test",
+            scratch: Path::new("."),
+            timings: &timings,
+        };
+        let ask = |requests: &[TargetRequest], opt_level| {
+            resolve_targets(&file, requests, &options(opt_level, &[]))
+        };
+        let request = |vendor, chips: &[&str], fallback: &[&str]| TargetRequest {
+            vendor,
+            chips: chips.iter().map(|c| c.to_string()).collect(),
+            fallback: fallback.iter().map(|c| c.to_string()).collect(),
+        };
+        assert_eq!(ask(&[], None), file);
+        let only_nvptx = [request(Vendor::Nvptx, &["sm_90"], &[])];
+        assert_eq!(
+            ask(&only_nvptx, None),
+            vec![spec(Vendor::Nvptx, "sm_90", 3)]
+        );
+        let bare_amdgpu = [request(Vendor::Amdgpu, &[], &["gfx942"])];
+        assert_eq!(
+            ask(&bare_amdgpu, Some(0)),
+            vec![spec(Vendor::Amdgpu, "gfx90a", 0)]
+        );
+        let defaults = options(None, &[]);
+        assert_eq!(
+            resolve_targets(&[], &[request(Vendor::Amdgpu, &[], &[])], &defaults),
+            vec![TargetSpec::default_for(Vendor::Amdgpu)]
+        );
+        assert_eq!(
+            resolve_targets(&[], &bare_amdgpu, &defaults),
+            vec![TargetSpec::new(Vendor::Amdgpu, "gfx942")]
+        );
+        let overrides = [(
+            Vendor::Nvptx,
+            vec!["sm_86".to_string(), "sm_89".to_string()],
+        )];
+        assert_eq!(
+            resolve_targets(&file, &[], &options(None, &overrides)),
+            vec![
+                spec(Vendor::Amdgpu, "gfx90a", 1),
+                spec(Vendor::Nvptx, "sm_86", 3),
+                spec(Vendor::Nvptx, "sm_89", 3)
+            ]
+        );
+    }
+}
