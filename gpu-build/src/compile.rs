@@ -3,6 +3,7 @@
 //! each remaining task runs ModuleToObject from its lowering's bitcode (in parallel). Results are
 //! collected in memory for `output` to write.
 
+use crate::backend::backend;
 use crate::cache::{compiler_identity, Cache, Key};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
@@ -15,7 +16,7 @@ use crate::module_to_object::{module_to_object, Compiled, ObjectSettings};
 use crate::output::{identifier_part, sha256_hex};
 use crate::parallel::run_all;
 use crate::plan::{FilePlan, ModulePlan, Options};
-use crate::target_spec::{TargetSpec, Vendor};
+use crate::target_spec::TargetSpec;
 use crate::timing::Stage;
 use crate::toolkit::Toolkits;
 use gpu_manifest::Kernel;
@@ -336,14 +337,14 @@ fn cache_key(
             sha256_hex(&bytes)
         ));
     }
-    lines.push(match spec.vendor {
-        Vendor::Nvptx => format!("toolkit {}", toolkits.cuda_identity()),
-        Vendor::Amdgpu => format!("toolkit {}", toolkits.rocm_identity()),
-        Vendor::Host => format!(
-            "host symbols {}",
+    let backend = backend(spec.vendor);
+    lines.push(format!("toolkit {}", backend.toolkit_identity(toolkits)));
+    if backend.names_symbols_after_the_crate() {
+        lines.push(format!(
+            "symbols {}",
             host_symbol_prefix(options.crate_name, &file.source.display, &desc.name)
-        ),
-    });
+        ));
+    }
     Ok(Key::new(&lines))
 }
 

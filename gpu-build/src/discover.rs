@@ -4,7 +4,6 @@
 
 use crate::builder::Build;
 use crate::plan::TargetRequest;
-use crate::target_spec::Vendor;
 use gpu_manifest::call::IncludeCall;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
@@ -84,12 +83,7 @@ fn requests_of(call: &IncludeCall) -> Vec<TargetRequest> {
         .iter()
         .filter_map(|target| {
             let vendor = target.vendor?;
-            let fallback: &[&str] = match vendor {
-                Vendor::Nvptx => NVPTX_DEFAULT_CHIPS,
-                Vendor::Amdgpu => AMDGPU_DEFAULT_CHIPS,
-                // The build's own target triple.
-                Vendor::Host => &[],
-            };
+            let fallback = crate::backend::backend(vendor).fallback_chips();
             Some(TargetRequest {
                 vendor,
                 chips: target.chips.iter().map(|(chip, _)| chip.clone()).collect(),

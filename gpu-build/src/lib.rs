@@ -3,10 +3,13 @@
 //! serialization pipeline: target attributes → per-target lowering → ModuleToObject → objects,
 //! plus a manifest in `OUT_DIR` that `include_gpu_binary!` reads.
 //!
-//! The stages, one module each: `frontend` (parse, find gpu.modules and targets) → `lower`
-//! (per-vendor lowering to LLVM IR) → `module_to_object` (link, optimize, ISA, binary, with
-//! `toolkit` lookup) → `output` (atomic files and the manifest).
+//! The stages, one module each: `frontend` (parse, find gpu.modules and targets) → `plan`
+//! (targets per module, checks) → `lower` (each file's modules lowered once per distinct
+//! lowering) → `module_to_object` (link, optimize, ISA, binary, with `toolkit` lookup) →
+//! `output` (atomic files and the manifest); `compile` drives them, with the object `cache` in
+//! front. Everything vendor-specific is in `backend/`, one file per vendor.
 
+mod backend;
 mod builder;
 mod cache;
 mod cargo;

@@ -6,6 +6,7 @@
 //! the targets that share a lowering (every NVPTX chip and the host, AMDGPU chips of one chipset)
 //! start from the same lowered module, handed over as bitcode.
 
+use crate::backend::backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::mlir::{gpu_modules, Mlir};
 use crate::frontend::source::SourceFile;
@@ -21,25 +22,13 @@ use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
 
-/// The pass pipeline run on a `gpu.module` for `vendor`. The host starts from the NVVM lowering;
-/// `module_to_object::host` then turns its GPU intrinsics into CPU code.
-fn pipeline(vendor: Vendor, processor: &str) -> String {
-    let to_vendor = match vendor {
-        Vendor::Nvptx | Vendor::Host => "convert-gpu-to-nvvm".to_string(),
-        Vendor::Amdgpu => format!("convert-gpu-to-rocdl{{chipset={processor}}}"),
-    };
+/// The pass pipeline run on a `gpu.module`: the vendor's gpu-dialect lowering between the
+/// shared conversions.
+fn pipeline(vendor_pass: &str) -> String {
     format!(
-        "gpu.module(lower-affine,expand-strided-metadata,convert-scf-to-cf,{to_vendor},\
+        "gpu.module(lower-affine,expand-strided-metadata,convert-scf-to-cf,{vendor_pass},\
          reconcile-unrealized-casts)"
     )
-}
-
-/// The unit attribute that makes an `llvm.func` a kernel in each vendor's LLVM IR translation.
-fn kernel_attribute(vendor: Vendor) -> &'static str {
-    match vendor {
-        Vendor::Nvptx | Vendor::Host => "nvvm.kernel",
-        Vendor::Amdgpu => "rocdl.kernel",
-    }
 }
 
 /// How a gpu.module becomes LLVM IR for a target. Targets with the same lowering (every NVPTX
@@ -61,9 +50,10 @@ impl Lowering {
             return Ok(Lowering::LlvmIr);
         }
         let processor = chips::parse_chip(spec.vendor, &spec.chip)?.processor;
+        let backend = backend(spec.vendor);
         Ok(Lowering::Mlir {
-            pipeline: pipeline(spec.vendor, &processor),
-            kernel_attribute: kernel_attribute(spec.vendor),
+            pipeline: pipeline(&backend.lowering_pass(&processor)),
+            kernel_attribute: backend.kernel_attribute(),
         })
     }
 }

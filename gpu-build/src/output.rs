@@ -2,10 +2,10 @@
 //! file is written to a temporary name and renamed into place, and the manifest goes last, so a
 //! failed or interrupted build never leaves a manifest pointing at half-written objects.
 
+use crate::backend::backend;
 use crate::cargo::CargoOutput;
 use crate::compile::CompiledModule;
 use crate::error::{Error, ErrorKind, Result};
-use crate::target_spec::Vendor;
 use gpu_manifest::{GpuModule, Manifest, Object, MANIFEST_PATH};
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -186,15 +186,11 @@ pub(crate) fn write_outputs(
                     sha256: sha256_hex(&artifact.bytes),
                     host: compiled.host.clone(),
                 });
-                if spec.vendor == Vendor::Host {
+                if compiled.host.is_some() {
                     host_objects.push(artifact.bytes);
                 }
             }
-            let isa_extension = if spec.vendor == Vendor::Nvptx {
-                "ptx.s"
-            } else {
-                "s"
-            };
+            let isa_extension = backend(spec.vendor).isa_dump_extension();
             let dumps = [
                 ("linked.ll", &compiled.dumps.linked),
                 ("opt.ll", &compiled.dumps.optimized),

@@ -2,6 +2,7 @@
 //! built for (the caller's requests, the file's own target attributes, the chip overrides),
 //! validated before anything is compiled.
 
+use crate::backend::backend;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::mlir::{self, Mlir};
@@ -274,17 +275,21 @@ fn check_module_names(descs: &[GpuModuleDesc]) -> Result<()> {
     Ok(())
 }
 
-/// Kernel names every target and the launch stubs can use: PTX identifiers for NVPTX (LLVM
-/// aborts the process on any other symbol name), and distinct launch-function names.
+/// Kernel names every target and the launch stubs can use: names each target's backend can
+/// emit (LLVM aborts the process on a symbol name PTX cannot hold), and distinct launch-function
+/// names.
 fn check_kernel_names(desc: &GpuModuleDesc, specs: &[TargetSpec]) -> Result<()> {
-    if let Some(spec) = specs.iter().find(|s| s.vendor == Vendor::Nvptx) {
-        if let Some(kernel) = desc.kernels.iter().find(|k| !is_ptx_identifier(&k.name)) {
+    for spec in specs {
+        let backend = backend(spec.vendor);
+        if let Some((kernel, rule)) = desc
+            .kernels
+            .iter()
+            .find_map(|k| backend.kernel_name_rule(&k.name).map(|rule| (k, rule)))
+        {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
                 format!(
-                    "{}: error: kernel `{}` cannot be compiled for {} {}: a PTX name is letters, \
-                     digits, `_` and `$`, starting with a letter (or with `_` or `$` followed by at \
-                     least one more); rename it, e.g. `@{}`",
+                    "{}: error: kernel `{}` cannot be compiled for {} {}: {rule}; rename it, e.g. `@{}`",
                     kernel.location,
                     kernel.name,
                     spec.vendor,
@@ -317,31 +322,9 @@ fn check_kernel_names(desc: &GpuModuleDesc, specs: &[TargetSpec]) -> Result<()> 
     Ok(())
 }
 
-/// PTX's identifier grammar (`[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`) without the
-/// leading `%`, which LLVM's assembly printer refuses.
-pub(crate) fn is_ptx_identifier(name: &str) -> bool {
-    let follows = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() => chars.all(follows),
-        Some('_' | '$') => name.len() > 1 && chars.all(follows),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ptx_identifiers() {
-        for name in ["vadd", "_k", "$k", "k_$1", "_Z3fooPf"] {
-            assert!(is_ptx_identifier(name), "{name}");
-        }
-        for name in ["", "_", "$", "%k", "1k", "weird-name.v2", "a.b", "a b", "ü"] {
-            assert!(!is_ptx_identifier(name), "{name}");
-        }
-    }
 
     fn spec(vendor: Vendor, chip: &str, level: u8) -> TargetSpec {
         TargetSpec {

@@ -10,7 +10,6 @@
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
-use crate::target_spec::Vendor;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::{
     LLVMGetBasicBlockParent, LLVMGetInstructionParent, LLVMIsAInstruction,
@@ -21,10 +20,6 @@ use inkwell::targets::TargetMachine;
 use inkwell::values::{AsValueRef, BasicValue, FunctionValue};
 use std::collections::BTreeSet;
 use std::path::Path;
-
-/// Functions the linked module calls that nothing defines and the driver does not provide.
-/// CUDA's driver resolves `vprintf`, `malloc`, `free` and `__assertfail` when it loads a module.
-const NVPTX_DRIVER_SYMBOLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
 
 /// Reads a bitcode file, naming it in the error.
 pub(crate) fn load_bitcode<'ll>(
@@ -132,15 +127,9 @@ pub(crate) fn undefined_symbols(module: &Module) -> Vec<String> {
 
 /// Fails when something the kernels call is defined nowhere: such an object would only fail
 /// later, at load time on the user's GPU. `allowed` names what a later link provides.
-pub(crate) fn check_resolved(
-    module: &Module,
-    vendor: Vendor,
-    allowed: &[String],
-    searched: &str,
-) -> Result<()> {
+pub(crate) fn check_resolved(module: &Module, allowed: &[String], searched: &str) -> Result<()> {
     let missing: Vec<String> = undefined_symbols(module)
         .into_iter()
-        .filter(|name| !(vendor == Vendor::Nvptx && NVPTX_DRIVER_SYMBOLS.contains(&name.as_str())))
         .filter(|name| !allowed.contains(name))
         .collect();
     let Some(first) = missing.first() else {

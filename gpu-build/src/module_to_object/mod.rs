@@ -1,17 +1,15 @@
 //! ModuleToObject: LLVM IR of one `gpu.module` for one target in, objects out. The shared steps
 //! live here in upstream's order (target machine → triple and data layout → pre-link fixes → link
 //! user bitcode and device libraries → post-link checks → optimize at O → ISA → binary); the
-//! vendor modules supply the hooks.
+//! vendor's [`Backend`](crate::backend::Backend) supplies the hooks.
 
-mod amdgpu;
-pub(crate) mod host;
 pub(crate) mod link;
-mod nvptx;
 
+use crate::backend::backend;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
-use crate::target_spec::{TargetSpec, Vendor};
+use crate::target_spec::TargetSpec;
 use crate::timing::{Stage, Timings};
 use crate::toolkit::Toolkits;
 use gpu_manifest::Format;
@@ -25,7 +23,7 @@ use inkwell::llvm_sys::LLVMTypeKind;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+    CodeModel, FileType, InitializationConfig, Target, TargetMachine, TargetTriple,
 };
 use inkwell::values::{AsValueRef, InstructionValue};
 use inkwell::OptimizationLevel;
@@ -89,6 +87,8 @@ pub(crate) struct Job<'a, 'll> {
     pub toolkits: &'a Toolkits<'a>,
     pub cargo: &'a CargoOutput,
     pub timings: &'a Timings,
+    /// Prefix of the host entry points' symbols.
+    pub host_symbol_prefix: &'a str,
 }
 
 pub(crate) fn initialize_llvm() {
@@ -129,12 +129,7 @@ pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String
             &processor,
             &features,
             opt_level(spec.opt_level),
-            // Host objects may end up in a shared library; GPU code has no use for PIC.
-            if spec.vendor == Vendor::Host {
-                RelocMode::PIC
-            } else {
-                RelocMode::Default
-            },
+            backend(spec.vendor).reloc_mode(),
             CodeModel::Default,
         )
         .ok_or_else(|| {
@@ -159,7 +154,7 @@ pub(crate) fn module_to_object<'ll>(
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
-    let host_symbol_prefix = settings.host_symbol_prefix;
+    let backend = backend(spec.vendor);
     let (machine, processor) = target_machine(spec)?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
@@ -172,25 +167,12 @@ pub(crate) fn module_to_object<'ll>(
         toolkits,
         cargo,
         timings: settings.timings,
+        host_symbol_prefix: settings.host_symbol_prefix,
     };
     let timings = settings.timings;
     let link_start = std::time::Instant::now();
 
-    let mut host = None;
-    let mut allowed_undefined = Vec::new();
-    match spec.vendor {
-        Vendor::Nvptx => nvptx::pre_link(&job, &module),
-        Vendor::Amdgpu => amdgpu::pre_link(&job, &module)?,
-        Vendor::Host => {
-            let retargeted = host::retarget(&job, &module, host_symbol_prefix)?;
-            allowed_undefined = retargeted.libm_calls;
-            host = Some(gpu_manifest::HostEntries {
-                symbol_prefix: host_symbol_prefix.to_string(),
-                uses_barrier: retargeted.uses_barrier,
-            });
-        }
-    }
-
+    let pre_linked = backend.pre_link(&job, &module)?;
     let mut searched = vec!["the kernel file".to_string()];
     for path in &spec.link {
         let path = settings.link_base.join(path);
@@ -198,17 +180,9 @@ pub(crate) fn module_to_object<'ll>(
         link::link_only_needed(&module, library, &path.display().to_string(), diagnostics)?;
         searched.push(path.display().to_string());
     }
-    let device_libraries = match spec.vendor {
-        Vendor::Nvptx => nvptx::link_device_libraries(&job, &module)?,
-        Vendor::Amdgpu => amdgpu::link_device_libraries(&job, &module)?,
-        Vendor::Host => vec!["the C math library".to_string()],
-    };
-    searched.extend(device_libraries);
+    searched.extend(backend.link_device_libraries(&job, &module)?);
     link::drop_unused(&module, &machine)?;
-    if spec.vendor == Vendor::Nvptx {
-        nvptx::post_link(&job, &module)?;
-    }
-
+    backend.post_link(&job, &module)?;
     timings.add(Stage::Link, link_start.elapsed());
 
     let print = |wanted: bool| wanted.then(|| module.print_to_string().to_string());
@@ -220,23 +194,20 @@ pub(crate) fn module_to_object<'ll>(
         optimize(&module, &machine, spec.opt_level)
     })?;
     report_diagnostics(diagnostics, "optimization", cargo)?;
-    if spec.vendor != Vendor::Host {
+    if backend.is_gpu() {
         check_gpu_arithmetic(&module, spec)?;
     }
     dumps.optimized = print(settings.dump.llvm);
     // After optimization: libdevice's `__nvvm_reflect` calls are folded away by then.
-    link::check_resolved(
-        &module,
-        spec.vendor,
-        &allowed_undefined,
-        &searched.join(", "),
-    )?;
+    let mut allowed_undefined = pre_linked.allowed_undefined;
+    allowed_undefined.extend(backend.driver_symbols().iter().map(|s| s.to_string()));
+    link::check_resolved(&module, &allowed_undefined, &searched.join(", "))?;
 
-    let artifacts = emit_objects(&job, &machine, &module, settings, &mut dumps)?;
+    let artifacts = backend.emit(&job, &machine, &module, &mut dumps, settings.dump.isa)?;
     Ok(Compiled {
         artifacts,
         dumps,
-        host,
+        host: pre_linked.host,
     })
 }
 
@@ -248,7 +219,10 @@ fn check_gpu_arithmetic(module: &Module, spec: &TargetSpec) -> Result<()> {
     for function in module.get_functions() {
         for block in function.get_basic_blocks() {
             for instruction in block.get_instructions() {
-                let Some((problem, fix)) = unsupported_arithmetic(instruction, spec.vendor) else {
+                let converts_wide_integers = backend(spec.vendor).converts_wide_integers();
+                let Some((problem, fix)) =
+                    unsupported_arithmetic(instruction, converts_wide_integers)
+                else {
                     continue;
                 };
                 return Err(Error::new(
@@ -270,7 +244,7 @@ fn check_gpu_arithmetic(module: &Module, spec: &TargetSpec) -> Result<()> {
 /// What is wrong with `instruction` and how to fix it, if it needs a missing routine.
 fn unsupported_arithmetic(
     instruction: InstructionValue,
-    vendor: Vendor,
+    converts_wide_integers: bool,
 ) -> Option<(String, &'static str)> {
     use inkwell::values::InstructionOpcode as Op;
     // SAFETY: a live instruction; every type read comes from one of its values.
@@ -325,7 +299,7 @@ fn unsupported_arithmetic(
         let wide_integer = kind == LLVMTypeKind::LLVMIntegerTypeKind
             // SAFETY: an integer type.
             && unsafe { LLVMGetIntTypeWidth(ty) } > 64;
-        if vendor == Vendor::Nvptx
+        if !converts_wide_integers
             && wide_integer
             && matches!(opcode, Op::UIToFP | Op::SIToFP | Op::FPToUI | Op::FPToSI)
         {
@@ -344,43 +318,18 @@ fn report_diagnostics(diagnostics: &Diagnostics, stage: &str, cargo: &CargoOutpu
     Ok(())
 }
 
-/// ISA and binary objects; an error diagnostic from code generation fails the build.
-fn emit_objects(
+/// Code generation of `kind`; an error diagnostic from it fails the build.
+pub(crate) fn emit_checked(
     job: &Job,
     machine: &TargetMachine,
     module: &Module,
-    settings: &ObjectSettings,
-    dumps: &mut Dumps,
-) -> Result<Vec<Artifact>> {
-    let emit_checked = |module: &Module, kind| {
-        let bytes = job
-            .timings
-            .time(Stage::Codegen, || emit(machine, module, kind))?;
-        report_diagnostics(job.diagnostics, "code generation", job.cargo)?;
-        Ok::<_, Error>(bytes)
-    };
-    if job.spec.vendor == Vendor::Nvptx {
-        // PTX is both the ISA and the object the driver loads.
-        let ptx = emit_checked(module, FileType::Assembly)?;
-        if settings.dump.isa {
-            dumps.isa = Some(String::from_utf8_lossy(&ptx).into_owned());
-        }
-        return nvptx::isa_to_objects(job, ptx);
-    }
-    // Code generation may rewrite the IR it runs on: the assembly dump gets a copy.
-    if settings.dump.isa {
-        let isa = emit_checked(&module.clone(), FileType::Assembly)?;
-        dumps.isa = Some(String::from_utf8_lossy(&isa).into_owned());
-    }
-    let object = emit_checked(module, FileType::Object)?;
-    match job.spec.vendor {
-        Vendor::Amdgpu => amdgpu::object_to_hsaco(job, object),
-        _ => Ok(vec![Artifact {
-            format: Format::Bin,
-            extension: "o".to_string(),
-            bytes: object,
-        }]),
-    }
+    kind: FileType,
+) -> Result<Vec<u8>> {
+    let bytes = job
+        .timings
+        .time(Stage::Codegen, || emit(machine, module, kind))?;
+    report_diagnostics(job.diagnostics, "code generation", job.cargo)?;
+    Ok(bytes)
 }
 
 /// LLVM's default module pipeline at `O`, configured as upstream's `makeOptimizingTransformer`.

@@ -5,6 +5,7 @@
 mod attr;
 pub(crate) mod chips;
 
+use crate::backend::backend;
 use crate::error::{Error, ErrorKind, Result};
 pub use gpu_manifest::Vendor;
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ pub const AMDGPU_DEFAULT_ABI: &str = "500";
 const AMDGPU_ABIS: &[&str] = &["400", "500", "600"];
 /// Upstream 22.1's default: no PTX version feature, so LLVM picks the oldest PTX the chip allows
 /// (the widest range of drivers and ptxas versions can load it).
-const NVPTX_DEFAULT_FEATURES: &str = "";
+pub(crate) const NVPTX_DEFAULT_FEATURES: &str = "";
 
 /// The triple the crate is being built for: cargo's `TARGET` in a build script, else the machine's
 /// own (what LLVM was configured for).
@@ -78,29 +79,21 @@ impl TargetSpec {
     /// The upstream defaults for `vendor`, with `chip`.
     pub fn new(vendor: Vendor, chip: impl Into<String>) -> Self {
         let chip = chip.into();
-        let (triple, features, abi) = match vendor {
-            Vendor::Nvptx => ("nvptx64-nvidia-cuda", NVPTX_DEFAULT_FEATURES, ""),
-            Vendor::Amdgpu => ("amdgcn-amd-amdhsa", "", AMDGPU_DEFAULT_ABI),
-            Vendor::Host => (chip.as_str(), "", ""),
-        };
+        let backend = backend(vendor);
         TargetSpec {
             vendor,
-            triple: triple.into(),
+            triple: backend.triple(&chip),
             chip,
             opt_level: 2,
-            features: features.into(),
+            features: backend.default_features().into(),
             flags: Flags::default(),
             link: Vec::new(),
-            abi: abi.into(),
+            abi: backend.default_abi().into(),
         }
     }
 
     pub fn default_for(vendor: Vendor) -> Self {
-        match vendor {
-            Vendor::Nvptx => TargetSpec::new(vendor, NVPTX_DEFAULT_CHIP),
-            Vendor::Amdgpu => TargetSpec::new(vendor, AMDGPU_DEFAULT_CHIP),
-            Vendor::Host => TargetSpec::new(vendor, host_triple()),
-        }
+        TargetSpec::new(vendor, backend(vendor).default_chip())
     }
 
     /// Checks what upstream's verifier checks, and the chip (which upstream does not).

@@ -11,11 +11,13 @@
 //! emits `sqrt.approx.f32` for `math.sqrt`. We answer 1 (correctly rounded, nvcc's default
 //! `-prec-sqrt=true`) unless `fast` is set.
 
-use super::link::{link_only_needed, load_bitcode};
-use super::{Artifact, Job};
+use super::{Backend, PreLinked};
 use crate::error::{Error, ErrorKind, Result};
-use crate::plan::is_ptx_identifier;
+use crate::module_to_object::link::{link_only_needed, load_bitcode};
+use crate::module_to_object::{emit_checked, Artifact, Dumps, Job};
+use crate::target_spec::{NVPTX_DEFAULT_CHIP, NVPTX_DEFAULT_FEATURES};
 use crate::timing::Stage;
+use crate::toolkit::Toolkits;
 use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
 use inkwell::llvm_sys::core::{
@@ -25,11 +27,99 @@ use inkwell::llvm_sys::core::{
 };
 use inkwell::llvm_sys::LLVMFastMathAll;
 use inkwell::module::{FlagBehavior, Linkage, Module};
+use inkwell::targets::{FileType, TargetMachine};
 use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
 use std::process::Command;
 
+pub(crate) struct Nvptx;
+
+/// Functions the CUDA driver resolves when it loads a module, allowed to stay undefined.
+const DRIVER_SYMBOLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
+
+impl Backend for Nvptx {
+    fn triple(&self, _chip: &str) -> String {
+        "nvptx64-nvidia-cuda".to_string()
+    }
+
+    fn default_chip(&self) -> String {
+        NVPTX_DEFAULT_CHIP.to_string()
+    }
+
+    fn default_features(&self) -> &'static str {
+        NVPTX_DEFAULT_FEATURES
+    }
+
+    fn fallback_chips(&self) -> &'static [&'static str] {
+        crate::discover::NVPTX_DEFAULT_CHIPS
+    }
+
+    fn kernel_name_rule(&self, name: &str) -> Option<&'static str> {
+        (!is_ptx_identifier(name)).then_some(
+            "a PTX name is letters, digits, `_` and `$`, starting with a letter (or with `_` or \
+             `$` followed by at least one more)",
+        )
+    }
+
+    fn lowering_pass(&self, _processor: &str) -> String {
+        "convert-gpu-to-nvvm".to_string()
+    }
+
+    fn kernel_attribute(&self) -> &'static str {
+        "nvvm.kernel"
+    }
+
+    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
+        fast_math(job, module);
+        Ok(PreLinked::default())
+    }
+
+    fn link_device_libraries<'ll>(
+        &self,
+        job: &Job<'_, 'll>,
+        module: &Module<'ll>,
+    ) -> Result<Vec<String>> {
+        link_libdevice(job, module)
+    }
+
+    fn post_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
+        post_link(job, module)
+    }
+
+    fn driver_symbols(&self) -> &'static [&'static str] {
+        DRIVER_SYMBOLS
+    }
+
+    fn converts_wide_integers(&self) -> bool {
+        false
+    }
+
+    /// PTX is both the ISA and the object the driver loads; with ptxas, a cubin too.
+    fn emit(
+        &self,
+        job: &Job,
+        machine: &TargetMachine,
+        module: &Module,
+        dumps: &mut Dumps,
+        dump_isa: bool,
+    ) -> Result<Vec<Artifact>> {
+        let ptx = emit_checked(job, machine, module, FileType::Assembly)?;
+        if dump_isa {
+            dumps.isa = Some(String::from_utf8_lossy(&ptx).into_owned());
+        }
+        isa_to_objects(job, ptx)
+    }
+
+    fn isa_dump_extension(&self) -> &'static str {
+        "ptx.s"
+    }
+
+    fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
+        toolkits.cuda_identity().to_string()
+    }
+}
+
 /// Before linking: fast-math on the kernel's own code only (libdevice keeps its exact paths).
-pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
+fn fast_math<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
     if !job.spec.flags.fast {
         return;
     }
@@ -60,10 +150,7 @@ pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
 }
 
 /// libdevice, when the module calls `__nv_*` functions.
-pub(crate) fn link_device_libraries<'ll>(
-    job: &Job<'_, 'll>,
-    module: &Module<'ll>,
-) -> Result<Vec<String>> {
+fn link_libdevice<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<String>> {
     let needs_libdevice = module
         .get_functions()
         .any(|f| f.count_basic_blocks() == 0 && f.get_name().to_bytes().starts_with(b"__nv_"));
@@ -92,7 +179,7 @@ pub(crate) fn link_device_libraries<'ll>(
 
 /// After linking: names PTX can hold, precise sqrt unless `fast`; flush-to-zero applies to
 /// everything, libdevice included.
-pub(crate) fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
+fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     ptx_names(module)?;
     fold_reflect(module, "__CUDA_PREC_SQRT", u64::from(!job.spec.flags.fast));
     if !job.spec.flags.ftz {
@@ -162,7 +249,7 @@ fn is_local(linkage: Linkage) -> bool {
 const PTX_KERNEL_CALLING_CONVENTION: u32 = 71;
 
 /// PTX is the ISA object; with ptxas, a cubin for the chip too.
-pub(crate) fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
+fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
     let mut artifacts = vec![Artifact {
         format: Format::Isa,
         extension: "ptx".to_string(),
@@ -274,5 +361,32 @@ fn reflected_name(call: InstructionValue) -> Option<String> {
                 .trim_end_matches('\0')
                 .to_string(),
         )
+    }
+}
+
+/// PTX's identifier grammar (`[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`) without the
+/// leading `%`, which LLVM's assembly printer refuses.
+fn is_ptx_identifier(name: &str) -> bool {
+    let follows = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() => chars.all(follows),
+        Some('_' | '$') => name.len() > 1 && chars.all(follows),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptx_identifiers() {
+        for name in ["vadd", "_k", "$k", "k_$1", "_Z3fooPf"] {
+            assert!(is_ptx_identifier(name), "{name}");
+        }
+        for name in ["", "_", "$", "%k", "1k", "weird-name.v2", "a.b", "a b", "ü"] {
+            assert!(!is_ptx_identifier(name), "{name}");
+        }
     }
 }

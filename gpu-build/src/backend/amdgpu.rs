@@ -1,13 +1,17 @@
 //! AMDGPU hooks: code object version, the device libraries (`ocml`, `ockl`) with their control
 //! variables, object → hsaco with `ld.lld -shared`.
 
-use super::link::{link_only_needed, load_bitcode};
-use super::{Artifact, Job};
+use super::{emit_object, Backend, PreLinked};
 use crate::error::{Error, ErrorKind, Result};
+use crate::module_to_object::link::{link_only_needed, load_bitcode};
+use crate::module_to_object::{Artifact, Dumps, Job};
+use crate::target_spec::{AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP};
 use crate::timing::Stage;
+use crate::toolkit::Toolkits;
 use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{FlagBehavior, Linkage, Module};
+use inkwell::targets::TargetMachine;
 use inkwell::types::IntType;
 use inkwell::values::UnnamedAddress;
 use inkwell::{AddressSpace, GlobalVisibility};
@@ -23,10 +27,68 @@ const TRANSLATION_DEFAULT_BLOCK: &str = "1,256";
 /// What HIP gives its kernels, and what the runtime lets a launch ask for: up to 1024 threads.
 const HIP_DEFAULT_BLOCK: &str = "1,1024";
 
+pub(crate) struct Amdgpu;
+
+impl Backend for Amdgpu {
+    fn triple(&self, _chip: &str) -> String {
+        "amdgcn-amd-amdhsa".to_string()
+    }
+
+    fn default_chip(&self) -> String {
+        AMDGPU_DEFAULT_CHIP.to_string()
+    }
+
+    fn default_abi(&self) -> &'static str {
+        AMDGPU_DEFAULT_ABI
+    }
+
+    fn fallback_chips(&self) -> &'static [&'static str] {
+        crate::discover::AMDGPU_DEFAULT_CHIPS
+    }
+
+    fn lowering_pass(&self, processor: &str) -> String {
+        format!("convert-gpu-to-rocdl{{chipset={processor}}}")
+    }
+
+    fn kernel_attribute(&self) -> &'static str {
+        "rocdl.kernel"
+    }
+
+    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
+        pre_link(job, module)?;
+        Ok(PreLinked::default())
+    }
+
+    fn link_device_libraries<'ll>(
+        &self,
+        job: &Job<'_, 'll>,
+        module: &Module<'ll>,
+    ) -> Result<Vec<String>> {
+        link_device_libraries(job, module)
+    }
+
+    /// The object, linked into an hsaco with ld.lld.
+    fn emit(
+        &self,
+        job: &Job,
+        machine: &TargetMachine,
+        module: &Module,
+        dumps: &mut Dumps,
+        dump_isa: bool,
+    ) -> Result<Vec<Artifact>> {
+        let object = emit_object(job, machine, module, dumps, dump_isa)?;
+        object_to_hsaco(job, object)
+    }
+
+    fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
+        toolkits.rocm_identity().to_string()
+    }
+}
+
 /// Before linking: the code object version every AMDGPU object records (`abi` 500 → v5), and
 /// HIP's block-size limit for kernels whose source did not set one (a 512-thread launch of a
 /// kernel compiled for 256 fails on the device).
-pub(crate) fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
+fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     let abi = abi_number(&job.spec.abi)?;
     let value = job.llvm.i32_type().const_int(u64::from(abi), false);
     module.add_basic_value_flag("amdhsa_code_object_version", FlagBehavior::Error, value);
@@ -61,10 +123,7 @@ fn abi_number(abi: &str) -> Result<u32> {
 
 /// `ocml` and `ockl` when the module calls into them (as upstream decides: by the `__ocml_*` /
 /// `__ockl_*` declarations), after defining the control variables they read.
-pub(crate) fn link_device_libraries<'ll>(
-    job: &Job<'_, 'll>,
-    module: &Module<'ll>,
-) -> Result<Vec<String>> {
+fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<String>> {
     let declared = |prefix: &[u8]| {
         module
             .get_functions()
@@ -202,7 +261,7 @@ fn wave64(job: &Job) -> Result<bool> {
 }
 
 /// `ld.lld -shared <object> -o <hsaco>`, as upstream.
-pub(crate) fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
+fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
     let rocm = job.toolkits.rocm();
     let Some(ld_lld) = rocm.ld_lld.found.clone() else {
         return Err(Error::new(

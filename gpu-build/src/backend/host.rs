@@ -22,12 +22,17 @@
 //! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the barrier function
 //! pointer.
 
-use super::Job;
+use super::{emit_object, Backend, PreLinked};
 use crate::error::{Error, ErrorKind, Result};
+use crate::module_to_object::{Artifact, Dumps, Job};
+use crate::target_spec::host_triple;
+use crate::toolkit::Toolkits;
 use gpu_manifest::host_abi;
+use gpu_manifest::Format;
 use inkwell::attributes::AttributeLoc;
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::{Linkage, Module};
+use inkwell::targets::{RelocMode, TargetMachine};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{
     BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, PointerValue,
@@ -110,15 +115,90 @@ const LIBM: &[&str] = &[
     "trunc",
 ];
 
+pub(crate) struct Host;
+
+impl Backend for Host {
+    /// The host's chip is its target triple.
+    fn triple(&self, chip: &str) -> String {
+        chip.to_string()
+    }
+
+    fn default_chip(&self) -> String {
+        host_triple()
+    }
+
+    /// The host starts from the NVVM lowering; `retarget` then turns its GPU intrinsics into CPU
+    /// code.
+    fn lowering_pass(&self, _processor: &str) -> String {
+        "convert-gpu-to-nvvm".to_string()
+    }
+
+    fn kernel_attribute(&self) -> &'static str {
+        "nvvm.kernel"
+    }
+
+    /// Host objects end up in the crate's program, possibly a shared library.
+    fn reloc_mode(&self) -> RelocMode {
+        RelocMode::PIC
+    }
+
+    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
+        let retargeted = retarget(job, module, job.host_symbol_prefix)?;
+        Ok(PreLinked {
+            allowed_undefined: retargeted.libm_calls,
+            host: Some(gpu_manifest::HostEntries {
+                symbol_prefix: job.host_symbol_prefix.to_string(),
+                uses_barrier: retargeted.uses_barrier,
+            }),
+        })
+    }
+
+    /// libdevice calls became C library calls in `retarget`; the final link resolves them.
+    fn link_device_libraries<'ll>(
+        &self,
+        _job: &Job<'_, 'll>,
+        _module: &Module<'ll>,
+    ) -> Result<Vec<String>> {
+        Ok(vec!["the C math library".to_string()])
+    }
+
+    fn is_gpu(&self) -> bool {
+        false
+    }
+
+    fn emit(
+        &self,
+        job: &Job,
+        machine: &TargetMachine,
+        module: &Module,
+        dumps: &mut Dumps,
+        dump_isa: bool,
+    ) -> Result<Vec<Artifact>> {
+        Ok(vec![Artifact {
+            format: Format::Bin,
+            extension: "o".to_string(),
+            bytes: emit_object(job, machine, module, dumps, dump_isa)?,
+        }])
+    }
+
+    fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
+        "none (LLVM only)".to_string()
+    }
+
+    fn names_symbols_after_the_crate(&self) -> bool {
+        true
+    }
+}
+
 /// What the runtime needs to know about the retargeted module.
-pub(crate) struct Retargeted {
+struct Retargeted {
     pub uses_barrier: bool,
     /// C library functions the module now calls (allowed to stay undefined: the final link
     /// resolves them).
     pub libm_calls: Vec<String>,
 }
 
-pub(crate) fn retarget<'ll>(
+fn retarget<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,
     symbol_prefix: &str,
