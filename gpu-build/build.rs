@@ -1,6 +1,8 @@
 //! Records a digest of gpu-build's own sources (`GPU_BUILD_SOURCE_DIGEST`): part of every cache
 //! key, so objects compiled by one version of this code are never reused by another, while the
-//! debug and release build scripts (different binaries of the same code) share them.
+//! debug and release build scripts (different binaries of the same code) share them. Compiles
+//! the C++ half of bitcode linking (`src/module_to_object/link.cpp`: what LLVM's C API lacks)
+//! against the LLVM that llvm-sys links.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -19,7 +21,41 @@ fn files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
+/// `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`, else PATH).
+fn compile_link_shim() {
+    println!("cargo::rerun-if-env-changed=LLVM_SYS_221_PREFIX");
+    let llvm_config = std::env::var_os("LLVM_SYS_221_PREFIX")
+        .map(|prefix| PathBuf::from(prefix).join("bin/llvm-config"))
+        .unwrap_or_else(|| PathBuf::from("llvm-config-22"));
+    let output = std::process::Command::new(&llvm_config)
+        .arg("--cxxflags")
+        .output();
+    let flags = match output {
+        Ok(output) if output.status.success() => {
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        }
+        _ => {
+            eprintln!(
+                "error: cannot run `{} --cxxflags`; install LLVM 22 (`apt install llvm-22-dev`) and \
+                 set LLVM_SYS_221_PREFIX to it (e.g. /usr/lib/llvm-22)",
+                llvm_config.display()
+            );
+            std::process::exit(1);
+        }
+    };
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .file("src/module_to_object/link.cpp")
+        .warnings(false);
+    for flag in flags.split_whitespace() {
+        build.flag(flag);
+    }
+    build.compile("gpu_build_link");
+}
+
 fn main() {
+    compile_link_shim();
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let mut found = vec![root.join("Cargo.toml"), root.join("build.rs")];
     files(&root.join("src"), &mut found);

@@ -180,8 +180,7 @@ extern "C" fn on_fatal_error(reason: *const c_char) {
 }
 
 /// Error diagnostics raised in one LLVM context, collected instead of ending the process.
-/// Installed for the whole life of the context: other code (inkwell's linker wrapper) may have
-/// left a handler of its own there, pointing at memory that no longer exists.
+/// Installed for the whole life of the context (linking reports through it too).
 pub(crate) struct Diagnostics<'ctx> {
     context: &'ctx Context,
     collected: Box<Mutex<Collected>>,
@@ -199,22 +198,16 @@ impl<'ctx> Diagnostics<'ctx> {
             context,
             collected: Box::default(),
         };
-        diagnostics.reattach();
-        diagnostics
-    }
-
-    /// Installs this collector as the context's handler (again, after code that installs its
-    /// own, such as linking).
-    pub(crate) fn reattach(&self) {
-        let target: *const Mutex<Collected> = &*self.collected;
+        let target: *const Mutex<Collected> = &*diagnostics.collected;
         // SAFETY: the box outlives the handler: `Drop` removes the handler before the box goes.
         unsafe {
             LLVMContextSetDiagnosticHandler(
-                self.context.as_ctx_ref(),
+                context.as_ctx_ref(),
                 Some(on_diagnostic),
                 target as *mut c_void,
             )
         };
+        diagnostics
     }
 
     /// An error for the diagnostics raised since the last call, if any was an error; warnings

@@ -1,27 +1,39 @@
-//! Linking bitcode into the kernel module the way upstream's ModuleToObject does: only what the
-//! module needs is imported (LinkOnlyNeeded) and what was imported is internalized, so the
-//! optimizer may inline, specialize or drop it and no library symbol leaks into the object.
+//! Linking bitcode into the kernel module the way upstream's ModuleToObject does: a library is
+//! read lazily, only what the module needs is imported (`Linker::LinkOnlyNeeded`) and what was
+//! imported is internalized, so the optimizer may inline, specialize or drop it and no library
+//! symbol leaks into the object. LLVM's C API has neither lazy reading from a file with an error
+//! message nor link flags: `link.cpp` has both, compiled by build.rs.
 //!
-//! LLVM's C API links whole modules only; the same result comes from linking the library,
-//! internalizing every definition it brought and, once every library is in, dropping what
-//! nothing references ([`drop_unused`]). Dropping only at the end matters: a control variable
-//! that no library read so far may be read by the next one.
+//! After the last library, [`drop_unused`] removes what no one references any more (upstream
+//! leaves that to the optimizer; doing it first keeps the undefined-symbol check exact).
 
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
 use inkwell::context::Context;
+use inkwell::llvm_sys::core::{LLVMDisposeMessage, LLVMGetModuleContext};
 use inkwell::llvm_sys::core::{
     LLVMGetBasicBlockParent, LLVMGetInstructionParent, LLVMIsAInstruction,
 };
-use inkwell::module::{Linkage, Module};
+use inkwell::llvm_sys::prelude::{LLVMBool, LLVMContextRef, LLVMModuleRef};
+use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::TargetMachine;
 use inkwell::values::{AsValueRef, BasicValue, FunctionValue};
 use std::collections::BTreeSet;
+use std::ffi::{c_char, CStr, CString};
 use std::path::Path;
 
-/// Reads a bitcode file, naming it in the error.
+extern "C" {
+    fn gpu_build_load_lazily(
+        context: LLVMContextRef,
+        path: *const c_char,
+        error: *mut *mut c_char,
+    ) -> LLVMModuleRef;
+    fn gpu_build_link_only_needed(module: LLVMModuleRef, library: LLVMModuleRef) -> LLVMBool;
+}
+
+/// Reads a bitcode file lazily (function bodies are parsed when linked), naming it in the error.
 pub(crate) fn load_bitcode<'ll>(
     llvm: &'ll Context,
     path: &Path,
@@ -29,19 +41,31 @@ pub(crate) fn load_bitcode<'ll>(
     cargo: &CargoOutput,
 ) -> Result<Module<'ll>> {
     cargo.read_file(path);
-    Module::parse_bitcode_from_path(path, llvm).map_err(|e| {
+    let failed = |why: &str| {
         Error::new(
             ErrorKind::Link,
-            format!(
-                "cannot load {what} {}: {}",
-                path.display(),
-                e.to_string().trim()
-            ),
+            format!("cannot load {what} {}: {}", path.display(), why.trim()),
         )
-    })
+    };
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| failed("the path contains a NUL byte"))?;
+    let mut error = std::ptr::null_mut();
+    // SAFETY: a live context, a NUL-terminated path; the error is ours to free.
+    let raw = unsafe { gpu_build_load_lazily(llvm.raw(), c_path.as_ptr(), &mut error) };
+    if raw.is_null() {
+        // SAFETY: set by the C++ side when it returns null.
+        let why = unsafe {
+            let text = CStr::from_ptr(error).to_string_lossy().into_owned();
+            LLVMDisposeMessage(error);
+            text
+        };
+        return Err(failed(&why));
+    }
+    // SAFETY: a module of `llvm`, now owned by the returned value.
+    Ok(unsafe { Module::new(raw) })
 }
 
-/// Links `library` into `module` and internalizes what it brought; call [`drop_unused`] after the
+/// Links what `module` needs of `library` into it, internalized; call [`drop_unused`] after the
 /// last library.
 pub(crate) fn link_only_needed<'ll>(
     module: &Module<'ll>,
@@ -52,45 +76,30 @@ pub(crate) fn link_only_needed<'ll>(
     // The library was built for a generic layout; match the module's so linking does not warn.
     library.set_triple(&module.get_triple());
     library.set_data_layout(&module.get_data_layout());
-    let mut imported = BTreeSet::new();
-    for function in library.get_functions() {
-        if function.count_basic_blocks() > 0 {
-            imported.insert(function.get_name().to_string_lossy().into_owned());
+    // SAFETY: both modules live in the same context (checked); the library is handed over.
+    let failed = unsafe {
+        if LLVMGetModuleContext(module.as_mut_ptr()) != LLVMGetModuleContext(library.as_mut_ptr()) {
+            return Err(Error::new(
+                ErrorKind::Link,
+                format!("internal error: {what} was loaded into another LLVM context"),
+            ));
         }
+        let raw = library.as_mut_ptr();
+        std::mem::forget(library);
+        gpu_build_link_only_needed(module.as_mut_ptr(), raw) != 0
+    };
+    if !failed {
+        // Warnings stay collected for the build log.
+        return Ok(());
     }
-    for global in library.get_globals() {
-        if !global.is_declaration() {
-            imported.insert(global.get_name().to_string_lossy().into_owned());
-        }
-    }
-    let already_defined: BTreeSet<String> = module
-        .get_functions()
-        .filter(|f| f.count_basic_blocks() > 0)
-        .map(|f| f.get_name().to_string_lossy().into_owned())
-        .chain(
-            module
-                .get_globals()
-                .filter(|g| !g.is_declaration())
-                .map(|g| g.get_name().to_string_lossy().into_owned()),
-        )
-        .collect();
-    let linked = module.link_in_module(library);
-    // inkwell's linker wrapper leaves its own handler behind, pointing into a finished call.
-    diagnostics.reattach();
-    linked.map_err(|e| {
-        Error::new(
-            ErrorKind::Link,
-            format!("linking {what} failed: {}", e.to_string().trim()),
-        )
-    })?;
-    for name in imported.difference(&already_defined) {
-        if let Some(function) = module.get_function(name) {
-            function.set_linkage(Linkage::Internal);
-        } else if let Some(global) = module.get_global(name) {
-            global.set_linkage(Linkage::Internal);
-        }
-    }
-    Ok(())
+    let why = match diagnostics.check("linking") {
+        Err(error) => error.to_string(),
+        Ok(_) => "LLVM gave no reason".to_string(),
+    };
+    Err(Error::new(
+        ErrorKind::Link,
+        format!("linking {what} failed: {why}"),
+    ))
 }
 
 /// Removes the internalized library code and data nothing references.

@@ -80,7 +80,7 @@ pub(crate) struct Job<'a, 'll> {
     pub spec: &'a TargetSpec,
     pub processor: &'a str,
     pub llvm: &'ll Context,
-    /// Collects LLVM's error diagnostics; linking replaces it, so each link puts it back.
+    /// Collects LLVM's error diagnostics.
     pub diagnostics: &'a Diagnostics<'ll>,
     /// Where external tools may write temporary files (inside `OUT_DIR`).
     pub scratch: &'a Path,
