@@ -223,6 +223,12 @@ fn main() {
     )
     .unwrap();
     std::os::unix::fs::symlink("/usr/bin/ld.lld-22", rocm.join("llvm/bin/ld.lld")).unwrap();
+    // Both tools are told where the toolkits are (upstream cannot find the CUDA wheel or
+    // Debian's ROCm layout by itself). Without CUDA_ROOT, gpu-build asks Python where the wheel
+    // is: 60-110 ms more per build.
+    // Set before any other thread runs.
+    std::env::set_var("CUDA_ROOT", &cuda);
+    std::env::set_var("ROCM_PATH", &rocm);
     let inputs: Vec<(PathBuf, Vendor)> = kernels()
         .iter()
         .flat_map(|k| Vendor::GPUS.map(|v| (single_vendor_copy(k, v, scratch.path()), v)))
