@@ -14,6 +14,11 @@
 //! a probed location (ptxas installed, a ROCm removed) means a full build. The programs
 //! themselves (ptxas, ld.lld) are known by their location, not their bytes, as in cargo's own
 //! rerun checks.
+//!
+//! Files are compared by size and modification time first, and by content only when those
+//! differ (a file rewritten with the same bytes still matches): the check then reads no file,
+//! which matters because build scripts run unoptimized, where hashing a few megabytes of device
+//! libraries and objects takes most of 100 ms.
 
 use crate::cargo::{CargoOutput, Recorded};
 use crate::output::sha256_hex;
@@ -29,17 +34,54 @@ pub(crate) const RECORD_PATH: &str = "gpu-build-record.json";
 struct Record {
     /// `gpu-build <version>`, the build's settings, the target triple.
     settings: String,
-    /// Every file the build read, with the SHA-256 of its bytes (`None`: not a file).
-    inputs: Vec<(PathBuf, Option<String>)>,
+    /// Every file the build read, with its stamp (`None`: not a file).
+    inputs: Vec<(PathBuf, Option<Stamp>)>,
     /// Every environment variable the build read, with its value.
     env: Vec<(String, Option<String>)>,
-    /// Every output file under `OUT_DIR/gpu-build`, with its SHA-256.
-    outputs: Vec<(String, String)>,
+    /// Every output file under `OUT_DIR/gpu-build`, with its stamp.
+    outputs: Vec<(String, Option<Stamp>)>,
     cargo: Recorded,
 }
 
-fn hash_file(path: &Path) -> Option<String> {
-    std::fs::read(path).ok().map(|bytes| sha256_hex(&bytes))
+/// What a file was: its size and modification time, and the SHA-256 of its bytes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    modified_ns: u128,
+    sha256: String,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let (size, modified_ns) = size_and_time(path)?;
+        let bytes = std::fs::read(path).ok()?;
+        Some(Stamp {
+            size,
+            modified_ns,
+            sha256: sha256_hex(&bytes),
+        })
+    }
+
+    /// Whether `path` still has these bytes: the same size and time, or else the same content.
+    fn matches(stamp: &Option<Stamp>, path: &Path) -> bool {
+        match (stamp, size_and_time(path)) {
+            (None, None) => true,
+            (Some(stamp), Some((size, modified_ns))) => {
+                (stamp.size == size && stamp.modified_ns == modified_ns)
+                    || (stamp.size == size
+                        && std::fs::read(path)
+                            .is_ok_and(|bytes| sha256_hex(&bytes) == stamp.sha256))
+            }
+            _ => false,
+        }
+    }
+}
+
+fn size_and_time(path: &Path) -> Option<(u64, u128)> {
+    let metadata = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    let modified = metadata.modified().ok()?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some((metadata.len(), since.as_nanos()))
 }
 
 fn env_value(name: &str) -> Option<String> {
@@ -48,8 +90,8 @@ fn env_value(name: &str) -> Option<String> {
         .map(|value| value.to_string_lossy().into_owned())
 }
 
-/// Every file under `OUT_DIR/gpu-build`, by relative path, with its SHA-256.
-fn outputs(out_dir: &Path) -> Vec<(String, String)> {
+/// Every file under `OUT_DIR/gpu-build`, by path relative to `OUT_DIR`.
+fn output_paths(out_dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     let mut pending = vec![out_dir.join("gpu-build")];
     while let Some(dir) = pending.pop() {
@@ -61,8 +103,7 @@ fn outputs(out_dir: &Path) -> Vec<(String, String)> {
             if path.is_dir() {
                 pending.push(path);
             } else if let Ok(relative) = path.strip_prefix(out_dir) {
-                let relative = relative.to_string_lossy().into_owned();
-                found.push((relative, hash_file(&path).unwrap_or_default()));
+                found.push(relative.to_string_lossy().into_owned());
             }
         }
     }
@@ -75,11 +116,12 @@ fn outputs(out_dir: &Path) -> Vec<(String, String)> {
 pub(crate) fn reuse(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> Option<Manifest> {
     let text = std::fs::read_to_string(out_dir.join(RECORD_PATH)).ok()?;
     let record: Record = serde_json::from_str(&text).ok()?;
+    let recorded_outputs: Vec<&String> = record.outputs.iter().map(|(path, _)| path).collect();
     let unchanged = record.settings == settings
         && record
             .inputs
             .iter()
-            .all(|(path, hash)| hash_file(path) == *hash)
+            .all(|(path, stamp)| Stamp::matches(stamp, path))
         && record
             .env
             .iter()
@@ -89,7 +131,11 @@ pub(crate) fn reuse(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> Opti
             .probes
             .iter()
             .all(|(path, existed)| path.exists() == *existed)
-        && outputs(out_dir) == record.outputs;
+        && output_paths(out_dir).iter().collect::<Vec<_>>() == recorded_outputs
+        && record
+            .outputs
+            .iter()
+            .all(|(path, stamp)| Stamp::matches(stamp, &out_dir.join(path)));
     if !unchanged {
         return None;
     }
@@ -108,14 +154,20 @@ pub(crate) fn record(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> cra
         inputs: recorded
             .files
             .iter()
-            .map(|path| (path.clone(), hash_file(path)))
+            .map(|path| (path.clone(), Stamp::of(path)))
             .collect(),
         env: recorded
             .env
             .iter()
             .map(|name| (name.clone(), env_value(name)))
             .collect(),
-        outputs: outputs(out_dir),
+        outputs: output_paths(out_dir)
+            .into_iter()
+            .map(|path| {
+                let stamp = Stamp::of(&out_dir.join(&path));
+                (path, stamp)
+            })
+            .collect(),
         cargo: recorded,
     };
     let text = serde_json::to_string_pretty(&record).map_err(|e| {

@@ -216,11 +216,25 @@ fn an_unchanged_build_reuses_its_outputs_and_any_change_rebuilds() {
     std::fs::write(dir.path().join("k.mlir"), format!("// edited\n{kernel}")).unwrap();
     assert!(!build("sm_80").0.reused);
     assert!(build("sm_80").0.reused);
-    // An altered output.
+    // Rewritten with the same bytes (a newer time): compared by content, still the same.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let text = std::fs::read(dir.path().join("k.mlir")).unwrap();
+    std::fs::write(dir.path().join("k.mlir"), &text).unwrap();
+    assert!(build("sm_80").0.reused, "the same bytes with a newer time");
+    // An altered output, of another size and of the same size.
     let ptx = dir.path().join(&first.manifest.modules[0].objects[0].path);
     let rebuilt = std::fs::read(&ptx).unwrap();
     std::fs::write(&ptx, b"garbage").unwrap();
     assert!(!build("sm_80").0.reused);
+    assert_eq!(std::fs::read(&ptx).unwrap(), rebuilt);
+    let mut same_size = rebuilt.clone();
+    same_size[0] ^= 0x20;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&ptx, &same_size).unwrap();
+    assert!(
+        !build("sm_80").0.reused,
+        "an output with other bytes of the same size"
+    );
     assert_eq!(std::fs::read(&ptx).unwrap(), rebuilt);
 }
 
