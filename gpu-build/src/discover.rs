@@ -1,6 +1,7 @@
 //! Zero-configuration builds: `fn main() { gpu_build::build(); }` in build.rs finds every
-//! `include_gpu_binary!` call in the crate's Rust sources (parsed with `syn`, so calls in comments
-//! and strings do not count) and compiles what each asks for.
+//! `include_gpu_binary!` call in the crate's Rust sources — `src/`, `examples/`, `tests/` and
+//! `benches/`, so a kernel only an example or a test uses is built too — (parsed with `syn`, so
+//! calls in comments and strings do not count) and compiles what each asks for.
 
 use crate::builder::Build;
 use crate::plan::TargetRequest;
@@ -15,11 +16,20 @@ pub const NVPTX_DEFAULT_CHIPS: &[&str] = &["sm_75", "sm_80", "sm_90"];
 /// MI300 and RDNA3.
 pub const AMDGPU_DEFAULT_CHIPS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
 
-/// Compiles every kernel file named by an `include_gpu_binary!` call under `src/`. On failure,
-/// prints the error the way cargo shows build-script errors and exits with status 1.
+/// The folders of a crate whose Rust files may call `include_gpu_binary!`.
+const SOURCE_DIRS: [&str; 4] = ["src", "examples", "tests", "benches"];
+
+/// Compiles every kernel file named by an `include_gpu_binary!` call under `src/`, `examples/`,
+/// `tests/` or `benches/`. On failure, prints the error the way cargo shows build-script errors
+/// and exits with status 1.
 pub fn build() {
     let crate_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let calls = match find_calls(&crate_dir.join("src")) {
+    let dirs: Vec<PathBuf> = SOURCE_DIRS
+        .iter()
+        .map(|dir| crate_dir.join(dir))
+        .filter(|dir| dir.is_dir())
+        .collect();
+    let calls = match find_calls(&dirs) {
         Ok(calls) => calls,
         Err(error) => {
             eprintln!("error: {error}");
@@ -27,25 +37,35 @@ pub fn build() {
         }
     };
     // New or removed macro calls must rerun the build script.
-    println!("cargo::rerun-if-changed=src");
+    for dir in SOURCE_DIRS
+        .iter()
+        .filter(|dir| crate_dir.join(dir).is_dir())
+    {
+        println!("cargo::rerun-if-changed={dir}");
+    }
     let mut build = Build::new();
     for (path, requests) in calls {
         build.kernel_with_targets(path, requests);
     }
     if build.is_empty() {
-        println!("cargo::warning=gpu_build::build() found no include_gpu_binary! call under src/");
+        println!(
+            "cargo::warning=gpu_build::build() found no include_gpu_binary! call under src/, \
+             examples/, tests/ or benches/"
+        );
         return;
     }
     build.compile_or_exit();
 }
 
 /// Every distinct kernel file with the targets its calls ask for (calls naming the same file are
-/// merged), in the order found.
-pub(crate) fn find_calls(src: &Path) -> Result<Vec<(PathBuf, Vec<TargetRequest>)>, String> {
+/// merged), in the order found (folders in order, files sorted within each).
+pub(crate) fn find_calls(dirs: &[PathBuf]) -> Result<Vec<(PathBuf, Vec<TargetRequest>)>, String> {
     let mut files = Vec::new();
-    collect_rust_files(src, &mut files)
-        .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
-    files.sort();
+    for dir in dirs {
+        let mut found = rust_files(dir)?;
+        found.sort();
+        files.extend(found);
+    }
     let mut calls: Vec<(PathBuf, Vec<TargetRequest>)> = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file)
@@ -93,16 +113,29 @@ fn requests_of(call: &IncludeCall) -> Vec<TargetRequest> {
         .collect()
 }
 
-fn collect_rust_files(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_rust_files(&path, files)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
+/// Every `.rs` file under `dir`, following symbolic links; a link back to a folder above it is
+/// skipped (walkdir reports the loop) rather than followed forever.
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).follow_links(true) {
+        match entry {
+            Ok(entry) => {
+                if entry.file_type().is_file()
+                    && entry.path().extension().is_some_and(|e| e == "rs")
+                {
+                    files.push(entry.into_path());
+                }
+            }
+            Err(error) if error.loop_ancestor().is_some() => continue,
+            Err(error) => {
+                let at = error
+                    .path()
+                    .map_or_else(|| dir.display().to_string(), |p| p.display().to_string());
+                return Err(format!("cannot read {at}: {error}"));
+            }
         }
     }
-    Ok(())
+    Ok(files)
 }
 
 #[derive(Default)]
@@ -152,7 +185,9 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("broken.rs"), "fn (").unwrap();
-        let calls = find_calls(dir.path()).unwrap();
+        // A link back up: skipped, not followed forever.
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("nested/loop")).unwrap();
+        let calls = find_calls(&[dir.path().to_path_buf()]).unwrap();
         let paths: Vec<&str> = calls.iter().map(|(p, _)| p.to_str().unwrap()).collect();
         assert_eq!(paths, ["kernels/a.mlir", "kernels/b.mlir", "kernels/c.ll"]);
         let a = &calls[0].1;
@@ -163,6 +198,36 @@ mod tests {
         assert!(
             calls[2].1.is_empty(),
             "unknown vendor names are left to the macro"
+        );
+    }
+
+    #[test]
+    fn examples_tests_and_benches_count_too() {
+        let dir = tempfile::tempdir().unwrap();
+        for (folder, kernel) in [
+            ("src", "a"),
+            ("examples", "b"),
+            ("tests", "c"),
+            ("benches", "d"),
+        ] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+            std::fs::write(
+                dir.path().join(folder).join("x.rs"),
+                format!("include_gpu_binary!(\"kernels/{kernel}.mlir\");"),
+            )
+            .unwrap();
+        }
+        let dirs: Vec<PathBuf> = SOURCE_DIRS.iter().map(|d| dir.path().join(d)).collect();
+        let calls = find_calls(&dirs).unwrap();
+        let paths: Vec<&str> = calls.iter().map(|(p, _)| p.to_str().unwrap()).collect();
+        assert_eq!(
+            paths,
+            [
+                "kernels/a.mlir",
+                "kernels/b.mlir",
+                "kernels/c.mlir",
+                "kernels/d.mlir"
+            ]
         );
     }
 }
