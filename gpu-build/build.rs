@@ -21,7 +21,9 @@ fn files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`, else PATH).
+/// `link.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
+/// else PATH).
+#[cfg(feature = "compiler")]
 fn compile_link_shim() {
     println!("cargo::rerun-if-env-changed=LLVM_SYS_221_PREFIX");
     let llvm_config = std::env::var_os("LLVM_SYS_221_PREFIX")
@@ -55,6 +57,7 @@ fn compile_link_shim() {
 }
 
 fn main() {
+    #[cfg(feature = "compiler")]
     compile_link_shim();
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let mut found = vec![root.join("Cargo.toml"), root.join("build.rs")];

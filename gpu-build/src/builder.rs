@@ -1,18 +1,11 @@
 //! The build-script API: an explicit builder in the style of `cc::Build`.
 
-use crate::cache::{Cache, CacheSetting};
+use crate::cache_setting::CacheSetting;
 use crate::cargo::CargoOutput;
-use crate::compile::compile_all;
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::DumpRequest;
-use crate::output::{manifest_path, start_build, write_manifest, write_outputs};
-use crate::parallel::run_all;
-use crate::plan::{plan_file, Options, TargetRequest};
-use crate::target_spec::Vendor;
-use crate::timing::{Stage, StageTimes, Timings};
-use crate::toolkit::Toolkits;
-use crate::up_to_date;
-use gpu_manifest::Manifest;
+use crate::request::TargetRequest;
+use crate::timing::StageTimes;
+use gpu_manifest::{Manifest, Vendor};
 use std::path::{Path, PathBuf};
 
 /// Compiles GPU kernel files into device objects and a manifest in `OUT_DIR`.
@@ -25,28 +18,40 @@ use std::path::{Path, PathBuf};
 ///     .target(gpu_build::Vendor::Amdgpu, &["gfx90a"])
 ///     .compile_or_exit();
 /// ```
+///
+/// Without the `compiler` feature, [`Build::compile`] compiles nothing: it installs the objects
+/// the crate ships in its [prebuilt folder](crate::prebuilt) after checking they were built from
+/// the kernel files as they are now and for the same request.
 #[derive(Debug, Clone, Default)]
 pub struct Build {
     /// Kernel files, each with its own targets (from `include_gpu_binary!`) or `None` for the
     /// builder's.
-    kernels: Vec<(PathBuf, Option<Vec<TargetRequest>>)>,
-    requests: Vec<TargetRequest>,
-    opt_level: Option<u8>,
+    pub(crate) kernels: Vec<(PathBuf, Option<Vec<TargetRequest>>)>,
+    pub(crate) requests: Vec<TargetRequest>,
+    pub(crate) opt_level: Option<u8>,
     out_dir: Option<PathBuf>,
     base_dir: Option<PathBuf>,
-    cache: CacheSetting,
+    pub(crate) cache: CacheSetting,
+    prebuilt_dir: Option<PathBuf>,
+    write_prebuilt: bool,
+    use_prebuilt: bool,
     quiet: bool,
 }
 
 /// What a successful [`Build::compile`] produced.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// What `include_gpu_binary!` will read: every gpu.module, its kernels and objects.
     pub manifest: Manifest,
+    /// Where the manifest was written.
     pub manifest_path: PathBuf,
+    /// The output directory (`OUT_DIR`).
     pub out_dir: PathBuf,
     /// Whether nothing the previous build into this `OUT_DIR` came from had changed, so its
     /// outputs were kept and nothing was compiled.
     pub reused: bool,
+    /// Whether the objects are the crate's prebuilt ones (nothing was compiled).
+    pub prebuilt: bool,
     /// (gpu.module, target) pairs compiled by this build.
     pub compiled: usize,
     /// (gpu.module, target) pairs taken from the object cache instead.
@@ -57,6 +62,34 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// `cargo::` lines for this build (rerun-if-changed, rerun-if-env-changed, warnings).
     pub cargo_directives: Vec<String>,
+}
+
+impl Report {
+    pub(crate) fn new(manifest: Manifest, out_dir: &Path) -> Report {
+        Report {
+            manifest,
+            manifest_path: crate::output::manifest_path(out_dir),
+            out_dir: out_dir.to_path_buf(),
+            reused: false,
+            prebuilt: false,
+            compiled: 0,
+            cache_hits: 0,
+            timings: StageTimes::default(),
+            warnings: Vec::new(),
+            cargo_directives: Vec::new(),
+        }
+    }
+}
+
+/// Where everything of one build goes and comes from.
+pub(crate) struct Paths {
+    pub out_dir: PathBuf,
+    /// What relative kernel and `link` paths are relative to (the crate's directory).
+    pub base_dir: PathBuf,
+    /// The crate being built (`CARGO_PKG_NAME`): host symbols and libraries are named after it.
+    pub crate_name: String,
+    /// The folder of prebuilt objects.
+    pub prebuilt_dir: PathBuf,
 }
 
 impl Build {
@@ -122,6 +155,28 @@ impl Build {
         self
     }
 
+    /// The folder of prebuilt objects: where a build without the compiler takes them from and
+    /// where [`Build::write_prebuilt`] puts them. Defaults to `gpu-prebuilt` in the base
+    /// directory.
+    pub fn prebuilt_dir(&mut self, dir: impl AsRef<Path>) -> &mut Build {
+        self.prebuilt_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// After compiling, also write (or refresh) the prebuilt folder, so the crate can be
+    /// published for users without LLVM; `GPU_BUILD_PREBUILD=1` in the environment does the same.
+    pub fn write_prebuilt(&mut self, write: bool) -> &mut Build {
+        self.write_prebuilt = write;
+        self
+    }
+
+    /// Install the prebuilt objects even though the compiler is available: what a build
+    /// without the `compiler` feature does (to test a crate's prebuilt folder).
+    pub fn use_prebuilt(&mut self, use_prebuilt: bool) -> &mut Build {
+        self.use_prebuilt = use_prebuilt;
+        self
+    }
+
     /// Do not print `cargo::` lines (for tools and tests that call the builder outside cargo).
     pub fn quiet(&mut self, quiet: bool) -> &mut Build {
         self.quiet = quiet;
@@ -140,7 +195,8 @@ impl Build {
         }
     }
 
-    /// Compiles every kernel file for every target; writes objects and the manifest.
+    /// Compiles every kernel file for every target (or, without the compiler, installs the
+    /// prebuilt objects); writes objects and the manifest.
     pub fn compile(&self) -> Result<Report> {
         let cargo = CargoOutput::default();
         let result = self.compile_with(&cargo);
@@ -159,42 +215,7 @@ impl Build {
 
     /// The report, without what `cargo` collected.
     fn compile_with(&self, cargo: &CargoOutput) -> Result<Report> {
-        let out_dir = match &self.out_dir {
-            Some(dir) => dir.clone(),
-            None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| {
-                Error::new(ErrorKind::Io, "OUT_DIR is not set; run gpu-build from a build script, or call `.out_dir(...)`")
-            })?),
-        };
-        let base_dir = match &self.base_dir {
-            Some(dir) => dir.clone(),
-            None => std::env::var_os("CARGO_MANIFEST_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_default(),
-        };
-        let crate_name = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
-        // Everything about this build that is not a file or an environment variable it reads.
-        let settings = format!(
-            "gpu-build {} {self:?} crate={crate_name} base={} target={}",
-            env!("CARGO_PKG_VERSION"),
-            base_dir.display(),
-            crate::target_spec::host_triple()
-        );
-        let timings = Timings::default();
-        let report = |manifest, reused, compiled, cache_hits, timings: &Timings| Report {
-            manifest,
-            manifest_path: manifest_path(&out_dir),
-            out_dir: out_dir.clone(),
-            reused,
-            compiled,
-            cache_hits,
-            timings: timings.snapshot(),
-            warnings: Vec::new(),
-            cargo_directives: Vec::new(),
-        };
-        if let Some(manifest) = up_to_date::reuse(&out_dir, &settings, cargo) {
-            return Ok(report(manifest, true, 0, 0, &timings));
-        }
-        let scratch = start_build(&out_dir)?;
+        let paths = self.paths()?;
         if self.kernels.is_empty() {
             return Err(Error::new(
                 ErrorKind::NothingToCompile,
@@ -207,92 +228,56 @@ impl Build {
                 format!("optimization level {level} is out of range; use 0, 1, 2 or 3"),
             ));
         }
-        let chip_overrides = chip_overrides(cargo);
-        let options = Options {
-            opt_level: self.opt_level,
-            chip_overrides: &chip_overrides,
-            base_dir: &base_dir,
-            dump: dump_request(cargo)?,
-            crate_name: &crate_name,
-            scratch: scratch.path(),
-            timings: &timings,
-        };
-        let cache = Cache::open(&self.cache, &out_dir, cargo)?;
-
-        let plans = run_all(&self.kernels, |(path, requests)| {
-            let requests = requests.as_deref().unwrap_or(&self.requests);
-            plan_file(
-                &base_dir.join(path),
-                path.display().to_string(),
-                requests,
-                &options,
-                cargo,
-            )
-        })?;
-        let toolkits = Toolkits::new(cargo);
-        let compilation = compile_all(&plans, &options, &toolkits, cache.as_ref(), cargo)?;
-
-        let manifest = timings.time(Stage::Output, || {
-            let manifest = write_outputs(&out_dir, compilation.modules, &crate_name, cargo)?;
-            write_manifest(&out_dir, &manifest)?;
-            Ok::<_, Error>(manifest)
-        })?;
-        drop(scratch);
-        up_to_date::record(&out_dir, &settings, cargo)?;
-        Ok(report(
-            manifest,
-            false,
-            compilation.compiled,
-            compilation.cache_hits,
-            &timings,
-        ))
-    }
-}
-
-/// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...`: chips that replace every
-/// module's chips for that vendor (for CI and packagers).
-fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
-    [
-        (Vendor::Nvptx, "GPU_BUILD_NVPTX_CHIPS"),
-        (Vendor::Amdgpu, "GPU_BUILD_AMDGPU_CHIPS"),
-    ]
-    .into_iter()
-    .filter_map(|(vendor, name)| {
-        let value = cargo.env(name)?;
-        let chips: Vec<String> = value
-            .to_string_lossy()
-            .split(',')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(String::from)
-            .collect();
-        (!chips.is_empty()).then_some((vendor, chips))
-    })
-    .collect()
-}
-
-fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
-    let mut request = DumpRequest::default();
-    let Some(value) = cargo.env("GPU_BUILD_DUMP") else {
-        return Ok(request);
-    };
-    for item in value
-        .to_string_lossy()
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        match item {
-            "llvm" => request.llvm = true,
-            "isa" => request.isa = true,
-            "all" => request = DumpRequest { llvm: true, isa: true },
-            other => {
-                return Err(Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("GPU_BUILD_DUMP: unknown item `{other}`; use a comma-separated list of `llvm`, `isa` or `all`"),
-                ))
+        #[cfg(feature = "compiler")]
+        if !self.use_prebuilt {
+            let report = crate::compile::compile_build(self, &paths, cargo)?;
+            let asked = cargo.env("GPU_BUILD_PREBUILD").is_some_and(|v| v != "0");
+            if self.write_prebuilt || asked {
+                crate::prebuilt::write(self, &paths, cargo)?;
             }
+            return Ok(report);
+        }
+        // Without the compiler, every build installs the prebuilt objects.
+        crate::prebuilt::install(self, &paths, cargo)
+    }
+
+    fn paths(&self) -> Result<Paths> {
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| {
+                Error::new(ErrorKind::Io, "OUT_DIR is not set; run gpu-build from a build script, or call `.out_dir(...)`")
+            })?),
+        };
+        let base_dir = match &self.base_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::var_os("CARGO_MANIFEST_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_default(),
+        };
+        Ok(Paths {
+            prebuilt_dir: self
+                .prebuilt_dir
+                .clone()
+                .unwrap_or_else(|| base_dir.join(crate::prebuilt::PREBUILT_DIR)),
+            out_dir,
+            base_dir,
+            crate_name: std::env::var("CARGO_PKG_NAME").unwrap_or_default(),
+        })
+    }
+
+    /// What this build asks for, independent of where it runs: what prebuilt objects must
+    /// answer.
+    pub(crate) fn request(&self) -> crate::prebuilt::BuildRequest {
+        crate::prebuilt::BuildRequest {
+            kernels: self
+                .kernels
+                .iter()
+                .map(|(path, requests)| {
+                    (path.to_string_lossy().replace('\\', "/"), requests.clone())
+                })
+                .collect(),
+            requests: self.requests.clone(),
+            opt_level: self.opt_level,
         }
     }
-    Ok(request)
 }

@@ -25,6 +25,7 @@
 //! miss). Without `GPU_BUILD_CACHE_DIR` the cache is `<cargo target dir>/gpu-build-cache`, found
 //! from `OUT_DIR`; outside cargo's layout there is no cache unless one is asked for.
 
+use crate::cache_setting::CacheSetting;
 use crate::cargo::CargoOutput;
 use crate::compile::TaskOutput;
 use crate::error::{Error, ErrorKind, Result};
@@ -80,19 +81,6 @@ impl Key {
     pub fn short(&self) -> &str {
         &self.digest[..12]
     }
-}
-
-/// How a build uses the cache.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum CacheSetting {
-    /// `GPU_BUILD_CACHE_DIR`, else the cargo target directory's `gpu-build-cache`, unless
-    /// `GPU_BUILD_CACHE=off`.
-    #[default]
-    Default,
-    /// This directory (environment variables are not consulted).
-    At(PathBuf),
-    /// No cache.
-    Off,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 //! collected in memory for `output` to write.
 
 use crate::backend::backend;
+use crate::builder::{Build, Paths, Report};
 use crate::cache::{compiler_identity, Cache, Key};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
@@ -12,14 +13,19 @@ use crate::frontend::mlir::Mlir;
 use crate::kernel_abi::kernels_of;
 use crate::llvm_errors::{Compiling, Diagnostics};
 use crate::lower::{lower_to_llvm, Lowering};
+use crate::module_to_object::DumpRequest;
 use crate::module_to_object::{module_to_object, Compiled, ObjectSettings};
 use crate::output::{identifier_part, sha256_hex};
+use crate::output::{start_build, write_manifest, write_outputs};
 use crate::parallel::run_all;
-use crate::plan::{FilePlan, ModulePlan, Options};
+use crate::plan::{plan_file, FilePlan, ModulePlan, Options};
 use crate::target_spec::TargetSpec;
 use crate::timing::Stage;
+use crate::timing::Timings;
 use crate::toolkit::Toolkits;
+use crate::up_to_date;
 use gpu_manifest::Kernel;
+use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module as LlvmModule;
@@ -298,6 +304,111 @@ fn codegen(
         cargo,
     )
     .map_err(|e| e.context(&context))
+}
+
+/// A whole build: plan every kernel file, compile (or take from the cache), write the outputs
+/// and the record that lets the next build reuse them.
+pub(crate) fn compile_build(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result<Report> {
+    let (out_dir, base_dir, crate_name) = (&paths.out_dir, &paths.base_dir, &paths.crate_name);
+    // Everything about this build that is not a file or an environment variable it reads.
+    let settings = format!(
+        "gpu-build {} {build:?} crate={crate_name} base={} target={}",
+        env!("CARGO_PKG_VERSION"),
+        base_dir.display(),
+        crate::target_spec::host_triple()
+    );
+    let timings = Timings::default();
+    if let Some(manifest) = up_to_date::reuse(out_dir, &settings, cargo) {
+        let mut report = Report::new(manifest, out_dir);
+        report.reused = true;
+        return Ok(report);
+    }
+    let scratch = start_build(out_dir)?;
+    let chip_overrides = chip_overrides(cargo);
+    let options = Options {
+        opt_level: build.opt_level,
+        chip_overrides: &chip_overrides,
+        base_dir,
+        dump: dump_request(cargo)?,
+        crate_name,
+        scratch: scratch.path(),
+        timings: &timings,
+    };
+    let cache = Cache::open(&build.cache, out_dir, cargo)?;
+
+    let plans = run_all(&build.kernels, |(path, requests)| {
+        let requests = requests.as_deref().unwrap_or(&build.requests);
+        plan_file(
+            &base_dir.join(path),
+            path.display().to_string(),
+            requests,
+            &options,
+            cargo,
+        )
+    })?;
+    let toolkits = Toolkits::new(cargo);
+    let compilation = compile_all(&plans, &options, &toolkits, cache.as_ref(), cargo)?;
+
+    let manifest = timings.time(Stage::Output, || {
+        let manifest = write_outputs(out_dir, compilation.modules, crate_name, cargo)?;
+        write_manifest(out_dir, &manifest)?;
+        Ok::<_, Error>(manifest)
+    })?;
+    drop(scratch);
+    up_to_date::record(out_dir, &settings, cargo)?;
+    let mut report = Report::new(manifest, out_dir);
+    report.compiled = compilation.compiled;
+    report.cache_hits = compilation.cache_hits;
+    report.timings = timings.snapshot();
+    Ok(report)
+}
+
+/// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...`: chips that replace every
+/// module's chips for that vendor (for CI and packagers).
+pub(crate) fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
+    [
+        (Vendor::Nvptx, "GPU_BUILD_NVPTX_CHIPS"),
+        (Vendor::Amdgpu, "GPU_BUILD_AMDGPU_CHIPS"),
+    ]
+    .into_iter()
+    .filter_map(|(vendor, name)| {
+        let value = cargo.env(name)?;
+        let chips: Vec<String> = value
+            .to_string_lossy()
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect();
+        (!chips.is_empty()).then_some((vendor, chips))
+    })
+    .collect()
+}
+
+pub(crate) fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
+    let mut request = DumpRequest::default();
+    let Some(value) = cargo.env("GPU_BUILD_DUMP") else {
+        return Ok(request);
+    };
+    for item in value
+        .to_string_lossy()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        match item {
+            "llvm" => request.llvm = true,
+            "isa" => request.isa = true,
+            "all" => request = DumpRequest { llvm: true, isa: true },
+            other => {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("GPU_BUILD_DUMP: unknown item `{other}`; use a comma-separated list of `llvm`, `isa` or `all`"),
+                ))
+            }
+        }
+    }
+    Ok(request)
 }
 
 /// Everything that can change what `task` produces (see `cache`).

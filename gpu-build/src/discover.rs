@@ -4,8 +4,9 @@
 //! calls in comments and strings do not count) and compiles what each asks for.
 
 use crate::builder::Build;
-use crate::plan::TargetRequest;
+use crate::request::TargetRequest;
 use gpu_manifest::call::IncludeCall;
+use gpu_manifest::Vendor;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
@@ -103,7 +104,12 @@ fn requests_of(call: &IncludeCall) -> Vec<TargetRequest> {
         .iter()
         .filter_map(|target| {
             let vendor = target.vendor?;
-            let fallback = crate::backend::backend(vendor).fallback_chips();
+            let fallback: &[&str] = match vendor {
+                Vendor::Nvptx => NVPTX_DEFAULT_CHIPS,
+                Vendor::Amdgpu => AMDGPU_DEFAULT_CHIPS,
+                // The build's own target triple.
+                Vendor::Host => &[],
+            };
             Some(TargetRequest {
                 vendor,
                 chips: target.chips.iter().map(|(chip, _)| chip.clone()).collect(),

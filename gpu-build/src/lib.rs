@@ -9,32 +9,55 @@
 //! `output` (atomic files and the manifest); `compile` drives them, with the object `cache` in
 //! front. Everything vendor-specific is in `backend/`, one file per vendor.
 
-mod backend;
+// Without the compiler, some helpers shared with it (warnings, timings, output names) go unused.
+#![cfg_attr(not(feature = "compiler"), allow(dead_code))]
+
 mod builder;
-mod cache;
+mod cache_setting;
 mod cargo;
-mod compile;
 mod discover;
 mod error;
-mod frontend;
-mod kernel_abi;
-mod llvm_errors;
-mod lower;
-mod module_to_object;
 mod output;
-mod parallel;
-mod plan;
-mod target_spec;
+mod prebuilt;
+mod request;
 mod timing;
+
+#[cfg(feature = "compiler")]
+mod backend;
+#[cfg(feature = "compiler")]
+mod cache;
+#[cfg(feature = "compiler")]
+mod compile;
+#[cfg(feature = "compiler")]
+mod frontend;
+#[cfg(feature = "compiler")]
+mod kernel_abi;
+#[cfg(feature = "compiler")]
+mod llvm_errors;
+#[cfg(feature = "compiler")]
+mod lower;
+#[cfg(feature = "compiler")]
+mod module_to_object;
+#[cfg(feature = "compiler")]
+mod parallel;
+#[cfg(feature = "compiler")]
+mod plan;
+#[cfg(feature = "compiler")]
+mod target_spec;
+#[cfg(feature = "compiler")]
 mod toolkit;
+#[cfg(feature = "compiler")]
 mod up_to_date;
 
 pub use builder::{Build, Report};
-pub use cache::CacheSetting;
+pub use cache_setting::CacheSetting;
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_manifest as manifest;
+pub use gpu_manifest::Vendor;
+pub use prebuilt::PREBUILT_DIR;
+#[cfg(feature = "compiler")]
 pub use target_spec::{
-    Flags, TargetSpec, Vendor, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP,
+    Flags, TargetSpec, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP,
 };
 pub use timing::{Stage, StageTimes};

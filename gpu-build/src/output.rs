@@ -2,11 +2,16 @@
 //! file is written to a temporary name and renamed into place, and the manifest goes last, so a
 //! failed or interrupted build never leaves a manifest pointing at half-written objects.
 
+#[cfg(feature = "compiler")]
 use crate::backend::backend;
+#[cfg(feature = "compiler")]
 use crate::cargo::CargoOutput;
+#[cfg(feature = "compiler")]
 use crate::compile::CompiledModule;
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::{GpuModule, Manifest, Object, MANIFEST_PATH};
+#[cfg(feature = "compiler")]
+use gpu_manifest::{GpuModule, Object};
+use gpu_manifest::{Manifest, MANIFEST_PATH};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,7 +21,14 @@ pub(crate) fn manifest_path(out_dir: &Path) -> PathBuf {
 }
 
 /// Everything gpu-build writes lives under `$OUT_DIR/gpu-build`.
-const OUTPUT_DIR: &str = "gpu-build";
+pub(crate) const OUTPUT_DIR: &str = "gpu-build";
+
+/// The record of what the outputs came from (`up_to_date`), relative to `OUT_DIR`: beside the
+/// outputs, not among them (it holds this machine's paths; the outputs do not).
+pub(crate) const RECORD_PATH: &str = "gpu-build-record.json";
+
+/// The folder of the host kernels' static library, relative to `OUT_DIR`.
+pub(crate) const HOST_LIBRARY_DIR: &str = "gpu-build/host";
 
 /// Scratch space for external tools (ptxas, ld.lld): inside `OUT_DIR`, where cargo allows a build
 /// script to write, never the system temporary directory. Removed when dropped.
@@ -48,7 +60,7 @@ pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
         )),
         _ => Ok(()),
     };
-    let record = out_dir.join(crate::up_to_date::RECORD_PATH);
+    let record = out_dir.join(RECORD_PATH);
     remove(&record, std::fs::remove_file(&record))?;
     let manifest = manifest_path(out_dir);
     remove(&manifest, std::fs::remove_file(&manifest))?;
@@ -85,6 +97,12 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The host kernels' library of a crate: `lib<name>.a`, named after the crate so two crates'
+/// libraries never clash.
+pub(crate) fn host_library_name(crate_name: &str) -> String {
+    format!("gpu_host_kernels_{}", identifier_part(crate_name))
+}
+
 /// An identifier-safe form of a name (`sample-project` → `sample_project`), for symbols and
 /// library names.
 pub(crate) fn identifier_part(text: &str) -> String {
@@ -93,6 +111,7 @@ pub(crate) fn identifier_part(text: &str) -> String {
         .collect()
 }
 
+#[cfg(feature = "compiler")]
 /// A file-name-safe form of a path or chip (`kernels/vadd.mlir` → `kernels_vadd_mlir`).
 pub(crate) fn file_name_part(text: &str) -> String {
     text.chars()
@@ -115,13 +134,14 @@ fn io_error(path: &Path, e: std::io::Error) -> Error {
 
 /// The host kernels of every module in one static library the crate links:
 /// `gpu-build/host/lib<name>.a`, named after the crate so two crates' libraries never clash.
+#[cfg(feature = "compiler")]
 pub(crate) fn write_host_library(
     out_dir: &Path,
     crate_name: &str,
     objects: &[Vec<u8>],
 ) -> Result<(PathBuf, String)> {
-    let name = format!("gpu_host_kernels_{}", identifier_part(crate_name));
-    let dir = out_dir.join("gpu-build/host");
+    let name = host_library_name(crate_name);
+    let dir = out_dir.join(HOST_LIBRARY_DIR);
     // With a symbol index, as linkers want it (the writer rustc itself uses).
     static READER: ar_archive_writer::ObjectReader = ar_archive_writer::DEFAULT_OBJECT_READER;
     let members: Vec<ar_archive_writer::NewArchiveMember> = objects
@@ -149,6 +169,7 @@ pub(crate) fn write_host_library(
 }
 
 /// Writes every object (and requested dump) and returns the manifest describing them.
+#[cfg(feature = "compiler")]
 pub(crate) fn write_outputs(
     out_dir: &Path,
     compiled: Vec<CompiledModule>,

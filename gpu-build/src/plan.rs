@@ -11,19 +11,11 @@ use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
 use crate::lower::check_vendor_ops;
 use crate::module_to_object::DumpRequest;
+pub(crate) use crate::request::TargetRequest;
 use crate::target_spec::{TargetSpec, Vendor};
 use crate::timing::{Stage, Timings};
 use inkwell::context::Context as LlvmContext;
 use std::path::{Path, PathBuf};
-
-/// What the caller asked for: a vendor, with chips or (empty) "the file's own, else `fallback`,
-/// else the vendor's default chip".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TargetRequest {
-    pub vendor: Vendor,
-    pub chips: Vec<String>,
-    pub fallback: Vec<String>,
-}
 
 pub(crate) struct Options<'a> {
     pub opt_level: Option<u8>,

@@ -26,9 +26,7 @@ use gpu_manifest::Manifest;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Where the record lives, relative to `OUT_DIR`: beside the outputs, not among them (it holds
-/// this machine's paths; the outputs do not). A build removes it before anything else.
-pub(crate) const RECORD_PATH: &str = "gpu-build-record.json";
+use crate::output::RECORD_PATH;
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 struct Record {
@@ -67,9 +65,9 @@ impl Stamp {
         match (stamp, size_and_time(path)) {
             (None, None) => true,
             (Some(stamp), Some((size, modified_ns))) => {
-                (stamp.size == size && stamp.modified_ns == modified_ns)
-                    || (stamp.size == size
-                        && std::fs::read(path)
+                stamp.size == size
+                    && (stamp.modified_ns == modified_ns
+                        || std::fs::read(path)
                             .is_ok_and(|bytes| sha256_hex(&bytes) == stamp.sha256))
             }
             _ => false,

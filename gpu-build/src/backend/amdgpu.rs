@@ -42,10 +42,6 @@ impl Backend for Amdgpu {
         AMDGPU_DEFAULT_ABI
     }
 
-    fn fallback_chips(&self) -> &'static [&'static str] {
-        crate::discover::AMDGPU_DEFAULT_CHIPS
-    }
-
     fn lowering_pass(&self, processor: &str) -> String {
         format!("convert-gpu-to-rocdl{{chipset={processor}}}")
     }

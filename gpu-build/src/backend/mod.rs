@@ -38,11 +38,6 @@ pub(crate) trait Backend: Sync {
     fn default_abi(&self) -> &'static str {
         ""
     }
-    /// The chips `include_gpu_binary!(targets = [vendor])` builds when it names none and the
-    /// file has none (empty: the vendor's default chip).
-    fn fallback_chips(&self) -> &'static [&'static str] {
-        &[]
-    }
 
     /// Why a kernel cannot have this name on this vendor, if it cannot.
     fn kernel_name_rule(&self, _name: &str) -> Option<&'static str> {

@@ -49,10 +49,6 @@ impl Backend for Nvptx {
         NVPTX_DEFAULT_FEATURES
     }
 
-    fn fallback_chips(&self) -> &'static [&'static str] {
-        crate::discover::NVPTX_DEFAULT_CHIPS
-    }
-
     fn kernel_name_rule(&self, name: &str) -> Option<&'static str> {
         (!is_ptx_identifier(name)).then_some(
             "a PTX name is letters, digits, `_` and `$`, starting with a letter (or with `_` or \

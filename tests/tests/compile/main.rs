@@ -13,5 +13,6 @@ mod cross_check;
 mod fuzz;
 mod host_objects;
 mod pipeline;
+mod prebuilt;
 mod reliability;
 mod sample_objects;
