@@ -1,7 +1,7 @@
 //! One typed launch function per kernel: typed arguments in, the lowered parameter list out (a
 //! memref becomes its descriptor: allocated and aligned pointer, offset, sizes, strides).
 
-use crate::types::{classify, param_storage, ArgKind};
+use crate::types::{classify, param_storage, tokens, ArgKind};
 use gpu_manifest::call::stub_name;
 use gpu_manifest::Kernel;
 use proc_macro2::{Span, TokenStream};
@@ -19,17 +19,14 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     let mut values: Vec<TokenStream> = Vec::new();
     for (index, argument) in kernel.arguments.iter().enumerate() {
         let name = format_ident!("arg{index}");
-        match classify(&argument.ty, &argument.kind).map_err(error)? {
-            ArgKind::Scalar(rust) => {
-                arguments.push(quote!(#name: #rust));
-                values.push(quote!(#name));
-            }
-            ArgKind::Pointer => {
-                arguments.push(quote!(#name: ::gpu_embed::DevicePtr));
-                values.push(quote!(#name.0));
-            }
-            ArgKind::Memref { element, rank, ty } => {
-                arguments.push(quote!(#name: impl ::gpu_embed::AsMemref<'views, #element, #rank>));
+        let kind = classify(&argument.ty, &argument.kind).map_err(error)?;
+        // `classify` accepted it, so the manifest has a Rust type for it.
+        let rust = tokens(&argument.kind.rust_type().unwrap_or_default());
+        arguments.push(quote!(#name: #rust));
+        match kind {
+            ArgKind::Scalar => values.push(quote!(#name)),
+            ArgKind::Pointer => values.push(quote!(#name.0)),
+            ArgKind::Memref { rank, ty, .. } => {
                 let label = format!(
                     "launching `{}`: argument {index} ({})",
                     kernel.name, argument.ty

@@ -6,35 +6,23 @@ use gpu_manifest::{ArgumentKind, Element, Layout, Param};
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// What a kernel argument becomes in Rust.
+/// What a kernel argument becomes in Rust (its type is `ArgumentKind::rust_type`).
 pub(crate) enum ArgKind {
-    /// A scalar passed by value: its Rust type.
-    Scalar(TokenStream),
+    /// A scalar passed by value.
+    Scalar,
     /// A pointer: `gpu_embed::DevicePtr`.
     Pointer,
     /// A memref: a view (or, for rank 1, a buffer) of the element type, and the memref type as
     /// a `gpu_embed::MemrefType` constant expression.
-    Memref {
-        element: TokenStream,
-        rank: usize,
-        ty: TokenStream,
-    },
+    Memref { rank: usize, ty: TokenStream },
 }
 
-/// The Rust type of a scalar or memref element.
-fn rust_type(element: Element) -> TokenStream {
-    match element {
-        Element::I1 => quote!(bool),
-        Element::I8 => quote!(i8),
-        Element::I16 => quote!(i16),
-        Element::I32 => quote!(i32),
-        Element::I64 => quote!(i64),
-        Element::Index => quote!(usize),
-        Element::F16 => quote!(::gpu_embed::f16),
-        Element::Bf16 => quote!(::gpu_embed::bf16),
-        Element::F32 => quote!(f32),
-        Element::F64 => quote!(f64),
-    }
+/// Rust source the manifest crate wrote (a type): as tokens.
+pub(crate) fn tokens(source: &str) -> TokenStream {
+    source.parse().unwrap_or_else(|e| {
+        let message = format!("gpu-manifest wrote `{source}`, which is not Rust: {e}");
+        quote!(::core::compile_error!(#message))
+    })
 }
 
 fn option<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
@@ -46,7 +34,7 @@ fn option<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
 
 pub(crate) fn classify(ty: &str, kind: &ArgumentKind) -> Result<ArgKind, String> {
     match kind {
-        ArgumentKind::Scalar { element } => Ok(ArgKind::Scalar(rust_type(*element))),
+        ArgumentKind::Scalar { .. } => Ok(ArgKind::Scalar),
         ArgumentKind::Pointer => Ok(ArgKind::Pointer),
         ArgumentKind::Memref {
             element: Element::I1,
@@ -54,11 +42,7 @@ pub(crate) fn classify(ty: &str, kind: &ArgumentKind) -> Result<ArgKind, String>
         } => Err(format!(
             "`{ty}`: a buffer of Rust `bool` could hold bytes other than 0 and 1; use a memref of i8"
         )),
-        ArgumentKind::Memref {
-            element,
-            shape,
-            layout,
-        } => {
+        ArgumentKind::Memref { shape, layout, .. } => {
             let rank = shape.len();
             let shape = shape.iter().map(|size| option(*size));
             let layout = match layout {
@@ -70,7 +54,6 @@ pub(crate) fn classify(ty: &str, kind: &ArgumentKind) -> Result<ArgKind, String>
                 }
             };
             Ok(ArgKind::Memref {
-                element: rust_type(*element),
                 rank,
                 ty: quote!(::gpu_embed::MemrefType { shape: [#(#shape),*], layout: #layout }),
             })

@@ -154,6 +154,67 @@ impl Element {
             _ => return None,
         })
     }
+
+    /// The Rust type of a scalar or memref element of this type, as a path a launch stub can
+    /// name.
+    pub fn rust_type(self) -> &'static str {
+        match self {
+            Element::I1 => "bool",
+            Element::I8 => "i8",
+            Element::I16 => "i16",
+            Element::I32 => "i32",
+            Element::I64 => "i64",
+            Element::Index => "usize",
+            Element::F16 => "::gpu_embed::f16",
+            Element::Bf16 => "::gpu_embed::bf16",
+            Element::F32 => "f32",
+            Element::F64 => "f64",
+        }
+    }
+}
+
+impl ArgumentKind {
+    /// The type a launch stub takes for this argument (a memref: any view of its element type
+    /// and rank, with the stub's lifetime `'views`); `None` where Rust cannot pass it (memrefs of
+    /// `i1`, unranked memrefs, other types: `include_gpu_binary!` says why).
+    pub fn rust_type(&self) -> Option<String> {
+        match self {
+            ArgumentKind::Scalar { element } => Some(element.rust_type().to_string()),
+            ArgumentKind::Pointer => Some("::gpu_embed::DevicePtr".to_string()),
+            ArgumentKind::Memref { element, .. } if *element == Element::I1 => None,
+            ArgumentKind::Memref { element, shape, .. } => Some(format!(
+                "impl ::gpu_embed::AsMemref<'views, {}, {}>",
+                element.rust_type(),
+                shape.len()
+            )),
+            ArgumentKind::UnrankedMemref | ArgumentKind::Other => None,
+        }
+    }
+}
+
+#[cfg(feature = "call-syntax")]
+impl Kernel {
+    /// The launch function `include_gpu_binary!` generates for this kernel, as Rust source
+    /// (without `::gpu_embed::` paths): `unsafe fn vadd(device: &Device, config: &LaunchConfig,
+    /// arg0: impl AsMemref<'views, f32, 1>, ...) -> Result<()>`; arguments Rust cannot pass show
+    /// their MLIR type.
+    pub fn rust_signature(&self) -> String {
+        let arguments: Vec<String> = self
+            .arguments
+            .iter()
+            .enumerate()
+            .map(|(index, argument)| match argument.kind.rust_type() {
+                Some(rust) => format!("arg{index}: {}", rust.replace("::gpu_embed::", "")),
+                None => format!("arg{index}: /* {}: not passable from Rust */", argument.ty),
+            })
+            .collect();
+        format!(
+            "unsafe fn {}(device: &Device, config: &LaunchConfig{}{}) -> Result<()>",
+            call::stub_name(&self.name),
+            if arguments.is_empty() { "" } else { ", " },
+            arguments.join(", ")
+        )
+    }
 }
 
 /// How a memref's indices map to memory.
