@@ -35,6 +35,9 @@ pub struct Build {
     prebuilt_dir: Option<PathBuf>,
     write_prebuilt: bool,
     use_prebuilt: bool,
+    crate_name: Option<String>,
+    pub(crate) host_triple: Option<String>,
+    pub(crate) progress: bool,
     quiet: bool,
 }
 
@@ -177,6 +180,26 @@ impl Build {
         self
     }
 
+    /// The crate the host objects are for (their symbols and library are named after it);
+    /// defaults to `$CARGO_PKG_NAME`.
+    pub fn crate_name(&mut self, name: &str) -> &mut Build {
+        self.crate_name = Some(name.to_string());
+        self
+    }
+
+    /// The target triple of host objects; defaults to cargo's `$TARGET` (LLVM's default triple
+    /// outside a build script).
+    pub fn host_target(&mut self, triple: &str) -> &mut Build {
+        self.host_triple = Some(triple.to_string());
+        self
+    }
+
+    /// Print a line per (gpu.module, target) compiled, on stderr (for tools on a terminal).
+    pub fn progress(&mut self, progress: bool) -> &mut Build {
+        self.progress = progress;
+        self
+    }
+
     /// Do not print `cargo::` lines (for tools and tests that call the builder outside cargo).
     pub fn quiet(&mut self, quiet: bool) -> &mut Build {
         self.quiet = quiet;
@@ -261,7 +284,10 @@ impl Build {
                 .unwrap_or_else(|| base_dir.join(crate::prebuilt::PREBUILT_DIR)),
             out_dir,
             base_dir,
-            crate_name: std::env::var("CARGO_PKG_NAME").unwrap_or_default(),
+            crate_name: match &self.crate_name {
+                Some(name) => name.clone(),
+                None => std::env::var("CARGO_PKG_NAME").unwrap_or_default(),
+            },
         })
     }
 

@@ -144,9 +144,21 @@ pub(crate) fn compile_all(
             Ok((task, &lowered[position]))
         })
         .collect::<Result<_>>()?;
+    let done = std::sync::atomic::AtomicUsize::new(cache_hits);
     let built = run_all(&jobs, |(task, lowered)| {
         let (result, warnings) =
             cargo.capture_warnings(|| codegen(task, lowered, options, toolkits, cargo));
+        if options.progress && result.is_ok() {
+            let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            eprintln!(
+                "[{done}/{}] {} @{} for {} {}",
+                tasks.len(),
+                task.file.source.display,
+                task.module.desc.name,
+                task.spec.vendor,
+                task.spec.chip
+            );
+        }
         result.map(|compiled| TaskOutput {
             kernels: lowered.kernels.clone(),
             compiled,
@@ -333,6 +345,8 @@ pub(crate) fn compile_build(build: &Build, paths: &Paths, cargo: &CargoOutput) -
         crate_name,
         scratch: scratch.path(),
         timings: &timings,
+        host_triple: build.host_triple.as_deref(),
+        progress: build.progress,
     };
     let cache = Cache::open(&build.cache, out_dir, cargo)?;
 

@@ -25,13 +25,8 @@ const SOURCE_DIRS: [&str; 4] = ["src", "examples", "tests", "benches"];
 /// and exits with status 1.
 pub fn build() {
     let crate_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let dirs: Vec<PathBuf> = SOURCE_DIRS
-        .iter()
-        .map(|dir| crate_dir.join(dir))
-        .filter(|dir| dir.is_dir())
-        .collect();
-    let calls = match find_calls(&dirs) {
-        Ok(calls) => calls,
+    let build = match Build::for_crate(&crate_dir) {
+        Ok(build) => build,
         Err(error) => {
             eprintln!("error: {error}");
             std::process::exit(1);
@@ -44,10 +39,6 @@ pub fn build() {
     {
         println!("cargo::rerun-if-changed={dir}");
     }
-    let mut build = Build::new();
-    for (path, requests) in calls {
-        build.kernel_with_targets(path, requests);
-    }
     if build.is_empty() {
         println!(
             "cargo::warning=gpu_build::build() found no include_gpu_binary! call under src/, \
@@ -56,6 +47,27 @@ pub fn build() {
         return;
     }
     build.compile_or_exit();
+}
+
+impl Build {
+    /// What `gpu_build::build()` compiles for the crate in `crate_dir`: every kernel file its
+    /// `include_gpu_binary!` calls name (in `src/`, `examples/`, `tests/`, `benches/`), each for
+    /// the targets its calls ask, relative to `crate_dir`. Set the output directory, crate name
+    /// and so on as for any build (`gpu-build prebuild` and tools use this).
+    pub fn for_crate(crate_dir: &Path) -> crate::Result<Build> {
+        let dirs: Vec<PathBuf> = SOURCE_DIRS
+            .iter()
+            .map(|dir| crate_dir.join(dir))
+            .filter(|dir| dir.is_dir())
+            .collect();
+        let calls = find_calls(&dirs).map_err(|e| crate::Error::new(crate::ErrorKind::Io, e))?;
+        let mut build = Build::new();
+        build.base_dir(crate_dir);
+        for (path, requests) in calls {
+            build.kernel_with_targets(path, requests);
+        }
+        Ok(build)
+    }
 }
 
 /// Every distinct kernel file with the targets its calls ask for (calls naming the same file are

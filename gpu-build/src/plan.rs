@@ -29,6 +29,10 @@ pub(crate) struct Options<'a> {
     /// Where external tools may write temporary files (inside `OUT_DIR`).
     pub scratch: &'a Path,
     pub timings: &'a Timings,
+    /// The host objects' target triple, when not cargo's `TARGET` (or LLVM's default).
+    pub host_triple: Option<&'a str>,
+    /// Print a line per (module, target) done, on stderr.
+    pub progress: bool,
 }
 
 /// The targets one gpu.module is built for: the caller's requests (chips named there replace the
@@ -51,7 +55,7 @@ pub(crate) fn resolve_targets(
         if request.chips.is_empty() {
             match (own.is_empty(), request.fallback.is_empty()) {
                 (false, _) => specs.extend(own.into_iter().cloned()),
-                (true, true) => specs.push(TargetSpec::default_for(request.vendor)),
+                (true, true) => specs.push(default_spec(request.vendor, options)),
                 (true, false) => {
                     specs.extend(
                         request
@@ -65,7 +69,7 @@ pub(crate) fn resolve_targets(
             let template = own
                 .first()
                 .map(|t| (*t).clone())
-                .unwrap_or_else(|| TargetSpec::default_for(request.vendor));
+                .unwrap_or_else(|| default_spec(request.vendor, options));
             for chip in &request.chips {
                 specs.push(TargetSpec {
                     chip: chip.clone(),
@@ -93,6 +97,14 @@ pub(crate) fn resolve_targets(
         }
     }
     unique
+}
+
+/// A vendor's default target; the host's is the build's host triple when one was given.
+fn default_spec(vendor: Vendor, options: &Options) -> TargetSpec {
+    match (vendor, options.host_triple) {
+        (Vendor::Host, Some(triple)) => TargetSpec::new(vendor, triple),
+        _ => TargetSpec::default_for(vendor),
+    }
 }
 
 /// One kernel file after the front end: its gpu.modules and the targets each is built for.
@@ -340,6 +352,8 @@ mod tests {
             crate_name: "test",
             scratch: Path::new("."),
             timings: &timings,
+            host_triple: None,
+            progress: false,
         };
         let ask = |requests: &[TargetRequest], opt_level| {
             resolve_targets(&file, requests, &options(opt_level, &[]))

@@ -1,0 +1,219 @@
+//! `gpu-build`: the compiler from the command line (feature `cli`).
+//!
+//! - `compile`: kernel files and targets in, objects and a manifest out — what `mlir-opt
+//!   --gpu-module-to-binary` does, with gpu-build's diagnostics; the same bytes a build script
+//!   writes.
+//! - `inspect`: a manifest, an `OUT_DIR` or one object: modules, kernels with their launch
+//!   functions, objects, and each kernel's resource usage as the object records it.
+//! - `prebuild`: a crate's prebuilt folder, so it builds for users without LLVM.
+
+mod inspect;
+mod resources;
+
+use clap::{Parser, Subcommand};
+use gpu_build::{Build, CacheSetting, Vendor};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "gpu-build",
+    version,
+    about = "Compile MLIR / LLVM IR GPU kernels to PTX, cubin, hsaco and host objects, and inspect what was built"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile kernel files into objects and a manifest (`<out>/gpu-build/manifest.json`).
+    Compile {
+        /// Kernel files: `.mlir`, `.ll` or `.bc`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// A target: `nvptx`, `nvptx:sm_80,sm_90`, `amdgpu:gfx90a`, `host`. Repeatable; none
+        /// means each gpu.module's own target attributes.
+        #[arg(short, long = "target", value_name = "VENDOR[:CHIPS]")]
+        targets: Vec<String>,
+        /// The output directory (what `OUT_DIR` is to a build script).
+        #[arg(short, long, value_name = "DIR")]
+        out: PathBuf,
+        /// Override every target's optimization level (0-3).
+        #[arg(short = 'O', long = "opt-level", value_name = "N")]
+        opt_level: Option<u8>,
+        /// The crate the host objects are for (their symbols and library are named after it);
+        /// use the crate's name to get exactly its build script's objects.
+        #[arg(long, value_name = "NAME", default_value = "gpu-build")]
+        crate_name: String,
+        /// Relative kernel and `link` paths are relative to this (default: the current one).
+        #[arg(long, value_name = "DIR")]
+        base_dir: Option<PathBuf>,
+        /// Do not use the object cache.
+        #[arg(long)]
+        no_cache: bool,
+    },
+    /// Describe a manifest, an OUT_DIR or one object (.ptx, .cubin, .hsaco, .o).
+    Inspect {
+        /// `manifest.json`, a directory holding `gpu-build/manifest.json`, or an object file.
+        path: PathBuf,
+    },
+    /// Write a crate's prebuilt folder (`gpu-prebuilt/`) from its `include_gpu_binary!` calls.
+    Prebuild {
+        /// The crate's directory (holding Cargo.toml).
+        #[arg(default_value = ".")]
+        crate_dir: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Compile {
+            files,
+            targets,
+            out,
+            opt_level,
+            crate_name,
+            base_dir,
+            no_cache,
+        } => compile(
+            &files,
+            &targets,
+            &out,
+            opt_level,
+            &crate_name,
+            base_dir,
+            no_cache,
+        ),
+        Command::Inspect { path } => inspect::inspect(&path).map(|text| print!("{text}")),
+        Command::Prebuild { crate_dir } => prebuild(&crate_dir),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `nvptx:sm_80,sm_90` → (Nvptx, [sm_80, sm_90]).
+fn parse_target(text: &str) -> Result<(Vendor, Vec<String>), String> {
+    let (vendor, chips) = text.split_once(':').unwrap_or((text, ""));
+    let vendor = match vendor {
+        "nvptx" | "cuda" => Vendor::Nvptx,
+        "amdgpu" | "rocm" | "hip" => Vendor::Amdgpu,
+        "host" | "cpu" => Vendor::Host,
+        other => {
+            return Err(format!(
+                "unknown target vendor `{other}` in `--target {text}`; use nvptx, amdgpu or host \
+                 (with chips: `nvptx:sm_80,sm_90`)"
+            ))
+        }
+    };
+    let chips = chips
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(String::from)
+        .collect();
+    Ok((vendor, chips))
+}
+
+fn compile(
+    files: &[PathBuf],
+    targets: &[String],
+    out: &Path,
+    opt_level: Option<u8>,
+    crate_name: &str,
+    base_dir: Option<PathBuf>,
+    no_cache: bool,
+) -> Result<(), String> {
+    let mut build = Build::new();
+    build
+        .out_dir(out)
+        .quiet(true)
+        .crate_name(crate_name)
+        .host_target(&host_target()?)
+        .progress(std::io::stderr().is_terminal())
+        .base_dir(base_dir.unwrap_or_else(|| PathBuf::from(".")));
+    if no_cache {
+        build.cache(CacheSetting::Off);
+    }
+    for file in files {
+        build.kernel(file);
+    }
+    for target in targets {
+        let (vendor, chips) = parse_target(target)?;
+        let chips: Vec<&str> = chips.iter().map(String::as_str).collect();
+        build.target(vendor, &chips);
+    }
+    if let Some(level) = opt_level {
+        build.opt_level(level);
+    }
+    let report = build.compile().map_err(|e| e.to_string())?;
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let objects: usize = report
+        .manifest
+        .modules
+        .iter()
+        .map(|m| m.objects.len())
+        .sum();
+    eprintln!(
+        "wrote {objects} objects of {} gpu.modules and {} ({} compiled, {} from the cache)",
+        report.manifest.modules.len(),
+        report.manifest_path.display(),
+        report.compiled,
+        report.cache_hits
+    );
+    Ok(())
+}
+
+fn prebuild(crate_dir: &Path) -> Result<(), String> {
+    let manifest = crate_dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|e| format!("cannot read {}: {e}", manifest.display()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let name = table
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .ok_or_else(|| format!("{} has no [package] name", manifest.display()))?;
+    let out = tempfile::tempdir().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+    let mut build = Build::for_crate(crate_dir).map_err(|e| e.to_string())?;
+    build
+        .out_dir(out.path())
+        .crate_name(name)
+        .host_target(&host_target()?)
+        .progress(std::io::stderr().is_terminal())
+        .quiet(true)
+        .write_prebuilt(true);
+    let report = build.compile().map_err(|e| e.to_string())?;
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
+}
+
+/// The triple cargo builds for natively: `$TARGET`, else the `host:` line of `rustc -vV`.
+fn host_target() -> Result<String, String> {
+    if let Some(target) = std::env::var_os("TARGET") {
+        return Ok(target.to_string_lossy().into_owned());
+    }
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = std::process::Command::new(&rustc)
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("cannot run rustc -vV to learn the host triple: {e}; set TARGET"))?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: ").map(String::from))
+        .ok_or_else(|| "rustc -vV printed no host triple; set TARGET".to_string())
+}

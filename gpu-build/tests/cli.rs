@@ -1,0 +1,227 @@
+//! The `gpu-build` command: `compile` writes what a build script writes, byte for byte;
+//! `inspect` describes an OUT_DIR with the resource usage ptxas and LLVM report; `prebuild`
+//! writes a crate's prebuilt folder; bad arguments are clear errors.
+
+use gpu_build::{Build, CacheSetting};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn gpu_build(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+        .args(args)
+        .env_remove("TARGET")
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Every file under `dir` with its bytes; scratch space and the record of what the build read
+/// (this machine's paths, beside the outputs) aside.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let path = e.path().strip_prefix(dir).unwrap().to_path_buf();
+            (path, std::fs::read(e.path()).unwrap())
+        })
+        .filter(|(path, _)| {
+            !path.starts_with("gpu-build/scratch") && !path.ends_with("gpu-build-record.json")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn rustc_host() -> String {
+    let output = Command::new("rustc").arg("-vV").output().unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(String::from))
+        .unwrap()
+}
+
+/// The sample crate's build, as its build script runs it (`gpu_build::build()`), into `out`.
+fn build_script_outputs(out: &Path) {
+    let mut build = Build::for_crate(&workspace().join("sample-project")).unwrap();
+    build
+        .out_dir(out)
+        .crate_name("sample-project")
+        .host_target(&rustc_host())
+        .cache(CacheSetting::Off)
+        .quiet(true);
+    build.compile().unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn compile_writes_what_the_build_script_writes() {
+    let (script, cli) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    build_script_outputs(script.path());
+    let sample = workspace().join("sample-project");
+    let kernels =
+        ["vadd", "saxpy", "reduce", "math", "matmul"].map(|k| format!("kernels/{k}.mlir"));
+    let mut args = vec!["compile", "--crate-name", "sample-project", "--no-cache"];
+    let out = cli.path().to_str().unwrap();
+    let base = sample.to_str().unwrap();
+    args.extend(["--out", out, "--base-dir", base]);
+    args.extend([
+        "-t",
+        "nvptx:sm_80,sm_90",
+        "-t",
+        "amdgpu:gfx90a,gfx1100",
+        "-t",
+        "host",
+    ]);
+    args.extend(kernels.iter().map(String::as_str));
+    let (ok, _, stderr) = gpu_build(&args);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("wrote 35 objects of 5 gpu.modules"),
+        "{stderr}"
+    );
+    let (ours, theirs) = (tree(cli.path()), tree(script.path()));
+    let names =
+        |files: &[(PathBuf, Vec<u8>)]| files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    let differing: Vec<_> = ours
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, _)| a.0.display().to_string())
+        .collect();
+    assert!(differing.is_empty(), "different bytes: {differing:?}");
+}
+
+/// `ptxas -v`'s `Used N registers` for one kernel of `ptx` built for `chip` at `O2`.
+fn ptxas_registers(ptx: &Path, chip: &str) -> u32 {
+    let wheel = Command::new("python3")
+        .args([
+            "-c",
+            "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])",
+        ])
+        .output()
+        .unwrap();
+    let ptxas = PathBuf::from(String::from_utf8_lossy(&wheel.stdout).trim()).join("bin/ptxas");
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(ptxas)
+        .args(["-v", "-arch", chip, "--opt-level", "2"])
+        .arg(ptx)
+        .arg("-o")
+        .arg(dir.path().join("k.cubin"))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    log.split("Used ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no register count in {log}"))
+}
+
+/// `.vgpr_count` of the hsaco's metadata as `llvm-readobj-22 --notes` prints it.
+fn readobj_vgprs(hsaco: &Path) -> u32 {
+    let output = Command::new("llvm-readobj-22")
+        .arg("--notes")
+        .arg(hsaco)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(".vgpr_count:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no .vgpr_count in {text}"))
+}
+
+#[test]
+fn inspect_describes_an_out_dir_with_the_objects_resource_usage() {
+    let out = tempfile::tempdir().unwrap();
+    build_script_outputs(out.path());
+    let (ok, stdout, stderr) = gpu_build(&["inspect", out.path().to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("gpu.module @reduce (kernels/reduce.mlir)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "launch: unsafe fn reduce::block_sum(device: &Device, config: &LaunchConfig, \
+             arg0: impl AsMemref<'views, f32, 1>"
+        ),
+        "{stdout}"
+    );
+    let dir = out.path().join("gpu-build/kernels_reduce_mlir/reduce");
+    for chip in ["sm_80", "sm_90"] {
+        let registers = ptxas_registers(&dir.join(format!("{chip}.ptx")), chip);
+        let line = format!("{chip}.cubin\n      @block_sum: {registers} registers, 1024 B static shared memory, 0 B stack frame");
+        assert!(stdout.contains(&line), "expected `{line}` in:\n{stdout}");
+    }
+    let vgprs = readobj_vgprs(&dir.join("gfx90a.hsaco"));
+    let line = format!("gfx90a.hsaco\n      @block_sum: {vgprs} VGPRs,");
+    assert!(stdout.contains(&line), "expected `{line}` in:\n{stdout}");
+    assert!(stdout.contains("1024 B LDS"), "{stdout}");
+
+    // One object by itself.
+    let (ok, stdout, _) = gpu_build(&["inspect", dir.join("sm_80.ptx").to_str().unwrap()]);
+    assert!(ok && stdout.contains(".entry block_sum"), "{stdout}");
+}
+
+#[test]
+fn prebuild_writes_the_crates_prebuilt_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let krate = dir.path();
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::create_dir_all(krate.join("kernels")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"kernlib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        workspace().join("sample-project/kernels/vadd.mlir"),
+        krate.join("kernels/vadd.mlir"),
+    )
+    .unwrap();
+    std::fs::write(
+        krate.join("src/lib.rs"),
+        "gpu_embed::include_gpu_binary!(\"kernels/vadd.mlir\", targets = [nvptx(sm_80), host]);\n",
+    )
+    .unwrap();
+    let (ok, _, stderr) = gpu_build(&["prebuild", krate.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let record = std::fs::read_to_string(krate.join("gpu-prebuilt/prebuilt.json")).unwrap();
+    assert!(record.contains("\"crate_name\": \"kernlib\""), "{record}");
+    assert!(
+        record.contains(&format!("\"{}\"", rustc_host())),
+        "{record}"
+    );
+    assert!(krate
+        .join("gpu-prebuilt/gpu-build/host/libgpu_host_kernels_kernlib.a")
+        .is_file());
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    let (ok, _, stderr) = gpu_build(&["compile", "--out", "/tmp/x", "-t", "nvidia", "k.mlir"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("unknown target vendor `nvidia`")
+            && stderr.contains("nvptx, amdgpu or host"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = gpu_build(&["inspect", "/nonexistent/manifest.json"]);
+    assert!(
+        !ok && stderr.starts_with("error: cannot read /nonexistent/manifest.json"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = gpu_build(&["compile", "--help"]);
+    assert!(ok, "{stderr}");
+}
