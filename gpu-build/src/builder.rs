@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// ```
 ///
 /// Without the `compiler` feature, [`Build::compile`] compiles nothing: it installs the objects
-/// the crate ships in its [prebuilt folder](crate::prebuilt) after checking they were built from
+/// the crate ships in its prebuilt folder ([`PREBUILT_DIR`](crate::PREBUILT_DIR)) after checking they were built from
 /// the kernel files as they are now and for the same request.
 #[derive(Debug, Clone, Default)]
 pub struct Build {
@@ -96,6 +96,7 @@ pub(crate) struct Paths {
 }
 
 impl Build {
+    /// A build with no kernel files and no targets yet.
     pub fn new() -> Build {
         Build::default()
     }

@@ -37,6 +37,7 @@ pub struct Error {
 }
 
 impl Error {
+    /// An error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -44,10 +45,12 @@ impl Error {
         }
     }
 
+    /// What class of problem this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// The message, for people: what is wrong, where, how to fix it.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -69,4 +72,5 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// gpu-build's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,7 +1,56 @@
 //! `gpu-build`: GPU kernels written once in MLIR (or LLVM IR), compiled during `cargo build` for
-//! NVIDIA (PTX, cubin) and AMD (hsaco) GPUs. A Rust implementation of the design of MLIR's GPU
-//! serialization pipeline: target attributes → per-target lowering → ModuleToObject → objects,
-//! plus a manifest in `OUT_DIR` that `include_gpu_binary!` reads.
+//! NVIDIA (PTX, cubin), AMD (hsaco) and the host CPU. A Rust implementation of the design of
+//! MLIR's GPU serialization pipeline: target attributes → per-target lowering → ModuleToObject →
+//! objects, plus a manifest in `OUT_DIR` that `gpu_embed::include_gpu_binary!` reads.
+//!
+//! # Use
+//!
+//! As a build-dependency. The zero-configuration build script compiles every kernel file an
+//! `include_gpu_binary!` call of the crate names, for the targets the call names:
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     gpu_build::build();
+//! }
+//! ```
+//!
+//! Or explicitly, like `cc::Build`:
+//!
+//! ```no_run
+//! // build.rs
+//! use gpu_build::{Build, Vendor};
+//!
+//! fn main() {
+//!     let report = Build::new()
+//!         .kernel("kernels/vadd.mlir")
+//!         .target(Vendor::Nvptx, &["sm_80", "sm_90"])
+//!         .target(Vendor::Amdgpu, &["gfx90a"])
+//!         .target(Vendor::Host, &[])
+//!         .compile_or_exit();
+//!     // `report.compiled` (module, target) pairs compiled, `report.cache_hits` taken from the
+//!     // object cache, `report.manifest` describes every object.
+//!     assert!(report.manifest.modules.iter().all(|m| !m.objects.is_empty()));
+//! }
+//! ```
+//!
+//! # Features
+//!
+//! - `compiler` (default): the compiler, with LLVM and MLIR 22. Without it nothing needs LLVM:
+//!   builds install the objects the crate ships in its prebuilt folder ([`PREBUILT_DIR`]), after
+//!   checking they were built from the kernel files as they are now; see
+//!   [`Build::write_prebuilt`] for writing that folder.
+//! - `cli`: the `gpu-build` command (`compile`, `inspect`, `prebuild`).
+//!
+//! # Environment
+//!
+//! `GPU_BUILD_NVPTX_CHIPS` / `GPU_BUILD_AMDGPU_CHIPS` replace every module's chips;
+//! `GPU_BUILD_DUMP=llvm,isa` writes intermediate files; `GPU_BUILD_CACHE_DIR`,
+//! `GPU_BUILD_CACHE=off`, `GPU_BUILD_CACHE_SIZE_MB` and `GPU_BUILD_VERBOSE=1` control the object
+//! cache; `GPU_BUILD_PREBUILD=1` writes the prebuilt folder; `CUDA_*` and `ROCM_*` locate the
+//! toolkits.
+//!
+//! # Inside
 //!
 //! The stages, one module each: `frontend` (parse, find gpu.modules and targets) → `plan`
 //! (targets per module, checks) → `lower` (each file's modules lowered once per distinct
@@ -9,6 +58,7 @@
 //! `output` (atomic files and the manifest); `compile` drives them, with the object `cache` in
 //! front. Everything vendor-specific is in `backend/`, one file per vendor.
 
+#![warn(missing_docs)]
 // Without the compiler, some helpers shared with it (warnings, timings, output names) go unused.
 #![cfg_attr(not(feature = "compiler"), allow(dead_code))]
 

@@ -50,6 +50,7 @@ impl Stage {
         )
     }
 
+    /// The stage's name in reports.
     pub fn name(self) -> &'static str {
         match self {
             Stage::Parse => "parse",
@@ -77,12 +78,14 @@ impl StageTimes {
         self.times.iter().copied()
     }
 
+    /// The time spent in `stage`.
     pub fn get(&self, stage: Stage) -> Duration {
         self.iter()
             .find(|(s, _)| *s == stage)
             .map_or(Duration::ZERO, |(_, t)| t)
     }
 
+    /// The time spent in every stage.
     pub fn total(&self) -> Duration {
         self.iter().map(|(_, t)| t).sum()
     }

@@ -1,7 +1,9 @@
 //! `include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx, amdgpu])`: reads the manifest
 //! gpu-build wrote into `OUT_DIR` and expands, per gpu.module of the file, to a module holding the
 //! embedded objects, a `BINARY` describing them, and one typed, `unsafe` launch function per
-//! kernel. Use it through `gpu_embed::include_gpu_binary!`.
+//! kernel. Use it through `gpu_embed::include_gpu_binary!`, documented there.
+
+#![warn(missing_docs)]
 
 mod stub;
 mod types;
@@ -13,7 +15,71 @@ use quote::{format_ident, quote};
 use std::path::{Path, PathBuf};
 use syn::{parse_macro_input, Ident};
 
-/// See the crate documentation.
+/// Embeds the objects gpu-build compiled from a kernel file and generates typed launch functions.
+///
+/// A kernel file, `kernels/vadd.mlir` (its target attributes are the default; the call can ask for
+/// others):
+///
+/// ```text
+/// gpu.module @vadd [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
+///   gpu.func @vadd(%a: memref<?xf32>, %b: memref<?xf32>, %c: memref<?xf32>, %n: index) kernel {
+///     %i = ... block_id * block_dim + thread_id ...
+///     ... c[i] = a[i] + b[i] when i < n ...
+///     gpu.return
+///   }
+/// }
+/// ```
+///
+/// The build script compiles it (`build.rs`: `fn main() { gpu_build::build(); }`, `gpu-build`
+/// under `[build-dependencies]`), and the call embeds what was built:
+///
+/// ```ignore
+/// gpu_embed::include_gpu_binary!(
+///     "kernels/vadd.mlir",
+///     targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a), host]
+/// );
+/// ```
+///
+/// `targets` names vendors (`nvptx`/`cuda`, `amdgpu`/`rocm`/`hip`, `host`), each with chips or
+/// none (the file's own, else a default set); without `targets`, the file's own target
+/// attributes. Per gpu.module of the file, the call expands to a module named after it:
+///
+/// ```ignore
+/// pub mod vadd {
+///     /// Every object: PTX and cubin for sm_80 and sm_90, hsaco for gfx90a, the host object.
+///     pub static OBJECTS: [gpu_embed::Object; 6] = [/* include_bytes! of each object */];
+///     /// The module: its objects and kernel names, what `gpu_embed::select` chooses from.
+///     pub static BINARY: gpu_embed::Binary = /* ... */;
+///     /// One launch function per kernel, with the kernel's arguments as Rust types: memrefs
+///     /// take any view of their element type and rank (a `DeviceBuffer` for rank 1).
+///     pub unsafe fn vadd<'views>(
+///         device: &gpu_embed::Device,
+///         config: &gpu_embed::LaunchConfig,
+///         arg0: impl gpu_embed::AsMemref<'views, f32, 1>,
+///         arg1: impl gpu_embed::AsMemref<'views, f32, 1>,
+///         arg2: impl gpu_embed::AsMemref<'views, f32, 1>,
+///         arg3: usize,
+///     ) -> gpu_embed::Result<()>;
+/// }
+/// ```
+///
+/// A launch picks the object for the device (the exact cubin or hsaco, else PTX the driver
+/// compiles, or the host object), loads it once, checks every memref against its type and
+/// device, and launches:
+///
+/// ```ignore
+/// let device = gpu_embed::Device::default_gpu().unwrap_or_else(|_| gpu_embed::Device::host());
+/// let a = gpu_embed::DeviceBuffer::from_slice(&device, &x)?;
+/// let b = gpu_embed::DeviceBuffer::from_slice(&device, &y)?;
+/// let c = gpu_embed::DeviceBuffer::<f32>::alloc(&device, n)?;
+/// // SAFETY: vadd writes c[i] for i < n, and every buffer holds n elements.
+/// unsafe { vadd::vadd(&device, &gpu_embed::LaunchConfig::for_elements(n, 256), &a, &b, &c, n)? };
+/// assert_eq!(c.to_vec()?, reference);
+/// ```
+///
+/// Errors point at the call: a kernel file that is missing or was not compiled (with the
+/// build-script line to add), a vendor the build did not compile for, an argument type Rust
+/// cannot pass (with the reason). `sample-project` in gpu-build's repository is a whole crate.
 #[proc_macro]
 pub fn include_gpu_binary(input: proc_macro::TokenStream) -> proc_macro::TokenStream {
     let call = parse_macro_input!(input as IncludeCall);

@@ -8,11 +8,13 @@ pub type HostEntry = unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::
 /// One kernel compiled for the host and linked into the program.
 #[derive(Debug, Clone, Copy)]
 pub struct HostKernel {
+    /// The kernel's name.
     pub name: &'static str,
     /// Runs one GPU thread (used when the kernel has barriers).
     pub thread: HostEntry,
     /// Runs every thread of one block in a loop (kernels without barriers).
     pub block: HostEntry,
+    /// Whether it waits at a barrier (then its threads run as coroutines).
     pub uses_barrier: bool,
 }
 
@@ -27,6 +29,8 @@ pub struct Object {
 }
 
 impl Object {
+    /// Used by `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
     pub const fn new(
         vendor: Vendor,
         chip: &'static str,
@@ -57,6 +61,7 @@ impl Object {
         self.host_kernels.iter().find(|k| k.name == name)
     }
 
+    /// The vendor whose devices run it.
     pub fn vendor(&self) -> Vendor {
         self.vendor
     }
@@ -66,6 +71,7 @@ impl Object {
         self.chip
     }
 
+    /// ISA text (PTX) or a binary (cubin, hsaco, host object).
     pub fn format(&self) -> Format {
         self.format
     }
@@ -97,6 +103,8 @@ pub struct Binary {
 }
 
 impl Binary {
+    /// Used by `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
     pub const fn new(
         name: &'static str,
         objects: &'static [Object],
@@ -114,10 +122,12 @@ impl Binary {
         self.name
     }
 
+    /// Every object embedded for this gpu.module.
     pub fn objects(&self) -> &'static [Object] {
         self.objects
     }
 
+    /// The module's kernels, by name.
     pub fn kernels(&self) -> &'static [&'static str] {
         self.kernels
     }

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Device memory at one moment, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryInfo {
+    /// Bytes free now.
     pub free: u64,
+    /// Bytes in all.
     pub total: u64,
 }
 
@@ -109,10 +111,12 @@ impl Device {
         }
     }
 
+    /// The device's name (`NVIDIA H200`, `AMD Instinct MI210`, `host CPU (16 threads)`).
     pub fn name(&self) -> &str {
         &self.inner.found.name
     }
 
+    /// Which driver runs it.
     pub fn vendor(&self) -> Vendor {
         self.inner.found.driver.vendor()
     }
@@ -153,6 +157,7 @@ impl Device {
         self.current()?.synchronize().map_err(|e| self.context(e))
     }
 
+    /// A new stream: work queued on it runs in order, concurrently with other streams.
     pub fn create_stream(&self) -> Result<Stream> {
         let raw = self
             .current()?
@@ -283,6 +288,7 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// Waits until everything queued on the stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.device
             .current()?
@@ -290,6 +296,7 @@ impl Stream {
             .map_err(|e| self.device.context(e))
     }
 
+    /// The device the stream belongs to.
     pub fn device(&self) -> &Device {
         &self.device
     }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+/// What class of failure an [`Error`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -18,6 +19,7 @@ pub enum ErrorKind {
     InvalidArgument,
 }
 
+/// A runtime failure, with a message naming what failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,
@@ -25,6 +27,7 @@ pub struct Error {
 }
 
 impl Error {
+    /// An error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
         Error {
             kind,
@@ -32,10 +35,12 @@ impl Error {
         }
     }
 
+    /// What class of failure this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// What failed, for people.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -49,4 +54,5 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

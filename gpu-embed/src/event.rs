@@ -16,6 +16,7 @@ pub struct Event {
 }
 
 impl Device {
+    /// A new event, to record on the device's default stream or a [`Stream`](crate::Stream).
     pub fn create_event(&self) -> Result<Event> {
         let raw = self
             .current()?
@@ -58,6 +59,7 @@ impl Stream {
 }
 
 impl Event {
+    /// The device the event belongs to.
     pub fn device(&self) -> &Device {
         &self.device
     }

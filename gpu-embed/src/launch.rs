@@ -9,8 +9,11 @@ use std::ffi::c_void;
 /// Grid and block shape, dynamic shared memory and the stream of one launch.
 #[derive(Clone, Copy)]
 pub struct LaunchConfig<'a> {
+    /// Blocks in x, y, z.
     pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
     pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
     /// `None`: the default stream.
     pub stream: Option<&'a Stream>,

@@ -2,6 +2,48 @@
 //! [`Object`]), the choice of object for the device at hand ([`select`]), the GPU driver loaded at
 //! run time (nothing GPU-specific is needed to build or start a program), device memory and
 //! launches.
+//!
+//! Kernels come from `include_gpu_binary!` (see its documentation, and `sample-project` for a
+//! whole crate); everything around a launch is this crate's API, the same on every device. On a
+//! machine without a GPU, the host device runs the kernels compiled for the host target:
+//!
+//! ```
+//! use gpu_embed::{Device, DeviceBuffer};
+//!
+//! # fn main() -> gpu_embed::Result<()> {
+//! // The first GPU, else the host.
+//! let device = Device::default_gpu().unwrap_or_else(|_| Device::host());
+//! let mut data = DeviceBuffer::from_slice(&device, &[1.0f32, 2.0, 3.0, 4.0])?;
+//! data.fill(0.5)?;
+//! let copy = DeviceBuffer::<f32>::alloc(&device, 4)?;
+//!
+//! // Work on a stream runs in order, concurrently with other streams; events time it.
+//! let stream = device.create_stream()?;
+//! let (start, end) = (device.create_event()?, device.create_event()?);
+//! stream.record(&start)?;
+//! stream.copy(&copy, &data)?;
+//! stream.record(&end)?;
+//! end.synchronize()?;
+//! assert_eq!(copy.to_vec()?, vec![0.5; 4]);
+//! println!("copied in {:?}", start.elapsed(&end)?);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A launch through a generated stub (the kernel file and the build script are in
+//! `include_gpu_binary!`'s documentation):
+//!
+//! ```ignore
+//! gpu_embed::include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx(sm_80), amdgpu, host]);
+//!
+//! let n = 1 << 20;
+//! let (a, b) = (DeviceBuffer::from_slice(&device, &x)?, DeviceBuffer::from_slice(&device, &y)?);
+//! let c = DeviceBuffer::<f32>::alloc(&device, n)?;
+//! // SAFETY: vadd writes c[i] for i < n, and every buffer holds n elements.
+//! unsafe { vadd::vadd(&device, &LaunchConfig::for_elements(n, 256), &a, &b, &c, n)? };
+//! ```
+
+#![warn(missing_docs)]
 
 mod binary;
 mod device;

@@ -196,18 +196,22 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(out)
     }
 
+    /// Elements in the buffer.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The device the buffer lives on.
     pub fn device(&self) -> &Device {
         &self.device
     }
 
+    /// The buffer's device address, for kernels that take a pointer.
     pub fn device_ptr(&self) -> DevicePtr {
         DevicePtr(self.ptr)
     }

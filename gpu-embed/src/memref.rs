@@ -90,18 +90,22 @@ fn overflow(sizes: &[usize]) -> Error {
 }
 
 impl<'a, T: Pod, const N: usize> MemrefView<'a, T, N> {
+    /// The buffer viewed.
     pub fn buffer(&self) -> &'a DeviceBuffer<T> {
         self.buffer
     }
 
+    /// Elements from the buffer's start to the view's element 0.
     pub fn offset(&self) -> usize {
         self.offset
     }
 
+    /// Elements per dimension.
     pub fn sizes(&self) -> [usize; N] {
         self.sizes
     }
 
+    /// Elements to step per index, per dimension.
     pub fn strides(&self) -> [usize; N] {
         self.strides
     }
@@ -124,6 +128,7 @@ impl<'a, T: Pod, const N: usize> MemrefView<'a, T, N> {
     note = "pass a `MemrefView<{T}, {N}>` (from `buffer.view([...])` or `buffer.strided_view(...)`) of a `DeviceBuffer<{T}>`; a whole `&DeviceBuffer<{T}>` serves rank 1"
 )]
 pub trait AsMemref<'a, T: Pod, const N: usize> {
+    /// The view a launch stub passes as the memref's descriptor.
     fn into_memref(self) -> Result<MemrefView<'a, T, N>>;
 }
 

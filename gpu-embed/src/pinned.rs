@@ -172,10 +172,12 @@ impl<T: Pod> Pinned<'_, T> {
         }
     }
 
+    /// Elements in the memory.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

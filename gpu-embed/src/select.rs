@@ -10,6 +10,7 @@ use std::fmt;
 /// What selection needs to know about a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceArch {
+    /// Which driver runs it.
     pub vendor: Vendor,
     /// `sm_86`, `gfx90a:sramecc+:xnack-`.
     pub arch: String,
@@ -20,8 +21,11 @@ pub struct DeviceArch {
 /// No embedded object can run on the device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoFit {
+    /// The device, for the message.
     pub device: String,
+    /// The gpu.module whose objects do not fit.
     pub binary: &'static str,
+    /// What was embedded (vendor and chip of each object).
     pub objects: Vec<String>,
 }
 
@@ -64,6 +68,9 @@ fn gfx_parts(chip: &str) -> (&str, Vec<(&str, char)>) {
     (base, settings)
 }
 
+/// The object of `binary` to load on `device`, by the rules above (NVIDIA: exact cubin, a cubin
+/// of an older minor of the same major, then PTX; AMD: the hsaco for its gfx and settings);
+/// [`NoFit`] lists what was embedded.
 pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object, NoFit> {
     let candidates = binary
         .objects()

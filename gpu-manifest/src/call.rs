@@ -69,9 +69,11 @@ pub struct IncludeCall {
 
 /// `nvptx`, `nvptx(sm_80, sm_90)`, `amdgpu("gfx90a:xnack-")`.
 pub struct TargetArg {
+    /// The vendor as written.
     pub name: Ident,
     /// `None` for a name that is no vendor (the macro reports it).
     pub vendor: Option<Vendor>,
+    /// The chips in parentheses, each with where it was written.
     pub chips: Vec<(String, Span)>,
 }
 

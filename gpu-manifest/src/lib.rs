@@ -4,6 +4,21 @@
 //! The manifest lives at `$OUT_DIR/gpu-build/manifest.json`. Every path in it is relative to
 //! `OUT_DIR`, so a build directory can be moved without rewriting it. Readers must check
 //! [`Manifest::schema_version`] before trusting anything else (see [`Manifest::from_json`]).
+//!
+//! ```
+//! use gpu_manifest::{Manifest, ReadError, SCHEMA_VERSION};
+//!
+//! let written = Manifest::new("gpu-build 0.1.0").to_json().unwrap();
+//! let read = Manifest::from_json(&written).unwrap();
+//! assert_eq!(read.schema_version, SCHEMA_VERSION);
+//! assert!(read.modules.is_empty());
+//!
+//! // A manifest of another schema version is refused, naming its writer.
+//! let old = written.replace(&format!("\"schema_version\": {SCHEMA_VERSION}"), "\"schema_version\": 1");
+//! assert!(matches!(Manifest::from_json(&old), Err(ReadError::VersionMismatch { found: 1, .. })));
+//! ```
+
+#![warn(missing_docs)]
 
 #[cfg(feature = "call-syntax")]
 pub mod call;
@@ -45,9 +60,11 @@ pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
 /// Everything one build script compiled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// [`SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
     /// `gpu-build <version>` of the writer, for error messages about mismatches.
     pub generator: String,
+    /// Every gpu.module of every kernel file, in build order.
     pub modules: Vec<GpuModule>,
 }
 
@@ -59,13 +76,16 @@ pub struct GpuModule {
     pub source: String,
     /// The module's symbol name (`gpu.module @name`); for LLVM IR input, the file stem.
     pub name: String,
+    /// Its kernels, in source order.
     pub kernels: Vec<Kernel>,
+    /// What was built from it: one or more objects per target.
     pub objects: Vec<Object>,
 }
 
 /// One kernel entry point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kernel {
+    /// The kernel's symbol (`gpu.func @name`).
     pub name: String,
     /// The kernel's signature as written in the source, e.g. `(memref<?xf32>, index)`.
     pub signature: String,
@@ -90,14 +110,19 @@ pub struct Argument {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ArgumentKind {
     /// Passed by value.
-    Scalar { element: Element },
+    Scalar {
+        /// Its type.
+        element: Element,
+    },
     /// A device address (`!llvm.ptr`, LLVM `ptr`).
     Pointer,
     /// A ranked memref, lowered to its descriptor (see [`ArgumentKind::lowered_width`]).
     Memref {
+        /// The element type.
         element: Element,
         /// One entry per dimension; `None` for a dynamic size (`?`).
         shape: Vec<Option<u64>>,
+        /// How indices map to memory.
         layout: Layout,
     },
     /// An unranked memref (`memref<*xf32>`), lowered to a rank and a descriptor pointer.
@@ -124,16 +149,25 @@ impl ArgumentKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Element {
+    /// `i1`.
     I1,
+    /// `i8`.
     I8,
+    /// `i16`.
     I16,
+    /// `i32`.
     I32,
+    /// `i64`.
     I64,
     /// MLIR's `index`: 64 bits on every target gpu-build compiles for.
     Index,
+    /// `f16`.
     F16,
+    /// `bf16`.
     Bf16,
+    /// `f32`.
     F32,
+    /// `f64`.
     F64,
 }
 
@@ -227,7 +261,9 @@ pub enum Layout {
     /// `strided<[s0, s1, ...], offset: o>`; `None` where the type says `?` (read from the
     /// descriptor at run time).
     Strided {
+        /// Elements to step per index, one per dimension.
         strides: Vec<Option<i64>>,
+        /// Elements from the aligned pointer to element 0.
         offset: Option<i64>,
     },
 }
@@ -288,6 +324,7 @@ impl Vendor {
     /// The GPU vendors (every vendor but the host).
     pub const GPUS: [Vendor; 2] = [Vendor::Nvptx, Vendor::Amdgpu];
 
+    /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`, `host`.
     pub fn name(self) -> &'static str {
         match self {
             Vendor::Nvptx => "nvptx",
@@ -325,15 +362,21 @@ impl fmt::Display for Format {
 /// One compiled object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Object {
+    /// The vendor whose device loads it.
     pub vendor: Vendor,
     /// `sm_90`, `gfx90a`, `gfx90a:xnack-`, ...
     pub chip: String,
+    /// ISA text (PTX) or a binary (cubin, hsaco, host object).
     pub format: Format,
+    /// The LLVM target triple it was compiled for.
     pub triple: String,
+    /// The target features it was compiled with (`+ptx80`, `+wavefrontsize64`).
     pub features: String,
+    /// The optimization level (0-3).
     pub opt_level: u8,
     /// Relative to `OUT_DIR`.
     pub path: String,
+    /// Its size in bytes.
     pub size: u64,
     /// Lower-case hex SHA-256 of the file's bytes.
     pub sha256: String,
@@ -346,6 +389,7 @@ pub struct Object {
 /// `<symbol_prefix>k(void **params, void *context)` in the static library the build script links.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostEntries {
+    /// What every entry point's symbol starts with (unique to the crate, file and module).
     pub symbol_prefix: String,
     /// Whether any kernel of the module waits at a barrier (the scheduler then runs a block's
     /// threads as coroutines; otherwise one after another).
@@ -358,7 +402,12 @@ pub enum ReadError {
     /// Not JSON, or not this schema's shape.
     Malformed(String),
     /// Written by a gpu-build with another schema version.
-    VersionMismatch { found: u32, generator: String },
+    VersionMismatch {
+        /// The manifest's schema version.
+        found: u32,
+        /// The gpu-build that wrote it.
+        generator: String,
+    },
 }
 
 impl fmt::Display for ReadError {
@@ -378,6 +427,7 @@ impl fmt::Display for ReadError {
 impl std::error::Error for ReadError {}
 
 impl Manifest {
+    /// An empty manifest of the current schema, written by `generator`.
     pub fn new(generator: impl Into<String>) -> Self {
         Manifest {
             schema_version: SCHEMA_VERSION,
@@ -386,6 +436,7 @@ impl Manifest {
         }
     }
 
+    /// The manifest as pretty-printed JSON.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string_pretty(self)
     }

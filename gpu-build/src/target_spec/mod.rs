@@ -40,12 +40,17 @@ pub fn host_triple() -> String {
 /// `#rocdl.target` with its parameters resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetSpec {
+    /// `nvptx`, `amdgpu` or `host`.
     pub vendor: Vendor,
     /// As the user wrote it, feature suffixes included (`gfx90a:xnack-`).
     pub chip: String,
+    /// Optimization level (0-3), for LLVM and ptxas.
     pub opt_level: u8,
+    /// The LLVM target triple.
     pub triple: String,
+    /// LLVM target features (`+ptx80`, `+wavefrontsize64`).
     pub features: String,
+    /// The vendor's options (`fast`, `ftz`, `daz`, ...).
     pub flags: Flags,
     /// Bitcode files linked into the module before optimization.
     pub link: Vec<PathBuf>,
@@ -92,6 +97,8 @@ impl TargetSpec {
         }
     }
 
+    /// The vendor's defaults with its default chip (upstream's `sm_75` and `gfx900`; the host: this
+    /// build's triple).
     pub fn default_for(vendor: Vendor) -> Self {
         TargetSpec::new(vendor, backend(vendor).default_chip())
     }

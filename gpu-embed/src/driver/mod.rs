@@ -6,6 +6,8 @@ pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
 mod host_stream;
+// Generated from the vendors' headers, which document every item.
+#[allow(missing_docs)]
 pub mod sys;
 
 use crate::binary::{Object, Vendor};
@@ -39,6 +41,7 @@ pub struct DeviceLimits {
     pub multiprocessors: u32,
     /// Threads per warp (NVIDIA) or wavefront (AMD); 1 on the host.
     pub warp_size: u32,
+    /// Most threads one block may have.
     pub max_threads_per_block: u32,
     /// Largest block size in x, y, z.
     pub max_block: [u32; 3],
