@@ -8,3 +8,8 @@ gpu_embed::include_gpu_binary!("kernels/semantics.mlir", targets = [host]);
 gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, host]);
 // Memrefs of rank 0 to 3, static and strided (`tests/host_semantics.rs`, the ABI test).
 gpu_embed::include_gpu_binary!("kernels/memrefs.mlir", targets = [nvptx, amdgpu, host]);
+// The kernel cookbook's two-module file (`docs/cookbook.md`, `tests/cookbook.rs`).
+gpu_embed::include_gpu_binary!(
+    "../docs/cookbook/two_modules.mlir",
+    targets = [nvptx, amdgpu, host]
+);
