@@ -37,7 +37,15 @@ fn each_gpu_module_of_a_file_is_its_own_rust_module() -> gpu_embed::Result<()> {
         stream: None,
     };
     // SAFETY: the kernel writes y[r][c] for r < rows, c < cols; both views cover the buffers.
-    unsafe { shift::shift(&device, &config, a.view([rows, cols])?, b.view([rows, cols])?, 7)? };
+    unsafe {
+        shift::shift(
+            &device,
+            &config,
+            a.view([rows, cols])?,
+            b.view([rows, cols])?,
+            7,
+        )?
+    };
     let want: Vec<i32> = values.iter().map(|v| v + 7).collect();
     assert_eq!(b.to_vec()?, want);
     Ok(())

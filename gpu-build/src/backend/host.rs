@@ -35,7 +35,7 @@ use inkwell::module::{Linkage, Module};
 use inkwell::targets::{RelocMode, TargetMachine};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{
-    BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, PointerValue,
+    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, PointerValue,
 };
 use inkwell::AddressSpace;
 
@@ -421,10 +421,26 @@ fn add_entry_points<'ll>(
         .get_functions()
         .filter(|f| f.get_call_conventions() == PTX_KERNEL && f.count_basic_blocks() > 0)
         .collect();
-    for kernel in kernels {
+    let mut bodies = Vec::new();
+    for kernel in &kernels {
         kernel.set_call_conventions(0);
         kernel.set_linkage(Linkage::Internal);
-        always_inline(job, kernel);
+        always_inline(job, *kernel);
+        bodies.push(with_thread_id_parameters(job, module, *kernel, ids)?);
+    }
+    // Device functions that read a thread id (not inlined into a kernel here) still read it from
+    // the thread-local ids, which the block entry then keeps up to date.
+    let tid_read_elsewhere = (0..3).any(|slot| {
+        module
+            .get_function(&format!("__gpu_host_id_{slot}"))
+            .is_some_and(|f| {
+                f.as_global_value()
+                    .as_pointer_value()
+                    .get_first_use()
+                    .is_some()
+            })
+    });
+    for (kernel, body) in kernels.into_iter().zip(bodies) {
         let name = kernel.get_name().to_string_lossy().into_owned();
         EntryBuilder::new(
             job,
@@ -443,9 +459,121 @@ fn add_entry_points<'ll>(
             kernel,
             &host_abi::block_entry(prefix, &name),
         )?
-        .block()?;
+        .block(body, tid_read_elsewhere)?;
     }
     Ok(())
+}
+
+/// Moves `kernel`'s body into `<kernel>.ids(tid.x, tid.y, tid.z, params...)`, where the thread ids
+/// are parameters instead of thread-local loads: inlined into the block entry's loops, they are
+/// the loops' induction variables, and LLVM can vectorize across the threads of a block (as
+/// PoCL's work-item loops do). `kernel` becomes a wrapper that passes the thread-local ids (what
+/// the one-thread entry and coroutines use).
+fn with_thread_id_parameters<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    kernel: FunctionValue<'ll>,
+    ids: GlobalValue<'ll>,
+) -> Result<FunctionValue<'ll>> {
+    use inkwell::types::BasicMetadataTypeEnum;
+    let llvm = job.llvm;
+    let i32_type = llvm.i32_type();
+    let mut parameter_types: Vec<BasicMetadataTypeEnum> = vec![i32_type.into(); 3];
+    parameter_types.extend(
+        kernel
+            .get_type()
+            .get_param_types()
+            .into_iter()
+            .map(|t| BasicMetadataTypeEnum::try_from(t).unwrap_or_else(|_| i32_type.into())),
+    );
+    let body_type = llvm.void_type().fn_type(&parameter_types, false);
+    let name = format!("{}.ids", kernel.get_name().to_string_lossy());
+    let body = module.add_function(&name, body_type, Some(Linkage::Internal));
+    always_inline(job, body);
+    let moved = || {
+        Error::new(
+            ErrorKind::Codegen,
+            "cannot move a kernel's body for the host",
+        )
+    };
+    let anchor = llvm.append_basic_block(body, "anchor");
+    let mut after = anchor;
+    for block in kernel.get_basic_blocks() {
+        block.move_after(after).map_err(|()| moved())?;
+        after = block;
+    }
+    // SAFETY: the anchor is empty and nothing refers to it.
+    unsafe { anchor.delete() }.map_err(|()| moved())?;
+    for (old, new) in kernel.get_param_iter().zip(body.get_param_iter().skip(3)) {
+        // SAFETY: the same type; `old`'s uses all moved into `body`.
+        unsafe {
+            inkwell::llvm_sys::core::LLVMReplaceAllUsesWith(old.as_value_ref(), new.as_value_ref())
+        };
+    }
+    for slot in 0..3u32 {
+        let Some(reader) = module.get_function(&format!("__gpu_host_id_{slot}")) else {
+            continue;
+        };
+        let Some(parameter) = body.get_nth_param(slot) else {
+            continue;
+        };
+        let mut calls = Vec::new();
+        for block in body.get_basic_blocks() {
+            for instruction in block.get_instructions() {
+                let calls_reader = instruction.get_opcode() == inkwell::values::InstructionOpcode::Call
+                    // SAFETY: a call instruction has a called value.
+                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
+                        == reader.as_value_ref();
+                if calls_reader {
+                    calls.push(instruction);
+                }
+            }
+        }
+        for call in calls {
+            // SAFETY: the call returns the i32 id that `parameter` holds.
+            unsafe {
+                inkwell::llvm_sys::core::LLVMReplaceAllUsesWith(
+                    call.as_value_ref(),
+                    parameter.as_value_ref(),
+                )
+            };
+            call.erase_from_basic_block();
+        }
+    }
+    // The wrapper: the thread-local ids, then the body.
+    let builder = llvm.create_builder();
+    builder.position_at_end(llvm.append_basic_block(kernel, "entry"));
+    let mut arguments: Vec<BasicMetadataValueEnum> = Vec::new();
+    for slot in 0..3u64 {
+        // SAFETY: the array holds twelve u32 ids.
+        let pointer = unsafe {
+            builder.build_in_bounds_gep(
+                i32_type,
+                ids.as_pointer_value(),
+                &[llvm.i64_type().const_int(slot, false)],
+                "id",
+            )
+        }
+        .map_err(codegen)?;
+        arguments.push(
+            builder
+                .build_load(i32_type, pointer, "tid")
+                .map_err(codegen)?
+                .into(),
+        );
+    }
+    arguments.extend(kernel.get_param_iter().map(BasicMetadataValueEnum::from));
+    builder.build_call(body, &arguments, "").map_err(codegen)?;
+    builder.build_return(None).map_err(codegen)?;
+    Ok(body)
+}
+
+/// What the block entry's innermost loop calls.
+struct Looping<'ll> {
+    /// The kernel with the thread ids as parameters.
+    body: FunctionValue<'ll>,
+    /// Whether the thread-local ids must follow the loops too.
+    tid_read_elsewhere: bool,
 }
 
 /// One entry point: sets the context and the ids, loads the kernel's parameters, calls it.
@@ -557,7 +685,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
 
     /// Every thread of the block: z, y, x loops over the block size, the thread id stored into
     /// the context before each call.
-    fn block(self) -> Result<()> {
+    fn block(self, body: FunctionValue<'ll>, tid_read_elsewhere: bool) -> Result<()> {
         let i32_type = self.job.llvm.i32_type();
         let mut sizes = Vec::new();
         for slot in 3..6 {
@@ -569,7 +697,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             );
         }
         let exit = self.job.llvm.append_basic_block(self.function, "exit");
-        self.nest(2, &sizes, self.entry, exit)?;
+        let looping = Looping {
+            body,
+            tid_read_elsewhere,
+        };
+        self.nest(2, &sizes, &mut Vec::new(), &looping, self.entry, exit)?;
         self.builder.position_at_end(exit);
         self.builder.build_return(None).map_err(codegen)?;
         Ok(())
@@ -581,6 +713,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         &self,
         dim: usize,
         sizes: &[inkwell::values::IntValue<'ll>],
+        outer: &mut Vec<inkwell::values::IntValue<'ll>>,
+        looping: &Looping<'ll>,
         before: BasicBlock<'ll>,
         after: BasicBlock<'ll>,
     ) -> Result<()> {
@@ -603,19 +737,27 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_conditional_branch(more, body, after)
             .map_err(codegen)?;
         self.builder.position_at_end(body);
-        self.builder
-            .build_store(self.id_slot(dim as u64, false)?, value)
-            .map_err(codegen)?;
-        if dim == 0 {
+        if looping.tid_read_elsewhere {
             self.builder
-                .build_call(self.kernel, &self.arguments, "")
+                .build_store(self.id_slot(dim as u64, false)?, value)
+                .map_err(codegen)?;
+        }
+        outer.push(value);
+        if dim == 0 {
+            // `outer` holds z, y, x; the body takes x, y, z.
+            let mut arguments: Vec<BasicMetadataValueEnum> =
+                outer.iter().rev().map(|v| (*v).into()).collect();
+            arguments.extend(self.arguments.iter().copied());
+            self.builder
+                .build_call(looping.body, &arguments, "")
                 .map_err(codegen)?;
             self.builder
                 .build_unconditional_branch(latch)
                 .map_err(codegen)?;
         } else {
-            self.nest(dim - 1, sizes, body, latch)?;
+            self.nest(dim - 1, sizes, outer, looping, body, latch)?;
         }
+        outer.pop();
         self.builder.position_at_end(latch);
         let next = self
             .builder
