@@ -214,12 +214,7 @@ fn targets_for(
     options: &Options,
     cargo: &CargoOutput,
 ) -> Result<Vec<TargetSpec>> {
-    let mut specs = resolve_targets(&desc.targets, requests, options);
-    for spec in specs.iter_mut().filter(|s| s.features.is_empty()) {
-        if let Some(features) = backend(spec.vendor).features_from_cargo(cargo, &spec.chip) {
-            spec.features = features;
-        }
-    }
+    let specs = resolve_targets(&desc.targets, requests, options);
     let at = &desc.location;
     if specs.is_empty() {
         return Err(Error::new(

@@ -26,7 +26,6 @@ use super::{emit_object, Backend, PreLinked};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::{Artifact, Dumps, Job};
 use crate::target_spec::host_triple;
-use crate::cargo::CargoOutput;
 use crate::toolkit::Toolkits;
 use gpu_manifest::host_abi;
 use gpu_manifest::Format;
@@ -128,26 +127,6 @@ impl Backend for Host {
         host_triple()
     }
 
-    /// The target features the crate's own code is compiled with (`CARGO_CFG_TARGET_FEATURE`,
-    /// e.g. with `-C target-cpu=native`), when the host objects are for the crate's target: the
-    /// kernels may then use every instruction the rest of the program already does (AVX2's masked
-    /// loads and stores are what lets the work-item loops of a bounds-checked kernel vectorize),
-    /// and never one it does not.
-    fn features_from_cargo(&self, cargo: &CargoOutput, chip: &str) -> Option<String> {
-        let target = cargo.env("TARGET")?;
-        if target.to_str() != Some(chip) {
-            return None;
-        }
-        let enabled = cargo.env("CARGO_CFG_TARGET_FEATURE")?;
-        let features: Vec<String> = enabled
-            .to_string_lossy()
-            .split(',')
-            .filter_map(llvm_feature)
-            .map(|name| format!("+{name}"))
-            .collect();
-        (!features.is_empty()).then(|| features.join(","))
-    }
-
     /// The host starts from the NVVM lowering; `retarget` then turns its GPU intrinsics into CPU
     /// code.
     fn lowering_pass(&self, _processor: &str) -> String {
@@ -209,36 +188,6 @@ impl Backend for Host {
     fn names_symbols_after_the_crate(&self) -> bool {
         true
     }
-}
-
-/// LLVM's name for a Rust target feature that changes how kernels compile (vector and bit
-/// instructions); other features (`crt-static`, ...) are not passed on.
-fn llvm_feature(rust: &str) -> Option<&'static str> {
-    Some(match rust {
-        "sse3" => "sse3",
-        "ssse3" => "ssse3",
-        "sse4.1" => "sse4.1",
-        "sse4.2" => "sse4.2",
-        "popcnt" => "popcnt",
-        "avx" => "avx",
-        "avx2" => "avx2",
-        "fma" => "fma",
-        "f16c" => "f16c",
-        "bmi1" => "bmi",
-        "bmi2" => "bmi2",
-        "lzcnt" => "lzcnt",
-        "movbe" => "movbe",
-        "avx512f" => "avx512f",
-        "avx512bw" => "avx512bw",
-        "avx512cd" => "avx512cd",
-        "avx512dq" => "avx512dq",
-        "avx512vl" => "avx512vl",
-        "sve" => "sve",
-        "sve2" => "sve2",
-        "fp16" => "fullfp16",
-        "dotprod" => "dotprod",
-        _ => return None,
-    })
 }
 
 /// What the runtime needs to know about the retargeted module.

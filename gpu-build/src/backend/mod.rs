@@ -9,7 +9,6 @@ mod amdgpu;
 mod host;
 mod nvptx;
 
-use crate::cargo::CargoOutput;
 use crate::error::Result;
 use crate::module_to_object::{Artifact, Dumps, Job};
 use crate::target_spec::Vendor;
@@ -31,11 +30,6 @@ pub(crate) trait Backend: Sync {
     fn triple(&self, chip: &str) -> String;
     /// The chip a target without one gets.
     fn default_chip(&self) -> String;
-    /// Target features for a target that names none, from how cargo builds the crate (`None`:
-    /// the vendor's defaults).
-    fn features_from_cargo(&self, _cargo: &CargoOutput, _chip: &str) -> Option<String> {
-        None
-    }
     /// Target features a target without any gets.
     fn default_features(&self) -> &'static str {
         ""
