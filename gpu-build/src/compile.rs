@@ -322,10 +322,11 @@ fn codegen(
 /// and the record that lets the next build reuse them.
 pub(crate) fn compile_build(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result<Report> {
     let (out_dir, base_dir, crate_name) = (&paths.out_dir, &paths.base_dir, &paths.crate_name);
-    // Everything about this build that is not a file or an environment variable it reads.
+    // Everything about this build that is not a file or an environment variable it reads,
+    // gpu-build's own code included (another version of it writes other objects).
     let settings = format!(
-        "gpu-build {} {build:?} crate={crate_name} base={} target={}",
-        env!("CARGO_PKG_VERSION"),
+        "{} {build:?} crate={crate_name} base={} target={}",
+        compiler_identity(),
         base_dir.display(),
         crate::target_spec::host_triple()
     );

@@ -265,18 +265,18 @@ fn host_object(
     let mut kernels = Vec::new();
     for (k, kernel) in module.kernels.iter().enumerate() {
         let thread = format_ident!("host_{index}_{k}_thread");
-        let block = format_ident!("host_{index}_{k}_block");
+        let blocks = format_ident!("host_{index}_{k}_blocks");
         let thread_symbol = gpu_manifest::host_abi::thread_entry(&host.symbol_prefix, &kernel.name);
-        let block_symbol = gpu_manifest::host_abi::block_entry(&host.symbol_prefix, &kernel.name);
+        let blocks_symbol = gpu_manifest::host_abi::blocks_entry(&host.symbol_prefix, &kernel.name);
         declarations.extend(quote! {
             #[link_name = #thread_symbol]
             fn #thread(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void);
-            #[link_name = #block_symbol]
-            fn #block(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void);
+            #[link_name = #blocks_symbol]
+            fn #blocks(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void, first: u64, count: u64);
         });
         let name = &kernel.name;
         let uses_barrier = host.uses_barrier;
-        kernels.push(quote!(::gpu_embed::HostKernel { name: #name, thread: #thread, block: #block, uses_barrier: #uses_barrier }));
+        kernels.push(quote!(::gpu_embed::HostKernel { name: #name, thread: #thread, blocks: #blocks, uses_barrier: #uses_barrier }));
     }
     let count = kernels.len();
     let triple = &object.chip;

@@ -5,6 +5,11 @@ pub use gpu_manifest::{Format, Vendor};
 /// A host kernel's entry point: `(params, context)`, see `gpu-build`'s host target.
 pub type HostEntry = unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void);
 
+/// A host kernel's entry point for a range of blocks: `(params, context, first, count)`, see
+/// `gpu_manifest::host_abi::blocks_entry`.
+pub type HostBlocksEntry =
+    unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void, u64, u64);
+
 /// One kernel compiled for the host and linked into the program.
 #[derive(Debug, Clone, Copy)]
 pub struct HostKernel {
@@ -12,8 +17,8 @@ pub struct HostKernel {
     pub name: &'static str,
     /// Runs one GPU thread (used when the kernel has barriers).
     pub thread: HostEntry,
-    /// Runs every thread of one block in a loop (kernels without barriers).
-    pub block: HostEntry,
+    /// Runs every thread of a range of blocks in loops (kernels without barriers).
+    pub blocks: HostBlocksEntry,
     /// Whether it waits at a barrier (then its threads run as coroutines).
     pub uses_barrier: bool,
 }

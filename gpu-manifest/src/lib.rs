@@ -45,9 +45,12 @@ pub mod host_abi {
         format!("{prefix}{kernel}")
     }
 
-    /// The entry point that runs every thread of a block of `kernel`, one after another.
-    pub fn block_entry(prefix: &str, kernel: &str) -> String {
-        format!("{prefix}{kernel}.block")
+    /// The entry point that runs every thread of a range of blocks of `kernel`, one after
+    /// another: `(params, context, first: u64, count: u64)`, blocks by linear id (x fastest),
+    /// the context's block ids ignored. One call per chunk of blocks amortizes what a call costs
+    /// (the thread-local context, the parameters) over many blocks.
+    pub fn blocks_entry(prefix: &str, kernel: &str) -> String {
+        format!("{prefix}{kernel}.blocks")
     }
 }
 

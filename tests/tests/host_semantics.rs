@@ -67,8 +67,15 @@ fn each_block_has_its_own_workgroup_memory() {
 
 #[test]
 fn every_id_is_right_in_a_three_dimensional_grid() {
+    // A small grid (a block per call of the entry point) and one of 675 blocks, which the host
+    // runs in chunks of consecutive blocks that cross rows and planes of the grid.
+    for grid in [[3u32, 2, 2], [15, 9, 5]] {
+        ids_are_right(grid, [4, 3, 2]);
+    }
+}
+
+fn ids_are_right(grid: [u32; 3], block: [u32; 3]) {
     let host = Device::host();
-    let (grid, block) = ([3u32, 2, 2], [4u32, 3, 2]);
     let threads = (grid.iter().product::<u32>() * block.iter().product::<u32>()) as usize;
     let out = DeviceBuffer::<i64>::alloc(&host, threads).unwrap();
     // SAFETY: every thread writes its own linear index.
@@ -96,7 +103,7 @@ fn every_id_is_right_in_a_three_dimensional_grid() {
             }
         }
     }
-    assert_eq!(got, want);
+    assert_eq!(got, want, "grid {grid:?}");
 }
 
 #[test]

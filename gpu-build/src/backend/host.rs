@@ -14,9 +14,12 @@
 //! - libdevice math (`__nv_expf`) becomes the C math library (`expf`).
 //! - Each kernel gets two entry points, so the runtime calls every kernel the same way:
 //!   `<prefix><kernel>(void **params, void *context)` runs one GPU thread (the scheduler runs
-//!   one per coroutine when the kernel has barriers), `<prefix><kernel>.block(...)` runs all
-//!   threads of a block in a loop (kernels without barriers), which LLVM optimizes like a plain
-//!   loop nest.
+//!   one per coroutine when the kernel has barriers), `<prefix><kernel>.blocks(params, context,
+//!   first, count)` runs every thread of a range of blocks in loops (kernels without barriers).
+//!   There the kernel's body takes the thread ids as parameters (`<kernel>.ids`), so once inlined
+//!   they are the loops' induction variables, not thread-local loads: LLVM optimizes and
+//!   vectorizes the nest like a plain loop nest (PoCL's work-item loops), and one call amortizes
+//!   its set-up over a whole chunk of blocks.
 //!
 //! The context's layout and the entry points' names are shared with `gpu-embed`'s host scheduler
 //! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the barrier function
@@ -449,6 +452,7 @@ fn add_entry_points<'ll>(
             ids,
             kernel,
             &host_abi::thread_entry(prefix, &name),
+            false,
         )?
         .thread()?;
         EntryBuilder::new(
@@ -457,9 +461,10 @@ fn add_entry_points<'ll>(
             context,
             ids,
             kernel,
-            &host_abi::block_entry(prefix, &name),
+            &host_abi::blocks_entry(prefix, &name),
+            true,
         )?
-        .block(body, tid_read_elsewhere)?;
+        .blocks(body, tid_read_elsewhere)?;
     }
     Ok(())
 }
@@ -597,12 +602,20 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         ids: GlobalValue<'ll>,
         kernel: FunctionValue<'ll>,
         symbol: &str,
+        block_range: bool,
     ) -> Result<Self> {
         let ptr = job.llvm.ptr_type(AddressSpace::default());
-        let entry_type = job
-            .llvm
-            .void_type()
-            .fn_type(&[ptr.into(), ptr.into()], false);
+        let i64_type = job.llvm.i64_type();
+        let entry_type = if block_range {
+            job.llvm.void_type().fn_type(
+                &[ptr.into(), ptr.into(), i64_type.into(), i64_type.into()],
+                false,
+            )
+        } else {
+            job.llvm
+                .void_type()
+                .fn_type(&[ptr.into(), ptr.into()], false)
+        };
         let function = module.add_function(symbol, entry_type, Some(Linkage::External));
         // The context is the scheduler's, private to this call.
         let noalias = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
@@ -613,7 +626,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let builder = job.llvm.create_builder();
         let entry = job.llvm.append_basic_block(function, "entry");
         builder.position_at_end(entry);
-        let [params, context_argument] = function.get_params()[..] else {
+        let [params, context_argument, ..] = function.get_params()[..] else {
             return Err(Error::new(
                 ErrorKind::Codegen,
                 "a host entry point without its two parameters",
@@ -683,25 +696,99 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         .map_err(codegen)
     }
 
-    /// Every thread of the block: z, y, x loops over the block size, the thread id stored into
-    /// the context before each call.
-    fn block(self, body: FunctionValue<'ll>, tid_read_elsewhere: bool) -> Result<()> {
-        let i32_type = self.job.llvm.i32_type();
+    /// Every thread of blocks `first..first + count`: a loop over the blocks (their ids into the
+    /// thread-local ids), and in it z, y, x loops over the block's threads calling the body.
+    fn blocks(self, body: FunctionValue<'ll>, tid_read_elsewhere: bool) -> Result<()> {
+        let llvm = self.job.llvm;
+        let (i32_type, i64_type) = (llvm.i32_type(), llvm.i64_type());
+        let load = |slot: u64, name: &str| -> Result<inkwell::values::IntValue<'ll>> {
+            Ok(self
+                .builder
+                .build_load(i32_type, self.id_slot(slot, true)?, name)
+                .map_err(codegen)?
+                .into_int_value())
+        };
         let mut sizes = Vec::new();
         for slot in 3..6 {
-            sizes.push(
-                self.builder
-                    .build_load(i32_type, self.id_slot(slot, true)?, "size")
-                    .map_err(codegen)?
-                    .into_int_value(),
-            );
+            sizes.push(load(slot, "size")?);
         }
-        let exit = self.job.llvm.append_basic_block(self.function, "exit");
+        let widen = |value| {
+            self.builder
+                .build_int_z_extend(value, i64_type, "wide")
+                .map_err(codegen)
+        };
+        let (grid_x, grid_y) = (widen(load(9, "grid")?)?, widen(load(10, "grid")?)?);
+        let [first, count] = [2, 3].map(|n| {
+            self.function
+                .get_nth_param(n)
+                .map(|p| p.into_int_value())
+                .unwrap_or_else(|| i64_type.const_zero())
+        });
+        let end = self
+            .builder
+            .build_int_add(first, count, "end")
+            .map_err(codegen)?;
+
+        let head = llvm.append_basic_block(self.function, "block.head");
+        let each = llvm.append_basic_block(self.function, "block.body");
+        let latch = llvm.append_basic_block(self.function, "block.latch");
+        let exit = llvm.append_basic_block(self.function, "exit");
+        self.builder
+            .build_unconditional_branch(head)
+            .map_err(codegen)?;
+        self.builder.position_at_end(head);
+        let linear = self.builder.build_phi(i64_type, "block").map_err(codegen)?;
+        let block = linear.as_basic_value().into_int_value();
+        let more = self
+            .builder
+            .build_int_compare(inkwell::IntPredicate::ULT, block, end, "more")
+            .map_err(codegen)?;
+        self.builder
+            .build_conditional_branch(more, each, exit)
+            .map_err(codegen)?;
+
+        self.builder.position_at_end(each);
+        let x = self
+            .builder
+            .build_int_unsigned_rem(block, grid_x, "x")
+            .map_err(codegen)?;
+        let rest = self
+            .builder
+            .build_int_unsigned_div(block, grid_x, "rest")
+            .map_err(codegen)?;
+        let y = self
+            .builder
+            .build_int_unsigned_rem(rest, grid_y, "y")
+            .map_err(codegen)?;
+        let z = self
+            .builder
+            .build_int_unsigned_div(rest, grid_y, "z")
+            .map_err(codegen)?;
+        for (slot, id) in [(6, x), (7, y), (8, z)] {
+            let id = self
+                .builder
+                .build_int_truncate(id, i32_type, "block_id")
+                .map_err(codegen)?;
+            self.builder
+                .build_store(self.id_slot(slot, false)?, id)
+                .map_err(codegen)?;
+        }
         let looping = Looping {
             body,
             tid_read_elsewhere,
         };
-        self.nest(2, &sizes, &mut Vec::new(), &looping, self.entry, exit)?;
+        self.nest(2, &sizes, &mut Vec::new(), &looping, each, latch)?;
+
+        self.builder.position_at_end(latch);
+        let next = self
+            .builder
+            .build_int_add(block, i64_type.const_int(1, false), "next")
+            .map_err(codegen)?;
+        self.builder
+            .build_unconditional_branch(head)
+            .map_err(codegen)?;
+        linear.add_incoming(&[(&first, self.entry), (&next, latch)]);
+
         self.builder.position_at_end(exit);
         self.builder.build_return(None).map_err(codegen)?;
         Ok(())

@@ -139,19 +139,33 @@ fn launch_grid(
     let next = AtomicU64::new(0);
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let params = Shared(params.as_mut_ptr());
+    // Kernels without barriers take blocks in chunks (one call runs a chunk), small enough that
+    // the workers still balance: about 16 chunks per worker.
+    let chunk = if kernel.uses_barrier {
+        1
+    } else {
+        (blocks / (workers as u64 * 16)).max(1)
+    };
     let worker = || {
         let mut stacks = Vec::new();
         loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            if index >= blocks {
+            let first = next.fetch_add(chunk, Ordering::Relaxed);
+            if first >= blocks {
                 return;
             }
-            let block_id = [
-                (index % u64::from(grid[0])) as u32,
-                (index / u64::from(grid[0]) % u64::from(grid[1])) as u32,
-                (index / (u64::from(grid[0]) * u64::from(grid[1]))) as u32,
-            ];
-            if let Err(error) = run_block(kernel, grid, block, block_id, params, &mut stacks) {
+            let count = chunk.min(blocks - first);
+            let result = if kernel.uses_barrier {
+                let block_id = [
+                    (first % u64::from(grid[0])) as u32,
+                    (first / u64::from(grid[0]) % u64::from(grid[1])) as u32,
+                    (first / (u64::from(grid[0]) * u64::from(grid[1]))) as u32,
+                ];
+                run_block_with_barriers(kernel, grid, block, block_id, params, &mut stacks)
+            } else {
+                run_blocks(kernel, grid, block, first, count, params);
+                Ok(())
+            };
+            if let Err(error) = result {
                 // Stop every worker: the remaining blocks are not run.
                 next.store(blocks, Ordering::Relaxed);
                 failure
@@ -174,7 +188,37 @@ fn launch_grid(
     }
 }
 
-fn run_block(
+/// Blocks `first..first + count` of a kernel without barriers, in one call of its entry point.
+fn run_blocks(
+    kernel: &HostKernel,
+    grid: [u32; 3],
+    block: [u32; 3],
+    first: u64,
+    count: u64,
+    params: Shared,
+) {
+    let mut ids = [0u32; 12];
+    ids[3..6].copy_from_slice(&block);
+    ids[9..12].copy_from_slice(&grid);
+    let mut context = Context {
+        ids,
+        barrier: no_barrier,
+        yielder: std::ptr::null(),
+    };
+    // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
+    // blocks are within the grid.
+    unsafe {
+        (kernel.blocks)(
+            params.0,
+            (&mut context as *mut Context).cast(),
+            first,
+            count,
+        )
+    };
+}
+
+/// One block of a kernel with barriers: a coroutine per thread.
+fn run_block_with_barriers(
     kernel: &HostKernel,
     grid: [u32; 3],
     block: [u32; 3],
@@ -186,16 +230,6 @@ fn run_block(
     ids[3..6].copy_from_slice(&block);
     ids[6..9].copy_from_slice(&block_id);
     ids[9..12].copy_from_slice(&grid);
-    if !kernel.uses_barrier {
-        let mut context = Context {
-            ids,
-            barrier: no_barrier,
-            yielder: std::ptr::null(),
-        };
-        // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them).
-        unsafe { (kernel.block)(params.0, (&mut context as *mut Context).cast()) };
-        return Ok(());
-    }
     let mut threads = Vec::new();
     for z in 0..block[2] {
         for y in 0..block[1] {

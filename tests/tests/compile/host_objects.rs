@@ -40,7 +40,7 @@ fn host_objects_have_an_entry_per_kernel_and_no_gpu_intrinsics() {
             .flat_map(|k| {
                 [
                     format!("{}{}", host.symbol_prefix, k.name),
-                    format!("{}{}.block", host.symbol_prefix, k.name),
+                    format!("{}{}.blocks", host.symbol_prefix, k.name),
                 ]
             })
             .collect();
