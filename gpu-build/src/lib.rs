@@ -59,6 +59,8 @@
 //! front. Everything vendor-specific is in `backend/`, one file per vendor.
 
 #![warn(missing_docs)]
+// The examples are build scripts, whose `fn main` is the point.
+#![allow(clippy::needless_doctest_main)]
 // Without the compiler, some helpers shared with it (warnings, timings, output names) go unused.
 #![cfg_attr(not(feature = "compiler"), allow(dead_code))]
 

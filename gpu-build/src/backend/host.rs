@@ -484,13 +484,7 @@ fn with_thread_id_parameters<'ll>(
     let llvm = job.llvm;
     let i32_type = llvm.i32_type();
     let mut parameter_types: Vec<BasicMetadataTypeEnum> = vec![i32_type.into(); 3];
-    parameter_types.extend(
-        kernel
-            .get_type()
-            .get_param_types()
-            .into_iter()
-            .map(|t| BasicMetadataTypeEnum::try_from(t).unwrap_or_else(|_| i32_type.into())),
-    );
+    parameter_types.extend(kernel.get_type().get_param_types());
     let body_type = llvm.void_type().fn_type(&parameter_types, false);
     let name = format!("{}.ids", kernel.get_name().to_string_lossy());
     let body = module.add_function(&name, body_type, Some(Linkage::Internal));
