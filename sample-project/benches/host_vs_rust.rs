@@ -1,10 +1,11 @@
 //! The host target against plain Rust, in one run: saxpy over 2^24 elements (no barriers: a
-//! block's threads run in one loop) and the tiled matmul (barriers: one coroutine per thread).
+//! block's threads run in one loop), the block reduction summing 2^24 floats and the tiled
+//! matmul (barriers: one coroutine per thread).
 //!
 //!     cargo bench -p sample-project --bench host_vs_rust
 
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
-use sample_project::{matmul, saxpy, MATMUL_N};
+use sample_project::{matmul, reduce, saxpy, MATMUL_N};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,30 @@ fn main() {
         black_box(&mut y);
     });
     report("saxpy, 2^24 elements", kernel, rust);
+
+    // The sum of 2^24 floats: block_sum's 65536 partial sums, added up on the CPU.
+    let values: Vec<f32> = (0..SAXPY_N).map(|i| (i % 100) as f32 * 0.25).collect();
+    let dvalues = DeviceBuffer::from_slice(&host, &values).unwrap();
+    let blocks = SAXPY_N / 256;
+    let partial = DeviceBuffer::<f32>::alloc(&host, blocks).unwrap();
+    let config = LaunchConfig::for_elements(SAXPY_N, 256);
+    let mut total = 0.0f32;
+    let kernel = best(|| {
+        // SAFETY: block_sum reads in[i] for i < n and writes out[block] for each of n/256 blocks.
+        unsafe { reduce::block_sum(&host, &config, &dvalues, &partial, SAXPY_N) }.unwrap();
+        total = partial.to_vec().unwrap().iter().sum();
+    });
+    let mut rust_total = 0.0f32;
+    let rust = best(|| {
+        rust_total = black_box(&values).iter().sum();
+    });
+    // Checked against an exact sum (the sequential f32 sum drifts by a few percent).
+    let exact: f64 = values.iter().map(|v| f64::from(*v)).sum();
+    assert!(
+        (f64::from(total) - exact).abs() <= exact * 1e-4,
+        "block_sum gave {total}, the sum is {exact} (the plain f32 loop: {rust_total})"
+    );
+    report("block reduction, 2^24 floats", kernel, rust);
 
     let n = MATMUL_N * 2;
     let ma: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
