@@ -38,7 +38,8 @@ use inkwell::module::{Linkage, Module};
 use inkwell::targets::{RelocMode, TargetMachine};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{
-    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, PointerValue,
+    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, IntValue,
+    PointerValue,
 };
 use inkwell::AddressSpace;
 
@@ -695,7 +696,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     fn blocks(self, body: FunctionValue<'ll>, tid_read_elsewhere: bool) -> Result<()> {
         let llvm = self.job.llvm;
         let (i32_type, i64_type) = (llvm.i32_type(), llvm.i64_type());
-        let load = |slot: u64, name: &str| -> Result<inkwell::values::IntValue<'ll>> {
+        let load = |slot: u64, name: &str| -> Result<IntValue<'ll>> {
             Ok(self
                 .builder
                 .build_load(i32_type, self.id_slot(slot, true)?, name)
@@ -723,66 +724,39 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_int_add(first, count, "end")
             .map_err(codegen)?;
 
-        let head = llvm.append_basic_block(self.function, "block.head");
-        let each = llvm.append_basic_block(self.function, "block.body");
-        let latch = llvm.append_basic_block(self.function, "block.latch");
         let exit = llvm.append_basic_block(self.function, "exit");
-        self.builder
-            .build_unconditional_branch(head)
-            .map_err(codegen)?;
-        self.builder.position_at_end(head);
-        let linear = self.builder.build_phi(i64_type, "block").map_err(codegen)?;
-        let block = linear.as_basic_value().into_int_value();
-        let more = self
-            .builder
-            .build_int_compare(inkwell::IntPredicate::ULT, block, end, "more")
-            .map_err(codegen)?;
-        self.builder
-            .build_conditional_branch(more, each, exit)
-            .map_err(codegen)?;
-
-        self.builder.position_at_end(each);
-        let x = self
-            .builder
-            .build_int_unsigned_rem(block, grid_x, "x")
-            .map_err(codegen)?;
-        let rest = self
-            .builder
-            .build_int_unsigned_div(block, grid_x, "rest")
-            .map_err(codegen)?;
-        let y = self
-            .builder
-            .build_int_unsigned_rem(rest, grid_y, "y")
-            .map_err(codegen)?;
-        let z = self
-            .builder
-            .build_int_unsigned_div(rest, grid_y, "z")
-            .map_err(codegen)?;
-        for (slot, id) in [(6, x), (7, y), (8, z)] {
-            let id = self
-                .builder
-                .build_int_truncate(id, i32_type, "block_id")
-                .map_err(codegen)?;
-            self.builder
-                .build_store(self.id_slot(slot, false)?, id)
-                .map_err(codegen)?;
-        }
         let looping = Looping {
             body,
             tid_read_elsewhere,
         };
-        self.nest(2, &sizes, &mut Vec::new(), &looping, each, latch)?;
-
-        self.builder.position_at_end(latch);
-        let next = self
-            .builder
-            .build_int_add(block, i64_type.const_int(1, false), "next")
-            .map_err(codegen)?;
-        self.builder
-            .build_unconditional_branch(head)
-            .map_err(codegen)?;
-        linear.add_incoming(&[(&first, self.entry), (&next, latch)]);
-
+        self.counted_loop(first, end, self.entry, exit, |block, each, latch| {
+            let x = self
+                .builder
+                .build_int_unsigned_rem(block, grid_x, "x")
+                .map_err(codegen)?;
+            let rest = self
+                .builder
+                .build_int_unsigned_div(block, grid_x, "rest")
+                .map_err(codegen)?;
+            let y = self
+                .builder
+                .build_int_unsigned_rem(rest, grid_y, "y")
+                .map_err(codegen)?;
+            let z = self
+                .builder
+                .build_int_unsigned_div(rest, grid_y, "z")
+                .map_err(codegen)?;
+            for (slot, id) in [(6, x), (7, y), (8, z)] {
+                let id = self
+                    .builder
+                    .build_int_truncate(id, i32_type, "block_id")
+                    .map_err(codegen)?;
+                self.builder
+                    .build_store(self.id_slot(slot, false)?, id)
+                    .map_err(codegen)?;
+            }
+            self.nest(2, &sizes, &mut Vec::new(), &looping, each, latch)
+        })?;
         self.builder.position_at_end(exit);
         self.builder.build_return(None).map_err(codegen)?;
         Ok(())
@@ -793,14 +767,51 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     fn nest(
         &self,
         dim: usize,
-        sizes: &[inkwell::values::IntValue<'ll>],
-        outer: &mut Vec<inkwell::values::IntValue<'ll>>,
+        sizes: &[IntValue<'ll>],
+        outer: &mut Vec<IntValue<'ll>>,
         looping: &Looping<'ll>,
         before: BasicBlock<'ll>,
         after: BasicBlock<'ll>,
     ) -> Result<()> {
+        let zero = self.job.llvm.i32_type().const_zero();
+        self.counted_loop(zero, sizes[dim], before, after, |value, body, latch| {
+            if looping.tid_read_elsewhere {
+                self.builder
+                    .build_store(self.id_slot(dim as u64, false)?, value)
+                    .map_err(codegen)?;
+            }
+            outer.push(value);
+            if dim == 0 {
+                // `outer` holds z, y, x; the body takes x, y, z.
+                let mut arguments: Vec<BasicMetadataValueEnum> =
+                    outer.iter().rev().map(|v| (*v).into()).collect();
+                arguments.extend(self.arguments.iter().copied());
+                self.builder
+                    .build_call(looping.body, &arguments, "")
+                    .map_err(codegen)?;
+                self.builder
+                    .build_unconditional_branch(latch)
+                    .map_err(codegen)?;
+            } else {
+                self.nest(dim - 1, sizes, outer, looping, body, latch)?;
+            }
+            outer.pop();
+            Ok(())
+        })
+    }
+
+    /// `for index in start..end` at the builder's position (in `before`), continuing at `after`:
+    /// `emit` fills the body (the builder is in `body`) and ends it with a branch to `latch`.
+    fn counted_loop(
+        &self,
+        start: IntValue<'ll>,
+        end: IntValue<'ll>,
+        before: BasicBlock<'ll>,
+        after: BasicBlock<'ll>,
+        emit: impl FnOnce(IntValue<'ll>, BasicBlock<'ll>, BasicBlock<'ll>) -> Result<()>,
+    ) -> Result<()> {
         let llvm = self.job.llvm;
-        let i32_type = llvm.i32_type();
+        let ty = start.get_type();
         let head = llvm.append_basic_block(self.function, "head");
         let body = llvm.append_basic_block(self.function, "body");
         let latch = llvm.append_basic_block(self.function, "latch");
@@ -808,46 +819,26 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_unconditional_branch(head)
             .map_err(codegen)?;
         self.builder.position_at_end(head);
-        let index = self.builder.build_phi(i32_type, "index").map_err(codegen)?;
-        let value = index.as_basic_value().into_int_value();
+        let phi = self.builder.build_phi(ty, "index").map_err(codegen)?;
+        let index = phi.as_basic_value().into_int_value();
         let more = self
             .builder
-            .build_int_compare(inkwell::IntPredicate::ULT, value, sizes[dim], "more")
+            .build_int_compare(inkwell::IntPredicate::ULT, index, end, "more")
             .map_err(codegen)?;
         self.builder
             .build_conditional_branch(more, body, after)
             .map_err(codegen)?;
         self.builder.position_at_end(body);
-        if looping.tid_read_elsewhere {
-            self.builder
-                .build_store(self.id_slot(dim as u64, false)?, value)
-                .map_err(codegen)?;
-        }
-        outer.push(value);
-        if dim == 0 {
-            // `outer` holds z, y, x; the body takes x, y, z.
-            let mut arguments: Vec<BasicMetadataValueEnum> =
-                outer.iter().rev().map(|v| (*v).into()).collect();
-            arguments.extend(self.arguments.iter().copied());
-            self.builder
-                .build_call(looping.body, &arguments, "")
-                .map_err(codegen)?;
-            self.builder
-                .build_unconditional_branch(latch)
-                .map_err(codegen)?;
-        } else {
-            self.nest(dim - 1, sizes, outer, looping, body, latch)?;
-        }
-        outer.pop();
+        emit(index, body, latch)?;
         self.builder.position_at_end(latch);
         let next = self
             .builder
-            .build_int_add(value, i32_type.const_int(1, false), "next")
+            .build_int_add(index, ty.const_int(1, false), "next")
             .map_err(codegen)?;
         self.builder
             .build_unconditional_branch(head)
             .map_err(codegen)?;
-        index.add_incoming(&[(&i32_type.const_zero(), before), (&next, latch)]);
+        phi.add_incoming(&[(&start, before), (&next, latch)]);
         Ok(())
     }
 }
