@@ -27,6 +27,9 @@ pub(crate) const OUTPUT_DIR: &str = "gpu-build";
 /// outputs, not among them (it holds this machine's paths; the outputs do not).
 pub(crate) const RECORD_PATH: &str = "gpu-build-record.json";
 
+/// Where a build moves the previous build's outputs before removing them (in `OUT_DIR`).
+const OLD_OUTPUTS_PREFIX: &str = ".gpu-build-old-";
+
 /// The folder of the host kernels' static library, relative to `OUT_DIR`.
 pub(crate) const HOST_LIBRARY_DIR: &str = "gpu-build/host";
 
@@ -64,8 +67,32 @@ pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
     remove(&record, std::fs::remove_file(&record))?;
     let manifest = manifest_path(out_dir);
     remove(&manifest, std::fs::remove_file(&manifest))?;
+    // A killed build's ptxas or ld.lld may outlive it and still write into its scratch space:
+    // the old outputs are moved aside in one rename (which a writer cannot disturb) and removed
+    // from there, as are any an earlier build could not remove.
+    std::fs::create_dir_all(out_dir).map_err(|e| io_error(out_dir, e))?;
     let outputs = out_dir.join(OUTPUT_DIR);
-    remove(&outputs, std::fs::remove_dir_all(&outputs))?;
+    if outputs.exists() {
+        let aside = tempfile::Builder::new()
+            .prefix(OLD_OUTPUTS_PREFIX)
+            .tempdir_in(out_dir)
+            .map_err(|e| io_error(out_dir, e))?
+            .keep();
+        std::fs::rename(&outputs, aside.join(OUTPUT_DIR)).map_err(|e| io_error(&outputs, e))?;
+    }
+    for entry in std::fs::read_dir(out_dir)
+        .map_err(|e| io_error(out_dir, e))?
+        .flatten()
+    {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(OLD_OUTPUTS_PREFIX)
+        {
+            // Whatever a straggling tool still writes there is removed by a later build.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
     let path = outputs.join("scratch");
     std::fs::create_dir_all(&path).map_err(|e| io_error(&path, e))?;
     Ok(Scratch { path })

@@ -304,3 +304,40 @@ fn a_toolkit_installed_where_the_build_looked_rebuilds() {
     assert!(!run(), "ptxas appeared in CUDA_HOME/bin");
     assert!(run());
 }
+
+/// A killed build's ptxas or ld.lld can outlive it and keep writing into its scratch space while
+/// the next build starts: that build still succeeds (the old outputs are moved aside first).
+#[test]
+fn a_tool_still_writing_into_the_previous_scratch_space_does_not_fail_the_next_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = "gpu.module @k [#nvvm.target<chip = \"sm_80\">] {\n  gpu.func @k() kernel {\n    gpu.return\n  }\n}\n";
+    std::fs::write(dir.path().join("k.mlir"), kernel).unwrap();
+    let straggler = dir.path().join("gpu-build/scratch/ptxas-straggler");
+    std::fs::create_dir_all(&straggler).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, straggler) = (stop.clone(), straggler.clone());
+        std::thread::spawn(move || {
+            let mut index = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Like the orphaned tool: keeps creating files where it was told to.
+                let _ = std::fs::create_dir_all(&straggler);
+                let _ = std::fs::write(straggler.join(format!("out{index}")), b"x");
+                index += 1;
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    for _ in 0..5 {
+        let mut build = build_in(dir.path());
+        build
+            .kernel("k.mlir")
+            .target(gpu_build::Vendor::Nvptx, &["sm_80"]);
+        let result = build.compile();
+        assert!(result.is_ok(), "{:?}", result.err());
+        // The record would let the next build reuse the outputs; each must start anew.
+        std::fs::remove_file(dir.path().join("gpu-build-record.json")).unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+}
