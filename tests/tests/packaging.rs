@@ -11,10 +11,14 @@ const LIBRARIES: [&str; 4] = ["gpu-manifest", "gpu-embed-macro", "gpu-embed", "g
 
 /// `cargo` in the workspace with a target directory of its own (the test run's is in use).
 fn cargo(args: &[&str]) -> (bool, String) {
+    cargo_in(&workspace().join("target/publish-check"), args)
+}
+
+fn cargo_in(target: &std::path::Path, args: &[&str]) -> (bool, String) {
     let mut command = Command::new(env!("CARGO"));
     command
         .current_dir(workspace())
-        .env("CARGO_TARGET_DIR", workspace().join("target/publish-check"))
+        .env("CARGO_TARGET_DIR", target)
         .env("RUSTDOCFLAGS", "-D warnings")
         .args(args);
     for library in LIBRARIES {
@@ -29,7 +33,15 @@ fn cargo(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn the_library_crates_publish() {
-    let (ok, log) = cargo(&["publish", "--dry-run", "--allow-dirty"]);
+    // Cargo unpacks the packages it verifies into its registry cache, keyed by the path of the
+    // temporary registry in the target directory, and reuses what it finds there: an earlier
+    // run's packages of the same version would be verified instead of these. A target directory
+    // of this run's own keeps them apart.
+    let target = tempfile::Builder::new()
+        .prefix("publish-")
+        .tempdir_in(workspace().join("target"))
+        .unwrap();
+    let (ok, log) = cargo_in(target.path(), &["publish", "--dry-run", "--allow-dirty"]);
     assert!(ok, "{log}");
     for library in LIBRARIES {
         assert!(
