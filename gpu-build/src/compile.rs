@@ -89,10 +89,13 @@ pub(crate) fn compile_all(
 ) -> Result<Compilation> {
     let tasks = tasks(plans)?;
     let keys: Vec<Option<Key>> = match cache {
-        Some(_) => tasks
-            .iter()
-            .map(|task| cache_key(task, options, toolkits, cargo).map(Some))
-            .collect::<Result<_>>()?,
+        Some(_) => {
+            let identity = compiler_identity();
+            tasks
+                .iter()
+                .map(|task| cache_key(&identity, task, options, toolkits, cargo).map(Some))
+                .collect::<Result<_>>()?
+        }
         None => tasks.iter().map(|_| None).collect(),
     };
     let mut outputs: Vec<Option<TaskOutput>> = options.timings.time(Stage::Cache, || {
@@ -428,6 +431,7 @@ pub(crate) fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
 
 /// Everything that can change what `task` produces (see `cache`).
 fn cache_key(
+    compiler: &str,
     task: &Task,
     options: &Options,
     toolkits: &Toolkits,
@@ -435,7 +439,7 @@ fn cache_key(
 ) -> Result<Key> {
     let (file, desc, spec) = (task.file, &task.module.desc, task.spec);
     let mut lines = vec![
-        compiler_identity(),
+        compiler.to_string(),
         format!(
             "file {} {:?} sha256 {}",
             file.source.display, file.kind, file.digest

@@ -49,18 +49,23 @@ pub fn build() {
     build.compile_or_exit();
 }
 
+/// The crate's source folders that exist, in [`SOURCE_DIRS`] order.
+fn source_dirs(crate_dir: &Path) -> Vec<PathBuf> {
+    SOURCE_DIRS
+        .iter()
+        .map(|dir| crate_dir.join(dir))
+        .filter(|dir| dir.is_dir())
+        .collect()
+}
+
 impl Build {
     /// What `gpu_build::build()` compiles for the crate in `crate_dir`: every kernel file its
     /// `include_gpu_binary!` calls name (in `src/`, `examples/`, `tests/`, `benches/`), each for
     /// the targets its calls ask, relative to `crate_dir`. Set the output directory, crate name
     /// and so on as for any build (`gpu-build prebuild` and tools use this).
     pub fn for_crate(crate_dir: &Path) -> crate::Result<Build> {
-        let dirs: Vec<PathBuf> = SOURCE_DIRS
-            .iter()
-            .map(|dir| crate_dir.join(dir))
-            .filter(|dir| dir.is_dir())
-            .collect();
-        let calls = find_calls(&dirs).map_err(|e| crate::Error::new(crate::ErrorKind::Io, e))?;
+        let calls = find_calls(&source_dirs(crate_dir))
+            .map_err(|e| crate::Error::new(crate::ErrorKind::Io, e))?;
         let mut build = Build::new();
         build.base_dir(crate_dir);
         for (path, requests) in calls {

@@ -51,16 +51,14 @@ impl Drop for Scratch {
     }
 }
 
-/// Starts a build from nothing: the record that lets a later build reuse the outputs goes first,
-/// then the previous manifest (if this build fails, nothing stale remains for
-/// `include_gpu_binary!` to embed), then everything else an earlier build left, finished or killed half-way (objects of modules that are gone, temporary files,
-/// scratch), so every build's outputs are exactly what a clean build writes.
-pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
+/// Clears what an earlier build into `out_dir` left: the record that lets a later build reuse
+/// the outputs goes first, then the previous manifest (if this build fails, nothing stale remains
+/// for `include_gpu_binary!` to embed), then everything else, finished or killed half-way
+/// (objects of modules that are gone, temporary files, scratch), so every build's outputs are
+/// exactly what a clean build writes.
+pub(crate) fn clear_outputs(out_dir: &Path) -> Result<()> {
     let remove = |path: &Path, result: std::io::Result<()>| match result {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::new(
-            ErrorKind::Io,
-            format!("cannot remove {}: {e}", path.display()),
-        )),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error("remove", path, e)),
         _ => Ok(()),
     };
     let record = out_dir.join(RECORD_PATH);
@@ -70,20 +68,19 @@ pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
     // A killed build's ptxas or ld.lld may outlive it and still write into its scratch space:
     // the old outputs are moved aside in one rename (which a writer cannot disturb) and removed
     // from there, as are any an earlier build could not remove.
-    std::fs::create_dir_all(out_dir).map_err(|e| io_error(out_dir, e))?;
+    std::fs::create_dir_all(out_dir).map_err(|e| io_error("create", out_dir, e))?;
     let outputs = out_dir.join(OUTPUT_DIR);
     if outputs.exists() {
         let aside = tempfile::Builder::new()
             .prefix(OLD_OUTPUTS_PREFIX)
             .tempdir_in(out_dir)
-            .map_err(|e| io_error(out_dir, e))?
+            .map_err(|e| io_error("create a folder in", out_dir, e))?
             .keep();
-        std::fs::rename(&outputs, aside.join(OUTPUT_DIR)).map_err(|e| io_error(&outputs, e))?;
+        std::fs::rename(&outputs, aside.join(OUTPUT_DIR))
+            .map_err(|e| io_error("move aside", &outputs, e))?;
     }
-    for entry in std::fs::read_dir(out_dir)
-        .map_err(|e| io_error(out_dir, e))?
-        .flatten()
-    {
+    let entries = std::fs::read_dir(out_dir).map_err(|e| io_error("read", out_dir, e))?;
+    for entry in entries.flatten() {
         if entry
             .file_name()
             .to_string_lossy()
@@ -93,18 +90,28 @@ pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-    let path = outputs.join("scratch");
-    std::fs::create_dir_all(&path).map_err(|e| io_error(&path, e))?;
+    Ok(())
+}
+
+/// Starts a compiling build: [`clear_outputs`], then scratch space for the external tools.
+#[cfg(feature = "compiler")]
+pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
+    clear_outputs(out_dir)?;
+    let path = out_dir.join(OUTPUT_DIR).join("scratch");
+    std::fs::create_dir_all(&path).map_err(|e| io_error("create", &path, e))?;
     Ok(Scratch { path })
 }
 
 /// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| io_error(dir, e))?;
-    file.write_all(bytes).map_err(|e| io_error(path, e))?;
-    file.persist(path).map_err(|e| io_error(path, e.error))?;
+    std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+    let mut file =
+        tempfile::NamedTempFile::new_in(dir).map_err(|e| io_error("create a file in", dir, e))?;
+    file.write_all(bytes)
+        .map_err(|e| io_error("write", path, e))?;
+    file.persist(path)
+        .map_err(|e| io_error("write", path, e.error))?;
     Ok(())
 }
 
@@ -152,10 +159,10 @@ pub(crate) fn file_name_part(text: &str) -> String {
         .collect()
 }
 
-fn io_error(path: &Path, e: std::io::Error) -> Error {
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
     Error::new(
         ErrorKind::Io,
-        format!("cannot write {}: {e}", path.display()),
+        format!("cannot {what} {}: {e}", path.display()),
     )
 }
 
@@ -190,7 +197,7 @@ pub(crate) fn write_host_library(
         false,
         None,
     )
-    .map_err(|e| io_error(&dir, e))?;
+    .map_err(|e| io_error("write", &dir, e))?;
     write_atomic(&dir.join(format!("lib{name}.a")), &archive.into_inner())?;
     Ok((dir, name))
 }

@@ -242,8 +242,7 @@ pub(crate) fn install(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Resu
         }
     }
 
-    let scratch = crate::output::start_build(&paths.out_dir)?;
-    drop(scratch);
+    crate::output::clear_outputs(&paths.out_dir)?;
     for (path, digest) in &record.files {
         let source = dir.join(path);
         let bytes = std::fs::read(&source).map_err(|e| io(&source, "read", e))?;
