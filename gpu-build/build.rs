@@ -1,8 +1,9 @@
 //! Records a digest of gpu-build's own sources (`GPU_BUILD_SOURCE_DIGEST`): part of every cache
 //! key, so objects compiled by one version of this code are never reused by another, while the
 //! debug and release build scripts (different binaries of the same code) share them. Compiles
-//! the C++ half of bitcode linking (`src/module_to_object/link.cpp`: what LLVM's C API lacks)
-//! against the LLVM that llvm-sys links.
+//! the C++ halves of bitcode linking (`src/module_to_object/link.cpp`) and of the host target's
+//! barrier fission (`src/backend/host_fission.cpp`), what LLVM's C API lacks, against the LLVM
+//! that llvm-sys links.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -21,10 +22,10 @@ fn files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// `link.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
+/// `link.cpp` and `host_fission.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
 /// else PATH).
 #[cfg(feature = "compiler")]
-fn compile_link_shim() {
+fn compile_llvm_shims() {
     println!("cargo::rerun-if-env-changed=LLVM_SYS_221_PREFIX");
     let llvm_config = std::env::var_os("LLVM_SYS_221_PREFIX")
         .map(|prefix| PathBuf::from(prefix).join("bin/llvm-config"))
@@ -49,16 +50,17 @@ fn compile_link_shim() {
     build
         .cpp(true)
         .file("src/module_to_object/link.cpp")
+        .file("src/backend/host_fission.cpp")
         .warnings(false);
     for flag in flags.split_whitespace() {
         build.flag(flag);
     }
-    build.compile("gpu_build_link");
+    build.compile("gpu_build_llvm_shims");
 }
 
 fn main() {
     #[cfg(feature = "compiler")]
-    compile_link_shim();
+    compile_llvm_shims();
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let mut found = vec![root.join("Cargo.toml"), root.join("build.rs")];
     files(&root.join("src"), &mut found);

@@ -272,11 +272,11 @@ fn host_object(
             #[link_name = #thread_symbol]
             fn #thread(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void);
             #[link_name = #blocks_symbol]
-            fn #blocks(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void, first: u64, count: u64);
+            fn #blocks(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void, first: u64, count: u64) -> u32;
         });
         let name = &kernel.name;
-        let uses_barrier = host.uses_barrier;
-        kernels.push(quote!(::gpu_embed::HostKernel { name: #name, thread: #thread, blocks: #blocks, uses_barrier: #uses_barrier }));
+        let coroutines = host.coroutine_kernels.contains(&kernel.name);
+        kernels.push(quote!(::gpu_embed::HostKernel { name: #name, thread: #thread, blocks: #blocks, coroutines: #coroutines }));
     }
     let count = kernels.len();
     let triple = &object.chip;

@@ -5,22 +5,23 @@ pub use gpu_manifest::{Format, Vendor};
 /// A host kernel's entry point: `(params, context)`, see `gpu-build`'s host target.
 pub type HostEntry = unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void);
 
-/// A host kernel's entry point for a range of blocks: `(params, context, first, count)`, see
-/// `gpu_manifest::host_abi::blocks_entry`.
+/// A host kernel's entry point for a range of blocks: `(params, context, first, count) ->
+/// status`, see `gpu_manifest::host_abi::blocks_entry`.
 pub type HostBlocksEntry =
-    unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void, u64, u64);
+    unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void, u64, u64) -> u32;
 
 /// One kernel compiled for the host and linked into the program.
 #[derive(Debug, Clone, Copy)]
 pub struct HostKernel {
     /// The kernel's name.
     pub name: &'static str,
-    /// Runs one GPU thread (used when the kernel has barriers).
+    /// Runs one GPU thread (used when its threads run as coroutines).
     pub thread: HostEntry,
-    /// Runs every thread of a range of blocks in loops (kernels without barriers).
+    /// Runs every thread of a range of blocks in loops (kernels split at their barriers too).
     pub blocks: HostBlocksEntry,
-    /// Whether it waits at a barrier (then its threads run as coroutines).
-    pub uses_barrier: bool,
+    /// Whether its threads run as coroutines, switching at barriers (barriers `gpu-build` could
+    /// not split the kernel at).
+    pub coroutines: bool,
 }
 
 /// One compiled object, embedded in the program.

@@ -17,6 +17,9 @@ pub enum ErrorKind {
     Driver,
     /// A launch argument or configuration is invalid (checked before calling the driver).
     InvalidArgument,
+    /// The kernel broke a rule of the GPU programming model while it ran, which the host target
+    /// detects (threads of a block at different barriers).
+    KernelFault,
 }
 
 /// A runtime failure, with a message naming what failed.

@@ -46,16 +46,29 @@ pub mod host_abi {
     }
 
     /// The entry point that runs every thread of a range of blocks of `kernel`, one after
-    /// another: `(params, context, first: u64, count: u64)`, blocks by linear id (x fastest),
-    /// the context's block ids ignored. One call per chunk of blocks amortizes what a call costs
-    /// (the thread-local context, the parameters) over many blocks.
+    /// another: `(params, context, first: u64, count: u64) -> u32`, blocks by linear id (x
+    /// fastest), the context's block ids ignored; returns a `STATUS_*`. One call per chunk of
+    /// blocks amortizes what a call costs (the thread-local context, the parameters) over many
+    /// blocks.
     pub fn blocks_entry(prefix: &str, kernel: &str) -> String {
         format!("{prefix}{kernel}.blocks")
     }
+
+    /// The blocks ran.
+    pub const STATUS_OK: u32 = 0;
+    /// The threads of a block reached different barriers (a barrier in control flow that
+    /// depends on the thread, which the GPU programming model forbids); the context's block ids
+    /// (slots 6 to 8) name the block. Blocks before it ran.
+    pub const STATUS_DIVERGENT_BARRIER: u32 = 1;
+    /// The per-thread storage of a kernel split at its barriers could not be allocated; no
+    /// block ran.
+    pub const STATUS_OUT_OF_MEMORY: u32 = 2;
+    /// The kernel runs a coroutine per thread (`HostEntries::coroutine_kernels`); no block ran.
+    pub const STATUS_NEEDS_COROUTINES: u32 = 3;
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
@@ -394,9 +407,10 @@ pub struct Object {
 pub struct HostEntries {
     /// What every entry point's symbol starts with (unique to the crate, file and module).
     pub symbol_prefix: String,
-    /// Whether any kernel of the module waits at a barrier (the scheduler then runs a block's
-    /// threads as coroutines; otherwise one after another).
-    pub uses_barrier: bool,
+    /// Kernels whose threads the scheduler runs as coroutines, switching at each barrier
+    /// (barriers `gpu-build` could not split the kernel at). Every other kernel runs through its
+    /// blocks entry ([`host_abi::blocks_entry`]).
+    pub coroutine_kernels: Vec<String>,
 }
 
 /// Why a manifest could not be read.

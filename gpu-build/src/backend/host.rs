@@ -25,6 +25,7 @@
 //! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the barrier function
 //! pointer.
 
+use super::host_fission::{fission, Fission, Regions, DONE};
 use super::{emit_object, Backend, PreLinked};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::{Artifact, Dumps, Job};
@@ -152,7 +153,7 @@ impl Backend for Host {
             allowed_undefined: retargeted.libm_calls,
             host: Some(gpu_manifest::HostEntries {
                 symbol_prefix: job.host_symbol_prefix.to_string(),
-                uses_barrier: retargeted.uses_barrier,
+                coroutine_kernels: retargeted.coroutine_kernels,
             }),
         })
     }
@@ -196,10 +197,11 @@ impl Backend for Host {
 
 /// What the runtime needs to know about the retargeted module.
 struct Retargeted {
-    pub uses_barrier: bool,
+    /// Kernels whose threads run as coroutines (barriers that fission cannot handle).
+    coroutine_kernels: Vec<String>,
     /// C library functions the module now calls (allowed to stay undefined: the final link
     /// resolves them).
-    pub libm_calls: Vec<String>,
+    libm_calls: Vec<String>,
 }
 
 fn retarget<'ll>(
@@ -248,10 +250,9 @@ fn retarget<'ll>(
             replace_function(intrinsic, function);
         }
     }
-    let mut uses_barrier = false;
+    let mut barriers = Vec::new();
     for name in BARRIER_INTRINSICS {
         if let Some(intrinsic) = module.get_function(name) {
-            uses_barrier = true;
             let function = module.add_function(
                 &format!("__gpu_host_{}", name.replace('.', "_")),
                 intrinsic.get_type(),
@@ -290,13 +291,17 @@ fn retarget<'ll>(
                 .map_err(codegen)?;
             builder.build_return(None).map_err(codegen)?;
             replace_function(intrinsic, function);
+            barriers.push(function);
         }
     }
-    let libm_calls = use_c_math_library(module)?;
+    let mut libm_calls = use_c_math_library(module)?;
     reject_other_intrinsics(module)?;
-    add_entry_points(job, module, symbol_prefix, context, ids)?;
+    let entries = add_entry_points(job, module, symbol_prefix, context, ids, &barriers)?;
+    if entries.allocates {
+        libm_calls.extend(["malloc".to_string(), "free".to_string()]);
+    }
     Ok(Retargeted {
-        uses_barrier,
+        coroutine_kernels: entries.coroutine_kernels,
         libm_calls,
     })
 }
@@ -412,14 +417,24 @@ fn reject_other_intrinsics(module: &Module) -> Result<()> {
     }
 }
 
-/// Kernels become internal functions, called by the two entry points of each.
+/// What the entry points need from outside the module.
+struct Entries {
+    /// Kernels that run a coroutine per thread.
+    coroutine_kernels: Vec<String>,
+    /// Whether a block entry calls `malloc` and `free` (per-thread arrays of split kernels).
+    allocates: bool,
+}
+
+/// Kernels become internal functions, called by the two entry points of each. Kernels with
+/// barriers are split at them (`host_fission`) where they can be.
 fn add_entry_points<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,
     prefix: &str,
     context: GlobalValue<'ll>,
     ids: GlobalValue<'ll>,
-) -> Result<()> {
+    barriers: &[FunctionValue<'ll>],
+) -> Result<Entries> {
     const PTX_KERNEL: u32 = 71;
     let kernels: Vec<FunctionValue> = module
         .get_functions()
@@ -444,6 +459,10 @@ fn add_entry_points<'ll>(
                     .is_some()
             })
     });
+    let mut entries = Entries {
+        coroutine_kernels: Vec::new(),
+        allocates: false,
+    };
     for (kernel, body) in kernels.into_iter().zip(bodies) {
         let name = kernel.get_name().to_string_lossy().into_owned();
         EntryBuilder::new(
@@ -456,6 +475,21 @@ fn add_entry_points<'ll>(
             false,
         )?
         .thread()?;
+        let work = match fission(body, barriers, &format!("{name}.region")) {
+            Fission::NoBarrier => ThreadWork::Body(body),
+            Fission::Split(regions) => {
+                entries.allocates |= regions.thread_bytes > 0;
+                ThreadWork::Regions(regions)
+            }
+            Fission::Coroutines(why) => {
+                job.cargo.warn(format!(
+                    "kernel `{name}` runs one coroutine per GPU thread on the host (slow): \
+                     its barriers cannot be split into thread loops: {why}"
+                ));
+                entries.coroutine_kernels.push(name.clone());
+                ThreadWork::Coroutines
+            }
+        };
         EntryBuilder::new(
             job,
             module,
@@ -465,9 +499,9 @@ fn add_entry_points<'ll>(
             &host_abi::blocks_entry(prefix, &name),
             true,
         )?
-        .blocks(body, tid_read_elsewhere)?;
+        .blocks(work, tid_read_elsewhere)?;
     }
-    Ok(())
+    Ok(entries)
 }
 
 /// Moves `kernel`'s body into `<kernel>.ids(tid.x, tid.y, tid.z, params...)`, where the thread ids
@@ -568,17 +602,56 @@ fn with_thread_id_parameters<'ll>(
     Ok(body)
 }
 
-/// What the block entry's innermost loop calls.
-struct Looping<'ll> {
-    /// The kernel with the thread ids as parameters.
-    body: FunctionValue<'ll>,
+/// What a block entry runs for each thread.
+enum ThreadWork<'ll> {
+    /// The kernel with the thread ids as parameters (no barriers).
+    Body(FunctionValue<'ll>),
+    /// The kernel split at its barriers.
+    Regions(Regions<'ll>),
+    /// Nothing: the kernel runs a coroutine per thread, through the one-thread entry.
+    Coroutines,
+}
+
+/// The innermost loop's call.
+struct Innermost<'ll> {
+    /// `<kernel>.ids`, or the region function.
+    function: FunctionValue<'ll>,
     /// Whether the thread-local ids must follow the loops too.
     tid_read_elsewhere: bool,
+    /// For a region function: its state and bookkeeping.
+    region: Option<RegionCall<'ll>>,
+}
+
+/// A call of a split kernel's region function in the thread loops.
+#[derive(Clone, Copy)]
+struct RegionCall<'ll> {
+    state: u32,
+    /// Total threads of the block (i64).
+    threads_per_block: IntValue<'ll>,
+    uniform_in: PointerValue<'ll>,
+    uniform_out: PointerValue<'ll>,
+    threads: PointerValue<'ll>,
+    /// The smallest and largest state the threads reached (i32 each): equal unless threads
+    /// of the block reached different barriers.
+    lowest: PointerValue<'ll>,
+    highest: PointerValue<'ll>,
+}
+
+/// A split kernel's storage in its block entry.
+struct RegionStorage<'ll> {
+    /// What every region call passes (its state set per region).
+    call: RegionCall<'ll>,
+    uniform_bytes: u64,
+    /// The next region to run (i32).
+    state: PointerValue<'ll>,
+    /// Where threads that reached different barriers end up.
+    diverged: BasicBlock<'ll>,
 }
 
 /// One entry point: sets the context and the ids, loads the kernel's parameters, calls it.
 struct EntryBuilder<'a, 'll> {
     job: &'a Job<'a, 'll>,
+    module: &'a Module<'ll>,
     builder: inkwell::builder::Builder<'ll>,
     function: FunctionValue<'ll>,
     /// The first block, where the parameters are loaded.
@@ -592,7 +665,7 @@ struct EntryBuilder<'a, 'll> {
 impl<'a, 'll> EntryBuilder<'a, 'll> {
     fn new(
         job: &'a Job<'a, 'll>,
-        module: &Module<'ll>,
+        module: &'a Module<'ll>,
         context: GlobalValue<'ll>,
         ids: GlobalValue<'ll>,
         kernel: FunctionValue<'ll>,
@@ -602,7 +675,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let ptr = job.llvm.ptr_type(AddressSpace::default());
         let i64_type = job.llvm.i64_type();
         let entry_type = if block_range {
-            job.llvm.void_type().fn_type(
+            job.llvm.i32_type().fn_type(
                 &[ptr.into(), ptr.into(), i64_type.into(), i64_type.into()],
                 false,
             )
@@ -660,6 +733,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         }
         Ok(EntryBuilder {
             job,
+            module,
             builder,
             function,
             entry,
@@ -692,10 +766,22 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     }
 
     /// Every thread of blocks `first..first + count`: a loop over the blocks (their ids into the
-    /// thread-local ids), and in it z, y, x loops over the block's threads calling the body.
-    fn blocks(self, body: FunctionValue<'ll>, tid_read_elsewhere: bool) -> Result<()> {
+    /// thread-local ids), and in it z, y, x loops over the block's threads calling the body, or
+    /// for a split kernel, such loops for one region after another. Returns a
+    /// `host_abi::STATUS_*`.
+    fn blocks(self, work: ThreadWork<'ll>, tid_read_elsewhere: bool) -> Result<()> {
         let llvm = self.job.llvm;
         let (i32_type, i64_type) = (llvm.i32_type(), llvm.i64_type());
+        let function = match &work {
+            ThreadWork::Body(body) => *body,
+            ThreadWork::Regions(regions) => regions.function,
+            ThreadWork::Coroutines => {
+                let status =
+                    i32_type.const_int(u64::from(host_abi::STATUS_NEEDS_COROUTINES), false);
+                self.builder.build_return(Some(&status)).map_err(codegen)?;
+                return Ok(());
+            }
+        };
         let load = |slot: u64, name: &str| -> Result<IntValue<'ll>> {
             Ok(self
                 .builder
@@ -723,13 +809,14 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .builder
             .build_int_add(first, count, "end")
             .map_err(codegen)?;
+        let split = match &work {
+            ThreadWork::Regions(regions) => Some(self.region_storage(regions, &sizes)?),
+            _ => None,
+        };
 
         let exit = llvm.append_basic_block(self.function, "exit");
-        let looping = Looping {
-            body,
-            tid_read_elsewhere,
-        };
-        self.counted_loop(first, end, self.entry, exit, |block, each, latch| {
+        let start = self.builder.get_insert_block().unwrap_or(self.entry);
+        self.counted_loop(first, end, start, exit, |block, each, latch| {
             let x = self
                 .builder
                 .build_int_unsigned_rem(block, grid_x, "x")
@@ -755,10 +842,260 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .build_store(self.id_slot(slot, false)?, id)
                     .map_err(codegen)?;
             }
-            self.nest(2, &sizes, &mut Vec::new(), &looping, each, latch)
+            match (&work, &split) {
+                (ThreadWork::Regions(regions), Some(storage)) => {
+                    self.regions(regions, storage, function, tid_read_elsewhere, &sizes, latch)
+                }
+                _ => {
+                    let innermost = Innermost {
+                        function,
+                        tid_read_elsewhere,
+                        region: None,
+                    };
+                    self.nest(2, &sizes, &mut Vec::new(), &innermost, each, latch)
+                }
+            }
         })?;
         self.builder.position_at_end(exit);
-        self.builder.build_return(None).map_err(codegen)?;
+        if let Some(storage) = &split {
+            self.release(storage)?;
+        }
+        let ok = i32_type.const_int(u64::from(host_abi::STATUS_OK), false);
+        self.builder.build_return(Some(&ok)).map_err(codegen)?;
+        Ok(())
+    }
+
+    /// The storage of a split kernel, allocated once per call: the per-block slots (twice: read
+    /// and written), the per-thread arrays (from the heap: up to 1024 threads times whatever
+    /// the kernel keeps across barriers), the state. Returns `STATUS_OUT_OF_MEMORY` when the
+    /// heap has no room.
+    fn region_storage(
+        &self,
+        regions: &Regions<'ll>,
+        sizes: &[IntValue<'ll>],
+    ) -> Result<RegionStorage<'ll>> {
+        let llvm = self.job.llvm;
+        let (i8_type, i32_type, i64_type) = (llvm.i8_type(), llvm.i32_type(), llvm.i64_type());
+        let ptr = llvm.ptr_type(AddressSpace::default());
+        let mut threads_per_block = i64_type.const_int(1, false);
+        for size in sizes {
+            let wide = self
+                .builder
+                .build_int_z_extend(*size, i64_type, "size")
+                .map_err(codegen)?;
+            threads_per_block = self
+                .builder
+                .build_int_mul(threads_per_block, wide, "threads_per_block")
+                .map_err(codegen)?;
+        }
+        let slots = i8_type.array_type(regions.uniform_bytes.max(1) as u32);
+        let aligned = |pointer: PointerValue<'ll>| -> Result<PointerValue<'ll>> {
+            pointer
+                .as_instruction_value()
+                .map(|i| i.set_alignment(16))
+                .transpose()
+                .map_err(|e| Error::new(ErrorKind::Codegen, format!("alignment: {e}")))?;
+            Ok(pointer)
+        };
+        let uniform_in = aligned(self.builder.build_alloca(slots, "uniform_in").map_err(codegen)?)?;
+        let uniform_out =
+            aligned(self.builder.build_alloca(slots, "uniform_out").map_err(codegen)?)?;
+        let state = self.builder.build_alloca(i32_type, "state").map_err(codegen)?;
+        let lowest = self.builder.build_alloca(i32_type, "lowest").map_err(codegen)?;
+        let highest = self.builder.build_alloca(i32_type, "highest").map_err(codegen)?;
+        let threads = if regions.thread_bytes == 0 {
+            ptr.const_null()
+        } else {
+            let malloc = self.c_function("malloc", ptr.fn_type(&[i64_type.into()], false));
+            let bytes = self
+                .builder
+                .build_int_mul(
+                    threads_per_block,
+                    i64_type.const_int(regions.thread_bytes, false),
+                    "bytes",
+                )
+                .map_err(codegen)?;
+            let threads = self
+                .builder
+                .build_call(malloc, &[bytes.into()], "threads")
+                .map_err(codegen)?
+                .try_as_basic_value()
+                .basic()
+                .map(|v| v.into_pointer_value())
+                .ok_or_else(|| Error::new(ErrorKind::Codegen, "malloc returns nothing"))?;
+            let failed = self
+                .builder
+                .build_is_null(threads, "no_memory")
+                .map_err(codegen)?;
+            let no_memory = self.job.llvm.append_basic_block(self.function, "no_memory");
+            let allocated = self.job.llvm.append_basic_block(self.function, "allocated");
+            self.builder
+                .build_conditional_branch(failed, no_memory, allocated)
+                .map_err(codegen)?;
+            self.builder.position_at_end(no_memory);
+            let status = i32_type.const_int(u64::from(host_abi::STATUS_OUT_OF_MEMORY), false);
+            self.builder.build_return(Some(&status)).map_err(codegen)?;
+            self.builder.position_at_end(allocated);
+            threads
+        };
+        let diverged = llvm.append_basic_block(self.function, "diverged");
+        Ok(RegionStorage {
+            call: RegionCall {
+                state: 0,
+                threads_per_block,
+                uniform_in,
+                uniform_out,
+                threads,
+                lowest,
+                highest,
+            },
+            uniform_bytes: regions.uniform_bytes,
+            state,
+            diverged,
+        })
+    }
+
+    /// A C library function, declared once.
+    fn c_function(
+        &self,
+        name: &str,
+        ty: inkwell::types::FunctionType<'ll>,
+    ) -> FunctionValue<'ll> {
+        self.module
+            .get_function(name)
+            .unwrap_or_else(|| self.module.add_function(name, ty, None))
+    }
+
+    /// Frees the per-thread arrays (at the builder's position).
+    fn release(&self, storage: &RegionStorage<'ll>) -> Result<()> {
+        if storage.call.threads.is_null() {
+            return Ok(());
+        }
+        let ptr = self.job.llvm.ptr_type(AddressSpace::default());
+        let free = self.c_function("free", self.job.llvm.void_type().fn_type(&[ptr.into()], false));
+        self.builder
+            .build_call(free, &[storage.call.threads.into()], "")
+            .map_err(codegen)?;
+        Ok(())
+    }
+
+    /// One block of a split kernel, from the builder's position: region 0 for all threads, then
+    /// the region after the barrier they reached, until they are done (then `done`). Threads
+    /// that reached different barriers end the call with `STATUS_DIVERGENT_BARRIER`, the
+    /// block's ids in the context.
+    fn regions(
+        &self,
+        regions: &Regions<'ll>,
+        storage: &RegionStorage<'ll>,
+        function: FunctionValue<'ll>,
+        tid_read_elsewhere: bool,
+        sizes: &[IntValue<'ll>],
+        done: BasicBlock<'ll>,
+    ) -> Result<()> {
+        let llvm = self.job.llvm;
+        let i32_type = llvm.i32_type();
+        let finished = i32_type.const_int(u64::from(DONE), false);
+        self.builder
+            .build_store(storage.state, i32_type.const_zero())
+            .map_err(codegen)?;
+        let dispatch = llvm.append_basic_block(self.function, "dispatch");
+        self.builder
+            .build_unconditional_branch(dispatch)
+            .map_err(codegen)?;
+        self.builder.position_at_end(dispatch);
+        let state = self
+            .builder
+            .build_load(i32_type, storage.state, "state")
+            .map_err(codegen)?
+            .into_int_value();
+        let cases: Vec<(IntValue, BasicBlock)> = (0..=regions.barriers)
+            .map(|s| {
+                (
+                    i32_type.const_int(u64::from(s), false),
+                    llvm.append_basic_block(self.function, &format!("region{s}")),
+                )
+            })
+            .collect();
+        self.builder
+            .build_switch(state, done, &cases)
+            .map_err(codegen)?;
+        for (s, (_, region)) in cases.iter().enumerate() {
+            let call = RegionCall {
+                state: s as u32,
+                ..storage.call
+            };
+            self.builder.position_at_end(*region);
+            self.builder
+                .build_store(call.lowest, finished)
+                .map_err(codegen)?;
+            self.builder
+                .build_store(call.highest, i32_type.const_zero())
+                .map_err(codegen)?;
+            let after = llvm.append_basic_block(self.function, "reached");
+            let innermost = Innermost {
+                function,
+                tid_read_elsewhere,
+                region: Some(call),
+            };
+            self.nest(2, sizes, &mut Vec::new(), &innermost, *region, after)?;
+            self.builder.position_at_end(after);
+            let lowest = self
+                .builder
+                .build_load(i32_type, call.lowest, "lowest")
+                .map_err(codegen)?
+                .into_int_value();
+            let highest = self
+                .builder
+                .build_load(i32_type, call.highest, "highest")
+                .map_err(codegen)?
+                .into_int_value();
+            let agree = self
+                .builder
+                .build_int_compare(inkwell::IntPredicate::EQ, lowest, highest, "agree")
+                .map_err(codegen)?;
+            let agreed = llvm.append_basic_block(self.function, "agreed");
+            self.builder
+                .build_conditional_branch(agree, agreed, storage.diverged)
+                .map_err(codegen)?;
+            self.builder.position_at_end(agreed);
+            let all_done = self
+                .builder
+                .build_int_compare(inkwell::IntPredicate::EQ, lowest, finished, "all_done")
+                .map_err(codegen)?;
+            let resume = llvm.append_basic_block(self.function, "resume");
+            self.builder
+                .build_conditional_branch(all_done, done, resume)
+                .map_err(codegen)?;
+            self.builder.position_at_end(resume);
+            if storage.uniform_bytes > 0 {
+                let bytes = llvm.i64_type().const_int(storage.uniform_bytes, false);
+                self.builder
+                    .build_memcpy(call.uniform_in, 16, call.uniform_out, 16, bytes)
+                    .map_err(codegen)?;
+            }
+            self.builder
+                .build_store(storage.state, lowest)
+                .map_err(codegen)?;
+            self.builder
+                .build_unconditional_branch(dispatch)
+                .map_err(codegen)?;
+        }
+        // Once per function: the block's ids for the error message, then the status.
+        if storage.diverged.get_first_instruction().is_none() {
+            self.builder.position_at_end(storage.diverged);
+            for slot in 6..9 {
+                let id = self
+                    .builder
+                    .build_load(i32_type, self.id_slot(slot, false)?, "block_id")
+                    .map_err(codegen)?;
+                self.builder
+                    .build_store(self.id_slot(slot, true)?, id)
+                    .map_err(codegen)?;
+            }
+            self.release(storage)?;
+            let status = i32_type.const_int(u64::from(host_abi::STATUS_DIVERGENT_BARRIER), false);
+            self.builder.build_return(Some(&status)).map_err(codegen)?;
+        }
         Ok(())
     }
 
@@ -769,13 +1106,13 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         dim: usize,
         sizes: &[IntValue<'ll>],
         outer: &mut Vec<IntValue<'ll>>,
-        looping: &Looping<'ll>,
+        innermost: &Innermost<'ll>,
         before: BasicBlock<'ll>,
         after: BasicBlock<'ll>,
     ) -> Result<()> {
         let zero = self.job.llvm.i32_type().const_zero();
         self.counted_loop(zero, sizes[dim], before, after, |value, body, latch| {
-            if looping.tid_read_elsewhere {
+            if innermost.tid_read_elsewhere {
                 self.builder
                     .build_store(self.id_slot(dim as u64, false)?, value)
                     .map_err(codegen)?;
@@ -783,21 +1120,91 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             outer.push(value);
             if dim == 0 {
                 // `outer` holds z, y, x; the body takes x, y, z.
-                let mut arguments: Vec<BasicMetadataValueEnum> =
-                    outer.iter().rev().map(|v| (*v).into()).collect();
-                arguments.extend(self.arguments.iter().copied());
-                self.builder
-                    .build_call(looping.body, &arguments, "")
-                    .map_err(codegen)?;
+                let ids: Vec<IntValue> = outer.iter().rev().copied().collect();
+                self.call_innermost(innermost, &ids, sizes)?;
                 self.builder
                     .build_unconditional_branch(latch)
                     .map_err(codegen)?;
             } else {
-                self.nest(dim - 1, sizes, outer, looping, body, latch)?;
+                self.nest(dim - 1, sizes, outer, innermost, body, latch)?;
             }
             outer.pop();
             Ok(())
         })
+    }
+
+    /// The call of the body (or region function) for thread `ids` (x, y, z).
+    fn call_innermost(
+        &self,
+        innermost: &Innermost<'ll>,
+        ids: &[IntValue<'ll>],
+        sizes: &[IntValue<'ll>],
+    ) -> Result<()> {
+        let i32_type = self.job.llvm.i32_type();
+        let mut arguments: Vec<BasicMetadataValueEnum> = Vec::new();
+        let Some(region) = innermost.region else {
+            arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
+            arguments.extend(self.arguments.iter().copied());
+            self.builder
+                .build_call(innermost.function, &arguments, "")
+                .map_err(codegen)?;
+            return Ok(());
+        };
+        // The linear thread id: x + size_x * (y + size_y * z).
+        let plane = self
+            .builder
+            .build_int_mul(ids[2], sizes[1], "plane")
+            .map_err(codegen)?;
+        let row = self
+            .builder
+            .build_int_add(plane, ids[1], "row")
+            .map_err(codegen)?;
+        let row = self
+            .builder
+            .build_int_mul(row, sizes[0], "row")
+            .map_err(codegen)?;
+        let linear = self
+            .builder
+            .build_int_add(row, ids[0], "ltid")
+            .map_err(codegen)?;
+        arguments.push(i32_type.const_int(u64::from(region.state), false).into());
+        arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
+        arguments.extend::<[BasicMetadataValueEnum; 5]>([
+            linear.into(),
+            region.threads_per_block.into(),
+            region.uniform_in.into(),
+            region.uniform_out.into(),
+            region.threads.into(),
+        ]);
+        arguments.extend(self.arguments.iter().copied());
+        let reached = self
+            .builder
+            .build_call(innermost.function, &arguments, "reached")
+            .map_err(codegen)?
+            .try_as_basic_value()
+            .basic()
+            .map(|v| v.into_int_value())
+            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a region function returns nothing"))?;
+        for (slot, predicate) in [
+            (region.lowest, inkwell::IntPredicate::ULT),
+            (region.highest, inkwell::IntPredicate::UGT),
+        ] {
+            let current = self
+                .builder
+                .build_load(i32_type, slot, "current")
+                .map_err(codegen)?
+                .into_int_value();
+            let replace = self
+                .builder
+                .build_int_compare(predicate, reached, current, "replace")
+                .map_err(codegen)?;
+            let value = self
+                .builder
+                .build_select(replace, reached, current, "bound")
+                .map_err(codegen)?;
+            self.builder.build_store(slot, value).map_err(codegen)?;
+        }
+        Ok(())
     }
 
     /// `for index in start..end` at the builder's position (in `before`), continuing at `after`:

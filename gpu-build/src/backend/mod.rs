@@ -7,6 +7,7 @@
 
 mod amdgpu;
 mod host;
+mod host_fission;
 mod nvptx;
 
 use crate::error::Result;

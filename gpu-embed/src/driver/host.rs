@@ -1,8 +1,9 @@
 //! The host "driver": kernels compiled for this CPU and linked into the program, run by a block
 //! scheduler. Blocks are spread over the machine's cores (one block at a time per worker, so a
-//! block's workgroup memory, thread-local in the kernel code, is its own). A kernel without
-//! barriers runs its block's threads in one loop; a kernel with barriers runs each thread as a
-//! stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
+//! block's workgroup memory, thread-local in the kernel code, is its own). A block's threads run
+//! in loops, chunks of blocks per call (kernels with barriers as loops between barriers,
+//! `gpu-build`'s barrier fission); a kernel whose barriers could not be split runs each thread as
+//! a stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
 //! Memory is ordinary host memory; a launch on the default stream returns when the kernel is
 //! done, one on a stream is queued (`host_stream.rs`).
 
@@ -46,7 +47,7 @@ unsafe extern "C" fn coroutine_barrier(context: *mut Context) {
     yielder.suspend(());
 }
 
-/// Never called: kernels without barriers have no barrier calls (`gpu-build` decides which
+/// Never called: the blocks entries have no barrier calls left (`gpu-build` decides which
 /// entry points the runtime uses from the same fact).
 unsafe extern "C" fn no_barrier(_: *mut Context) {
     eprintln!("gpu-embed: a host kernel marked barrier-free reached a barrier");
@@ -139,9 +140,9 @@ fn launch_grid(
     let next = AtomicU64::new(0);
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let params = Shared(params.as_mut_ptr());
-    // Kernels without barriers take blocks in chunks (one call runs a chunk), small enough that
-    // the workers still balance: about 16 chunks per worker.
-    let chunk = if kernel.uses_barrier {
+    // Blocks go in chunks (one call runs a chunk), small enough that the workers still balance:
+    // about 16 chunks per worker.
+    let chunk = if kernel.coroutines {
         1
     } else {
         (blocks / (workers as u64 * 16)).max(1)
@@ -154,7 +155,7 @@ fn launch_grid(
                 return;
             }
             let count = chunk.min(blocks - first);
-            let result = if kernel.uses_barrier {
+            let result = if kernel.coroutines {
                 let block_id = [
                     (first % u64::from(grid[0])) as u32,
                     (first / u64::from(grid[0]) % u64::from(grid[1])) as u32,
@@ -162,8 +163,7 @@ fn launch_grid(
                 ];
                 run_block_with_barriers(kernel, grid, block, block_id, params, &mut stacks)
             } else {
-                run_blocks(kernel, grid, block, first, count, params);
-                Ok(())
+                run_blocks(kernel, grid, block, first, count, params)
             };
             if let Err(error) = result {
                 // Stop every worker: the remaining blocks are not run.
@@ -188,7 +188,7 @@ fn launch_grid(
     }
 }
 
-/// Blocks `first..first + count` of a kernel without barriers, in one call of its entry point.
+/// Blocks `first..first + count`, in one call of the kernel's blocks entry.
 fn run_blocks(
     kernel: &HostKernel,
     grid: [u32; 3],
@@ -196,7 +196,7 @@ fn run_blocks(
     first: u64,
     count: u64,
     params: Shared,
-) {
+) -> Result<()> {
     let mut ids = [0u32; 12];
     ids[3..6].copy_from_slice(&block);
     ids[9..12].copy_from_slice(&grid);
@@ -207,7 +207,7 @@ fn run_blocks(
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
-    unsafe {
+    let status = unsafe {
         (kernel.blocks)(
             params.0,
             (&mut context as *mut Context).cast(),
@@ -215,6 +215,33 @@ fn run_blocks(
             count,
         )
     };
+    let name = kernel.name;
+    match status {
+        host_abi::STATUS_OK => Ok(()),
+        host_abi::STATUS_DIVERGENT_BARRIER => {
+            let [x, y, z] = [context.ids[6], context.ids[7], context.ids[8]];
+            Err(Error::new(
+                ErrorKind::KernelFault,
+                format!(
+                    "kernel `{name}`: the threads of block ({x}, {y}, {z}) reached different \
+                     barriers; a gpu.barrier must be reached by all threads of a block or by \
+                     none (on a GPU this hangs or is undefined)"
+                ),
+            ))
+        }
+        host_abi::STATUS_OUT_OF_MEMORY => Err(Error::new(
+            ErrorKind::Driver,
+            format!(
+                "kernel `{name}`: no memory for the values its {} threads per block keep across \
+                 barriers",
+                block.iter().map(|&d| u64::from(d)).product::<u64>()
+            ),
+        )),
+        other => Err(Error::new(
+            ErrorKind::Driver,
+            format!("kernel `{name}`: its host entry point returned status {other}, which this gpu-embed does not know; rebuild with the same gpu-build version"),
+        )),
+    }
 }
 
 /// One block of a kernel with barriers: a coroutine per thread.
