@@ -4,7 +4,7 @@
 //! `--ignored` (`scripts/gpu-tests.sh`).
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
-use gpu_tests::semantics;
+use gpu_tests::{barriers, semantics};
 
 fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig<'static> {
     LaunchConfig {
@@ -529,4 +529,108 @@ mod streams {
         let all = marks[0].elapsed_ms(&marks[2]).unwrap();
         assert!(first > 0.0 && all >= first, "{first} ms, then {all} ms");
     }
+}
+
+/// Runs a `barriers` kernel over `blocks` blocks of 64 threads.
+fn blocks_of_64(blocks: u32) -> LaunchConfig<'static> {
+    config([blocks, 1, 1], [64, 1, 1], 0)
+}
+
+fn input(len: usize) -> Vec<i32> {
+    (0..len as i32).map(|i| i * 7 % 101 - 50).collect()
+}
+
+#[test]
+fn barriers_inside_a_loop_keep_each_threads_values() {
+    let host = Device::host();
+    let blocks = 40;
+    let values = input(blocks * 64);
+    let x = DeviceBuffer::from_slice(&host, &values).unwrap();
+    let y = DeviceBuffer::<i32>::alloc(&host, values.len()).unwrap();
+    for rounds in [0usize, 1, 5] {
+        // SAFETY: thread t of block b reads and writes element 64 b + t only.
+        unsafe { barriers::loop_barriers(&host, &blocks_of_64(blocks as u32), &x, &y, rounds) }
+            .unwrap();
+        let mut want = Vec::new();
+        for block in values.chunks(64) {
+            let mut acc = block.to_vec();
+            let mut u = 0i32;
+            for r in 0..rounds as i32 {
+                let tile = acc.clone();
+                for (t, a) in acc.iter_mut().enumerate() {
+                    *a = a.wrapping_add(tile[(t + 1) % 64]).wrapping_add(r).wrapping_add(u);
+                }
+                u += 3 * r;
+            }
+            want.extend(acc);
+        }
+        assert_eq!(y.to_vec().unwrap(), want, "{rounds} rounds");
+    }
+}
+
+#[test]
+fn values_live_across_several_barriers_are_each_threads_own() {
+    let host = Device::host();
+    let blocks = 33;
+    let values = input(blocks * 64);
+    let x = DeviceBuffer::from_slice(&host, &values).unwrap();
+    let y = DeviceBuffer::<i32>::alloc(&host, values.len()).unwrap();
+    // SAFETY: thread t of block b reads and writes element 64 b + t only.
+    unsafe { barriers::several_barriers(&host, &blocks_of_64(blocks as u32), &x, &y) }.unwrap();
+    let mut want = Vec::new();
+    for (block, a) in values.chunks(64).enumerate() {
+        let b: Vec<i32> = (0..64).map(|t| a[63 - t]).collect();
+        let c: Vec<i32> = (0..64).map(|t| 2 * b[(t + 5) % 64]).collect();
+        let u = 7 * block as i32;
+        want.extend((0..64).map(|t| a[t] + b[t] + c[t] + u + t as i32 + 3 * a[t]));
+    }
+    assert_eq!(y.to_vec().unwrap(), want);
+}
+
+#[test]
+fn a_barrier_under_a_uniform_if_runs_in_the_blocks_that_take_it() {
+    let host = Device::host();
+    let blocks = 17;
+    let values = input(blocks * 64);
+    let x = DeviceBuffer::from_slice(&host, &values).unwrap();
+    let y = DeviceBuffer::<i32>::alloc(&host, values.len()).unwrap();
+    // SAFETY: thread t of block b reads and writes element 64 b + t only.
+    unsafe { barriers::uniform_if(&host, &blocks_of_64(blocks as u32), &x, &y) }.unwrap();
+    let mut want = Vec::new();
+    for (block, x) in values.chunks(64).enumerate() {
+        let r: Vec<i32> = (0..64)
+            .map(|t| if block % 2 == 0 { x[63 - t] } else { -x[t] })
+            .collect();
+        want.extend((0..64).map(|t| r[t] + r[(t + 1) % 64]));
+    }
+    assert_eq!(y.to_vec().unwrap(), want);
+}
+
+#[test]
+fn a_barrier_only_some_threads_reach_runs_them_as_coroutines() {
+    let host = Device::host();
+    for n in [1usize, 20, 64] {
+        let out = DeviceBuffer::from_slice(&host, &[-1i32; 64]).unwrap();
+        // SAFETY: thread t < n writes out[t] only.
+        unsafe { barriers::early_exit(&host, &blocks_of_64(1), &out, n) }.unwrap();
+        let want: Vec<i32> = (0..64)
+            .map(|t| if t < n { (n - 1 - t) as i32 } else { -1 })
+            .collect();
+        assert_eq!(out.to_vec().unwrap(), want, "{n} active threads");
+    }
+}
+
+#[test]
+fn threads_of_a_block_at_different_barriers_fail_the_launch() {
+    let host = Device::host();
+    let flag = DeviceBuffer::from_slice(&host, &[0i32; 3]).unwrap();
+    // SAFETY: thread 63 of block 2 writes flag[2]; every thread of block b reads flag[b].
+    let error = unsafe { barriers::racy_barrier(&host, &blocks_of_64(3), &flag) }
+        .expect_err("threads of block 2 reach different barriers");
+    assert_eq!(error.kind(), ErrorKind::KernelFault, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("`racy_barrier`") && message.contains("block (2, 0, 0)"),
+        "{message}"
+    );
 }

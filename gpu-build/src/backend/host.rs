@@ -459,6 +459,10 @@ fn add_entry_points<'ll>(
                     .is_some()
             })
     });
+    // Block ids and sizes, grid sizes: the same in every thread of a block.
+    let uniform: Vec<FunctionValue> = (3..host_abi::ID_SLOTS)
+        .filter_map(|slot| module.get_function(&format!("__gpu_host_id_{slot}")))
+        .collect();
     let mut entries = Entries {
         coroutine_kernels: Vec::new(),
         allocates: false,
@@ -475,7 +479,7 @@ fn add_entry_points<'ll>(
             false,
         )?
         .thread()?;
-        let work = match fission(body, barriers, &format!("{name}.region")) {
+        let work = match fission(body, barriers, &uniform, &format!("{name}.region")) {
             Fission::NoBarrier => ThreadWork::Body(body),
             Fission::Split(regions) => {
                 entries.allocates |= regions.thread_bytes > 0;

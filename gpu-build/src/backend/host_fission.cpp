@@ -128,6 +128,8 @@ Failure inlineBarrierCalls(Function &F, const SmallPtrSetImpl<Function *> &reach
 // Which values may differ between the threads of a block (GPU "divergence"), and which blocks
 // only some threads of a block may run.
 struct Uniformity {
+  // Functions that return the same in every thread of a block (block ids and sizes).
+  SmallPtrSet<const Function *, 16> uniformFunctions;
   DenseSet<const Value *> divergent;
   // Blocks between a branch on a divergent condition and the point its paths meet again.
   SmallPtrSet<const BasicBlock *, 16> inDivergentRegion;
@@ -182,7 +184,11 @@ bool computeDivergent(const Instruction &I, const Uniformity &u) {
       return true; // private memory
   if (const auto *call = dyn_cast<CallBase>(&I)) {
     const Function *callee = call->getCalledFunction();
-    if (!callee || !(callee->isIntrinsic() || callee->isDeclaration()))
+    if (!callee)
+      return true;
+    if (u.uniformFunctions.count(callee))
+      return false;
+    if (!(callee->isIntrinsic() || callee->isDeclaration()))
       return true;
   }
   for (const Value *operand : I.operands())
@@ -191,8 +197,10 @@ bool computeDivergent(const Instruction &I, const Uniformity &u) {
   return false;
 }
 
-Uniformity analyzeUniformity(Function &F, PostDominatorTree &PDT) {
+Uniformity analyzeUniformity(Function &F, PostDominatorTree &PDT,
+                              const SmallPtrSetImpl<Function *> &uniformFunctions) {
   Uniformity u;
+  u.uniformFunctions.insert(uniformFunctions.begin(), uniformFunctions.end());
   for (unsigned i = 0; i < BODY_IDS; ++i)
     u.divergent.insert(F.getArg(i));
   bool changed = true;
@@ -259,7 +267,8 @@ struct Fissioned {
 };
 
 Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFunctions,
-                StringRef name, Fissioned &out) {
+                const SmallPtrSetImpl<Function *> &uniformFunctions, StringRef name,
+                Fissioned &out) {
   Module &M = *body.getParent();
   LLVMContext &C = M.getContext();
   const DataLayout &DL = M.getDataLayout();
@@ -318,7 +327,7 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   }
 
   PostDominatorTree PDT(*work);
-  Uniformity uniformity = analyzeUniformity(*work, PDT);
+  Uniformity uniformity = analyzeUniformity(*work, PDT, uniformFunctions);
   for (BasicBlock *B : barrierBlock)
     if (uniformity.inDivergentRegion.count(B))
       return "a barrier in control flow that depends on the thread (threads of a block "
@@ -471,15 +480,20 @@ extern "C" {
 
 // The region function of `body` (see the top of this file); null without `*reason` when `body`
 // never reaches a barrier; null with `*reason` set (free it with LLVMDisposeMessage) when its
-// barriers cannot be split this way.
+// barriers cannot be split this way. `uniform` are functions whose result is the same in every
+// thread of a block.
 LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsigned barrierCount,
-                               const char *name, uint64_t *uniformBytes, uint64_t *threadBytes,
+                               LLVMValueRef *uniform, unsigned uniformCount, const char *name,
+                               uint64_t *uniformBytes, uint64_t *threadBytes,
                                unsigned *barrierTotal, char **reason) {
-  SmallPtrSet<Function *, 4> barrierFunctions;
+  SmallPtrSet<Function *, 4> barrierFunctions, uniformFunctions;
   for (unsigned i = 0; i < barrierCount; ++i)
     barrierFunctions.insert(unwrap<Function>(barriers[i]));
+  for (unsigned i = 0; i < uniformCount; ++i)
+    uniformFunctions.insert(unwrap<Function>(uniform[i]));
   Fissioned result;
-  Failure why = fission(*unwrap<Function>(body), barrierFunctions, name, result);
+  Failure why =
+      fission(*unwrap<Function>(body), barrierFunctions, uniformFunctions, name, result);
   if (!why.empty()) {
     *reason = strdup(why.c_str());
     return nullptr;

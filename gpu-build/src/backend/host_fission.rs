@@ -33,6 +33,8 @@ extern "C" {
         body: LLVMValueRef,
         barriers: *const LLVMValueRef,
         barrier_count: u32,
+        uniform: *const LLVMValueRef,
+        uniform_count: u32,
         name: *const c_char,
         uniform_bytes: *mut u64,
         thread_bytes: *mut u64,
@@ -67,10 +69,11 @@ pub(crate) enum Fission<'ll> {
 }
 
 /// Splits `body` (`<kernel>.ids`) at its calls of `barriers`; the region function is called
-/// `name`.
+/// `name`. `uniform` return the same in every thread of a block (block ids and sizes).
 pub(crate) fn fission<'ll>(
     body: FunctionValue<'ll>,
     barriers: &[FunctionValue<'ll>],
+    uniform: &[FunctionValue<'ll>],
     name: &str,
 ) -> Fission<'ll> {
     if barriers.is_empty() {
@@ -80,6 +83,7 @@ pub(crate) fn fission<'ll>(
         return Fission::Coroutines(format!("the kernel name `{name}` contains a NUL byte"));
     };
     let raw: Vec<LLVMValueRef> = barriers.iter().map(|f| f.as_value_ref()).collect();
+    let raw_uniform: Vec<LLVMValueRef> = uniform.iter().map(|f| f.as_value_ref()).collect();
     let (mut uniform_bytes, mut thread_bytes, mut total) = (0u64, 0u64, 0u32);
     let mut reason = std::ptr::null_mut();
     // SAFETY: live functions of one module; the out-parameters are ours; `reason` is ours to
@@ -89,6 +93,8 @@ pub(crate) fn fission<'ll>(
             body.as_value_ref(),
             raw.as_ptr(),
             raw.len() as u32,
+            raw_uniform.as_ptr(),
+            raw_uniform.len() as u32,
             c_name.as_ptr(),
             &mut uniform_bytes,
             &mut thread_bytes,
