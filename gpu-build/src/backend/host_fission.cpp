@@ -259,6 +259,44 @@ SmallVector<unsigned, 4> liveAtBarriers(Instruction &V,
   return at;
 }
 
+// Whether `V` can be computed again from the function's arguments and constants alone (no
+// memory, no phis), in at most `budget` instructions: then it is recomputed where a region
+// resumes instead of saved, which keeps thread ids the loops' induction variables.
+bool recomputable(const Value *V, const SmallPtrSetImpl<Function *> &uniformFunctions,
+                  unsigned &budget) {
+  const auto *I = dyn_cast<Instruction>(V);
+  if (!I)
+    return isa<Argument>(V) || isa<Constant>(V);
+  if (budget == 0 || isa<PHINode>(I) || isa<AllocaInst>(I) || I->isTerminator())
+    return false;
+  const auto *call = dyn_cast<CallBase>(I);
+  bool reads = call && call->getCalledFunction() &&
+               uniformFunctions.count(call->getCalledFunction()) && call->arg_empty();
+  if (!reads && (I->mayReadOrWriteMemory() || I->mayHaveSideEffects()))
+    return false;
+  --budget;
+  for (const Value *operand : I->operands())
+    if (!recomputable(operand, uniformFunctions, budget))
+      return false;
+  return true;
+}
+
+// A copy of `V`'s computation before `before` (`recomputable(V)` holds).
+Value *recompute(Value *V, Instruction *before, DenseMap<Value *, Value *> &copies) {
+  auto *I = dyn_cast<Instruction>(V);
+  if (!I)
+    return V;
+  if (auto found = copies.find(I); found != copies.end())
+    return found->second;
+  Instruction *copy = I->clone();
+  for (unsigned i = 0; i < I->getNumOperands(); ++i)
+    copy->setOperand(i, recompute(I->getOperand(i), before, copies));
+  copy->insertBefore(before->getIterator());
+  copy->setName(I->getName() + ".again");
+  copies[I] = copy;
+  return copy;
+}
+
 struct Fissioned {
   Function *region;
   uint64_t uniformBytes;
@@ -337,6 +375,8 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   struct Saved {
     Instruction *value;
     SmallVector<unsigned, 4> at;
+    // Recomputed where a region resumes, not saved.
+    bool recompute;
     bool uniform;
     uint64_t offset;
   };
@@ -350,11 +390,16 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
       continue;
     if (!I.getType()->isSized())
       return "a value without a size lives across a barrier";
+    unsigned budget = 32;
+    if (recomputable(&I, uniformFunctions, budget)) {
+      saved.push_back({&I, at, true, false, 0});
+      continue;
+    }
     bool uniform = !uniformity.isDivergent(&I);
-    uint64_t size = alignTo16(DL.getTypeAllocSize(I.getType()).getFixedValue());
     uint64_t &bytes = uniform ? uniformBytes : threadBytes;
-    saved.push_back({&I, at, uniform, bytes});
-    bytes += size;
+    saved.push_back({&I, at, false, uniform, bytes});
+    // Arrays (and slots) start 16-byte aligned; elements are packed.
+    bytes += alignTo16(DL.getTypeAllocSize(I.getType()).getFixedValue());
   }
   struct PrivateCopy {
     AllocaInst *alloca;
@@ -403,13 +448,14 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   };
   std::vector<Location> locations;
   for (const Saved &s : saved) {
-    if (s.uniform)
+    if (s.recompute)
+      locations.push_back({nullptr, nullptr});
+    else if (s.uniform)
       locations.push_back(
           {b.CreateGEP(b.getInt8Ty(), region->getArg(UNIFORM_IN), b.getInt64(s.offset), "in"),
            b.CreateGEP(b.getInt8Ty(), region->getArg(UNIFORM_OUT), b.getInt64(s.offset), "out")});
     else {
-      uint64_t size = alignTo16(DL.getTypeAllocSize(s.value->getType()).getFixedValue());
-      Value *slot = threadSlot(s.offset, size);
+      Value *slot = threadSlot(s.offset, DL.getTypeAllocSize(s.value->getType()).getFixedValue());
       locations.push_back({slot, slot});
     }
   }
@@ -435,7 +481,9 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
       ret->eraseFromParent();
     }
 
-  // Saved where defined, reloaded where a region resumes; SSA rebuilt between the two.
+  // Saved where defined and reloaded where a region resumes (or recomputed there); SSA rebuilt
+  // between the two.
+  std::vector<DenseMap<Value *, Value *>> recomputed(resume.size());
   for (size_t k = 0; k < saved.size(); ++k) {
     Instruction *V = saved[k].value;
     BasicBlock *D = V->getParent();
@@ -450,12 +498,17 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
     }
     BasicBlock::iterator after =
         isa<PHINode>(V) ? D->getFirstInsertionPt() : std::next(V->getIterator());
-    new StoreInst(V, locations[k].write, after);
+    if (!saved[k].recompute)
+      new StoreInst(V, locations[k].write, after);
     SSAUpdater updater;
     updater.Initialize(V->getType(), V->getName());
     updater.AddAvailableValue(D, V);
     for (unsigned state : saved[k].at) {
       BasicBlock *R = resume[state - 1];
+      if (saved[k].recompute) {
+        updater.AddAvailableValue(R, recompute(V, R->getTerminator(), recomputed[state - 1]));
+        continue;
+      }
       auto *reload = new LoadInst(V->getType(), locations[k].read, V->getName() + ".reload",
                                   R->getTerminator()->getIterator());
       updater.AddAvailableValue(R, reload);

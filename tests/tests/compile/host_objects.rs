@@ -117,3 +117,23 @@ fn subgroup_operations_are_a_build_error_for_the_host() {
         "{error}"
     );
 }
+
+#[test]
+fn kernels_are_split_at_their_barriers_unless_a_barrier_depends_on_the_thread() {
+    let out = tempfile::tempdir().unwrap();
+    let mut build = build_in(out.path());
+    let report = build
+        .kernel(workspace().join("tests/kernels/barriers.mlir"))
+        .target(Vendor::Host, &[])
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let object = &report.manifest.modules[0].objects[0];
+    let host = object.host.as_ref().expect("host entries");
+    assert_eq!(host.coroutine_kernels, ["early_exit"]);
+    assert_eq!(
+        report.warnings,
+        ["kernel `early_exit` runs one coroutine per GPU thread on the host (slow): its barriers \
+          cannot be split into thread loops: a barrier in control flow that depends on the thread \
+          (threads of a block may reach it a different number of times)"]
+    );
+}
