@@ -2,8 +2,8 @@
 //! key, so objects compiled by one version of this code are never reused by another, while the
 //! debug and release build scripts (different binaries of the same code) share them. Compiles
 //! the C++ halves of bitcode linking (`src/module_to_object/link.cpp`) and of the host target's
-//! barrier fission (`src/backend/host_fission.cpp`), what LLVM's C API lacks, against the LLVM
-//! that llvm-sys links.
+//! barrier fission and optimization pipeline (`src/backend/host_fission.cpp`,
+//! `host_optimize.cpp`), what LLVM's C API lacks, against the LLVM that llvm-sys links.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -22,7 +22,7 @@ fn files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// `link.cpp` and `host_fission.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
+/// `link.cpp`, `host_fission.cpp` and `host_optimize.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
 /// else PATH).
 #[cfg(feature = "compiler")]
 fn compile_llvm_shims() {
@@ -51,6 +51,7 @@ fn compile_llvm_shims() {
         .cpp(true)
         .file("src/module_to_object/link.cpp")
         .file("src/backend/host_fission.cpp")
+        .file("src/backend/host_optimize.cpp")
         .warnings(false);
     for flag in flags.split_whitespace() {
         build.flag(flag);

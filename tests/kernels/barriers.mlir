@@ -169,5 +169,59 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
+    // Guards on the thread id, which the host's thread loops may leave at once the guard turns
+    // its threads away for good, but only when the rest of the loop does nothing. 64 threads a
+    // block; thread t of block b owns out[64 b + t].
+    // Threads t < k write t + 1: the loop may stop at thread k.
+    gpu.func @guard_prefix(%out: memref<?xi32>, %k: index) kernel {
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %base = arith.muli %b, %c64 : index
+      %i = arith.addi %base, %t : index
+      %active = arith.cmpi ult, %t, %k : index
+      scf.if %active {
+        %v = arith.addi %t, %c1 : index
+        %v32 = arith.index_cast %v : index to i32
+        memref.store %v32, %out[%i] : memref<?xi32>
+      }
+      gpu.return
+    }
+    // Threads t >= k write t + 1: the threads turned away come first, the loop must not stop.
+    gpu.func @guard_suffix(%out: memref<?xi32>, %k: index) kernel {
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %base = arith.muli %b, %c64 : index
+      %i = arith.addi %base, %t : index
+      %late = arith.cmpi uge, %t, %k : index
+      scf.if %late {
+        %v = arith.addi %t, %c1 : index
+        %v32 = arith.index_cast %v : index to i32
+        memref.store %v32, %out[%i] : memref<?xi32>
+      }
+      gpu.return
+    }
+    // Threads t < k write t + 1 to out, then every thread writes 7 to other: the threads
+    // turned away still write, the loop must not stop.
+    gpu.func @guard_then_store(%out: memref<?xi32>, %other: memref<?xi32>, %k: index) kernel {
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %seven = arith.constant 7 : i32
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %base = arith.muli %b, %c64 : index
+      %i = arith.addi %base, %t : index
+      %active = arith.cmpi ult, %t, %k : index
+      scf.if %active {
+        %v = arith.addi %t, %c1 : index
+        %v32 = arith.index_cast %v : index to i32
+        memref.store %v32, %out[%i] : memref<?xi32>
+      }
+      memref.store %seven, %other[%i] : memref<?xi32>
+      gpu.return
+    }
   }
 }

@@ -634,3 +634,37 @@ fn threads_of_a_block_at_different_barriers_fail_the_launch() {
         "{message}"
     );
 }
+
+#[test]
+fn thread_loops_stop_early_only_where_the_remaining_threads_do_nothing() {
+    let host = Device::host();
+    let blocks = 9;
+    for k in [0usize, 1, 5, 63, 64, 100] {
+        let run = |kernel: &dyn Fn(&DeviceBuffer<i32>)| {
+            let out = DeviceBuffer::from_slice(&host, &vec![-1i32; blocks * 64]).unwrap();
+            kernel(&out);
+            out.to_vec().unwrap()
+        };
+        let want = |active: &dyn Fn(usize) -> bool, idle: i32| -> Vec<i32> {
+            (0..blocks * 64)
+                .map(|i| if active(i % 64) { (i % 64) as i32 + 1 } else { idle })
+                .collect()
+        };
+        let config = blocks_of_64(blocks as u32);
+        // SAFETY (all three): thread t of block b writes out[64 b + t] only.
+        let prefix = run(&|out| {
+            unsafe { barriers::guard_prefix(&host, &config, out, k) }.unwrap();
+        });
+        assert_eq!(prefix, want(&|t| t < k, -1), "guard_prefix, k = {k}");
+        let suffix = run(&|out| {
+            unsafe { barriers::guard_suffix(&host, &config, out, k) }.unwrap();
+        });
+        assert_eq!(suffix, want(&|t| t >= k, -1), "guard_suffix, k = {k}");
+        let other = DeviceBuffer::from_slice(&host, &vec![-1i32; blocks * 64]).unwrap();
+        let stored = run(&|out| {
+            unsafe { barriers::guard_then_store(&host, &config, out, &other, k) }.unwrap();
+        });
+        assert_eq!(stored, want(&|t| t < k, -1), "guard_then_store, k = {k}");
+        assert_eq!(other.to_vec().unwrap(), vec![7; blocks * 64], "guard_then_store, k = {k}");
+    }
+}

@@ -186,6 +186,12 @@ impl Backend for Host {
         }])
     }
 
+    /// The default pipeline plus thread loops that stop at the first thread a guard turns away.
+    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+        super::host_optimize::optimize(module, machine, level)?;
+        crate::module_to_object::verify_optimized(module)
+    }
+
     fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
         "none (LLVM only)".to_string()
     }
@@ -1213,6 +1219,9 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
 
     /// `for index in start..end` at the builder's position (in `before`), continuing at `after`:
     /// `emit` fills the body (the builder is in `body`) and ends it with a branch to `latch`.
+    /// The increment never wraps unsigned (`index < end`); for thread loops (`i32`: a block has
+    /// at most 1024 threads a side, which the launch checks) it does not wrap signed either, so
+    /// LLVM may widen sign-extended thread ids into the loop's own induction.
     fn counted_loop(
         &self,
         start: IntValue<'ll>,
@@ -1242,10 +1251,19 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         self.builder.position_at_end(body);
         emit(index, body, latch)?;
         self.builder.position_at_end(latch);
-        let next = self
-            .builder
-            .build_int_add(index, ty.const_int(1, false), "next")
-            .map_err(codegen)?;
+        let next = if ty.get_bit_width() == 32 {
+            self.builder
+                .build_int_nsw_add(index, ty.const_int(1, false), "next")
+        } else {
+            self.builder
+                .build_int_add(index, ty.const_int(1, false), "next")
+        }
+        .map_err(codegen)?;
+        if let Some(increment) = next.as_instruction() {
+            increment
+                .set_no_unsigned_wrap_flag(true)
+                .map_err(|e| Error::new(ErrorKind::Codegen, format!("loop increment: {e}")))?;
+        }
         self.builder
             .build_unconditional_branch(head)
             .map_err(codegen)?;

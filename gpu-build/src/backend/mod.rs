@@ -8,6 +8,7 @@
 mod amdgpu;
 mod host;
 mod host_fission;
+mod host_optimize;
 mod nvptx;
 
 use crate::error::Result;
@@ -66,6 +67,10 @@ pub(crate) trait Backend: Sync {
     /// Steps after linking, before optimization.
     fn post_link<'ll>(&self, _job: &Job<'_, 'll>, _module: &Module<'ll>) -> Result<()> {
         Ok(())
+    }
+    /// LLVM's default pipeline at `level`, configured as upstream's `makeOptimizingTransformer`.
+    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+        crate::module_to_object::optimize(module, machine, level)
     }
     /// Symbols the vendor's driver provides at load time.
     fn driver_symbols(&self) -> &'static [&'static str] {

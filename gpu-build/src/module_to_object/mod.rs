@@ -191,7 +191,7 @@ pub(crate) fn module_to_object<'ll>(
         ..Dumps::default()
     };
     timings.time(Stage::Optimize, || {
-        optimize(&module, &machine, spec.opt_level)
+        backend.optimize(&module, &machine, spec.opt_level)
     })?;
     report_diagnostics(diagnostics, "optimization", cargo)?;
     if backend.is_gpu() {
@@ -333,7 +333,7 @@ pub(crate) fn emit_checked(
 }
 
 /// LLVM's default module pipeline at `O`, configured as upstream's `makeOptimizingTransformer`.
-fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
     let options = PassBuilderOptions::create();
     options.set_loop_unrolling(true);
     options.set_loop_interleaving(true);
@@ -342,6 +342,11 @@ fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
     module
         .run_passes(&format!("default<O{level}>"), machine, options)
         .map_err(|e| Error::new(ErrorKind::Codegen, format!("LLVM optimization failed: {e}")))?;
+    verify_optimized(module)
+}
+
+/// The module after optimization is valid LLVM IR.
+pub(crate) fn verify_optimized(module: &Module) -> Result<()> {
     module.verify().map_err(|e| {
         Error::new(
             ErrorKind::Codegen,

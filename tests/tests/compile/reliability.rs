@@ -84,9 +84,8 @@ fn a_build_killed_anywhere_is_repaired_by_the_next_one() {
         .start();
         let started = Instant::now();
         let finished = wait_until(&mut child, started + delay);
-        match finished {
-            None => child.kill().unwrap(),
-            Some(_) => build_time = build_time.min(started.elapsed()),
+        if finished.is_none() {
+            child.kill().unwrap();
         }
         let status = child.wait().unwrap();
         if status.signal() == Some(libc::SIGKILL) {
@@ -96,8 +95,9 @@ fn a_build_killed_anywhere_is_repaired_by_the_next_one() {
 
         let elapsed = clean_build(out.path(), outside.path());
         if elapsed > Duration::from_millis(200) {
-            // A full build, not a reuse of what the killed one finished.
-            build_time = build_time.min(elapsed);
+            // A full build, not a reuse of what the killed one finished: the next kill points
+            // follow the latest one, since the machine's load (other tests) changes over the run.
+            build_time = elapsed;
         }
         let rebuilt = outputs(out.path());
         let names = |files: &[(std::path::PathBuf, Vec<u8>)]| {
