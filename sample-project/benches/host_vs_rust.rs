@@ -1,6 +1,7 @@
 //! The host target against plain Rust, in one run: saxpy over 2^24 elements (no barriers: a
 //! block's threads run in one loop), the block reduction summing 2^24 floats and the tiled
-//! matmul (barriers: one coroutine per thread).
+//! matmul (barriers: the kernels are split at them into thread loops, `gpu-build`'s barrier
+//! fission).
 //!
 //!     cargo bench -p sample-project --bench host_vs_rust
 
