@@ -1,10 +1,11 @@
 //! Host hooks: the NVVM-lowered module turned into CPU code the runtime's block scheduler calls.
 //!
 //! - Thread, block, block-size and grid-size ids (`llvm.nvvm.read.ptx.sreg.*`) read a
-//!   thread-local copy of the ids the scheduler passes in a context; `gpu.barrier` calls back
-//!   into the scheduler through that context. Entry points fill the thread-local copy (and a
-//!   thread-local pointer to the context); a barrier restores both when the thread resumes,
-//!   since other GPU threads of the block ran on the same OS thread meanwhile. A thread-local
+//!   thread-local copy of the ids the scheduler passes in a context; in coroutine kernels,
+//!   `gpu.barrier` calls back into the scheduler through that context. Entry points fill the
+//!   thread-local copy (and a thread-local pointer to the context); a barrier restores both when
+//!   the thread resumes, since other GPU threads of the block ran on the same OS thread
+//!   meanwhile. A thread-local
 //!   array whose address never escapes lets LLVM keep ids in registers across the kernel's
 //!   memory accesses.
 //! - Workgroup memory (address space 3) becomes thread-local: a scheduler thread runs one block
@@ -14,8 +15,9 @@
 //! - libdevice math (`__nv_expf`) becomes the C math library (`expf`).
 //! - Each kernel gets two entry points, so the runtime calls every kernel the same way:
 //!   `<prefix><kernel>(void **params, void *context)` runs one GPU thread (the scheduler runs
-//!   one per coroutine when the kernel has barriers), `<prefix><kernel>.blocks(params, context,
-//!   first, count)` runs every thread of a range of blocks in loops (kernels without barriers).
+//!   one per coroutine for kernels whose barriers `host_fission` cannot split),
+//!   `<prefix><kernel>.blocks(params, context, first, count) -> status` runs every thread of a
+//!   range of blocks in loops (kernels with barriers as loops between barriers, `host_fission`).
 //!   There the kernel's body takes the thread ids as parameters (`<kernel>.ids`), so once inlined
 //!   they are the loops' induction variables, not thread-local loads: LLVM optimizes and
 //!   vectorizes the nest like a plain loop nest (PoCL's work-item loops), and one call amortizes
