@@ -8,6 +8,7 @@
 
 use crate::backend::backend;
 use crate::error::{Error, ErrorKind, Result};
+use crate::frontend::diagnostics::{render, Diag};
 use crate::frontend::mlir::{gpu_modules, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::{GpuModuleDesc, InputKind};
@@ -58,9 +59,19 @@ impl Lowering {
     }
 }
 
-/// Ops of the module that `spec`'s vendor cannot compile.
+/// Ops of the module that `spec`'s vendor cannot compile, or whose lowering would crash.
 pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Result<()> {
     let (vendor, chip) = (spec.vendor, &spec.chip);
+    let lowers_through_nvvm = backend(vendor).lowering_pass("").contains("nvvm");
+    if let Some(crasher) = desc.nvvm_crashers.first().filter(|_| lowers_through_nvvm) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{}: error: `{}` cannot be lowered for {vendor} ({chip}): {}",
+                crasher.location, crasher.op, crasher.fix
+            ),
+        ));
+    }
     let Some(op) = desc
         .vendor_ops
         .iter()
@@ -125,7 +136,7 @@ pub(crate) fn lower_to_llvm<'ll>(
             )
         })?;
         let failure = |what: &str| {
-            let diagnostics = mlir.diagnostics.render(source);
+            let diagnostics = render(&explain(mlir.diagnostics.take(), target), source);
             Error::new(
                 ErrorKind::Lowering,
                 format!(
@@ -162,6 +173,62 @@ pub(crate) fn lower_to_llvm<'ll>(
     }
     drop(module);
     Ok(lowered)
+}
+
+/// MLIR's conversion failures in words a kernel author can act on: "failed to legalize operation
+/// 'X' that was explicitly marked illegal" becomes which op cannot be lowered, for which target,
+/// and why; the IR dump of the failing op ("see current operation") is dropped.
+fn explain(diagnostics: Vec<Diag>, target: &TargetSpec) -> Vec<Diag> {
+    diagnostics
+        .into_iter()
+        .map(|mut diag| {
+            let op = diag
+                .message
+                .strip_prefix("failed to legalize operation '")
+                .and_then(|rest| rest.split('\'').next())
+                .map(str::to_string);
+            if let Some(op) = op {
+                diag.message = format!(
+                    "`{op}` cannot be lowered for {} ({}): {}",
+                    target.vendor,
+                    target.chip,
+                    why_not_lowered(&op, target.vendor)
+                );
+            }
+            diag.notes
+                .retain(|note| !note.message.starts_with("see current operation"));
+            diag
+        })
+        .collect()
+}
+
+/// Why MLIR 22 has no lowering for `op` on `vendor`, and what to do instead.
+fn why_not_lowered(op: &str, vendor: Vendor) -> String {
+    match (op, vendor) {
+        (op, Vendor::Amdgpu) if op.starts_with("gpu.subgroup_mma_") => {
+            "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
+             on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only"
+                .to_string()
+        }
+        (op, _) if op.starts_with("nvgpu.") || op.starts_with("nvvm.") => {
+            "it is an NVIDIA operation; build this module for nvptx only, or write it with \
+             target-neutral ops"
+                .to_string()
+        }
+        (op, _) if op.starts_with("amdgpu.") || op.starts_with("rocdl.") => {
+            "it is an AMD operation; build this module for amdgpu only, or write it with \
+             target-neutral ops"
+                .to_string()
+        }
+        _ => format!(
+            "MLIR 22's {} lowering has no pattern for it; build this module only for targets \
+             that support it, or write it with ops that lower everywhere",
+            match vendor {
+                Vendor::Amdgpu => "ROCDL",
+                _ => "NVVM",
+            }
+        ),
+    }
 }
 
 /// `llvm.func`s written with the target-neutral `gpu.kernel` get the vendor's kernel attribute,

@@ -42,8 +42,10 @@ impl Backend for Amdgpu {
         AMDGPU_DEFAULT_ABI
     }
 
+    /// `runtime=HIP`, as upstream's ROCDL pipeline for HIP: `gpu.printf` becomes the device
+    /// library's printf (`__ockl_printf_*`, a hostcall the HIP runtime serves).
     fn lowering_pass(&self, processor: &str) -> String {
-        format!("convert-gpu-to-rocdl{{chipset={processor}}}")
+        format!("convert-gpu-to-rocdl{{chipset={processor} runtime=HIP}}")
     }
 
     fn kernel_attribute(&self) -> &'static str {

@@ -265,7 +265,8 @@ fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
     Ok(artifacts)
 }
 
-/// `ptxas -arch <chip> <ptx> -o <cubin> --opt-level <O> <ptxas-cmd-options>`, as upstream.
+/// `ptxas -arch <chip> <ptx> -o <cubin> --opt-level <O> <ptxas-cmd-options>`, as upstream
+/// (plus `-v` for `collect-compiler-diagnostics`); its log becomes a build warning.
 fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> {
     let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ptxas input: {e}"));
     let dir = tempfile::Builder::new()
@@ -285,6 +286,9 @@ fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> 
         .arg("--opt-level")
         .arg(job.spec.opt_level.to_string())
         .args(&job.spec.flags.ptxas_options);
+    if job.spec.flags.collect_diagnostics && !job.spec.flags.ptxas_options.iter().any(|o| o == "-v") {
+        command.arg("-v");
+    }
     let result = command.output().map_err(|e| {
         Error::new(
             ErrorKind::ToolFailed,

@@ -117,5 +117,6 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
         targets: vec![spec],
         kernels,
         vendor_ops: Vec::new(),
+        nvvm_crashers: Vec::new(),
     })
 }

@@ -20,6 +20,19 @@ pub(crate) struct GpuModuleDesc {
     /// The first op of each kind that only some targets can compile (`nvvm.*`, `rocdl.*`,
     /// subgroup operations), if any.
     pub vendor_ops: Vec<VendorOp>,
+    /// Ops MLIR 22's NVVM lowering crashes on (refused before it runs), if any.
+    pub nvvm_crashers: Vec<Crasher>,
+}
+
+/// An op that crashes a lowering of MLIR 22 (the process, not just the build), with a way
+/// around it.
+#[derive(Debug, Clone)]
+pub(crate) struct Crasher {
+    /// The op as written, e.g. `gpu.subgroup_mma_elementwise subf`.
+    pub op: String,
+    /// Why, and what to write instead.
+    pub fix: String,
+    pub location: SourceLocation,
 }
 
 #[derive(Debug, Clone)]

@@ -68,6 +68,10 @@ pub struct Flags {
     pub ftz: bool,
     /// NVPTX: extra `ptxas` arguments.
     pub ptxas_options: Vec<String>,
+    /// NVPTX: `collect-compiler-diagnostics`: ptxas runs with `-v` and its log (registers,
+    /// spills, shared memory per kernel) is reported as a build warning, where upstream attaches
+    /// it to the `gpu.object`.
+    pub collect_diagnostics: bool,
     /// AMDGPU: wave32 device libraries (`__oclc_wavefrontsize64 = 0`).
     pub no_wave64: bool,
     /// AMDGPU: denormals are zero (`__oclc_daz_opt`).
@@ -216,6 +220,9 @@ impl Flags {
             match (vendor, name.as_str()) {
                 (_, "fast") => flags.fast = true,
                 (Vendor::Nvptx, "ftz") => flags.ftz = true,
+                (Vendor::Nvptx, "collect-compiler-diagnostics") => {
+                    flags.collect_diagnostics = true
+                }
                 (Vendor::Nvptx, "ptxas-cmd-options") => {
                     flags.ptxas_options = match value {
                         Value::Str(s) => s.split_whitespace().map(str::to_string).collect(),
@@ -241,7 +248,9 @@ impl Flags {
                 (Vendor::Amdgpu, "unsafe_sqrt") => flags.unsafe_sqrt = true,
                 (_, other) => {
                     let known = match vendor {
-                        Vendor::Nvptx => "fast, ftz, ptxas-cmd-options",
+                        Vendor::Nvptx => {
+                            "fast, ftz, ptxas-cmd-options, collect-compiler-diagnostics"
+                        }
                         _ => "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64",
                     };
                     return Err(format!(
@@ -297,6 +306,8 @@ mod tests {
             spec(r#"[#nvvm.target<flags = {ftz, "ptxas-cmd-options" = "-v  --warn-on-spills"}>]"#)
                 .unwrap();
         assert_eq!(s.flags.ptxas_options, vec!["-v", "--warn-on-spills"]);
+        let s = spec(r#"[#nvvm.target<flags = {"collect-compiler-diagnostics"}>]"#).unwrap();
+        assert!(s.flags.collect_diagnostics);
     }
 
     #[test]

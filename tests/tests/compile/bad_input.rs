@@ -327,7 +327,7 @@ fn unknown_target_flags_and_targets() {
         with_target(r#"#nvvm.target<chip = "sm_80", flags = {fats}>"#).as_bytes(),
         |_| {},
     );
-    assert!(error.message().contains("k.mlir:1:1: error: gpu.module @k: unknown nvptx target flag `fats`; known flags: fast, ftz"), "{error}");
+    assert!(error.message().contains("k.mlir:1:1: error: gpu.module @k: unknown nvptx target flag `fats`; known flags: fast, ftz, ptxas-cmd-options, collect-compiler-diagnostics"), "{error}");
 }
 
 #[test]
@@ -620,4 +620,70 @@ mod once_crashed {
             &["error: k.mlir:1:1: gpu.module @k for nvptx sm_80: the compiler crashed (SIGTRAP, a trap)"],
         );
     }
+}
+
+/// A 16x16 f16 MMA fragment of `a` combined with itself by `op` (`subf`: two operands;
+/// `negatef`: one), stored to `c`.
+fn mma_elementwise(op: &str, targets: &str) -> String {
+    let fragment = r#"!gpu.mma_matrix<16x16xf16, "COp">"#;
+    let (operands, types) = if op == "negatef" {
+        ("%a".to_string(), format!("({fragment})"))
+    } else {
+        ("%a, %a".to_string(), format!("({fragment}, {fragment})"))
+    };
+    format!(
+        r#"gpu.module @m [{targets}] {{
+  gpu.func @k(%x: memref<16x16xf16>, %c: memref<16x16xf16>) kernel {{
+    %c0 = arith.constant 0 : index
+    %a = gpu.subgroup_mma_load_matrix %x[%c0, %c0] {{leadDimension = 16 : index}} : memref<16x16xf16> -> {fragment}
+    %b = gpu.subgroup_mma_elementwise {op} {operands} : {types} -> {fragment}
+    gpu.subgroup_mma_store_matrix %b, %c[%c0, %c0] {{leadDimension = 16 : index}} : {fragment}, memref<16x16xf16>
+    gpu.return
+  }}
+}}
+"#
+    )
+}
+
+#[test]
+fn mma_elementwise_kinds_that_crash_mlirs_nvvm_lowering_are_refused_with_a_way_around() {
+    // mlir-opt-22 --convert-gpu-to-nvvm dies on these (SIGTRAP for subf, SIGSEGV for negatef).
+    for (op, way) in [
+        ("subf", "write a - b as addf of a and (mulf of b and a fragment of -1"),
+        ("negatef", "write -a as mulf of a and a fragment of -1"),
+    ] {
+        let text = mma_elementwise(op, r#"#nvvm.target<chip = "sm_80">"#);
+        let error = compile_error("k.mlir", text.as_bytes(), |_| {});
+        assert_eq!(error.kind(), ErrorKind::Unsupported, "{error}");
+        let message = error.message();
+        assert!(
+            message.contains(&format!(
+                "k.mlir:5:10: error: `gpu.subgroup_mma_elementwise {op}` cannot be lowered for nvptx (sm_80): MLIR 22's NVVM lowering handles only addf, mulf, maxf, minf, divf"
+            )) && message.contains(way),
+            "{error}"
+        );
+    }
+    // The way around compiles, and so does a kind the lowering handles.
+    let fixed = mma_elementwise("addf", r#"#nvvm.target<chip = "sm_80">"#).replace(
+        "    %b = gpu.subgroup_mma_elementwise addf %a, %a",
+        "    %m1 = arith.constant -1.0 : f16\n    %n = gpu.subgroup_mma_constant_matrix %m1 : !gpu.mma_matrix<16x16xf16, \"COp\">\n    %na = gpu.subgroup_mma_elementwise mulf %a, %n : (!gpu.mma_matrix<16x16xf16, \"COp\">, !gpu.mma_matrix<16x16xf16, \"COp\">) -> !gpu.mma_matrix<16x16xf16, \"COp\">\n    %b = gpu.subgroup_mma_elementwise addf %a, %na",
+    );
+    assert!(fixed.contains("%na"), "{fixed}");
+    compile_ok("k.mlir", &fixed, |_| {});
+}
+
+#[test]
+fn an_op_the_amdgpu_lowering_lacks_is_named_with_the_target_and_a_way_out() {
+    let text = mma_elementwise("addf", r#"#rocdl.target<chip = "gfx90a">"#);
+    let error = compile_error("k.mlir", text.as_bytes(), |_| {});
+    let message = error.message();
+    assert!(
+        message.contains("k.mlir:4:10: error: `gpu.subgroup_mma_load_matrix` cannot be lowered for amdgpu (gfx90a): MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only"),
+        "{error}"
+    );
+    // Not MLIR's wording, and no IR dump of the op.
+    assert!(
+        !message.contains("explicitly marked illegal") && !message.contains("see current operation"),
+        "{error}"
+    );
 }

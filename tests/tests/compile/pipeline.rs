@@ -266,3 +266,50 @@ fn ptxas_command_options_are_passed_to_ptxas() {
         "{error}"
     );
 }
+
+#[test]
+fn collect_compiler_diagnostics_reports_ptxas_resource_usage() {
+    let kernel = |flags: &str| {
+        format!(
+            "gpu.module @k [#nvvm.target<chip = \"sm_80\"{flags}>, #rocdl.target<chip = \"gfx90a\">] {{\n  gpu.func @k() kernel {{ gpu.return }}\n}}\n"
+        )
+    };
+    let usage = |report: &gpu_build::Report| {
+        report
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("ptxas (sm_80):") && w.contains("Used"))
+    };
+    let flags = r#", flags = {"collect-compiler-diagnostics"}"#;
+    let (report, _dir) = compile_ok("k.mlir", &kernel(flags), |_| {});
+    assert!(usage(&report), "{:?}", report.warnings);
+    // Without the flag ptxas says nothing; the flag is accepted when only AMDGPU is built.
+    let (report, _dir) = compile_ok("k.mlir", &kernel(""), |_| {});
+    assert!(!usage(&report), "{:?}", report.warnings);
+    compile_ok("k.mlir", &kernel(flags), |build| {
+        build.target(Vendor::Amdgpu, &[]);
+    });
+}
+
+#[test]
+fn gpu_printf_reaches_the_hip_runtime_on_amdgpu_and_vprintf_on_nvptx() {
+    let text = r#"gpu.module @p [#rocdl.target<chip = "gfx90a">, #nvvm.target<chip = "sm_80">] {
+  gpu.func @hello(%x: f32) kernel {
+    %t = gpu.thread_id x
+    %t32 = arith.index_cast %t : index to i32
+    gpu.printf "thread %d: %f\n", %t32, %x : i32, f32
+    gpu.return
+  }
+}
+"#;
+    let (report, dir) = compile_ok("p.mlir", text, |build| {
+        build.target(Vendor::Nvptx, &[]).target(Vendor::Amdgpu, &[]);
+    });
+    for (object, bytes) in objects_of(&report, Vendor::Amdgpu) {
+        let notes = String::from_utf8_lossy(&bytes).into_owned();
+        // The kernel asks the HIP runtime for its printf buffer (a hidden argument).
+        assert!(notes.contains("hidden_hostcall_buffer"), "{}", object.path);
+    }
+    let ptx = ptx_of(&report, dir.path());
+    assert!(ptx.contains("vprintf"), "{ptx}");
+}
