@@ -124,6 +124,7 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
     let mut kernels = Vec::new();
     let mut vendor_ops: Vec<VendorOp> = Vec::new();
     let mut nvvm_crashers: Vec<Crasher> = Vec::new();
+    let mut returning = Vec::new();
     op.walk(WalkOrder::PreOrder, |inner| {
         let op_name = inner
             .name()
@@ -132,7 +133,11 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
             .unwrap_or_default()
             .to_string();
         if is_kernel(&inner, &op_name) {
-            kernels.push(kernel(source, &inner));
+            let desc = kernel(source, &inner);
+            if let Some(ty) = llvm_result_type(&inner, &op_name) {
+                returning.push((desc.name.clone(), desc.location.clone(), ty));
+            }
+            kernels.push(desc);
         }
         if let Some(crasher) = nvvm_crasher(source, &inner, &op_name) {
             nvvm_crashers.push(crasher);
@@ -148,6 +153,16 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
         }
         WalkResult::Advance
     });
+    if let Some((name, at, ty)) = returning.first() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{at}: error: kernel `{name}` returns a value (`{ty}`), but a GPU kernel returns \
+                 nothing: store the result through a pointer or memref argument and return no \
+                 value (or drop `gpu.kernel` to make it a device function)"
+            ),
+        ));
+    }
     if let Some(unnamed) = kernels.iter().find(|k| k.name.is_empty()) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
@@ -212,6 +227,20 @@ fn is_kernel(op: &OperationRef, name: &str) -> bool {
             .any(|attribute| op.has_attribute(attribute)),
         _ => false,
     }
+}
+
+/// The function type of an `llvm.func` that returns a value (`!llvm.func<i32 (i32)>`); `None`
+/// for one returning `void` and for other ops. (A `gpu.func` kernel cannot return a value: MLIR
+/// verifies that.)
+fn llvm_result_type(op: &OperationRef, name: &str) -> Option<String> {
+    if name != "llvm.func" {
+        return None;
+    }
+    let ty = TypeAttribute::try_from(op.attribute("function_type").ok()?)
+        .ok()?
+        .value()
+        .to_string();
+    (!ty.starts_with("!llvm.func<void")).then_some(ty)
 }
 
 /// The number of real arguments of a `gpu.func` (its entry block also carries the workgroup and

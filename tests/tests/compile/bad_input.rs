@@ -687,3 +687,25 @@ fn an_op_the_amdgpu_lowering_lacks_is_named_with_the_target_and_a_way_out() {
         "{error}"
     );
 }
+
+#[test]
+fn a_kernel_that_returns_a_value_is_refused_for_every_target() {
+    // Before: a broken PTX entry and ptxas's raw error, an empty message on AMDGPU, a crash on
+    // the host.
+    let text = r#"gpu.module @r [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
+  llvm.func @k(%x: i32) -> i32 attributes {gpu.kernel} {
+    llvm.return %x : i32
+  }
+}
+"#;
+    for vendor in [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host] {
+        let error = compile_error("r.mlir", text.as_bytes(), |b| {
+            b.target(vendor, &[]);
+        });
+        assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+        assert!(
+            error.message().contains("r.mlir:2:3: error: kernel `k` returns a value (`!llvm.func<i32 (i32)>`), but a GPU kernel returns nothing"),
+            "{vendor}: {error}"
+        );
+    }
+}
