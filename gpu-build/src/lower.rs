@@ -24,11 +24,12 @@ use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
 
 /// The pass pipeline run on a `gpu.module`: the vendor's gpu-dialect lowering between the
-/// shared conversions.
+/// shared conversions. Vector transfers and n-D vectors go through SCF first, as in upstream's
+/// `gpu-lower-to-nvvm-pipeline` (else an n-D `vector.insert` stays behind an unrealized cast).
 fn pipeline(vendor_pass: &str) -> String {
     format!(
-        "gpu.module(lower-affine,expand-strided-metadata,convert-scf-to-cf,{vendor_pass},\
-         reconcile-unrealized-casts)"
+        "gpu.module(convert-vector-to-scf,lower-affine,expand-strided-metadata,convert-scf-to-cf,\
+         {vendor_pass},reconcile-unrealized-casts)"
     )
 }
 

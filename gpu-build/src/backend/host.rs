@@ -137,7 +137,7 @@ impl Backend for Host {
     /// The host starts from the NVVM lowering; `retarget` then turns its GPU intrinsics into CPU
     /// code.
     fn lowering_pass(&self, _processor: &str) -> String {
-        "convert-gpu-to-nvvm".to_string()
+        "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm".to_string()
     }
 
     fn kernel_attribute(&self) -> &'static str {

@@ -46,8 +46,8 @@ pub(crate) trait Backend: Sync {
         None
     }
 
-    /// The MLIR pass that lowers the gpu dialect to this vendor's (the rest of the pipeline is
-    /// shared, in `lower`).
+    /// The MLIR passes that lower the gpu dialect (and the vendor's own dialect) to this
+    /// vendor's (the rest of the pipeline is shared, in `lower`).
     fn lowering_pass(&self, processor: &str) -> String;
     /// The unit attribute that makes an `llvm.func` a kernel in the LLVM IR translation.
     fn kernel_attribute(&self) -> &'static str;

@@ -56,8 +56,9 @@ impl Backend for Nvptx {
         )
     }
 
+    /// nvgpu ops (`nvgpu.mma.sync`, ...) first, as upstream's NVVM pipeline does.
     fn lowering_pass(&self, _processor: &str) -> String {
-        "convert-gpu-to-nvvm".to_string()
+        "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm".to_string()
     }
 
     fn kernel_attribute(&self) -> &'static str {

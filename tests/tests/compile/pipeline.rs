@@ -313,3 +313,36 @@ fn gpu_printf_reaches_the_hip_runtime_on_amdgpu_and_vprintf_on_nvptx() {
     let ptx = ptx_of(&report, dir.path());
     assert!(ptx.contains("vprintf"), "{ptx}");
 }
+
+#[test]
+fn nvgpu_mma_sync_on_f16_vectors_lowers_like_upstreams_nvvm_pipeline() {
+    // n-D vectors (vector<4x2xf16>) went through an unrealized cast the LLVM IR translation
+    // could not take; vector-to-scf and nvgpu-to-nvvm first, as upstream, lower them.
+    let text = r#"gpu.module @m [#nvvm.target<chip = "sm_80">] {
+  gpu.func @k(%x: memref<?xf16>, %y: memref<?xf16>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %v = memref.load %x[%c0] : memref<?xf16>
+    %w = memref.load %x[%c1] : memref<?xf16>
+    %a0 = vector.broadcast %v : f16 to vector<4x2xf16>
+    %a = vector.insert %w, %a0 [1, 1] : f16 into vector<4x2xf16>
+    %b = vector.broadcast %w : f16 to vector<2x2xf16>
+    %c = vector.broadcast %v : f16 to vector<2x2xf16>
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
+    %e = vector.extract %d[0, 1] : f16 from vector<2x2xf16>
+    memref.store %e, %y[%c0] : memref<?xf16>
+    gpu.return
+  }
+}
+"#;
+    let (report, dir) = compile_ok("m.mlir", text, |_| {});
+    let ptx = ptx_of(&report, dir.path());
+    assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{ptx}");
+    assert!(
+        report.manifest.modules[0]
+            .objects
+            .iter()
+            .any(|o| o.format == Format::Bin),
+        "ptxas assembled it"
+    );
+}
