@@ -83,7 +83,7 @@ pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Resul
     let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
     let why = match vendor {
         Vendor::Host if op.allowed.len() > 1 => {
-            "the host target does not emulate subgroup (warp) operations"
+            "the host target does not emulate this subgroup (warp) operation (it emulates gpu.shuffle, gpu.lane_id and gpu.all_reduce)"
         }
         _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
     };
@@ -209,6 +209,11 @@ fn why_not_lowered(op: &str, vendor: Vendor) -> String {
         (op, Vendor::Amdgpu) if op.starts_with("gpu.subgroup_mma_") => {
             "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
              on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only"
+                .to_string()
+        }
+        ("gpu.all_reduce", _) => {
+            "MLIR 22 lowers `gpu.all_reduce` only when it is marked `uniform` (every thread of \
+             the block reaches it): write `gpu.all_reduce <op> %value uniform {}`"
                 .to_string()
         }
         (op, _) if op.starts_with("nvgpu.") || op.starts_with("nvvm.") => {

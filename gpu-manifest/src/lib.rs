@@ -35,8 +35,13 @@ pub mod host_abi {
     pub const ID_SLOTS: usize = 12;
     /// Byte offset of the ids in the context.
     pub const IDS_OFFSET: usize = 0;
-    /// Byte offset of the barrier function pointer (`extern "C" fn(*mut context)`).
+    /// Byte offset of the barrier function pointer (`extern "C" fn(*mut context)`): the whole
+    /// block waits (coroutine kernels only).
     pub const BARRIER_OFFSET: usize = 48;
+    /// Byte offset of the subgroup barrier function pointer (same type): the thread waits until
+    /// every thread of the block not waiting at a block barrier has run to its own next wait,
+    /// which is what a warp shuffle's exchange needs (coroutine kernels only).
+    pub const SUBGROUP_BARRIER_OFFSET: usize = 56;
     /// Dynamic shared memory a host launch may use (gpu-build reserves this much per thread).
     pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
 

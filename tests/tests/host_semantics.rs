@@ -4,7 +4,7 @@
 //! `--ignored` (`scripts/gpu-tests.sh`).
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
-use gpu_tests::{barriers, semantics};
+use gpu_tests::{barriers, semantics, subgroups};
 
 fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig<'static> {
     LaunchConfig {
@@ -666,5 +666,153 @@ fn thread_loops_stop_early_only_where_the_remaining_threads_do_nothing() {
         });
         assert_eq!(stored, want(&|t| t < k, -1), "guard_then_store, k = {k}");
         assert_eq!(other.to_vec().unwrap(), vec![7; blocks * 64], "guard_then_store, k = {k}");
+    }
+}
+
+/// `gpu.shuffle` as the gpu dialect defines it, for lane `lane` (< `width`) of a subgroup whose
+/// values are `values`: (result, valid) for xor, up, down, idx.
+fn shuffle_reference(values: &[i32], lane: usize, offset: usize, width: usize) -> [(i32, bool); 4] {
+    let pick = |source: Option<usize>| match source.filter(|&s| s < width) {
+        Some(s) => (values[s], true),
+        None => (values[lane], false),
+    };
+    [
+        pick(Some(lane ^ offset)),
+        pick(lane.checked_sub(offset)),
+        pick(Some(lane + offset)),
+        pick(Some(offset)),
+    ]
+}
+
+/// What an NVIDIA GPU computes for the same shuffles as MLIR 22's NVVM lowering emits them (PTX
+/// `shfl.sync` with clamp `width - 1`, and `32 - width` for `up`, whose clamp is a lower bound):
+/// the dialect's definition, except that `up` with `width` below 32 takes only sources from
+/// lane `32 - width` on.
+fn shuffle_on_nvidia(values: &[i32], lane: usize, offset: usize, width: usize) -> [(i32, bool); 4] {
+    let mut modes = shuffle_reference(values, lane, offset, width);
+    let source = lane as i64 - offset as i64;
+    modes[1] = if source >= (32 - width as i64) % 32 {
+        (values[source as usize], true)
+    } else {
+        (values[lane], false)
+    };
+    modes
+}
+
+#[test]
+fn shuffles_match_the_gpu_dialects_definition_in_every_mode_and_width() {
+    let host = Device::host();
+    // 2-D blocks too: lanes follow the linear thread id (x fastest).
+    for block in [[64u32, 1, 1], [16, 4, 1], [8, 8, 1]] {
+        let threads = (block[0] * block[1]) as usize;
+        let blocks = 3usize;
+        for (offset, width) in [(1usize, 32usize), (5, 32), (3, 16), (1, 8), (7, 8)] {
+            let out = DeviceBuffer::<i32>::alloc(&host, blocks * threads * 4).unwrap();
+            let valid = DeviceBuffer::<i32>::alloc(&host, blocks * threads * 4).unwrap();
+            let config = config([blocks as u32, 1, 1], block, 0);
+            // SAFETY: thread i writes out[4 i..4 i + 4] and valid[4 i..4 i + 4] only.
+            unsafe {
+                subgroups::shuffles(&host, &config, &out, &valid, offset as i32, width as i32)
+            }
+            .unwrap();
+            let (out, valid) = (out.to_vec().unwrap(), valid.to_vec().unwrap());
+            for b in 0..blocks {
+                let values: Vec<i32> = (0..threads).map(|t| (1000 * b + 10 * t + 1) as i32).collect();
+                for t in 0..threads {
+                    let (warp, lane) = (t / 32 * 32, t % 32);
+                    if lane >= width {
+                        continue; // lanes past `width` are unspecified
+                    }
+                    let want = shuffle_on_nvidia(&values[warp..], lane, offset, width);
+                    if width == 32 {
+                        assert_eq!(want, shuffle_reference(&values[warp..], lane, offset, width));
+                    }
+                    for (mode, (value, ok)) in want.into_iter().enumerate() {
+                        let at = 4 * (b * threads + t) + mode;
+                        assert_eq!(
+                            (out[at], valid[at] != 0),
+                            (value, ok),
+                            "block {block:?}, offset {offset}, width {width}, thread {t}, mode {mode}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_butterfly_sum_gives_every_lane_its_subgroups_sum() {
+    let host = Device::host();
+    let (blocks, threads) = (5usize, 96usize);
+    let x: Vec<f32> = (0..blocks * threads).map(|i| (i % 13) as f32 * 0.5).collect();
+    let dx = DeviceBuffer::from_slice(&host, &x).unwrap();
+    let out = DeviceBuffer::<f32>::alloc(&host, x.len()).unwrap();
+    let lanes = DeviceBuffer::<i32>::alloc(&host, x.len()).unwrap();
+    // SAFETY: thread i reads x[i] and writes out[i], lanes[i] only.
+    unsafe {
+        subgroups::warp_sum(&host, &config([blocks as u32, 1, 1], [threads as u32, 1, 1], 0), &dx, &out, &lanes)
+    }
+    .unwrap();
+    let (out, lanes) = (out.to_vec().unwrap(), lanes.to_vec().unwrap());
+    for (i, warp) in x.chunks(32).enumerate() {
+        // Small multiples of 0.5: every order of addition is exact.
+        let sum: f32 = warp.iter().sum();
+        for lane in 0..32 {
+            assert_eq!(out[32 * i + lane], sum, "subgroup {i}, lane {lane}");
+            assert_eq!(lanes[32 * i + lane], lane as i32);
+        }
+    }
+}
+
+#[test]
+fn all_reduce_gives_every_operation_over_the_block_even_with_a_partial_subgroup() {
+    let host = Device::host();
+    for threads in [64usize, 40, 100] {
+        let blocks = 4usize;
+        let input: Vec<i32> = (0..blocks * threads)
+            .map(|i| ((i * 37 + 11) % 23) as i32 - 7 + if i % 7 == 0 { 1 << 20 } else { 0 })
+            .collect();
+        let din = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let out = DeviceBuffer::<i32>::alloc(&host, blocks * 11).unwrap();
+        let fout = DeviceBuffer::<f32>::alloc(&host, blocks * 2).unwrap();
+        // SAFETY: thread 0 of block b writes out[11 b..11 b + 10] and fout[2 b..2 b + 2].
+        unsafe {
+            subgroups::all_reduce(&host, &config([blocks as u32, 1, 1], [threads as u32, 1, 1], 0), &din, &out, &fout)
+        }
+        .unwrap();
+        let (out, fout) = (out.to_vec().unwrap(), fout.to_vec().unwrap());
+        for (b, x) in input.chunks(threads).enumerate() {
+            let fold = |f: fn(i32, i32) -> i32| x[1..].iter().fold(x[0], |a, &v| f(a, v));
+            let region = |l: i32, r: i32| {
+                let s = l.wrapping_sub(r);
+                let m = l.max(r);
+                let y = if s.wrapping_mul(s) > m { m } else { l };
+                y.max(r)
+            };
+            let want = [
+                fold(i32::wrapping_add),
+                fold(i32::wrapping_mul),
+                fold(i32::min),
+                fold(i32::max),
+                fold(|a, v| (a as u32).min(v as u32) as i32),
+                fold(|a, v| (a as u32).max(v as u32) as i32),
+                fold(|a, v| a & v),
+                fold(|a, v| a | v),
+                fold(|a, v| a ^ v),
+            ];
+            assert_eq!(&out[11 * b..11 * b + 9], &want, "{threads} threads, block {b}");
+            // The region is neither associative nor commutative: only its form is checked, by
+            // being one of the block's values.
+            assert!(x.contains(&out[11 * b + 9]), "{threads} threads, block {b}: region result");
+            let sum: f64 = x.iter().map(|&v| f64::from(v)).sum();
+            let max = x.iter().copied().max().unwrap_or_default() as f32;
+            assert!(
+                (f64::from(fout[2 * b]) - sum).abs() <= sum.abs() * 1e-6 + 1e-3,
+                "{threads} threads, block {b}: f32 sum {} against {sum}",
+                fout[2 * b]
+            );
+            assert_eq!(fout[2 * b + 1], max, "{threads} threads, block {b}");
+        }
     }
 }

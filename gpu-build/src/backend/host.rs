@@ -24,10 +24,11 @@
 //!   its set-up over a whole chunk of blocks.
 //!
 //! The context's layout and the entry points' names are shared with `gpu-embed`'s host scheduler
-//! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the barrier function
-//! pointer.
+//! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the block and subgroup
+//! barrier function pointers.
 
 use super::host_fission::{fission, Fission, Regions, DONE};
+use super::host_subgroup;
 use super::{emit_object, Backend, PreLinked};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::{Artifact, Dumps, Job};
@@ -48,7 +49,6 @@ use inkwell::AddressSpace;
 
 /// NVPTX's shared address space.
 const WORKGROUP_ADDRESS_SPACE: u16 = 3;
-const BARRIER_OFFSET: u64 = host_abi::BARRIER_OFFSET as u64;
 const IDS_BYTES: u64 = (host_abi::ID_SLOTS * 4) as u64;
 const CONTEXT_VARIABLE: &str = "__gpu_host_context";
 const IDS_VARIABLE: &str = "__gpu_host_ids";
@@ -230,77 +230,42 @@ fn retarget<'ll>(
     ids.set_alignment(16);
 
     make_workgroup_memory_thread_local(job, module)?;
-    let builder = job.llvm.create_builder();
     for (name, slot) in ID_INTRINSICS {
         if let Some(intrinsic) = module.get_function(name) {
-            let function = module.add_function(
-                &format!("__gpu_host_id_{slot}"),
-                intrinsic.get_type(),
-                Some(Linkage::Internal),
-            );
-            always_inline(job, function);
-            builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-            let i32_type = job.llvm.i32_type();
-            // SAFETY: the array holds twelve u32 ids.
-            let id_pointer = unsafe {
-                builder.build_in_bounds_gep(
-                    i32_type,
-                    ids.as_pointer_value(),
-                    &[job.llvm.i64_type().const_int(slot, false)],
-                    "id",
-                )
-            }
-            .map_err(codegen)?;
-            let id = builder
-                .build_load(i32_type, id_pointer, "value")
-                .map_err(codegen)?;
-            builder.build_return(Some(&id)).map_err(codegen)?;
-            replace_function(intrinsic, function);
+            replace_function(intrinsic, id_reader(job, module, ids, slot)?);
         }
     }
     let mut barriers = Vec::new();
     for name in BARRIER_INTRINSICS {
         if let Some(intrinsic) = module.get_function(name) {
-            let function = module.add_function(
+            let function = barrier_function(
+                job,
+                module,
+                context,
+                ids,
                 &format!("__gpu_host_{}", name.replace('.', "_")),
                 intrinsic.get_type(),
-                Some(Linkage::Internal),
-            );
-            builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-            let context_pointer = builder
-                .build_load(ptr, context.as_pointer_value(), "context")
-                .map_err(codegen)?
-                .into_pointer_value();
-            // SAFETY: the barrier pointer sits at BARRIER_OFFSET in the context.
-            let slot = unsafe {
-                builder.build_in_bounds_gep(
-                    job.llvm.i8_type(),
-                    context_pointer,
-                    &[job.llvm.i64_type().const_int(BARRIER_OFFSET, false)],
-                    "slot",
-                )
-            }
-            .map_err(codegen)?;
-            let barrier = builder
-                .build_load(ptr, slot, "barrier")
-                .map_err(codegen)?
-                .into_pointer_value();
-            let barrier_type = job.llvm.void_type().fn_type(&[ptr.into()], false);
-            builder
-                .build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "")
-                .map_err(codegen)?;
-            // Other GPU threads of the block ran on this OS thread while this one waited.
-            builder
-                .build_store(context.as_pointer_value(), context_pointer)
-                .map_err(codegen)?;
-            let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
-            builder
-                .build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes)
-                .map_err(codegen)?;
-            builder.build_return(None).map_err(codegen)?;
+                host_abi::BARRIER_OFFSET,
+            )?;
             replace_function(intrinsic, function);
             barriers.push(function);
         }
+    }
+    if host_subgroup::uses_subgroups(module) {
+        let ty = job.llvm.void_type().fn_type(&[], false);
+        let exchange = barrier_function(
+            job,
+            module,
+            context,
+            ids,
+            "__gpu_host_subgroup_barrier",
+            ty,
+            host_abi::SUBGROUP_BARRIER_OFFSET,
+        )?;
+        host_subgroup::emulate(job, module, ids, exchange)?;
+        // Fission splits kernels at exchanges as at barriers (the block waiting is stronger than
+        // the subgroup waiting, and exact where the whole block runs the shuffle).
+        barriers.push(exchange);
     }
     let mut libm_calls = use_c_math_library(module)?;
     reject_other_intrinsics(module)?;
@@ -316,6 +281,91 @@ fn retarget<'ll>(
 
 fn codegen(e: inkwell::builder::BuilderError) -> Error {
     Error::new(ErrorKind::Codegen, format!("building host entry code: {e}"))
+}
+
+/// `__gpu_host_id_<slot>()`: id `slot` (`ID_INTRINSICS`) from the thread-local ids, created
+/// once.
+pub(super) fn id_reader<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    slot: u64,
+) -> Result<FunctionValue<'ll>> {
+    let name = format!("__gpu_host_id_{slot}");
+    if let Some(existing) = module.get_function(&name) {
+        return Ok(existing);
+    }
+    let i32_type = job.llvm.i32_type();
+    let function = module.add_function(&name, i32_type.fn_type(&[], false), Some(Linkage::Internal));
+    always_inline(job, function);
+    let builder = job.llvm.create_builder();
+    builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
+    // SAFETY: the array holds twelve u32 ids.
+    let id_pointer = unsafe {
+        builder.build_in_bounds_gep(
+            i32_type,
+            ids.as_pointer_value(),
+            &[job.llvm.i64_type().const_int(slot, false)],
+            "id",
+        )
+    }
+    .map_err(codegen)?;
+    let id = builder
+        .build_load(i32_type, id_pointer, "value")
+        .map_err(codegen)?;
+    builder.build_return(Some(&id)).map_err(codegen)?;
+    Ok(function)
+}
+
+/// A barrier of type `ty` named `name`: a call back into the scheduler through the function
+/// pointer at `offset` in the context (`host_abi::BARRIER_OFFSET` for the block's barrier,
+/// `SUBGROUP_BARRIER_OFFSET` for a subgroup exchange; coroutine kernels), after which the
+/// thread-local context and ids are restored, since other GPU threads of the block ran on this
+/// OS thread meanwhile. Kernels split at their barriers (`host_fission`) no longer call it.
+pub(super) fn barrier_function<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    context: GlobalValue<'ll>,
+    ids: GlobalValue<'ll>,
+    name: &str,
+    ty: inkwell::types::FunctionType<'ll>,
+    offset: usize,
+) -> Result<FunctionValue<'ll>> {
+    let ptr = job.llvm.ptr_type(AddressSpace::default());
+    let function = module.add_function(name, ty, Some(Linkage::Internal));
+    let builder = job.llvm.create_builder();
+    builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
+    let context_pointer = builder
+        .build_load(ptr, context.as_pointer_value(), "context")
+        .map_err(codegen)?
+        .into_pointer_value();
+    // SAFETY: the barrier pointers sit at these offsets in the context.
+    let slot = unsafe {
+        builder.build_in_bounds_gep(
+            job.llvm.i8_type(),
+            context_pointer,
+            &[job.llvm.i64_type().const_int(offset as u64, false)],
+            "slot",
+        )
+    }
+    .map_err(codegen)?;
+    let barrier = builder
+        .build_load(ptr, slot, "barrier")
+        .map_err(codegen)?
+        .into_pointer_value();
+    let barrier_type = job.llvm.void_type().fn_type(&[ptr.into()], false);
+    builder
+        .build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "")
+        .map_err(codegen)?;
+    builder
+        .build_store(context.as_pointer_value(), context_pointer)
+        .map_err(codegen)?;
+    let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
+    builder
+        .build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes)
+        .map_err(codegen)?;
+    builder.build_return(None).map_err(codegen)?;
+    Ok(function)
 }
 
 fn always_inline(job: &Job, function: FunctionValue) {

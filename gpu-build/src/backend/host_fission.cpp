@@ -368,8 +368,9 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   Uniformity uniformity = analyzeUniformity(*work, PDT, uniformFunctions);
   for (BasicBlock *B : barrierBlock)
     if (uniformity.inDivergentRegion.count(B))
-      return "a barrier in control flow that depends on the thread (threads of a block "
-             "may reach it a different number of times)";
+      return "a barrier (or a subgroup shuffle, which waits like one on the host) in control "
+             "flow that depends on the thread (threads of a block may reach it a different "
+             "number of times)";
 
   // What crosses a barrier, and where each is saved.
   struct Saved {

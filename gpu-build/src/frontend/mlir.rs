@@ -356,15 +356,13 @@ fn element(ty: MlirType) -> Option<Element> {
     }
 }
 
-/// GPU operations the host target does not emulate: they need a hardware subgroup (warp, wave).
+/// GPU operations the host target does not emulate (it emulates `gpu.shuffle`, `gpu.lane_id`
+/// and `gpu.all_reduce`, which MLIR lowers to shuffles: `backend/host_subgroup.rs`).
 const SUBGROUP_OPS: &[&str] = &[
-    "gpu.shuffle",
     "gpu.subgroup_reduce",
     "gpu.subgroup_id",
     "gpu.num_subgroups",
     "gpu.subgroup_size",
-    "gpu.lane_id",
-    "gpu.all_reduce",
     "gpu.subgroup_mma_compute",
     "gpu.subgroup_mma_load_matrix",
     "gpu.subgroup_mma_store_matrix",

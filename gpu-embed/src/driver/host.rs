@@ -30,21 +30,40 @@ struct Context {
     /// Thread id, block size, block id, grid size; x, y, z each.
     ids: [u32; host_abi::ID_SLOTS],
     barrier: unsafe extern "C" fn(*mut Context),
-    /// The running coroutine's yielder (barrier kernels only).
-    yielder: *const Yielder<(), ()>,
+    subgroup_barrier: unsafe extern "C" fn(*mut Context),
+    /// The running coroutine's yielder (coroutine kernels only).
+    yielder: *const Yielder<(), Wait>,
+}
+
+/// Why a coroutine suspended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// At a block barrier: it resumes once every thread of the block is at one or done.
+    Block,
+    /// At a subgroup exchange: it resumes in the next round, after every other runnable thread
+    /// ran to its own next wait.
+    Subgroup,
 }
 
 // The layout gpu-build's entry points were generated for.
 const _: () = {
     assert!(std::mem::offset_of!(Context, ids) == host_abi::IDS_OFFSET);
     assert!(std::mem::offset_of!(Context, barrier) == host_abi::BARRIER_OFFSET);
+    assert!(std::mem::offset_of!(Context, subgroup_barrier) == host_abi::SUBGROUP_BARRIER_OFFSET);
 };
 
 /// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
 unsafe extern "C" fn coroutine_barrier(context: *mut Context) {
     // SAFETY: set by `run_threads` to the yielder of the coroutine running this thread.
     let yielder = unsafe { &*(*context).yielder };
-    yielder.suspend(());
+    yielder.suspend(Wait::Block);
+}
+
+/// Suspends the calling GPU thread for a subgroup exchange (see [`Wait::Subgroup`]).
+unsafe extern "C" fn coroutine_subgroup_barrier(context: *mut Context) {
+    // SAFETY: as in `coroutine_barrier`.
+    let yielder = unsafe { &*(*context).yielder };
+    yielder.suspend(Wait::Subgroup);
 }
 
 /// Never called: the blocks entries have no barrier calls left (`gpu-build` decides which
@@ -203,6 +222,7 @@ fn run_blocks(
     let mut context = Context {
         ids,
         barrier: no_barrier,
+        subgroup_barrier: no_barrier,
         yielder: std::ptr::null(),
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
@@ -275,10 +295,11 @@ fn run_block_with_barriers(
                 let entry = kernel.thread;
                 threads.push(Some(Coroutine::with_stack(
                     stack,
-                    move |yielder: &Yielder<(), ()>, ()| {
+                    move |yielder: &Yielder<(), Wait>, ()| {
                         let mut context = Context {
                             ids,
                             barrier: coroutine_barrier,
+                            subgroup_barrier: coroutine_subgroup_barrier,
                             yielder,
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
@@ -288,13 +309,19 @@ fn run_block_with_barriers(
             }
         }
     }
-    // Each round runs every thread to its next barrier (or its end); then all have arrived.
+    // Each round runs every thread not held at a block barrier to its next wait (or its end).
+    // Threads at a block barrier are held until every live thread is at one; a thread at a
+    // subgroup exchange runs again in the next round, after all others wrote theirs.
+    let mut held = vec![false; threads.len()];
     loop {
-        let mut waiting = false;
-        for slot in threads.iter_mut() {
+        for (slot, held) in threads.iter_mut().zip(held.iter_mut()) {
             let Some(thread) = slot else { continue };
+            if *held {
+                continue;
+            }
             match thread.resume(()) {
-                CoroutineResult::Yield(()) => waiting = true,
+                CoroutineResult::Yield(Wait::Block) => *held = true,
+                CoroutineResult::Yield(Wait::Subgroup) => {}
                 CoroutineResult::Return(()) => {
                     if let Some(done) = slot.take() {
                         stacks.push(done.into_stack());
@@ -302,8 +329,18 @@ fn run_block_with_barriers(
                 }
             }
         }
-        if !waiting {
+        let live = threads.iter().zip(&held).filter(|(t, _)| t.is_some());
+        let mut all_held = true;
+        let mut any_live = false;
+        for (_, held) in live {
+            any_live = true;
+            all_held &= *held;
+        }
+        if !any_live {
             return Ok(());
+        }
+        if all_held {
+            held.iter_mut().for_each(|h| *h = false);
         }
     }
 }

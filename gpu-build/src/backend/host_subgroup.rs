@@ -1,0 +1,345 @@
+//! Subgroup (warp) operations on the host: the NVVM lowering's warp shuffles
+//! (`llvm.nvvm.shfl.sync.*`, which `gpu.shuffle` and `gpu.all_reduce` become) and lane ids, with
+//! subgroups of 32 threads, the width of the NVVM lowering every host kernel goes through.
+//!
+//! A shuffle is an exchange through a block-wide array: each thread stores its value at its
+//! linear thread id, all threads of the block wait at a barrier, each reads the slot of its
+//! source lane, and all wait again before the array is reused. The barriers make it a barrier
+//! like any other for the host's barrier fission: in control flow the whole block takes, the
+//! exchange runs as three thread loops (no coroutines); in control flow that depends on the
+//! thread (a shuffle only some warps run), the kernel falls back to a coroutine per thread, where
+//! the same exchange is exact too, since those threads meet at the barriers in the same order.
+//!
+//! The source lane and the validity flag follow PTX's `shfl.sync` definition exactly, with the
+//! clamp and segment mask the lowering encodes in its `c` operand (so `width` below 32 splits
+//! the warp into segments as on the GPU). A source lane past the end of a partial warp at the
+//! block's edge reads a slot no thread of this block wrote, which is undefined on a GPU too.
+
+use super::host::id_reader;
+use crate::error::{Error, ErrorKind, Result};
+use crate::module_to_object::Job;
+use inkwell::builder::Builder;
+use inkwell::module::{Linkage, Module};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{
+    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, InstructionOpcode,
+    IntValue,
+};
+use inkwell::IntPredicate;
+
+/// Threads per subgroup on the host.
+pub(crate) const SUBGROUP_SIZE: u64 = 32;
+/// The most threads a block has on the host (`gpu-embed`'s host device limits).
+const MAX_THREADS: u32 = 1024;
+const EXCHANGE_VARIABLE: &str = "__gpu_host_exchange";
+
+/// The shuffle modes, as they appear in the intrinsics' names.
+#[derive(Clone, Copy)]
+enum Mode {
+    Up,
+    Down,
+    Butterfly,
+    Index,
+}
+
+const MODES: [(&str, Mode); 4] = [
+    ("up", Mode::Up),
+    ("down", Mode::Down),
+    ("bfly", Mode::Butterfly),
+    ("idx", Mode::Index),
+];
+
+fn codegen(e: inkwell::builder::BuilderError) -> Error {
+    Error::new(ErrorKind::Codegen, format!("building host subgroup code: {e}"))
+}
+
+/// The intrinsics this file replaces, with the mode for shuffles.
+fn subgroup_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, Option<Mode>)> {
+    module
+        .get_functions()
+        .filter_map(|f| {
+            let name = f.get_name().to_str().ok()?.to_string();
+            if name == "llvm.nvvm.read.ptx.sreg.laneid" || name == "llvm.nvvm.read.ptx.sreg.warpsize" {
+                return Some((f, None));
+            }
+            let rest = name.strip_prefix("llvm.nvvm.shfl.sync.")?;
+            let (_, mode) = MODES
+                .iter()
+                .find(|(word, _)| rest.starts_with(&format!("{word}.")))?;
+            Some((f, Some(*mode)))
+        })
+        .collect()
+}
+
+/// Whether the module uses a warp operation this file emulates.
+pub(crate) fn uses_subgroups(module: &Module) -> bool {
+    !subgroup_intrinsics(module).is_empty()
+}
+
+/// Replaces every warp shuffle, lane id and warp size of `module` (see the module docs);
+/// `barrier` is the subgroup barrier function.
+pub(crate) fn emulate<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    barrier: FunctionValue<'ll>,
+) -> Result<()> {
+    let llvm = job.llvm;
+    let i32_type = llvm.i32_type();
+    let exchange_type = i32_type.array_type(MAX_THREADS);
+    let exchange = module.add_global(exchange_type, None, EXCHANGE_VARIABLE);
+    exchange.set_initializer(&exchange_type.const_zero());
+    exchange.set_thread_local(true);
+    exchange.set_linkage(Linkage::Internal);
+    exchange.set_alignment(16);
+    let builder = llvm.create_builder();
+    for (intrinsic, mode) in subgroup_intrinsics(module) {
+        let calls = calls_of(module, intrinsic);
+        for call in calls {
+            builder.position_before(&call);
+            let linear = linear_thread_id(job, module, ids, &builder)?;
+            let replacement = match mode {
+                None if intrinsic.get_name().to_bytes().ends_with(b"laneid") => builder
+                    .build_and(linear, i32_type.const_int(SUBGROUP_SIZE - 1, false), "lane")
+                    .map_err(codegen)?
+                    .as_basic_value_enum(),
+                None => i32_type
+                    .const_int(SUBGROUP_SIZE, false)
+                    .as_basic_value_enum(),
+                Some(mode) => {
+                    let function = shuffle_function(job, module, intrinsic, mode, exchange, barrier)?;
+                    let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands() - 1)
+                        .filter_map(|i| call.get_operand(i)?.value())
+                        .map(BasicMetadataValueEnum::from)
+                        .collect();
+                    arguments.push(linear.into());
+                    builder
+                        .build_call(function, &arguments, "shuffled")
+                        .map_err(codegen)?
+                        .try_as_basic_value()
+                        .basic()
+                        .ok_or_else(|| Error::new(ErrorKind::Codegen, "a shuffle without a result"))?
+                }
+            };
+            // SAFETY: the replacement has the call's type; the call is then removed.
+            unsafe {
+                inkwell::llvm_sys::core::LLVMReplaceAllUsesWith(
+                    call.as_value_ref(),
+                    replacement.as_value_ref(),
+                )
+            };
+            call.erase_from_basic_block();
+        }
+    }
+    Ok(())
+}
+
+/// The calls of `function` in `module`.
+fn calls_of<'ll>(
+    module: &Module<'ll>,
+    function: FunctionValue<'ll>,
+) -> Vec<inkwell::values::InstructionValue<'ll>> {
+    let mut calls = Vec::new();
+    for caller in module.get_functions() {
+        for block in caller.get_basic_blocks() {
+            for instruction in block.get_instructions() {
+                let calls_it = instruction.get_opcode() == InstructionOpcode::Call
+                    // SAFETY: a call instruction has a called value.
+                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
+                        == function.as_value_ref();
+                if calls_it {
+                    calls.push(instruction);
+                }
+            }
+        }
+    }
+    calls
+}
+
+/// `tid.x + ntid.x * (tid.y + ntid.y * tid.z)` at the builder's position, from the id readers
+/// (the kernel's thread ids become loop induction variables later, `with_thread_id_parameters`).
+fn linear_thread_id<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    builder: &Builder<'ll>,
+) -> Result<IntValue<'ll>> {
+    let read = |slot: u64| -> Result<IntValue<'ll>> {
+        let reader = id_reader(job, module, ids, slot)?;
+        builder
+            .build_call(reader, &[], "id")
+            .map_err(codegen)?
+            .try_as_basic_value()
+            .basic()
+            .map(|v| v.into_int_value())
+            .ok_or_else(|| Error::new(ErrorKind::Codegen, "an id reader without a result"))
+    };
+    let (x, y, z) = (read(0)?, read(1)?, read(2)?);
+    let (size_x, size_y) = (read(3)?, read(4)?);
+    let plane = builder.build_int_mul(z, size_y, "plane").map_err(codegen)?;
+    let row = builder.build_int_add(plane, y, "row").map_err(codegen)?;
+    let row = builder.build_int_mul(row, size_x, "row").map_err(codegen)?;
+    builder.build_int_add(row, x, "linear").map_err(codegen)
+}
+
+/// `<intrinsic's parameters>, linear thread id` → the intrinsic's result: the exchange for one
+/// shuffle intrinsic (`i32` or `f32`, with or without the validity flag), created once.
+fn shuffle_function<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    intrinsic: FunctionValue<'ll>,
+    mode: Mode,
+    exchange: GlobalValue<'ll>,
+    barrier: FunctionValue<'ll>,
+) -> Result<FunctionValue<'ll>> {
+    let name = format!(
+        "__gpu_host_{}",
+        intrinsic.get_name().to_string_lossy().replace('.', "_")
+    );
+    if let Some(existing) = module.get_function(&name) {
+        return Ok(existing);
+    }
+    let llvm = job.llvm;
+    let i32_type = llvm.i32_type();
+    let intrinsic_type = intrinsic.get_type();
+    let mut parameters = intrinsic_type.get_param_types();
+    parameters.push(i32_type.into());
+    let metadata: Vec<_> = parameters.iter().map(|t| (*t).into()).collect();
+    let function_type = match intrinsic_type.get_return_type() {
+        Some(ret) => ret.fn_type(&metadata, false),
+        None => return Err(Error::new(ErrorKind::Codegen, "a shuffle returning nothing")),
+    };
+    let function = module.add_function(&name, function_type, Some(Linkage::Internal));
+    let builder = llvm.create_builder();
+    builder.position_at_end(llvm.append_basic_block(function, "entry"));
+    let parameter = |n: u32| {
+        function
+            .get_nth_param(n)
+            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a shuffle parameter is missing"))
+    };
+    // (mask, a, b, c, linear)
+    let value = parameter(1)?;
+    let (b, c, linear) = (
+        parameter(2)?.into_int_value(),
+        parameter(3)?.into_int_value(),
+        parameter(4)?.into_int_value(),
+    );
+    let constant = |n: u64| i32_type.const_int(n, false);
+    let lane = builder
+        .build_and(linear, constant(SUBGROUP_SIZE - 1), "lane")
+        .map_err(codegen)?;
+    let warp = builder.build_int_sub(linear, lane, "warp").map_err(codegen)?;
+    // PTX: segmask = c[12:8], cval = c[4:0], bval = b[4:0].
+    let shifted = builder
+        .build_right_shift(c, constant(8), false, "shifted")
+        .map_err(codegen)?;
+    let segment_mask = builder
+        .build_and(shifted, constant(31), "segmask")
+        .map_err(codegen)?;
+    let clamp = builder.build_and(c, constant(31), "cval").map_err(codegen)?;
+    let offset = builder.build_and(b, constant(31), "bval").map_err(codegen)?;
+    let outside_segment = builder.build_not(segment_mask, "outside").map_err(codegen)?;
+    let min_lane = builder
+        .build_and(lane, segment_mask, "min_lane")
+        .map_err(codegen)?;
+    let clamp_bits = builder
+        .build_and(clamp, outside_segment, "clamp_bits")
+        .map_err(codegen)?;
+    let max_lane = builder
+        .build_or(min_lane, clamp_bits, "max_lane")
+        .map_err(codegen)?;
+    let (source, valid) = match mode {
+        Mode::Up => {
+            let j = builder.build_int_sub(lane, offset, "j").map_err(codegen)?;
+            let valid = builder
+                .build_int_compare(IntPredicate::SGE, j, max_lane, "valid")
+                .map_err(codegen)?;
+            (j, valid)
+        }
+        Mode::Down => {
+            let j = builder.build_int_add(lane, offset, "j").map_err(codegen)?;
+            (j, builder.build_int_compare(IntPredicate::SLE, j, max_lane, "valid").map_err(codegen)?)
+        }
+        Mode::Butterfly => {
+            let j = builder.build_xor(lane, offset, "j").map_err(codegen)?;
+            (j, builder.build_int_compare(IntPredicate::SLE, j, max_lane, "valid").map_err(codegen)?)
+        }
+        Mode::Index => {
+            let bits = builder
+                .build_and(offset, outside_segment, "bits")
+                .map_err(codegen)?;
+            let j = builder.build_or(min_lane, bits, "j").map_err(codegen)?;
+            (j, builder.build_int_compare(IntPredicate::SLE, j, max_lane, "valid").map_err(codegen)?)
+        }
+    };
+    let source = builder
+        .build_select(valid, source, lane, "source")
+        .map_err(codegen)?
+        .into_int_value();
+    let source = builder.build_int_add(warp, source, "source").map_err(codegen)?;
+
+    let value_type = value.get_type();
+    let bits = match value_type {
+        BasicTypeEnum::FloatType(_) => builder
+            .build_bit_cast(value, i32_type, "bits")
+            .map_err(codegen)?
+            .into_int_value(),
+        _ => value.into_int_value(),
+    };
+    let slot = |index: IntValue<'ll>| -> Result<_> {
+        let wide = builder
+            .build_int_z_extend(index, llvm.i64_type(), "index")
+            .map_err(codegen)?;
+        // SAFETY: both indices are below MAX_THREADS (a linear id and a lane of its warp).
+        unsafe {
+            builder.build_in_bounds_gep(
+                exchange.get_value_type().into_array_type(),
+                exchange.as_pointer_value(),
+                &[llvm.i64_type().const_zero(), wide],
+                "slot",
+            )
+        }
+        .map_err(codegen)
+    };
+    builder.build_store(slot(linear)?, bits).map_err(codegen)?;
+    let wait = |builder: &Builder<'ll>| -> Result<()> {
+        let zeros: Vec<BasicMetadataValueEnum> = barrier
+            .get_type()
+            .get_param_types()
+            .iter()
+            .map(|t| t.into_int_type().const_zero().into())
+            .collect();
+        builder.build_call(barrier, &zeros, "").map_err(codegen)?;
+        Ok(())
+    };
+    wait(&builder)?;
+    let received = builder
+        .build_load(i32_type, slot(source)?, "received")
+        .map_err(codegen)?
+        .into_int_value();
+    wait(&builder)?;
+    let result = match value_type {
+        BasicTypeEnum::FloatType(_) => builder
+            .build_bit_cast(received, value_type, "value")
+            .map_err(codegen)?,
+        _ => received.as_basic_value_enum(),
+    };
+    match function_type.get_return_type() {
+        Some(BasicTypeEnum::StructType(pair)) => {
+            let undef = pair.get_undef();
+            let first = builder
+                .build_insert_value(undef, result, 0, "pair")
+                .map_err(codegen)?;
+            let both = builder
+                .build_insert_value(first, valid, 1, "pair")
+                .map_err(codegen)?;
+            builder
+                .build_return(Some(&both.as_basic_value_enum()))
+                .map_err(codegen)?;
+        }
+        _ => {
+            builder.build_return(Some(&result)).map_err(codegen)?;
+        }
+    }
+    Ok(function)
+}
