@@ -137,5 +137,16 @@ module attributes {gpu.container_module} {
       memref.store %w, %out[%t] : memref<?xf32>
       gpu.return
     }
+    // Each thread prints two lines, in this order: "block B thread T: first x=X" and
+    // "block B thread T: second".
+    gpu.func @print_lines(%x: f32) kernel {
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %t32 = arith.index_cast %t : index to i32
+      %b32 = arith.index_cast %b : index to i32
+      gpu.printf "block %d thread %d: first x=%f\n", %b32, %t32, %x : i32, i32, f32
+      gpu.printf "block %d thread %d: second\n", %b32, %t32 : i32, i32
+      gpu.return
+    }
   }
 }

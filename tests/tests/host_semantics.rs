@@ -816,3 +816,50 @@ fn all_reduce_gives_every_operation_over_the_block_even_with_a_partial_subgroup(
         }
     }
 }
+
+const PRINT_CHILD: &str = "GPU_TESTS_PRINT_LINES_CHILD";
+
+/// The launch whose output `kernel_printf_lines_are_whole_and_in_order_per_thread` reads (C's
+/// `printf` writes to the process's stdout, which the test harness does not capture).
+#[test]
+#[ignore = "runs in a child process of kernel_printf_lines_are_whole_and_in_order_per_thread"]
+fn print_lines_child() {
+    if std::env::var_os(PRINT_CHILD).is_none() {
+        return;
+    }
+    let host = Device::host();
+    // SAFETY: the kernel only prints.
+    unsafe { semantics::print_lines(&host, &config([3, 1, 1], [16, 1, 1], 0), 2.5) }.unwrap();
+    println!("after the launch");
+}
+
+#[test]
+fn kernel_printf_lines_are_whole_and_in_order_per_thread() {
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "print_lines_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(PRINT_CHILD, "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // The harness's "test print_lines_child ... " has no newline before the kernel prints.
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.find("block ").map(|at| &l[at..]))
+        .collect();
+    assert_eq!(lines.len(), 3 * 16 * 2, "{stdout}");
+    // What the program prints after the launch comes after the kernel's lines.
+    let after = stdout.find("after the launch").expect("the child's own line");
+    assert!(stdout[after..].find("block ").is_none(), "{stdout}");
+    for b in 0..3 {
+        for t in 0..16 {
+            let first = format!("block {b} thread {t}: first x=2.500000");
+            let second = format!("block {b} thread {t}: second");
+            let at = |line: &str| lines.iter().position(|l| *l == line);
+            match (at(&first), at(&second)) {
+                (Some(i), Some(j)) => assert!(i < j, "{first:?} after {second:?}:\n{stdout}"),
+                _ => panic!("missing or torn lines for block {b} thread {t}:\n{stdout}"),
+            }
+        }
+    }
+}

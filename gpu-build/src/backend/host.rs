@@ -12,7 +12,8 @@
 //!   at a time, with all of that block's GPU threads on it, so each block sees its own copy and
 //!   its threads share it. Dynamic shared memory is a thread-local array of
 //!   `host_abi::DYNAMIC_SHARED_BYTES`.
-//! - libdevice math (`__nv_expf`) becomes the C math library (`expf`).
+//! - libdevice math (`__nv_expf`) becomes the C math library (`expf`); `gpu.printf` the C
+//!   library's `printf` (`host_printf`); warp shuffles an exchange (`host_subgroup`).
 //! - Each kernel gets two entry points, so the runtime calls every kernel the same way:
 //!   `<prefix><kernel>(void **params, void *context)` runs one GPU thread (the scheduler runs
 //!   one per coroutine for kernels whose barriers `host_fission` cannot split),
@@ -28,6 +29,7 @@
 //! barrier function pointers.
 
 use super::host_fission::{fission, Fission, Regions, DONE};
+use super::host_printf;
 use super::host_subgroup;
 use super::{emit_object, Backend, PreLinked};
 use crate::error::{Error, ErrorKind, Result};
@@ -268,6 +270,9 @@ fn retarget<'ll>(
         barriers.push(exchange);
     }
     let mut libm_calls = use_c_math_library(module)?;
+    if host_printf::use_c_printf(job, module)? {
+        libm_calls.push("printf".to_string());
+    }
     reject_other_intrinsics(module)?;
     let entries = add_entry_points(job, module, symbol_prefix, context, ids, &barriers)?;
     if entries.allocates {

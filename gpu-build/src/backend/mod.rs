@@ -9,6 +9,7 @@ mod amdgpu;
 mod host;
 mod host_fission;
 mod host_optimize;
+mod host_printf;
 mod host_subgroup;
 mod nvptx;
 

@@ -357,7 +357,8 @@ fn element(ty: MlirType) -> Option<Element> {
 }
 
 /// GPU operations the host target does not emulate (it emulates `gpu.shuffle`, `gpu.lane_id`
-/// and `gpu.all_reduce`, which MLIR lowers to shuffles: `backend/host_subgroup.rs`).
+/// and `gpu.all_reduce`, which MLIR lowers to shuffles: `backend/host_subgroup.rs`; and runs
+/// `gpu.printf` through the C library: `backend/host_printf.rs`).
 const SUBGROUP_OPS: &[&str] = &[
     "gpu.subgroup_reduce",
     "gpu.subgroup_id",
@@ -368,7 +369,6 @@ const SUBGROUP_OPS: &[&str] = &[
     "gpu.subgroup_mma_store_matrix",
     "gpu.subgroup_mma_constant_matrix",
     "gpu.subgroup_mma_elementwise",
-    "gpu.printf",
     "gpu.rotate",
     "gpu.subgroup_broadcast",
 ];

@@ -201,10 +201,18 @@ fn launch_grid(
         }
         worker();
     });
+    // Kernels print with the C library (`gpu.printf`): their lines come before whatever the
+    // program prints after the launch.
+    // SAFETY: fflush(NULL) flushes every C output stream; always safe to call.
+    unsafe { fflush(std::ptr::null_mut()) };
     match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(error) => Err(error),
         None => Ok(()),
     }
+}
+
+extern "C" {
+    fn fflush(stream: *mut c_void) -> i32;
 }
 
 /// Blocks `first..first + count`, in one call of the kernel's blocks entry.
