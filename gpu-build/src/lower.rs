@@ -168,12 +168,43 @@ pub(crate) fn lower_to_llvm<'ll>(
             return Err(failure("translating to LLVM IR"));
         }
         // SAFETY: a valid module, now owned by the returned value.
-        lowered.push(unsafe {
-            LlvmModule::new(llvm_module as inkwell::llvm_sys::prelude::LLVMModuleRef)
-        });
+        let llvm_module =
+            unsafe { LlvmModule::new(llvm_module as inkwell::llvm_sys::prelude::LLVMModuleRef) };
+        name_the_file_in_assertions(&llvm_module, llvm, &source.display);
+        lowered.push(llvm_module);
     }
     drop(module);
     Ok(lowered)
+}
+
+/// MLIR parses the kernel text without a file name, so `cf.assert`'s lowering records the file
+/// as "-"; a failed assertion should name the kernel file, as the build script named it (not an
+/// absolute path, so builds in different directories stay byte-identical).
+fn name_the_file_in_assertions<'ll>(module: &LlvmModule<'ll>, llvm: &'ll LlvmContext, file: &str) {
+    let unnamed: Vec<_> = module
+        .get_globals()
+        .filter(|g| g.get_name().to_bytes().starts_with(b"assert_file_"))
+        .filter(|g| {
+            g.get_initializer()
+                .filter(|i| i.is_array_value())
+                .is_some_and(|i| {
+                    let text = i.into_array_value();
+                    matches!(text.as_const_string(), Some(b"-\0") | Some(b"-"))
+                })
+        })
+        .collect();
+    for old in unnamed {
+        let text = llvm.const_string(file.as_bytes(), true);
+        let name = format!("{}.file", old.get_name().to_string_lossy());
+        let new = module.add_global(text.get_type(), None, &name);
+        new.set_initializer(&text);
+        new.set_constant(true);
+        new.set_linkage(inkwell::module::Linkage::Internal);
+        old.as_pointer_value()
+            .replace_all_uses_with(new.as_pointer_value());
+        // SAFETY: no uses remain.
+        unsafe { old.delete() };
+    }
 }
 
 /// MLIR's conversion failures in words a kernel author can act on: "failed to legalize operation

@@ -42,6 +42,10 @@ pub mod host_abi {
     /// every thread of the block not waiting at a block barrier has run to its own next wait,
     /// which is what a warp shuffle's exchange needs (coroutine kernels only).
     pub const SUBGROUP_BARRIER_OFFSET: usize = 56;
+    /// Byte offset of the assertion report function pointer: `extern "C" fn(*mut context,
+    /// message, file, line: u32, function, thread x/y/z: u32, block x/y/z: u32)`, the C strings
+    /// of a failed `cf.assert`. The launch then fails with them.
+    pub const ASSERT_OFFSET: usize = 64;
     /// Dynamic shared memory a host launch may use (gpu-build reserves this much per thread).
     pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
 

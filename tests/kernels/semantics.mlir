@@ -148,5 +148,19 @@ module attributes {gpu.container_module} {
       gpu.printf "block %d thread %d: second\n", %b32, %t32 : i32, i32
       gpu.return
     }
+    // out[i] = x[i], for x[i] >= 0: an assertion stops any thread that finds a negative value.
+    gpu.func @check_non_negative(%x: memref<?xi32>, %out: memref<?xi32>) kernel {
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %d = gpu.block_dim x
+      %first = arith.muli %b, %d : index
+      %i = arith.addi %first, %t : index
+      %v = memref.load %x[%i] : memref<?xi32>
+      %zero = arith.constant 0 : i32
+      %ok = arith.cmpi sge, %v, %zero : i32
+      cf.assert %ok, "value is negative"
+      memref.store %v, %out[%i] : memref<?xi32>
+      gpu.return
+    }
   }
 }

@@ -863,3 +863,37 @@ fn kernel_printf_lines_are_whole_and_in_order_per_thread() {
         }
     }
 }
+
+#[test]
+fn a_failed_assertion_fails_the_launch_naming_kernel_block_and_thread() {
+    let host = Device::host();
+    let (blocks, threads) = (4usize, 32usize);
+    let mut values: Vec<i32> = (0..(blocks * threads) as i32).collect();
+    let run = |values: &[i32]| {
+        let x = DeviceBuffer::from_slice(&host, values).unwrap();
+        let out = DeviceBuffer::from_slice(&host, &vec![-1i32; values.len()]).unwrap();
+        // SAFETY: thread i reads x[i] and writes out[i] only.
+        let result = unsafe {
+            semantics::check_non_negative(&host, &config([blocks as u32, 1, 1], [threads as u32, 1, 1], 0), &x, &out)
+        };
+        (result, out.to_vec().unwrap())
+    };
+    let (result, out) = run(&values);
+    result.unwrap();
+    assert_eq!(out, values);
+
+    values[2 * threads + 5] = -3;
+    let (result, out) = run(&values);
+    let error = result.expect_err("thread 5 of block 2 fails its assertion");
+    assert_eq!(error.kind(), ErrorKind::KernelFault, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("kernel `check_non_negative`: assertion failed in block (2, 0, 0), thread (5, 0, 0): ")
+            && message.contains("semantics.mlir:")
+            && message.ends_with(": value is negative"),
+        "{message}"
+    );
+    // The failing thread stopped at the assertion; its neighbours went on.
+    assert_eq!(out[2 * threads + 5], -1);
+    assert_eq!(out[2 * threads + 4], values[2 * threads + 4]);
+}

@@ -13,7 +13,8 @@
 //!   its threads share it. Dynamic shared memory is a thread-local array of
 //!   `host_abi::DYNAMIC_SHARED_BYTES`.
 //! - libdevice math (`__nv_expf`) becomes the C math library (`expf`); `gpu.printf` the C
-//!   library's `printf` (`host_printf`); warp shuffles an exchange (`host_subgroup`).
+//!   library's `printf` (`host_printf`); warp shuffles an exchange (`host_subgroup`);
+//!   `cf.assert` a report that fails the launch (`host_assert`).
 //! - Each kernel gets two entry points, so the runtime calls every kernel the same way:
 //!   `<prefix><kernel>(void **params, void *context)` runs one GPU thread (the scheduler runs
 //!   one per coroutine for kernels whose barriers `host_fission` cannot split),
@@ -29,6 +30,7 @@
 //! barrier function pointers.
 
 use super::host_fission::{fission, Fission, Regions, DONE};
+use super::host_assert;
 use super::host_printf;
 use super::host_subgroup;
 use super::{emit_object, Backend, PreLinked};
@@ -270,6 +272,7 @@ fn retarget<'ll>(
         barriers.push(exchange);
     }
     let mut libm_calls = use_c_math_library(module)?;
+    host_assert::report_assertions(job, module, context, ids)?;
     if host_printf::use_c_printf(job, module)? {
         libm_calls.push("printf".to_string());
     }
@@ -371,6 +374,28 @@ pub(super) fn barrier_function<'ll>(
         .map_err(codegen)?;
     builder.build_return(None).map_err(codegen)?;
     Ok(function)
+}
+
+/// The calls of `function` in `module`.
+pub(super) fn calls_of<'ll>(
+    module: &Module<'ll>,
+    function: FunctionValue<'ll>,
+) -> Vec<inkwell::values::InstructionValue<'ll>> {
+    let mut calls = Vec::new();
+    for caller in module.get_functions() {
+        for block in caller.get_basic_blocks() {
+            for instruction in block.get_instructions() {
+                let calls_it = instruction.get_opcode() == inkwell::values::InstructionOpcode::Call
+                    // SAFETY: a call instruction has a called value.
+                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
+                        == function.as_value_ref();
+                if calls_it {
+                    calls.push(instruction);
+                }
+            }
+        }
+    }
+    calls
 }
 
 fn always_inline(job: &Job, function: FunctionValue) {
@@ -618,19 +643,10 @@ fn with_thread_id_parameters<'ll>(
         let Some(parameter) = body.get_nth_param(slot) else {
             continue;
         };
-        let mut calls = Vec::new();
-        for block in body.get_basic_blocks() {
-            for instruction in block.get_instructions() {
-                let calls_reader = instruction.get_opcode() == inkwell::values::InstructionOpcode::Call
-                    // SAFETY: a call instruction has a called value.
-                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
-                        == reader.as_value_ref();
-                if calls_reader {
-                    calls.push(instruction);
-                }
-            }
-        }
-        for call in calls {
+        let in_body = calls_of(module, reader)
+            .into_iter()
+            .filter(|call| call.get_parent().and_then(|b| b.get_parent()) == Some(body));
+        for call in in_body {
             // SAFETY: the call returns the i32 id that `parameter` holds.
             unsafe {
                 inkwell::llvm_sys::core::LLVMReplaceAllUsesWith(

@@ -6,12 +6,13 @@
 //! flushes C's `stdout` after each host launch, so kernel output comes before what the program
 //! prints next.
 
+use super::host::calls_of;
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Job;
 use inkwell::llvm_sys::core::{LLVMGetAllocatedType, LLVMIsAAllocaInst};
 use inkwell::module::Module;
 use inkwell::types::{AnyTypeEnum, BasicTypeEnum};
-use inkwell::values::{AsValueRef, BasicMetadataValueEnum, InstructionOpcode};
+use inkwell::values::{AsValueRef, BasicMetadataValueEnum};
 use inkwell::AddressSpace;
 
 fn codegen(e: inkwell::builder::BuilderError) -> Error {
@@ -31,20 +32,7 @@ pub(crate) fn use_c_printf<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Res
         module.add_function("printf", i32_type.fn_type(&[ptr.into()], true), None)
     });
     let builder = llvm.create_builder();
-    let mut calls = Vec::new();
-    for function in module.get_functions() {
-        for block in function.get_basic_blocks() {
-            for instruction in block.get_instructions() {
-                let calls_vprintf = instruction.get_opcode() == InstructionOpcode::Call
-                    // SAFETY: a call instruction has a called value.
-                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
-                        == vprintf.as_value_ref();
-                if calls_vprintf {
-                    calls.push(instruction);
-                }
-            }
-        }
-    }
+    let calls = calls_of(module, vprintf);
     let unexpected = || {
         Error::new(
             ErrorKind::Unsupported,

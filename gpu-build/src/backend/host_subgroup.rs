@@ -15,15 +15,14 @@
 //! the warp into segments as on the GPU). A source lane past the end of a partial warp at the
 //! block's edge reads a slot no thread of this block wrote, which is undefined on a GPU too.
 
-use super::host::id_reader;
+use super::host::{calls_of, id_reader};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Job;
 use inkwell::builder::Builder;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{
-    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, InstructionOpcode,
-    IntValue,
+    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, IntValue,
 };
 use inkwell::IntPredicate;
 
@@ -132,28 +131,6 @@ pub(crate) fn emulate<'ll>(
         }
     }
     Ok(())
-}
-
-/// The calls of `function` in `module`.
-fn calls_of<'ll>(
-    module: &Module<'ll>,
-    function: FunctionValue<'ll>,
-) -> Vec<inkwell::values::InstructionValue<'ll>> {
-    let mut calls = Vec::new();
-    for caller in module.get_functions() {
-        for block in caller.get_basic_blocks() {
-            for instruction in block.get_instructions() {
-                let calls_it = instruction.get_opcode() == InstructionOpcode::Call
-                    // SAFETY: a call instruction has a called value.
-                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
-                        == function.as_value_ref();
-                if calls_it {
-                    calls.push(instruction);
-                }
-            }
-        }
-    }
-    calls
 }
 
 /// `tid.x + ntid.x * (tid.y + ntid.y * tid.z)` at the builder's position, from the id readers

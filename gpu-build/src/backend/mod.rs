@@ -7,6 +7,7 @@
 
 mod amdgpu;
 mod host;
+mod host_assert;
 mod host_fission;
 mod host_optimize;
 mod host_printf;

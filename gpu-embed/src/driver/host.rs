@@ -15,7 +15,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_manifest::host_abi::{self, DYNAMIC_SHARED_BYTES};
 use std::alloc::Layout;
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,8 +31,66 @@ struct Context {
     ids: [u32; host_abi::ID_SLOTS],
     barrier: unsafe extern "C" fn(*mut Context),
     subgroup_barrier: unsafe extern "C" fn(*mut Context),
+    assert_failed: AssertFailed,
     /// The running coroutine's yielder (coroutine kernels only).
     yielder: *const Yielder<(), Wait>,
+    /// Where a failed assertion is described (the launch's; the first one wins).
+    assertions: *const Assertions,
+}
+
+/// `cf.assert` failed: the context, message, file, line, function, thread x/y/z, block x/y/z.
+type AssertFailed = unsafe extern "C" fn(
+    *mut Context,
+    *const c_char,
+    *const c_char,
+    u32,
+    *const c_char,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+);
+
+/// The first failed assertion of a launch, described.
+type Assertions = Mutex<Option<String>>;
+
+/// Records a failed assertion; the thread then stops (its kernel returns) and the launch fails.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn record_assertion(
+    context: *mut Context,
+    message: *const c_char,
+    file: *const c_char,
+    line: u32,
+    _function: *const c_char,
+    thread_x: u32,
+    thread_y: u32,
+    thread_z: u32,
+    block_x: u32,
+    block_y: u32,
+    block_z: u32,
+) {
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the kernel passes NUL-terminated strings of its own constants.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    let description = format!(
+        "assertion failed in block ({block_x}, {block_y}, {block_z}), thread ({thread_x}, \
+         {thread_y}, {thread_z}): {}:{line}: {}",
+        text(file),
+        text(message)
+    );
+    // SAFETY: set by the scheduler to the launch's record, which outlives its threads.
+    let assertions = unsafe { &*(*context).assertions };
+    assertions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert(description);
 }
 
 /// Why a coroutine suspended.
@@ -50,6 +108,7 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, ids) == host_abi::IDS_OFFSET);
     assert!(std::mem::offset_of!(Context, barrier) == host_abi::BARRIER_OFFSET);
     assert!(std::mem::offset_of!(Context, subgroup_barrier) == host_abi::SUBGROUP_BARRIER_OFFSET);
+    assert!(std::mem::offset_of!(Context, assert_failed) == host_abi::ASSERT_OFFSET);
 };
 
 /// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
@@ -133,6 +192,11 @@ struct Shared(*mut *mut c_void);
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
+/// The launch's assertion record, moved into a block's coroutines (which run on the scheduling
+/// thread, within the launch).
+#[derive(Clone, Copy)]
+struct AssertionsPointer(*const Assertions);
+
 /// What a GPU would refuse too is checked by `LaunchConfig`; this is the host's own limit.
 fn check_shared_memory(shared: u32) -> Result<()> {
     if shared > DYNAMIC_SHARED_BYTES {
@@ -158,6 +222,7 @@ fn launch_grid(
     let workers = blocks.min(cores) as usize;
     let next = AtomicU64::new(0);
     let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let assertions: Assertions = Mutex::new(None);
     let params = Shared(params.as_mut_ptr());
     // Blocks go in chunks (one call runs a chunk), small enough that the workers still balance:
     // about 16 chunks per worker.
@@ -180,10 +245,16 @@ fn launch_grid(
                     (first / u64::from(grid[0]) % u64::from(grid[1])) as u32,
                     (first / (u64::from(grid[0]) * u64::from(grid[1]))) as u32,
                 ];
-                run_block_with_barriers(kernel, grid, block, block_id, params, &mut stacks)
+                run_block_with_barriers(kernel, grid, block, block_id, params, &assertions, &mut stacks)
             } else {
-                run_blocks(kernel, grid, block, first, count, params)
+                run_blocks(kernel, grid, block, first, count, params, &assertions)
             };
+            let asserted = assertions.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+            if asserted {
+                // A GPU stops the grid at a failed assertion: no more blocks start.
+                next.store(blocks, Ordering::Relaxed);
+                return;
+            }
             if let Err(error) = result {
                 // Stop every worker: the remaining blocks are not run.
                 next.store(blocks, Ordering::Relaxed);
@@ -205,6 +276,12 @@ fn launch_grid(
     // program prints after the launch.
     // SAFETY: fflush(NULL) flushes every C output stream; always safe to call.
     unsafe { fflush(std::ptr::null_mut()) };
+    if let Some(description) = assertions.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(Error::new(
+            ErrorKind::KernelFault,
+            format!("kernel `{}`: {description}", kernel.name),
+        ));
+    }
     match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(error) => Err(error),
         None => Ok(()),
@@ -223,6 +300,7 @@ fn run_blocks(
     first: u64,
     count: u64,
     params: Shared,
+    assertions: &Assertions,
 ) -> Result<()> {
     let mut ids = [0u32; 12];
     ids[3..6].copy_from_slice(&block);
@@ -231,7 +309,9 @@ fn run_blocks(
         ids,
         barrier: no_barrier,
         subgroup_barrier: no_barrier,
+        assert_failed: record_assertion,
         yielder: std::ptr::null(),
+        assertions,
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
@@ -279,8 +359,10 @@ fn run_block_with_barriers(
     block: [u32; 3],
     block_id: [u32; 3],
     params: Shared,
+    assertions: &Assertions,
     stacks: &mut Vec<DefaultStack>,
 ) -> Result<()> {
+    let assertions = AssertionsPointer(assertions);
     let mut ids = [0u32; 12];
     ids[3..6].copy_from_slice(&block);
     ids[6..9].copy_from_slice(&block_id);
@@ -308,7 +390,9 @@ fn run_block_with_barriers(
                             ids,
                             barrier: coroutine_barrier,
                             subgroup_barrier: coroutine_subgroup_barrier,
+                            assert_failed: record_assertion,
                             yielder,
+                            assertions: assertions.0,
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
                         unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
