@@ -287,8 +287,56 @@ fn retarget<'ll>(
     })
 }
 
-fn codegen(e: inkwell::builder::BuilderError) -> Error {
-    Error::new(ErrorKind::Codegen, format!("building host entry code: {e}"))
+pub(super) fn codegen(e: inkwell::builder::BuilderError) -> Error {
+    Error::new(ErrorKind::Codegen, format!("building host code: {e}"))
+}
+
+/// At the builder's position: the thread-local context pointer, and the function pointer at
+/// `offset` in the context (`host_abi::*_OFFSET`).
+pub(super) fn context_callback<'ll>(
+    job: &Job<'_, 'll>,
+    builder: &inkwell::builder::Builder<'ll>,
+    context: GlobalValue<'ll>,
+    offset: usize,
+) -> Result<(PointerValue<'ll>, PointerValue<'ll>)> {
+    let ptr = job.llvm.ptr_type(AddressSpace::default());
+    let context_pointer = builder
+        .build_load(ptr, context.as_pointer_value(), "context")
+        .map_err(codegen)?
+        .into_pointer_value();
+    // SAFETY: the function pointers sit at the host_abi offsets in the context.
+    let slot = unsafe {
+        builder.build_in_bounds_gep(
+            job.llvm.i8_type(),
+            context_pointer,
+            &[job.llvm.i64_type().const_int(offset as u64, false)],
+            "slot",
+        )
+    }
+    .map_err(codegen)?;
+    let callback = builder
+        .build_load(ptr, slot, "callback")
+        .map_err(codegen)?
+        .into_pointer_value();
+    Ok((context_pointer, callback))
+}
+
+/// At the builder's position: id `slot` (`ID_INTRINSICS`) through its reader.
+pub(super) fn read_id<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    builder: &inkwell::builder::Builder<'ll>,
+    slot: u64,
+) -> Result<IntValue<'ll>> {
+    let reader = id_reader(job, module, ids, slot)?;
+    builder
+        .build_call(reader, &[], "id")
+        .map_err(codegen)?
+        .try_as_basic_value()
+        .basic()
+        .map(|v| v.into_int_value())
+        .ok_or_else(|| Error::new(ErrorKind::Codegen, "an id reader without a result"))
 }
 
 /// `__gpu_host_id_<slot>()`: id `slot` (`ID_INTRINSICS`) from the thread-local ids, created
@@ -343,24 +391,7 @@ pub(super) fn barrier_function<'ll>(
     let function = module.add_function(name, ty, Some(Linkage::Internal));
     let builder = job.llvm.create_builder();
     builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-    let context_pointer = builder
-        .build_load(ptr, context.as_pointer_value(), "context")
-        .map_err(codegen)?
-        .into_pointer_value();
-    // SAFETY: the barrier pointers sit at these offsets in the context.
-    let slot = unsafe {
-        builder.build_in_bounds_gep(
-            job.llvm.i8_type(),
-            context_pointer,
-            &[job.llvm.i64_type().const_int(offset as u64, false)],
-            "slot",
-        )
-    }
-    .map_err(codegen)?;
-    let barrier = builder
-        .build_load(ptr, slot, "barrier")
-        .map_err(codegen)?
-        .into_pointer_value();
+    let (context_pointer, barrier) = context_callback(job, &builder, context, offset)?;
     let barrier_type = job.llvm.void_type().fn_type(&[ptr.into()], false);
     builder
         .build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "")

@@ -5,7 +5,7 @@
 //! error naming the kernel, the block, the thread and the assertion, instead of the program
 //! aborting; blocks not yet started are not run, as a GPU stops the grid.
 
-use super::host::{calls_of, id_reader};
+use super::host::{calls_of, codegen, context_callback, read_id};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Job;
 use gpu_manifest::host_abi;
@@ -14,10 +14,6 @@ use inkwell::values::{
     BasicMetadataValueEnum, FunctionValue, GlobalValue, InstructionOpcode, InstructionValue,
 };
 use inkwell::AddressSpace;
-
-fn codegen(e: inkwell::builder::BuilderError) -> Error {
-    Error::new(ErrorKind::Codegen, format!("building host assertion code: {e}"))
-}
 
 /// Replaces every `__assertfail` call of `module` (see the module docs).
 pub(crate) fn report_assertions<'ll>(
@@ -45,14 +41,7 @@ pub(crate) fn report_assertions<'ll>(
             ));
         }
         for slot in [0, 1, 2, 6, 7, 8] {
-            let reader = id_reader(job, module, ids, slot)?;
-            let id = builder
-                .build_call(reader, &[], "id")
-                .map_err(codegen)?
-                .try_as_basic_value()
-                .basic()
-                .ok_or_else(|| Error::new(ErrorKind::Codegen, "an id reader without a result"))?;
-            arguments.push(id.into());
+            arguments.push(read_id(job, module, ids, &builder, slot)?.into());
         }
         builder.build_call(report, &arguments, "").map_err(codegen)?;
         stop_thread_after(call, &builder)?;
@@ -109,24 +98,8 @@ fn report_function<'ll>(
     let function = module.add_function("__gpu_host_assert", ty, Some(Linkage::Internal));
     let builder = llvm.create_builder();
     builder.position_at_end(llvm.append_basic_block(function, "entry"));
-    let context_pointer = builder
-        .build_load(ptr, context.as_pointer_value(), "context")
-        .map_err(codegen)?
-        .into_pointer_value();
-    // SAFETY: the report function pointer sits at ASSERT_OFFSET in the context.
-    let slot = unsafe {
-        builder.build_in_bounds_gep(
-            llvm.i8_type(),
-            context_pointer,
-            &[llvm.i64_type().const_int(host_abi::ASSERT_OFFSET as u64, false)],
-            "slot",
-        )
-    }
-    .map_err(codegen)?;
-    let report = builder
-        .build_load(ptr, slot, "report")
-        .map_err(codegen)?
-        .into_pointer_value();
+    let (context_pointer, report) =
+        context_callback(job, &builder, context, host_abi::ASSERT_OFFSET)?;
     let mut report_parameters = vec![ptr.into()];
     report_parameters.extend(parameters.iter().copied());
     let report_type = llvm.void_type().fn_type(&report_parameters, false);

@@ -6,7 +6,7 @@
 //! flushes C's `stdout` after each host launch, so kernel output comes before what the program
 //! prints next.
 
-use super::host::calls_of;
+use super::host::{calls_of, codegen};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Job;
 use inkwell::llvm_sys::core::{LLVMGetAllocatedType, LLVMIsAAllocaInst};
@@ -14,10 +14,6 @@ use inkwell::module::Module;
 use inkwell::types::{AnyTypeEnum, BasicTypeEnum};
 use inkwell::values::{AsValueRef, BasicMetadataValueEnum};
 use inkwell::AddressSpace;
-
-fn codegen(e: inkwell::builder::BuilderError) -> Error {
-    Error::new(ErrorKind::Codegen, format!("building host printf code: {e}"))
-}
 
 /// Replaces every `vprintf` call with a `printf` call; returns whether there was one (then the
 /// final link must resolve `printf`).

@@ -15,7 +15,7 @@
 //! the warp into segments as on the GPU). A source lane past the end of a partial warp at the
 //! block's edge reads a slot no thread of this block wrote, which is undefined on a GPU too.
 
-use super::host::{calls_of, id_reader};
+use super::host::{calls_of, codegen, read_id};
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Job;
 use inkwell::builder::Builder;
@@ -47,10 +47,6 @@ const MODES: [(&str, Mode); 4] = [
     ("bfly", Mode::Butterfly),
     ("idx", Mode::Index),
 ];
-
-fn codegen(e: inkwell::builder::BuilderError) -> Error {
-    Error::new(ErrorKind::Codegen, format!("building host subgroup code: {e}"))
-}
 
 /// The intrinsics this file replaces, with the mode for shuffles.
 fn subgroup_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, Option<Mode>)> {
@@ -141,16 +137,7 @@ fn linear_thread_id<'ll>(
     ids: GlobalValue<'ll>,
     builder: &Builder<'ll>,
 ) -> Result<IntValue<'ll>> {
-    let read = |slot: u64| -> Result<IntValue<'ll>> {
-        let reader = id_reader(job, module, ids, slot)?;
-        builder
-            .build_call(reader, &[], "id")
-            .map_err(codegen)?
-            .try_as_basic_value()
-            .basic()
-            .map(|v| v.into_int_value())
-            .ok_or_else(|| Error::new(ErrorKind::Codegen, "an id reader without a result"))
-    };
+    let read = |slot: u64| read_id(job, module, ids, builder, slot);
     let (x, y, z) = (read(0)?, read(1)?, read(2)?);
     let (size_x, size_y) = (read(3)?, read(4)?);
     let plane = builder.build_int_mul(z, size_y, "plane").map_err(codegen)?;
