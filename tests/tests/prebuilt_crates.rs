@@ -107,10 +107,8 @@ fn an_application_uses_prebuilt_kernels_without_llvm() {
     write(&library.join("Cargo.toml"), &library_manifest(false));
     write(
         &app.join("Cargo.toml"),
-        &format!(
-            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-             [dependencies]\nkernlib = {{ path = \"../kernlib\" }}\n\n[workspace]\n"
-        ),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nkernlib = { path = \"../kernlib\" }\n\n[workspace]\n",
     );
     write(&app.join("src/main.rs"), APP);
     std::fs::copy(workspace().join("Cargo.lock"), app.join("Cargo.lock")).unwrap();

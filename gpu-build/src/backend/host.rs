@@ -29,8 +29,8 @@
 //! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the block and subgroup
 //! barrier function pointers.
 
-use super::host_fission::{fission, Fission, Regions, DONE};
 use super::host_assert;
+use super::host_fission::{fission, Fission, Regions, DONE};
 use super::host_printf;
 use super::host_subgroup;
 use super::{emit_object, Backend, PreLinked};
@@ -352,7 +352,8 @@ pub(super) fn id_reader<'ll>(
         return Ok(existing);
     }
     let i32_type = job.llvm.i32_type();
-    let function = module.add_function(&name, i32_type.fn_type(&[], false), Some(Linkage::Internal));
+    let function =
+        module.add_function(&name, i32_type.fn_type(&[], false), Some(Linkage::Internal));
     always_inline(job, function);
     let builder = job.llvm.create_builder();
     builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
@@ -957,9 +958,14 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .map_err(codegen)?;
             }
             match (&work, &split) {
-                (ThreadWork::Regions(regions), Some(storage)) => {
-                    self.regions(regions, storage, function, tid_read_elsewhere, &sizes, latch)
-                }
+                (ThreadWork::Regions(regions), Some(storage)) => self.regions(
+                    regions,
+                    storage,
+                    function,
+                    tid_read_elsewhere,
+                    &sizes,
+                    latch,
+                ),
                 _ => {
                     let innermost = Innermost {
                         function,
@@ -1011,12 +1017,28 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .map_err(|e| Error::new(ErrorKind::Codegen, format!("alignment: {e}")))?;
             Ok(pointer)
         };
-        let uniform_in = aligned(self.builder.build_alloca(slots, "uniform_in").map_err(codegen)?)?;
-        let uniform_out =
-            aligned(self.builder.build_alloca(slots, "uniform_out").map_err(codegen)?)?;
-        let state = self.builder.build_alloca(i32_type, "state").map_err(codegen)?;
-        let lowest = self.builder.build_alloca(i32_type, "lowest").map_err(codegen)?;
-        let highest = self.builder.build_alloca(i32_type, "highest").map_err(codegen)?;
+        let uniform_in = aligned(
+            self.builder
+                .build_alloca(slots, "uniform_in")
+                .map_err(codegen)?,
+        )?;
+        let uniform_out = aligned(
+            self.builder
+                .build_alloca(slots, "uniform_out")
+                .map_err(codegen)?,
+        )?;
+        let state = self
+            .builder
+            .build_alloca(i32_type, "state")
+            .map_err(codegen)?;
+        let lowest = self
+            .builder
+            .build_alloca(i32_type, "lowest")
+            .map_err(codegen)?;
+        let highest = self
+            .builder
+            .build_alloca(i32_type, "highest")
+            .map_err(codegen)?;
         let threads = if regions.thread_bytes == 0 {
             ptr.const_null()
         } else {
@@ -1070,11 +1092,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     }
 
     /// A C library function, declared once.
-    fn c_function(
-        &self,
-        name: &str,
-        ty: inkwell::types::FunctionType<'ll>,
-    ) -> FunctionValue<'ll> {
+    fn c_function(&self, name: &str, ty: inkwell::types::FunctionType<'ll>) -> FunctionValue<'ll> {
         self.module
             .get_function(name)
             .unwrap_or_else(|| self.module.add_function(name, ty, None))
@@ -1086,7 +1104,10 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             return Ok(());
         }
         let ptr = self.job.llvm.ptr_type(AddressSpace::default());
-        let free = self.c_function("free", self.job.llvm.void_type().fn_type(&[ptr.into()], false));
+        let free = self.c_function(
+            "free",
+            self.job.llvm.void_type().fn_type(&[ptr.into()], false),
+        );
         self.builder
             .build_call(free, &[storage.call.threads.into()], "")
             .map_err(codegen)?;

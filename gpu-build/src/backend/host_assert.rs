@@ -43,7 +43,9 @@ pub(crate) fn report_assertions<'ll>(
         for slot in [0, 1, 2, 6, 7, 8] {
             arguments.push(read_id(job, module, ids, &builder, slot)?.into());
         }
-        builder.build_call(report, &arguments, "").map_err(codegen)?;
+        builder
+            .build_call(report, &arguments, "")
+            .map_err(codegen)?;
         stop_thread_after(call, &builder)?;
         call.erase_from_basic_block();
     }
@@ -93,7 +95,10 @@ fn report_function<'ll>(
     let i32_type = llvm.i32_type();
     let mut parameters: Vec<inkwell::types::BasicMetadataTypeEnum> =
         vec![ptr.into(), ptr.into(), i32_type.into(), ptr.into()];
-    parameters.extend(std::iter::repeat_n(inkwell::types::BasicMetadataTypeEnum::from(i32_type), 6));
+    parameters.extend(std::iter::repeat_n(
+        inkwell::types::BasicMetadataTypeEnum::from(i32_type),
+        6,
+    ));
     let ty = llvm.void_type().fn_type(&parameters, false);
     let function = module.add_function("__gpu_host_assert", ty, Some(Linkage::Internal));
     let builder = llvm.create_builder();

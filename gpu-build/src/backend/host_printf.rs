@@ -57,7 +57,9 @@ pub(crate) fn use_c_printf<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Res
             let address = builder
                 .build_struct_gep(fields, packed.into_pointer_value(), index as u32, "field")
                 .map_err(codegen)?;
-            let value = builder.build_load(field, address, "argument").map_err(codegen)?;
+            let value = builder
+                .build_load(field, address, "argument")
+                .map_err(codegen)?;
             let promoted = match field {
                 BasicTypeEnum::IntType(int) if int.get_bit_width() < 32 => builder
                     .build_int_s_extend(value.into_int_value(), i32_type, "promoted")

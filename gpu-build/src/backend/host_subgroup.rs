@@ -54,7 +54,9 @@ fn subgroup_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, Op
         .get_functions()
         .filter_map(|f| {
             let name = f.get_name().to_str().ok()?.to_string();
-            if name == "llvm.nvvm.read.ptx.sreg.laneid" || name == "llvm.nvvm.read.ptx.sreg.warpsize" {
+            if name == "llvm.nvvm.read.ptx.sreg.laneid"
+                || name == "llvm.nvvm.read.ptx.sreg.warpsize"
+            {
                 return Some((f, None));
             }
             let rest = name.strip_prefix("llvm.nvvm.shfl.sync.")?;
@@ -102,8 +104,10 @@ pub(crate) fn emulate<'ll>(
                     .const_int(SUBGROUP_SIZE, false)
                     .as_basic_value_enum(),
                 Some(mode) => {
-                    let function = shuffle_function(job, module, intrinsic, mode, exchange, barrier)?;
-                    let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands() - 1)
+                    let function =
+                        shuffle_function(job, module, intrinsic, mode, exchange, barrier)?;
+                    let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands()
+                        - 1)
                         .filter_map(|i| call.get_operand(i)?.value())
                         .map(BasicMetadataValueEnum::from)
                         .collect();
@@ -113,7 +117,9 @@ pub(crate) fn emulate<'ll>(
                         .map_err(codegen)?
                         .try_as_basic_value()
                         .basic()
-                        .ok_or_else(|| Error::new(ErrorKind::Codegen, "a shuffle without a result"))?
+                        .ok_or_else(|| {
+                            Error::new(ErrorKind::Codegen, "a shuffle without a result")
+                        })?
                 }
             };
             // SAFETY: the replacement has the call's type; the call is then removed.
@@ -168,10 +174,15 @@ fn shuffle_function<'ll>(
     let intrinsic_type = intrinsic.get_type();
     let mut parameters = intrinsic_type.get_param_types();
     parameters.push(i32_type.into());
-    let metadata: Vec<_> = parameters.iter().map(|t| (*t).into()).collect();
+    let metadata = parameters.clone();
     let function_type = match intrinsic_type.get_return_type() {
         Some(ret) => ret.fn_type(&metadata, false),
-        None => return Err(Error::new(ErrorKind::Codegen, "a shuffle returning nothing")),
+        None => {
+            return Err(Error::new(
+                ErrorKind::Codegen,
+                "a shuffle returning nothing",
+            ))
+        }
     };
     let function = module.add_function(&name, function_type, Some(Linkage::Internal));
     let builder = llvm.create_builder();
@@ -192,7 +203,9 @@ fn shuffle_function<'ll>(
     let lane = builder
         .build_and(linear, constant(SUBGROUP_SIZE - 1), "lane")
         .map_err(codegen)?;
-    let warp = builder.build_int_sub(linear, lane, "warp").map_err(codegen)?;
+    let warp = builder
+        .build_int_sub(linear, lane, "warp")
+        .map_err(codegen)?;
     // PTX: segmask = c[12:8], cval = c[4:0], bval = b[4:0].
     let shifted = builder
         .build_right_shift(c, constant(8), false, "shifted")
@@ -200,9 +213,15 @@ fn shuffle_function<'ll>(
     let segment_mask = builder
         .build_and(shifted, constant(31), "segmask")
         .map_err(codegen)?;
-    let clamp = builder.build_and(c, constant(31), "cval").map_err(codegen)?;
-    let offset = builder.build_and(b, constant(31), "bval").map_err(codegen)?;
-    let outside_segment = builder.build_not(segment_mask, "outside").map_err(codegen)?;
+    let clamp = builder
+        .build_and(c, constant(31), "cval")
+        .map_err(codegen)?;
+    let offset = builder
+        .build_and(b, constant(31), "bval")
+        .map_err(codegen)?;
+    let outside_segment = builder
+        .build_not(segment_mask, "outside")
+        .map_err(codegen)?;
     let min_lane = builder
         .build_and(lane, segment_mask, "min_lane")
         .map_err(codegen)?;
@@ -222,25 +241,42 @@ fn shuffle_function<'ll>(
         }
         Mode::Down => {
             let j = builder.build_int_add(lane, offset, "j").map_err(codegen)?;
-            (j, builder.build_int_compare(IntPredicate::SLE, j, max_lane, "valid").map_err(codegen)?)
+            (
+                j,
+                builder
+                    .build_int_compare(IntPredicate::SLE, j, max_lane, "valid")
+                    .map_err(codegen)?,
+            )
         }
         Mode::Butterfly => {
             let j = builder.build_xor(lane, offset, "j").map_err(codegen)?;
-            (j, builder.build_int_compare(IntPredicate::SLE, j, max_lane, "valid").map_err(codegen)?)
+            (
+                j,
+                builder
+                    .build_int_compare(IntPredicate::SLE, j, max_lane, "valid")
+                    .map_err(codegen)?,
+            )
         }
         Mode::Index => {
             let bits = builder
                 .build_and(offset, outside_segment, "bits")
                 .map_err(codegen)?;
             let j = builder.build_or(min_lane, bits, "j").map_err(codegen)?;
-            (j, builder.build_int_compare(IntPredicate::SLE, j, max_lane, "valid").map_err(codegen)?)
+            (
+                j,
+                builder
+                    .build_int_compare(IntPredicate::SLE, j, max_lane, "valid")
+                    .map_err(codegen)?,
+            )
         }
     };
     let source = builder
         .build_select(valid, source, lane, "source")
         .map_err(codegen)?
         .into_int_value();
-    let source = builder.build_int_add(warp, source, "source").map_err(codegen)?;
+    let source = builder
+        .build_int_add(warp, source, "source")
+        .map_err(codegen)?;
 
     let value_type = value.get_type();
     let bits = match value_type {

@@ -287,7 +287,8 @@ fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> 
         .arg("--opt-level")
         .arg(job.spec.opt_level.to_string())
         .args(&job.spec.flags.ptxas_options);
-    if job.spec.flags.collect_diagnostics && !job.spec.flags.ptxas_options.iter().any(|o| o == "-v") {
+    if job.spec.flags.collect_diagnostics && !job.spec.flags.ptxas_options.iter().any(|o| o == "-v")
+    {
         command.arg("-v");
     }
     let result = command.output().map_err(|e| {

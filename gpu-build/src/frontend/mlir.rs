@@ -203,10 +203,14 @@ fn nvvm_crasher(source: &SourceFile, op: &OperationRef, name: &str) -> Option<Cr
         return None;
     }
     let instead = match kind.as_str() {
-        "subf" => "write a - b as addf of a and (mulf of b and a fragment of -1 from \
-                   gpu.subgroup_mma_constant_matrix)",
-        "negatef" => "write -a as mulf of a and a fragment of -1 from \
-                      gpu.subgroup_mma_constant_matrix",
+        "subf" => {
+            "write a - b as addf of a and (mulf of b and a fragment of -1 from \
+                   gpu.subgroup_mma_constant_matrix)"
+        }
+        "negatef" => {
+            "write -a as mulf of a and a fragment of -1 from \
+                      gpu.subgroup_mma_constant_matrix"
+        }
         _ => "load the fragment into registers another way (memref, vector) for this operation",
     };
     Some(Crasher {

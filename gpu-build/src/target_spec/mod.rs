@@ -220,9 +220,7 @@ impl Flags {
             match (vendor, name.as_str()) {
                 (_, "fast") => flags.fast = true,
                 (Vendor::Nvptx, "ftz") => flags.ftz = true,
-                (Vendor::Nvptx, "collect-compiler-diagnostics") => {
-                    flags.collect_diagnostics = true
-                }
+                (Vendor::Nvptx, "collect-compiler-diagnostics") => flags.collect_diagnostics = true,
                 (Vendor::Nvptx, "ptxas-cmd-options") => {
                     flags.ptxas_options = match value {
                         Value::Str(s) => s.split_whitespace().map(str::to_string).collect(),

@@ -245,11 +245,22 @@ fn launch_grid(
                     (first / u64::from(grid[0]) % u64::from(grid[1])) as u32,
                     (first / (u64::from(grid[0]) * u64::from(grid[1]))) as u32,
                 ];
-                run_block_with_barriers(kernel, grid, block, block_id, params, &assertions, &mut stacks)
+                run_block_with_barriers(
+                    kernel,
+                    grid,
+                    block,
+                    block_id,
+                    params,
+                    &assertions,
+                    &mut stacks,
+                )
             } else {
                 run_blocks(kernel, grid, block, first, count, params, &assertions)
             };
-            let asserted = assertions.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+            let asserted = assertions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some();
             if asserted {
                 // A GPU stops the grid at a failed assertion: no more blocks start.
                 next.store(blocks, Ordering::Relaxed);

@@ -657,7 +657,10 @@ fn mma_elementwise(op: &str, targets: &str) -> String {
 fn mma_elementwise_kinds_that_crash_mlirs_nvvm_lowering_are_refused_with_a_way_around() {
     // mlir-opt-22 --convert-gpu-to-nvvm dies on these (SIGTRAP for subf, SIGSEGV for negatef).
     for (op, way) in [
-        ("subf", "write a - b as addf of a and (mulf of b and a fragment of -1"),
+        (
+            "subf",
+            "write a - b as addf of a and (mulf of b and a fragment of -1",
+        ),
         ("negatef", "write -a as mulf of a and a fragment of -1"),
     ] {
         let text = mma_elementwise(op, r#"#nvvm.target<chip = "sm_80">"#);
@@ -691,7 +694,8 @@ fn an_op_the_amdgpu_lowering_lacks_is_named_with_the_target_and_a_way_out() {
     );
     // Not MLIR's wording, and no IR dump of the op.
     assert!(
-        !message.contains("explicitly marked illegal") && !message.contains("see current operation"),
+        !message.contains("explicitly marked illegal")
+            && !message.contains("see current operation"),
         "{error}"
     );
 }

@@ -22,7 +22,12 @@ fn host_objects_have_an_entry_per_kernel_and_no_gpu_intrinsics() {
         assert_eq!(object.vendor, Vendor::Host);
         let host = object.host.as_ref().expect("host entries");
         // reduce's barriers are split into thread loops: no kernel needs coroutines.
-        assert_eq!(host.coroutine_kernels, Vec::<String>::new(), "{}", module.name);
+        assert_eq!(
+            host.coroutine_kernels,
+            Vec::<String>::new(),
+            "{}",
+            module.name
+        );
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
         let bytes = std::fs::read(out.path().join(&object.path)).unwrap();
         let file = object::File::parse(bytes.as_slice()).unwrap();
