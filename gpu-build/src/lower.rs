@@ -83,7 +83,7 @@ pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Resul
     let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
     let why = match vendor {
         Vendor::Host if op.allowed.len() > 1 => {
-            "the host target does not emulate this subgroup (warp) operation (it emulates gpu.shuffle, gpu.lane_id and gpu.all_reduce)"
+            "the host target does not emulate this subgroup (warp) operation (it emulates gpu.shuffle, gpu.lane_id, gpu.all_reduce and gpu.subgroup_reduce)"
         }
         _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
     };
@@ -240,6 +240,12 @@ fn why_not_lowered(op: &str, vendor: Vendor) -> String {
         (op, Vendor::Amdgpu) if op.starts_with("gpu.subgroup_mma_") => {
             "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
              on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only"
+                .to_string()
+        }
+        ("gpu.subgroup_reduce", _) => {
+            "MLIR 22 lowers `gpu.subgroup_reduce` only `uniform`, on i32, for add, and, or, xor, \
+             minsi and maxsi, through NVIDIA's redux.sync on sm_80 and later (and on the host); \
+             use gpu.shuffle steps otherwise"
                 .to_string()
         }
         ("gpu.all_reduce", _) => {

@@ -4,7 +4,7 @@
 //! `--ignored` (`scripts/gpu-tests.sh`).
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
-use gpu_tests::{barriers, semantics, subgroups};
+use gpu_tests::{barriers, semantics, subgroup_reduce, subgroups};
 
 fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig<'static> {
     LaunchConfig {
@@ -944,4 +944,47 @@ fn a_failed_assertion_fails_the_launch_naming_kernel_block_and_thread() {
     // The failing thread stopped at the assertion; its neighbours went on.
     assert_eq!(out[2 * threads + 5], -1);
     assert_eq!(out[2 * threads + 4], values[2 * threads + 4]);
+}
+
+#[test]
+fn subgroup_reduce_gives_each_subgroup_its_reduction() {
+    let host = Device::host();
+    for threads in [64usize, 96] {
+        let blocks = 3usize;
+        let x: Vec<i32> = (0..blocks * threads)
+            .map(|i| ((i * 53 + 5) % 41) as i32 - 20 + if i % 11 == 0 { 1 << 24 } else { 0 })
+            .collect();
+        let dx = DeviceBuffer::from_slice(&host, &x).unwrap();
+        let out = DeviceBuffer::<i32>::alloc(&host, x.len() * 6).unwrap();
+        // SAFETY: thread i reads x[i] and writes out[6 i..6 i + 6] only.
+        unsafe {
+            subgroup_reduce::reduce_subgroup(
+                &host,
+                &config([blocks as u32, 1, 1], [threads as u32, 1, 1], 0),
+                &dx,
+                &out,
+            )
+        }
+        .unwrap();
+        let out = out.to_vec().unwrap();
+        for (warp, values) in x.chunks(32).enumerate() {
+            let fold = |f: fn(i32, i32) -> i32| values[1..].iter().fold(values[0], |a, &v| f(a, v));
+            let want = [
+                fold(i32::wrapping_add),
+                fold(i32::max),
+                fold(i32::min),
+                fold(|a, v| a & v),
+                fold(|a, v| a | v),
+                fold(|a, v| a ^ v),
+            ];
+            for lane in 0..32 {
+                let i = 32 * warp + lane;
+                assert_eq!(
+                    &out[6 * i..6 * i + 6],
+                    &want,
+                    "{threads} threads, subgroup {warp}, lane {lane}"
+                );
+            }
+        }
+    }
 }

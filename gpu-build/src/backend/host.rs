@@ -138,10 +138,11 @@ impl Backend for Host {
         host_triple()
     }
 
-    /// The host starts from the NVVM lowering; `retarget` then turns its GPU intrinsics into CPU
-    /// code.
+    /// The host starts from the NVVM lowering (with `redux.sync` for `gpu.subgroup_reduce`, as
+    /// on sm_80, so it shares the lowering of those chips); `retarget` then turns its GPU
+    /// intrinsics into CPU code.
     fn lowering_pass(&self, _processor: &str) -> String {
-        "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm".to_string()
+        "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{has-redux=1}".to_string()
     }
 
     fn kernel_attribute(&self) -> &'static str {

@@ -1,6 +1,8 @@
 //! Subgroup (warp) operations on the host: the NVVM lowering's warp shuffles
-//! (`llvm.nvvm.shfl.sync.*`, which `gpu.shuffle` and `gpu.all_reduce` become) and lane ids, with
-//! subgroups of 32 threads, the width of the NVVM lowering every host kernel goes through.
+//! (`llvm.nvvm.shfl.sync.*`, which `gpu.shuffle` and `gpu.all_reduce` become), warp reductions
+//! (`llvm.nvvm.redux.sync.*`, from `gpu.subgroup_reduce`) and lane ids, with subgroups of 32
+//! threads, the width of the NVVM lowering every host kernel goes through. A reduction is the
+//! same exchange, each lane then combining the values of the lanes in its mask.
 //!
 //! A shuffle is an exchange through a block-wide array: each thread stores its value at its
 //! linear thread id, all threads of the block wait at a barrier, each reads the slot of its
@@ -48,22 +50,59 @@ const MODES: [(&str, Mode); 4] = [
     ("idx", Mode::Index),
 ];
 
-/// The intrinsics this file replaces, with the mode for shuffles.
-fn subgroup_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, Option<Mode>)> {
+/// `redux.sync`'s operations (what `gpu.subgroup_reduce` lowers to with `has-redux`).
+#[derive(Clone, Copy)]
+enum Reduction {
+    Add,
+    Min,
+    Max,
+    UnsignedMin,
+    UnsignedMax,
+    And,
+    Or,
+    Xor,
+}
+
+const REDUCTIONS: [(&str, Reduction); 8] = [
+    ("add", Reduction::Add),
+    ("min", Reduction::Min),
+    ("max", Reduction::Max),
+    ("umin", Reduction::UnsignedMin),
+    ("umax", Reduction::UnsignedMax),
+    ("and", Reduction::And),
+    ("or", Reduction::Or),
+    ("xor", Reduction::Xor),
+];
+
+/// A warp intrinsic this file replaces.
+#[derive(Clone, Copy)]
+enum WarpOp {
+    LaneId,
+    WarpSize,
+    Shuffle(Mode),
+    Reduce(Reduction),
+}
+
+/// The intrinsics this file replaces.
+fn subgroup_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, WarpOp)> {
     module
         .get_functions()
         .filter_map(|f| {
             let name = f.get_name().to_str().ok()?.to_string();
-            if name == "llvm.nvvm.read.ptx.sreg.laneid"
-                || name == "llvm.nvvm.read.ptx.sreg.warpsize"
-            {
-                return Some((f, None));
+            match name.as_str() {
+                "llvm.nvvm.read.ptx.sreg.laneid" => return Some((f, WarpOp::LaneId)),
+                "llvm.nvvm.read.ptx.sreg.warpsize" => return Some((f, WarpOp::WarpSize)),
+                _ => {}
+            }
+            if let Some(operation) = name.strip_prefix("llvm.nvvm.redux.sync.") {
+                let (_, reduction) = REDUCTIONS.iter().find(|(word, _)| *word == operation)?;
+                return Some((f, WarpOp::Reduce(*reduction)));
             }
             let rest = name.strip_prefix("llvm.nvvm.shfl.sync.")?;
             let (_, mode) = MODES
                 .iter()
                 .find(|(word, _)| rest.starts_with(&format!("{word}.")))?;
-            Some((f, Some(*mode)))
+            Some((f, WarpOp::Shuffle(*mode)))
         })
         .collect()
 }
@@ -90,37 +129,45 @@ pub(crate) fn emulate<'ll>(
     exchange.set_linkage(Linkage::Internal);
     exchange.set_alignment(16);
     let builder = llvm.create_builder();
-    for (intrinsic, mode) in subgroup_intrinsics(module) {
+    for (intrinsic, op) in subgroup_intrinsics(module) {
         let calls = calls_of(module, intrinsic);
         for call in calls {
             builder.position_before(&call);
             let linear = linear_thread_id(job, module, ids, &builder)?;
-            let replacement = match mode {
-                None if intrinsic.get_name().to_bytes().ends_with(b"laneid") => builder
+            let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands() - 1)
+                .filter_map(|i| call.get_operand(i)?.value())
+                .map(BasicMetadataValueEnum::from)
+                .collect();
+            arguments.push(linear.into());
+            let function = match op {
+                WarpOp::LaneId => None,
+                WarpOp::WarpSize => None,
+                WarpOp::Shuffle(mode) => Some(shuffle_function(
+                    job, module, intrinsic, mode, exchange, barrier,
+                )?),
+                WarpOp::Reduce(reduction) => {
+                    arguments.push(threads_per_block(job, module, ids, &builder)?.into());
+                    Some(reduce_function(
+                        job, module, intrinsic, reduction, exchange, barrier,
+                    )?)
+                }
+            };
+            let replacement = match (op, function) {
+                (WarpOp::LaneId, _) => builder
                     .build_and(linear, i32_type.const_int(SUBGROUP_SIZE - 1, false), "lane")
                     .map_err(codegen)?
                     .as_basic_value_enum(),
-                None => i32_type
+                (_, None) => i32_type
                     .const_int(SUBGROUP_SIZE, false)
                     .as_basic_value_enum(),
-                Some(mode) => {
-                    let function =
-                        shuffle_function(job, module, intrinsic, mode, exchange, barrier)?;
-                    let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands()
-                        - 1)
-                        .filter_map(|i| call.get_operand(i)?.value())
-                        .map(BasicMetadataValueEnum::from)
-                        .collect();
-                    arguments.push(linear.into());
-                    builder
-                        .build_call(function, &arguments, "shuffled")
-                        .map_err(codegen)?
-                        .try_as_basic_value()
-                        .basic()
-                        .ok_or_else(|| {
-                            Error::new(ErrorKind::Codegen, "a shuffle without a result")
-                        })?
-                }
+                (_, Some(function)) => builder
+                    .build_call(function, &arguments, "exchanged")
+                    .map_err(codegen)?
+                    .try_as_basic_value()
+                    .basic()
+                    .ok_or_else(|| {
+                        Error::new(ErrorKind::Codegen, "a warp operation without a result")
+                    })?,
             };
             // SAFETY: the replacement has the call's type; the call is then removed.
             unsafe {
@@ -150,6 +197,173 @@ fn linear_thread_id<'ll>(
     let row = builder.build_int_add(plane, y, "row").map_err(codegen)?;
     let row = builder.build_int_mul(row, size_x, "row").map_err(codegen)?;
     builder.build_int_add(row, x, "linear").map_err(codegen)
+}
+
+/// `ntid.x * ntid.y * ntid.z` at the builder's position.
+fn threads_per_block<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    builder: &Builder<'ll>,
+) -> Result<IntValue<'ll>> {
+    let read = |slot: u64| read_id(job, module, ids, builder, slot);
+    let plane = builder
+        .build_int_mul(read(3)?, read(4)?, "plane")
+        .map_err(codegen)?;
+    builder
+        .build_int_mul(plane, read(5)?, "threads")
+        .map_err(codegen)
+}
+
+/// `(value, mask, linear thread id, threads per block)` → `redux.sync`'s result: every lane
+/// stores its value, then combines the values of the lanes of its subgroup that are in `mask`
+/// and exist (a partial subgroup at the block's edge has fewer), created once per operation.
+fn reduce_function<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    intrinsic: FunctionValue<'ll>,
+    reduction: Reduction,
+    exchange: GlobalValue<'ll>,
+    barrier: FunctionValue<'ll>,
+) -> Result<FunctionValue<'ll>> {
+    let name = format!(
+        "__gpu_host_{}",
+        intrinsic.get_name().to_string_lossy().replace('.', "_")
+    );
+    if let Some(existing) = module.get_function(&name) {
+        return Ok(existing);
+    }
+    let llvm = job.llvm;
+    let i32_type = llvm.i32_type();
+    let function_type = i32_type.fn_type(&[i32_type.into(); 4], false);
+    let function = module.add_function(&name, function_type, Some(Linkage::Internal));
+    let builder = llvm.create_builder();
+    builder.position_at_end(llvm.append_basic_block(function, "entry"));
+    let parameter = |n: u32| {
+        function
+            .get_nth_param(n)
+            .map(|p| p.into_int_value())
+            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a reduction parameter is missing"))
+    };
+    let (value, mask, linear, threads) =
+        (parameter(0)?, parameter(1)?, parameter(2)?, parameter(3)?);
+    let constant = |n: u64| i32_type.const_int(n, false);
+    let lane = builder
+        .build_and(linear, constant(SUBGROUP_SIZE - 1), "lane")
+        .map_err(codegen)?;
+    let warp = builder
+        .build_int_sub(linear, lane, "warp")
+        .map_err(codegen)?;
+    builder
+        .build_store(exchange_slot(job, &builder, exchange, linear)?, value)
+        .map_err(codegen)?;
+    wait(&builder, barrier)?;
+    let mut total = value;
+    for other in 0..SUBGROUP_SIZE {
+        let index = builder
+            .build_int_add(warp, constant(other), "index")
+            .map_err(codegen)?;
+        let received = builder
+            .build_load(
+                i32_type,
+                exchange_slot(job, &builder, exchange, index)?,
+                "received",
+            )
+            .map_err(codegen)?
+            .into_int_value();
+        let bit = builder
+            .build_right_shift(mask, constant(other), false, "bit")
+            .map_err(codegen)?;
+        let bit = builder
+            .build_and(bit, constant(1), "bit")
+            .map_err(codegen)?;
+        let in_mask = builder
+            .build_int_compare(IntPredicate::NE, bit, constant(0), "in_mask")
+            .map_err(codegen)?;
+        let exists = builder
+            .build_int_compare(IntPredicate::ULT, index, threads, "exists")
+            .map_err(codegen)?;
+        let other_lane = builder
+            .build_int_compare(IntPredicate::NE, lane, constant(other), "other")
+            .map_err(codegen)?;
+        let take = builder
+            .build_and(in_mask, exists, "take")
+            .map_err(codegen)?;
+        let take = builder
+            .build_and(take, other_lane, "take")
+            .map_err(codegen)?;
+        let combined = combine(&builder, reduction, total, received)?;
+        total = builder
+            .build_select(take, combined, total, "total")
+            .map_err(codegen)?
+            .into_int_value();
+    }
+    wait(&builder, barrier)?;
+    builder.build_return(Some(&total)).map_err(codegen)?;
+    Ok(function)
+}
+
+/// `a <reduction> b`.
+fn combine<'ll>(
+    builder: &Builder<'ll>,
+    reduction: Reduction,
+    a: IntValue<'ll>,
+    b: IntValue<'ll>,
+) -> Result<IntValue<'ll>> {
+    let pick = |predicate: IntPredicate| -> Result<IntValue<'ll>> {
+        let keep = builder
+            .build_int_compare(predicate, a, b, "keep")
+            .map_err(codegen)?;
+        Ok(builder
+            .build_select(keep, a, b, "picked")
+            .map_err(codegen)?
+            .into_int_value())
+    };
+    match reduction {
+        Reduction::Add => builder.build_int_add(a, b, "sum").map_err(codegen),
+        Reduction::And => builder.build_and(a, b, "and").map_err(codegen),
+        Reduction::Or => builder.build_or(a, b, "or").map_err(codegen),
+        Reduction::Xor => builder.build_xor(a, b, "xor").map_err(codegen),
+        Reduction::Min => pick(IntPredicate::SLT),
+        Reduction::Max => pick(IntPredicate::SGT),
+        Reduction::UnsignedMin => pick(IntPredicate::ULT),
+        Reduction::UnsignedMax => pick(IntPredicate::UGT),
+    }
+}
+
+/// `&exchange[index]`.
+fn exchange_slot<'ll>(
+    job: &Job<'_, 'll>,
+    builder: &Builder<'ll>,
+    exchange: GlobalValue<'ll>,
+    index: IntValue<'ll>,
+) -> Result<inkwell::values::PointerValue<'ll>> {
+    let llvm = job.llvm;
+    let wide = builder
+        .build_int_z_extend(index, llvm.i64_type(), "index")
+        .map_err(codegen)?;
+    // SAFETY: indices are below MAX_THREADS (a linear id, or a lane of its subgroup).
+    unsafe {
+        builder.build_in_bounds_gep(
+            exchange.get_value_type().into_array_type(),
+            exchange.as_pointer_value(),
+            &[llvm.i64_type().const_zero(), wide],
+            "slot",
+        )
+    }
+    .map_err(codegen)
+}
+
+/// A call of the subgroup barrier (zeros for any parameters it has).
+fn wait<'ll>(builder: &Builder<'ll>, barrier: FunctionValue<'ll>) -> Result<()> {
+    let zeros: Vec<BasicMetadataValueEnum> = barrier
+        .get_type()
+        .get_param_types()
+        .iter()
+        .map(|t| t.into_int_type().const_zero().into())
+        .collect();
+    builder.build_call(barrier, &zeros, "").map_err(codegen)?;
+    Ok(())
 }
 
 /// `<intrinsic's parameters>, linear thread id` → the intrinsic's result: the exchange for one
@@ -286,38 +500,14 @@ fn shuffle_function<'ll>(
             .into_int_value(),
         _ => value.into_int_value(),
     };
-    let slot = |index: IntValue<'ll>| -> Result<_> {
-        let wide = builder
-            .build_int_z_extend(index, llvm.i64_type(), "index")
-            .map_err(codegen)?;
-        // SAFETY: both indices are below MAX_THREADS (a linear id and a lane of its warp).
-        unsafe {
-            builder.build_in_bounds_gep(
-                exchange.get_value_type().into_array_type(),
-                exchange.as_pointer_value(),
-                &[llvm.i64_type().const_zero(), wide],
-                "slot",
-            )
-        }
-        .map_err(codegen)
-    };
+    let slot = |index: IntValue<'ll>| exchange_slot(job, &builder, exchange, index);
     builder.build_store(slot(linear)?, bits).map_err(codegen)?;
-    let wait = |builder: &Builder<'ll>| -> Result<()> {
-        let zeros: Vec<BasicMetadataValueEnum> = barrier
-            .get_type()
-            .get_param_types()
-            .iter()
-            .map(|t| t.into_int_type().const_zero().into())
-            .collect();
-        builder.build_call(barrier, &zeros, "").map_err(codegen)?;
-        Ok(())
-    };
-    wait(&builder)?;
+    wait(&builder, barrier)?;
     let received = builder
         .build_load(i32_type, slot(source)?, "received")
         .map_err(codegen)?
         .into_int_value();
-    wait(&builder)?;
+    wait(&builder, barrier)?;
     let result = match value_type {
         BasicTypeEnum::FloatType(_) => builder
             .build_bit_cast(received, value_type, "value")

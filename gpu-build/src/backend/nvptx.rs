@@ -56,9 +56,21 @@ impl Backend for Nvptx {
         )
     }
 
-    /// nvgpu ops (`nvgpu.mma.sync`, ...) first, as upstream's NVVM pipeline does.
-    fn lowering_pass(&self, _processor: &str) -> String {
-        "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm".to_string()
+    /// nvgpu ops (`nvgpu.mma.sync`, ...) first, as upstream's NVVM pipeline does; on sm_80 and
+    /// later, `gpu.subgroup_reduce` through `redux.sync` (`has-redux`), which those chips have.
+    fn lowering_pass(&self, processor: &str) -> String {
+        let sm: u32 = processor
+            .trim_start_matches("sm_")
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap_or(0);
+        if sm >= 80 {
+            "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{has-redux=1}".to_string()
+        } else {
+            "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm".to_string()
+        }
     }
 
     fn kernel_attribute(&self) -> &'static str {

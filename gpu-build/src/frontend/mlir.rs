@@ -360,11 +360,11 @@ fn element(ty: MlirType) -> Option<Element> {
     }
 }
 
-/// GPU operations the host target does not emulate (it emulates `gpu.shuffle`, `gpu.lane_id`
-/// and `gpu.all_reduce`, which MLIR lowers to shuffles: `backend/host_subgroup.rs`; and runs
+/// GPU operations the host target does not emulate (it emulates `gpu.shuffle`, `gpu.lane_id`,
+/// `gpu.all_reduce` and `gpu.subgroup_reduce`, which MLIR lowers to shuffles and `redux.sync`:
+/// `backend/host_subgroup.rs`; and runs
 /// `gpu.printf` through the C library: `backend/host_printf.rs`).
 const SUBGROUP_OPS: &[&str] = &[
-    "gpu.subgroup_reduce",
     "gpu.subgroup_id",
     "gpu.num_subgroups",
     "gpu.subgroup_size",
