@@ -47,14 +47,8 @@ fn ours(out: &Path, files: &[PathBuf], cache: CacheSetting) -> (Duration, Report
         .compile()
         .unwrap_or_else(|e| panic!("gpu-build failed: {e}"));
     let elapsed = start.elapsed();
-    let objects: usize = report
-        .manifest
-        .modules
-        .iter()
-        .map(|m| m.objects.len())
-        .sum();
     assert_eq!(
-        objects,
+        report.manifest.objects().count(),
         6 * files.len(),
         "PTX + cubin per sm and hsaco per gfx, per module"
     );

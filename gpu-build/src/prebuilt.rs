@@ -104,20 +104,13 @@ pub(crate) fn write(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result
         })
         .collect::<Result<Vec<_>>>()?;
     let host_triple = manifest
-        .modules
-        .iter()
-        .flat_map(|m| &m.objects)
+        .objects()
         .find(|o| o.vendor == gpu_manifest::Vendor::Host)
         .map(|o| o.triple.clone());
     let host_library = host_triple
         .as_ref()
         .map(|_| crate::output::host_library_name(&paths.crate_name));
-    let mut relative: Vec<String> = manifest
-        .modules
-        .iter()
-        .flat_map(|m| &m.objects)
-        .map(|o| o.path.clone())
-        .collect();
+    let mut relative: Vec<String> = manifest.objects().map(|o| o.path.clone()).collect();
     if let Some(name) = &host_library {
         relative.push(format!("{HOST_LIBRARY_DIR}/lib{name}.a"));
     }

@@ -453,6 +453,11 @@ impl fmt::Display for ReadError {
 impl std::error::Error for ReadError {}
 
 impl Manifest {
+    /// Every object of every module, in build order.
+    pub fn objects(&self) -> impl Iterator<Item = &Object> {
+        self.modules.iter().flat_map(|m| &m.objects)
+    }
+
     /// An empty manifest of the current schema, written by `generator`.
     pub fn new(generator: impl Into<String>) -> Self {
         Manifest {

@@ -84,9 +84,7 @@ pub fn ptxas() -> PathBuf {
 pub fn objects_of(report: &Report, vendor: Vendor) -> Vec<(gpu_manifest::Object, Vec<u8>)> {
     report
         .manifest
-        .modules
-        .iter()
-        .flat_map(|m| m.objects.iter())
+        .objects()
         .filter(|o| o.vendor == vendor)
         .map(|o| {
             (

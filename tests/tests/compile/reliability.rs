@@ -29,7 +29,7 @@ fn assert_manifest_describes_the_files(out: &Path, when: &str) {
     };
     let manifest = gpu_manifest::Manifest::from_json(&text)
         .unwrap_or_else(|e| panic!("{when}: the manifest does not parse: {e}"));
-    for object in manifest.modules.iter().flat_map(|m| &m.objects) {
+    for object in manifest.objects() {
         let bytes = std::fs::read(out.join(&object.path))
             .unwrap_or_else(|e| panic!("{when}: the manifest lists {}: {e}", object.path));
         assert_eq!(bytes.len() as u64, object.size, "{when}: {}", object.path);

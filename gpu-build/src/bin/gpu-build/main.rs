@@ -158,14 +158,9 @@ fn compile(
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
-    let objects: usize = report
-        .manifest
-        .modules
-        .iter()
-        .map(|m| m.objects.len())
-        .sum();
     eprintln!(
-        "wrote {objects} objects of {} gpu.modules and {} ({} compiled, {} from the cache)",
+        "wrote {} objects of {} gpu.modules and {} ({} compiled, {} from the cache)",
+        report.manifest.objects().count(),
         report.manifest.modules.len(),
         report.manifest_path.display(),
         report.compiled,
