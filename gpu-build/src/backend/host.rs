@@ -757,7 +757,6 @@ struct RegionCall<'ll> {
 struct RegionStorage<'ll> {
     /// What every region call passes (its state set per region).
     call: RegionCall<'ll>,
-    uniform_bytes: u64,
     /// The next region to run (i32).
     state: PointerValue<'ll>,
     /// Where threads that reached different barriers end up.
@@ -926,7 +925,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_int_add(first, count, "end")
             .map_err(codegen)?;
         let split = match &work {
-            ThreadWork::Regions(regions) => Some(self.region_storage(regions, &sizes)?),
+            ThreadWork::Regions(regions) => Some((regions, self.region_storage(regions, &sizes)?)),
             _ => None,
         };
 
@@ -958,16 +957,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .build_store(self.id_slot(slot, false)?, id)
                     .map_err(codegen)?;
             }
-            match (&work, &split) {
-                (ThreadWork::Regions(regions), Some(storage)) => self.regions(
-                    regions,
-                    storage,
-                    function,
-                    tid_read_elsewhere,
-                    &sizes,
-                    latch,
-                ),
-                _ => {
+            match &split {
+                Some((regions, storage)) => {
+                    self.regions(regions, storage, tid_read_elsewhere, &sizes, latch)
+                }
+                None => {
                     let innermost = Innermost {
                         function,
                         tid_read_elsewhere,
@@ -978,7 +972,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             }
         })?;
         self.builder.position_at_end(exit);
-        if let Some(storage) = &split {
+        if let Some((_, storage)) = &split {
             self.release(storage)?;
         }
         let ok = i32_type.const_int(u64::from(host_abi::STATUS_OK), false);
@@ -1086,7 +1080,6 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 lowest,
                 highest,
             },
-            uniform_bytes: regions.uniform_bytes,
             state,
             diverged,
         })
@@ -1123,7 +1116,6 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         &self,
         regions: &Regions<'ll>,
         storage: &RegionStorage<'ll>,
-        function: FunctionValue<'ll>,
         tid_read_elsewhere: bool,
         sizes: &[IntValue<'ll>],
         done: BasicBlock<'ll>,
@@ -1169,7 +1161,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .map_err(codegen)?;
             let after = llvm.append_basic_block(self.function, "reached");
             let innermost = Innermost {
-                function,
+                function: regions.function,
                 tid_read_elsewhere,
                 region: Some(call),
             };
@@ -1203,8 +1195,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_conditional_branch(all_done, done, resume)
                 .map_err(codegen)?;
             self.builder.position_at_end(resume);
-            if storage.uniform_bytes > 0 {
-                let bytes = llvm.i64_type().const_int(storage.uniform_bytes, false);
+            if regions.uniform_bytes > 0 {
+                let bytes = llvm.i64_type().const_int(regions.uniform_bytes, false);
                 self.builder
                     .build_memcpy(call.uniform_in, 16, call.uniform_out, 16, bytes)
                     .map_err(codegen)?;
@@ -1216,22 +1208,20 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_unconditional_branch(dispatch)
                 .map_err(codegen)?;
         }
-        // Once per function: the block's ids for the error message, then the status.
-        if storage.diverged.get_first_instruction().is_none() {
-            self.builder.position_at_end(storage.diverged);
-            for slot in 6..9 {
-                let id = self
-                    .builder
-                    .build_load(i32_type, self.id_slot(slot, false)?, "block_id")
-                    .map_err(codegen)?;
-                self.builder
-                    .build_store(self.id_slot(slot, true)?, id)
-                    .map_err(codegen)?;
-            }
-            self.release(storage)?;
-            let status = i32_type.const_int(u64::from(host_abi::STATUS_DIVERGENT_BARRIER), false);
-            self.builder.build_return(Some(&status)).map_err(codegen)?;
+        // The block's ids for the error message, then the status.
+        self.builder.position_at_end(storage.diverged);
+        for slot in 6..9 {
+            let id = self
+                .builder
+                .build_load(i32_type, self.id_slot(slot, false)?, "block_id")
+                .map_err(codegen)?;
+            self.builder
+                .build_store(self.id_slot(slot, true)?, id)
+                .map_err(codegen)?;
         }
+        self.release(storage)?;
+        let status = i32_type.const_int(u64::from(host_abi::STATUS_DIVERGENT_BARRIER), false);
+        self.builder.build_return(Some(&status)).map_err(codegen)?;
         Ok(())
     }
 

@@ -9,7 +9,8 @@
 //              ptr uniform_in, ptr uniform_out, ptr threads, params...)
 //
 // that runs one thread from the point `state` names (0: the start, s: just after barrier s) to
-// its next barrier (returns that barrier's s) or its end (returns DONE). Values live across a
+// its next barrier (returns that barrier's s) or its end (returns `done`, a value the caller
+// chooses, host_fission.rs). Values live across a
 // barrier are saved where they are defined and reloaded where a region resumes: values that are
 // the same in every thread of a block (uniform) in one slot per block (written to
 // `uniform_out`, read from `uniform_in`: the caller copies out to in between regions), others in
@@ -46,7 +47,6 @@ using namespace llvm;
 
 namespace {
 
-constexpr uint32_t DONE = 0xFFFFFFFFu;
 constexpr uint64_t SLOT_ALIGN = 16;
 // Parameters of the body: x, y, z, then the kernel's.
 constexpr unsigned BODY_IDS = 3;
@@ -306,7 +306,7 @@ struct Fissioned {
 
 Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFunctions,
                 const SmallPtrSetImpl<Function *> &uniformFunctions, StringRef name,
-                Fissioned &out) {
+                uint32_t done, Fissioned &out) {
   Module &M = *body.getParent();
   LLVMContext &C = M.getContext();
   const DataLayout &DL = M.getDataLayout();
@@ -461,7 +461,7 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
     }
   }
   BasicBlock *invalid = BasicBlock::Create(C, "invalid_state", region);
-  ReturnInst::Create(C, ConstantInt::get(i32, DONE), invalid);
+  ReturnInst::Create(C, ConstantInt::get(i32, done), invalid);
   SwitchInst *jump = b.CreateSwitch(region->getArg(STATE), invalid, barrierBlock.size() + 1);
   jump->addCase(b.getInt32(0), start);
   SmallVector<BasicBlock *, 8> resume;
@@ -478,7 +478,7 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   }
   for (BasicBlock &B : *region)
     if (auto *ret = dyn_cast<ReturnInst>(B.getTerminator()); ret && !ret->getReturnValue()) {
-      ReturnInst::Create(C, ConstantInt::get(i32, DONE), ret->getIterator());
+      ReturnInst::Create(C, ConstantInt::get(i32, done), ret->getIterator());
       ret->eraseFromParent();
     }
 
@@ -538,7 +538,7 @@ extern "C" {
 // thread of a block.
 LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsigned barrierCount,
                                LLVMValueRef *uniform, unsigned uniformCount, const char *name,
-                               uint64_t *uniformBytes, uint64_t *threadBytes,
+                               uint32_t done, uint64_t *uniformBytes, uint64_t *threadBytes,
                                unsigned *barrierTotal, char **reason) {
   SmallPtrSet<Function *, 4> barrierFunctions, uniformFunctions;
   for (unsigned i = 0; i < barrierCount; ++i)
@@ -547,7 +547,7 @@ LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsign
     uniformFunctions.insert(unwrap<Function>(uniform[i]));
   Fissioned result;
   Failure why =
-      fission(*unwrap<Function>(body), barrierFunctions, uniformFunctions, name, result);
+      fission(*unwrap<Function>(body), barrierFunctions, uniformFunctions, name, done, result);
   if (!why.empty()) {
     *reason = strdup(why.c_str());
     return nullptr;

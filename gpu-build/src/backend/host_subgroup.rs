@@ -34,7 +34,7 @@ pub(crate) const SUBGROUP_SIZE: u64 = 32;
 const MAX_THREADS: u32 = 1024;
 const EXCHANGE_VARIABLE: &str = "__gpu_host_exchange";
 
-/// The shuffle modes, as they appear in the intrinsics' names.
+/// The shuffle modes.
 #[derive(Clone, Copy)]
 enum Mode {
     Up,
@@ -42,13 +42,6 @@ enum Mode {
     Butterfly,
     Index,
 }
-
-const MODES: [(&str, Mode); 4] = [
-    ("up", Mode::Up),
-    ("down", Mode::Down),
-    ("bfly", Mode::Butterfly),
-    ("idx", Mode::Index),
-];
 
 /// `redux.sync`'s operations (what `gpu.subgroup_reduce` lowers to with `has-redux`).
 #[derive(Clone, Copy)]
@@ -63,17 +56,6 @@ enum Reduction {
     Xor,
 }
 
-const REDUCTIONS: [(&str, Reduction); 8] = [
-    ("add", Reduction::Add),
-    ("min", Reduction::Min),
-    ("max", Reduction::Max),
-    ("umin", Reduction::UnsignedMin),
-    ("umax", Reduction::UnsignedMax),
-    ("and", Reduction::And),
-    ("or", Reduction::Or),
-    ("xor", Reduction::Xor),
-];
-
 /// A warp intrinsic this file replaces.
 #[derive(Clone, Copy)]
 enum WarpOp {
@@ -83,27 +65,43 @@ enum WarpOp {
     Reduce(Reduction),
 }
 
+/// The warp intrinsic called `name`, if it is one this file replaces (shuffles have a type
+/// suffix: `llvm.nvvm.shfl.sync.bfly.f32p`).
+fn warp_op(name: &str) -> Option<WarpOp> {
+    if let Some(operation) = name.strip_prefix("llvm.nvvm.redux.sync.") {
+        return Some(WarpOp::Reduce(match operation {
+            "add" => Reduction::Add,
+            "min" => Reduction::Min,
+            "max" => Reduction::Max,
+            "umin" => Reduction::UnsignedMin,
+            "umax" => Reduction::UnsignedMax,
+            "and" => Reduction::And,
+            "or" => Reduction::Or,
+            "xor" => Reduction::Xor,
+            _ => return None,
+        }));
+    }
+    if let Some(rest) = name.strip_prefix("llvm.nvvm.shfl.sync.") {
+        return Some(WarpOp::Shuffle(match rest.split('.').next()? {
+            "up" => Mode::Up,
+            "down" => Mode::Down,
+            "bfly" => Mode::Butterfly,
+            "idx" => Mode::Index,
+            _ => return None,
+        }));
+    }
+    match name {
+        "llvm.nvvm.read.ptx.sreg.laneid" => Some(WarpOp::LaneId),
+        "llvm.nvvm.read.ptx.sreg.warpsize" => Some(WarpOp::WarpSize),
+        _ => None,
+    }
+}
+
 /// The intrinsics this file replaces.
 fn subgroup_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, WarpOp)> {
     module
         .get_functions()
-        .filter_map(|f| {
-            let name = f.get_name().to_str().ok()?.to_string();
-            match name.as_str() {
-                "llvm.nvvm.read.ptx.sreg.laneid" => return Some((f, WarpOp::LaneId)),
-                "llvm.nvvm.read.ptx.sreg.warpsize" => return Some((f, WarpOp::WarpSize)),
-                _ => {}
-            }
-            if let Some(operation) = name.strip_prefix("llvm.nvvm.redux.sync.") {
-                let (_, reduction) = REDUCTIONS.iter().find(|(word, _)| *word == operation)?;
-                return Some((f, WarpOp::Reduce(*reduction)));
-            }
-            let rest = name.strip_prefix("llvm.nvvm.shfl.sync.")?;
-            let (_, mode) = MODES
-                .iter()
-                .find(|(word, _)| rest.starts_with(&format!("{word}.")))?;
-            Some((f, WarpOp::Shuffle(*mode)))
-        })
+        .filter_map(|f| Some((f, warp_op(f.get_name().to_str().ok()?)?)))
         .collect()
 }
 
@@ -199,6 +197,50 @@ fn linear_thread_id<'ll>(
     builder.build_int_add(row, x, "linear").map_err(codegen)
 }
 
+/// The name of `intrinsic`'s replacement (made once per module).
+fn replacement_name(intrinsic: FunctionValue) -> String {
+    format!(
+        "__gpu_host_{}",
+        intrinsic.get_name().to_string_lossy().replace('.', "_")
+    )
+}
+
+/// A new replacement of `intrinsic`, of type `ty`, with a builder at its entry.
+fn new_replacement<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    intrinsic: FunctionValue<'ll>,
+    ty: inkwell::types::FunctionType<'ll>,
+) -> (FunctionValue<'ll>, Builder<'ll>) {
+    let function = module.add_function(&replacement_name(intrinsic), ty, Some(Linkage::Internal));
+    let builder = job.llvm.create_builder();
+    builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
+    (function, builder)
+}
+
+/// Parameter `n` of a replacement.
+fn parameter(function: FunctionValue, n: u32) -> Result<inkwell::values::BasicValueEnum> {
+    function.get_nth_param(n).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Codegen,
+            "a warp replacement's parameter is missing",
+        )
+    })
+}
+
+/// The lane of linear thread id `linear`, and the linear id of its subgroup's first thread.
+fn lane_and_subgroup<'ll>(
+    builder: &Builder<'ll>,
+    linear: IntValue<'ll>,
+) -> Result<(IntValue<'ll>, IntValue<'ll>)> {
+    let mask = linear.get_type().const_int(SUBGROUP_SIZE - 1, false);
+    let lane = builder.build_and(linear, mask, "lane").map_err(codegen)?;
+    let first = builder
+        .build_int_sub(linear, lane, "warp")
+        .map_err(codegen)?;
+    Ok((lane, first))
+}
+
 /// `ntid.x * ntid.y * ntid.z` at the builder's position.
 fn threads_per_block<'ll>(
     job: &Job<'_, 'll>,
@@ -226,34 +268,17 @@ fn reduce_function<'ll>(
     exchange: GlobalValue<'ll>,
     barrier: FunctionValue<'ll>,
 ) -> Result<FunctionValue<'ll>> {
-    let name = format!(
-        "__gpu_host_{}",
-        intrinsic.get_name().to_string_lossy().replace('.', "_")
-    );
-    if let Some(existing) = module.get_function(&name) {
+    if let Some(existing) = module.get_function(&replacement_name(intrinsic)) {
         return Ok(existing);
     }
-    let llvm = job.llvm;
-    let i32_type = llvm.i32_type();
+    let i32_type = job.llvm.i32_type();
     let function_type = i32_type.fn_type(&[i32_type.into(); 4], false);
-    let function = module.add_function(&name, function_type, Some(Linkage::Internal));
-    let builder = llvm.create_builder();
-    builder.position_at_end(llvm.append_basic_block(function, "entry"));
-    let parameter = |n: u32| {
-        function
-            .get_nth_param(n)
-            .map(|p| p.into_int_value())
-            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a reduction parameter is missing"))
-    };
+    let (function, builder) = new_replacement(job, module, intrinsic, function_type);
+    let parameter = |n: u32| parameter(function, n).map(|p| p.into_int_value());
     let (value, mask, linear, threads) =
         (parameter(0)?, parameter(1)?, parameter(2)?, parameter(3)?);
     let constant = |n: u64| i32_type.const_int(n, false);
-    let lane = builder
-        .build_and(linear, constant(SUBGROUP_SIZE - 1), "lane")
-        .map_err(codegen)?;
-    let warp = builder
-        .build_int_sub(linear, lane, "warp")
-        .map_err(codegen)?;
+    let (lane, warp) = lane_and_subgroup(&builder, linear)?;
     builder
         .build_store(exchange_slot(job, &builder, exchange, linear)?, value)
         .map_err(codegen)?;
@@ -376,11 +401,7 @@ fn shuffle_function<'ll>(
     exchange: GlobalValue<'ll>,
     barrier: FunctionValue<'ll>,
 ) -> Result<FunctionValue<'ll>> {
-    let name = format!(
-        "__gpu_host_{}",
-        intrinsic.get_name().to_string_lossy().replace('.', "_")
-    );
-    if let Some(existing) = module.get_function(&name) {
+    if let Some(existing) = module.get_function(&replacement_name(intrinsic)) {
         return Ok(existing);
     }
     let llvm = job.llvm;
@@ -388,38 +409,20 @@ fn shuffle_function<'ll>(
     let intrinsic_type = intrinsic.get_type();
     let mut parameters = intrinsic_type.get_param_types();
     parameters.push(i32_type.into());
-    let metadata = parameters.clone();
-    let function_type = match intrinsic_type.get_return_type() {
-        Some(ret) => ret.fn_type(&metadata, false),
-        None => {
-            return Err(Error::new(
-                ErrorKind::Codegen,
-                "a shuffle returning nothing",
-            ))
-        }
-    };
-    let function = module.add_function(&name, function_type, Some(Linkage::Internal));
-    let builder = llvm.create_builder();
-    builder.position_at_end(llvm.append_basic_block(function, "entry"));
-    let parameter = |n: u32| {
-        function
-            .get_nth_param(n)
-            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a shuffle parameter is missing"))
-    };
+    let function_type = intrinsic_type
+        .get_return_type()
+        .ok_or_else(|| Error::new(ErrorKind::Codegen, "a shuffle returning nothing"))?
+        .fn_type(&parameters, false);
+    let (function, builder) = new_replacement(job, module, intrinsic, function_type);
     // (mask, a, b, c, linear)
-    let value = parameter(1)?;
+    let value = parameter(function, 1)?;
     let (b, c, linear) = (
-        parameter(2)?.into_int_value(),
-        parameter(3)?.into_int_value(),
-        parameter(4)?.into_int_value(),
+        parameter(function, 2)?.into_int_value(),
+        parameter(function, 3)?.into_int_value(),
+        parameter(function, 4)?.into_int_value(),
     );
     let constant = |n: u64| i32_type.const_int(n, false);
-    let lane = builder
-        .build_and(linear, constant(SUBGROUP_SIZE - 1), "lane")
-        .map_err(codegen)?;
-    let warp = builder
-        .build_int_sub(linear, lane, "warp")
-        .map_err(codegen)?;
+    let (lane, warp) = lane_and_subgroup(&builder, linear)?;
     // PTX: segmask = c[12:8], cval = c[4:0], bval = b[4:0].
     let shifted = builder
         .build_right_shift(c, constant(8), false, "shifted")
