@@ -59,14 +59,7 @@ impl Backend for Nvptx {
     /// nvgpu ops (`nvgpu.mma.sync`, ...) first, as upstream's NVVM pipeline does; on sm_80 and
     /// later, `gpu.subgroup_reduce` through `redux.sync` (`has-redux`), which those chips have.
     fn lowering_pass(&self, processor: &str) -> String {
-        let sm: u32 = processor
-            .trim_start_matches("sm_")
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .unwrap_or(0);
-        if sm >= 80 {
+        if crate::target_spec::chips::has_redux(processor) {
             "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{has-redux=1}".to_string()
         } else {
             "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm".to_string()

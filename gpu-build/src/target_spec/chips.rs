@@ -198,6 +198,18 @@ pub(crate) fn known_chips(vendor: Vendor) -> Vec<&'static str> {
     }
 }
 
+/// Whether an NVPTX chip has `redux.sync` (sm_80 and later).
+pub(crate) fn has_redux(chip: &str) -> bool {
+    let sm: u32 = chip
+        .trim_start_matches("sm_")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0);
+    sm >= 80
+}
+
 /// The oldest PTX ISA version (times ten) LLVM 22 emits for an NVPTX chip.
 pub(crate) fn min_ptx_version(chip: &str) -> Option<u32> {
     NVPTX_CHIPS
@@ -320,6 +332,12 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
     use std::process::Command;
+
+    #[test]
+    fn redux_starts_at_sm_80() {
+        assert!(has_redux("sm_80") && has_redux("sm_90a") && has_redux("sm_100"));
+        assert!(!has_redux("sm_75") && !has_redux("sm_8"));
+    }
 
     #[test]
     fn splits_amdgpu_feature_suffixes() {
