@@ -432,17 +432,15 @@ fn run_block_with_barriers(
                 }
             }
         }
-        let live = threads.iter().zip(&held).filter(|(t, _)| t.is_some());
-        let mut all_held = true;
-        let mut any_live = false;
-        for (_, held) in live {
-            any_live = true;
-            all_held &= *held;
-        }
-        if !any_live {
+        let mut live = threads
+            .iter()
+            .zip(&held)
+            .filter(|(t, _)| t.is_some())
+            .peekable();
+        if live.peek().is_none() {
             return Ok(());
         }
-        if all_held {
+        if live.all(|(_, held)| *held) {
             held.iter_mut().for_each(|h| *h = false);
         }
     }
