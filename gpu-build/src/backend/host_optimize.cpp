@@ -24,6 +24,7 @@
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 
 #include <cstring>
+#include <string>
 
 using namespace llvm;
 
@@ -135,8 +136,11 @@ bool exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
 }
 
 struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
+  // What the names of the functions whose loops are thread loops end with (the blocks entries).
+  std::string entrySuffix;
+
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
-    if (!F.getName().ends_with(".blocks"))
+    if (!F.getName().ends_with(entrySuffix))
       return PreservedAnalyses::all();
     bool changed = false;
     // One change at a time, with fresh analyses: a change alters the dominator tree.
@@ -165,9 +169,10 @@ extern "C" {
 
 // LLVM's default pipeline at `level` (0 to 3) with loop unrolling, interleaving and both
 // vectorizers on (as upstream's makeOptimizingTransformer), plus ExitThreadLoopsAtGuards before
-// the vectorizers. Returns false with `*error` set (free it with LLVMDisposeMessage) on failure.
+// the vectorizers, on the functions whose names end with `entrySuffix`. Returns false with
+// `*error` set (free it with LLVMDisposeMessage) on failure.
 LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef machine,
-                                 unsigned level, char **error) {
+                                 unsigned level, const char *entrySuffix, char **error) {
   Module &M = *unwrap(module);
   auto *TM = reinterpret_cast<TargetMachine *>(machine);
   PipelineTuningOptions tuning;
@@ -186,10 +191,10 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
   builder.registerLoopAnalyses(LAM);
   builder.crossRegisterProxies(LAM, FAM, CGAM, MAM);
   builder.registerVectorizerStartEPCallback(
-      [](FunctionPassManager &FPM, OptimizationLevel) {
+      [suffix = std::string(entrySuffix)](FunctionPassManager &FPM, OptimizationLevel) {
         // Loops with preheaders, as the pass expects.
         FPM.addPass(LoopSimplifyPass());
-        FPM.addPass(ExitThreadLoopsAtGuards());
+        FPM.addPass(ExitThreadLoopsAtGuards{{}, suffix});
       });
   OptimizationLevel levels[] = {OptimizationLevel::O0, OptimizationLevel::O1,
                                 OptimizationLevel::O2, OptimizationLevel::O3};
