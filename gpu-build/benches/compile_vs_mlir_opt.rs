@@ -162,7 +162,7 @@ fn upstream(inputs: &[(PathBuf, Vendor)], cuda: &Path, rocm: &Path) -> (Duration
     let mut peak = 0;
     for (input, vendor) in inputs {
         let pipeline = format!(
-            "builtin.module(gpu.module(lower-affine,expand-strided-metadata,convert-scf-to-cf,{},reconcile-unrealized-casts),gpu-module-to-binary{{format=bin}})",
+            "builtin.module(gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,{},reconcile-unrealized-casts),gpu-module-to-binary{{format=bin}})",
             lowering(*vendor)
         );
         let mut command = Command::new("mlir-opt-22");

@@ -248,6 +248,9 @@ fn targets_for(
         }
     }
     check_kernel_names(desc, &specs)?;
+    desc.warnings
+        .iter()
+        .for_each(|warning| cargo.warn(warning.clone()));
     if desc.kernels.is_empty() {
         cargo.warn(format!(
             "{}: gpu.module @{} has no kernels (no `gpu.func ... kernel` and no `llvm.func` with \

@@ -142,7 +142,7 @@ impl Backend for Host {
     /// on sm_80, so it shares the lowering of those chips); `retarget` then turns its GPU
     /// intrinsics into CPU code.
     fn lowering_pass(&self, _processor: &str) -> String {
-        "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{has-redux=1}".to_string()
+        super::nvptx::nvvm_lowering(true)
     }
 
     fn kernel_attribute(&self) -> &'static str {

@@ -56,14 +56,8 @@ impl Backend for Nvptx {
         )
     }
 
-    /// nvgpu ops (`nvgpu.mma.sync`, ...) first, as upstream's NVVM pipeline does; on sm_80 and
-    /// later, `gpu.subgroup_reduce` through `redux.sync` (`has-redux`), which those chips have.
     fn lowering_pass(&self, processor: &str) -> String {
-        if crate::target_spec::chips::has_redux(processor) {
-            "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm{has-redux=1}".to_string()
-        } else {
-            "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm".to_string()
-        }
+        nvvm_lowering(crate::target_spec::chips::has_redux(processor))
     }
 
     fn kernel_attribute(&self) -> &'static str {
@@ -396,4 +390,13 @@ mod tests {
             assert!(!is_ptx_identifier(name), "{name}");
         }
     }
+}
+
+/// The gpu.module's lowering to NVVM, as in upstream's `gpu-lower-to-nvvm-pipeline`: nvgpu ops
+/// (`nvgpu.mma.sync`, TMA, mbarriers, ...) first, then the NVVM ops that are PTX inline
+/// assembly (`nvvm.mbarrier.try_wait.parity`, ...) to LLVM, then the gpu dialect; with
+/// `has_redux` (sm_80 and later), `gpu.subgroup_reduce` through `redux.sync`.
+pub(super) fn nvvm_lowering(has_redux: bool) -> String {
+    let redux = if has_redux { "{has-redux=1}" } else { "" };
+    format!("convert-nvgpu-to-nvvm,convert-nvvm-to-llvm,convert-gpu-to-nvvm{redux}")
 }

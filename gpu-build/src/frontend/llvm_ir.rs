@@ -118,5 +118,6 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
         kernels,
         vendor_ops: Vec::new(),
         nvvm_crashers: Vec::new(),
+        warnings: Vec::new(),
     })
 }

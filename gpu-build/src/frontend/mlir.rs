@@ -134,10 +134,10 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
             .to_string();
         if is_kernel(&inner, &op_name) {
             let desc = kernel(source, &inner);
-            if let Some(ty) = llvm_result_type(&inner, &op_name) {
-                returning.push((desc.name.clone(), desc.location.clone(), ty));
+            match llvm_result_type(&inner, &op_name) {
+                Some(ty) => returning.push((desc.name, desc.location, ty)),
+                None => kernels.push(desc),
             }
-            kernels.push(desc);
         }
         if let Some(crasher) = nvvm_crasher(source, &inner, &op_name) {
             nvvm_crashers.push(crasher);
@@ -153,16 +153,17 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
         }
         WalkResult::Advance
     });
-    if let Some((name, at, ty)) = returning.first() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
+    let warnings = returning
+        .iter()
+        .map(|(name, at, ty)| {
             format!(
-                "{at}: error: kernel `{name}` returns a value (`{ty}`), but a GPU kernel returns \
-                 nothing: store the result through a pointer or memref argument and return no \
-                 value (or drop `gpu.kernel` to make it a device function)"
-            ),
-        ));
-    }
+                "{at}: warning: `{name}` is marked `gpu.kernel` but returns a value (`{ty}`), and \
+                 a GPU kernel returns nothing: it is compiled as a device function that kernels \
+                 can call, not as a kernel (as MLIR's own pipelines do); to launch it, store the \
+                 result through a pointer or memref argument and return no value"
+            )
+        })
+        .collect();
     if let Some(unnamed) = kernels.iter().find(|k| k.name.is_empty()) {
         return Err(Error::new(
             ErrorKind::InvalidInput,
@@ -179,6 +180,7 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
         kernels,
         vendor_ops,
         nvvm_crashers,
+        warnings,
     })
 }
 
@@ -236,7 +238,7 @@ fn is_kernel(op: &OperationRef, name: &str) -> bool {
 /// The function type of an `llvm.func` that returns a value (`!llvm.func<i32 (i32)>`); `None`
 /// for one returning `void` and for other ops. (A `gpu.func` kernel cannot return a value: MLIR
 /// verifies that.)
-fn llvm_result_type(op: &OperationRef, name: &str) -> Option<String> {
+pub(crate) fn llvm_result_type(op: &OperationRef, name: &str) -> Option<String> {
     if name != "llvm.func" {
         return None;
     }

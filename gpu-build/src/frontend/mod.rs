@@ -22,6 +22,8 @@ pub(crate) struct GpuModuleDesc {
     pub vendor_ops: Vec<VendorOp>,
     /// Ops MLIR 22's NVVM lowering crashes on (refused before it runs), if any.
     pub nvvm_crashers: Vec<Crasher>,
+    /// What the build should warn about the module (`file:line:col: warning: ...`).
+    pub warnings: Vec<String>,
 }
 
 /// An op that crashes a lowering of MLIR 22 (the process, not just the build), with a way
