@@ -3,7 +3,8 @@
 # LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, Debian's HIP
 # runtime and headers, NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
 # wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
-# installed) under /opt/gpu-build/hip6 for the driver-binding tests. Safe to run again.
+# installed) under /opt/gpu-build/hip6 for the driver-binding tests, and MLIR's GPU integration
+# tests from Debian's LLVM source. Safe to run again.
 set -euo pipefail
 
 packages=(llvm-22-dev libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
@@ -54,5 +55,26 @@ if [ ! -f "$hip6/usr/include/hip/hip_runtime_api.h" ] || ! ls "$hip6"/usr/lib/*/
   (cd "$scratch" && apt-get -qq "${sid[@]}" download libamdhip64-dev libamdhip64-6)
   $sudo_cmd mkdir -p "$hip6"
   for deb in "$scratch"/*.deb; do $sudo_cmd dpkg-deb -x "$deb" "$hip6"; done
+  rm -rf "$scratch"
+fi
+
+# MLIR's own GPU integration tests (llvm-project mlir/test/Integration/GPU), from Debian's source
+# of the very LLVM release installed above: the upstream corpus the compile tests measure us
+# against mlir-opt-22 with (tests/tests/compile/upstream_corpus.rs). Only that folder is kept.
+corpus=/opt/gpu-build/mlir-integration-tests
+release=$(dpkg-query -W -f='${Version}' mlir-22-tools | sed -E 's/^[0-9]+://; s/-[^-]*$//')
+if [ "$(cat "$corpus/RELEASE" 2>/dev/null)" != "$release" ]; then
+  echo "setup: unpacking MLIR $release's GPU integration tests from Debian's llvm-toolchain-22 source into $corpus" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  scratch=$(mktemp -d)
+  tarball=llvm-toolchain-22_$release.orig.tar.xz
+  curl -sSfL -o "$scratch/$tarball" "http://deb.debian.org/debian/pool/main/l/llvm-toolchain-22/$tarball" ||
+    curl -sSfL -o "$scratch/$tarball" "https://snapshot.debian.org/archive/debian/now/pool/main/l/llvm-toolchain-22/$tarball"
+  tar -xJf "$scratch/$tarball" -C "$scratch" --wildcards '*/mlir/test/Integration/GPU/*'
+  $sudo_cmd rm -rf "$corpus"
+  $sudo_cmd mkdir -p "$corpus"
+  $sudo_cmd cp -r "$scratch"/*/mlir/test/Integration/GPU "$corpus/"
+  echo "$release" | $sudo_cmd tee "$corpus/RELEASE" >/dev/null
   rm -rf "$scratch"
 fi

@@ -28,15 +28,18 @@ use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
 
-/// The pass pipeline run on a `gpu.module`: the vendor's gpu-dialect lowering between the
+/// The pass pipeline run on a `gpu.module`: the vendor's own dialect first, then its gpu-dialect lowering between the
 /// shared conversions. Vector transfers and n-D vectors go through SCF first, as in upstream's
 /// `gpu-lower-to-nvvm-pipeline` (else an n-D `vector.insert` stays behind an unrealized cast);
 /// strided metadata is expanded before affine ops are lowered, because the expansion of a
 /// `memref.subview` at a run-time offset creates `affine.apply`.
-fn pipeline(vendor_pass: &str) -> String {
+fn pipeline(vendor_dialect_pass: Option<&str>, vendor_pass: &str) -> String {
+    let first = vendor_dialect_pass
+        .map(|pass| format!("{pass},"))
+        .unwrap_or_default();
     format!(
-        "gpu.module(convert-vector-to-scf,expand-strided-metadata,lower-affine,convert-scf-to-cf,\
-         {vendor_pass},reconcile-unrealized-casts)"
+        "gpu.module({first}convert-vector-to-scf,expand-strided-metadata,lower-affine,\
+         convert-scf-to-cf,{vendor_pass},reconcile-unrealized-casts)"
     )
 }
 
@@ -61,7 +64,10 @@ impl Lowering {
         let processor = chips::parse_chip(spec.vendor, &spec.chip)?.processor;
         let backend = backend(spec.vendor);
         Ok(Lowering::Mlir {
-            pipeline: pipeline(&backend.lowering_pass(&processor)),
+            pipeline: pipeline(
+                backend.vendor_dialect_pass(),
+                &backend.lowering_pass(&processor),
+            ),
             kernel_attribute: backend.kernel_attribute(),
         })
     }
@@ -90,7 +96,7 @@ pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Resul
     let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
     let why = match vendor {
         Vendor::Host if op.allowed.len() > 1 => {
-            "the host target does not emulate this subgroup (warp) operation (it emulates gpu.shuffle, gpu.lane_id, gpu.all_reduce and gpu.subgroup_reduce)"
+            "the host target does not emulate this subgroup (warp) operation (it emulates gpu.shuffle, gpu.lane_id, gpu.all_reduce, gpu.subgroup_reduce and the gpu.subgroup_mma ops)"
         }
         _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
     };

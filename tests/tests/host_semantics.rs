@@ -4,7 +4,7 @@
 //! `--ignored` (`scripts/gpu-tests.sh`).
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
-use gpu_tests::{barriers, semantics, subgroup_reduce, subgroups};
+use gpu_tests::{barriers, mma, semantics, subgroup_reduce, subgroups};
 
 fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig<'static> {
     LaunchConfig {
@@ -1018,4 +1018,137 @@ fn streams_without_an_event_are_not_ordered_on_the_host() {
         String::from_utf8_lossy(&output.stdout).contains("1 passed"),
         "{output:?}"
     );
+}
+
+/// `a b + c` for row-major tiles: `a` is m x k, `b` k x n, `c` m x n, in f64 (exact for the
+/// small integers and halves below, whatever the kernel's precision).
+fn matmul_reference(a: &[f64], b: &[f64], c: &[f64], (m, n, k): (usize, usize, usize)) -> Vec<f64> {
+    let mut d = c.to_vec();
+    for i in 0..m {
+        for j in 0..n {
+            d[i * n + j] += (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum::<f64>();
+        }
+    }
+    d
+}
+
+/// Small values every fragment type holds exactly, so any summation order gives the same.
+fn exact(i: usize, salt: usize) -> f64 {
+    ((i * 7 + salt * 13) % 9) as f64 * 0.5 - 2.0
+}
+
+on_every_device!(subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores);
+
+fn subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores(device: &Device) {
+    use gpu_embed::f16;
+    // 2 blocks of 64 threads: 4 subgroups, each with its own 16x16 tiles.
+    let (tiles, launch) = (4, config([2, 1, 1], [64, 1, 1], 0));
+    let elements = tiles * 256;
+    let a: Vec<f64> = (0..elements).map(|i| exact(i, 1)).collect();
+    let b: Vec<f64> = (0..elements).map(|i| exact(i, 2)).collect();
+    let c: Vec<f64> = (0..elements).map(|i| exact(i, 3)).collect();
+    let halves = |v: &[f64]| v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<f16>>();
+    let singles = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+    let da = DeviceBuffer::from_slice(device, &halves(&a)).unwrap();
+    let db = DeviceBuffer::from_slice(device, &halves(&b)).unwrap();
+    let dc = DeviceBuffer::from_slice(device, &singles(&c)).unwrap();
+    let dd = DeviceBuffer::<f32>::alloc(device, elements).unwrap();
+    let de = DeviceBuffer::<f32>::alloc(device, elements).unwrap();
+    let rows = [tiles * 16, 16];
+    // SAFETY: subgroup s reads and writes rows 16 s..16 s + 16 of each matrix only.
+    unsafe {
+        mma::multiply_f32(
+            device,
+            &launch,
+            da.view(rows).unwrap(),
+            db.view(rows).unwrap(),
+            dc.view(rows).unwrap(),
+            dd.view(rows).unwrap(),
+            de.view(rows).unwrap(),
+        )
+    }
+    .unwrap();
+    let (d, e) = (dd.to_vec().unwrap(), de.to_vec().unwrap());
+    for t in 0..tiles {
+        let tile = t * 256..(t + 1) * 256;
+        let want = matmul_reference(
+            &a[tile.clone()],
+            &b[tile.clone()],
+            &c[tile.clone()],
+            (16, 16, 16),
+        );
+        for (at, want) in want.iter().enumerate() {
+            let c = c[t * 256 + at];
+            assert_eq!(d[t * 256 + at] as f64, *want, "f32 tile {t}, element {at}");
+            assert_eq!(
+                e[t * 256 + at] as f64,
+                (2.0 * want).max(c),
+                "elementwise, tile {t}, element {at}"
+            );
+        }
+    }
+
+    // All f16, A read transposed: d = a^T b + c.
+    let c_small: Vec<f64> = (0..elements).map(|i| exact(i, 4) * 0.25).collect();
+    let dc = DeviceBuffer::from_slice(device, &halves(&c_small)).unwrap();
+    let dd = DeviceBuffer::<f16>::alloc(device, elements).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        mma::multiply_transposed_f16(
+            device,
+            &launch,
+            da.view(rows).unwrap(),
+            db.view(rows).unwrap(),
+            dc.view(rows).unwrap(),
+            dd.view(rows).unwrap(),
+        )
+    }
+    .unwrap();
+    let d = dd.to_vec().unwrap();
+    for t in 0..tiles {
+        let tile = &a[t * 256..(t + 1) * 256];
+        let transposed: Vec<f64> = (0..256).map(|at| tile[(at % 16) * 16 + at / 16]).collect();
+        let tile = t * 256..(t + 1) * 256;
+        let want = matmul_reference(&transposed, &b[tile.clone()], &c_small[tile], (16, 16, 16));
+        for (at, want) in want.iter().enumerate() {
+            assert_eq!(
+                d[t * 256 + at].to_f64(),
+                *want,
+                "f16 tile {t}, element {at}"
+            );
+        }
+    }
+
+    // f64, m8n8k4.
+    let a: Vec<f64> = (0..tiles * 32).map(|i| exact(i, 5)).collect();
+    let b: Vec<f64> = (0..tiles * 32).map(|i| exact(i, 6)).collect();
+    let c: Vec<f64> = (0..tiles * 64).map(|i| exact(i, 7)).collect();
+    let (da, db, dc) = (
+        DeviceBuffer::from_slice(device, &a).unwrap(),
+        DeviceBuffer::from_slice(device, &b).unwrap(),
+        DeviceBuffer::from_slice(device, &c).unwrap(),
+    );
+    let dd = DeviceBuffer::<f64>::alloc(device, tiles * 64).unwrap();
+    // SAFETY: subgroup s reads and writes its own 8-row (4-row for b) tiles only.
+    unsafe {
+        mma::multiply_f64(
+            device,
+            &launch,
+            da.view([tiles * 8, 4]).unwrap(),
+            db.view([tiles * 4, 8]).unwrap(),
+            dc.view([tiles * 8, 8]).unwrap(),
+            dd.view([tiles * 8, 8]).unwrap(),
+        )
+    }
+    .unwrap();
+    let d = dd.to_vec().unwrap();
+    for t in 0..tiles {
+        let want = matmul_reference(
+            &a[t * 32..(t + 1) * 32],
+            &b[t * 32..(t + 1) * 32],
+            &c[t * 64..(t + 1) * 64],
+            (8, 8, 4),
+        );
+        assert_eq!(&d[t * 64..(t + 1) * 64], &want[..], "f64 tile {t}");
+    }
 }

@@ -31,6 +31,7 @@
 
 use super::host_assert;
 use super::host_fission::{fission, Fission, Regions, DONE};
+use super::host_mma;
 use super::host_printf;
 use super::host_subgroup;
 use super::{emit_object, Backend, PreLinked};
@@ -145,6 +146,10 @@ impl Backend for Host {
         super::nvptx::nvvm_lowering(true)
     }
 
+    fn vendor_dialect_pass(&self) -> Option<&'static str> {
+        Some(super::nvptx::NVGPU_LOWERING)
+    }
+
     fn kernel_attribute(&self) -> &'static str {
         "nvvm.kernel"
     }
@@ -256,7 +261,7 @@ fn retarget<'ll>(
             barriers.push(function);
         }
     }
-    if host_subgroup::uses_subgroups(module) {
+    if host_subgroup::uses_subgroups(module) || host_mma::uses_mma(module) {
         let ty = job.llvm.void_type().fn_type(&[], false);
         let exchange = barrier_function(
             job,
@@ -268,14 +273,16 @@ fn retarget<'ll>(
             host_abi::SUBGROUP_BARRIER_OFFSET,
         )?;
         host_subgroup::emulate(job, module, ids, exchange)?;
+        host_mma::emulate(job, module, ids, exchange)?;
         // Fission splits kernels at exchanges as at barriers (the block waiting is stronger than
-        // the subgroup waiting, and exact where the whole block runs the shuffle).
+        // the subgroup waiting, and exact where the whole block runs the shuffle or multiply).
         barriers.push(exchange);
     }
     let mut libm_calls = use_c_math_library(module)?;
     host_assert::report_assertions(job, module, context, ids)?;
     if host_printf::use_c_printf(job, module)? {
-        libm_calls.push("printf".to_string());
+        // LLVM's optimizer turns a printf of a constant line into puts or putchar.
+        libm_calls.extend(["printf", "puts", "putchar"].map(String::from));
     }
     reject_other_intrinsics(module)?;
     let entries = add_entry_points(job, module, symbol_prefix, context, ids, &barriers)?;

@@ -182,7 +182,7 @@ pub(crate) fn emulate<'ll>(
 
 /// `tid.x + ntid.x * (tid.y + ntid.y * tid.z)` at the builder's position, from the id readers
 /// (the kernel's thread ids become loop induction variables later, `with_thread_id_parameters`).
-fn linear_thread_id<'ll>(
+pub(super) fn linear_thread_id<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,
     ids: GlobalValue<'ll>,
@@ -198,7 +198,7 @@ fn linear_thread_id<'ll>(
 }
 
 /// The name of `intrinsic`'s replacement (made once per module).
-fn replacement_name(intrinsic: FunctionValue) -> String {
+pub(super) fn replacement_name(intrinsic: FunctionValue) -> String {
     format!(
         "__gpu_host_{}",
         intrinsic.get_name().to_string_lossy().replace('.', "_")
@@ -206,7 +206,7 @@ fn replacement_name(intrinsic: FunctionValue) -> String {
 }
 
 /// A new replacement of `intrinsic`, of type `ty`, with a builder at its entry.
-fn new_replacement<'ll>(
+pub(super) fn new_replacement<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,
     intrinsic: FunctionValue<'ll>,
@@ -219,7 +219,10 @@ fn new_replacement<'ll>(
 }
 
 /// Parameter `n` of a replacement.
-fn parameter(function: FunctionValue, n: u32) -> Result<inkwell::values::BasicValueEnum> {
+pub(super) fn parameter(
+    function: FunctionValue,
+    n: u32,
+) -> Result<inkwell::values::BasicValueEnum> {
     function.get_nth_param(n).ok_or_else(|| {
         Error::new(
             ErrorKind::Codegen,
@@ -229,7 +232,7 @@ fn parameter(function: FunctionValue, n: u32) -> Result<inkwell::values::BasicVa
 }
 
 /// The lane of linear thread id `linear`, and the linear id of its subgroup's first thread.
-fn lane_and_subgroup<'ll>(
+pub(super) fn lane_and_subgroup<'ll>(
     builder: &Builder<'ll>,
     linear: IntValue<'ll>,
 ) -> Result<(IntValue<'ll>, IntValue<'ll>)> {
@@ -380,7 +383,7 @@ fn exchange_slot<'ll>(
 }
 
 /// A call of the subgroup barrier (zeros for any parameters it has).
-fn wait<'ll>(builder: &Builder<'ll>, barrier: FunctionValue<'ll>) -> Result<()> {
+pub(super) fn wait<'ll>(builder: &Builder<'ll>, barrier: FunctionValue<'ll>) -> Result<()> {
     let zeros: Vec<BasicMetadataValueEnum> = barrier
         .get_type()
         .get_param_types()

@@ -9,6 +9,7 @@ mod amdgpu;
 mod host;
 mod host_assert;
 mod host_fission;
+mod host_mma;
 mod host_optimize;
 mod host_printf;
 mod host_subgroup;
@@ -52,6 +53,12 @@ pub(crate) trait Backend: Sync {
     /// The MLIR passes that lower the gpu dialect (and the vendor's own dialect) to this
     /// vendor's (the rest of the pipeline is shared, in `lower`).
     fn lowering_pass(&self, processor: &str) -> String;
+
+    /// Passes for the vendor's own high-level dialect, run first: before loops are lowered, so
+    /// that its types carried around loops are converted with the loops.
+    fn vendor_dialect_pass(&self) -> Option<&'static str> {
+        None
+    }
     /// The unit attribute that makes an `llvm.func` a kernel in the LLVM IR translation.
     fn kernel_attribute(&self) -> &'static str;
 

@@ -60,6 +60,10 @@ impl Backend for Nvptx {
         nvvm_lowering(crate::target_spec::chips::has_redux(processor))
     }
 
+    fn vendor_dialect_pass(&self) -> Option<&'static str> {
+        Some(NVGPU_LOWERING)
+    }
+
     fn kernel_attribute(&self) -> &'static str {
         "nvvm.kernel"
     }
@@ -377,6 +381,19 @@ fn is_ptx_identifier(name: &str) -> bool {
     }
 }
 
+/// nvgpu ops (`nvgpu.mma.sync`, TMA, mbarriers, warpgroup MMA, ...) first, as upstream's
+/// `gpu-lower-to-nvvm-pipeline` does: a warpgroup accumulator carried by an `scf.for` is
+/// converted with the loop, which it cannot be once the loop is branches.
+pub(super) const NVGPU_LOWERING: &str = "convert-nvgpu-to-nvvm";
+
+/// The gpu.module's lowering to NVVM, as in upstream's `gpu-lower-to-nvvm-pipeline`: the NVVM
+/// ops that are PTX inline assembly (`nvvm.mbarrier.try_wait.parity`, ...) to LLVM, then the
+/// gpu dialect; with `has_redux` (sm_80 and later), `gpu.subgroup_reduce` through `redux.sync`.
+pub(super) fn nvvm_lowering(has_redux: bool) -> String {
+    let redux = if has_redux { "{has-redux=1}" } else { "" };
+    format!("convert-nvvm-to-llvm,convert-gpu-to-nvvm{redux}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,13 +407,4 @@ mod tests {
             assert!(!is_ptx_identifier(name), "{name}");
         }
     }
-}
-
-/// The gpu.module's lowering to NVVM, as in upstream's `gpu-lower-to-nvvm-pipeline`: nvgpu ops
-/// (`nvgpu.mma.sync`, TMA, mbarriers, ...) first, then the NVVM ops that are PTX inline
-/// assembly (`nvvm.mbarrier.try_wait.parity`, ...) to LLVM, then the gpu dialect; with
-/// `has_redux` (sm_80 and later), `gpu.subgroup_reduce` through `redux.sync`.
-pub(super) fn nvvm_lowering(has_redux: bool) -> String {
-    let redux = if has_redux { "{has-redux=1}" } else { "" };
-    format!("convert-nvgpu-to-nvvm,convert-nvvm-to-llvm,convert-gpu-to-nvvm{redux}")
 }

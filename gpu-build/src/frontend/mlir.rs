@@ -364,17 +364,13 @@ fn element(ty: MlirType) -> Option<Element> {
 
 /// GPU operations the host target does not emulate (it emulates `gpu.shuffle`, `gpu.lane_id`,
 /// `gpu.all_reduce` and `gpu.subgroup_reduce`, which MLIR lowers to shuffles and `redux.sync`:
-/// `backend/host_subgroup.rs`; and runs
-/// `gpu.printf` through the C library: `backend/host_printf.rs`).
+/// `backend/host_subgroup.rs`; the `gpu.subgroup_mma_*` ops, which it lowers to WMMA:
+/// `backend/host_mma.rs`; and runs `gpu.printf` through the C library:
+/// `backend/host_printf.rs`).
 const SUBGROUP_OPS: &[&str] = &[
     "gpu.subgroup_id",
     "gpu.num_subgroups",
     "gpu.subgroup_size",
-    "gpu.subgroup_mma_compute",
-    "gpu.subgroup_mma_load_matrix",
-    "gpu.subgroup_mma_store_matrix",
-    "gpu.subgroup_mma_constant_matrix",
-    "gpu.subgroup_mma_elementwise",
     "gpu.rotate",
     "gpu.subgroup_broadcast",
 ];

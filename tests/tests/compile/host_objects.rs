@@ -98,13 +98,13 @@ fn host_objects_have_an_entry_per_kernel_and_no_gpu_intrinsics() {
 
 #[test]
 fn subgroup_operations_the_host_does_not_emulate_are_a_build_error_for_it() {
-    // gpu.shuffle, gpu.lane_id and gpu.all_reduce run on the host (host_semantics.rs); MMA
-    // fragments do not.
+    // gpu.shuffle, gpu.lane_id, gpu.all_reduce and the subgroup MMA ops run on the host
+    // (host_semantics.rs); gpu.subgroup_id does not.
     let text = r#"gpu.module @k [#nvvm.target<chip = "sm_80">] {
-  gpu.func @k(%x: memref<16x16xf16>) kernel {
+  gpu.func @k(%x: memref<4xindex>) kernel {
     %c0 = arith.constant 0 : index
-    %a = gpu.subgroup_mma_load_matrix %x[%c0, %c0] {leadDimension = 16 : index} : memref<16x16xf16> -> !gpu.mma_matrix<16x16xf16, "COp">
-    gpu.subgroup_mma_store_matrix %a, %x[%c0, %c0] {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf16, "COp">, memref<16x16xf16>
+    %s = gpu.subgroup_id : index
+    memref.store %s, %x[%c0] : memref<4xindex>
     gpu.return
   }
 }
@@ -113,7 +113,7 @@ fn subgroup_operations_the_host_does_not_emulate_are_a_build_error_for_it() {
         b.target(Vendor::Host, &[]);
     });
     assert_eq!(error.kind(), ErrorKind::Unsupported);
-    assert!(error.message().contains("k.mlir:4:10: error: `gpu.subgroup_mma_load_matrix` is a nvptx/amdgpu operation and cannot be compiled for host"), "{error}");
+    assert!(error.message().contains("k.mlir:4:10: error: `gpu.subgroup_id` is a nvptx/amdgpu operation and cannot be compiled for host"), "{error}");
     assert!(
         error
             .message()

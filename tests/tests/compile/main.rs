@@ -16,3 +16,4 @@ mod pipeline;
 mod prebuilt;
 mod reliability;
 mod sample_objects;
+mod upstream_corpus;
