@@ -83,6 +83,8 @@ mod compile;
 #[cfg(feature = "compiler")]
 mod frontend;
 #[cfg(feature = "compiler")]
+mod host_image;
+#[cfg(feature = "compiler")]
 mod kernel_abi;
 #[cfg(feature = "compiler")]
 mod llvm_errors;
@@ -107,6 +109,8 @@ pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
 pub use gpu_manifest as manifest;
 pub use gpu_manifest::Vendor;
+#[cfg(feature = "compiler")]
+pub use host_image::host_image;
 pub use prebuilt::PREBUILT_DIR;
 #[cfg(feature = "compiler")]
 pub use target_spec::{

@@ -53,6 +53,8 @@ mod event;
 mod launch;
 mod memory;
 mod memref;
+#[cfg(feature = "mgpu")]
+pub mod mgpu;
 mod pinned;
 mod select;
 

@@ -22,6 +22,7 @@
 
 #[cfg(feature = "call-syntax")]
 pub mod call;
+pub mod host_image;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -15,7 +15,6 @@ use inkwell::targets::TargetMachine;
 use inkwell::types::IntType;
 use inkwell::values::UnnamedAddress;
 use inkwell::{AddressSpace, GlobalVisibility};
-use std::process::Command;
 
 /// The constant address space the device libraries read their control variables from.
 const CONSTANT_ADDRESS_SPACE: u16 = 4;
@@ -267,44 +266,10 @@ fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
             rocm.ld_lld_missing_help(),
         ));
     };
-    let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ld.lld input: {e}"));
-    let dir = tempfile::Builder::new()
-        .prefix("ld.lld-")
-        .tempdir_in(job.scratch)
-        .map_err(io)?;
-    let input = dir.path().join("kernel.o");
-    let output = dir.path().join("kernel.hsaco");
-    std::fs::write(&input, object).map_err(io)?;
-    let result = job
-        .timings
-        .time(Stage::Lld, || {
-            Command::new(&ld_lld)
-                .arg("-shared")
-                .arg(&input)
-                .arg("-o")
-                .arg(&output)
-                .output()
-        })
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::ToolFailed,
-                format!("cannot run {}: {e}", ld_lld.display()),
-            )
-        })?;
-    if !result.status.success() {
-        return Err(Error::new(
-            ErrorKind::ToolFailed,
-            format!(
-                "{} failed linking the {} object ({}):\n{}",
-                ld_lld.display(),
-                job.processor,
-                result.status,
-                String::from_utf8_lossy(&result.stderr).trim()
-            ),
-        ));
-    }
-    let bytes = std::fs::read(&output)
-        .map_err(|e| Error::new(ErrorKind::Io, format!("reading ld.lld output: {e}")))?;
+    let what = format!("the {} object", job.processor);
+    let bytes = job.timings.time(Stage::Lld, || {
+        super::shared_library(&ld_lld, &object, job.scratch, &what)
+    })?;
     Ok(vec![Artifact {
         format: Format::Bin,
         extension: "hsaco".to_string(),

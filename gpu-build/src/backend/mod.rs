@@ -144,3 +144,48 @@ pub(crate) fn emit_object(
     }
     emit_checked(job, machine, module, FileType::Object)
 }
+
+/// `ld.lld -shared <object> -o <library>` in a scratch directory under `scratch`: an hsaco from
+/// an AMDGPU object, a loadable host module from a host object. `what` names the object in
+/// messages.
+pub(crate) fn shared_library(
+    ld_lld: &std::path::Path,
+    object: &[u8],
+    scratch: &std::path::Path,
+    what: &str,
+) -> Result<Vec<u8>> {
+    use crate::error::{Error, ErrorKind};
+    let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ld.lld input: {e}"));
+    let dir = tempfile::Builder::new()
+        .prefix("ld.lld-")
+        .tempdir_in(scratch)
+        .map_err(io)?;
+    let input = dir.path().join("kernel.o");
+    let output = dir.path().join("kernel.so");
+    std::fs::write(&input, object).map_err(io)?;
+    let result = std::process::Command::new(ld_lld)
+        .arg("-shared")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .output()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::ToolFailed,
+                format!("cannot run {}: {e}", ld_lld.display()),
+            )
+        })?;
+    if !result.status.success() {
+        return Err(Error::new(
+            ErrorKind::ToolFailed,
+            format!(
+                "{} failed linking {what} ({}):\n{}",
+                ld_lld.display(),
+                result.status,
+                String::from_utf8_lossy(&result.stderr).trim()
+            ),
+        ));
+    }
+    std::fs::read(&output)
+        .map_err(|e| Error::new(ErrorKind::Io, format!("reading ld.lld output: {e}")))
+}

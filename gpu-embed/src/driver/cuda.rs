@@ -167,11 +167,23 @@ impl Driver for Cuda {
             Format::Isa => object.bytes().iter().copied().chain([0]).collect(),
             Format::Bin => object.bytes().to_vec(),
         };
+        self.load_image(&image, &object.describe())
+    }
+
+    fn load_image(&self, image: &[u8], what: &str) -> Result<Handle> {
+        // A cubin is an ELF file; anything else is PTX, which must end in NUL.
+        let terminated: Vec<u8>;
+        let image = if image.starts_with(b"\x7fELF") || image.ends_with(&[0]) {
+            image
+        } else {
+            terminated = image.iter().copied().chain([0]).collect();
+            &terminated
+        };
         let mut module = std::ptr::null_mut();
         // SAFETY: a complete cubin or NUL-terminated PTX.
         self.check(
             unsafe { (self.api.cuModuleLoadData)(&mut module, image.as_ptr().cast()) },
-            || format!("loading {}", object.describe()),
+            || format!("loading {what}"),
         )?;
         Ok(Handle(module.cast()))
     }

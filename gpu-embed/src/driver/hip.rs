@@ -177,12 +177,15 @@ impl Driver for Hip {
     }
 
     fn load_module(&self, object: &'static Object) -> Result<Handle> {
-        let image = object.bytes();
+        self.load_image(object.bytes(), &object.describe())
+    }
+
+    fn load_image(&self, image: &[u8], what: &str) -> Result<Handle> {
         let mut module = std::ptr::null_mut();
-        // SAFETY: a complete hsaco image.
+        // SAFETY: a complete hsaco image (the runtime checks its ELF header).
         self.check(
             unsafe { (self.api.hipModuleLoadData)(&mut module, image.as_ptr().cast()) },
-            || format!("loading {}", object.describe()),
+            || format!("loading {what}"),
         )?;
         Ok(Handle(module.cast()))
     }

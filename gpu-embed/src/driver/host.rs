@@ -7,6 +7,7 @@
 //! Memory is ordinary host memory; a launch on the default stream returns when the kernel is
 //! done, one on a stream is queued (`host_stream.rs`).
 
+use super::host_image::{self, LoadedImage};
 use super::host_stream::{drain_all, exclusive, HostEvent, HostStream};
 use super::{DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
@@ -18,6 +19,13 @@ use std::alloc::Layout;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// What a host module handle points at: the kernels of an object linked into the program, or
+/// of an image loaded at run time (with the library holding them).
+enum HostModule {
+    Embedded(&'static Object),
+    Loaded(LoadedImage),
+}
 
 /// Stack of one GPU thread when the kernel has barriers.
 const THREAD_STACK_BYTES: usize = 256 * 1024;
@@ -455,20 +463,33 @@ impl Driver for Host {
         Ok(())
     }
 
-    /// Nothing was loaded; queued launches of its kernels run first all the same.
-    fn unload_module(&self, _: Handle) {
+    /// Queued launches of its kernels run first; a loaded image's library is then closed.
+    fn unload_module(&self, module: Handle) {
         let _ = drain_all();
+        // SAFETY: host module handles come from `Box::into_raw` in `load_module`/`load_image`,
+        // and each is unloaded once.
+        drop(unsafe { Box::from_raw(module.0 as *mut HostModule) });
     }
 
     /// The host object's kernels are linked into the program: "loading" is remembering it.
     fn load_module(&self, object: &'static Object) -> Result<Handle> {
-        Ok(Handle(object as *const Object as *mut c_void))
+        let module = Box::new(HostModule::Embedded(object));
+        Ok(Handle(Box::into_raw(module).cast()))
+    }
+
+    fn load_image(&self, image: &[u8], _what: &str) -> Result<Handle> {
+        let module = Box::new(HostModule::Loaded(host_image::load(image)?));
+        Ok(Handle(Box::into_raw(module).cast()))
     }
 
     fn function(&self, module: Handle, name: &str) -> Result<Handle> {
-        // SAFETY: host module handles point at a binary's static host `Object`.
-        let object = unsafe { &*(module.0 as *const Object) };
-        let kernel = object.host_kernel(name).ok_or_else(|| {
+        // SAFETY: host module handles point at a live `HostModule` (see `unload_module`).
+        let module = unsafe { &*(module.0 as *const HostModule) };
+        let kernel = match module {
+            HostModule::Embedded(object) => object.host_kernel(name),
+            HostModule::Loaded(image) => image.kernels.iter().find(|k| k.name == name),
+        }
+        .ok_or_else(|| {
             Error::new(
                 ErrorKind::NoFittingObject,
                 format!("the host object has no kernel `{name}`"),

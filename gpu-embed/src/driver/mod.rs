@@ -5,6 +5,7 @@
 pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
+mod host_image;
 mod host_stream;
 // Generated from the vendors' headers, which document every item.
 #[allow(missing_docs)]
@@ -88,7 +89,10 @@ pub(crate) trait Driver: Sync {
     fn make_current(&self, device: Handle) -> Result<()>;
     /// Makes `object` (the one selection chose for the device) runnable on the current device.
     fn load_module(&self, object: &'static Object) -> Result<Handle>;
-    /// Unloads a module `load_module` returned, after the device's queued work.
+    /// Makes an object handed over at run time runnable on the current device: a cubin or
+    /// NUL-terminated PTX (CUDA), an hsaco (HIP), a `gpu_manifest::host_image` (host).
+    fn load_image(&self, image: &[u8], what: &str) -> Result<Handle>;
+    /// Unloads a module `load_module` or `load_image` returned, after the device's queued work.
     fn unload_module(&self, module: Handle);
     /// The kernel `name` of a loaded module.
     fn function(&self, module: Handle, name: &str) -> Result<Handle>;

@@ -1,0 +1,690 @@
+//! MLIR's GPU runtime ABI, the `mgpu*` functions that MLIR 22's `gpu-to-llvm` and its
+//! `gpu.binary` embedding (`#gpu.select_object`) emit calls to, over this crate's drivers: a
+//! program MLIR lowered runs on whatever device this crate drives, the host included (upstream
+//! has one library per vendor: `CudaRuntimeWrappers.cpp`, `RocmRuntimeWrappers.cpp`).
+//!
+//! Exported as C symbols with the `mgpu` feature: the `gpu-mgpu` library (for `mlir-runner
+//! --shared-libs`), and `gpu-build run`, which registers them with its JIT. As upstream's
+//! wrappers do, a failed call prints what failed on stderr and returns null (or nothing):
+//! the ABI has no error results.
+//!
+//! Memory: `mgpuMemAlloc` allocates device memory (host memory on the host device, where
+//! host-shared memory is any allocation); `mgpuMemcpy` tells device from host memory by the
+//! allocations made here, as CUDA's unified addressing does. Host launches on a stream copy the
+//! parameter values, whose sizes a host image's manifest gives.
+
+use crate::device::Device;
+use crate::driver::{Driver, Handle, HostMemory, Pattern};
+use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::host_image;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Mutex;
+
+/// What the ABI keeps between calls.
+struct Runtime {
+    device: Device,
+    /// Host images' kernels: each loaded module's parameter sizes by kernel name.
+    module_kernels: HashMap<usize, HashMap<String, Vec<usize>>>,
+    /// Parameter sizes by function handle (`mgpuModuleGetFunction` of a host image's kernel).
+    param_sizes: HashMap<usize, Vec<usize>>,
+    /// Device allocations made here: start → length.
+    allocations: BTreeMap<u64, usize>,
+}
+
+static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// Makes `device` the device the `mgpu*` functions use. Call it before the program loads its
+/// modules. By default: the device `GPU_MGPU_DEVICE` names (`host`, `cuda`, `hip`), else the
+/// first GPU, else the host ([`Device::default_device`]).
+pub fn use_device(device: Device) {
+    let mut runtime = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    *runtime = Some(Runtime::new(device));
+}
+
+/// The device the `mgpu*` functions use.
+pub fn device() -> Device {
+    with_runtime(|runtime, _| Ok(runtime.device.clone())).unwrap_or_else(|_| Device::host())
+}
+
+/// The device `GPU_MGPU_DEVICE` names, else [`Device::default_device`].
+fn default_device() -> Device {
+    let named = std::env::var("GPU_MGPU_DEVICE").unwrap_or_default();
+    let vendor = match named.as_str() {
+        "" => return Device::default_device(),
+        "host" => return Device::host(),
+        "cuda" => crate::Vendor::Nvptx,
+        "hip" => crate::Vendor::Amdgpu,
+        other => {
+            eprintln!(
+                "GPU_MGPU_DEVICE={other}: expected host, cuda or hip; using the default device"
+            );
+            return Device::default_device();
+        }
+    };
+    let gpu = Device::gpus()
+        .ok()
+        .and_then(|gpus| gpus.into_iter().find(|d| d.vendor() == vendor));
+    gpu.unwrap_or_else(|| {
+        eprintln!("GPU_MGPU_DEVICE={named}: no such GPU here; using the host");
+        Device::host()
+    })
+}
+
+impl Runtime {
+    fn new(device: Device) -> Runtime {
+        Runtime {
+            device,
+            module_kernels: HashMap::new(),
+            param_sizes: HashMap::new(),
+            allocations: BTreeMap::new(),
+        }
+    }
+
+    /// Whether `pointer` lies in a device allocation made here.
+    fn is_device_memory(&self, pointer: u64) -> bool {
+        self.allocations
+            .range(..=pointer)
+            .next_back()
+            .is_some_and(|(&start, &length)| pointer < start + length as u64)
+    }
+}
+
+/// Runs `call` with the runtime and its device's driver (current on this thread).
+fn with_runtime<T>(call: impl FnOnce(&mut Runtime, &'static dyn Driver) -> Result<T>) -> Result<T> {
+    let mut guard = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    let runtime = guard.get_or_insert_with(|| Runtime::new(default_device()));
+    let driver = runtime.device.current()?;
+    call(runtime, driver)
+}
+
+/// The value, or the failure printed (`'mgpuMemAlloc' failed: ...`) and `None`.
+fn report<T>(call: &str, result: Result<T>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(error) => {
+            eprintln!("'{call}' failed: {}", error.message());
+            None
+        }
+    }
+}
+
+fn invalid(why: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument, why)
+}
+
+fn load(image: &[u8], what: &str) -> *mut c_void {
+    let loaded = with_runtime(|runtime, driver| {
+        let module = driver.load_image(image, what)?;
+        if host_image::is_host_image(image) {
+            let (manifest, _) = host_image::decode(image).map_err(|e| invalid(e.to_string()))?;
+            let kernels = manifest
+                .modules
+                .iter()
+                .flat_map(|m| &m.kernels)
+                .map(|kernel| {
+                    let sizes = kernel
+                        .params
+                        .iter()
+                        .map(|p| p.storage().map_or(8, |s| s.size))
+                        .collect();
+                    (kernel.name.clone(), sizes)
+                })
+                .collect();
+            runtime.module_kernels.insert(module.0 as usize, kernels);
+        }
+        Ok(module.0)
+    });
+    report("mgpuModuleLoad", loaded).unwrap_or(std::ptr::null_mut())
+}
+
+/// Loads a module from an object (cubin, hsaco, host image) of `size` bytes.
+///
+/// # Safety
+/// `data` holds `size` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuModuleLoad(data: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: the caller's guarantee.
+    let image = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+    load(image, "a gpu.binary object")
+}
+
+/// Loads a module from NUL-terminated PTX (the driver compiles it; `opt_level` is left to it).
+///
+/// # Safety
+/// `data` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuModuleLoadJIT(data: *mut c_void, _opt_level: i32) -> *mut c_void {
+    // SAFETY: the caller's guarantee.
+    let text = unsafe { CStr::from_ptr(data.cast::<c_char>()) };
+    load(text.to_bytes_with_nul(), "a gpu.binary's PTX")
+}
+
+/// Unloads a module, after the device's queued work.
+///
+/// # Safety
+/// `module` came from `mgpuModuleLoad` and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuModuleUnload(module: *mut c_void) {
+    if module.is_null() {
+        return;
+    }
+    let unloaded = with_runtime(|runtime, driver| {
+        runtime.module_kernels.remove(&(module as usize));
+        driver.unload_module(Handle(module));
+        Ok(())
+    });
+    report("mgpuModuleUnload", unloaded);
+}
+
+/// The kernel `name` of a module.
+///
+/// # Safety
+/// `module` came from `mgpuModuleLoad`; `name` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuModuleGetFunction(
+    module: *mut c_void,
+    name: *const c_char,
+) -> *mut c_void {
+    // SAFETY: the caller's guarantee.
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    let function = with_runtime(|runtime, driver| {
+        if module.is_null() {
+            return Err(invalid(format!(
+                "kernel `{name}` of a module that did not load"
+            )));
+        }
+        let function = driver.function(Handle(module), &name)?;
+        let sizes = runtime
+            .module_kernels
+            .get(&(module as usize))
+            .and_then(|kernels| kernels.get(name.as_ref()));
+        if let Some(sizes) = sizes {
+            runtime
+                .param_sizes
+                .insert(function.0 as usize, sizes.clone());
+        }
+        Ok(function.0)
+    });
+    report("mgpuModuleGetFunction", function).unwrap_or(std::ptr::null_mut())
+}
+
+/// Launches a kernel: `params` points at `params_count` pointers to the argument values
+/// (`cuLaunchKernel`'s `kernelParams`); `extra` must be null.
+///
+/// # Safety
+/// `function` came from `mgpuModuleGetFunction`; `params` match the kernel's parameters;
+/// `stream` is null or came from `mgpuStreamCreate`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the ABI's shape
+pub unsafe extern "C" fn mgpuLaunchKernel(
+    function: *mut c_void,
+    grid_x: isize,
+    grid_y: isize,
+    grid_z: isize,
+    block_x: isize,
+    block_y: isize,
+    block_z: isize,
+    shared_memory_bytes: i32,
+    stream: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    params_count: u64,
+) {
+    let launched = with_runtime(|runtime, driver| {
+        if function.is_null() {
+            return Err(invalid("a launch of a kernel that was not found".into()));
+        }
+        if !extra.is_null() {
+            return Err(invalid(
+                "`extra` launch parameters are not supported".into(),
+            ));
+        }
+        let dimension = |value: isize, what: &str| {
+            u32::try_from(value).map_err(|_| invalid(format!("{what} {value} is out of range")))
+        };
+        let grid = [
+            dimension(grid_x, "grid x")?,
+            dimension(grid_y, "grid y")?,
+            dimension(grid_z, "grid z")?,
+        ];
+        let block = [
+            dimension(block_x, "block x")?,
+            dimension(block_y, "block y")?,
+            dimension(block_z, "block z")?,
+        ];
+        let shared = u32::try_from(shared_memory_bytes)
+            .map_err(|_| invalid(format!("dynamic shared memory {shared_memory_bytes}")))?;
+        let count = usize::try_from(params_count)
+            .map_err(|_| invalid(format!("{params_count} parameters")))?;
+        let params: &mut [*mut c_void] = if count == 0 {
+            &mut []
+        } else {
+            // SAFETY: the caller's guarantee: `count` parameter pointers.
+            unsafe { std::slice::from_raw_parts_mut(params, count) }
+        };
+        // Sizes matter to queued host launches (which copy the values); GPU drivers know them.
+        let sizes = runtime
+            .param_sizes
+            .get(&(function as usize))
+            .cloned()
+            .unwrap_or_else(|| vec![8; count]);
+        if sizes.len() != count {
+            return Err(invalid(format!(
+                "the kernel takes {} parameters, the launch passes {count}",
+                sizes.len()
+            )));
+        }
+        // SAFETY: the caller's guarantee.
+        unsafe {
+            driver.launch(
+                Handle(function),
+                grid,
+                block,
+                shared,
+                Handle(stream),
+                params,
+                &sizes,
+            )
+        }
+    });
+    report("mgpuLaunchKernel", launched);
+}
+
+/// Thread-block clusters are NVIDIA sm_90 launches this runtime does not make.
+///
+/// # Safety
+/// None needed: it only reports.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the ABI's shape
+pub unsafe extern "C" fn mgpuLaunchClusterKernel(
+    _function: *mut c_void,
+    _cluster_x: isize,
+    _cluster_y: isize,
+    _cluster_z: isize,
+    _grid_x: isize,
+    _grid_y: isize,
+    _grid_z: isize,
+    _block_x: isize,
+    _block_y: isize,
+    _block_z: isize,
+    _shared_memory_bytes: i32,
+    _stream: *mut c_void,
+    _params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+) {
+    report::<()>(
+        "mgpuLaunchClusterKernel",
+        Err(invalid(
+            "cluster launches are not supported by gpu-embed".into(),
+        )),
+    );
+}
+
+/// A new stream.
+#[no_mangle]
+pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
+    let stream = with_runtime(|_, driver| driver.create_stream());
+    report("mgpuStreamCreate", stream).map_or(std::ptr::null_mut(), |s| s.0)
+}
+
+/// Destroys a stream, after its queued work.
+///
+/// # Safety
+/// `stream` came from `mgpuStreamCreate` and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuStreamDestroy(stream: *mut c_void) {
+    let destroyed = with_runtime(|_, driver| {
+        driver.destroy_stream(Handle(stream));
+        Ok(())
+    });
+    report("mgpuStreamDestroy", destroyed);
+}
+
+/// Waits for a stream's queued work.
+///
+/// # Safety
+/// `stream` is null or came from `mgpuStreamCreate`.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuStreamSynchronize(stream: *mut c_void) {
+    let synchronized = with_runtime(|_, driver| driver.synchronize_stream(Handle(stream)));
+    report("mgpuStreamSynchronize", synchronized);
+}
+
+/// Makes a stream's later work wait for an event's last recording.
+///
+/// # Safety
+/// `stream` and `event` came from `mgpuStreamCreate` and `mgpuEventCreate`.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuStreamWaitEvent(stream: *mut c_void, event: *mut c_void) {
+    let waited = with_runtime(|_, driver| driver.stream_wait_event(Handle(stream), Handle(event)));
+    report("mgpuStreamWaitEvent", waited);
+}
+
+/// A new event.
+#[no_mangle]
+pub extern "C" fn mgpuEventCreate() -> *mut c_void {
+    let event = with_runtime(|_, driver| driver.create_event());
+    report("mgpuEventCreate", event).map_or(std::ptr::null_mut(), |e| e.0)
+}
+
+/// Destroys an event.
+///
+/// # Safety
+/// `event` came from `mgpuEventCreate` and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuEventDestroy(event: *mut c_void) {
+    let destroyed = with_runtime(|_, driver| {
+        driver.destroy_event(Handle(event));
+        Ok(())
+    });
+    report("mgpuEventDestroy", destroyed);
+}
+
+/// Waits for the work before an event's last recording.
+///
+/// # Safety
+/// `event` came from `mgpuEventCreate`.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuEventSynchronize(event: *mut c_void) {
+    let synchronized = with_runtime(|_, driver| driver.synchronize_event(Handle(event)));
+    report("mgpuEventSynchronize", synchronized);
+}
+
+/// Records an event on a stream.
+///
+/// # Safety
+/// `event` came from `mgpuEventCreate`; `stream` is null or came from `mgpuStreamCreate`.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuEventRecord(event: *mut c_void, stream: *mut c_void) {
+    let recorded = with_runtime(|_, driver| driver.record_event(Handle(event), Handle(stream)));
+    report("mgpuEventRecord", recorded);
+}
+
+/// `size` bytes of device memory; host-shared memory (which host code may read and write too)
+/// only on the host device, where every allocation is.
+#[no_mangle]
+pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: bool) -> *mut c_void {
+    let allocated = with_runtime(|runtime, driver| {
+        if host_shared && driver.vendor() != crate::Vendor::Host {
+            return Err(invalid(format!(
+                "host-shared memory on {} (only the host device has it here)",
+                runtime.device.name()
+            )));
+        }
+        let bytes = usize::try_from(size).map_err(|_| invalid(format!("{size} bytes")))?;
+        let pointer = driver.alloc(bytes.max(1))?;
+        runtime.allocations.insert(pointer, bytes.max(1));
+        Ok(pointer as *mut c_void)
+    });
+    report("mgpuMemAlloc", allocated).unwrap_or(std::ptr::null_mut())
+}
+
+/// Frees memory `mgpuMemAlloc` returned (the device's queued work first).
+///
+/// # Safety
+/// `pointer` came from `mgpuMemAlloc` and no work uses it afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemFree(pointer: *mut c_void, stream: *mut c_void) {
+    let freed = with_runtime(|runtime, driver| {
+        if runtime.allocations.remove(&(pointer as u64)).is_none() {
+            return Err(invalid(format!(
+                "{pointer:?} was not allocated by mgpuMemAlloc"
+            )));
+        }
+        driver.synchronize_stream(Handle(stream))?;
+        driver.free(pointer as u64);
+        Ok(())
+    });
+    report("mgpuMemFree", freed);
+}
+
+/// Copies `size` bytes in `stream`'s order, between device and host memory in either
+/// direction.
+///
+/// # Safety
+/// Both ranges are valid for `size` bytes until the stream has run the copy.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemcpy(
+    target: *mut c_void,
+    source: *mut c_void,
+    size: usize,
+    stream: *mut c_void,
+) {
+    let copied = with_runtime(|runtime, driver| {
+        let stream = Handle(stream);
+        let (to, from) = (target as u64, source as u64);
+        // SAFETY (all four): the caller's guarantee; which memory each pointer is in is
+        // known from the allocations made here.
+        unsafe {
+            match (runtime.is_device_memory(to), runtime.is_device_memory(from)) {
+                _ if driver.vendor() == crate::Vendor::Host => {
+                    driver.copy_on_device_async(to, from, size, stream)
+                }
+                (true, true) => driver.copy_on_device_async(to, from, size, stream),
+                (true, false) => {
+                    driver.copy_to_device_async(to, source, size, stream, HostMemory::Pageable)
+                }
+                (false, true) => {
+                    driver.copy_to_host_async(target, from, size, stream, HostMemory::Pageable)
+                }
+                (false, false) => {
+                    driver.synchronize_stream(stream)?;
+                    std::ptr::copy(source.cast::<u8>(), target.cast::<u8>(), size);
+                    Ok(())
+                }
+            }
+        }
+    });
+    report("mgpuMemcpy", copied);
+}
+
+fn fill(call: &str, target: *mut c_void, pattern: Pattern, count: usize, stream: *mut c_void) {
+    let filled = with_runtime(|_, driver| {
+        // SAFETY: the caller's guarantee (see the exported functions).
+        unsafe { driver.fill_async(target as u64, pattern, count, Handle(stream)) }
+    });
+    report(call, filled);
+}
+
+/// Writes `value` to `count` 32-bit elements from `target`, in `stream`'s order.
+///
+/// # Safety
+/// `target` holds `count` aligned 32-bit elements of device memory.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemset32(
+    target: *mut c_void,
+    value: u32,
+    count: usize,
+    stream: *mut c_void,
+) {
+    fill("mgpuMemset32", target, Pattern::U32(value), count, stream);
+}
+
+/// Writes `value` to `count` 16-bit elements from `target`, in `stream`'s order.
+///
+/// # Safety
+/// `target` holds `count` aligned 16-bit elements of device memory.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemset16(
+    target: *mut c_void,
+    value: u16,
+    count: usize,
+    stream: *mut c_void,
+) {
+    fill("mgpuMemset16", target, Pattern::U16(value), count, stream);
+}
+
+/// Page-locks `size` bytes of host memory so the device can use it (the host device uses any
+/// host memory as it is).
+///
+/// # Safety
+/// `pointer` holds `size` bytes that stay allocated until unregistered.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemHostRegister(pointer: *mut c_void, size: u64) {
+    let registered = with_runtime(|_, driver| {
+        let bytes = usize::try_from(size).map_err(|_| invalid(format!("{size} bytes")))?;
+        // SAFETY: the caller's guarantee.
+        unsafe { driver.register(pointer, bytes) }
+    });
+    report("mgpuMemHostRegister", registered);
+}
+
+/// Unregisters host memory `mgpuMemHostRegister` registered.
+///
+/// # Safety
+/// `pointer` was registered and no queued work uses it.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemHostUnregister(pointer: *mut c_void) {
+    let unregistered = with_runtime(|_, driver| {
+        // SAFETY: the caller's guarantee.
+        unsafe { driver.unregister(pointer) };
+        Ok(())
+    });
+    report("mgpuMemHostUnregister", unregistered);
+}
+
+/// A memref descriptor's first fields (`StridedMemRefType<char, N>`): then `rank` sizes and
+/// `rank` strides.
+#[repr(C)]
+struct MemrefDescriptor {
+    allocated: *mut u8,
+    aligned: *mut u8,
+    offset: i64,
+    sizes_and_strides: [i64; 0],
+}
+
+/// The data pointer and byte size of a densely packed memref.
+///
+/// # Safety
+/// `descriptor` is a memref descriptor of rank `rank`.
+unsafe fn dense_memref(
+    rank: i64,
+    descriptor: *const MemrefDescriptor,
+    element_bytes: i64,
+) -> Result<(*mut c_void, u64)> {
+    let rank = usize::try_from(rank).map_err(|_| invalid(format!("memref rank {rank}")))?;
+    // SAFETY: the caller's guarantee.
+    let descriptor = unsafe { &*descriptor };
+    // SAFETY: a descriptor of rank `rank` has `2 rank` sizes and strides after its offset.
+    let fields =
+        unsafe { std::slice::from_raw_parts(descriptor.sizes_and_strides.as_ptr(), 2 * rank) };
+    let (sizes, strides) = fields.split_at(rank);
+    let mut dense = 1i64;
+    for (i, (&size, &stride)) in sizes.iter().zip(strides).enumerate().rev() {
+        if stride != dense && size > 1 {
+            return Err(invalid(format!(
+                "only densely packed memrefs can be registered (dimension {i} has stride \
+                 {stride}, dense would be {dense})"
+            )));
+        }
+        dense *= size;
+    }
+    let bytes = u64::try_from(dense * element_bytes)
+        .map_err(|_| invalid(format!("a memref of {dense} elements")))?;
+    let data = descriptor
+        .aligned
+        .wrapping_offset((descriptor.offset * element_bytes) as isize);
+    Ok((data.cast(), bytes))
+}
+
+/// Registers a densely packed memref's data (`gpu.host_register`).
+///
+/// # Safety
+/// `descriptor` is a memref descriptor of rank `rank` whose data stays allocated until
+/// unregistered.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemHostRegisterMemRef(
+    rank: i64,
+    descriptor: *const c_void,
+    element_bytes: i64,
+) {
+    // SAFETY: the caller's guarantee.
+    let memref = unsafe { dense_memref(rank, descriptor.cast(), element_bytes) };
+    match report("mgpuMemHostRegisterMemRef", memref) {
+        // SAFETY: as above.
+        Some((data, bytes)) => unsafe { mgpuMemHostRegister(data, bytes) },
+        None => {}
+    }
+}
+
+/// Unregisters a memref's data (`gpu.host_unregister`).
+///
+/// # Safety
+/// The memref was registered and no queued work uses it.
+#[no_mangle]
+pub unsafe extern "C" fn mgpuMemHostUnregisterMemRef(
+    rank: i64,
+    descriptor: *const c_void,
+    element_bytes: i64,
+) {
+    // SAFETY: the caller's guarantee.
+    let memref = unsafe { dense_memref(rank, descriptor.cast(), element_bytes) };
+    if let Some((data, _)) = report("mgpuMemHostUnregisterMemRef", memref) {
+        // SAFETY: as above.
+        unsafe { mgpuMemHostUnregister(data) };
+    }
+}
+
+/// Makes GPU `index` (in `Device::gpus` order) the device the other calls use.
+#[no_mangle]
+pub extern "C" fn mgpuSetDefaultDevice(index: i32) {
+    let chosen = Device::gpus().and_then(|gpus| {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| gpus.into_iter().nth(i))
+            .ok_or_else(|| invalid(format!("there is no GPU {index}")))
+    });
+    if let Some(device) = report("mgpuSetDefaultDevice", chosen) {
+        use_device(device);
+    }
+}
+
+/// Every exported function by name, for JITs that resolve symbols from a table
+/// (`gpu-build run` registers these with MLIR's ExecutionEngine).
+pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
+    vec![
+        ("mgpuModuleLoad", mgpuModuleLoad as *mut c_void),
+        ("mgpuModuleLoadJIT", mgpuModuleLoadJIT as *mut c_void),
+        ("mgpuModuleUnload", mgpuModuleUnload as *mut c_void),
+        (
+            "mgpuModuleGetFunction",
+            mgpuModuleGetFunction as *mut c_void,
+        ),
+        ("mgpuLaunchKernel", mgpuLaunchKernel as *mut c_void),
+        (
+            "mgpuLaunchClusterKernel",
+            mgpuLaunchClusterKernel as *mut c_void,
+        ),
+        ("mgpuStreamCreate", mgpuStreamCreate as *mut c_void),
+        ("mgpuStreamDestroy", mgpuStreamDestroy as *mut c_void),
+        (
+            "mgpuStreamSynchronize",
+            mgpuStreamSynchronize as *mut c_void,
+        ),
+        ("mgpuStreamWaitEvent", mgpuStreamWaitEvent as *mut c_void),
+        ("mgpuEventCreate", mgpuEventCreate as *mut c_void),
+        ("mgpuEventDestroy", mgpuEventDestroy as *mut c_void),
+        ("mgpuEventSynchronize", mgpuEventSynchronize as *mut c_void),
+        ("mgpuEventRecord", mgpuEventRecord as *mut c_void),
+        ("mgpuMemAlloc", mgpuMemAlloc as *mut c_void),
+        ("mgpuMemFree", mgpuMemFree as *mut c_void),
+        ("mgpuMemcpy", mgpuMemcpy as *mut c_void),
+        ("mgpuMemset32", mgpuMemset32 as *mut c_void),
+        ("mgpuMemset16", mgpuMemset16 as *mut c_void),
+        ("mgpuMemHostRegister", mgpuMemHostRegister as *mut c_void),
+        (
+            "mgpuMemHostUnregister",
+            mgpuMemHostUnregister as *mut c_void,
+        ),
+        (
+            "mgpuMemHostRegisterMemRef",
+            mgpuMemHostRegisterMemRef as *mut c_void,
+        ),
+        (
+            "mgpuMemHostUnregisterMemRef",
+            mgpuMemHostUnregisterMemRef as *mut c_void,
+        ),
+        ("mgpuSetDefaultDevice", mgpuSetDefaultDevice as *mut c_void),
+    ]
+}
