@@ -6,9 +6,12 @@
 //! - `inspect`: a manifest, an `OUT_DIR` or one object: modules, kernels with their launch
 //!   functions, objects, and each kernel's resource usage as the object records it.
 //! - `prebuild`: a crate's prebuilt folder, so it builds for users without LLVM.
+//! - `run`: a whole MLIR program (host code and kernels) executed on a GPU or the host, as
+//!   `mlir-runner` does, with gpu-build's compiler and gpu-embed's runtime.
 
 mod inspect;
 mod resources;
+mod run;
 
 use clap::{Parser, Subcommand};
 use gpu_build::{Build, CacheSetting, Vendor};
@@ -66,6 +69,24 @@ enum Command {
         #[arg(default_value = ".")]
         crate_dir: PathBuf,
     },
+    /// Run an MLIR program with GPU kernels (as `mlir-runner --entry-point-result=void` does):
+    /// its kernels compiled for the device, its host code JIT-compiled, `main` called.
+    Run {
+        /// The program: `.mlir` with `gpu.launch` or `gpu.module` + `gpu.launch_func`.
+        file: PathBuf,
+        /// The device that runs the kernels.
+        #[arg(long, value_enum, default_value = "default")]
+        device: run::DeviceChoice,
+        /// The function to call (no arguments, no results).
+        #[arg(long, default_value = "main")]
+        entry_point: String,
+        /// More shared libraries the program calls into (the runner utilities are loaded).
+        #[arg(long = "shared-libs", value_name = "LIB")]
+        shared_libs: Vec<PathBuf>,
+        /// Optimization level of the kernels and the host code (0-3).
+        #[arg(short = 'O', long = "opt-level", value_name = "N", default_value_t = 2)]
+        opt_level: u8,
+    },
 }
 
 fn main() -> ExitCode {
@@ -90,6 +111,19 @@ fn main() -> ExitCode {
         ),
         Command::Inspect { path } => inspect::inspect(&path).map(|text| print!("{text}")),
         Command::Prebuild { crate_dir } => prebuild(&crate_dir),
+        Command::Run {
+            file,
+            device,
+            entry_point,
+            shared_libs,
+            opt_level,
+        } => run::run(&run::RunRequest {
+            file: &file,
+            device,
+            entry_point: &entry_point,
+            shared_libs: &shared_libs,
+            opt_level,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

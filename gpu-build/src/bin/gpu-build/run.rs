@@ -1,0 +1,419 @@
+//! `gpu-build run`: a whole MLIR program (host code and GPU kernels) executed in this process,
+//! as upstream's `mlir-runner` does, but with our compiler and runtime and on any device:
+//!
+//! 1. parse the program; outline `gpu.launch` bodies into `gpu.module`s
+//!    (`gpu-kernel-outlining`) where it has them;
+//! 2. compile every `gpu.module` with our pipeline for the device (`gpu_build::Build`): a cubin
+//!    (or PTX) for CUDA, an hsaco for HIP, a host image (`gpu_build::host_image`) for the host;
+//! 3. replace each `gpu.module` by a `gpu.binary` holding that object;
+//! 4. lower the host code with MLIR's own passes (`gpu-lower-to-nvvm-pipeline`, whose device
+//!    half then has nothing left to do; its host half is `gpu-to-llvm` with the `gpu.binary`
+//!    embedding, which calls the `mgpu*` runtime ABI);
+//! 5. JIT it with MLIR's ExecutionEngine, with Debian's `libmlir_runner_utils` /
+//!    `libmlir_c_runner_utils` for printing and `gpu_embed::mgpu` as the runtime, and call
+//!    the entry point.
+
+use gpu_build::{Build, CacheSetting, Vendor};
+use gpu_embed::Device;
+use melior::dialect::DialectRegistry;
+use melior::ir::attribute::AttributeLike;
+use melior::ir::attribute::{ArrayAttribute, Attribute, StringAttribute};
+use melior::ir::block::BlockLike;
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRefMut};
+use melior::ir::Module;
+use melior::pass::PassManager;
+use melior::utility::{
+    parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes,
+};
+use melior::{Context, StringRef};
+use std::path::{Path, PathBuf};
+
+/// Which device runs the program.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum DeviceChoice {
+    /// The first GPU, else the host.
+    Default,
+    /// The CPU, through gpu-embed's host device.
+    Host,
+    /// The first NVIDIA GPU.
+    Cuda,
+    /// The first AMD GPU.
+    Hip,
+}
+
+/// What `gpu-build run` was asked.
+pub struct RunRequest<'a> {
+    pub file: &'a Path,
+    pub device: DeviceChoice,
+    pub entry_point: &'a str,
+    pub shared_libs: &'a [PathBuf],
+    pub opt_level: u8,
+}
+
+/// Runs the program; `Err` says what failed and where.
+pub fn run(request: &RunRequest) -> Result<(), String> {
+    let device = choose_device(request.device)?;
+    let (vendor, chip) = target_of(&device)?;
+    let text = std::fs::read_to_string(request.file)
+        .map_err(|e| format!("cannot read {}: {e}", request.file.display()))?;
+    let context = context();
+    let module = Module::parse(&context, &text).ok_or_else(|| {
+        format!(
+            "{}: MLIR could not parse the program (run mlir-opt-22 on it for the details)",
+            request.file.display()
+        )
+    })?;
+    if has_op(&module, "gpu.launch") {
+        run_passes(
+            &context,
+            &module,
+            "builtin.module(gpu-kernel-outlining)",
+            "outlining kernels",
+        )?;
+    }
+    let scratch =
+        tempfile::tempdir().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+    let objects = compile_kernels(&module, request, scratch.path(), vendor, &chip)?;
+    replace_gpu_modules(&context, &module, &objects)?;
+    let uses_async = has_op(&module, "async.execute");
+    run_passes(
+        &context,
+        &module,
+        &host_pipeline(uses_async),
+        "lowering the host code",
+    )?;
+    gpu_embed::mgpu::use_device(device);
+    execute(&module, request, uses_async)
+}
+
+fn choose_device(choice: DeviceChoice) -> Result<Device, String> {
+    let gpu = |vendor: Vendor, name: &str| {
+        Device::gpus()
+            .ok()
+            .and_then(|gpus| gpus.into_iter().find(|d| d.vendor() == vendor))
+            .ok_or_else(|| format!("--device {name}: no {name} GPU was found (try --device host)"))
+    };
+    match choice {
+        DeviceChoice::Default => Ok(Device::default_device()),
+        DeviceChoice::Host => Ok(Device::host()),
+        DeviceChoice::Cuda => gpu(Vendor::Nvptx, "cuda"),
+        DeviceChoice::Hip => gpu(Vendor::Amdgpu, "hip"),
+    }
+}
+
+/// The vendor and chip to compile for: the device's own.
+fn target_of(device: &Device) -> Result<(Vendor, String), String> {
+    Ok(match device.vendor() {
+        Vendor::Host => (Vendor::Host, String::new()),
+        vendor => (vendor, device.arch().arch),
+    })
+}
+
+fn context() -> Context {
+    register_all_passes();
+    let registry = DialectRegistry::new();
+    register_all_dialects(&registry);
+    let context = Context::new();
+    context.append_dialect_registry(&registry);
+    context.load_all_available_dialects();
+    register_all_llvm_translations(&context);
+    context
+}
+
+fn has_op(module: &Module, name: &str) -> bool {
+    let mut found = false;
+    module
+        .as_operation()
+        .walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
+            if op.name().as_string_ref().as_str() == Ok(name) {
+                found = true;
+            }
+            melior::ir::operation::WalkResult::Advance
+        });
+    found
+}
+
+fn run_passes(
+    context: &Context,
+    module: &Module,
+    pipeline: &str,
+    what: &str,
+) -> Result<(), String> {
+    let manager = PassManager::new(context);
+    parse_pass_pipeline(manager.as_operation_pass_manager(), pipeline)
+        .map_err(|e| format!("internal pass pipeline error ({what}): {e}"))?;
+    // SAFETY: the module and the pass manager share `context`.
+    let mut module = unsafe { Module::from_raw(module.to_raw()) };
+    let result = manager.run(&mut module);
+    // The module stays owned by the caller.
+    std::mem::forget(module);
+    result.map_err(|_| format!("{what} failed (MLIR's diagnostics are above)"))
+}
+
+/// The host half of upstream's NVVM pipeline (the device half finds no gpu.module), plus the
+/// async dialect's lowering where the program uses it.
+fn host_pipeline(uses_async: bool) -> String {
+    let async_lowering = if uses_async {
+        "async-to-async-runtime,async-runtime-ref-counting,convert-async-to-llvm,"
+    } else {
+        ""
+    };
+    format!("builtin.module({async_lowering}gpu-lower-to-nvvm-pipeline)")
+}
+
+/// One compiled `gpu.module`: its name and the object for the device.
+struct DeviceObject {
+    module: String,
+    format: u32,
+    bytes: Vec<u8>,
+}
+
+/// `gpu::CompilationTarget`: how `mgpuModuleLoad` (or `mgpuModuleLoadJIT`) receives it.
+const FORMAT_ASSEMBLY: u32 = 2;
+const FORMAT_BINARY: u32 = 3;
+
+fn compile_kernels(
+    module: &Module,
+    request: &RunRequest,
+    scratch: &Path,
+    vendor: Vendor,
+    chip: &str,
+) -> Result<Vec<DeviceObject>, String> {
+    let stem = request
+        .file
+        .file_stem()
+        .map_or("program".into(), |s| s.to_string_lossy().into_owned());
+    let kernels = scratch.join(format!("{stem}.mlir"));
+    std::fs::write(&kernels, module.as_operation().to_string())
+        .map_err(|e| format!("cannot write {}: {e}", kernels.display()))?;
+    let mut build = Build::new();
+    build
+        .out_dir(scratch)
+        .base_dir(scratch)
+        .quiet(true)
+        .crate_name("gpu_build_run")
+        .cache(CacheSetting::Off)
+        .opt_level(request.opt_level)
+        .kernel(&kernels);
+    let chips: Vec<&str> = if chip.is_empty() { vec![] } else { vec![chip] };
+    build.target(vendor, &chips);
+    let report = build.compile().map_err(|e| {
+        format!(
+            "compiling the kernels of {} for {vendor} failed:\n{e}",
+            request.file.display()
+        )
+    })?;
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut objects = Vec::new();
+    for gpu_module in &report.manifest.modules {
+        let object = if vendor == Vendor::Host {
+            DeviceObject {
+                module: gpu_module.name.clone(),
+                format: FORMAT_BINARY,
+                bytes: gpu_build::host_image(&report, gpu_module).map_err(|e| e.to_string())?,
+            }
+        } else {
+            // A binary for the chip, else the PTX (the driver compiles it).
+            let chosen = gpu_module
+                .objects
+                .iter()
+                .find(|o| o.format == gpu_build::manifest::Format::Bin)
+                .or_else(|| gpu_module.objects.first())
+                .ok_or_else(|| format!("gpu.module @{} produced no object", gpu_module.name))?;
+            let path = report.out_dir.join(&chosen.path);
+            DeviceObject {
+                module: gpu_module.name.clone(),
+                format: if chosen.format == gpu_build::manifest::Format::Bin {
+                    FORMAT_BINARY
+                } else {
+                    FORMAT_ASSEMBLY
+                },
+                bytes: std::fs::read(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            }
+        };
+        objects.push(object);
+    }
+    Ok(objects)
+}
+
+/// Each `gpu.module @name` becomes `gpu.binary @name [#gpu.object<#nvvm.target, ...>]`: the
+/// embedding handler reads only the bytes and the format (the target attribute names no device:
+/// which one runs the object is the runtime's choice).
+fn replace_gpu_modules(
+    context: &Context,
+    module: &Module,
+    objects: &[DeviceObject],
+) -> Result<(), String> {
+    let body = module.body();
+    let target = Attribute::parse(context, "#nvvm.target")
+        .ok_or("internal error: cannot make a target attribute")?;
+    // What the op's builder defaults to: embed the (one) object, load it at start-up.
+    let handler = Attribute::parse(context, "#gpu.select_object<0>")
+        .ok_or("internal error: cannot make an offloading handler")?;
+    let mut operation = body.first_operation();
+    while let Some(op) = operation {
+        operation = op.next_in_block();
+        if op.name().as_string_ref().as_str() != Ok("gpu.module") {
+            continue;
+        }
+        let name = op
+            .attribute("sym_name")
+            .ok()
+            .and_then(|a| StringAttribute::try_from(a).ok())
+            .map(|s| s.value().to_string())
+            .ok_or("a gpu.module without a name")?;
+        let object = objects
+            .iter()
+            .find(|o| o.module == name)
+            .ok_or_else(|| format!("gpu.module @{name} was not compiled"))?;
+        // SAFETY: a live context, a target attribute of it, and bytes that outlive the call
+        // (MLIR copies them into the attribute).
+        let object_attribute = unsafe {
+            Attribute::from_raw(mlir_sys::mlirGPUObjectAttrGet(
+                context.to_raw(),
+                target.to_raw(),
+                object.format,
+                mlir_sys::MlirStringRef {
+                    data: object.bytes.as_ptr().cast(),
+                    length: object.bytes.len(),
+                },
+                mlir_sys::MlirAttribute {
+                    ptr: std::ptr::null(),
+                },
+            ))
+        };
+        let binary = OperationBuilder::new("gpu.binary", op.location())
+            .add_attributes(&[
+                (
+                    melior::ir::Identifier::new(context, "sym_name"),
+                    StringAttribute::new(context, &name).into(),
+                ),
+                (
+                    melior::ir::Identifier::new(context, "objects"),
+                    ArrayAttribute::new(context, &[object_attribute]).into(),
+                ),
+                (
+                    melior::ir::Identifier::new(context, "offloadingHandler"),
+                    handler,
+                ),
+            ])
+            .build()
+            .map_err(|e| format!("building gpu.binary @{name}: {e}"))?;
+        body.insert_operation_before(op, binary);
+        // SAFETY: `op` is a live op of this block, not used after it is erased.
+        let mut op = unsafe { OperationRefMut::from_raw(op.to_raw()) };
+        op.remove_from_parent();
+        // SAFETY: detached from its block above, owned by nothing else.
+        unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };
+    }
+    if !module.as_operation().verify() {
+        return Err("the program with its kernels compiled does not verify".into());
+    }
+    Ok(())
+}
+
+/// Where Debian's LLVM 22 keeps the runner libraries (`libmlir_runner_utils.so`, ...).
+fn runner_library(name: &str) -> Result<PathBuf, String> {
+    let dirs = [
+        std::env::var_os("GPU_BUILD_MLIR_LIB_DIR").map(PathBuf::from),
+        Some(PathBuf::from("/usr/lib/llvm-22/lib")),
+    ];
+    dirs.into_iter()
+        .flatten()
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+        .ok_or_else(|| {
+            format!(
+                "{name} not found in /usr/lib/llvm-22/lib (install libmlir-22-dev, or point \
+                 GPU_BUILD_MLIR_LIB_DIR at the directory holding it)"
+            )
+        })
+}
+
+fn execute(module: &Module, request: &RunRequest, uses_async: bool) -> Result<(), String> {
+    let mut libraries = vec![
+        runner_library("libmlir_runner_utils.so")?,
+        runner_library("libmlir_c_runner_utils.so")?,
+    ];
+    if uses_async {
+        libraries.push(runner_library("libmlir_async_runtime.so")?);
+    }
+    libraries.extend(request.shared_libs.iter().cloned());
+    // NUL-terminated: the engine reads the paths as C strings.
+    let paths: Vec<std::ffi::CString> = libraries
+        .iter()
+        .map(|p| std::ffi::CString::new(p.to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("a library path with a NUL byte: {e}"))?;
+    let refs: Vec<mlir_sys::MlirStringRef> = paths
+        .iter()
+        .map(|p| mlir_sys::MlirStringRef {
+            data: p.as_ptr(),
+            length: p.as_bytes().len(),
+        })
+        .collect();
+    // SAFETY: a verified module lowered to the LLVM dialect, and library paths that outlive the
+    // call.
+    let engine = unsafe {
+        mlir_sys::mlirExecutionEngineCreate(
+            module.to_raw(),
+            i32::from(request.opt_level),
+            refs.len() as i32,
+            refs.as_ptr(),
+            false,
+            false,
+        )
+    };
+    if engine.ptr.is_null() {
+        return Err(
+            "MLIR's ExecutionEngine could not compile the lowered program (its diagnostics are \
+             above)"
+                .into(),
+        );
+    }
+    for (name, address) in gpu_embed::mgpu::symbols() {
+        // SAFETY: a live engine; the symbols are this process's functions.
+        unsafe {
+            mlir_sys::mlirExecutionEngineRegisterSymbol(
+                engine,
+                StringRef::new(name).to_raw(),
+                address,
+            )
+        };
+    }
+    // SAFETY: a live engine: runs the program's constructors (which load its gpu.binary objects).
+    unsafe { mlir_sys::mlirExecutionEngineInitialize(engine) };
+    // SAFETY: a live engine and a NUL-free name.
+    let entry = unsafe {
+        mlir_sys::mlirExecutionEngineLookup(engine, StringRef::new(request.entry_point).to_raw())
+    };
+    let result = if entry.is_null() {
+        Err(format!(
+            "{}: no function `{}` to run (name another with --entry-point)",
+            request.file.display(),
+            request.entry_point
+        ))
+    } else {
+        // SAFETY: the entry point of an MLIR program run as mlir-runner's
+        // `--entry-point-result=void` runs it: a function without arguments or results.
+        let main: extern "C" fn() = unsafe { std::mem::transmute(entry) };
+        main();
+        Ok(())
+    };
+    // SAFETY: a live engine, destroyed once: runs the destructors (module unloads).
+    unsafe { mlir_sys::mlirExecutionEngineDestroy(engine) };
+    flush_c_streams();
+    result
+}
+
+/// The C library's buffered output (the runner libraries' and kernels' printf).
+fn flush_c_streams() {
+    extern "C" {
+        fn fflush(stream: *mut std::ffi::c_void) -> i32;
+    }
+    // SAFETY: fflush(NULL) flushes every C output stream.
+    unsafe { fflush(std::ptr::null_mut()) };
+}
