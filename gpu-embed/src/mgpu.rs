@@ -626,6 +626,82 @@ pub unsafe extern "C" fn mgpuMemHostUnregisterMemRef(
     }
 }
 
+/// A rank-1 memref descriptor, as MLIR passes and returns one (`StridedMemRefType<T, 1>`).
+#[repr(C)]
+pub struct Memref1d<T> {
+    allocated: *mut T,
+    aligned: *mut T,
+    offset: i64,
+    sizes: [i64; 1],
+    strides: [i64; 1],
+}
+
+/// The device's view of registered host memory (upstream's ROCm wrappers'
+/// `mgpuMemGetDeviceMemRef1d*`, which the ROCm integration tests call after
+/// `gpu.host_register`): the same address on the host device and, under the unified
+/// addressing every 64-bit CUDA device has, on NVIDIA GPUs. On AMD GPUs the runtime may map it
+/// elsewhere (`hipHostGetDevicePointer`), which is not bound here: reported, and null.
+fn device_memref<T>(
+    call: &str,
+    aligned: *mut T,
+    offset: i64,
+    size: i64,
+    stride: i64,
+) -> Memref1d<T> {
+    let pointer = with_runtime(|_, driver| match driver.vendor() {
+        crate::Vendor::Host | crate::Vendor::Nvptx => Ok(aligned),
+        crate::Vendor::Amdgpu => Err(invalid(
+            "the device address of registered host memory on AMD GPUs (hipHostGetDevicePointer \
+             is not bound by gpu-embed)"
+                .into(),
+        )),
+    });
+    let pointer = report(call, pointer).unwrap_or(std::ptr::null_mut());
+    Memref1d {
+        allocated: pointer,
+        aligned: pointer,
+        offset,
+        sizes: [size],
+        strides: [stride],
+    }
+}
+
+/// The device's view of a registered rank-1 f32 memref.
+#[no_mangle]
+pub extern "C" fn mgpuMemGetDeviceMemRef1dFloat(
+    _allocated: *mut f32,
+    aligned: *mut f32,
+    offset: i64,
+    size: i64,
+    stride: i64,
+) -> Memref1d<f32> {
+    device_memref(
+        "mgpuMemGetDeviceMemRef1dFloat",
+        aligned,
+        offset,
+        size,
+        stride,
+    )
+}
+
+/// The device's view of a registered rank-1 i32 memref.
+#[no_mangle]
+pub extern "C" fn mgpuMemGetDeviceMemRef1dInt32(
+    _allocated: *mut i32,
+    aligned: *mut i32,
+    offset: i64,
+    size: i64,
+    stride: i64,
+) -> Memref1d<i32> {
+    device_memref(
+        "mgpuMemGetDeviceMemRef1dInt32",
+        aligned,
+        offset,
+        size,
+        stride,
+    )
+}
+
 /// Makes GPU `index` (in `Device::gpus` order) the device the other calls use.
 #[no_mangle]
 pub extern "C" fn mgpuSetDefaultDevice(index: i32) {
@@ -684,6 +760,14 @@ pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
         (
             "mgpuMemHostUnregisterMemRef",
             mgpuMemHostUnregisterMemRef as *mut c_void,
+        ),
+        (
+            "mgpuMemGetDeviceMemRef1dFloat",
+            mgpuMemGetDeviceMemRef1dFloat as *mut c_void,
+        ),
+        (
+            "mgpuMemGetDeviceMemRef1dInt32",
+            mgpuMemGetDeviceMemRef1dInt32 as *mut c_void,
         ),
         ("mgpuSetDefaultDevice", mgpuSetDefaultDevice as *mut c_void),
     ]
