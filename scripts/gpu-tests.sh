@@ -11,6 +11,8 @@ cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$lo
 # generated stubs.
 cargo test -p gpu-embed --test device -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+# MLIR's GPU integration tests and ours as whole programs (`gpu-build run`) on the GPU.
+cargo test -p gpu-build --features cli --test run -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo run -p sample-project || status=1
 cargo run -p sample-project --example streams || status=1
 cargo bench -p sample-project --bench launch_overhead || status=1

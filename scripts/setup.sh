@@ -7,7 +7,7 @@
 # tests from Debian's LLVM source. Safe to run again.
 set -euo pipefail
 
-packages=(llvm-22-dev libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
+packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip)
 missing=()
 for package in "${packages[@]}"; do

@@ -73,8 +73,10 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
     }
     let scratch =
         tempfile::tempdir().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
-    let objects = compile_kernels(&module, request, scratch.path(), vendor, &chip)?;
-    replace_gpu_modules(&context, &module, &objects)?;
+    if has_op(&module, "gpu.module") {
+        let objects = compile_kernels(&module, request, scratch.path(), vendor, &chip)?;
+        replace_gpu_modules(&context, &module, &objects)?;
+    }
     let uses_async = has_op(&module, "async.execute");
     run_passes(
         &context,

@@ -1,0 +1,193 @@
+//! `gpu-build run`: whole MLIR programs executed on the host device with our compiler and
+//! runtime, their output checked by their own `CHECK` lines with `FileCheck-22` (Debian's
+//! `llvm-22-tools`). The programs: MLIR 22.1.8's own GPU integration tests (unpacked by
+//! `scripts/setup.sh` from Debian's LLVM source) and ours in `tests/programs/`. The same
+//! programs on a GPU run with `--ignored` (`scripts/gpu-tests.sh`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const CORPUS: &str = "/opt/gpu-build/mlir-integration-tests/GPU";
+
+/// Upstream's integration tests whose output our host run matches (every CHECK line).
+const UPSTREAM_ON_THE_HOST: &[&str] = &[
+    "CUDA/all-reduce-and.mlir",
+    "CUDA/all-reduce-maxsi.mlir",
+    "CUDA/all-reduce-minsi.mlir",
+    "CUDA/all-reduce-op.mlir",
+    "CUDA/all-reduce-or.mlir",
+    "CUDA/all-reduce-region.mlir",
+    "CUDA/all-reduce-xor.mlir",
+    "CUDA/alloc-host-shared.mlir",
+    "CUDA/gpu-to-cubin.mlir",
+    "CUDA/multiple-all-reduce.mlir",
+    "CUDA/printf.mlir",
+    "CUDA/shuffle.mlir",
+    "CUDA/two-modules.mlir",
+    "CUDA/TensorCore/wmma-matmul-f16.mlir",
+    "CUDA/TensorCore/wmma-matmul-f32.mlir",
+    "CUDA/TensorCore/wmma-matmul-f32-bare-ptr.mlir",
+    "CUDA/TensorCore/sm80/wmma-matmul-f64.mlir",
+    "ROCM/gpu-to-hsaco.mlir",
+    "ROCM/printf.mlir",
+    "ROCM/two-modules.mlir",
+    "ROCM/vecadd.mlir",
+    "SYCL/gpu-addf32-to-spirv.mlir",
+    "SYCL/gpu-addi64-to-spirv.mlir",
+];
+
+fn corpus() -> PathBuf {
+    let corpus = PathBuf::from(CORPUS);
+    assert!(
+        corpus.join("CUDA").is_dir(),
+        "{CORPUS} is missing: run scripts/setup.sh (it unpacks MLIR's GPU integration tests)"
+    );
+    corpus
+}
+
+fn run(program: &Path, device: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+        .args(["run", "--device", device])
+        .arg(program)
+        .env_remove("GPU_MGPU_DEVICE")
+        .output()
+        .expect("gpu-build runs")
+}
+
+/// Runs `program` on `device` and checks its output with its CHECK lines.
+fn run_and_check(program: &Path, device: &str) -> Result<(), String> {
+    let output = run(program, device);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        return Err(format!(
+            "{}: gpu-build run failed ({}):\n{stderr}",
+            program.display(),
+            output.status
+        ));
+    }
+    file_check(program, &stdout).map_err(|why| format!("{why}\nstderr:\n{stderr}"))
+}
+
+fn file_check(program: &Path, output: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = Command::new("FileCheck-22")
+        .arg(program)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("FileCheck-22 runs (scripts/setup.sh installs llvm-22-tools)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(output.as_bytes())
+        .unwrap();
+    let result = child.wait_with_output().unwrap();
+    if result.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: FileCheck failed:\n{}\noutput:\n{output}",
+            program.display(),
+            String::from_utf8_lossy(&result.stderr)
+        ))
+    }
+}
+
+#[test]
+fn upstream_gpu_integration_tests_pass_on_the_host() {
+    let corpus = corpus();
+    let failures: Vec<String> = UPSTREAM_ON_THE_HOST
+        .iter()
+        .filter_map(|program| run_and_check(&corpus.join(program), "host").err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        UPSTREAM_ON_THE_HOST.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn our_programs_pass_on_the_host() {
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+    for program in ["streams.mlir"] {
+        run_and_check(&programs.join(program), "host").unwrap_or_else(|why| panic!("{why}"));
+    }
+}
+
+#[test]
+fn file_check_catches_a_wrong_result() {
+    // The check above could pass vacuously if FileCheck saw no CHECK lines or no output: a
+    // wrong value must fail it.
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/streams.mlir");
+    let output = run(&program, "host");
+    let right = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(file_check(&program, &right).is_ok());
+    let wrong = right.replace("[40,  41,  42,  43]", "[40,  41,  42,  44]");
+    assert_ne!(wrong, right, "the output format changed: {right}");
+    assert!(file_check(&program, &wrong).is_err());
+    assert!(file_check(&program, "").is_err());
+}
+
+#[test]
+fn a_program_that_does_not_compile_fails_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("bad.mlir");
+    std::fs::write(
+        &program,
+        r#"module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @k(%x: memref<4xindex>) kernel {
+      %c0 = arith.constant 0 : index
+      %s = gpu.subgroup_id : index
+      memref.store %s, %x[%c0] : memref<4xindex>
+      gpu.return
+    }
+  }
+  func.func @main() {
+    return
+  }
+}
+"#,
+    )
+    .unwrap();
+    let output = run(&program, "host");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("compiling the kernels of")
+            && stderr.contains(
+                "`gpu.subgroup_id` is a nvptx/amdgpu operation and cannot be compiled for host"
+            ),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        &program,
+        "module {\n  func.func @other() {\n    return\n  }\n}\n",
+    )
+    .unwrap();
+    let output = run(&program, "host");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("no function `main` to run"), "{stderr}");
+}
+
+#[test]
+#[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
+fn upstream_gpu_integration_tests_pass_on_the_gpu() {
+    let corpus = corpus();
+    let failures: Vec<String> = UPSTREAM_ON_THE_HOST
+        .iter()
+        .filter(|program| !program.starts_with("SYCL/"))
+        .filter_map(|program| run_and_check(&corpus.join(program), "default").err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+    run_and_check(&programs.join("streams.mlir"), "default").unwrap_or_else(|why| panic!("{why}"));
+}
