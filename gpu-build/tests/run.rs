@@ -115,7 +115,7 @@ fn upstream_gpu_integration_tests_pass_on_the_host() {
 #[test]
 fn our_programs_pass_on_the_host() {
     let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
-    for program in ["streams.mlir"] {
+    for program in ["streams.mlir", "shared_memory.mlir"] {
         run_and_check(&programs.join(program), "host").unwrap_or_else(|why| panic!("{why}"));
     }
 }

@@ -601,10 +601,9 @@ pub unsafe extern "C" fn mgpuMemHostRegisterMemRef(
 ) {
     // SAFETY: the caller's guarantee.
     let memref = unsafe { dense_memref(rank, descriptor.cast(), element_bytes) };
-    match report("mgpuMemHostRegisterMemRef", memref) {
+    if let Some((data, bytes)) = report("mgpuMemHostRegisterMemRef", memref) {
         // SAFETY: as above.
-        Some((data, bytes)) => unsafe { mgpuMemHostRegister(data, bytes) },
-        None => {}
+        unsafe { mgpuMemHostRegister(data, bytes) };
     }
 }
 

@@ -468,7 +468,13 @@ fn make_workgroup_memory_thread_local<'ll>(job: &Job<'_, 'll>, module: &Module<'
         .ptr_type(AddressSpace::from(WORKGROUP_ADDRESS_SPACE));
     for old in workgroup {
         let name = old.get_name().to_string_lossy().into_owned();
-        let dynamic = old.is_declaration() || name == "__dynamic_shmem__";
+        // `gpu.dynamic_shared_memory`: a zero-length array (MLIR 22 names it
+        // `__dynamic_shmem__<n>`), or an external declaration in LLVM IR input.
+        let zero_length = matches!(
+            old.get_value_type(),
+            inkwell::types::AnyTypeEnum::ArrayType(array) if array.len() == 0
+        );
+        let dynamic = old.is_declaration() || zero_length;
         let value_type: BasicTypeEnum = if dynamic {
             job.llvm
                 .i8_type()

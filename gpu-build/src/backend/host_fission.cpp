@@ -441,6 +441,8 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   };
   for (const PrivateCopy &copy : privateCopies) {
     Value *slot = threadSlot(copy.offset, copy.size);
+    // An alloca in another address space (a workgroup `memref.alloca`) keeps its pointer type.
+    slot = b.CreatePointerBitCastOrAddrSpaceCast(slot, copy.alloca->getType(), "private");
     copy.alloca->replaceAllUsesWith(slot);
     copy.alloca->eraseFromParent();
   }

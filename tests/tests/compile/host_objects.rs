@@ -142,3 +142,68 @@ fn kernels_are_split_at_their_barriers_unless_a_barrier_depends_on_the_thread() 
           reach it a different number of times)"]
     );
 }
+
+#[test]
+fn dynamic_shared_memory_gets_its_full_size_in_thread_local_storage() {
+    // MLIR 22 names the zero-length global of `gpu.dynamic_shared_memory` `__dynamic_shmem__0`;
+    // taken for static workgroup memory, it became a zero-byte thread-local that kernels wrote
+    // past (silently over the program's other thread-locals, or a crash in a loaded module).
+    let text = r#"gpu.module @k [#nvvm.target<chip = "sm_80">] {
+  gpu.func @k(%x: memref<4xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %t = gpu.thread_id x
+    %raw = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %row = memref.view %raw[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4xf32, #gpu.address_space<workgroup>>
+    %v = memref.load %x[%t] : memref<4xf32>
+    memref.store %v, %row[%t] : memref<4xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %w = memref.load %row[%c0] : memref<4xf32, #gpu.address_space<workgroup>>
+    memref.store %w, %x[%t] : memref<4xf32>
+    gpu.return
+  }
+}
+"#;
+    let (report, dir) = compile_ok("k.mlir", text, |b| {
+        b.target(Vendor::Host, &[]);
+    });
+    let object = &report.manifest.modules[0].objects[0];
+    let bytes = std::fs::read(dir.path().join(&object.path)).unwrap();
+    let file = object::File::parse(bytes.as_slice()).unwrap();
+    let sizes: Vec<(String, u64)> = file
+        .symbols()
+        .filter_map(|s| Some((s.name().ok()?.to_string(), s.size())))
+        .filter(|(name, _)| name.contains("dynamic_shmem"))
+        .collect();
+    assert_eq!(
+        sizes.iter().map(|(_, size)| *size).collect::<Vec<_>>(),
+        [u64::from(
+            gpu_build::manifest::host_abi::DYNAMIC_SHARED_BYTES
+        )],
+        "{sizes:?}"
+    );
+}
+
+#[test]
+fn a_private_allocation_in_another_address_space_is_split_at_barriers_too() {
+    // A `memref.alloca` in the workgroup address space is an alloca of `ptr addrspace(3)`: its
+    // per-thread copy must keep that type (was "the split kernel is invalid" and coroutines).
+    let text = r#"gpu.module @k [#nvvm.target<chip = "sm_80">] {
+  gpu.func @k(%x: memref<4xf32>) kernel {
+    %t = gpu.thread_id x
+    %row = memref.alloca() : memref<4xf32, #gpu.address_space<workgroup>>
+    %v = memref.load %x[%t] : memref<4xf32>
+    memref.store %v, %row[%t] : memref<4xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %w = memref.load %row[%t] : memref<4xf32, #gpu.address_space<workgroup>>
+    memref.store %w, %x[%t] : memref<4xf32>
+    gpu.return
+  }
+}
+"#;
+    let (report, _dir) = compile_ok("k.mlir", text, |b| {
+        b.target(Vendor::Host, &[]);
+    });
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let host = report.manifest.modules[0].objects[0].host.as_ref().unwrap();
+    assert!(host.coroutine_kernels.is_empty(), "{host:?}");
+}

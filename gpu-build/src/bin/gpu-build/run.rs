@@ -54,16 +54,10 @@ pub struct RunRequest<'a> {
 pub fn run(request: &RunRequest) -> Result<(), String> {
     let device = choose_device(request.device)?;
     let (vendor, chip) = target_of(&device)?;
-    let text = std::fs::read_to_string(request.file)
-        .map_err(|e| format!("cannot read {}: {e}", request.file.display()))?;
     let context = context();
-    let module = Module::parse(&context, &text).ok_or_else(|| {
-        format!(
-            "{}: MLIR could not parse the program (run mlir-opt-22 on it for the details)",
-            request.file.display()
-        )
-    })?;
-    if has_op(&module, "gpu.launch") {
+    let module = parse(&context, request.file)?;
+    let outlined = has_op(&module, "gpu.launch");
+    if outlined {
         run_passes(
             &context,
             &module,
@@ -71,10 +65,8 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
             "outlining kernels",
         )?;
     }
-    let scratch =
-        tempfile::tempdir().map_err(|e| format!("cannot create a scratch directory: {e}"))?;
     if has_op(&module, "gpu.module") {
-        let objects = compile_kernels(&module, request, scratch.path(), vendor, &chip)?;
+        let objects = compile_kernels(&module, request, outlined, vendor, &chip)?;
         replace_gpu_modules(&context, &module, &objects)?;
     }
     let uses_async = has_op(&module, "async.execute");
@@ -122,6 +114,26 @@ fn context() -> Context {
     context
 }
 
+/// Parses the program from its file, so MLIR's diagnostics name it.
+fn parse<'c>(context: &'c Context, file: &Path) -> Result<Module<'c>, String> {
+    if !file.is_file() {
+        return Err(format!("{}: no such file", file.display()));
+    }
+    let path = file.to_string_lossy();
+    // SAFETY: a live context and a path string that outlives the call.
+    let raw = unsafe {
+        mlir_sys::mlirModuleCreateParseFromFile(context.to_raw(), StringRef::new(&path).to_raw())
+    };
+    if raw.ptr.is_null() {
+        return Err(format!(
+            "{}: MLIR could not parse the program (its diagnostics are above)",
+            file.display()
+        ));
+    }
+    // SAFETY: a module just created, owned by the returned value.
+    Ok(unsafe { Module::from_raw(raw) })
+}
+
 fn has_op(module: &Module, name: &str) -> bool {
     let mut found = false;
     module
@@ -153,7 +165,9 @@ fn run_passes(
 }
 
 /// The host half of upstream's NVVM pipeline (the device half finds no gpu.module), plus the
-/// async dialect's lowering where the program uses it.
+/// async dialect's lowering where the program uses it. As upstream, it lowers `gpu.dealloc`,
+/// `gpu.memcpy` and `gpu.memset` only in their async form, and `gpu.alloc host_shared` only in
+/// its synchronous one.
 fn host_pipeline(uses_async: bool) -> String {
     let async_lowering = if uses_async {
         "async-to-async-runtime,async-runtime-ref-counting,convert-async-to-llvm,"
@@ -174,24 +188,37 @@ struct DeviceObject {
 const FORMAT_ASSEMBLY: u32 = 2;
 const FORMAT_BINARY: u32 = 3;
 
+/// Compiles the program's gpu.modules: from its own file (so errors point into it), or, when
+/// they were outlined here, from the outlined program in a scratch directory that is kept when
+/// compiling fails (errors point into it).
 fn compile_kernels(
     module: &Module,
     request: &RunRequest,
-    scratch: &Path,
+    outlined: bool,
     vendor: Vendor,
     chip: &str,
 ) -> Result<Vec<DeviceObject>, String> {
-    let stem = request
-        .file
-        .file_stem()
-        .map_or("program".into(), |s| s.to_string_lossy().into_owned());
-    let kernels = scratch.join(format!("{stem}.mlir"));
-    std::fs::write(&kernels, module.as_operation().to_string())
-        .map_err(|e| format!("cannot write {}: {e}", kernels.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("gpu-build-run-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+    let scratch_path = scratch.path().to_path_buf();
+    let kernels = if outlined {
+        let stem = request
+            .file
+            .file_stem()
+            .map_or("program".into(), |s| s.to_string_lossy().into_owned());
+        let kernels = scratch_path.join(format!("{stem}.outlined.mlir"));
+        std::fs::write(&kernels, module.as_operation().to_string())
+            .map_err(|e| format!("cannot write {}: {e}", kernels.display()))?;
+        kernels
+    } else {
+        std::path::absolute(request.file).map_err(|e| format!("{}: {e}", request.file.display()))?
+    };
     let mut build = Build::new();
     build
-        .out_dir(scratch)
-        .base_dir(scratch)
+        .out_dir(&scratch_path)
+        .base_dir(kernels.parent().unwrap_or(&scratch_path))
         .quiet(true)
         .crate_name("gpu_build_run")
         .cache(CacheSetting::Off)
@@ -199,12 +226,25 @@ fn compile_kernels(
         .kernel(&kernels);
     let chips: Vec<&str> = if chip.is_empty() { vec![] } else { vec![chip] };
     build.target(vendor, &chips);
-    let report = build.compile().map_err(|e| {
-        format!(
-            "compiling the kernels of {} for {vendor} failed:\n{e}",
-            request.file.display()
-        )
-    })?;
+    let report = match build.compile() {
+        Ok(report) => report,
+        Err(e) => {
+            let outlined_note = if outlined {
+                // Kept: the error's locations point into it.
+                let kept = scratch.keep();
+                format!(
+                    " (its kernels outlined into {})",
+                    kept.join(kernels.file_name().unwrap_or_default()).display()
+                )
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "compiling the kernels of {}{outlined_note} for {vendor} failed:\n{e}",
+                request.file.display()
+            ));
+        }
+    };
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }
