@@ -19,6 +19,7 @@ const UPSTREAM_ON_THE_HOST: &[&str] = &[
     "CUDA/all-reduce-region.mlir",
     "CUDA/all-reduce-xor.mlir",
     "CUDA/alloc-host-shared.mlir",
+    "CUDA/assert.mlir",
     "CUDA/gpu-to-cubin.mlir",
     "CUDA/multiple-all-reduce.mlir",
     "CUDA/printf.mlir",
@@ -66,7 +67,17 @@ fn run_and_check(program: &Path, device: &str) -> Result<(), String> {
             output.status
         ));
     }
-    file_check(program, &stdout).map_err(|why| format!("{why}\nstderr:\n{stderr}"))
+    // A program whose RUN line checks stderr too (`2>&1`: assertion reports) gets both.
+    let run_lines = std::fs::read_to_string(program).unwrap_or_default();
+    let checked = if run_lines
+        .lines()
+        .any(|l| l.starts_with("// RUN:") && l.contains("2>&1"))
+    {
+        format!("{stdout}{stderr}")
+    } else {
+        stdout.into_owned()
+    };
+    file_check(program, &checked).map_err(|why| format!("{why}\nstderr:\n{stderr}"))
 }
 
 fn file_check(program: &Path, output: &str) -> Result<(), String> {

@@ -71,7 +71,7 @@ unsafe extern "C" fn record_assertion(
     message: *const c_char,
     file: *const c_char,
     line: u32,
-    _function: *const c_char,
+    function: *const c_char,
     thread_x: u32,
     thread_y: u32,
     thread_z: u32,
@@ -87,6 +87,14 @@ unsafe extern "C" fn record_assertion(
             unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
         }
     };
+    // Every failing thread reports on stderr as CUDA's device runtime does, in its words.
+    eprintln!(
+        "{}:{line}: {}: block: [{block_x},{block_y},{block_z}], thread: \
+         [{thread_x},{thread_y},{thread_z}] Assertion `{}` failed.",
+        text(file),
+        text(function),
+        text(message)
+    );
     let description = format!(
         "assertion failed in block ({block_x}, {block_y}, {block_z}), thread ({thread_x}, \
          {thread_y}, {thread_z}): {}:{line}: {}",
