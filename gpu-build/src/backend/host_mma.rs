@@ -16,21 +16,20 @@
 
 use super::host::codegen;
 use super::host_subgroup::{
-    lane_and_subgroup, linear_thread_id, new_replacement, parameter, replacement_name, wait,
-    SUBGROUP_SIZE,
+    lane_and_subgroup, new_replacement, parameter, replace_calls, replacement_name,
+    thread_local_array, wait, MAX_THREADS, SUBGROUP_SIZE,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::Job;
 use inkwell::builder::Builder;
-use inkwell::module::{Linkage, Module};
+use inkwell::module::Module;
 use inkwell::types::{BasicType, BasicTypeEnum, FloatType};
 use inkwell::values::{
-    AggregateValue, AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue,
-    FunctionValue, GlobalValue, IntValue,
+    AggregateValue, BasicValue, BasicValueEnum, FloatValue, FunctionValue, GlobalValue, IntValue,
 };
 
-/// Subgroups per block at most (`gpu-embed`'s host device: 1024 threads).
-const MAX_SUBGROUPS: u32 = 1024 / SUBGROUP_SIZE as u32;
+/// Subgroups per block at most.
+const MAX_SUBGROUPS: u32 = MAX_THREADS / SUBGROUP_SIZE as u32;
 
 /// Which matrix a load reads: `a` (M x K), `b` (K x N), `c` (M x N).
 #[derive(Clone, Copy, PartialEq)]
@@ -151,7 +150,6 @@ pub(crate) fn emulate<'ll>(
     ids: GlobalValue<'ll>,
     barrier: FunctionValue<'ll>,
 ) -> Result<()> {
-    let builder = job.llvm.create_builder();
     for (intrinsic, op) in wmma_intrinsics(module) {
         let function = match op {
             Wmma::Load {
@@ -167,26 +165,12 @@ pub(crate) fn emulate<'ll>(
                 multiply_function(job, module, intrinsic, shape, c_is_f16, barrier)?
             }
         };
-        for call in super::host::calls_of(module, intrinsic) {
-            builder.position_before(&call);
-            let linear = linear_thread_id(job, module, ids, &builder)?;
-            let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands() - 1)
-                .filter_map(|i| call.get_operand(i)?.value())
-                .map(BasicMetadataValueEnum::from)
-                .collect();
-            arguments.push(linear.into());
-            let replacement = builder
+        replace_calls(job, module, ids, intrinsic, |builder, arguments, _| {
+            let call = builder
                 .build_call(function, &arguments, "")
                 .map_err(codegen)?;
-            // SAFETY: the replacement returns the intrinsic's type; the call is then removed.
-            unsafe {
-                inkwell::llvm_sys::core::LLVMReplaceAllUsesWith(
-                    call.as_value_ref(),
-                    replacement.as_value_ref(),
-                )
-            };
-            call.erase_from_basic_block();
-        }
+            Ok(call.try_as_basic_value().basic())
+        })?;
     }
     Ok(())
 }
@@ -508,16 +492,13 @@ fn multiply_function<'ll>(
     check_cover(c.len() as u32, shape.m, shape.n)?;
 
     // Scratch: per subgroup, A (row-major M x K) then B (row-major K x N).
-    let scratch_type = input.array_type(MAX_SUBGROUPS * (a_size + b_size));
-    let scratch = module.add_global(
-        scratch_type,
-        None,
+    let scratch = thread_local_array(
+        module,
+        input.into(),
+        MAX_SUBGROUPS * (a_size + b_size),
         &format!("{}_scratch", replacement_name(intrinsic)),
     );
-    scratch.set_initializer(&scratch_type.const_zero());
-    scratch.set_thread_local(true);
-    scratch.set_linkage(Linkage::Internal);
-    scratch.set_alignment(16);
+    let scratch_type = scratch.get_value_type().into_array_type();
     let constant = |n: u32| i32_type.const_int(n as u64, false);
     let subgroup = builder
         .build_int_unsigned_div(first, constant(SUBGROUP_SIZE as u32), "subgroup")

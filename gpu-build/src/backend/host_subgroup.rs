@@ -31,7 +31,7 @@ use inkwell::IntPredicate;
 /// Threads per subgroup on the host.
 pub(crate) const SUBGROUP_SIZE: u64 = 32;
 /// The most threads a block has on the host (`gpu-embed`'s host device limits).
-const MAX_THREADS: u32 = 1024;
+pub(super) const MAX_THREADS: u32 = 1024;
 const EXCHANGE_VARIABLE: &str = "__gpu_host_exchange";
 
 /// The shuffle modes.
@@ -118,55 +118,76 @@ pub(crate) fn emulate<'ll>(
     ids: GlobalValue<'ll>,
     barrier: FunctionValue<'ll>,
 ) -> Result<()> {
-    let llvm = job.llvm;
-    let i32_type = llvm.i32_type();
-    let exchange_type = i32_type.array_type(MAX_THREADS);
-    let exchange = module.add_global(exchange_type, None, EXCHANGE_VARIABLE);
-    exchange.set_initializer(&exchange_type.const_zero());
-    exchange.set_thread_local(true);
-    exchange.set_linkage(Linkage::Internal);
-    exchange.set_alignment(16);
-    let builder = llvm.create_builder();
+    let i32_type = job.llvm.i32_type();
+    let exchange = thread_local_array(module, i32_type.into(), MAX_THREADS, EXCHANGE_VARIABLE);
     for (intrinsic, op) in subgroup_intrinsics(module) {
-        let calls = calls_of(module, intrinsic);
-        for call in calls {
-            builder.position_before(&call);
-            let linear = linear_thread_id(job, module, ids, &builder)?;
-            let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands() - 1)
-                .filter_map(|i| call.get_operand(i)?.value())
-                .map(BasicMetadataValueEnum::from)
-                .collect();
-            arguments.push(linear.into());
-            let function = match op {
-                WarpOp::LaneId => None,
-                WarpOp::WarpSize => None,
-                WarpOp::Shuffle(mode) => Some(shuffle_function(
-                    job, module, intrinsic, mode, exchange, barrier,
-                )?),
-                WarpOp::Reduce(reduction) => {
-                    arguments.push(threads_per_block(job, module, ids, &builder)?.into());
-                    Some(reduce_function(
-                        job, module, intrinsic, reduction, exchange, barrier,
-                    )?)
-                }
-            };
-            let replacement = match (op, function) {
-                (WarpOp::LaneId, _) => builder
-                    .build_and(linear, i32_type.const_int(SUBGROUP_SIZE - 1, false), "lane")
-                    .map_err(codegen)?
-                    .as_basic_value_enum(),
-                (_, None) => i32_type
-                    .const_int(SUBGROUP_SIZE, false)
-                    .as_basic_value_enum(),
-                (_, Some(function)) => builder
-                    .build_call(function, &arguments, "exchanged")
-                    .map_err(codegen)?
-                    .try_as_basic_value()
-                    .basic()
-                    .ok_or_else(|| {
-                        Error::new(ErrorKind::Codegen, "a warp operation without a result")
-                    })?,
-            };
+        let function = match op {
+            WarpOp::LaneId | WarpOp::WarpSize => None,
+            WarpOp::Shuffle(mode) => Some(shuffle_function(
+                job, module, intrinsic, mode, exchange, barrier,
+            )?),
+            WarpOp::Reduce(reduction) => Some(reduce_function(
+                job, module, intrinsic, reduction, exchange, barrier,
+            )?),
+        };
+        replace_calls(
+            job,
+            module,
+            ids,
+            intrinsic,
+            |builder, mut arguments, linear| {
+                Ok(Some(match (op, function) {
+                    (WarpOp::LaneId, _) => builder
+                        .build_and(linear, i32_type.const_int(SUBGROUP_SIZE - 1, false), "lane")
+                        .map_err(codegen)?
+                        .as_basic_value_enum(),
+                    (_, None) => i32_type
+                        .const_int(SUBGROUP_SIZE, false)
+                        .as_basic_value_enum(),
+                    (_, Some(function)) => {
+                        if let WarpOp::Reduce(_) = op {
+                            arguments.push(threads_per_block(job, module, ids, builder)?.into());
+                        }
+                        builder
+                            .build_call(function, &arguments, "exchanged")
+                            .map_err(codegen)?
+                            .try_as_basic_value()
+                            .basic()
+                            .ok_or_else(|| {
+                                Error::new(ErrorKind::Codegen, "a warp operation without a result")
+                            })?
+                    }
+                }))
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Replaces each call of `intrinsic` by what `replace` builds before it (the value, or `None`
+/// for a call without one), given the call's arguments followed by the calling thread's linear
+/// id (what every replacement needs: its lane and subgroup).
+pub(super) fn replace_calls<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    intrinsic: FunctionValue<'ll>,
+    mut replace: impl FnMut(
+        &Builder<'ll>,
+        Vec<BasicMetadataValueEnum<'ll>>,
+        IntValue<'ll>,
+    ) -> Result<Option<inkwell::values::BasicValueEnum<'ll>>>,
+) -> Result<()> {
+    let builder = job.llvm.create_builder();
+    for call in calls_of(module, intrinsic) {
+        builder.position_before(&call);
+        let linear = linear_thread_id(job, module, ids, &builder)?;
+        let mut arguments: Vec<BasicMetadataValueEnum> = (0..call.get_num_operands() - 1)
+            .filter_map(|i| call.get_operand(i)?.value())
+            .map(BasicMetadataValueEnum::from)
+            .collect();
+        arguments.push(linear.into());
+        if let Some(replacement) = replace(&builder, arguments, linear)? {
             // SAFETY: the replacement has the call's type; the call is then removed.
             unsafe {
                 inkwell::llvm_sys::core::LLVMReplaceAllUsesWith(
@@ -174,10 +195,27 @@ pub(crate) fn emulate<'ll>(
                     replacement.as_value_ref(),
                 )
             };
-            call.erase_from_basic_block();
         }
+        call.erase_from_basic_block();
     }
     Ok(())
+}
+
+/// A zero-initialized thread-local array for exchanges (a block runs on one OS thread at a
+/// time, so its threads share it).
+pub(super) fn thread_local_array<'ll>(
+    module: &Module<'ll>,
+    element: BasicTypeEnum<'ll>,
+    len: u32,
+    name: &str,
+) -> GlobalValue<'ll> {
+    let ty = element.array_type(len);
+    let array = module.add_global(ty, None, name);
+    array.set_initializer(&ty.const_zero());
+    array.set_thread_local(true);
+    array.set_linkage(Linkage::Internal);
+    array.set_alignment(16);
+    array
 }
 
 /// `tid.x + ntid.x * (tid.y + ntid.y * tid.z)` at the builder's position, from the id readers
