@@ -472,7 +472,7 @@ fn make_workgroup_memory_thread_local<'ll>(job: &Job<'_, 'll>, module: &Module<'
         // `__dynamic_shmem__<n>`), or an external declaration in LLVM IR input.
         let zero_length = matches!(
             old.get_value_type(),
-            inkwell::types::AnyTypeEnum::ArrayType(array) if array.len() == 0
+            inkwell::types::AnyTypeEnum::ArrayType(array) if array.is_empty()
         );
         let dynamic = old.is_declaration() || zero_length;
         let value_type: BasicTypeEnum = if dynamic {
