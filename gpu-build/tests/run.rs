@@ -189,6 +189,69 @@ fn a_program_that_does_not_compile_fails_with_the_reason() {
     assert!(stderr.contains("no function `main` to run"), "{stderr}");
 }
 
+/// `libgpu_mgpu.so`, next to the test's `gpu-build` (the dev-dependency builds it).
+fn libgpu_mgpu() -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_gpu-build")).parent().unwrap();
+    [dir.join("libgpu_mgpu.so"), dir.join("deps/libgpu_mgpu.so")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no libgpu_mgpu.so in {}: cargo build -p gpu-mgpu",
+                dir.display()
+            )
+        })
+}
+
+#[test]
+fn upstreams_mlir_runner_runs_our_lowered_programs_with_libgpu_mgpu() {
+    // The cdylib is a drop-in for upstream's runtime wrappers: `gpu-build run --emit-mlir`
+    // writes the lowered program (kernels embedded), Debian's mlir-runner-22 runs it.
+    let dir = tempfile::tempdir().unwrap();
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+    let corpus = corpus();
+    for program in [
+        programs.join("streams.mlir"),
+        corpus.join("CUDA/all-reduce-region.mlir"),
+    ] {
+        let lowered = dir.path().join("lowered.mlir");
+        let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+            .args(["run", "--device", "host", "--emit-mlir"])
+            .arg(&lowered)
+            .arg(&program)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let libraries = [
+            libgpu_mgpu(),
+            PathBuf::from("/usr/lib/llvm-22/lib/libmlir_runner_utils.so"),
+            PathBuf::from("/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"),
+        ];
+        let output = Command::new("mlir-runner-22")
+            .arg(&lowered)
+            .arg("--entry-point-result=void")
+            .arg(format!(
+                "--shared-libs={}",
+                libraries.map(|l| l.display().to_string()).join(",")
+            ))
+            .env("GPU_MGPU_DEVICE", "host")
+            .output()
+            .expect("mlir-runner-22 runs (scripts/setup.sh installs mlir-22-tools)");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{}: {}",
+            program.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        file_check(&program, &stdout).unwrap_or_else(|why| panic!("{why}"));
+    }
+}
+
 #[test]
 #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
 fn upstream_gpu_integration_tests_pass_on_the_gpu() {

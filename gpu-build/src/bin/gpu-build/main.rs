@@ -86,6 +86,10 @@ enum Command {
         /// Optimization level of the kernels and the host code (0-3).
         #[arg(short = 'O', long = "opt-level", value_name = "N", default_value_t = 2)]
         opt_level: u8,
+        /// Write the lowered program (LLVM dialect, kernels embedded) to this file instead of
+        /// running it: `mlir-runner` runs it with `libgpu_mgpu.so` as the runtime.
+        #[arg(long, value_name = "FILE")]
+        emit_mlir: Option<PathBuf>,
     },
 }
 
@@ -117,12 +121,14 @@ fn main() -> ExitCode {
             entry_point,
             shared_libs,
             opt_level,
+            emit_mlir,
         } => run::run(&run::RunRequest {
             file: &file,
             device,
             entry_point: &entry_point,
             shared_libs: &shared_libs,
             opt_level,
+            emit_mlir: emit_mlir.as_deref(),
         }),
     };
     match result {

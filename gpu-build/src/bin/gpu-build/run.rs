@@ -48,6 +48,9 @@ pub struct RunRequest<'a> {
     pub entry_point: &'a str,
     pub shared_libs: &'a [PathBuf],
     pub opt_level: u8,
+    /// Write the lowered program here instead of running it (for `mlir-runner` with
+    /// `libgpu_mgpu.so`).
+    pub emit_mlir: Option<&'a Path>,
 }
 
 /// Runs the program; `Err` says what failed and where.
@@ -76,6 +79,10 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         &host_pipeline(uses_async),
         "lowering the host code",
     )?;
+    if let Some(path) = request.emit_mlir {
+        return std::fs::write(path, module.as_operation().to_string())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()));
+    }
     gpu_embed::mgpu::use_device(device);
     execute(&module, request, uses_async)
 }
