@@ -35,6 +35,8 @@ const UPSTREAM_ON_THE_HOST: &[&str] = &[
     "ROCM/vecadd.mlir",
     "SYCL/gpu-addf32-to-spirv.mlir",
     "SYCL/gpu-addi64-to-spirv.mlir",
+    "SYCL/gpu-memcpy-addf32-to-spirv.mlir",
+    "SYCL/gpu-reluf32-to-spirv.mlir",
 ];
 
 fn corpus() -> PathBuf {

@@ -1,7 +1,8 @@
 // A program of our own for `gpu-build run` (gpu-build/tests/run.rs): a `gpu.launch` the runner
 // outlines, over a 2-D grid, whose blocks reverse their row through dynamic shared memory sized
 // at launch (mgpuLaunchKernel's shared-memory argument) with a barrier between the writes and
-// the reads; memory from `gpu.alloc host_shared`, which host code reads directly.
+// the reads; memory from `gpu.alloc host_shared`, which host code reads directly, freed by a
+// synchronous `gpu.dealloc` (which the runner makes async for gpu-to-llvm).
 module attributes {gpu.container_module} {
   func.func @main() {
     %c0 = arith.constant 0 : index
@@ -46,9 +47,7 @@ module attributes {gpu.container_module} {
     // CHECK: [23,   22,   21,   20,   19,   18]
     // CHECK: [29,   28,   27,   26,   25,   24]
     // CHECK: [35,   34,   33,   32,   31,   30]
-    %t0 = gpu.wait async
-    %t1 = gpu.dealloc async [%t0] %data : memref<3x2x6xf32>
-    gpu.wait [%t1]
+    gpu.dealloc %data : memref<3x2x6xf32>
     return
   }
   func.func private @printMemrefF32(memref<*xf32>)

@@ -20,7 +20,7 @@ use melior::ir::attribute::AttributeLike;
 use melior::ir::attribute::{ArrayAttribute, Attribute, StringAttribute};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRefMut};
-use melior::ir::Module;
+use melior::ir::{Module, ValueLike};
 use melior::pass::PassManager;
 use melior::utility::{
     parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes,
@@ -72,6 +72,7 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         let objects = compile_kernels(&module, request, outlined, vendor, &chip)?;
         replace_gpu_modules(&context, &module, &objects)?;
     }
+    make_memory_ops_async(&context, &module)?;
     let uses_async = has_op(&module, "async.execute");
     run_passes(
         &context,
@@ -286,6 +287,105 @@ fn compile_kernels(
         objects.push(object);
     }
     Ok(objects)
+}
+
+/// Synchronous `gpu.alloc` (device memory), `gpu.memcpy`, `gpu.memset` and `gpu.dealloc`
+/// become their async form between a `gpu.wait async` and a `gpu.wait`: `gpu-to-llvm` lowers
+/// them only in that form (upstream's pipelines run `gpu-async-region` for it, which would also
+/// make `gpu.alloc host_shared` async, a form `gpu-to-llvm` rejects).
+fn make_memory_ops_async(context: &Context, module: &Module) -> Result<(), String> {
+    let token_type = melior::ir::Type::parse(context, "!gpu.async.token")
+        .ok_or("internal error: cannot make an async token type")?;
+    let mut synchronous = Vec::new();
+    module
+        .as_operation()
+        .walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
+            let name = op
+                .name()
+                .as_string_ref()
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let memory_op = matches!(
+                name.as_str(),
+                "gpu.alloc" | "gpu.memcpy" | "gpu.memset" | "gpu.dealloc"
+            );
+            let is_async = op.results().any(|r| r.r#type() == token_type);
+            if memory_op && !is_async && !op.has_attribute("hostShared") {
+                synchronous.push(op.to_raw());
+            }
+            melior::ir::operation::WalkResult::Advance
+        });
+    for raw in synchronous {
+        // SAFETY: ops found in the walk above, still alive and not otherwise borrowed.
+        let op = unsafe { melior::ir::operation::OperationRef::from_raw(raw) };
+        let location = op.location();
+        let block = op.block().ok_or("a gpu memory op outside a block")?;
+        let wait = OperationBuilder::new("gpu.wait", location)
+            .add_results(&[token_type])
+            .build()
+            .map_err(|e| format!("building gpu.wait: {e}"))?;
+        let wait = block.insert_operation_before(op, wait);
+        let dependency = wait.result(0).map_err(|e| e.to_string())?;
+        let mut operands = vec![melior::ir::Value::from(dependency)];
+        operands.extend(op.operands());
+        let mut results: Vec<melior::ir::Type> = op.results().map(|r| r.r#type()).collect();
+        results.push(token_type);
+        let mut attributes = Vec::new();
+        for (name, attribute) in op.attributes() {
+            let name_text = name
+                .as_string_ref()
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            // gpu.alloc's operand groups: the one dependency, then its sizes and symbols.
+            let attribute = if name_text == "operandSegmentSizes" {
+                let sizes = attribute
+                    .to_string()
+                    .replace("array<i32: 0,", "array<i32: 1,");
+                Attribute::parse(context, &sizes).ok_or("internal error: operand segments")?
+            } else {
+                attribute
+            };
+            attributes.push((name, attribute));
+        }
+        let op_name = op
+            .name()
+            .as_string_ref()
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let replacement = OperationBuilder::new(&op_name, location)
+            .add_operands(&operands)
+            .add_results(&results)
+            .add_attributes(&attributes)
+            .build()
+            .map_err(|e| format!("building async {op_name}: {e}"))?;
+        let replacement = block.insert_operation_before(op, replacement);
+        let token = replacement
+            .result(results.len() - 1)
+            .map_err(|e| e.to_string())?;
+        let done = OperationBuilder::new("gpu.wait", location)
+            .add_operands(&[token.into()])
+            .build()
+            .map_err(|e| format!("building gpu.wait: {e}"))?;
+        block.insert_operation_after(replacement, done);
+        for (old, new) in op.results().zip(replacement.results()) {
+            // SAFETY: two live values of the same type in one block.
+            unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(old.to_raw(), new.to_raw()) };
+        }
+        // SAFETY: `op` is a live op of this block, without uses now, not used afterwards.
+        let mut op = unsafe { OperationRefMut::from_raw(raw) };
+        op.remove_from_parent();
+        // SAFETY: detached from its block above, owned by nothing else.
+        unsafe { mlir_sys::mlirOperationDestroy(raw) };
+    }
+    if !module.as_operation().verify() {
+        return Err(
+            "internal error: the program with async memory operations does not verify".into(),
+        );
+    }
+    Ok(())
 }
 
 /// Each `gpu.module @name` becomes `gpu.binary @name [#gpu.object<#nvvm.target, ...>]`: the
