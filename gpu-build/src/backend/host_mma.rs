@@ -16,7 +16,7 @@
 
 use super::host::codegen;
 use super::host_subgroup::{
-    lane_and_subgroup, new_replacement, parameter, replace_calls, replacement_name,
+    intrinsics, lane_and_subgroup, new_replacement, parameter, replace_calls, replacement_name,
     thread_local_array, wait, MAX_THREADS, SUBGROUP_SIZE,
 };
 use crate::error::{Error, ErrorKind, Result};
@@ -130,16 +130,9 @@ fn wmma(name: &str) -> Option<Wmma> {
     }
 }
 
-fn wmma_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, Wmma)> {
-    module
-        .get_functions()
-        .filter_map(|f| Some((f, wmma(f.get_name().to_str().ok()?)?)))
-        .collect()
-}
-
 /// Whether the module uses a WMMA operation this file emulates.
 pub(crate) fn uses_mma(module: &Module) -> bool {
-    !wmma_intrinsics(module).is_empty()
+    !intrinsics(module, wmma).is_empty()
 }
 
 /// Replaces every WMMA load, store and multiply of `module` (see the module docs); `barrier`
@@ -150,7 +143,7 @@ pub(crate) fn emulate<'ll>(
     ids: GlobalValue<'ll>,
     barrier: FunctionValue<'ll>,
 ) -> Result<()> {
-    for (intrinsic, op) in wmma_intrinsics(module) {
+    for (intrinsic, op) in intrinsics(module, wmma) {
         let function = match op {
             Wmma::Load {
                 shape,
@@ -335,9 +328,6 @@ fn load_function<'ll>(
     fragment: Fragment,
     column_major: bool,
 ) -> Result<FunctionValue<'ll>> {
-    if let Some(existing) = module.get_function(&replacement_name(intrinsic)) {
-        return Ok(existing);
-    }
     let ty = intrinsic.get_type();
     let result = ty
         .get_return_type()
@@ -400,9 +390,6 @@ fn store_function<'ll>(
     shape: Shape,
     column_major: bool,
 ) -> Result<FunctionValue<'ll>> {
-    if let Some(existing) = module.get_function(&replacement_name(intrinsic)) {
-        return Ok(existing);
-    }
     let ty = intrinsic.get_type();
     let mut parameters = ty.get_param_types();
     parameters.push(job.llvm.i32_type().into());
@@ -448,9 +435,6 @@ fn multiply_function<'ll>(
     c_is_f16: bool,
     barrier: FunctionValue<'ll>,
 ) -> Result<FunctionValue<'ll>> {
-    if let Some(existing) = module.get_function(&replacement_name(intrinsic)) {
-        return Ok(existing);
-    }
     let llvm = job.llvm;
     let i32_type = llvm.i32_type();
     let ty = intrinsic.get_type();

@@ -97,17 +97,21 @@ fn warp_op(name: &str) -> Option<WarpOp> {
     }
 }
 
-/// The intrinsics this file replaces.
-fn subgroup_intrinsics<'ll>(module: &Module<'ll>) -> Vec<(FunctionValue<'ll>, WarpOp)> {
+/// The module's functions `recognize` names an operation for, each with it (every intrinsic
+/// is declared once, so each replacement is built once).
+pub(super) fn intrinsics<'ll, T>(
+    module: &Module<'ll>,
+    recognize: fn(&str) -> Option<T>,
+) -> Vec<(FunctionValue<'ll>, T)> {
     module
         .get_functions()
-        .filter_map(|f| Some((f, warp_op(f.get_name().to_str().ok()?)?)))
+        .filter_map(|f| Some((f, recognize(f.get_name().to_str().ok()?)?)))
         .collect()
 }
 
 /// Whether the module uses a warp operation this file emulates.
 pub(crate) fn uses_subgroups(module: &Module) -> bool {
-    !subgroup_intrinsics(module).is_empty()
+    !intrinsics(module, warp_op).is_empty()
 }
 
 /// Replaces every warp shuffle, lane id and warp size of `module` (see the module docs);
@@ -120,7 +124,7 @@ pub(crate) fn emulate<'ll>(
 ) -> Result<()> {
     let i32_type = job.llvm.i32_type();
     let exchange = thread_local_array(module, i32_type.into(), MAX_THREADS, EXCHANGE_VARIABLE);
-    for (intrinsic, op) in subgroup_intrinsics(module) {
+    for (intrinsic, op) in intrinsics(module, warp_op) {
         let function = match op {
             WarpOp::LaneId | WarpOp::WarpSize => None,
             WarpOp::Shuffle(mode) => Some(shuffle_function(
@@ -235,7 +239,7 @@ pub(super) fn linear_thread_id<'ll>(
     builder.build_int_add(row, x, "linear").map_err(codegen)
 }
 
-/// The name of `intrinsic`'s replacement (made once per module).
+/// The name of `intrinsic`'s replacement.
 pub(super) fn replacement_name(intrinsic: FunctionValue) -> String {
     format!(
         "__gpu_host_{}",
@@ -300,7 +304,7 @@ fn threads_per_block<'ll>(
 
 /// `(value, mask, linear thread id, threads per block)` → `redux.sync`'s result: every lane
 /// stores its value, then combines the values of the lanes of its subgroup that are in `mask`
-/// and exist (a partial subgroup at the block's edge has fewer), created once per operation.
+/// and exist (a partial subgroup at the block's edge has fewer), one per operation.
 fn reduce_function<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,
@@ -309,9 +313,6 @@ fn reduce_function<'ll>(
     exchange: GlobalValue<'ll>,
     barrier: FunctionValue<'ll>,
 ) -> Result<FunctionValue<'ll>> {
-    if let Some(existing) = module.get_function(&replacement_name(intrinsic)) {
-        return Ok(existing);
-    }
     let i32_type = job.llvm.i32_type();
     let function_type = i32_type.fn_type(&[i32_type.into(); 4], false);
     let (function, builder) = new_replacement(job, module, intrinsic, function_type);
@@ -433,7 +434,7 @@ pub(super) fn wait<'ll>(builder: &Builder<'ll>, barrier: FunctionValue<'ll>) -> 
 }
 
 /// `<intrinsic's parameters>, linear thread id` → the intrinsic's result: the exchange for one
-/// shuffle intrinsic (`i32` or `f32`, with or without the validity flag), created once.
+/// shuffle intrinsic (`i32` or `f32`, with or without the validity flag), one per intrinsic.
 fn shuffle_function<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,
@@ -442,9 +443,6 @@ fn shuffle_function<'ll>(
     exchange: GlobalValue<'ll>,
     barrier: FunctionValue<'ll>,
 ) -> Result<FunctionValue<'ll>> {
-    if let Some(existing) = module.get_function(&replacement_name(intrinsic)) {
-        return Ok(existing);
-    }
     let llvm = job.llvm;
     let i32_type = llvm.i32_type();
     let intrinsic_type = intrinsic.get_type();
