@@ -24,22 +24,50 @@ pub struct Device {
     inner: Arc<Inner>,
 }
 
+/// A device's state. Devices are found once per process and kept in statics
+/// ([`Device::gpus`], [`Device::host`]), so this is never dropped: modules stay loaded for the
+/// life of the process.
 struct Inner {
     found: FoundDevice,
     /// Loaded modules by binary (its address: binaries are statics) with their kernels.
     modules: Mutex<HashMap<usize, Loaded>>,
+    /// The kernel launched last on the device, on any stream: what a fault reported later, by a
+    /// synchronization or a copy, most likely came from.
+    last_launch: LastLaunchSlot,
 }
 
-impl Drop for Inner {
-    /// Modules unload with their device.
-    fn drop(&mut self) {
-        let modules = self.modules.get_mut().unwrap_or_else(|p| p.into_inner());
-        if modules.is_empty() || self.found.driver.make_current(self.found.raw).is_err() {
-            return;
-        }
-        for (_, loaded) in modules.drain() {
-            self.found.driver.unload_module(loaded.module);
-        }
+/// A kernel launch, remembered to name in the report of a fault found later.
+#[derive(Clone, Copy)]
+pub(crate) struct LastLaunch {
+    pub binary: &'static Binary,
+    pub kernel: &'static str,
+}
+
+#[derive(Default)]
+pub(crate) struct LastLaunchSlot(Mutex<Option<LastLaunch>>);
+
+impl LastLaunchSlot {
+    pub(crate) fn set(&self, launch: LastLaunch) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(launch);
+    }
+
+    pub(crate) fn get(&self) -> Option<LastLaunch> {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A kernel fault names the launch it most likely came from: GPUs report faults of queued work
+/// at a later synchronization, where the failing call says nothing about which kernel it was.
+pub(crate) fn name_faulting_launch(error: Error, last: Option<LastLaunch>, on: &str) -> Error {
+    match last {
+        Some(launch) if error.kind() == ErrorKind::KernelFault => error.map_message(|message| {
+            format!(
+                "{message} (the last kernel launched {on} was `{}` of gpu.module @{})",
+                launch.kernel,
+                launch.binary.name()
+            )
+        }),
+        _ => error,
     }
 }
 
@@ -107,6 +135,7 @@ impl Device {
             inner: Arc::new(Inner {
                 found,
                 modules: Mutex::new(HashMap::new()),
+                last_launch: LastLaunchSlot::default(),
             }),
         }
     }
@@ -166,6 +195,7 @@ impl Device {
         Ok(Stream {
             device: self.clone(),
             raw,
+            last_launch: LastLaunchSlot::default(),
         })
     }
 
@@ -179,11 +209,15 @@ impl Device {
     }
 
     /// Adds the device to a driver error.
+    /// A kernel fault also names the last kernel launched on the device.
     pub(crate) fn context(&self, error: Error) -> Error {
-        Error::new(
-            error.kind(),
-            format!("{} on {}", error.message(), self.name()),
-        )
+        let error = error.map_message(|message| format!("{message} on {}", self.name()));
+        name_faulting_launch(error, self.inner.last_launch.get(), "on the device")
+    }
+
+    /// Remembers a kernel launched on the device.
+    pub(crate) fn launched(&self, launch: LastLaunch) {
+        self.inner.last_launch.set(launch);
     }
 
     /// The kernel's function, loading the binary's best object onto this device the first time.
@@ -201,15 +235,9 @@ impl Device {
                 let object = select(binary, &self.arch())
                     .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
                 let module = driver.load_module(object).map_err(|e| {
-                    Error::new(
-                        e.kind(),
-                        format!(
-                            "{} of gpu.module @{} on {}",
-                            e.message(),
-                            binary.name(),
-                            self.name()
-                        ),
-                    )
+                    e.map_message(|message| {
+                        format!("{message} of gpu.module @{} on {}", binary.name(), self.name())
+                    })
                 })?;
                 entry.insert(Loaded {
                     module,
@@ -222,10 +250,7 @@ impl Device {
             return Ok(*function);
         }
         let function = driver.function(loaded.module, kernel).map_err(|e| {
-            Error::new(
-                e.kind(),
-                format!("{} in {} on {}", e.message(), loaded.object, self.name()),
-            )
+            e.map_message(|message| format!("{message} in {} on {}", loaded.object, self.name()))
         })?;
         loaded.functions.insert(kernel, function);
         Ok(function)
@@ -234,7 +259,7 @@ impl Device {
 
 fn find_gpus() -> Result<Vec<Device>> {
     fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
-        move |e| Error::new(e.kind(), format!("{library}: {}", e.message()))
+        move |e| e.map_message(|message| format!("{library}: {message}"))
     }
     let probes = vec![
         cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
@@ -285,15 +310,28 @@ fn gather<T>(probes: Vec<std::result::Result<Result<Vec<T>>, String>>) -> Result
 pub struct Stream {
     device: Device,
     raw: Handle,
+    last_launch: LastLaunchSlot,
 }
 
 impl Stream {
-    /// Waits until everything queued on the stream has finished.
+    /// Waits until everything queued on the stream has finished. A kernel fault names the last
+    /// kernel launched on this stream.
     pub fn synchronize(&self) -> Result<()> {
-        self.device
-            .current()?
-            .synchronize_stream(self.raw)
-            .map_err(|e| self.device.context(e))
+        let driver = self.device.current()?;
+        driver.synchronize_stream(self.raw).map_err(|e| {
+            let e = e.map_message(|message| format!("{message} on {}", self.device.name()));
+            name_faulting_launch(e, self.last_launch.get(), "on this stream")
+        })
+    }
+
+    /// Remembers a kernel launched on the stream.
+    pub(crate) fn launched(&self, launch: LastLaunch) {
+        self.last_launch.set(launch);
+    }
+
+    /// The kernel launched last on this stream, to name in faults found later.
+    pub(crate) fn last_launch(&self) -> Option<LastLaunch> {
+        self.last_launch.get()
     }
 
     /// The device the stream belongs to.
@@ -301,8 +339,9 @@ impl Stream {
         &self.device
     }
 
-    /// The driver's stream (`CUstream`, `hipStream_t`; null on the host), to enqueue work from
-    /// other libraries (cuBLAS, rocBLAS) in order with this stream's.
+    /// The driver's stream (`CUstream`, `hipStream_t`), to enqueue work from other libraries
+    /// (cuBLAS, rocBLAS) in order with this stream's. On the host it points at the host
+    /// runtime's own queue, which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
         self.raw.0
     }

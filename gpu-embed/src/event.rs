@@ -1,10 +1,12 @@
 //! Events: markers in a stream's work, to wait for, to order another stream after, and to time
 //! kernels with the device's own clock (`cuEventElapsedTime`, `hipEventElapsedTime`).
 //!
-//! On the host, work has finished when the call that submitted it returns, so an event is
-//! complete as soon as it is recorded and its time is the host clock's at that moment.
+//! On the host, streams are queues run lazily (when something waits for them): an event
+//! recorded on a stream completes when the stream's work before it has run, and its time is the
+//! host clock's at that moment; one recorded on the default stream completes at once, after
+//! every stream has run its queue.
 
-use crate::device::{Device, Stream};
+use crate::device::{name_faulting_launch, Device, LastLaunchSlot, Stream};
 use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use std::time::Duration;
@@ -13,6 +15,8 @@ use std::time::Duration;
 pub struct Event {
     device: Device,
     raw: Handle,
+    /// The last kernel launched before the last recording, to name in a fault it reports.
+    after_launch: LastLaunchSlot,
 }
 
 impl Device {
@@ -25,6 +29,7 @@ impl Device {
         Ok(Event {
             device: self.clone(),
             raw,
+            after_launch: LastLaunchSlot::default(),
         })
     }
 
@@ -44,7 +49,11 @@ impl Stream {
         self.device()
             .current()?
             .record_event(event.raw, self.raw())
-            .map_err(|e| self.device().context(e))
+            .map_err(|e| self.device().context(e))?;
+        if let Some(launch) = self.last_launch() {
+            event.after_launch.set(launch);
+        }
+        Ok(())
     }
 
     /// Work submitted to this stream from now on starts after `event`'s last recording has
@@ -73,12 +82,16 @@ impl Event {
             .map_err(|e| self.device.context(e))
     }
 
-    /// Waits until the work before the last recording has finished.
+    /// Waits until the work before the last recording has finished. A kernel fault names the
+    /// last kernel launched on the recording stream before the recording.
     pub fn synchronize(&self) -> Result<()> {
         self.device
             .current()?
             .synchronize_event(self.raw)
-            .map_err(|e| self.device.context(e))
+            .map_err(|e| {
+                let e = e.map_message(|message| format!("{message} on {}", self.device.name()));
+                name_faulting_launch(e, self.after_launch.get(), "before the event was recorded")
+            })
     }
 
     /// Milliseconds from this event to `end`, as the driver measures them (both recorded and

@@ -18,7 +18,7 @@ fn pattern_of<T: Pod>(value: T, len: usize) -> Option<(Pattern, usize)> {
         [b] => Pattern::U8(b),
         [a, b] => Pattern::U16(u16::from_ne_bytes([a, b])),
         [a, b, c, d] => Pattern::U32(u32::from_ne_bytes([a, b, c, d])),
-        _ if bytes.iter().all(|&b| b == bytes[0]) => Pattern::U8(bytes[0]),
+        [first, ref rest @ ..] if rest.iter().all(|&b| b == first) => Pattern::U8(first),
         _ => return None,
     };
     Some((pattern, len * size_of::<T>() / pattern.size()))
@@ -90,7 +90,8 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Sets every element to `value`, on the device: elements of 1, 2 or 4 bytes (and any value
     /// whose bytes are all equal) by the driver's memset of that width, others by a copy.
     pub fn fill(&mut self, value: T) -> Result<()> {
-        if self.is_empty() {
+        if self.ptr == 0 {
+            // No bytes: empty, or elements of a zero-sized type.
             return Ok(());
         }
         let Some((pattern, count)) = pattern_of(value, self.len) else {
@@ -120,7 +121,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Overwrites the buffer with `data` (of the same length).
     pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
         self.check_len(data.len())?;
-        if data.is_empty() {
+        if self.ptr == 0 {
             return Ok(());
         }
         let driver = self.device.current()?;
@@ -142,7 +143,7 @@ impl<T: Pod> DeviceBuffer<T> {
                 ),
             ));
         }
-        if self.is_empty() {
+        if self.ptr == 0 {
             return Ok(());
         }
         let driver = self.device.current()?;
@@ -180,7 +181,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Copies the buffer into `out` (of the same length).
     pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
         self.check_len(out.len())?;
-        if out.is_empty() {
+        if self.ptr == 0 {
             return Ok(());
         }
         let driver = self.device.current()?;
@@ -245,15 +246,17 @@ impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
 
 impl<T: Pod> Drop for DeviceBuffer<T> {
     /// Waits for the device's queued work (which may still use the buffer), then frees it, as
-    /// `cuMemFree` and `hipFree` do.
+    /// `cuMemFree` and `hipFree` do. When the wait fails (a kernel faulted: the device's context
+    /// is unusable), the memory is left allocated rather than freed under work whose end could
+    /// not be confirmed.
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;
         }
         if let Ok(driver) = self.device.current() {
-            // A failure of earlier work has nowhere to go from here; the memory is freed anyway.
-            let _ = driver.synchronize();
-            driver.free(self.ptr);
+            if driver.synchronize().is_ok() {
+                driver.free(self.ptr);
+            }
         }
     }
 }
@@ -355,6 +358,12 @@ impl Span<'_> {
 /// Copies and fills queued on a stream, on whole buffers or slices of them. A buffer may be used
 /// by queued work after these return: dropping it waits for the device's queued work first, so
 /// it is never freed under that work.
+///
+/// Work on one stream runs in order. Work on two streams that touches the same device memory,
+/// one of them writing, is ordered only by an event (`stream.record(&e)`, then
+/// `other.wait(&e)`): without one the result is whichever ran last, as on every GPU runtime.
+/// That is a wrong result, never undefined behaviour in the program: device memory is not
+/// program memory, and on the host device every operation on device memory runs alone.
 impl Stream {
     /// Queues a copy of `source` into `target` (of the same length). `source` has been read when
     /// this returns (as the drivers read pageable host memory), so it may be reused at once;
@@ -362,7 +371,7 @@ impl Stream {
     pub fn copy_to_device<T: Pod>(&self, target: &impl DeviceRange<T>, source: &[T]) -> Result<()> {
         let target = target.span()?;
         target.check(self, source.len(), "copying to the device")?;
-        if source.is_empty() {
+        if target.bytes() == 0 {
             return Ok(());
         }
         let driver = self.device().current()?;
@@ -388,7 +397,7 @@ impl Stream {
     ) -> Result<()> {
         let source = source.span()?;
         source.check(self, target.len(), "copying from the device")?;
-        if target.is_empty() {
+        if source.bytes() == 0 {
             return Ok(());
         }
         let driver = self.device().current()?;
@@ -414,12 +423,26 @@ impl Stream {
         let (target, source) = (target.span()?, source.span()?);
         source.check(self, target.len, "copying on the device")?;
         target.check(self, source.len, "copying on the device")?;
-        if target.len == 0 {
+        let bytes = target.bytes();
+        if bytes == 0 || target.ptr == source.ptr {
+            // Nothing to copy, or a range copied onto itself: it already holds its contents.
             return Ok(());
+        }
+        if target.ptr < source.ptr + bytes as u64 && source.ptr < target.ptr + bytes as u64 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "copying on the device: the source and target ranges overlap ({} elements \
+                     apart, {} long); the drivers' copies are undefined for overlapping ranges: \
+                     copy through a temporary buffer",
+                    target.ptr.abs_diff(source.ptr) / target.element as u64,
+                    target.len
+                ),
+            ));
         }
         let driver = self.device().current()?;
         // SAFETY: `len` elements each; both outlive the queued copy (see above).
-        unsafe { driver.copy_on_device_async(target.ptr, source.ptr, target.bytes(), self.raw()) }
+        unsafe { driver.copy_on_device_async(target.ptr, source.ptr, bytes, self.raw()) }
             .map_err(|e| self.device().context(e))
     }
 
@@ -428,7 +451,7 @@ impl Stream {
     pub fn fill<T: Pod>(&self, target: &impl DeviceRange<T>, value: T) -> Result<()> {
         let span = target.span()?;
         span.check(self, span.len, "filling")?;
-        if span.len == 0 {
+        if span.bytes() == 0 {
             return Ok(());
         }
         let Some((pattern, count)) = pattern_of(value, span.len) else {

@@ -47,13 +47,33 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// Any strided window of the buffer: a sub-matrix, a column, every other element. An error
-    /// when an element of the view lies outside the buffer.
+    /// when an element of the view lies outside the buffer, when the offset lies past its end
+    /// (also for a view without elements), or when a size or stride does not fit the `i64`
+    /// fields of a memref descriptor.
     pub fn strided_view<const N: usize>(
         &self,
         offset: usize,
         sizes: [usize; N],
         strides: [usize; N],
     ) -> Result<MemrefView<'_, T, N>> {
+        if offset > self.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a view from element {offset} of a buffer of {} elements",
+                    self.len()
+                ),
+            ));
+        }
+        if let Some(too_big) = sizes.iter().chain(&strides).find(|&&v| v > isize::MAX as usize) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a view of sizes {sizes:?}, strides {strides:?}: {too_big} does not fit a \
+                     memref descriptor's i64"
+                ),
+            ));
+        }
         if !sizes.contains(&0) {
             let last = sizes
                 .iter()

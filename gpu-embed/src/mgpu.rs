@@ -24,6 +24,9 @@ use std::sync::Mutex;
 /// What the ABI keeps between calls.
 struct Runtime {
     device: Device,
+    /// Whether a module, function, stream, event or allocation of `device` was handed out:
+    /// from then on the device cannot change (those handles mean something only to its driver).
+    handed_out: bool,
     /// Host images' kernels: each loaded module's parameter sizes by kernel name.
     module_kernels: HashMap<usize, HashMap<String, Vec<usize>>>,
     /// Parameter sizes by function handle (`mgpuModuleGetFunction` of a host image's kernel).
@@ -34,12 +37,29 @@ struct Runtime {
 
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
 
-/// Makes `device` the device the `mgpu*` functions use. Call it before the program loads its
-/// modules. By default: the device `GPU_MGPU_DEVICE` names (`host`, `cuda`, `hip`), else the
-/// first GPU, else the host ([`Device::default_device`]).
-pub fn use_device(device: Device) {
+/// Makes `device` the device the `mgpu*` functions use. By default: the device
+/// `GPU_MGPU_DEVICE` names (`host`, `cuda`, `hip`), else the first GPU, else the host
+/// ([`Device::default_device`]).
+///
+/// An error once the runtime has handed out a handle (module, function, stream, event,
+/// allocation) of another device: every later call would pass it to the wrong driver. Choose
+/// the device before the program's first `mgpu*` call; choosing the same device again is
+/// allowed and keeps the runtime's state.
+pub fn use_device(device: Device) -> Result<()> {
     let mut runtime = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-    *runtime = Some(Runtime::new(device));
+    match runtime.as_ref() {
+        Some(current) if current.device.is_same(&device) => Ok(()),
+        Some(current) if current.handed_out => Err(invalid(format!(
+            "the mgpu runtime already handed out handles of {}; it cannot switch to {}: choose \
+             the device before the program's first mgpu call",
+            current.device.name(),
+            device.name()
+        ))),
+        _ => {
+            *runtime = Some(Runtime::new(device));
+            Ok(())
+        }
+    }
 }
 
 /// The device the `mgpu*` functions use.
@@ -75,6 +95,7 @@ impl Runtime {
     fn new(device: Device) -> Runtime {
         Runtime {
             device,
+            handed_out: false,
             module_kernels: HashMap::new(),
             param_sizes: HashMap::new(),
             allocations: BTreeMap::new(),
@@ -116,6 +137,7 @@ fn invalid(why: String) -> Error {
 fn load(image: &[u8], what: &str) -> *mut c_void {
     let loaded = with_runtime(|runtime, driver| {
         let module = driver.load_image(image, what)?;
+        runtime.handed_out = true;
         if host_image::is_host_image(image) {
             let (manifest, _) = host_image::decode(image).map_err(|e| invalid(e.to_string()))?;
             let kernels = manifest
@@ -324,7 +346,11 @@ pub unsafe extern "C" fn mgpuLaunchClusterKernel(
 /// A new stream.
 #[no_mangle]
 pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
-    let stream = with_runtime(|_, driver| driver.create_stream());
+    let stream = with_runtime(|runtime, driver| {
+        let stream = driver.create_stream()?;
+        runtime.handed_out = true;
+        Ok(stream)
+    });
     report("mgpuStreamCreate", stream).map_or(std::ptr::null_mut(), |s| s.0)
 }
 
@@ -364,7 +390,11 @@ pub unsafe extern "C" fn mgpuStreamWaitEvent(stream: *mut c_void, event: *mut c_
 /// A new event.
 #[no_mangle]
 pub extern "C" fn mgpuEventCreate() -> *mut c_void {
-    let event = with_runtime(|_, driver| driver.create_event());
+    let event = with_runtime(|runtime, driver| {
+        let event = driver.create_event()?;
+        runtime.handed_out = true;
+        Ok(event)
+    });
     report("mgpuEventCreate", event).map_or(std::ptr::null_mut(), |e| e.0)
 }
 
@@ -414,6 +444,7 @@ pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: boo
         }
         let bytes = usize::try_from(size).map_err(|_| invalid(format!("{size} bytes")))?;
         let pointer = driver.alloc(bytes.max(1))?;
+        runtime.handed_out = true;
         runtime.allocations.insert(pointer, bytes.max(1));
         Ok(pointer as *mut c_void)
     });
@@ -711,7 +742,7 @@ pub extern "C" fn mgpuSetDefaultDevice(index: i32) {
             .ok_or_else(|| invalid(format!("there is no GPU {index}")))
     });
     if let Some(device) = report("mgpuSetDefaultDevice", chosen) {
-        use_device(device);
+        report("mgpuSetDefaultDevice", use_device(device));
     }
 }
 
@@ -770,4 +801,23 @@ pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
         ),
         ("mgpuSetDefaultDevice", mgpuSetDefaultDevice as *mut c_void),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choosing_the_same_device_again_keeps_the_runtimes_state() {
+        use_device(Device::host()).unwrap();
+        let pointer = mgpuMemAlloc(64, std::ptr::null_mut(), false);
+        assert!(!pointer.is_null());
+        use_device(Device::host()).unwrap();
+        let known = with_runtime(|runtime, _| Ok(runtime.is_device_memory(pointer as u64)));
+        assert_eq!(known, Ok(true), "the allocation is still known after use_device");
+        // SAFETY: allocated above, used by nothing.
+        unsafe { mgpuMemFree(pointer, std::ptr::null_mut()) };
+        let known = with_runtime(|runtime, _| Ok(runtime.is_device_memory(pointer as u64)));
+        assert_eq!(known, Ok(false));
+    }
 }

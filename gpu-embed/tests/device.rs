@@ -1,7 +1,15 @@
 //! Device facts, fills and slices: on the host backend in every test run, and on the first GPU
 //! with `--ignored` (`scripts/gpu-tests.sh`).
 
+mod common;
+
 use gpu_embed::{f16, Device, DeviceBuffer, ErrorKind};
+
+/// This binary's host-device tests again, under valgrind's memcheck: no invalid access.
+#[test]
+fn memcheck() {
+    common::memcheck_this_binary();
+}
 
 macro_rules! on_every_device {
     ($($check:ident),*) => {

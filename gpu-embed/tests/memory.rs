@@ -1,6 +1,14 @@
 //! Device memory on the host backend, which follows the same rules as the GPU backends.
 
+mod common;
+
 use gpu_embed::{Device, DeviceBuffer};
+
+/// This binary's host-device tests again, under valgrind's memcheck: no invalid access.
+#[test]
+fn memcheck() {
+    common::memcheck_this_binary();
+}
 
 #[test]
 fn a_safe_allocation_starts_zeroed() {

@@ -49,6 +49,9 @@ pub mod host_abi {
     pub const ASSERT_OFFSET: usize = 64;
     /// Dynamic shared memory a host launch may use (gpu-build reserves this much per thread).
     pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
+    /// Threads per subgroup (warp) of a host launch: shuffles, subgroup reductions and MMA
+    /// fragments run over groups of this many consecutive threads, as on NVIDIA GPUs.
+    pub const SUBGROUP_SIZE: u32 = 32;
 
     /// The entry point that runs one GPU thread of `kernel`.
     pub fn thread_entry(prefix: &str, kernel: &str) -> String {

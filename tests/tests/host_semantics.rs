@@ -409,10 +409,20 @@ mod streams {
         // Nothing waited for the stream: reading the pinned memory does.
         assert_eq!(back.as_slice().unwrap(), data.as_slice());
 
-        // The program's own memory, page-locked while registered.
+        // The program's own memory, page-locked while registered: the scoped form, and the
+        // unsafe one whose slice is dropped.
+        let mut mine = vec![0i32; data.len()];
+        device
+            .with_registered(&mut mine, |registered| {
+                stream.copy_device_to_pinned(registered, &on_device)
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(mine, data);
         let mut mine = vec![0i32; data.len()];
         {
-            let mut registered = device.register(&mut mine).unwrap();
+            // SAFETY: the slice is dropped at the end of this block, not leaked.
+            let mut registered = unsafe { device.register(&mut mine) }.unwrap();
             stream
                 .copy_device_to_pinned(&mut registered, &on_device)
                 .unwrap();

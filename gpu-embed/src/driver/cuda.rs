@@ -7,7 +7,7 @@ use super::{
     c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern,
 };
 use crate::binary::{Format, Object, Vendor};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{DriverCode, Error, ErrorKind, Result};
 use libloading::Library;
 use std::ffi::{c_char, c_void};
 use std::sync::OnceLock;
@@ -36,6 +36,43 @@ fn resolve(library: Library, name: &'static str) -> Result<Cuda, libloading::Err
     Ok(Cuda { api, library: name })
 }
 
+/// What a program can do about a `CUresult`.
+fn kind_of(result: sys::CUresult) -> ErrorKind {
+    match result {
+        sys::CUDA_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+        sys::CUDA_ERROR_NO_DEVICE => ErrorKind::NoDevice,
+        sys::CUDA_ERROR_NO_BINARY_FOR_GPU => ErrorKind::NoFittingObject,
+        sys::CUDA_ERROR_INVALID_VALUE
+        | sys::CUDA_ERROR_INVALID_DEVICE
+        | sys::CUDA_ERROR_INVALID_HANDLE
+        | sys::CUDA_ERROR_INVALID_IMAGE
+        | sys::CUDA_ERROR_INVALID_PTX
+        | sys::CUDA_ERROR_NOT_FOUND
+        | sys::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+        | sys::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+        | sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+        | sys::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED => ErrorKind::InvalidArgument,
+        sys::CUDA_ERROR_ILLEGAL_ADDRESS
+        | sys::CUDA_ERROR_LAUNCH_TIMEOUT
+        | sys::CUDA_ERROR_ASSERT
+        | sys::CUDA_ERROR_HARDWARE_STACK_ERROR
+        | sys::CUDA_ERROR_ILLEGAL_INSTRUCTION
+        | sys::CUDA_ERROR_MISALIGNED_ADDRESS
+        | sys::CUDA_ERROR_INVALID_ADDRESS_SPACE
+        | sys::CUDA_ERROR_INVALID_PC
+        | sys::CUDA_ERROR_LAUNCH_FAILED
+        | sys::CUDA_ERROR_ECC_UNCORRECTABLE => ErrorKind::KernelFault,
+        sys::CUDA_ERROR_NOT_SUPPORTED
+        | sys::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+        | sys::CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+        | sys::CUDA_ERROR_JIT_COMPILATION_DISABLED
+        | sys::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+        | sys::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH
+        | sys::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE => ErrorKind::NotSupported,
+        _ => ErrorKind::Driver,
+    }
+}
+
 impl Cuda {
     /// `Ok` or an error naming the driver's error and what was being done.
     fn check(&self, result: sys::CUresult, what: impl FnOnce() -> String) -> Result<()> {
@@ -45,8 +82,12 @@ impl Cuda {
         let mut name: *const c_char = std::ptr::null();
         // SAFETY: writes a pointer to a static string or leaves it null.
         unsafe { (self.api.cuGetErrorName)(result, &mut name) };
-        let name = static_c_str(name).unwrap_or_else(|| format!("CUDA error {result}"));
-        Err(Error::new(ErrorKind::Driver, format!("{}: {name}", what())))
+        let name = static_c_str(name).unwrap_or_else(|| "an unknown CUDA error".into());
+        Err(Error::from_driver(
+            kind_of(result),
+            DriverCode::Cuda(result),
+            format!("{}: {name} ({result})", what()),
+        ))
     }
 
     fn limits(&self, device: sys::CUdevice) -> Result<DeviceLimits> {

@@ -7,7 +7,7 @@ use super::{
     c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern,
 };
 use crate::binary::{Object, Vendor};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{DriverCode, Error, ErrorKind, Result};
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -81,6 +81,38 @@ fn field_text(field: &[c_char]) -> String {
     c_string(field)
 }
 
+/// What a program can do about a `hipError_t`.
+fn kind_of(result: sys::hipError_t) -> ErrorKind {
+    match result {
+        sys::hipErrorOutOfMemory => ErrorKind::OutOfMemory,
+        sys::hipErrorNoDevice => ErrorKind::NoDevice,
+        sys::hipErrorNoBinaryForGpu => ErrorKind::NoFittingObject,
+        sys::hipErrorInvalidValue
+        | sys::hipErrorInvalidConfiguration
+        | sys::hipErrorInvalidDevicePointer
+        | sys::hipErrorInvalidDeviceFunction
+        | sys::hipErrorInvalidDevice
+        | sys::hipErrorInvalidImage
+        | sys::hipErrorInvalidKernelFile
+        | sys::hipErrorInvalidHandle
+        | sys::hipErrorNotFound
+        | sys::hipErrorLaunchOutOfResources
+        | sys::hipErrorCooperativeLaunchTooLarge
+        | sys::hipErrorHostMemoryAlreadyRegistered
+        | sys::hipErrorHostMemoryNotRegistered => ErrorKind::InvalidArgument,
+        sys::hipErrorIllegalAddress
+        | sys::hipErrorLaunchTimeOut
+        | sys::hipErrorAssert
+        | sys::hipErrorLaunchFailure
+        | sys::hipErrorPriorLaunchFailure
+        | sys::hipErrorECCNotCorrectable => ErrorKind::KernelFault,
+        sys::hipErrorNotSupported
+        | sys::hipErrorPeerAccessUnsupported
+        | sys::hipErrorInsufficientDriver => ErrorKind::NotSupported,
+        _ => ErrorKind::Driver,
+    }
+}
+
 impl Hip {
     fn check(&self, result: sys::hipError_t, what: impl FnOnce() -> String) -> Result<()> {
         if result == sys::hipSuccess {
@@ -88,8 +120,12 @@ impl Hip {
         }
         // SAFETY: returns a static string.
         let name = static_c_str(unsafe { (self.api.hipGetErrorName)(result) })
-            .unwrap_or_else(|| format!("HIP error {result}"));
-        Err(Error::new(ErrorKind::Driver, format!("{}: {name}", what())))
+            .unwrap_or_else(|| "an unknown HIP error".into());
+        Err(Error::from_driver(
+            kind_of(result),
+            DriverCode::Hip(result),
+            format!("{}: {name} ({result})", what()),
+        ))
     }
 
     /// The device's name and `gcnArchName` (`gfx90a:sramecc+:xnack-`), from the properties

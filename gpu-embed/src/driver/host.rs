@@ -162,8 +162,9 @@ impl Host {
             arch: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
             limits: DeviceLimits {
                 multiprocessors: cores as u32,
-                // Each thread of a block is its own lane.
-                warp_size: 1,
+                // Subgroup operations run over subgroups of 32 threads (gpu-build's host
+                // target), as on NVIDIA GPUs.
+                warp_size: host_abi::SUBGROUP_SIZE,
                 max_threads_per_block: 1024,
                 max_block: [1024, 1024, 64],
                 max_grid: [u32::MAX, u32::MAX, u32::MAX],
@@ -550,18 +551,23 @@ impl Driver for Host {
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
-        let layout = Layout::from_size_align(bytes + ALIGNMENT, ALIGNMENT).map_err(|_| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!("cannot allocate {bytes} bytes"),
-            )
-        })?;
+        // The size is checked before any arithmetic: the header must fit, and a `Layout` is at
+        // most `isize::MAX` bytes.
+        let layout = bytes
+            .checked_add(ALIGNMENT)
+            .and_then(|total| Layout::from_size_align(total, ALIGNMENT).ok())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::OutOfMemory,
+                    format!("cannot allocate {bytes} bytes: more than the address space holds"),
+                )
+            })?;
         // SAFETY: a non-zero size; the first ALIGNMENT bytes remember the size for `free`.
         unsafe {
             let base = std::alloc::alloc(layout);
             if base.is_null() {
                 return Err(Error::new(
-                    ErrorKind::Driver,
+                    ErrorKind::OutOfMemory,
                     format!("out of host memory allocating {bytes} bytes"),
                 ));
             }

@@ -92,7 +92,9 @@ pub(crate) trait Driver: Sync {
     /// Makes an object handed over at run time runnable on the current device: a cubin or
     /// NUL-terminated PTX (CUDA), an hsaco (HIP), a `gpu_manifest::host_image` (host).
     fn load_image(&self, image: &[u8], what: &str) -> Result<Handle>;
-    /// Unloads a module `load_module` or `load_image` returned, after the device's queued work.
+    /// Unloads a module `load_image` returned, after the device's queued work (`mgpu` only:
+    /// modules of embedded binaries stay loaded for the life of the process).
+    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
     fn unload_module(&self, module: Handle);
     /// The kernel `name` of a loaded module.
     fn function(&self, module: Handle, name: &str) -> Result<Handle>;

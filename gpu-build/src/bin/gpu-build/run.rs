@@ -84,7 +84,7 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         return std::fs::write(path, module.as_operation().to_string())
             .map_err(|e| format!("cannot write {}: {e}", path.display()));
     }
-    gpu_embed::mgpu::use_device(device);
+    gpu_embed::mgpu::use_device(device).map_err(|e| e.to_string())?;
     execute(&module, request, uses_async)
 }
 
