@@ -66,6 +66,7 @@ mod tests {
     #[test]
     fn memrefs_lower_to_descriptors() {
         let argument = |kind| Argument {
+            name: None,
             ty: String::new(),
             kind,
         };

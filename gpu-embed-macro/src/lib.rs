@@ -40,7 +40,7 @@ use syn::{parse_macro_input, Ident};
 /// );
 /// ```
 ///
-/// `targets` names vendors (`nvptx`/`cuda`, `amdgpu`/`rocm`/`hip`, `host`), each with chips or
+/// `targets` names vendors (`nvptx`, `amdgpu`, `host`), each with chips or
 /// none (the file's own, else a default set); without `targets`, the file's own target
 /// attributes. Per gpu.module of the file, the call expands to a module named after it:
 ///
@@ -50,15 +50,18 @@ use syn::{parse_macro_input, Ident};
 ///     pub static OBJECTS: [gpu_embed::Object; 6] = [/* include_bytes! of each object */];
 ///     /// The module: its objects and kernel names, what `gpu_embed::select` chooses from.
 ///     pub static BINARY: gpu_embed::Binary = /* ... */;
-///     /// One launch function per kernel, with the kernel's arguments as Rust types: memrefs
-///     /// take any view of their element type and rank (a `DeviceBuffer` for rank 1).
+///     /// One launch function per kernel, with the kernel's arguments as Rust types, named as
+///     /// the source names them (`%a` → `a`; `arg<index>` where it has no name): memrefs take
+///     /// any view of their element type and rank (a `DeviceBuffer` for rank 1). Its `# Safety`
+///     /// section lists, argument by argument, what the stub checks and what is left to the
+///     /// caller.
 ///     pub unsafe fn vadd<'views>(
 ///         device: &gpu_embed::Device,
 ///         config: &gpu_embed::LaunchConfig,
-///         arg0: impl gpu_embed::AsMemref<'views, f32, 1>,
-///         arg1: impl gpu_embed::AsMemref<'views, f32, 1>,
-///         arg2: impl gpu_embed::AsMemref<'views, f32, 1>,
-///         arg3: usize,
+///         a: impl gpu_embed::AsMemref<'views, f32, 1>,
+///         b: impl gpu_embed::AsMemref<'views, f32, 1>,
+///         c: impl gpu_embed::AsMemref<'views, f32, 1>,
+///         n: usize,
 ///     ) -> gpu_embed::Result<()>;
 /// }
 /// ```
@@ -280,6 +283,10 @@ fn host_object(
     }
     let count = kernels.len();
     let triple = &object.chip;
+    // The declarations are the entry points gpu-build generated for exactly these kernels, with
+    // the signatures `gpu_manifest::host_abi` fixes; the host object defining them is linked
+    // into this crate by the build script. `HostKernel`'s fields hold them as `unsafe fn`s, so
+    // calling one stays the host driver's `unsafe`, with its own stated reasons.
     let items = quote! {
         unsafe extern "C" {
             #declarations

@@ -17,8 +17,9 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     let mut arguments = Vec::new();
     let mut checks = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
-    for (index, argument) in kernel.arguments.iter().enumerate() {
-        let name = format_ident!("arg{index}");
+    let names = parameter_names(kernel);
+    for (index, (argument, name)) in kernel.arguments.iter().zip(&names).enumerate() {
+        let name = syn::Ident::new_raw_or_plain(name, Span::call_site());
         let kind = classify(&argument.ty, &argument.kind).map_err(error)?;
         // `classify` accepted it, so the manifest has a Rust type for it.
         let rust = tokens(&argument.kind.rust_type().unwrap_or_default());
@@ -28,8 +29,8 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             ArgKind::Pointer => values.push(quote!(#name.0)),
             ArgKind::Memref { rank, ty, .. } => {
                 let label = format!(
-                    "launching `{}`: argument {index} ({})",
-                    kernel.name, argument.ty
+                    "launching `{}`: argument {index} `{}` ({})",
+                    kernel.name, names[index], argument.ty
                 );
                 let descriptor = format_ident!("descriptor{index}");
                 checks.push(quote! {
@@ -67,11 +68,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     }
     let function = format_ident!("{}", stub_name(&kernel.name));
     let kernel_name = &kernel.name;
-    let doc = format!(
-        "Launches kernel `{}{}`.\n\n# Safety\nThe kernel may read and write any memory its arguments point to; \
-         the caller must make sure that is sound.",
-        kernel.name, kernel.signature
-    );
+    let doc = safety_doc(kernel, &names);
     Ok(quote! {
         #[doc = #doc]
         pub unsafe fn #function<'views>(
@@ -84,9 +81,206 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             #(#locals)*
             let mut params = [#(#pointers),*];
             let sizes = [#(#sizes),*];
-            // SAFETY: the parameters follow the kernel's lowered signature from the manifest; the
-            // caller vouches for what the kernel does with them.
+            // SAFETY: the parameters follow the kernel's lowered signature from the manifest, each
+            // local lives until `launch` returns (a queued launch copies the values); the caller
+            // guarantees what the function's `# Safety` section lists.
             unsafe { ::gpu_embed::launch(device, &BINARY, KERNEL, config, &mut params, &sizes) }
         }
     })
+}
+
+/// Names the stub's own parameters and locals use, which an argument must not take.
+const RESERVED: &[&str] = &["device", "config", "params", "sizes", "KERNEL", "BINARY"];
+
+/// The stub's parameter name for each kernel argument: the source's name made a Rust
+/// identifier (`%lhs` → `lhs`, `%in.0` → `in_0`), else `arg<index>`; unique, and clear of the
+/// stub's own names (a clash gets a `_<index>` suffix). Keywords become raw identifiers.
+fn parameter_names(kernel: &Kernel) -> Vec<String> {
+    let mut taken: Vec<String> = Vec::new();
+    for (index, argument) in kernel.arguments.iter().enumerate() {
+        let sanitized = argument.name.as_deref().map(|name| {
+            let name: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            if name.starts_with(|c: char| c.is_ascii_digit()) {
+                format!("arg_{name}")
+            } else {
+                name
+            }
+        });
+        let mut name = sanitized
+            .filter(|name| !name.is_empty() && name != "_")
+            .unwrap_or_else(|| format!("arg{index}"));
+        let clashes = |name: &str, taken: &[String]| {
+            RESERVED.contains(&name)
+                || name.starts_with("descriptor")
+                || name.starts_with("param")
+                || taken.iter().any(|t| t == name)
+        };
+        if clashes(&name, &taken) {
+            name = format!("{name}_{index}");
+        }
+        taken.push(name);
+    }
+    taken
+}
+
+/// `Ident::new_raw` for keywords that may be raw (`type` → `r#type`), `name_` for those that
+/// may not (`self`, `crate`, ...).
+trait IdentExt {
+    fn new_raw_or_plain(name: &str, span: Span) -> syn::Ident;
+}
+
+impl IdentExt for syn::Ident {
+    fn new_raw_or_plain(name: &str, span: Span) -> syn::Ident {
+        match name {
+            "self" | "Self" | "super" | "crate" => format_ident!("{name}_", span = span),
+            _ if syn::parse_str::<syn::Ident>(name).is_ok() => syn::Ident::new(name, span),
+            _ => syn::Ident::new_raw(name, span),
+        }
+    }
+}
+
+/// The launch function's documentation: what the kernel takes, what the stub checks, and the
+/// `# Safety` list of what is left to the caller, argument by argument.
+fn safety_doc(kernel: &Kernel, names: &[String]) -> String {
+    let mut doc = format!(
+        "Launches kernel `{}{}` on `device` with `config` (its grid, block, dynamic shared \
+         memory and stream).\n\n",
+        kernel.name, kernel.signature
+    );
+    doc.push_str(
+        "Checked here, before anything reaches the driver (an `Err`, never a launch): the \
+         argument count and types and each memref's rank and element type (at compile time), \
+         each memref view's static sizes, layout (offset and strides) and device, the stream's \
+         device, and the grid, block and shared memory against the device's limits.\n\n\
+         # Safety\n\nThe kernel is code the compiler cannot see into: it may read and write \
+         wherever its arguments lead it. The caller guarantees:\n\n",
+    );
+    let mut scalars = Vec::new();
+    for (argument, name) in kernel.arguments.iter().zip(names) {
+        let line = match &argument.kind {
+            gpu_manifest::ArgumentKind::Memref { .. } => format!(
+                "- `{name}` (`{}`): every element the kernel reads or writes lies inside the \
+                 view passed (its sizes are checked against the type, not against the indices \
+                 the kernel computes).\n",
+                argument.ty
+            ),
+            gpu_manifest::ArgumentKind::Pointer => format!(
+                "- `{name}` (`{}`): the address of live memory of `device` (a buffer's \
+                 `device_ptr()`), large enough for every access the kernel makes through it, \
+                 and kept allocated until the kernel has finished.\n",
+                argument.ty
+            ),
+            gpu_manifest::ArgumentKind::Scalar { .. } => {
+                scalars.push(format!("`{name}`"));
+                continue;
+            }
+            _ => continue,
+        };
+        doc.push_str(&line);
+    }
+    if !scalars.is_empty() {
+        doc.push_str(&format!(
+            "- {}: consistent with the views and pointers they describe: a size or index the \
+             kernel uses must not take it outside them.\n",
+            scalars.join(", ")
+        ));
+    }
+    doc.push_str(
+        "- No other stream (nor another launch's work on the device) writes memory this kernel \
+         reads, or reads or writes memory it writes, unless an event orders the two \
+         (`stream.record(&event)`, then `other.wait(&event)`); work on one stream runs in order.\n\
+         - The kernel's own rules hold for this grid and block: every thread of a block reaches \
+         the same barriers, threads that write one element are ordered by a barrier, and \
+         dynamic shared memory stays within `config.shared_mem_bytes`.\n",
+    );
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_manifest::{Argument, ArgumentKind, Element};
+
+    fn kernel(names: &[Option<&str>]) -> Kernel {
+        Kernel {
+            name: "k".into(),
+            signature: String::new(),
+            arguments: names
+                .iter()
+                .map(|name| Argument {
+                    name: name.map(String::from),
+                    ty: "f32".into(),
+                    kind: ArgumentKind::Scalar {
+                        element: Element::F32,
+                    },
+                })
+                .collect(),
+            params: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn parameters_take_the_sources_names_made_rust() {
+        let names = parameter_names(&kernel(&[
+            Some("lhs"),
+            None,
+            Some("in.0"),
+            Some("0"),
+            Some("device"),
+            Some("lhs"),
+            Some("type"),
+            Some("self"),
+            Some("params"),
+        ]));
+        assert_eq!(
+            names,
+            ["lhs", "arg1", "in_0", "arg_0", "device_4", "lhs_5", "type", "self", "params_8"]
+        );
+        let idents: Vec<String> = names
+            .iter()
+            .map(|n| syn::Ident::new_raw_or_plain(n, Span::call_site()).to_string())
+            .collect();
+        assert_eq!(idents[6], "r#type");
+        assert_eq!(idents[7], "self_");
+    }
+
+    #[test]
+    fn the_safety_section_names_every_argument() {
+        let mut kernel = kernel(&[Some("n")]);
+        kernel.arguments.push(Argument {
+            name: Some("data".into()),
+            ty: "memref<?xf32>".into(),
+            kind: ArgumentKind::Memref {
+                element: Element::F32,
+                shape: vec![None],
+                layout: gpu_manifest::Layout::Identity,
+            },
+        });
+        kernel.arguments.push(Argument {
+            name: Some("raw".into()),
+            ty: "!llvm.ptr".into(),
+            kind: ArgumentKind::Pointer,
+        });
+        let doc = safety_doc(&kernel, &parameter_names(&kernel));
+        assert!(doc.contains("# Safety"), "{doc}");
+        assert!(
+            doc.contains("- `data` (`memref<?xf32>`): every element"),
+            "{doc}"
+        );
+        assert!(
+            doc.contains("- `raw` (`!llvm.ptr`): the address of live memory"),
+            "{doc}"
+        );
+        assert!(doc.contains("- `n`: consistent with the views"), "{doc}");
+        assert!(doc.contains("unless an event orders the two"), "{doc}");
+    }
 }

@@ -236,7 +236,11 @@ impl Device {
                     .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
                 let module = driver.load_module(object).map_err(|e| {
                     e.map_message(|message| {
-                        format!("{message} of gpu.module @{} on {}", binary.name(), self.name())
+                        format!(
+                            "{message} of gpu.module @{} on {}",
+                            binary.name(),
+                            self.name()
+                        )
                     })
                 })?;
                 entry.insert(Loaded {

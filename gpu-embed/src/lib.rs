@@ -44,6 +44,9 @@
 //! ```
 
 #![warn(missing_docs)]
+// Every `unsafe` block says why it holds; every public `unsafe fn` says what its caller
+// guarantees (the generated driver bindings in `driver::sys` are exempt).
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod binary;
 mod device;
@@ -66,7 +69,7 @@ pub use device::{Device, MemoryInfo, Stream};
 /// point at once.
 pub use driver::sys;
 pub use driver::DeviceLimits;
-pub use error::{Error, ErrorKind, Result};
+pub use error::{DriverCode, Error, ErrorKind, Result};
 pub use event::Event;
 pub use gpu_embed_macro::include_gpu_binary;
 pub use half::{bf16, f16};

@@ -65,7 +65,11 @@ impl<T: Pod> DeviceBuffer<T> {
                 ),
             ));
         }
-        if let Some(too_big) = sizes.iter().chain(&strides).find(|&&v| v > isize::MAX as usize) {
+        if let Some(too_big) = sizes
+            .iter()
+            .chain(&strides)
+            .find(|&&v| v > isize::MAX as usize)
+        {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!(

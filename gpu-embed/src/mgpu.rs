@@ -485,8 +485,8 @@ pub unsafe extern "C" fn mgpuMemcpy(
     let copied = with_runtime(|runtime, driver| {
         let stream = Handle(stream);
         let (to, from) = (target as u64, source as u64);
-        // SAFETY (all four): the caller's guarantee; which memory each pointer is in is
-        // known from the allocations made here.
+        // SAFETY: (all four copies) the caller's guarantee; which memory each pointer is in
+        // is known from the allocations made here.
         unsafe {
             match (runtime.is_device_memory(to), runtime.is_device_memory(from)) {
                 _ if driver.vendor() == crate::Vendor::Host => {
@@ -814,7 +814,11 @@ mod tests {
         assert!(!pointer.is_null());
         use_device(Device::host()).unwrap();
         let known = with_runtime(|runtime, _| Ok(runtime.is_device_memory(pointer as u64)));
-        assert_eq!(known, Ok(true), "the allocation is still known after use_device");
+        assert_eq!(
+            known,
+            Ok(true),
+            "the allocation is still known after use_device"
+        );
         // SAFETY: allocated above, used by nothing.
         unsafe { mgpuMemFree(pointer, std::ptr::null_mut()) };
         let known = with_runtime(|runtime, _| Ok(runtime.is_device_memory(pointer as u64)));

@@ -54,6 +54,7 @@ struct Region {
 // access to the memory waits for the queued copies first (`wait`, which is synchronized), and
 // the element views it hands out are borrowed from the owning `Pinned` as `&`/`&mut` are.
 unsafe impl Send for Region {}
+// SAFETY: as above; the pending events are behind a mutex.
 unsafe impl Sync for Region {}
 
 impl Region {
@@ -266,7 +267,13 @@ impl Device {
         // SAFETY: `data` is borrowed for the slice's life, and the caller guarantees the slice
         // is dropped (which unregisters it) before that borrow ends.
         unsafe { self.current()?.register(pointer, bytes) }.map_err(|e| self.context(e))?;
-        Ok(Pinned::new(self, pointer, bytes, data.len(), Release::Unregister))
+        Ok(Pinned::new(
+            self,
+            pointer,
+            bytes,
+            data.len(),
+            Release::Unregister,
+        ))
     }
 }
 

@@ -35,12 +35,18 @@ fn a_leaked_registration_cannot_outlive_its_scope() {
         std::mem::forget(other);
     })
     .unwrap();
-    assert!(mine.iter().all(|&x| x == 7), "the copy ran before the scope ended");
+    assert!(
+        mine.iter().all(|&x| x == 7),
+        "the copy ran before the scope ended"
+    );
     drop(mine);
     let fresh = vec![0u32; N];
     stream.synchronize().unwrap();
     host.synchronize().unwrap();
-    assert!(fresh.iter().all(|&x| x == 0), "nothing wrote into reused memory");
+    assert!(
+        fresh.iter().all(|&x| x == 0),
+        "nothing wrote into reused memory"
+    );
 }
 
 /// A panic inside the scope still waits for the copies before the memory is the program's.

@@ -127,6 +127,10 @@ pub struct Kernel {
 /// One source-level kernel argument.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Argument {
+    /// The name the source gives it (`%lhs` → `lhs`, LLVM IR's `%lhs` too), when it has one:
+    /// what launch stubs name their parameter. Manifests older than this field have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// MLIR type (`memref<?xf32>`, `index`, `f32`, `!llvm.ptr`) or LLVM type for `.ll` input.
     pub ty: String,
     /// What the argument is, read once from the type by gpu-build (from MLIR's own type, not
@@ -510,6 +514,7 @@ mod tests {
                 name: "vadd".into(),
                 signature: "(index)".into(),
                 arguments: vec![Argument {
+                    name: Some("data".into()),
                     ty: "index".into(),
                     kind: ArgumentKind::Scalar {
                         element: Element::Index,

@@ -48,7 +48,7 @@ pub(crate) fn parse<'ll>(
 
 /// The module's vendor, kernels and (from `target-cpu`) chip.
 /// An LLVM IR kernel parameter: a pointer, a scalar, or something no launcher fills.
-fn llvm_argument(ty: String) -> gpu_manifest::Argument {
+fn llvm_argument((name, ty): (Option<String>, String)) -> gpu_manifest::Argument {
     use gpu_manifest::{ArgumentKind, Element};
     let kind = if ty == "ptr" || ty.starts_with("ptr addrspace(") {
         ArgumentKind::Pointer
@@ -57,7 +57,7 @@ fn llvm_argument(ty: String) -> gpu_manifest::Argument {
     } else {
         ArgumentKind::Other
     };
-    gpu_manifest::Argument { ty, kind }
+    gpu_manifest::Argument { name, ty, kind }
 }
 
 pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModuleDesc> {
@@ -99,10 +99,18 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
             .iter()
             .map(|t| t.print_to_string().to_string())
             .collect();
+        // The parameters' value names (`%lhs`), where the IR keeps them.
+        let names: Vec<Option<String>> = function
+            .get_param_iter()
+            .map(|param| {
+                let name = param.get_name().to_string_lossy().into_owned();
+                (!name.is_empty()).then_some(name)
+            })
+            .collect();
         kernels.push(KernelDesc {
             name: function.get_name().to_string_lossy().into_owned(),
             signature: format!("({})", types.join(", ")),
-            arguments: types.into_iter().map(llvm_argument).collect(),
+            arguments: names.into_iter().zip(types).map(llvm_argument).collect(),
             location: at.clone(),
         });
     }

@@ -270,6 +270,7 @@ fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
                 .min(block.argument_count()))
                 .filter_map(|i| block.argument(i).ok())
                 .map(|argument| Argument {
+                    name: argument_name(source, argument.to_raw()),
                     ty: argument.r#type().to_string(),
                     kind: argument_kind(argument.r#type().to_raw()),
                 })
@@ -283,6 +284,24 @@ fn kernel(source: &SourceFile, op: &OperationRef) -> KernelDesc {
         arguments,
         location: location(source, op.location()),
     }
+}
+
+/// The SSA name the source gives a kernel argument (`%lhs` → `lhs`), read from the file at
+/// the argument's location, where MLIR's parser puts it (the parsed IR keeps no names). `None`
+/// where the argument carries a location of its own (`loc(...)`) or a numeric name.
+fn argument_name(source: &SourceFile, argument: mlir_sys::MlirValue) -> Option<String> {
+    // SAFETY: a live block argument of the module's context.
+    let location = unsafe { Location::from_raw(mlir_sys::mlirValueGetLocation(argument)) };
+    let (line, column) = line_col(location)?;
+    let line = source.text().ok()?.lines().nth(line.checked_sub(1)?)?;
+    let name: String = line
+        .get(column.checked_sub(1)?..)?
+        .strip_prefix('%')?
+        .chars()
+        .take_while(|&c| c.is_ascii_alphanumeric() || "_$.-".contains(c))
+        .collect();
+    name.starts_with(|c: char| !c.is_ascii_digit())
+        .then_some(name)
 }
 
 /// What a kernel argument of MLIR type `ty` is, read from the type itself.

@@ -93,16 +93,16 @@ impl Cuda {
     fn limits(&self, device: sys::CUdevice) -> Result<DeviceLimits> {
         let attribute = |which: sys::CUdevice_attribute| {
             let mut value = 0;
-            // SAFETY: a valid out-pointer and a device the driver reported.
             self.check(
+                // SAFETY: a valid out-pointer and a device the driver reported.
                 unsafe { (self.api.cuDeviceGetAttribute)(&mut value, which, device) },
                 || format!("cuDeviceGetAttribute({which})"),
             )?;
             Ok::<u32, Error>(value.max(0) as u32)
         };
         let mut total = 0;
-        // SAFETY: as above.
         self.check(
+            // SAFETY: as above.
             unsafe { (self.api.cuDeviceTotalMem_v2)(&mut total, device) },
             || "cuDeviceTotalMem".into(),
         )?;
@@ -221,8 +221,8 @@ impl Driver for Cuda {
             &terminated
         };
         let mut module = std::ptr::null_mut();
-        // SAFETY: a complete cubin or NUL-terminated PTX.
         self.check(
+            // SAFETY: a complete cubin or NUL-terminated PTX.
             unsafe { (self.api.cuModuleLoadData)(&mut module, image.as_ptr().cast()) },
             || format!("loading {what}"),
         )?;
@@ -232,8 +232,8 @@ impl Driver for Cuda {
     fn function(&self, module: Handle, name: &str) -> Result<Handle> {
         let c_name = c_name(name)?;
         let mut function = std::ptr::null_mut();
-        // SAFETY: a loaded module and a NUL-terminated name.
         self.check(
+            // SAFETY: a loaded module and a NUL-terminated name.
             unsafe {
                 (self.api.cuModuleGetFunction)(&mut function, module.0.cast(), c_name.as_ptr())
             },
@@ -275,8 +275,8 @@ impl Driver for Cuda {
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut pointer = 0;
-        // SAFETY: a valid out-pointer.
         self.check(
+            // SAFETY: a valid out-pointer.
             unsafe { (self.api.cuMemAlloc_v2)(&mut pointer, bytes) },
             || format!("allocating {bytes} bytes"),
         )?;
@@ -325,8 +325,8 @@ impl Driver for Cuda {
 
     fn memory_info(&self) -> Result<(u64, u64)> {
         let (mut free, mut total) = (0, 0);
-        // SAFETY: valid out-pointers; a context is current.
         self.check(
+            // SAFETY: valid out-pointers; a context is current.
             unsafe { (self.api.cuMemGetInfo_v2)(&mut free, &mut total) },
             || "cuMemGetInfo".into(),
         )?;
@@ -413,8 +413,8 @@ impl Driver for Cuda {
 
     fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
         let mut milliseconds = 0.0;
-        // SAFETY: two live events and a valid out-pointer.
         self.check(
+            // SAFETY: two live events and a valid out-pointer.
             unsafe {
                 (self.api.cuEventElapsedTime)(&mut milliseconds, start.0.cast(), end.0.cast())
             },
@@ -452,8 +452,8 @@ impl Driver for Cuda {
         stream: Handle,
         memory: HostMemory,
     ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
+            // SAFETY: the caller guarantees both ranges for the life of the copy.
             unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream.0.cast()) },
             || "copying from the device".into(),
         )?;
@@ -500,8 +500,8 @@ impl Driver for Cuda {
 
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
         let mut pointer = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer.
         self.check(
+            // SAFETY: a valid out-pointer.
             unsafe { (self.api.cuMemAllocHost_v2)(&mut pointer, bytes) },
             || format!("allocating {bytes} bytes of page-locked memory"),
         )?;

@@ -218,8 +218,8 @@ impl Driver for Hip {
 
     fn load_image(&self, image: &[u8], what: &str) -> Result<Handle> {
         let mut module = std::ptr::null_mut();
-        // SAFETY: a complete hsaco image (the runtime checks its ELF header).
         self.check(
+            // SAFETY: a complete hsaco image (the runtime checks its ELF header).
             unsafe { (self.api.hipModuleLoadData)(&mut module, image.as_ptr().cast()) },
             || format!("loading {what}"),
         )?;
@@ -229,8 +229,8 @@ impl Driver for Hip {
     fn function(&self, module: Handle, name: &str) -> Result<Handle> {
         let c_name = c_name(name)?;
         let mut function = std::ptr::null_mut();
-        // SAFETY: a loaded module and a NUL-terminated name.
         self.check(
+            // SAFETY: a loaded module and a NUL-terminated name.
             unsafe {
                 (self.api.hipModuleGetFunction)(&mut function, module.0.cast(), c_name.as_ptr())
             },
@@ -322,8 +322,8 @@ impl Driver for Hip {
 
     fn memory_info(&self) -> Result<(u64, u64)> {
         let (mut free, mut total) = (0, 0);
-        // SAFETY: valid out-pointers; a device is current.
         self.check(
+            // SAFETY: valid out-pointers; a device is current.
             unsafe { (self.api.hipMemGetInfo)(&mut free, &mut total) },
             || "hipMemGetInfo".into(),
         )?;
@@ -416,8 +416,8 @@ impl Driver for Hip {
 
     fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
         let mut milliseconds = 0.0;
-        // SAFETY: two live events and a valid out-pointer.
         self.check(
+            // SAFETY: two live events and a valid out-pointer.
             unsafe {
                 (self.api.hipEventElapsedTime)(&mut milliseconds, start.0.cast(), end.0.cast())
             },
@@ -439,8 +439,8 @@ impl Driver for Hip {
         stream: Handle,
         memory: HostMemory,
     ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
+            // SAFETY: the caller guarantees both ranges for the life of the copy.
             unsafe {
                 (self.api.hipMemcpyHtoDAsync)(
                     target as sys::hipDeviceptr_t,
@@ -467,8 +467,8 @@ impl Driver for Hip {
         stream: Handle,
         memory: HostMemory,
     ) -> Result<()> {
-        // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
+            // SAFETY: the caller guarantees both ranges for the life of the copy.
             unsafe {
                 (self.api.hipMemcpyDtoHAsync)(
                     target,
@@ -531,8 +531,8 @@ impl Driver for Hip {
 
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
         let mut pointer = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer; default flags.
         self.check(
+            // SAFETY: a valid out-pointer; default flags.
             unsafe { (self.api.hipHostMalloc)(&mut pointer, bytes, 0) },
             || format!("allocating {bytes} bytes of page-locked memory"),
         )?;

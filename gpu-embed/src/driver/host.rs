@@ -207,6 +207,7 @@ struct Shared(*mut *mut c_void);
 
 // SAFETY: the parameters are only read, and outlive the launch's scoped threads.
 unsafe impl Send for Shared {}
+// SAFETY: as above: shared reads only.
 unsafe impl Sync for Shared {}
 
 /// The launch's assertion record, moved into a block's coroutines (which run on the scheduling

@@ -22,6 +22,7 @@ pub(crate) struct Handle(pub *mut c_void);
 // SAFETY: driver handles may be used from any thread once the owning device is current, which
 // every use ensures.
 unsafe impl Send for Handle {}
+// SAFETY: as above: the drivers synchronize calls on one handle from several threads.
 unsafe impl Sync for Handle {}
 
 /// A device as a driver found it.
@@ -40,7 +41,8 @@ pub(crate) struct FoundDevice {
 pub struct DeviceLimits {
     /// Streaming multiprocessors (NVIDIA), compute units (AMD), cores (host).
     pub multiprocessors: u32,
-    /// Threads per warp (NVIDIA) or wavefront (AMD); 1 on the host.
+    /// Threads per warp (NVIDIA) or wavefront (AMD); on the host, the 32 threads a subgroup
+    /// operation (shuffle, reduction, MMA fragment) runs over.
     pub warp_size: u32,
     /// Most threads one block may have.
     pub max_threads_per_block: u32,
@@ -229,8 +231,8 @@ pub(crate) fn c_string(buffer: &[std::ffi::c_char]) -> String {
 }
 
 pub(crate) fn static_c_str(pointer: *const std::ffi::c_char) -> Option<String> {
-    // SAFETY: drivers return NUL-terminated static strings (or null).
     (!pointer.is_null()).then(|| {
+        // SAFETY: drivers return NUL-terminated static strings (or null, excluded above).
         unsafe { CStr::from_ptr(pointer) }
             .to_string_lossy()
             .into_owned()

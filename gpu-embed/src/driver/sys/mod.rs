@@ -3,8 +3,11 @@
 //! Kept exactly as generated (the test compares them byte for byte), so rustfmt leaves them be.
 
 #[rustfmt::skip]
+#[allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 pub mod cuda;
 #[rustfmt::skip]
+#[allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 pub mod hip;
 #[rustfmt::skip]
+#[allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 pub mod hip_r0600;
