@@ -3,6 +3,15 @@
 
 use gpu_embed::Device;
 
+#[path = "../../gpu-embed/tests/common/memcheck.rs"]
+mod memcheck;
+
+/// This binary's host tests again, under valgrind's memcheck: no invalid access.
+#[test]
+fn memcheck() {
+    memcheck::memcheck_this_binary();
+}
+
 #[test]
 fn every_sample_kernel_runs_on_the_host_and_matches_the_reference() {
     let host = Device::host();

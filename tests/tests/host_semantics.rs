@@ -6,6 +6,15 @@
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
 use gpu_tests::{barriers, mma, semantics, subgroup_reduce, subgroups};
 
+#[path = "../../gpu-embed/tests/common/memcheck.rs"]
+mod memcheck;
+
+/// This binary's host tests again, under valgrind's memcheck: no invalid access.
+#[test]
+fn memcheck() {
+    memcheck::memcheck_this_binary();
+}
+
 fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig<'static> {
     LaunchConfig {
         grid,
