@@ -3,9 +3,10 @@
 use crate::cache_setting::CacheSetting;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
+use crate::report::{Paths, Report};
+use crate::request::BuildRequest;
 use crate::request::TargetRequest;
-use crate::timing::StageTimes;
-use gpu_manifest::{Manifest, Vendor};
+use gpu_manifest::Vendor;
 use std::path::{Path, PathBuf};
 
 /// Compiles GPU kernel files into device objects and a manifest in `OUT_DIR`.
@@ -39,60 +40,6 @@ pub struct Build {
     pub(crate) host_triple: Option<String>,
     pub(crate) progress: bool,
     quiet: bool,
-}
-
-/// What a successful [`Build::compile`] produced.
-#[derive(Debug, Clone)]
-pub struct Report {
-    /// What `include_gpu_binary!` will read: every gpu.module, its kernels and objects.
-    pub manifest: Manifest,
-    /// Where the manifest was written.
-    pub manifest_path: PathBuf,
-    /// The output directory (`OUT_DIR`).
-    pub out_dir: PathBuf,
-    /// Whether nothing the previous build into this `OUT_DIR` came from had changed, so its
-    /// outputs were kept and nothing was compiled.
-    pub reused: bool,
-    /// Whether the objects are the crate's prebuilt ones (nothing was compiled).
-    pub prebuilt: bool,
-    /// (gpu.module, target) pairs compiled by this build.
-    pub compiled: usize,
-    /// (gpu.module, target) pairs taken from the object cache instead.
-    pub cache_hits: usize,
-    /// Where the time went, per stage, summed over threads.
-    pub timings: StageTimes,
-    /// Warnings also printed as `cargo::warning` lines.
-    pub warnings: Vec<String>,
-    /// `cargo::` lines for this build (rerun-if-changed, rerun-if-env-changed, warnings).
-    pub cargo_directives: Vec<String>,
-}
-
-impl Report {
-    pub(crate) fn new(manifest: Manifest, out_dir: &Path) -> Report {
-        Report {
-            manifest,
-            manifest_path: crate::output::manifest_path(out_dir),
-            out_dir: out_dir.to_path_buf(),
-            reused: false,
-            prebuilt: false,
-            compiled: 0,
-            cache_hits: 0,
-            timings: StageTimes::default(),
-            warnings: Vec::new(),
-            cargo_directives: Vec::new(),
-        }
-    }
-}
-
-/// Where everything of one build goes and comes from.
-pub(crate) struct Paths {
-    pub out_dir: PathBuf,
-    /// What relative kernel and `link` paths are relative to (the crate's directory).
-    pub base_dir: PathBuf,
-    /// The crate being built (`CARGO_PKG_NAME`): host symbols and libraries are named after it.
-    pub crate_name: String,
-    /// The folder of prebuilt objects.
-    pub prebuilt_dir: PathBuf,
 }
 
 impl Build {
@@ -254,15 +201,15 @@ impl Build {
         }
         #[cfg(feature = "compiler")]
         if !self.use_prebuilt {
-            let report = crate::compile::compile_build(self, &paths, cargo)?;
+            let report = crate::compile::compile_build(&self.inputs(), &paths, cargo)?;
             let asked = cargo.env("GPU_BUILD_PREBUILD").is_some_and(|v| v != "0");
             if self.write_prebuilt || asked {
-                crate::prebuilt::write(self, &paths, cargo)?;
+                crate::prebuilt::write(&self.request(), &paths, cargo)?;
             }
             return Ok(report);
         }
         // Without the compiler, every build installs the prebuilt objects.
-        crate::prebuilt::install(self, &paths, cargo)
+        crate::prebuilt::install(&self.request(), &paths, cargo)
     }
 
     fn paths(&self) -> Result<Paths> {
@@ -282,7 +229,7 @@ impl Build {
             prebuilt_dir: self
                 .prebuilt_dir
                 .clone()
-                .unwrap_or_else(|| base_dir.join(crate::prebuilt::PREBUILT_DIR)),
+                .unwrap_or_else(|| base_dir.join(crate::request::PREBUILT_DIR)),
             out_dir,
             base_dir,
             crate_name: match &self.crate_name {
@@ -294,8 +241,8 @@ impl Build {
 
     /// What this build asks for, independent of where it runs: what prebuilt objects must
     /// answer.
-    pub(crate) fn request(&self) -> crate::prebuilt::BuildRequest {
-        crate::prebuilt::BuildRequest {
+    pub(crate) fn request(&self) -> BuildRequest {
+        BuildRequest {
             kernels: self
                 .kernels
                 .iter()
@@ -305,6 +252,19 @@ impl Build {
                 .collect(),
             requests: self.requests.clone(),
             opt_level: self.opt_level,
+        }
+    }
+
+    /// The build as the compiler reads it: resolved once, immutable.
+    #[cfg(feature = "compiler")]
+    fn inputs(&self) -> crate::request::BuildInputs {
+        crate::request::BuildInputs {
+            kernels: self.kernels.clone(),
+            requests: self.requests.clone(),
+            opt_level: self.opt_level,
+            host_triple: self.host_triple.clone(),
+            cache: self.cache.clone(),
+            progress: self.progress,
         }
     }
 }

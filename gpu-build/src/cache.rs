@@ -27,10 +27,9 @@
 
 use crate::cache_setting::CacheSetting;
 use crate::cargo::CargoOutput;
-use crate::compile::TaskOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::module_to_object::{Artifact, Compiled, Dumps};
-use crate::output::sha256_hex;
+use crate::util::sha256_hex;
 use gpu_manifest::{Format, HostEntries, Kernel};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -40,6 +39,15 @@ use std::time::SystemTime;
 
 const MAGIC: &[u8] = b"gpu-build cache entry 1\n";
 const DEFAULT_LIMIT_MB: u64 = 1024;
+/// What one task produced: the kernels as its lowering left them, the objects, and the warnings
+/// it gave (replayed when the result comes from the cache).
+#[derive(Debug)]
+pub(crate) struct TaskOutput {
+    pub kernels: Vec<Kernel>,
+    pub compiled: Compiled,
+    pub warnings: Vec<String>,
+}
+
 /// What eviction brings the cache down to, as a share of the limit: room for the next builds.
 const EVICT_TO_PERCENT: u64 = 80;
 

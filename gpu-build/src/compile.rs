@@ -4,8 +4,7 @@
 //! collected in memory for `output` to write.
 
 use crate::backend::backend;
-use crate::builder::{Build, Paths, Report};
-use crate::cache::{compiler_identity, Cache, Key};
+use crate::cache::{compiler_identity, Cache, Key, TaskOutput};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::llvm_ir;
@@ -15,28 +14,22 @@ use crate::llvm_errors::{Compiling, Diagnostics};
 use crate::lower::{lower_to_llvm, Lowering};
 use crate::module_to_object::DumpRequest;
 use crate::module_to_object::{module_to_object, Compiled, ObjectSettings};
-use crate::output::{identifier_part, sha256_hex};
-use crate::output::{start_build, write_manifest, write_outputs};
+use crate::output::{start_build, write_manifest, write_outputs, CompiledModule};
 use crate::parallel::run_all;
 use crate::plan::{plan_file, FilePlan, ModulePlan, Options};
+use crate::report::{Paths, Report};
+use crate::request::BuildInputs;
 use crate::target_spec::TargetSpec;
 use crate::timing::Stage;
 use crate::timing::Timings;
 use crate::toolkit::Toolkits;
 use crate::up_to_date;
+use crate::util::{identifier_part, sha256_hex};
 use gpu_manifest::Kernel;
 use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module as LlvmModule;
-
-/// One gpu.module compiled for all its targets.
-pub(crate) struct CompiledModule {
-    pub source: String,
-    pub name: String,
-    pub kernels: Vec<Kernel>,
-    pub objects: Vec<(TargetSpec, Compiled)>,
-}
 
 /// One gpu.module for one target.
 struct Task<'p> {
@@ -44,15 +37,6 @@ struct Task<'p> {
     module: &'p ModulePlan,
     spec: &'p TargetSpec,
     lowering: Lowering,
-}
-
-/// What one task produced: the kernels as its lowering left them, the objects, and the warnings
-/// it gave (replayed when the result comes from the cache).
-#[derive(Debug)]
-pub(crate) struct TaskOutput {
-    pub kernels: Vec<Kernel>,
-    pub compiled: Compiled,
-    pub warnings: Vec<String>,
 }
 
 /// A file's gpu.modules that need one lowering, lowered together from one parse.
@@ -323,13 +307,18 @@ fn codegen(
 
 /// A whole build: plan every kernel file, compile (or take from the cache), write the outputs
 /// and the record that lets the next build reuse them.
-pub(crate) fn compile_build(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result<Report> {
+pub(crate) fn compile_build(
+    build: &BuildInputs,
+    paths: &Paths,
+    cargo: &CargoOutput,
+) -> Result<Report> {
     let (out_dir, base_dir, crate_name) = (&paths.out_dir, &paths.base_dir, &paths.crate_name);
     // Everything about this build that is not a file or an environment variable it reads,
     // gpu-build's own code included (another version of it writes other objects).
     let settings = format!(
-        "{} {build:?} crate={crate_name} base={} target={}",
+        "{} {} crate={crate_name} base={} target={}",
         compiler_identity(),
+        build.outputs_key(),
         base_dir.display(),
         crate::target_spec::host_triple()
     );

@@ -71,8 +71,10 @@ mod discover;
 mod error;
 mod output;
 mod prebuilt;
+mod report;
 mod request;
 mod timing;
+mod util;
 
 #[cfg(feature = "compiler")]
 mod backend;
@@ -103,7 +105,7 @@ mod toolkit;
 #[cfg(feature = "compiler")]
 mod up_to_date;
 
-pub use builder::{Build, Report};
+pub use builder::Build;
 pub use cache_setting::CacheSetting;
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
@@ -111,7 +113,8 @@ pub use gpu_manifest as manifest;
 pub use gpu_manifest::Vendor;
 #[cfg(feature = "compiler")]
 pub use host_image::host_image;
-pub use prebuilt::PREBUILT_DIR;
+pub use report::Report;
+pub use request::PREBUILT_DIR;
 #[cfg(feature = "compiler")]
 pub use target_spec::{
     Flags, TargetSpec, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP,

@@ -6,15 +6,27 @@
 use crate::backend::backend;
 #[cfg(feature = "compiler")]
 use crate::cargo::CargoOutput;
-#[cfg(feature = "compiler")]
-use crate::compile::CompiledModule;
 use crate::error::{Error, ErrorKind, Result};
 #[cfg(feature = "compiler")]
-use gpu_manifest::{GpuModule, Object};
+use crate::module_to_object::Compiled;
+#[cfg(feature = "compiler")]
+use crate::target_spec::TargetSpec;
+#[cfg(feature = "compiler")]
+use crate::util::{file_name_part, sha256_hex};
+use crate::util::{identifier_part, io_error, write_atomic};
+#[cfg(feature = "compiler")]
+use gpu_manifest::{GpuModule, Kernel, Object};
 use gpu_manifest::{Manifest, MANIFEST_PATH};
-use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+#[cfg(feature = "compiler")]
+/// One gpu.module compiled for all its targets.
+pub(crate) struct CompiledModule {
+    pub source: String,
+    pub name: String,
+    pub kernels: Vec<Kernel>,
+    pub objects: Vec<(TargetSpec, Compiled)>,
+}
 
 pub(crate) fn manifest_path(out_dir: &Path) -> PathBuf {
     out_dir.join(MANIFEST_PATH)
@@ -102,19 +114,6 @@ pub(crate) fn start_build(out_dir: &Path) -> Result<Scratch> {
     Ok(Scratch { path })
 }
 
-/// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
-    let mut file =
-        tempfile::NamedTempFile::new_in(dir).map_err(|e| io_error("create a file in", dir, e))?;
-    file.write_all(bytes)
-        .map_err(|e| io_error("write", path, e))?;
-    file.persist(path)
-        .map_err(|e| io_error("write", path, e.error))?;
-    Ok(())
-}
-
 pub(crate) fn write_manifest(out_dir: &Path, manifest: &Manifest) -> Result<PathBuf> {
     let path = manifest_path(out_dir);
     let json = manifest
@@ -124,46 +123,10 @@ pub(crate) fn write_manifest(out_dir: &Path, manifest: &Manifest) -> Result<Path
     Ok(path)
 }
 
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The host kernels' library of a crate: `lib<name>.a`, named after the crate so two crates'
 /// libraries never clash.
 pub(crate) fn host_library_name(crate_name: &str) -> String {
     format!("gpu_host_kernels_{}", identifier_part(crate_name))
-}
-
-/// An identifier-safe form of a name (`sample-project` → `sample_project`), for symbols and
-/// library names.
-pub(crate) fn identifier_part(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
-}
-
-#[cfg(feature = "compiler")]
-/// A file-name-safe form of a path or chip (`kernels/vadd.mlir` → `kernels_vadd_mlir`).
-pub(crate) fn file_name_part(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::new(
-        ErrorKind::Io,
-        format!("cannot {what} {}: {e}", path.display()),
-    )
 }
 
 /// The host kernels of every module in one static library the crate links:

@@ -159,7 +159,7 @@ pub(crate) fn plan_file(
         })
         .collect::<Result<_>>()?;
     Ok(FilePlan {
-        digest: crate::output::sha256_hex(&source.bytes),
+        digest: crate::util::sha256_hex(&source.bytes),
         source,
         kind,
         modules,

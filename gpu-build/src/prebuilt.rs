@@ -16,11 +16,12 @@
 //! manifest last, so `include_gpu_binary!` and its stubs work unchanged. Anything stale is an
 //! error that says how to refresh the folder: never silently old code.
 
-use crate::builder::{Build, Paths, Report};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
-use crate::output::{sha256_hex, write_atomic, HOST_LIBRARY_DIR};
-use crate::request::TargetRequest;
+use crate::output::HOST_LIBRARY_DIR;
+use crate::report::{Paths, Report};
+use crate::request::BuildRequest;
+use crate::util::{sha256_hex, write_atomic};
 use gpu_manifest::Manifest;
 #[cfg(feature = "compiler")]
 use gpu_manifest::MANIFEST_PATH;
@@ -29,8 +30,6 @@ use std::path::Path;
 #[cfg(feature = "compiler")]
 use std::path::PathBuf;
 
-/// The prebuilt folder's default name, in the crate's directory.
-pub const PREBUILT_DIR: &str = "gpu-prebuilt";
 /// The description of the folder's contents, in the folder.
 const RECORD_FILE: &str = "prebuilt.json";
 /// The version of `prebuilt.json`'s layout.
@@ -39,15 +38,6 @@ const RECORD_FORMAT: u32 = 1;
 const REFRESH: &str = "rebuild them where LLVM/MLIR 22 is installed: `GPU_BUILD_PREBUILD=1 cargo \
                        build` (gpu-build with its default `compiler` feature), or `gpu-build \
                        prebuild <crate dir>`";
-
-/// What a build asks for, independent of where it runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct BuildRequest {
-    /// Kernel files (relative to the crate, `/`-separated) with their own targets, if any.
-    pub kernels: Vec<(String, Option<Vec<TargetRequest>>)>,
-    pub requests: Vec<TargetRequest>,
-    pub opt_level: Option<u8>,
-}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Record {
@@ -82,7 +72,7 @@ fn kernel_digest(base_dir: &Path, kernel: &str, cargo: &CargoOutput) -> Result<S
 
 /// Writes (replaces) the prebuilt folder from what the build just wrote into `OUT_DIR`.
 #[cfg(feature = "compiler")]
-pub(crate) fn write(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result<PathBuf> {
+pub(crate) fn write(request: &BuildRequest, paths: &Paths, cargo: &CargoOutput) -> Result<PathBuf> {
     let manifest_path = crate::output::manifest_path(&paths.out_dir);
     let text = std::fs::read_to_string(&manifest_path)
         .map_err(|e| io(&manifest_path, "read the manifest", e))?;
@@ -92,7 +82,6 @@ pub(crate) fn write(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result
             format!("cannot read {}: {e}", manifest_path.display()),
         )
     })?;
-    let request = build.request();
     let kernels = request
         .kernels
         .iter()
@@ -137,7 +126,7 @@ pub(crate) fn write(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result
     let record = Record {
         format: RECORD_FORMAT,
         made_by: format!("gpu-build {}", env!("CARGO_PKG_VERSION")),
-        request,
+        request: request.clone(),
         crate_name: paths.crate_name.clone(),
         kernels,
         host_triple,
@@ -165,7 +154,11 @@ pub(crate) fn write(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result
 }
 
 /// Installs the prebuilt objects into `OUT_DIR`, after checking they answer this build.
-pub(crate) fn install(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Result<Report> {
+pub(crate) fn install(
+    request: &BuildRequest,
+    paths: &Paths,
+    cargo: &CargoOutput,
+) -> Result<Report> {
     let dir = &paths.prebuilt_dir;
     let record_path = dir.join(RECORD_FILE);
     cargo.read_file(&record_path);
@@ -189,8 +182,7 @@ pub(crate) fn install(build: &Build, paths: &Paths, cargo: &CargoOutput) -> Resu
                 "it is not a prebuilt record this gpu-build reads",
             )
         })?;
-    let request = build.request();
-    if record.request != request {
+    if record.request != *request {
         let show = |r: &BuildRequest| serde_json::to_string(r).unwrap_or_default();
         return Err(stale(
             &record_path,

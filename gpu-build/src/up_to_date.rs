@@ -21,7 +21,7 @@
 //! libraries and objects takes most of 100 ms.
 
 use crate::cargo::{CargoOutput, Recorded};
-use crate::output::sha256_hex;
+use crate::util::sha256_hex;
 use gpu_manifest::Manifest;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -174,5 +174,5 @@ pub(crate) fn record(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> cra
             format!("cannot serialize the build record: {e}"),
         )
     })?;
-    crate::output::write_atomic(&out_dir.join(RECORD_PATH), text.as_bytes())
+    crate::util::write_atomic(&out_dir.join(RECORD_PATH), text.as_bytes())
 }

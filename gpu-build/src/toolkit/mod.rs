@@ -100,7 +100,7 @@ pub(crate) fn file_identity(found: Option<&Path>, cargo: &CargoOutput) -> String
     };
     cargo.read_file(path);
     match std::fs::read(path) {
-        Ok(bytes) => format!("{} {}", path.display(), crate::output::sha256_hex(&bytes)),
+        Ok(bytes) => format!("{} {}", path.display(), crate::util::sha256_hex(&bytes)),
         Err(e) => format!("{} unreadable: {e}", path.display()),
     }
 }
