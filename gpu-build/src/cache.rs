@@ -28,7 +28,7 @@
 use crate::cache_setting::CacheSetting;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::{Artifact, Compiled, Dumps};
+use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::util::sha256_hex;
 use gpu_manifest::{Format, HostEntries, Kernel};
 use serde::{Deserialize, Serialize};

@@ -3,7 +3,6 @@
 //! each remaining task runs ModuleToObject from its lowering's bitcode (in parallel). Results are
 //! collected in memory for `output` to write.
 
-use crate::backend::backend;
 use crate::cache::{compiler_identity, Cache, Key, TaskOutput};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
@@ -12,17 +11,17 @@ use crate::frontend::mlir::Mlir;
 use crate::kernel_abi::kernels_of;
 use crate::llvm_errors::{Compiling, Diagnostics};
 use crate::lower::{lower_to_llvm, Lowering};
-use crate::module_to_object::DumpRequest;
-use crate::module_to_object::{module_to_object, Compiled, ObjectSettings};
+use crate::module_to_object::module_to_object;
 use crate::output::{start_build, write_manifest, write_outputs, CompiledModule};
 use crate::parallel::run_all;
 use crate::plan::{plan_file, FilePlan, ModulePlan, Options};
 use crate::report::{Paths, Report};
 use crate::request::BuildInputs;
-use crate::target_spec::TargetSpec;
+use crate::targets::interface::{build_triple, Compiled, DumpRequest, ObjectSettings, TargetSpec};
+use crate::targets::support::toolkit::Toolkits;
+use crate::targets::{all, target};
 use crate::timing::Stage;
 use crate::timing::Timings;
-use crate::toolkit::Toolkits;
 use crate::up_to_date;
 use crate::util::{identifier_part, sha256_hex};
 use gpu_manifest::Kernel;
@@ -320,7 +319,7 @@ pub(crate) fn compile_build(
         compiler_identity(),
         build.outputs_key(),
         base_dir.display(),
-        crate::target_spec::host_triple()
+        build_triple()
     );
     let timings = Timings::default();
     if let Some(manifest) = up_to_date::reuse(out_dir, &settings, cargo) {
@@ -370,26 +369,24 @@ pub(crate) fn compile_build(
     Ok(report)
 }
 
-/// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...`: chips that replace every
-/// module's chips for that vendor (for CI and packagers).
+/// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...` (each target's
+/// `chip_override_variable`): chips that replace every module's chips for that target (for CI
+/// and packagers).
 pub(crate) fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
-    [
-        (Vendor::Nvptx, "GPU_BUILD_NVPTX_CHIPS"),
-        (Vendor::Amdgpu, "GPU_BUILD_AMDGPU_CHIPS"),
-    ]
-    .into_iter()
-    .filter_map(|(vendor, name)| {
-        let value = cargo.env(name)?;
-        let chips: Vec<String> = value
-            .to_string_lossy()
-            .split(',')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(String::from)
-            .collect();
-        (!chips.is_empty()).then_some((vendor, chips))
-    })
-    .collect()
+    all()
+        .filter_map(|target| Some((target.vendor(), target.chip_override_variable()?)))
+        .filter_map(|(vendor, name)| {
+            let value = cargo.env(name)?;
+            let chips: Vec<String> = value
+                .to_string_lossy()
+                .split(',')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect();
+            (!chips.is_empty()).then_some((vendor, chips))
+        })
+        .collect()
 }
 
 pub(crate) fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
@@ -456,9 +453,9 @@ fn cache_key(
             sha256_hex(&bytes)
         ));
     }
-    let backend = backend(spec.vendor);
-    lines.push(format!("toolkit {}", backend.toolkit_identity(toolkits)));
-    if backend.names_symbols_after_the_crate() {
+    let target = target(spec.vendor);
+    lines.push(format!("toolkit {}", target.toolkit_identity(toolkits)));
+    if target.names_symbols_after_the_crate() {
         lines.push(format!(
             "symbols {}",
             host_symbol_prefix(options.crate_name, &file.source.display, &desc.name)

@@ -3,11 +3,10 @@
 //! shared library with `ld.lld -shared`, wrapped with its manifest entry in the format of
 //! `gpu_manifest::host_image`, which the runtime's `mgpuModuleLoad` opens from memory.
 
-use crate::backend::shared_library;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
-use crate::toolkit::rocm::Rocm;
-use crate::{Report, Vendor};
+use crate::targets::support::toolkit::{find_ld_lld, shared_library};
+use crate::Report;
 use gpu_manifest::{host_image, GpuModule, Manifest};
 
 /// The host image of `module` (one of `report`'s modules, built for the host).
@@ -15,7 +14,7 @@ pub fn host_image(report: &Report, module: &GpuModule) -> Result<Vec<u8>> {
     let object = module
         .objects
         .iter()
-        .find(|o| o.vendor == Vendor::Host)
+        .find(|o| o.host.is_some())
         .ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidTarget,
@@ -25,12 +24,17 @@ pub fn host_image(report: &Report, module: &GpuModule) -> Result<Vec<u8>> {
     let path = report.out_dir.join(&object.path);
     let bytes = std::fs::read(&path)
         .map_err(|e| Error::new(ErrorKind::Io, format!("reading {}: {e}", path.display())))?;
-    let rocm = Rocm::find(&CargoOutput::default());
-    let ld_lld = rocm
-        .ld_lld
-        .found
-        .clone()
-        .ok_or_else(|| Error::new(ErrorKind::ToolkitNotFound, rocm.ld_lld_missing_help()))?;
+    let probe = find_ld_lld(&CargoOutput::default(), &[]);
+    let ld_lld = probe.found.clone().ok_or_else(|| {
+        Error::new(
+            ErrorKind::ToolkitNotFound,
+            format!(
+                "ld.lld (needed to link a host object into a loadable module) was not found; \
+                 looked for:{}\nInstall it (Debian: `apt install lld-22`)",
+                probe.tried_list()
+            ),
+        )
+    })?;
     let library = shared_library(
         &ld_lld,
         &bytes,

@@ -56,7 +56,9 @@
 //! (targets per module, checks) → `lower` (each file's modules lowered once per distinct
 //! lowering) → `module_to_object` (link, optimize, ISA, binary, with `toolkit` lookup) →
 //! `output` (atomic files and the manifest); `compile` drives them, with the object `cache` in
-//! front. Everything vendor-specific is in `backend/`, one file per vendor.
+//! front. Everything about a target is in its folder under `targets/` (`nvptx/`, `amdgpu/`,
+//! `host/`), behind the `Target` trait of `targets/interface.rs`; the pipeline asks the registry
+//! (`targets/mod.rs`) and never names a target.
 
 #![warn(missing_docs)]
 // The examples are build scripts, whose `fn main` is the point.
@@ -76,8 +78,6 @@ mod request;
 mod timing;
 mod util;
 
-#[cfg(feature = "compiler")]
-mod backend;
 #[cfg(feature = "compiler")]
 mod cache;
 #[cfg(feature = "compiler")]
@@ -99,9 +99,7 @@ mod parallel;
 #[cfg(feature = "compiler")]
 mod plan;
 #[cfg(feature = "compiler")]
-mod target_spec;
-#[cfg(feature = "compiler")]
-mod toolkit;
+mod targets;
 #[cfg(feature = "compiler")]
 mod up_to_date;
 
@@ -116,7 +114,9 @@ pub use host_image::host_image;
 pub use report::Report;
 pub use request::PREBUILT_DIR;
 #[cfg(feature = "compiler")]
-pub use target_spec::{
-    Flags, TargetSpec, AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP, NVPTX_DEFAULT_CHIP,
-};
+pub use targets::amdgpu::{DEFAULT_ABI as AMDGPU_DEFAULT_ABI, DEFAULT_CHIP as AMDGPU_DEFAULT_CHIP};
+#[cfg(feature = "compiler")]
+pub use targets::interface::{Flags, TargetSpec};
+#[cfg(feature = "compiler")]
+pub use targets::nvptx::DEFAULT_CHIP as NVPTX_DEFAULT_CHIP;
 pub use timing::{Stage, StageTimes};

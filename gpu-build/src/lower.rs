@@ -6,14 +6,15 @@
 //! the targets that share a lowering (every NVPTX chip and the host, AMDGPU chips of one chipset)
 //! start from the same lowered module, handed over as bitcode.
 
-use crate::backend::backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::diagnostics::{render, Diag};
 use crate::frontend::mlir::{gpu_modules, llvm_result_type, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::{GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
-use crate::target_spec::{chips, TargetSpec, Vendor};
+use crate::targets::interface::TargetSpec;
+use crate::targets::{owner_of_op, target, target as target_of};
+use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::{Attribute, TypeAttribute};
@@ -61,14 +62,14 @@ impl Lowering {
         if kind != InputKind::Mlir {
             return Ok(Lowering::LlvmIr);
         }
-        let processor = chips::parse_chip(spec.vendor, &spec.chip)?.processor;
-        let backend = backend(spec.vendor);
+        let target = target(spec.vendor);
+        let processor = target.parse_chip(&spec.chip)?.processor;
         Ok(Lowering::Mlir {
             pipeline: pipeline(
-                backend.vendor_dialect_pass(),
-                &backend.lowering_pass(&processor),
+                target.vendor_dialect_pass(),
+                &target.lowering_pass(&processor),
             ),
-            kernel_attribute: backend.kernel_attribute(),
+            kernel_attribute: target.kernel_attribute(),
         })
     }
 }
@@ -76,7 +77,7 @@ impl Lowering {
 /// Ops of the module that `spec`'s vendor cannot compile, or whose lowering would crash.
 pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Result<()> {
     let (vendor, chip) = (spec.vendor, &spec.chip);
-    let lowers_through_nvvm = backend(vendor).lowering_pass("").contains("nvvm");
+    let lowers_through_nvvm = target(vendor).lowers_through_nvvm();
     if let Some(crasher) = desc.nvvm_crashers.first().filter(|_| lowers_through_nvvm) {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -94,12 +95,11 @@ pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Resul
         return Ok(());
     };
     let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
-    let why = match vendor {
-        Vendor::Host if op.allowed.len() > 1 => {
-            "the host target does not emulate this subgroup (warp) operation (it emulates gpu.shuffle, gpu.lane_id, gpu.all_reduce, gpu.subgroup_reduce and the gpu.subgroup_mma ops)"
-        }
-        _ => "it is specific to another vendor; use the target-neutral gpu dialect op instead",
-    };
+    let why = target(vendor)
+        .refuses_op(&op.name, op.allowed.len() > 1)
+        .unwrap_or(
+            "it is specific to another vendor; use the target-neutral gpu dialect op instead",
+        );
     Err(Error::new(
         ErrorKind::Unsupported,
         format!(
@@ -250,40 +250,34 @@ fn explain(diagnostics: Vec<Diag>, target: &TargetSpec) -> Vec<Diag> {
 
 /// Why MLIR 22 has no lowering for `op` on `vendor`, and what to do instead.
 fn why_not_lowered(op: &str, vendor: Vendor) -> String {
-    match (op, vendor) {
-        (op, Vendor::Amdgpu) if op.starts_with("gpu.subgroup_mma_") => {
-            "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
-             on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only"
-                .to_string()
-        }
-        ("gpu.subgroup_reduce", _) => {
+    let target = target(vendor);
+    if let Some(why) = target.why_not_lowered(op) {
+        return why.to_string();
+    }
+    match op {
+        "gpu.subgroup_reduce" => {
             "MLIR 22 lowers `gpu.subgroup_reduce` only `uniform`, on i32, for add, and, or, xor, \
              minsi and maxsi, through NVIDIA's redux.sync on sm_80 and later (and on the host); \
              use gpu.shuffle steps otherwise"
                 .to_string()
         }
-        ("gpu.all_reduce", _) => {
+        "gpu.all_reduce" => {
             "MLIR 22 lowers `gpu.all_reduce` only when it is marked `uniform` (every thread of \
              the block reaches it): write `gpu.all_reduce <op> %value uniform {}`"
                 .to_string()
         }
-        (op, _) if op.starts_with("nvgpu.") || op.starts_with("nvvm.") => {
-            "it is an NVIDIA operation; build this module for nvptx only, or write it with \
-             target-neutral ops"
-                .to_string()
-        }
-        (op, _) if op.starts_with("amdgpu.") || op.starts_with("rocdl.") => {
-            "it is an AMD operation; build this module for amdgpu only, or write it with \
-             target-neutral ops"
-                .to_string()
+        op if owner_of_op(op).is_some() => {
+            let owner = owner_of_op(op).map_or(vendor, |owner| owner.vendor());
+            format!(
+                "it is an {} operation; build this module for {owner} only, or write it with \
+                 target-neutral ops",
+                target_of(owner).maker()
+            )
         }
         _ => format!(
             "MLIR 22's {} lowering has no pattern for it; build this module only for targets \
              that support it, or write it with ops that lower everywhere",
-            match vendor {
-                Vendor::Amdgpu => "ROCDL",
-                _ => "NVVM",
-            }
+            target.lowering_name()
         ),
     }
 }

@@ -3,14 +3,14 @@
 //! failed or interrupted build never leaves a manifest pointing at half-written objects.
 
 #[cfg(feature = "compiler")]
-use crate::backend::backend;
-#[cfg(feature = "compiler")]
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 #[cfg(feature = "compiler")]
-use crate::module_to_object::Compiled;
+use crate::targets::interface::Compiled;
 #[cfg(feature = "compiler")]
-use crate::target_spec::TargetSpec;
+use crate::targets::interface::TargetSpec;
+#[cfg(feature = "compiler")]
+use crate::targets::target;
 #[cfg(feature = "compiler")]
 use crate::util::{file_name_part, sha256_hex};
 use crate::util::{identifier_part, io_error, write_atomic};
@@ -208,7 +208,7 @@ pub(crate) fn write_outputs(
                     host_objects.push(artifact.bytes);
                 }
             }
-            let isa_extension = backend(spec.vendor).isa_dump_extension();
+            let isa_extension = target(spec.vendor).isa_dump_extension();
             let dumps = [
                 ("linked.ll", &compiled.dumps.linked),
                 ("opt.ll", &compiled.dumps.optimized),

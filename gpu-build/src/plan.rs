@@ -2,7 +2,6 @@
 //! built for (the caller's requests, the file's own target attributes, the chip overrides),
 //! validated before anything is compiled.
 
-use crate::backend::backend;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::mlir::{self, Mlir};
@@ -10,10 +9,12 @@ use crate::frontend::source::SourceFile;
 use crate::frontend::{llvm_ir, GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
 use crate::lower::check_vendor_ops;
-use crate::module_to_object::DumpRequest;
 pub(crate) use crate::request::TargetRequest;
-use crate::target_spec::{TargetSpec, Vendor};
+use crate::targets::interface::DumpRequest;
+use crate::targets::interface::TargetSpec;
+use crate::targets::target;
 use crate::timing::{Stage, Timings};
+use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
 use std::path::{Path, PathBuf};
 
@@ -99,10 +100,11 @@ pub(crate) fn resolve_targets(
     unique
 }
 
-/// A vendor's default target; the host's is the build's host triple when one was given.
+/// A vendor's default target; one whose chip is a triple (the host) gets the build's host
+/// triple when one was given.
 fn default_spec(vendor: Vendor, options: &Options) -> TargetSpec {
-    match (vendor, options.host_triple) {
-        (Vendor::Host, Some(triple)) => TargetSpec::new(vendor, triple),
+    match options.host_triple {
+        Some(triple) if target(vendor).chip_is_triple() => TargetSpec::new(vendor, triple),
         _ => TargetSpec::default_for(vendor),
     }
 }
@@ -287,11 +289,11 @@ fn check_module_names(descs: &[GpuModuleDesc]) -> Result<()> {
 /// names.
 fn check_kernel_names(desc: &GpuModuleDesc, specs: &[TargetSpec]) -> Result<()> {
     for spec in specs {
-        let backend = backend(spec.vendor);
+        let target = target(spec.vendor);
         if let Some((kernel, rule)) = desc
             .kernels
             .iter()
-            .find_map(|k| backend.kernel_name_rule(&k.name).map(|rule| (k, rule)))
+            .find_map(|k| target.kernel_name_rule(&k.name).map(|rule| (k, rule)))
         {
             return Err(Error::new(
                 ErrorKind::InvalidInput,

@@ -118,12 +118,7 @@ impl Parse for IncludeCall {
 impl Parse for TargetArg {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let name: Ident = input.parse()?;
-        let vendor = match name.to_string().as_str() {
-            "nvptx" => Some(Vendor::Nvptx),
-            "amdgpu" => Some(Vendor::Amdgpu),
-            "host" => Some(Vendor::Host),
-            _ => None,
-        };
+        let vendor = Vendor::from_name(&name.to_string());
         let mut chips = Vec::new();
         if input.peek(syn::token::Paren) {
             let content;

@@ -354,8 +354,15 @@ pub enum Vendor {
 }
 
 impl Vendor {
+    /// Every target, in declaration order (`vendor as usize` indexes it).
+    pub const ALL: [Vendor; 3] = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host];
     /// The GPU vendors (every vendor but the host).
     pub const GPUS: [Vendor; 2] = [Vendor::Nvptx, Vendor::Amdgpu];
+
+    /// The vendor `name` spells ([`Vendor::name`]), if any.
+    pub fn from_name(name: &str) -> Option<Vendor> {
+        Vendor::ALL.into_iter().find(|vendor| vendor.name() == name)
+    }
 
     /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`, `host`.
     pub fn name(self) -> &'static str {

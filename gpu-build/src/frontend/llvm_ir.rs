@@ -4,14 +4,11 @@
 use super::source::{SourceFile, SourceLocation};
 use super::{GpuModuleDesc, InputKind, KernelDesc};
 use crate::error::{Error, ErrorKind, Result};
-use crate::target_spec::{TargetSpec, Vendor};
+use crate::targets::interface::TargetSpec;
+use crate::targets::{all, by_llvm_triple, kernel_calling_conventions};
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
-
-/// LLVM's `CallingConv::PTX_Kernel` and `CallingConv::AMDGPU_KERNEL`.
-const PTX_KERNEL: u32 = 71;
-const AMDGPU_KERNEL: u32 = 91;
 
 pub(crate) fn parse<'ll>(
     llvm: &'ll Context,
@@ -62,20 +59,23 @@ fn llvm_argument((name, ty): (Option<String>, String)) -> gpu_manifest::Argument
 
 pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModuleDesc> {
     let triple = module.get_triple().as_str().to_string_lossy().into_owned();
-    let vendor = if triple.starts_with("nvptx") {
-        Vendor::Nvptx
-    } else if triple.starts_with("amdgcn") {
-        Vendor::Amdgpu
-    } else {
+    let Some((target, _)) = by_llvm_triple(&triple) else {
+        let triples: Vec<String> = all()
+            .filter(|target| target.llvm_ir_kernels().is_some())
+            .map(|target| target.triple(""))
+            .collect();
         return Err(Error::new(
             ErrorKind::InvalidTarget,
             format!(
                 "{}: error: the module's triple is `{triple}`; LLVM IR kernels must be for \
-                 nvptx64-nvidia-cuda or amdgcn-amd-amdhsa (set `target triple = \"...\"`)",
-                source.display
+                 {} (set `target triple = \"...\"`)",
+                source.display,
+                triples.join(" or ")
             ),
         ));
     };
+    let vendor = target.vendor();
+    let conventions = kernel_calling_conventions();
     let at = SourceLocation {
         file: source.display.clone(),
         line: 1,
@@ -85,7 +85,7 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
     spec.triple = triple;
     let mut kernels = Vec::new();
     for function in module.get_functions() {
-        if !matches!(function.get_call_conventions(), PTX_KERNEL | AMDGPU_KERNEL) {
+        if !conventions.contains(&function.get_call_conventions()) {
             continue;
         }
         if let Some(cpu) =

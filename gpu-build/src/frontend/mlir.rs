@@ -4,7 +4,9 @@ use super::diagnostics::{line_col, DiagnosticSink};
 use super::source::{SourceFile, SourceLocation};
 use super::{Crasher, GpuModuleDesc, KernelDesc, VendorOp};
 use crate::error::{Error, ErrorKind, Result};
-use crate::target_spec::{parse_target_list, TargetSpec, Vendor};
+use crate::targets::attr::parse_target_list;
+use crate::targets::interface::TargetSpec;
+use crate::targets::{kernel_attributes, targets_of_op};
 use gpu_manifest::{Argument, ArgumentKind, Element, Layout};
 use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{AttributeLike, StringAttribute, TypeAttribute};
@@ -228,9 +230,12 @@ fn nvvm_crasher(source: &SourceFile, op: &OperationRef, name: &str) -> Option<Cr
 
 fn is_kernel(op: &OperationRef, name: &str) -> bool {
     match name {
-        "gpu.func" | "llvm.func" => ["gpu.kernel", "nvvm.kernel", "rocdl.kernel"]
-            .iter()
-            .any(|attribute| op.has_attribute(attribute)),
+        "gpu.func" | "llvm.func" => {
+            op.has_attribute("gpu.kernel")
+                || kernel_attributes()
+                    .iter()
+                    .any(|attribute| op.has_attribute(attribute))
+        }
         _ => false,
     }
 }
@@ -378,29 +383,5 @@ fn element(ty: MlirType) -> Option<Element> {
             _ if mlir_sys::mlirTypeIsAF64(ty) => Element::F64,
             _ => return None,
         })
-    }
-}
-
-/// GPU operations the host target does not emulate (it emulates `gpu.shuffle`, `gpu.lane_id`,
-/// `gpu.all_reduce` and `gpu.subgroup_reduce`, which MLIR lowers to shuffles and `redux.sync`:
-/// `backend/host_subgroup.rs`; the `gpu.subgroup_mma_*` ops, which it lowers to WMMA:
-/// `backend/host_mma.rs`; and runs `gpu.printf` through the C library:
-/// `backend/host_printf.rs`).
-const SUBGROUP_OPS: &[&str] = &[
-    "gpu.subgroup_id",
-    "gpu.num_subgroups",
-    "gpu.subgroup_size",
-    "gpu.rotate",
-    "gpu.subgroup_broadcast",
-];
-
-/// The targets that can compile an op, when not all can: vendor dialects for their vendor,
-/// subgroup operations for the GPUs.
-pub(crate) fn targets_of_op(name: &str) -> Option<Vec<Vendor>> {
-    match name.split('.').next()? {
-        "nvvm" | "nvgpu" => Some(vec![Vendor::Nvptx]),
-        "rocdl" | "amdgpu" => Some(vec![Vendor::Amdgpu]),
-        _ if SUBGROUP_OPS.contains(&name) => Some(Vendor::GPUS.to_vec()),
-        _ => None,
     }
 }

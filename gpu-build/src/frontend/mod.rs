@@ -6,7 +6,8 @@ pub(crate) mod llvm_ir;
 pub(crate) mod mlir;
 pub(crate) mod source;
 
-use crate::target_spec::{TargetSpec, Vendor};
+use crate::targets::interface::TargetSpec;
+use gpu_manifest::Vendor;
 use source::SourceLocation;
 
 /// What the front end learned about one `gpu.module` (or one LLVM IR file).

@@ -17,9 +17,9 @@
 //! the warp into segments as on the GPU). A source lane past the end of a partial warp at the
 //! block's edge reads a slot no thread of this block wrote, which is undefined on a GPU too.
 
-use super::host::{calls_of, codegen, read_id};
+use super::ir::{calls_of, codegen, read_id};
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::Job;
+use crate::targets::interface::Job;
 use inkwell::builder::Builder;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{BasicType, BasicTypeEnum};

@@ -5,9 +5,9 @@
 //! error naming the kernel, the block, the thread and the assertion, instead of the program
 //! aborting; blocks not yet started are not run, as a GPU stops the grid.
 
-use super::host::{calls_of, codegen, context_callback, read_id};
+use super::ir::{calls_of, codegen, context_callback, read_id};
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::Job;
+use crate::targets::interface::Job;
 use gpu_manifest::host_abi;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::{

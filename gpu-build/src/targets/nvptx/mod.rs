@@ -11,14 +11,17 @@
 //! emits `sqrt.approx.f32` for `math.sqrt`. We answer 1 (correctly rounded, nvcc's default
 //! `-prec-sqrt=true`) unless `fast` is set.
 
-use super::{Backend, PreLinked};
+pub(crate) mod chips;
+pub(crate) mod toolkit;
+
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::link::{link_only_needed, load_bitcode};
-use crate::module_to_object::{emit_checked, Artifact, Dumps, Job};
-use crate::target_spec::{NVPTX_DEFAULT_CHIP, NVPTX_DEFAULT_FEATURES};
+use crate::targets::attr::Value;
+use crate::targets::interface::{Artifact, Chip, Dumps, Flags, Job, PreLinked, Target, TargetSpec};
+use crate::targets::support::link::{link_only_needed, load_bitcode};
+use crate::targets::support::llvm::emit_checked;
+use crate::targets::support::toolkit::Toolkits;
 use crate::timing::Stage;
-use crate::toolkit::Toolkits;
-use gpu_manifest::Format;
+use gpu_manifest::{Format, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::llvm_sys::core::{
     LLVMCanValueUseFastMathFlags, LLVMGetAsString, LLVMGetInitializer, LLVMGetOperand,
@@ -30,23 +33,101 @@ use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::targets::{FileType, TargetMachine};
 use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
 use std::process::Command;
+use toolkit::cuda;
+
+/// Upstream's `#nvvm.target` chip default (moved from sm_50 to sm_75).
+pub const DEFAULT_CHIP: &str = "sm_75";
+/// Upstream 22.1's default: no PTX version feature, so LLVM picks the oldest PTX the chip allows
+/// (the widest range of drivers and ptxas versions can load it).
+const DEFAULT_FEATURES: &str = "";
+/// The flags of `#nvvm.target` besides `fast`.
+const FLAGS: &str = "fast, ftz, ptxas-cmd-options, collect-compiler-diagnostics";
 
 pub(crate) struct Nvptx;
 
 /// Functions the CUDA driver resolves when it loads a module, allowed to stay undefined.
 const DRIVER_SYMBOLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
 
-impl Backend for Nvptx {
+impl Target for Nvptx {
+    fn vendor(&self) -> Vendor {
+        Vendor::Nvptx
+    }
+
+    fn attribute_name(&self) -> Option<&'static str> {
+        Some("nvvm.target")
+    }
+
+    fn parse_flag(
+        &self,
+        flags: &mut Flags,
+        name: &str,
+        value: &Value,
+    ) -> Option<Result<(), String>> {
+        match name {
+            "ftz" => flags.ftz = true,
+            "collect-compiler-diagnostics" => flags.collect_diagnostics = true,
+            "ptxas-cmd-options" => {
+                return Some(ptxas_options(value).map(|options| flags.ptxas_options = options))
+            }
+            _ => return None,
+        }
+        Some(Ok(()))
+    }
+
+    fn known_flags(&self) -> &'static str {
+        FLAGS
+    }
+
+    fn parse_chip(&self, chip: &str) -> Result<Chip> {
+        chips::parse(chip)
+    }
+
+    fn check_features(&self, features: &str) -> Result<()> {
+        chips::check_features(features)
+    }
+
+    fn check_spec(&self, spec: &TargetSpec, chip: &Chip) -> Result<()> {
+        chips::check_ptx_version(&spec.chip, &chip.processor, &spec.features)
+    }
+
+    fn initialize_llvm(&self) {
+        inkwell::targets::Target::initialize_nvptx(&Default::default());
+    }
+
+    fn llvm_ir_kernels(&self) -> Option<(u32, &'static str)> {
+        Some((PTX_KERNEL_CALLING_CONVENTION, "nvptx"))
+    }
+
+    fn dialects(&self) -> &'static [&'static str] {
+        &["nvvm", "nvgpu"]
+    }
+
+    fn chip_override_variable(&self) -> Option<&'static str> {
+        Some("GPU_BUILD_NVPTX_CHIPS")
+    }
+
+    fn maker(&self) -> &'static str {
+        "NVIDIA"
+    }
+
+    fn lowering_name(&self) -> &'static str {
+        "NVVM"
+    }
+
+    fn lowers_through_nvvm(&self) -> bool {
+        true
+    }
+
     fn triple(&self, _chip: &str) -> String {
         "nvptx64-nvidia-cuda".to_string()
     }
 
     fn default_chip(&self) -> String {
-        NVPTX_DEFAULT_CHIP.to_string()
+        DEFAULT_CHIP.to_string()
     }
 
     fn default_features(&self) -> &'static str {
-        NVPTX_DEFAULT_FEATURES
+        DEFAULT_FEATURES
     }
 
     fn kernel_name_rule(&self, name: &str) -> Option<&'static str> {
@@ -57,7 +138,7 @@ impl Backend for Nvptx {
     }
 
     fn lowering_pass(&self, processor: &str) -> String {
-        nvvm_lowering(crate::target_spec::chips::has_redux(processor))
+        nvvm_lowering(chips::has_redux(processor))
     }
 
     fn vendor_dialect_pass(&self) -> Option<&'static str> {
@@ -114,7 +195,24 @@ impl Backend for Nvptx {
     }
 
     fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
-        toolkits.cuda_identity().to_string()
+        toolkits
+            .identity(Vendor::Nvptx, |cargo| cuda(toolkits).identity(cargo))
+            .to_string()
+    }
+}
+
+/// `ptxas-cmd-options`: a string of whitespace-separated arguments, or an array of them.
+fn ptxas_options(value: &Value) -> Result<Vec<String>, String> {
+    match value {
+        Value::Str(s) => Ok(s.split_whitespace().map(str::to_string).collect()),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::Str(s) => Ok(s.clone()),
+                _ => Err("`ptxas-cmd-options` entries must be strings".to_string()),
+            })
+            .collect(),
+        _ => Err("`ptxas-cmd-options` must be a string or an array of strings".into()),
     }
 }
 
@@ -157,7 +255,7 @@ fn link_libdevice<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<S
     if !needs_libdevice {
         return Ok(Vec::new());
     }
-    let cuda = job.toolkits.cuda();
+    let cuda = cuda(job.toolkits);
     let Some(path) = cuda.libdevice.found.clone() else {
         let first = module
             .get_functions()
@@ -255,7 +353,7 @@ fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {
         extension: "ptx".to_string(),
         bytes: ptx.clone(),
     }];
-    let cuda = job.toolkits.cuda();
+    let cuda = cuda(job.toolkits);
     match &cuda.ptxas.found {
         Some(ptxas) => artifacts.push(Artifact {
             format: Format::Bin,
@@ -384,12 +482,12 @@ fn is_ptx_identifier(name: &str) -> bool {
 /// nvgpu ops (`nvgpu.mma.sync`, TMA, mbarriers, warpgroup MMA, ...) first, as upstream's
 /// `gpu-lower-to-nvvm-pipeline` does: a warpgroup accumulator carried by an `scf.for` is
 /// converted with the loop, which it cannot be once the loop is branches.
-pub(super) const NVGPU_LOWERING: &str = "convert-nvgpu-to-nvvm";
+pub(crate) const NVGPU_LOWERING: &str = "convert-nvgpu-to-nvvm";
 
 /// The gpu.module's lowering to NVVM, as in upstream's `gpu-lower-to-nvvm-pipeline`: the NVVM
 /// ops that are PTX inline assembly (`nvvm.mbarrier.try_wait.parity`, ...) to LLVM, then the
 /// gpu dialect; with `has_redux` (sm_80 and later), `gpu.subgroup_reduce` through `redux.sync`.
-pub(super) fn nvvm_lowering(has_redux: bool) -> String {
+pub(crate) fn nvvm_lowering(has_redux: bool) -> String {
     let redux = if has_redux { "{has-redux=1}" } else { "" };
     format!("convert-nvvm-to-llvm,convert-gpu-to-nvvm{redux}")
 }

@@ -4,8 +4,11 @@
 //! `amdgcn/bitcode` and the linker at `llvm/bin/ld.lld`. Then what upstream misses: Debian's
 //! `rocm-device-libs` (`/usr/lib/<multiarch>/amdgcn/bitcode`) and `lld-22` (`ld.lld-22`).
 
-use super::{env_roots, join_all, multiarch, on_path, Probe};
 use crate::cargo::CargoOutput;
+use crate::targets::support::toolkit::{
+    env_roots, file_identity, find_ld_lld, join_all, multiarch, program_identity, Probe, Toolkits,
+};
+use gpu_manifest::Vendor;
 use std::path::PathBuf;
 
 pub(crate) const ENV_VARS: &[&str] = &["ROCM_PATH", "ROCM_ROOT", "ROCM_HOME"];
@@ -36,11 +39,7 @@ impl Rocm {
             tried: bitcode_dir.tried,
         };
 
-        let mut ld_lld = join_all(&roots, "llvm/bin/ld.lld");
-        ld_lld.extend(on_path(cargo, "ld.lld-22"));
-        ld_lld.push(PathBuf::from("/usr/lib/llvm-22/bin/ld.lld"));
-        ld_lld.extend(on_path(cargo, "ld.lld"));
-        let ld_lld = Probe::first_file(ld_lld);
+        let ld_lld = find_ld_lld(cargo, &roots);
 
         Rocm {
             bitcode_dir,
@@ -52,13 +51,13 @@ impl Rocm {
     pub fn identity(&self, cargo: &CargoOutput) -> String {
         let library = |name: &str| {
             let path = self.bitcode_dir.found.as_ref().map(|dir| dir.join(name));
-            super::file_identity(path.as_deref(), cargo)
+            file_identity(path.as_deref(), cargo)
         };
         format!(
             "ocml {}; ockl {}; ld.lld {}",
             library("ocml.bc"),
             library("ockl.bc"),
-            super::program_identity(self.ld_lld.found.as_deref())
+            program_identity(self.ld_lld.found.as_deref())
         )
     }
 
@@ -77,4 +76,14 @@ impl Rocm {
             self.ld_lld.tried_list()
         )
     }
+}
+
+/// This build's ROCm, found the first time AMDGPU needs it.
+pub(crate) fn rocm<'t>(toolkits: &'t Toolkits) -> &'t Rocm {
+    toolkits.get(Vendor::Amdgpu, |cargo| {
+        let rocm = Rocm::find(cargo);
+        cargo.probed(&rocm.bitcode_dir.tried);
+        cargo.probed(&rocm.ld_lld.tried);
+        rocm
+    })
 }

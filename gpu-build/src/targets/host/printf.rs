@@ -6,9 +6,9 @@
 //! flushes C's `stdout` after each host launch, so kernel output comes before what the program
 //! prints next.
 
-use super::host::{calls_of, codegen};
+use super::ir::{calls_of, codegen};
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::Job;
+use crate::targets::interface::Job;
 use inkwell::llvm_sys::core::{LLVMGetAllocatedType, LLVMIsAAllocaInst};
 use inkwell::module::Module;
 use inkwell::types::{AnyTypeEnum, BasicTypeEnum};

@@ -1,20 +1,34 @@
 //! AMDGPU hooks: code object version, the device libraries (`ocml`, `ockl`) with their control
 //! variables, object → hsaco with `ld.lld -shared`.
 
-use super::{emit_object, Backend, PreLinked};
+pub(crate) mod chips;
+pub(crate) mod toolkit;
+
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::link::{link_only_needed, load_bitcode};
-use crate::module_to_object::{Artifact, Dumps, Job};
-use crate::target_spec::{AMDGPU_DEFAULT_ABI, AMDGPU_DEFAULT_CHIP};
+use crate::targets::attr::Value;
+use crate::targets::interface::{Artifact, Chip, Dumps, Flags, Job, PreLinked, Target};
+use crate::targets::support::link::{link_only_needed, load_bitcode};
+use crate::targets::support::llvm::emit_object;
+use crate::targets::support::toolkit::{shared_library, Toolkits};
 use crate::timing::Stage;
-use crate::toolkit::Toolkits;
-use gpu_manifest::Format;
+use gpu_manifest::{Format, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::targets::TargetMachine;
 use inkwell::types::IntType;
 use inkwell::values::UnnamedAddress;
 use inkwell::{AddressSpace, GlobalVisibility};
+use toolkit::rocm;
+
+/// Upstream's `#rocdl.target` chip default.
+pub const DEFAULT_CHIP: &str = "gfx900";
+/// Code object version when none is given. Upstream defaults to 600; the device libraries Debian
+/// ships (ROCm 5.2) know code objects 4 and 5, and every ROCm runtime since 5.0 loads version 5.
+pub const DEFAULT_ABI: &str = "500";
+/// The code object versions `abi` may name.
+const ABIS: &[&str] = &["400", "500", "600"];
+/// The flags of `#rocdl.target` besides `fast`.
+const FLAGS: &str = "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64";
 
 /// The constant address space the device libraries read their control variables from.
 const CONSTANT_ADDRESS_SPACE: u16 = 4;
@@ -28,17 +42,90 @@ const HIP_DEFAULT_BLOCK: &str = "1,1024";
 
 pub(crate) struct Amdgpu;
 
-impl Backend for Amdgpu {
+impl Target for Amdgpu {
+    fn vendor(&self) -> Vendor {
+        Vendor::Amdgpu
+    }
+
+    fn attribute_name(&self) -> Option<&'static str> {
+        Some("rocdl.target")
+    }
+
     fn triple(&self, _chip: &str) -> String {
         "amdgcn-amd-amdhsa".to_string()
     }
 
     fn default_chip(&self) -> String {
-        AMDGPU_DEFAULT_CHIP.to_string()
+        DEFAULT_CHIP.to_string()
     }
 
     fn default_abi(&self) -> &'static str {
-        AMDGPU_DEFAULT_ABI
+        DEFAULT_ABI
+    }
+
+    fn abis(&self) -> &'static [&'static str] {
+        ABIS
+    }
+
+    fn parse_flag(
+        &self,
+        flags: &mut Flags,
+        name: &str,
+        _value: &Value,
+    ) -> Option<Result<(), String>> {
+        let flag = match name {
+            "no_wave64" => &mut flags.no_wave64,
+            "daz" => &mut flags.daz,
+            "finite_only" => &mut flags.finite_only,
+            "unsafe_math" => &mut flags.unsafe_math,
+            "unsafe_sqrt" => &mut flags.unsafe_sqrt,
+            _ => return None,
+        };
+        *flag = true;
+        Some(Ok(()))
+    }
+
+    fn known_flags(&self) -> &'static str {
+        FLAGS
+    }
+
+    fn parse_chip(&self, chip: &str) -> Result<Chip> {
+        chips::parse(chip)
+    }
+
+    fn check_features(&self, features: &str) -> Result<()> {
+        chips::check_features(features)
+    }
+
+    fn initialize_llvm(&self) {
+        inkwell::targets::Target::initialize_amd_gpu(&Default::default());
+    }
+
+    fn llvm_ir_kernels(&self) -> Option<(u32, &'static str)> {
+        Some((AMDGPU_KERNEL, "amdgcn"))
+    }
+
+    fn dialects(&self) -> &'static [&'static str] {
+        &["rocdl", "amdgpu"]
+    }
+
+    fn chip_override_variable(&self) -> Option<&'static str> {
+        Some("GPU_BUILD_AMDGPU_CHIPS")
+    }
+
+    fn maker(&self) -> &'static str {
+        "AMD"
+    }
+
+    fn lowering_name(&self) -> &'static str {
+        "ROCDL"
+    }
+
+    fn why_not_lowered(&self, op: &str) -> Option<&'static str> {
+        op.starts_with("gpu.subgroup_mma_").then_some(
+            "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
+             on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only",
+        )
     }
 
     /// `runtime=HIP`, as upstream's ROCDL pipeline for HIP: `gpu.printf` becomes the device
@@ -78,7 +165,9 @@ impl Backend for Amdgpu {
     }
 
     fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
-        toolkits.rocm_identity().to_string()
+        toolkits
+            .identity(Vendor::Amdgpu, |cargo| rocm(toolkits).identity(cargo))
+            .to_string()
     }
 }
 
@@ -131,7 +220,7 @@ fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Resul
     if !needs_ocml && !needs_ockl {
         return Ok(Vec::new());
     }
-    let rocm = job.toolkits.rocm();
+    let rocm = rocm(job.toolkits);
     let Some(dir) = rocm.bitcode_dir.found.clone() else {
         return Err(Error::new(
             ErrorKind::ToolkitNotFound,
@@ -259,7 +348,7 @@ fn wave64(job: &Job) -> Result<bool> {
 
 /// `ld.lld -shared <object> -o <hsaco>`, as upstream.
 fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
-    let rocm = job.toolkits.rocm();
+    let rocm = rocm(job.toolkits);
     let Some(ld_lld) = rocm.ld_lld.found.clone() else {
         return Err(Error::new(
             ErrorKind::ToolkitNotFound,
@@ -268,7 +357,7 @@ fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
     };
     let what = format!("the {} object", job.processor);
     let bytes = job.timings.time(Stage::Lld, || {
-        super::shared_library(&ld_lld, &object, job.scratch, &what)
+        shared_library(&ld_lld, &object, job.scratch, &what)
     })?;
     Ok(vec![Artifact {
         format: Format::Bin,
@@ -295,7 +384,7 @@ mod tests {
     #[test]
     fn isa_versions_match_the_device_libraries() {
         let dir = std::path::Path::new("/usr/lib")
-            .join(crate::toolkit::multiarch())
+            .join(crate::targets::support::toolkit::multiarch())
             .join("amdgcn/bitcode");
         for (chip, file) in [("gfx90a", "90a"), ("gfx1030", "1030"), ("gfx906", "906")] {
             let text = std::process::Command::new("llvm-dis-22")

@@ -5,8 +5,11 @@
 //! `<toolkit>/bin`, then `PATH`. Then what upstream misses: NVIDIA's PyPI wheel
 //! `nvidia-cuda-nvcc-cu12` (`site-packages/nvidia/cuda_nvcc`) and Debian's `nvidia-cuda-toolkit`.
 
-use super::{env_roots, join_all, on_path, Probe};
 use crate::cargo::CargoOutput;
+use crate::targets::support::toolkit::{
+    env_roots, file_identity, join_all, on_path, program_identity, Probe, Toolkits,
+};
+use gpu_manifest::Vendor;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -54,8 +57,8 @@ impl Cuda {
     pub fn identity(&self, cargo: &CargoOutput) -> String {
         format!(
             "libdevice {}; ptxas {}",
-            super::file_identity(self.libdevice.found.as_deref(), cargo),
-            super::program_identity(self.ptxas.found.as_deref())
+            file_identity(self.libdevice.found.as_deref(), cargo),
+            program_identity(self.ptxas.found.as_deref())
         )
     }
 
@@ -108,4 +111,14 @@ fn pip_wheel_roots(cargo: &CargoOutput) -> Vec<PathBuf> {
         .into_iter()
         .map(|dir| dir.join("nvidia/cuda_nvcc"))
         .collect()
+}
+
+/// This build's CUDA toolkit, found the first time NVPTX needs it.
+pub(crate) fn cuda<'t>(toolkits: &'t Toolkits) -> &'t Cuda {
+    toolkits.get(Vendor::Nvptx, |cargo| {
+        let cuda = Cuda::find(cargo);
+        cargo.probed(&cuda.ptxas.tried);
+        cargo.probed(&cuda.libdevice.tried);
+        cuda
+    })
 }

@@ -14,13 +14,13 @@
 //! D's type once), and the subgroup waits again before the scratch is reused. The waits are the
 //! subgroup barrier of `host_subgroup`, so barrier fission treats a multiply like a shuffle.
 
-use super::host::codegen;
-use super::host_subgroup::{
+use super::ir::codegen;
+use super::subgroup::{
     intrinsics, lane_and_subgroup, new_replacement, parameter, replace_calls, replacement_name,
     thread_local_array, wait, MAX_THREADS, SUBGROUP_SIZE,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::Job;
+use crate::targets::interface::Job;
 use inkwell::builder::Builder;
 use inkwell::module::Module;
 use inkwell::types::{BasicType, BasicTypeEnum, FloatType};

@@ -29,18 +29,23 @@
 //! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the block and subgroup
 //! barrier function pointers.
 
-use super::host_assert;
-use super::host_fission::{fission, Fission, Regions, DONE};
-use super::host_mma;
-use super::host_printf;
-use super::host_subgroup;
-use super::{emit_object, Backend, PreLinked};
+mod assert;
+mod fission;
+mod ir;
+mod mma;
+mod optimize;
+mod printf;
+mod subgroup;
+
 use crate::error::{Error, ErrorKind, Result};
-use crate::module_to_object::{Artifact, Dumps, Job};
-use crate::target_spec::host_triple;
-use crate::toolkit::Toolkits;
+use crate::targets::interface::{build_triple, Artifact, Chip, Dumps, Job, PreLinked, Target};
+use crate::targets::nvptx::{nvvm_lowering, NVGPU_LOWERING};
+use crate::targets::support::llvm::{emit_object, verify_optimized};
+use crate::targets::support::toolkit::Toolkits;
+use fission::{fission, Fission, Regions, DONE};
 use gpu_manifest::host_abi;
 use gpu_manifest::Format;
+use gpu_manifest::Vendor;
 use inkwell::attributes::AttributeLoc;
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::{Linkage, Module};
@@ -51,10 +56,10 @@ use inkwell::values::{
     PointerValue,
 };
 use inkwell::AddressSpace;
+use ir::{always_inline, barrier_function, calls_of, codegen, id_reader, IDS_BYTES};
 
 /// NVPTX's shared address space.
 const WORKGROUP_ADDRESS_SPACE: u16 = 3;
-const IDS_BYTES: u64 = (host_abi::ID_SLOTS * 4) as u64;
 const CONTEXT_VARIABLE: &str = "__gpu_host_context";
 const IDS_VARIABLE: &str = "__gpu_host_ids";
 
@@ -129,25 +134,77 @@ const LIBM: &[&str] = &[
 
 pub(crate) struct Host;
 
-impl Backend for Host {
+/// GPU operations the host target does not emulate (it emulates `gpu.shuffle`, `gpu.lane_id`,
+/// `gpu.all_reduce` and `gpu.subgroup_reduce`, which MLIR lowers to shuffles and `redux.sync`:
+/// `subgroup.rs`; the `gpu.subgroup_mma_*` ops, which it lowers to WMMA: `mma.rs`; and runs
+/// `gpu.printf` through the C library: `printf.rs`).
+const SUBGROUP_OPS: &[&str] = &[
+    "gpu.subgroup_id",
+    "gpu.num_subgroups",
+    "gpu.subgroup_size",
+    "gpu.rotate",
+    "gpu.subgroup_broadcast",
+];
+
+impl Target for Host {
+    fn vendor(&self) -> Vendor {
+        Vendor::Host
+    }
+
     /// The host's chip is its target triple.
     fn triple(&self, chip: &str) -> String {
         chip.to_string()
     }
 
     fn default_chip(&self) -> String {
-        host_triple()
+        build_triple()
+    }
+
+    fn chip_is_triple(&self) -> bool {
+        true
+    }
+
+    /// Any triple, compiled for its baseline processor (as rustc does by default).
+    fn parse_chip(&self, _chip: &str) -> Result<Chip> {
+        Ok(Chip {
+            processor: "generic".into(),
+            features: String::new(),
+        })
+    }
+
+    /// The CPUs Rust's tier-1 Linux targets run on.
+    fn initialize_llvm(&self) {
+        let config = Default::default();
+        inkwell::targets::Target::initialize_x86(&config);
+        inkwell::targets::Target::initialize_aarch64(&config);
+    }
+
+    /// The host runs the NVVM lowering (see `lowering_pass`).
+    fn lowering_name(&self) -> &'static str {
+        "NVVM"
+    }
+
+    fn lowers_through_nvvm(&self) -> bool {
+        true
+    }
+
+    fn refuses_op(&self, op: &str, allowed_by_several: bool) -> Option<&'static str> {
+        (allowed_by_several && SUBGROUP_OPS.contains(&op)).then_some(
+            "the host target does not emulate this subgroup (warp) operation (it emulates \
+             gpu.shuffle, gpu.lane_id, gpu.all_reduce, gpu.subgroup_reduce and the \
+             gpu.subgroup_mma ops)",
+        )
     }
 
     /// The host starts from the NVVM lowering (with `redux.sync` for `gpu.subgroup_reduce`, as
     /// on sm_80, so it shares the lowering of those chips); `retarget` then turns its GPU
     /// intrinsics into CPU code.
     fn lowering_pass(&self, _processor: &str) -> String {
-        super::nvptx::nvvm_lowering(true)
+        nvvm_lowering(true)
     }
 
     fn vendor_dialect_pass(&self) -> Option<&'static str> {
-        Some(super::nvptx::NVGPU_LOWERING)
+        Some(NVGPU_LOWERING)
     }
 
     fn kernel_attribute(&self) -> &'static str {
@@ -200,8 +257,8 @@ impl Backend for Host {
 
     /// The default pipeline plus thread loops that stop at the first thread a guard turns away.
     fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
-        super::host_optimize::optimize(module, machine, level)?;
-        crate::module_to_object::verify_optimized(module)
+        optimize::optimize(module, machine, level)?;
+        verify_optimized(module)
     }
 
     fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
@@ -261,7 +318,7 @@ fn retarget<'ll>(
             barriers.push(function);
         }
     }
-    if host_subgroup::uses_subgroups(module) || host_mma::uses_mma(module) {
+    if subgroup::uses_subgroups(module) || mma::uses_mma(module) {
         let ty = job.llvm.void_type().fn_type(&[], false);
         let exchange = barrier_function(
             job,
@@ -272,15 +329,15 @@ fn retarget<'ll>(
             ty,
             host_abi::SUBGROUP_BARRIER_OFFSET,
         )?;
-        host_subgroup::emulate(job, module, ids, exchange)?;
-        host_mma::emulate(job, module, ids, exchange)?;
+        subgroup::emulate(job, module, ids, exchange)?;
+        mma::emulate(job, module, ids, exchange)?;
         // Fission splits kernels at exchanges as at barriers (the block waiting is stronger than
         // the subgroup waiting, and exact where the whole block runs the shuffle or multiply).
         barriers.push(exchange);
     }
     let mut libm_calls = use_c_math_library(module)?;
-    host_assert::report_assertions(job, module, context, ids)?;
-    if host_printf::use_c_printf(job, module)? {
+    assert::report_assertions(job, module, context, ids)?;
+    if printf::use_c_printf(job, module)? {
         // LLVM's optimizer turns a printf of a constant line into puts or putchar.
         libm_calls.extend(["printf", "puts", "putchar"].map(String::from));
     }
@@ -293,157 +350,6 @@ fn retarget<'ll>(
         coroutine_kernels: entries.coroutine_kernels,
         libm_calls,
     })
-}
-
-pub(super) fn codegen(e: inkwell::builder::BuilderError) -> Error {
-    Error::new(ErrorKind::Codegen, format!("building host code: {e}"))
-}
-
-/// At the builder's position: the thread-local context pointer, and the function pointer at
-/// `offset` in the context (`host_abi::*_OFFSET`).
-pub(super) fn context_callback<'ll>(
-    job: &Job<'_, 'll>,
-    builder: &inkwell::builder::Builder<'ll>,
-    context: GlobalValue<'ll>,
-    offset: usize,
-) -> Result<(PointerValue<'ll>, PointerValue<'ll>)> {
-    let ptr = job.llvm.ptr_type(AddressSpace::default());
-    let context_pointer = builder
-        .build_load(ptr, context.as_pointer_value(), "context")
-        .map_err(codegen)?
-        .into_pointer_value();
-    // SAFETY: the function pointers sit at the host_abi offsets in the context.
-    let slot = unsafe {
-        builder.build_in_bounds_gep(
-            job.llvm.i8_type(),
-            context_pointer,
-            &[job.llvm.i64_type().const_int(offset as u64, false)],
-            "slot",
-        )
-    }
-    .map_err(codegen)?;
-    let callback = builder
-        .build_load(ptr, slot, "callback")
-        .map_err(codegen)?
-        .into_pointer_value();
-    Ok((context_pointer, callback))
-}
-
-/// At the builder's position: id `slot` (`ID_INTRINSICS`) through its reader.
-pub(super) fn read_id<'ll>(
-    job: &Job<'_, 'll>,
-    module: &Module<'ll>,
-    ids: GlobalValue<'ll>,
-    builder: &inkwell::builder::Builder<'ll>,
-    slot: u64,
-) -> Result<IntValue<'ll>> {
-    let reader = id_reader(job, module, ids, slot)?;
-    builder
-        .build_call(reader, &[], "id")
-        .map_err(codegen)?
-        .try_as_basic_value()
-        .basic()
-        .map(|v| v.into_int_value())
-        .ok_or_else(|| Error::new(ErrorKind::Codegen, "an id reader without a result"))
-}
-
-/// `__gpu_host_id_<slot>()`: id `slot` (`ID_INTRINSICS`) from the thread-local ids, created
-/// once.
-pub(super) fn id_reader<'ll>(
-    job: &Job<'_, 'll>,
-    module: &Module<'ll>,
-    ids: GlobalValue<'ll>,
-    slot: u64,
-) -> Result<FunctionValue<'ll>> {
-    let name = format!("__gpu_host_id_{slot}");
-    if let Some(existing) = module.get_function(&name) {
-        return Ok(existing);
-    }
-    let i32_type = job.llvm.i32_type();
-    let function =
-        module.add_function(&name, i32_type.fn_type(&[], false), Some(Linkage::Internal));
-    always_inline(job, function);
-    let builder = job.llvm.create_builder();
-    builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-    // SAFETY: the array holds twelve u32 ids.
-    let id_pointer = unsafe {
-        builder.build_in_bounds_gep(
-            i32_type,
-            ids.as_pointer_value(),
-            &[job.llvm.i64_type().const_int(slot, false)],
-            "id",
-        )
-    }
-    .map_err(codegen)?;
-    let id = builder
-        .build_load(i32_type, id_pointer, "value")
-        .map_err(codegen)?;
-    builder.build_return(Some(&id)).map_err(codegen)?;
-    Ok(function)
-}
-
-/// A barrier of type `ty` named `name`: a call back into the scheduler through the function
-/// pointer at `offset` in the context (`host_abi::BARRIER_OFFSET` for the block's barrier,
-/// `SUBGROUP_BARRIER_OFFSET` for a subgroup exchange; coroutine kernels), after which the
-/// thread-local context and ids are restored, since other GPU threads of the block ran on this
-/// OS thread meanwhile. Kernels split at their barriers (`host_fission`) no longer call it.
-pub(super) fn barrier_function<'ll>(
-    job: &Job<'_, 'll>,
-    module: &Module<'ll>,
-    context: GlobalValue<'ll>,
-    ids: GlobalValue<'ll>,
-    name: &str,
-    ty: inkwell::types::FunctionType<'ll>,
-    offset: usize,
-) -> Result<FunctionValue<'ll>> {
-    let ptr = job.llvm.ptr_type(AddressSpace::default());
-    let function = module.add_function(name, ty, Some(Linkage::Internal));
-    let builder = job.llvm.create_builder();
-    builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
-    let (context_pointer, barrier) = context_callback(job, &builder, context, offset)?;
-    let barrier_type = job.llvm.void_type().fn_type(&[ptr.into()], false);
-    builder
-        .build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "")
-        .map_err(codegen)?;
-    builder
-        .build_store(context.as_pointer_value(), context_pointer)
-        .map_err(codegen)?;
-    let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
-    builder
-        .build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes)
-        .map_err(codegen)?;
-    builder.build_return(None).map_err(codegen)?;
-    Ok(function)
-}
-
-/// The calls of `function` in `module`.
-pub(super) fn calls_of<'ll>(
-    module: &Module<'ll>,
-    function: FunctionValue<'ll>,
-) -> Vec<inkwell::values::InstructionValue<'ll>> {
-    let mut calls = Vec::new();
-    for caller in module.get_functions() {
-        for block in caller.get_basic_blocks() {
-            for instruction in block.get_instructions() {
-                let calls_it = instruction.get_opcode() == inkwell::values::InstructionOpcode::Call
-                    // SAFETY: a call instruction has a called value.
-                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
-                        == function.as_value_ref();
-                if calls_it {
-                    calls.push(instruction);
-                }
-            }
-        }
-    }
-    calls
-}
-
-fn always_inline(job: &Job, function: FunctionValue) {
-    let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
-    function.add_attribute(
-        AttributeLoc::Function,
-        job.llvm.create_enum_attribute(kind, 0),
-    );
 }
 
 /// Points every use of `old` at `new` (same type) and deletes `old`.

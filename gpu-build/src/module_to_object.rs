@@ -1,18 +1,18 @@
 //! ModuleToObject: LLVM IR of one `gpu.module` for one target in, objects out. The shared steps
 //! live here in upstream's order (target machine → triple and data layout → pre-link fixes → link
 //! user bitcode and device libraries → post-link checks → optimize at O → ISA → binary); the
-//! vendor's [`Backend`](crate::backend::Backend) supplies the hooks.
+//! target's hooks come from its [`Target`](crate::targets::interface::Target), found in the
+//! registry: nothing here names a target.
 
-pub(crate) mod link;
-
-use crate::backend::backend;
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::llvm_errors::Diagnostics;
-use crate::target_spec::TargetSpec;
-use crate::timing::{Stage, Timings};
-use crate::toolkit::Toolkits;
-use gpu_manifest::Format;
+use crate::targets::interface::{Compiled, Dumps, Job, ObjectSettings, TargetSpec};
+use crate::targets::support::link;
+use crate::targets::support::llvm::report_diagnostics;
+use crate::targets::support::toolkit::Toolkits;
+use crate::targets::{initialize_llvm, target};
+use crate::timing::Stage;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::{
     LLVMDisposeMessage, LLVMGetElementType, LLVMGetIntTypeWidth, LLVMGetOperand, LLVMGetTypeKind,
@@ -21,87 +21,9 @@ use inkwell::llvm_sys::core::{
 use inkwell::llvm_sys::prelude::{LLVMTypeRef, LLVMValueRef};
 use inkwell::llvm_sys::LLVMTypeKind;
 use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{
-    CodeModel, FileType, InitializationConfig, Target, TargetMachine, TargetTriple,
-};
+use inkwell::targets::{CodeModel, Target as LlvmTarget, TargetMachine, TargetTriple};
 use inkwell::values::{AsValueRef, InstructionValue};
 use inkwell::OptimizationLevel;
-use std::path::Path;
-use std::sync::Once;
-
-/// One output file of a compilation.
-#[derive(Debug, Clone)]
-pub(crate) struct Artifact {
-    pub format: Format,
-    /// File extension: `ptx`, `cubin`, `hsaco`.
-    pub extension: String,
-    pub bytes: Vec<u8>,
-}
-
-/// Which intermediate results `GPU_BUILD_DUMP` asks for (`GPU_BUILD_DUMP=llvm,isa`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct DumpRequest {
-    pub llvm: bool,
-    pub isa: bool,
-}
-
-/// Intermediate text kept for `GPU_BUILD_DUMP`; only what was asked for is produced.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Dumps {
-    /// LLVM IR after linking, before optimization.
-    pub linked: Option<String>,
-    pub optimized: Option<String>,
-    pub isa: Option<String>,
-}
-
-/// What one compilation needs besides the module and its target.
-pub(crate) struct ObjectSettings<'a> {
-    /// Relative `link` paths are resolved against this.
-    pub link_base: &'a Path,
-    /// Prefix of the host entry points' symbols.
-    pub host_symbol_prefix: &'a str,
-    pub dump: DumpRequest,
-    /// Where external tools may write temporary files (inside `OUT_DIR`).
-    pub scratch: &'a Path,
-    pub timings: &'a Timings,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Compiled {
-    pub artifacts: Vec<Artifact>,
-    pub dumps: Dumps,
-    /// For the host target: how the runtime calls the kernels.
-    pub host: Option<gpu_manifest::HostEntries>,
-}
-
-/// Everything a vendor hook may need.
-pub(crate) struct Job<'a, 'll> {
-    pub spec: &'a TargetSpec,
-    pub processor: &'a str,
-    pub llvm: &'ll Context,
-    /// Collects LLVM's error diagnostics.
-    pub diagnostics: &'a Diagnostics<'ll>,
-    /// Where external tools may write temporary files (inside `OUT_DIR`).
-    pub scratch: &'a Path,
-    pub toolkits: &'a Toolkits<'a>,
-    pub cargo: &'a CargoOutput,
-    pub timings: &'a Timings,
-    /// Prefix of the host entry points' symbols.
-    pub host_symbol_prefix: &'a str,
-}
-
-pub(crate) fn initialize_llvm() {
-    static INIT: Once = Once::new();
-    INIT.call_once(|| {
-        let config = InitializationConfig::default();
-        Target::initialize_nvptx(&config);
-        Target::initialize_amd_gpu(&config);
-        // The host target: the CPUs Rust's tier-1 Linux targets run on.
-        Target::initialize_x86(&config);
-        Target::initialize_aarch64(&config);
-    });
-}
 
 /// LLVM's optimization level for `O`; upstream also generates code at that level.
 fn opt_level(level: u8) -> OptimizationLevel {
@@ -117,19 +39,19 @@ pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String
     initialize_llvm();
     let (processor, features) = spec.processor_and_features()?;
     let triple = TargetTriple::create(&spec.triple);
-    let target = Target::from_triple(&triple).map_err(|e| {
+    let llvm_target = LlvmTarget::from_triple(&triple).map_err(|e| {
         Error::new(
             ErrorKind::InvalidTarget,
             format!("unknown target triple `{}`: {e}", spec.triple),
         )
     })?;
-    let machine = target
+    let machine = llvm_target
         .create_target_machine(
             &triple,
             &processor,
             &features,
             opt_level(spec.opt_level),
-            backend(spec.vendor).reloc_mode(),
+            target(spec.vendor).reloc_mode(),
             CodeModel::Default,
         )
         .ok_or_else(|| {
@@ -154,7 +76,7 @@ pub(crate) fn module_to_object<'ll>(
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
-    let backend = backend(spec.vendor);
+    let target = target(spec.vendor);
     let (machine, processor) = target_machine(spec)?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
@@ -172,7 +94,7 @@ pub(crate) fn module_to_object<'ll>(
     let timings = settings.timings;
     let link_start = std::time::Instant::now();
 
-    let pre_linked = backend.pre_link(&job, &module)?;
+    let pre_linked = target.pre_link(&job, &module)?;
     let mut searched = vec!["the kernel file".to_string()];
     for path in &spec.link {
         let path = settings.link_base.join(path);
@@ -180,9 +102,9 @@ pub(crate) fn module_to_object<'ll>(
         link::link_only_needed(&module, library, &path.display().to_string(), diagnostics)?;
         searched.push(path.display().to_string());
     }
-    searched.extend(backend.link_device_libraries(&job, &module)?);
+    searched.extend(target.link_device_libraries(&job, &module)?);
     link::drop_unused(&module, &machine)?;
-    backend.post_link(&job, &module)?;
+    target.post_link(&job, &module)?;
     timings.add(Stage::Link, link_start.elapsed());
 
     let print = |wanted: bool| wanted.then(|| module.print_to_string().to_string());
@@ -191,19 +113,19 @@ pub(crate) fn module_to_object<'ll>(
         ..Dumps::default()
     };
     timings.time(Stage::Optimize, || {
-        backend.optimize(&module, &machine, spec.opt_level)
+        target.optimize(&module, &machine, spec.opt_level)
     })?;
     report_diagnostics(diagnostics, "optimization", cargo)?;
-    if backend.is_gpu() {
+    if target.is_gpu() {
         check_gpu_arithmetic(&module, spec)?;
     }
     dumps.optimized = print(settings.dump.llvm);
     // After optimization: libdevice's `__nvvm_reflect` calls are folded away by then.
     let mut allowed_undefined = pre_linked.allowed_undefined;
-    allowed_undefined.extend(backend.driver_symbols().iter().map(|s| s.to_string()));
+    allowed_undefined.extend(target.driver_symbols().iter().map(|s| s.to_string()));
     link::check_resolved(&module, &allowed_undefined, &searched.join(", "))?;
 
-    let artifacts = backend.emit(&job, &machine, &module, &mut dumps, settings.dump.isa)?;
+    let artifacts = target.emit(&job, &machine, &module, &mut dumps, settings.dump.isa)?;
     Ok(Compiled {
         artifacts,
         dumps,
@@ -219,7 +141,7 @@ fn check_gpu_arithmetic(module: &Module, spec: &TargetSpec) -> Result<()> {
     for function in module.get_functions() {
         for block in function.get_basic_blocks() {
             for instruction in block.get_instructions() {
-                let converts_wide_integers = backend(spec.vendor).converts_wide_integers();
+                let converts_wide_integers = target(spec.vendor).converts_wide_integers();
                 let Some((problem, fix)) =
                     unsupported_arithmetic(instruction, converts_wide_integers)
                 else {
@@ -308,61 +230,4 @@ fn unsupported_arithmetic(
         }
     }
     None
-}
-
-/// LLVM's warnings go to the build log; its errors fail the build.
-fn report_diagnostics(diagnostics: &Diagnostics, stage: &str, cargo: &CargoOutput) -> Result<()> {
-    for warning in diagnostics.check(stage)? {
-        cargo.warn(format!("LLVM: {warning}"));
-    }
-    Ok(())
-}
-
-/// Code generation of `kind`; an error diagnostic from it fails the build.
-pub(crate) fn emit_checked(
-    job: &Job,
-    machine: &TargetMachine,
-    module: &Module,
-    kind: FileType,
-) -> Result<Vec<u8>> {
-    let bytes = job
-        .timings
-        .time(Stage::Codegen, || emit(machine, module, kind))?;
-    report_diagnostics(job.diagnostics, "code generation", job.cargo)?;
-    Ok(bytes)
-}
-
-/// LLVM's default module pipeline at `O`, configured as upstream's `makeOptimizingTransformer`.
-pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
-    let options = PassBuilderOptions::create();
-    options.set_loop_unrolling(true);
-    options.set_loop_interleaving(true);
-    options.set_loop_vectorization(true);
-    options.set_loop_slp_vectorization(true);
-    module
-        .run_passes(&format!("default<O{level}>"), machine, options)
-        .map_err(|e| Error::new(ErrorKind::Codegen, format!("LLVM optimization failed: {e}")))?;
-    verify_optimized(module)
-}
-
-/// The module after optimization is valid LLVM IR.
-pub(crate) fn verify_optimized(module: &Module) -> Result<()> {
-    module.verify().map_err(|e| {
-        Error::new(
-            ErrorKind::Codegen,
-            format!("LLVM IR is invalid after optimization: {e}"),
-        )
-    })
-}
-
-pub(crate) fn emit(machine: &TargetMachine, module: &Module, kind: FileType) -> Result<Vec<u8>> {
-    machine
-        .write_to_memory_buffer(module, kind)
-        .map(|buffer| buffer.as_slice().to_vec())
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Codegen,
-                format!("LLVM code generation failed: {e}"),
-            )
-        })
 }

@@ -1,0 +1,166 @@
+//! The IR helpers every part of the host target uses (the retargeting in `mod.rs`, and the
+//! assert, printf, subgroup and MMA emulation): reading thread ids, calling back into the
+//! scheduler through the context, finding calls, builder errors. At the bottom of the host
+//! folder: it imports none of its siblings.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::targets::interface::Job;
+use gpu_manifest::host_abi;
+use inkwell::attributes::AttributeLoc;
+use inkwell::module::{Linkage, Module};
+use inkwell::values::{AsValueRef, FunctionValue, GlobalValue, IntValue, PointerValue};
+use inkwell::AddressSpace;
+
+/// The ids' bytes in the context: `host_abi::ID_SLOTS` `u32`s.
+pub(crate) const IDS_BYTES: u64 = (host_abi::ID_SLOTS * 4) as u64;
+
+pub(crate) fn codegen(e: inkwell::builder::BuilderError) -> Error {
+    Error::new(ErrorKind::Codegen, format!("building host code: {e}"))
+}
+
+/// At the builder's position: the thread-local context pointer, and the function pointer at
+/// `offset` in the context (`host_abi::*_OFFSET`).
+pub(crate) fn context_callback<'ll>(
+    job: &Job<'_, 'll>,
+    builder: &inkwell::builder::Builder<'ll>,
+    context: GlobalValue<'ll>,
+    offset: usize,
+) -> Result<(PointerValue<'ll>, PointerValue<'ll>)> {
+    let ptr = job.llvm.ptr_type(AddressSpace::default());
+    let context_pointer = builder
+        .build_load(ptr, context.as_pointer_value(), "context")
+        .map_err(codegen)?
+        .into_pointer_value();
+    // SAFETY: the function pointers sit at the host_abi offsets in the context.
+    let slot = unsafe {
+        builder.build_in_bounds_gep(
+            job.llvm.i8_type(),
+            context_pointer,
+            &[job.llvm.i64_type().const_int(offset as u64, false)],
+            "slot",
+        )
+    }
+    .map_err(codegen)?;
+    let callback = builder
+        .build_load(ptr, slot, "callback")
+        .map_err(codegen)?
+        .into_pointer_value();
+    Ok((context_pointer, callback))
+}
+
+/// At the builder's position: id `slot` (`ID_INTRINSICS`) through its reader.
+pub(crate) fn read_id<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    builder: &inkwell::builder::Builder<'ll>,
+    slot: u64,
+) -> Result<IntValue<'ll>> {
+    let reader = id_reader(job, module, ids, slot)?;
+    builder
+        .build_call(reader, &[], "id")
+        .map_err(codegen)?
+        .try_as_basic_value()
+        .basic()
+        .map(|v| v.into_int_value())
+        .ok_or_else(|| Error::new(ErrorKind::Codegen, "an id reader without a result"))
+}
+
+/// `__gpu_host_id_<slot>()`: id `slot` (`ID_INTRINSICS`) from the thread-local ids, created
+/// once.
+pub(crate) fn id_reader<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    ids: GlobalValue<'ll>,
+    slot: u64,
+) -> Result<FunctionValue<'ll>> {
+    let name = format!("__gpu_host_id_{slot}");
+    if let Some(existing) = module.get_function(&name) {
+        return Ok(existing);
+    }
+    let i32_type = job.llvm.i32_type();
+    let function =
+        module.add_function(&name, i32_type.fn_type(&[], false), Some(Linkage::Internal));
+    always_inline(job, function);
+    let builder = job.llvm.create_builder();
+    builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
+    // SAFETY: the array holds twelve u32 ids.
+    let id_pointer = unsafe {
+        builder.build_in_bounds_gep(
+            i32_type,
+            ids.as_pointer_value(),
+            &[job.llvm.i64_type().const_int(slot, false)],
+            "id",
+        )
+    }
+    .map_err(codegen)?;
+    let id = builder
+        .build_load(i32_type, id_pointer, "value")
+        .map_err(codegen)?;
+    builder.build_return(Some(&id)).map_err(codegen)?;
+    Ok(function)
+}
+
+/// A barrier of type `ty` named `name`: a call back into the scheduler through the function
+/// pointer at `offset` in the context (`host_abi::BARRIER_OFFSET` for the block's barrier,
+/// `SUBGROUP_BARRIER_OFFSET` for a subgroup exchange; coroutine kernels), after which the
+/// thread-local context and ids are restored, since other GPU threads of the block ran on this
+/// OS thread meanwhile. Kernels split at their barriers (`host_fission`) no longer call it.
+pub(crate) fn barrier_function<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    context: GlobalValue<'ll>,
+    ids: GlobalValue<'ll>,
+    name: &str,
+    ty: inkwell::types::FunctionType<'ll>,
+    offset: usize,
+) -> Result<FunctionValue<'ll>> {
+    let ptr = job.llvm.ptr_type(AddressSpace::default());
+    let function = module.add_function(name, ty, Some(Linkage::Internal));
+    let builder = job.llvm.create_builder();
+    builder.position_at_end(job.llvm.append_basic_block(function, "entry"));
+    let (context_pointer, barrier) = context_callback(job, &builder, context, offset)?;
+    let barrier_type = job.llvm.void_type().fn_type(&[ptr.into()], false);
+    builder
+        .build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "")
+        .map_err(codegen)?;
+    builder
+        .build_store(context.as_pointer_value(), context_pointer)
+        .map_err(codegen)?;
+    let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
+    builder
+        .build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes)
+        .map_err(codegen)?;
+    builder.build_return(None).map_err(codegen)?;
+    Ok(function)
+}
+
+/// The calls of `function` in `module`.
+pub(crate) fn calls_of<'ll>(
+    module: &Module<'ll>,
+    function: FunctionValue<'ll>,
+) -> Vec<inkwell::values::InstructionValue<'ll>> {
+    let mut calls = Vec::new();
+    for caller in module.get_functions() {
+        for block in caller.get_basic_blocks() {
+            for instruction in block.get_instructions() {
+                let calls_it = instruction.get_opcode() == inkwell::values::InstructionOpcode::Call
+                    // SAFETY: a call instruction has a called value.
+                    && unsafe { inkwell::llvm_sys::core::LLVMGetCalledValue(instruction.as_value_ref()) }
+                        == function.as_value_ref();
+                if calls_it {
+                    calls.push(instruction);
+                }
+            }
+        }
+    }
+    calls
+}
+
+pub(crate) fn always_inline(job: &Job, function: FunctionValue) {
+    let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
+    function.add_attribute(
+        AttributeLoc::Function,
+        job.llvm.create_enum_attribute(kind, 0),
+    );
+}

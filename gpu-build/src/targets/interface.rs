@@ -1,0 +1,318 @@
+//! The interface between the pipeline and the targets, at the bottom of both: the [`Target`]
+//! trait (MLIR's `TargetAttrInterface` / `SerializeGPUModuleBase`: defaults, attribute
+//! parameters and flags, chips, the lowering pipeline and kernel attribute, the pre-link,
+//! device-library and post-link steps, what may stay undefined, emission and file extensions,
+//! what identifies the toolkit) and the plain data it exchanges. Each target implements it in
+//! its own folder; the registry (`targets/mod.rs`) is the one place that lists them; the
+//! pipeline asks the registry and never names a target.
+
+use crate::cargo::CargoOutput;
+use crate::error::Result;
+use crate::llvm_errors::Diagnostics;
+use crate::targets::attr::Value;
+use crate::targets::support::toolkit::Toolkits;
+use crate::timing::Timings;
+use gpu_manifest::{Format, Vendor};
+use inkwell::context::Context;
+use inkwell::module::Module;
+use inkwell::targets::{RelocMode, TargetMachine};
+use std::path::{Path, PathBuf};
+
+/// What the pre-link step tells the rest of ModuleToObject.
+#[derive(Default)]
+pub(crate) struct PreLinked {
+    /// Symbols that may stay undefined (a later link provides them).
+    pub allowed_undefined: Vec<String>,
+    /// For the host target: how the runtime calls the kernels.
+    pub host: Option<gpu_manifest::HostEntries>,
+}
+
+/// A validated chip: the processor name LLVM takes and the target features its suffixes imply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Chip {
+    pub processor: String,
+    /// `+xnack,-sramecc` from `gfx90a:xnack+:sramecc-`; empty for NVPTX.
+    pub features: String,
+}
+
+/// The triple the crate is being built for: cargo's `TARGET` in a build script, else the machine's
+/// own (what LLVM was configured for).
+pub fn build_triple() -> String {
+    std::env::var("TARGET").unwrap_or_else(|_| {
+        inkwell::targets::TargetMachine::get_default_triple()
+            .as_str()
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+/// Everything needed to compile one `gpu.module` for one chip: one `#nvvm.target` or
+/// `#rocdl.target` with its parameters resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetSpec {
+    /// `nvptx`, `amdgpu` or `host`.
+    pub vendor: Vendor,
+    /// As the user wrote it, feature suffixes included (`gfx90a:xnack-`).
+    pub chip: String,
+    /// Optimization level (0-3), for LLVM and ptxas.
+    pub opt_level: u8,
+    /// The LLVM target triple.
+    pub triple: String,
+    /// LLVM target features (`+ptx80`, `+wavefrontsize64`).
+    pub features: String,
+    /// The vendor's options (`fast`, `ftz`, `daz`, ...).
+    pub flags: Flags,
+    /// Bitcode files linked into the module before optimization.
+    pub link: Vec<PathBuf>,
+    /// ROCDL code object version (`400`, `500`, `600`); empty for NVPTX.
+    pub abi: String,
+}
+
+/// The `flags` dictionary of a target attribute.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// Fast math. NVPTX: fast-math function attributes, approximate division and sqrt.
+    /// AMDGPU: `finite_only` + `unsafe_math` + `daz`, no correctly rounded sqrt.
+    pub fast: bool,
+    /// NVPTX: flush denormals to zero (libdevice's `nvvm-reflect-ftz`, f32 denormal mode).
+    pub ftz: bool,
+    /// NVPTX: extra `ptxas` arguments.
+    pub ptxas_options: Vec<String>,
+    /// NVPTX: `collect-compiler-diagnostics`: ptxas runs with `-v` and its log (registers,
+    /// spills, shared memory per kernel) is reported as a build warning, where upstream attaches
+    /// it to the `gpu.object`.
+    pub collect_diagnostics: bool,
+    /// AMDGPU: wave32 device libraries (`__oclc_wavefrontsize64 = 0`).
+    pub no_wave64: bool,
+    /// AMDGPU: denormals are zero (`__oclc_daz_opt`).
+    pub daz: bool,
+    /// AMDGPU: no infinities or NaNs (`__oclc_finite_only_opt`).
+    pub finite_only: bool,
+    /// AMDGPU: `__oclc_unsafe_math_opt`.
+    pub unsafe_math: bool,
+    /// AMDGPU: turns off `__oclc_correctly_rounded_sqrt32`.
+    pub unsafe_sqrt: bool,
+}
+
+/// One output file of a compilation.
+#[derive(Debug, Clone)]
+pub(crate) struct Artifact {
+    pub format: Format,
+    /// File extension: `ptx`, `cubin`, `hsaco`.
+    pub extension: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Which intermediate results `GPU_BUILD_DUMP` asks for (`GPU_BUILD_DUMP=llvm,isa`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DumpRequest {
+    pub llvm: bool,
+    pub isa: bool,
+}
+
+/// Intermediate text kept for `GPU_BUILD_DUMP`; only what was asked for is produced.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dumps {
+    /// LLVM IR after linking, before optimization.
+    pub linked: Option<String>,
+    pub optimized: Option<String>,
+    pub isa: Option<String>,
+}
+
+/// What one compilation needs besides the module and its target.
+pub(crate) struct ObjectSettings<'a> {
+    /// Relative `link` paths are resolved against this.
+    pub link_base: &'a Path,
+    /// Prefix of the host entry points' symbols.
+    pub host_symbol_prefix: &'a str,
+    pub dump: DumpRequest,
+    /// Where external tools may write temporary files (inside `OUT_DIR`).
+    pub scratch: &'a Path,
+    pub timings: &'a Timings,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Compiled {
+    pub artifacts: Vec<Artifact>,
+    pub dumps: Dumps,
+    /// For the host target: how the runtime calls the kernels.
+    pub host: Option<gpu_manifest::HostEntries>,
+}
+
+/// Everything a vendor hook may need.
+pub(crate) struct Job<'a, 'll> {
+    pub spec: &'a TargetSpec,
+    pub processor: &'a str,
+    pub llvm: &'ll Context,
+    /// Collects LLVM's error diagnostics.
+    pub diagnostics: &'a Diagnostics<'ll>,
+    /// Where external tools may write temporary files (inside `OUT_DIR`).
+    pub scratch: &'a Path,
+    pub toolkits: &'a Toolkits<'a>,
+    pub cargo: &'a CargoOutput,
+    pub timings: &'a Timings,
+    /// Prefix of the host entry points' symbols.
+    pub host_symbol_prefix: &'a str,
+}
+
+pub(crate) trait Target: Sync {
+    /// Which target this is.
+    fn vendor(&self) -> Vendor;
+    /// The MLIR attribute that names this target on a `gpu.module` (`nvvm.target`), if any.
+    fn attribute_name(&self) -> Option<&'static str> {
+        None
+    }
+    /// The code object ABIs the attribute's `abi` may name; empty: it takes no `abi`.
+    fn abis(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Reads one entry of the attribute's `flags` into `flags`; `None`: not a flag of this
+    /// target (`fast`, which every target takes, is read before).
+    fn parse_flag(
+        &self,
+        _flags: &mut Flags,
+        _name: &str,
+        _value: &Value,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+    /// This target's flags, for messages.
+    fn known_flags(&self) -> &'static str {
+        "fast"
+    }
+    /// Whether the target's chip is a target triple (the host's), which a build's own host
+    /// triple replaces when one is given.
+    fn chip_is_triple(&self) -> bool {
+        false
+    }
+    /// Checks a chip, splitting feature suffixes off.
+    fn parse_chip(&self, chip: &str) -> Result<Chip>;
+    /// Checks a target's `features` string.
+    fn check_features(&self, _features: &str) -> Result<()> {
+        Ok(())
+    }
+    /// Checks what only this target knows about a whole target description (checked chip).
+    fn check_spec(&self, _spec: &TargetSpec, _chip: &Chip) -> Result<()> {
+        Ok(())
+    }
+    /// Registers the target's LLVM back end.
+    fn initialize_llvm(&self);
+    /// The calling convention of kernels in LLVM IR input, and the triple prefix
+    /// (`nvptx`, `amdgcn`) that makes an LLVM IR file this target's.
+    fn llvm_ir_kernels(&self) -> Option<(u32, &'static str)> {
+        None
+    }
+    /// The MLIR dialects whose ops only this target compiles.
+    fn dialects(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The environment variable whose chips replace every module's chips for this target.
+    fn chip_override_variable(&self) -> Option<&'static str> {
+        None
+    }
+    /// Who makes the hardware, for messages (`NVIDIA`, `AMD`).
+    fn maker(&self) -> &'static str {
+        ""
+    }
+    /// The name of MLIR's lowering to this target, for messages (`NVVM`, `ROCDL`).
+    fn lowering_name(&self) -> &'static str;
+    /// Whether this target lowers through MLIR's NVVM dialect (whose lowering crashes on some
+    /// ops the front end finds first).
+    fn lowers_through_nvvm(&self) -> bool {
+        false
+    }
+    /// Why this target refuses an op that only some targets compile, when it has its own reason.
+    fn refuses_op(&self, _op: &str, _allowed_by_several: bool) -> Option<&'static str> {
+        None
+    }
+    /// Why MLIR 22 has no lowering for `op` on this target, when the target knows better than
+    /// the shared explanation.
+    fn why_not_lowered(&self, _op: &str) -> Option<&'static str> {
+        None
+    }
+
+    /// The LLVM target triple for `chip` (the host's chip is its triple).
+    fn triple(&self, chip: &str) -> String;
+    /// The chip a target without one gets.
+    fn default_chip(&self) -> String;
+    /// Target features a target without any gets.
+    fn default_features(&self) -> &'static str {
+        ""
+    }
+    /// The code object ABI a target without one gets (AMDGPU only).
+    fn default_abi(&self) -> &'static str {
+        ""
+    }
+
+    /// Why a kernel cannot have this name on this vendor, if it cannot.
+    fn kernel_name_rule(&self, _name: &str) -> Option<&'static str> {
+        None
+    }
+
+    /// The MLIR passes that lower the gpu dialect (and the vendor's own dialect) to this
+    /// vendor's (the rest of the pipeline is shared, in `lower`).
+    fn lowering_pass(&self, processor: &str) -> String;
+
+    /// Passes for the vendor's own high-level dialect, run first: before loops are lowered, so
+    /// that its types carried around loops are converted with the loops.
+    fn vendor_dialect_pass(&self) -> Option<&'static str> {
+        None
+    }
+    /// The unit attribute that makes an `llvm.func` a kernel in the LLVM IR translation.
+    fn kernel_attribute(&self) -> &'static str;
+
+    /// The relocation model of its objects.
+    fn reloc_mode(&self) -> RelocMode {
+        RelocMode::Default
+    }
+    /// Steps on the module before user bitcode and device libraries are linked.
+    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked>;
+    /// Links the device libraries the module calls; returns what was searched, for messages.
+    fn link_device_libraries<'ll>(
+        &self,
+        job: &Job<'_, 'll>,
+        module: &Module<'ll>,
+    ) -> Result<Vec<String>>;
+    /// Steps after linking, before optimization.
+    fn post_link<'ll>(&self, _job: &Job<'_, 'll>, _module: &Module<'ll>) -> Result<()> {
+        Ok(())
+    }
+    /// LLVM's default pipeline at `level`, configured as upstream's `makeOptimizingTransformer`.
+    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+        crate::targets::support::llvm::optimize(module, machine, level)
+    }
+    /// Symbols the vendor's driver provides at load time.
+    fn driver_symbols(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Whether this is a GPU, whose code cannot call software routines for wide floating point.
+    fn is_gpu(&self) -> bool {
+        true
+    }
+    /// Whether code generation expands conversions between floats and integers wider than 64
+    /// bits inline (else LLVM would call a routine no GPU library has).
+    fn converts_wide_integers(&self) -> bool {
+        true
+    }
+    /// The objects of the optimized module, with the ISA dump when asked for.
+    fn emit(
+        &self,
+        job: &Job,
+        machine: &TargetMachine,
+        module: &Module,
+        dumps: &mut Dumps,
+        dump_isa: bool,
+    ) -> Result<Vec<Artifact>>;
+    /// The file extension of the ISA dump.
+    fn isa_dump_extension(&self) -> &'static str {
+        "s"
+    }
+
+    /// Everything about the vendor's toolkit that can change an object (for cache keys).
+    fn toolkit_identity(&self, toolkits: &Toolkits) -> String;
+    /// Whether objects depend on the crate being built (host symbols are named after it), so a
+    /// cache entry cannot be shared between crates.
+    fn names_symbols_after_the_crate(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,95 @@
+//! The targets: one folder each (`nvptx/`, `amdgpu/`, `host/`) owning everything about it —
+//! attribute, defaults, flags, chips, toolkit, lowering, link steps, emission, hints — behind
+//! the [`Target`](interface::Target) trait of `interface.rs`, over the helpers of `support/`.
+//! This file is the registry, the one place that lists them: the pipeline asks it, never a
+//! target by name. `spec.rs` reads and checks target descriptions through it.
+//!
+//! Adding a target: its folder implementing `Target`, one line in [`target`] and one `Vendor`
+//! (gpu-manifest), and its driver in gpu-embed.
+
+pub(crate) mod amdgpu;
+pub(crate) mod attr;
+pub(crate) mod host;
+pub(crate) mod interface;
+pub(crate) mod nvptx;
+pub(crate) mod spec;
+pub(crate) mod support;
+
+use gpu_manifest::Vendor;
+use interface::Target;
+use std::sync::Once;
+
+/// The target `vendor` names.
+pub(crate) fn target(vendor: Vendor) -> &'static dyn Target {
+    match vendor {
+        Vendor::Nvptx => &nvptx::Nvptx,
+        Vendor::Amdgpu => &amdgpu::Amdgpu,
+        Vendor::Host => &host::Host,
+    }
+}
+
+/// Every target.
+pub(crate) fn all() -> impl Iterator<Item = &'static dyn Target> {
+    Vendor::ALL.into_iter().map(target)
+}
+
+/// The target whose MLIR attribute is `#name` (`nvvm.target`).
+pub(crate) fn by_attribute(name: &str) -> Option<&'static dyn Target> {
+    all().find(|target| target.attribute_name() == Some(name))
+}
+
+/// Every target's MLIR attribute names, for messages.
+pub(crate) fn attribute_names() -> Vec<&'static str> {
+    all().filter_map(|target| target.attribute_name()).collect()
+}
+
+/// The target an LLVM IR file of `triple` is for, with its kernels' calling convention.
+pub(crate) fn by_llvm_triple(triple: &str) -> Option<(&'static dyn Target, u32)> {
+    all().find_map(|target| {
+        let (convention, prefix) = target.llvm_ir_kernels()?;
+        triple.starts_with(prefix).then_some((target, convention))
+    })
+}
+
+/// Every kernel calling convention of LLVM IR input.
+pub(crate) fn kernel_calling_conventions() -> Vec<u32> {
+    all()
+        .filter_map(|target| Some(target.llvm_ir_kernels()?.0))
+        .collect()
+}
+
+/// Every target's kernel attribute (`nvvm.kernel`), which marks a kernel in MLIR input as
+/// `gpu.kernel` does.
+pub(crate) fn kernel_attributes() -> Vec<&'static str> {
+    all().map(|target| target.kernel_attribute()).collect()
+}
+
+/// The targets that can compile op `name`, when not all can: an op of a target's own dialect
+/// only that target; a subgroup operation the host does not emulate, the GPUs.
+pub(crate) fn targets_of_op(name: &str) -> Option<Vec<Vendor>> {
+    if let Some(owner) = owner_of_op(name) {
+        return Some(vec![owner.vendor()]);
+    }
+    let refusing: Vec<Vendor> = all()
+        .filter(|target| target.refuses_op(name, true).is_some())
+        .map(|target| target.vendor())
+        .collect();
+    (!refusing.is_empty()).then(|| {
+        all()
+            .map(|target| target.vendor())
+            .filter(|vendor| !refusing.contains(vendor))
+            .collect()
+    })
+}
+
+/// The target whose own dialect op `name` belongs to (`nvvm.*`), if any.
+pub(crate) fn owner_of_op(name: &str) -> Option<&'static dyn Target> {
+    let dialect = name.split('.').next()?;
+    all().find(|target| target.dialects().contains(&dialect))
+}
+
+/// Registers every target's LLVM back end, once per process.
+pub(crate) fn initialize_llvm() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| all().for_each(|target| target.initialize_llvm()));
+}
