@@ -5,7 +5,7 @@ use crate::timing::StageTimes;
 use gpu_manifest::Manifest;
 use std::path::{Path, PathBuf};
 
-/// What a successful [`Build::compile`] produced.
+/// What a successful [`Build::compile`](crate::Build::compile) produced.
 #[derive(Debug, Clone)]
 pub struct Report {
     /// What `include_gpu_binary!` will read: every gpu.module, its kernels and objects.

@@ -277,10 +277,9 @@ pub(crate) trait Target: Sync {
     fn post_link<'ll>(&self, _job: &Job<'_, 'll>, _module: &Module<'ll>) -> Result<()> {
         Ok(())
     }
-    /// LLVM's default pipeline at `level`, configured as upstream's `makeOptimizingTransformer`.
-    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
-        crate::targets::support::llvm::optimize(module, machine, level)
-    }
+    /// The optimization pipeline at `level`; for GPUs, LLVM's default pipeline configured as
+    /// upstream's `makeOptimizingTransformer` (`support::llvm::optimize`).
+    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()>;
     /// Symbols the vendor's driver provides at load time.
     fn driver_symbols(&self) -> &'static [&'static str] {
         &[]

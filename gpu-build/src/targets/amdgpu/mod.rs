@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
 use crate::targets::interface::{Artifact, Chip, Dumps, Flags, Job, PreLinked, Target};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
-use crate::targets::support::llvm::emit_object;
+use crate::targets::support::llvm::{emit_object, optimize};
 use crate::targets::support::toolkit::{shared_library, Toolkits};
 use crate::timing::Stage;
 use gpu_manifest::{Format, Vendor};
@@ -149,6 +149,10 @@ impl Target for Amdgpu {
         module: &Module<'ll>,
     ) -> Result<Vec<String>> {
         link_device_libraries(job, module)
+    }
+
+    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+        optimize(module, machine, level)
     }
 
     /// The object, linked into an hsaco with ld.lld.

@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
 use crate::targets::interface::{Artifact, Chip, Dumps, Flags, Job, PreLinked, Target, TargetSpec};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
-use crate::targets::support::llvm::emit_checked;
+use crate::targets::support::llvm::{emit_checked, optimize};
 use crate::targets::support::toolkit::Toolkits;
 use crate::timing::Stage;
 use gpu_manifest::{Format, Vendor};
@@ -164,6 +164,10 @@ impl Target for Nvptx {
 
     fn post_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
         post_link(job, module)
+    }
+
+    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+        optimize(module, machine, level)
     }
 
     fn driver_symbols(&self) -> &'static [&'static str] {
