@@ -63,9 +63,9 @@ impl Build {
     /// `include_gpu_binary!` calls name (in `src/`, `examples/`, `tests/`, `benches/`), each for
     /// the targets its calls ask, relative to `crate_dir`. Set the output directory, crate name
     /// and so on as for any build (`gpu-build prebuild` and tools use this).
-    pub fn for_crate(crate_dir: &Path) -> crate::Result<Build> {
+    pub fn for_crate(crate_dir: &Path) -> crate::error::Result<Build> {
         let calls = find_calls(&source_dirs(crate_dir))
-            .map_err(|e| crate::Error::new(crate::ErrorKind::Io, e))?;
+            .map_err(|e| crate::error::Error::new(crate::error::ErrorKind::Io, e))?;
         let mut build = Build::new();
         build.base_dir(crate_dir);
         for (path, requests) in calls {

@@ -6,7 +6,7 @@
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::toolkit::{find_ld_lld, shared_library};
-use crate::Report;
+use crate::report::Report;
 use gpu_manifest::{host_image, GpuModule, Manifest};
 
 /// The host image of `module` (one of `report`'s modules, built for the host).

@@ -145,7 +145,7 @@ pub(crate) fn reuse(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> Opti
 }
 
 /// Records a successful build (after its last output was written).
-pub(crate) fn record(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> crate::Result<()> {
+pub(crate) fn record(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> crate::error::Result<()> {
     let recorded = cargo.recorded();
     let record = Record {
         settings: settings.to_string(),
@@ -169,8 +169,8 @@ pub(crate) fn record(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> cra
         cargo: recorded,
     };
     let text = serde_json::to_string_pretty(&record).map_err(|e| {
-        crate::Error::new(
-            crate::ErrorKind::Io,
+        crate::error::Error::new(
+            crate::error::ErrorKind::Io,
             format!("cannot serialize the build record: {e}"),
         )
     })?;
