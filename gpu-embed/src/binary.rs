@@ -2,15 +2,21 @@
 
 pub use gpu_manifest::{Format, Vendor};
 
-/// A host kernel's entry point: `(params, context)`, see `gpu-build`'s host target.
+/// A host kernel's entry point: `(params, context)`, see `gpu-build`'s host target. Used by
+/// `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
 pub type HostEntry = unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void);
 
 /// A host kernel's entry point for a range of blocks: `(params, context, first, count) ->
-/// status`, see `gpu_manifest::host_abi::blocks_entry`.
+/// status`, see `gpu_manifest::host_abi::blocks_entry`. Used by `include_gpu_binary!`'s
+/// expansion.
+#[doc(hidden)]
 pub type HostBlocksEntry =
     unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void, u64, u64) -> u32;
 
-/// One kernel compiled for the host and linked into the program.
+/// One kernel compiled for the host and linked into the program. Used by
+/// `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub struct HostKernel {
     /// The kernel's name.
@@ -52,7 +58,9 @@ impl Object {
         }
     }
 
-    /// The host object: kernels linked into the program for `triple`.
+    /// The host object: kernels linked into the program for `triple`. Used by
+    /// `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
     pub const fn host(triple: &'static str, kernels: &'static [HostKernel]) -> Object {
         Object {
             vendor: Vendor::Host,

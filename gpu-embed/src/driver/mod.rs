@@ -5,8 +5,6 @@
 pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
-mod host_image;
-mod host_stream;
 // Generated from the vendors' headers, which document every item.
 #[allow(missing_docs)]
 pub mod sys;

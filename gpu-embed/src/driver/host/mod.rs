@@ -5,11 +5,15 @@
 //! `gpu-build`'s barrier fission); a kernel whose barriers could not be split runs each thread as
 //! a stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
 //! Memory is ordinary host memory; a launch on the default stream returns when the kernel is
-//! done, one on a stream is queued (`host_stream.rs`).
+//! done, one on a stream is queued (`stream.rs`); images loaded at run time are opened from memory
+//! (`image.rs`).
 
-use super::host_image::{self, LoadedImage};
-use super::host_stream::{drain_all, exclusive, HostEvent, HostStream};
+mod image;
+mod stream;
+
 use super::{DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern};
+use image::LoadedImage;
+use stream::{drain_all, exclusive, HostEvent, HostStream};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
@@ -488,7 +492,7 @@ impl Driver for Host {
     }
 
     fn load_image(&self, image: &[u8], _what: &str) -> Result<Handle> {
-        let module = Box::new(HostModule::Loaded(host_image::load(image)?));
+        let module = Box::new(HostModule::Loaded(image::load(image)?));
         Ok(Handle(Box::into_raw(module).cast()))
     }
 
