@@ -77,8 +77,11 @@ impl Lowering {
 /// Ops of the module that `spec`'s vendor cannot compile, or whose lowering would crash.
 pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Result<()> {
     let (vendor, chip) = (spec.vendor, &spec.chip);
-    let lowers_through_nvvm = target(vendor).lowers_through_nvvm();
-    if let Some(crasher) = desc.nvvm_crashers.first().filter(|_| lowers_through_nvvm) {
+    if let Some(crasher) = desc
+        .lowering_crashers
+        .iter()
+        .find(|crasher| crasher.vendors.contains(&vendor))
+    {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(

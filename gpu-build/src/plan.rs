@@ -12,7 +12,7 @@ use crate::lower::check_vendor_ops;
 pub(crate) use crate::request::TargetRequest;
 use crate::targets::interface::DumpRequest;
 use crate::targets::interface::TargetSpec;
-use crate::targets::target;
+use crate::targets::{all, target};
 use crate::timing::{Stage, Timings};
 use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
@@ -219,13 +219,27 @@ fn targets_for(
     let specs = resolve_targets(&desc.targets, requests, options);
     let at = &desc.location;
     if specs.is_empty() {
+        let attributes: Vec<String> = all()
+            .filter_map(|target| {
+                let attribute = target.attribute_name()?;
+                Some(format!(
+                    "#{attribute}<chip = \"{}\">",
+                    target.example_chip()
+                ))
+            })
+            .collect();
+        let first = all().next().expect("there are targets");
         return Err(Error::new(
             ErrorKind::InvalidTarget,
             format!(
                 "{at}: error: gpu.module @{} has no targets; give it target attributes \
-                 (`gpu.module @{} [#nvvm.target<chip = \"sm_80\">, #rocdl.target<chip = \"gfx90a\">]`) \
-                 or ask for targets in build.rs (`.target(Vendor::Nvptx, &[\"sm_80\"])`)",
-                desc.name, desc.name
+                 (`gpu.module @{} [{}]`) or ask for targets in build.rs (`.target(Vendor::{:?}, \
+                 &[\"{}\"])`)",
+                desc.name,
+                desc.name,
+                attributes.join(", "),
+                first.vendor(),
+                first.example_chip()
             ),
         ));
     }

@@ -94,7 +94,7 @@ pub(crate) fn write(request: &BuildRequest, paths: &Paths, cargo: &CargoOutput) 
         .collect::<Result<Vec<_>>>()?;
     let host_triple = manifest
         .objects()
-        .find(|o| o.vendor == gpu_manifest::Vendor::Host)
+        .find(|o| o.host.is_some())
         .map(|o| o.triple.clone());
     let host_library = host_triple
         .as_ref()

@@ -145,7 +145,11 @@ pub(crate) fn reuse(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> Opti
 }
 
 /// Records a successful build (after its last output was written).
-pub(crate) fn record(out_dir: &Path, settings: &str, cargo: &CargoOutput) -> crate::error::Result<()> {
+pub(crate) fn record(
+    out_dir: &Path,
+    settings: &str,
+    cargo: &CargoOutput,
+) -> crate::error::Result<()> {
     let recorded = cargo.recorded();
     let record = Record {
         settings: settings.to_string(),

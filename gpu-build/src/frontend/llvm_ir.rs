@@ -125,7 +125,7 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
         targets: vec![spec],
         kernels,
         vendor_ops: Vec::new(),
-        nvvm_crashers: Vec::new(),
+        lowering_crashers: Vec::new(),
         warnings: Vec::new(),
     })
 }

@@ -6,7 +6,7 @@ use super::{Crasher, GpuModuleDesc, KernelDesc, VendorOp};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::parse_target_list;
 use crate::targets::interface::TargetSpec;
-use crate::targets::{kernel_attributes, targets_of_op};
+use crate::targets::{kernel_attributes, lowering_crash, targets_of_op};
 use gpu_manifest::{Argument, ArgumentKind, Element, Layout};
 use melior::dialect::DialectRegistry;
 use melior::ir::attribute::{AttributeLike, StringAttribute, TypeAttribute};
@@ -125,7 +125,7 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
 
     let mut kernels = Vec::new();
     let mut vendor_ops: Vec<VendorOp> = Vec::new();
-    let mut nvvm_crashers: Vec<Crasher> = Vec::new();
+    let mut lowering_crashers: Vec<Crasher> = Vec::new();
     let mut returning = Vec::new();
     op.walk(WalkOrder::PreOrder, |inner| {
         let op_name = inner
@@ -141,8 +141,13 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
                 None => kernels.push(desc),
             }
         }
-        if let Some(crasher) = nvvm_crasher(source, &inner, &op_name) {
-            nvvm_crashers.push(crasher);
+        if let Some((op, fix, vendors)) = lowering_crash(&inner, &op_name) {
+            lowering_crashers.push(Crasher {
+                op,
+                fix,
+                vendors,
+                location: location(source, inner.location()),
+            });
         }
         if let Some(allowed) = targets_of_op(&op_name) {
             if !vendor_ops.iter().any(|known| known.allowed == allowed) {
@@ -181,50 +186,8 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
         targets,
         kernels,
         vendor_ops,
-        nvvm_crashers,
+        lowering_crashers,
         warnings,
-    })
-}
-
-/// The kinds of `gpu.subgroup_mma_elementwise` MLIR 22's NVVM lowering handles; it crashes the
-/// process (a trap or a null dereference in `createScalarOp`) on every other kind.
-const NVVM_MMA_ELEMENTWISE: [&str; 5] = ["addf", "mulf", "maxf", "minf", "divf"];
-
-/// `op` if it is one the NVVM lowering would crash on.
-fn nvvm_crasher(source: &SourceFile, op: &OperationRef, name: &str) -> Option<Crasher> {
-    if name != "gpu.subgroup_mma_elementwise" {
-        return None;
-    }
-    let kind_attribute = op.attribute("opType").ok()?.to_string();
-    // `#gpu<mma_element_wise subf>`
-    let kind = kind_attribute
-        .trim_end_matches('>')
-        .rsplit([' ', '<'])
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    if NVVM_MMA_ELEMENTWISE.contains(&kind.as_str()) {
-        return None;
-    }
-    let instead = match kind.as_str() {
-        "subf" => {
-            "write a - b as addf of a and (mulf of b and a fragment of -1 from \
-                   gpu.subgroup_mma_constant_matrix)"
-        }
-        "negatef" => {
-            "write -a as mulf of a and a fragment of -1 from \
-                      gpu.subgroup_mma_constant_matrix"
-        }
-        _ => "load the fragment into registers another way (memref, vector) for this operation",
-    };
-    Some(Crasher {
-        op: format!("{name} {kind}"),
-        fix: format!(
-            "MLIR 22's NVVM lowering handles only {} on MMA fragments and crashes on the others; \
-             {instead}",
-            NVVM_MMA_ELEMENTWISE.join(", ")
-        ),
-        location: location(source, op.location()),
     })
 }
 

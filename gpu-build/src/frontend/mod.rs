@@ -21,8 +21,8 @@ pub(crate) struct GpuModuleDesc {
     /// The first op of each kind that only some targets can compile (`nvvm.*`, `rocdl.*`,
     /// subgroup operations), if any.
     pub vendor_ops: Vec<VendorOp>,
-    /// Ops MLIR 22's NVVM lowering crashes on (refused before it runs), if any.
-    pub nvvm_crashers: Vec<Crasher>,
+    /// Ops a target's MLIR 22 lowering crashes on (refused before it runs), if any.
+    pub lowering_crashers: Vec<Crasher>,
     /// What the build should warn about the module (`file:line:col: warning: ...`).
     pub warnings: Vec<String>,
 }
@@ -35,6 +35,8 @@ pub(crate) struct Crasher {
     pub op: String,
     /// Why, and what to write instead.
     pub fix: String,
+    /// The targets whose lowering crashes on it.
+    pub vendors: Vec<Vendor>,
     pub location: SourceLocation,
 }
 

@@ -16,6 +16,7 @@ use gpu_manifest::{Format, Vendor};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::targets::{RelocMode, TargetMachine};
+use melior::ir::OperationRef;
 use std::path::{Path, PathBuf};
 
 /// What the pre-link step tells the rest of ModuleToObject.
@@ -185,6 +186,8 @@ pub(crate) trait Target: Sync {
     fn chip_is_triple(&self) -> bool {
         false
     }
+    /// A chip to show in examples and messages (`sm_80`).
+    fn example_chip(&self) -> &'static str;
     /// Checks a chip, splitting feature suffixes off.
     fn parse_chip(&self, chip: &str) -> Result<Chip>;
     /// Checks a target's `features` string.
@@ -216,10 +219,10 @@ pub(crate) trait Target: Sync {
     }
     /// The name of MLIR's lowering to this target, for messages (`NVVM`, `ROCDL`).
     fn lowering_name(&self) -> &'static str;
-    /// Whether this target lowers through MLIR's NVVM dialect (whose lowering crashes on some
-    /// ops the front end finds first).
-    fn lowers_through_nvvm(&self) -> bool {
-        false
+    /// Whether MLIR 22's lowering for this target would crash the process on `op` (named
+    /// `name`): the op as written and what to write instead. The front end finds these first.
+    fn lowering_crash(&self, _op: &OperationRef, _name: &str) -> Option<(String, String)> {
+        None
     }
     /// Why this target refuses an op that only some targets compile, when it has its own reason.
     fn refuses_op(&self, _op: &str, _allowed_by_several: bool) -> Option<&'static str> {

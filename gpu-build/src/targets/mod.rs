@@ -88,6 +88,24 @@ pub(crate) fn owner_of_op(name: &str) -> Option<&'static dyn Target> {
     all().find(|target| target.dialects().contains(&dialect))
 }
 
+/// Whether some target's MLIR lowering would crash on `op`: the op as written, what to write
+/// instead, and the targets concerned.
+pub(crate) fn lowering_crash(
+    op: &melior::ir::OperationRef,
+    name: &str,
+) -> Option<(String, String, Vec<Vendor>)> {
+    let mut found: Option<(String, String, Vec<Vendor>)> = None;
+    for target in all() {
+        if let Some((what, fix)) = target.lowering_crash(op, name) {
+            found
+                .get_or_insert_with(|| (what, fix, Vec::new()))
+                .2
+                .push(target.vendor());
+        }
+    }
+    found
+}
+
 /// Registers every target's LLVM back end, once per process.
 pub(crate) fn initialize_llvm() {
     static INIT: Once = Once::new();

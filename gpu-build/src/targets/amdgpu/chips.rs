@@ -79,6 +79,9 @@ pub(crate) const AMDGPU_MODE_FEATURES: &[&str] = &[
     "tgsplit",
 ];
 
+/// The chip examples and messages show.
+pub(crate) const EXAMPLE: &str = "gfx90a";
+
 /// Checks an AMDGPU chip, splitting `:xnack±` / `:sramecc±` off as features.
 pub(crate) fn parse(chip: &str) -> Result<Chip> {
     parse_chip(
@@ -87,7 +90,7 @@ pub(crate) fn parse(chip: &str) -> Result<Chip> {
             known: AMDGPU_CHIPS,
             suffixes: AMDGPU_CHIP_FEATURES,
             suffix_help: "AMDGPU chips take `:xnack+`, `:xnack-`, `:sramecc+` or `:sramecc-`",
-            example: "gfx90a",
+            example: EXAMPLE,
         },
         chip,
     )

@@ -89,6 +89,10 @@ impl Target for Amdgpu {
         FLAGS
     }
 
+    fn example_chip(&self) -> &'static str {
+        chips::EXAMPLE
+    }
+
     fn parse_chip(&self, chip: &str) -> Result<Chip> {
         chips::parse(chip)
     }

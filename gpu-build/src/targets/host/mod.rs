@@ -39,7 +39,7 @@ mod subgroup;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{build_triple, Artifact, Chip, Dumps, Job, PreLinked, Target};
-use crate::targets::nvptx::{nvvm_lowering, NVGPU_LOWERING};
+use crate::targets::nvptx::lowering::{nvvm_crash, nvvm_lowering, NVGPU_LOWERING};
 use crate::targets::support::llvm::{emit_object, verify_optimized};
 use crate::targets::support::toolkit::Toolkits;
 use fission::{fission, Fission, Regions, DONE};
@@ -57,6 +57,7 @@ use inkwell::values::{
 };
 use inkwell::AddressSpace;
 use ir::{always_inline, barrier_function, calls_of, codegen, id_reader, IDS_BYTES};
+use melior::ir::OperationRef;
 
 /// NVPTX's shared address space.
 const WORKGROUP_ADDRESS_SPACE: u16 = 3;
@@ -164,6 +165,10 @@ impl Target for Host {
         true
     }
 
+    fn example_chip(&self) -> &'static str {
+        "x86_64-unknown-linux-gnu"
+    }
+
     /// Any triple, compiled for its baseline processor (as rustc does by default).
     fn parse_chip(&self, _chip: &str) -> Result<Chip> {
         Ok(Chip {
@@ -184,8 +189,8 @@ impl Target for Host {
         "NVVM"
     }
 
-    fn lowers_through_nvvm(&self) -> bool {
-        true
+    fn lowering_crash(&self, op: &OperationRef, name: &str) -> Option<(String, String)> {
+        nvvm_crash(op, name)
     }
 
     fn refuses_op(&self, op: &str, allowed_by_several: bool) -> Option<&'static str> {

@@ -58,6 +58,9 @@ pub(crate) const PTX_VERSIONS: &[u32] = &[
     83, 84, 85, 86, 87, 88, 90,
 ];
 
+/// The chip examples and messages show.
+pub(crate) const EXAMPLE: &str = "sm_80";
+
 /// Every NVPTX processor name.
 pub(crate) fn known_chips() -> Vec<&'static str> {
     NVPTX_CHIPS.iter().map(|(chip, _)| *chip).collect()
@@ -71,7 +74,7 @@ pub(crate) fn parse(chip: &str) -> Result<Chip> {
             known: &known_chips(),
             suffixes: &[],
             suffix_help: "NVPTX chips take no suffixes",
-            example: "sm_80",
+            example: EXAMPLE,
         },
         chip,
     )

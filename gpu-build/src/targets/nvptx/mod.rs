@@ -12,6 +12,7 @@
 //! `-prec-sqrt=true`) unless `fast` is set.
 
 pub(crate) mod chips;
+pub(crate) mod lowering;
 pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -32,6 +33,8 @@ use inkwell::llvm_sys::LLVMFastMathAll;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::targets::{FileType, TargetMachine};
 use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
+use lowering::{nvvm_crash, nvvm_lowering, NVGPU_LOWERING};
+use melior::ir::OperationRef;
 use std::process::Command;
 use toolkit::cuda;
 
@@ -78,6 +81,10 @@ impl Target for Nvptx {
         FLAGS
     }
 
+    fn example_chip(&self) -> &'static str {
+        chips::EXAMPLE
+    }
+
     fn parse_chip(&self, chip: &str) -> Result<Chip> {
         chips::parse(chip)
     }
@@ -114,8 +121,8 @@ impl Target for Nvptx {
         "NVVM"
     }
 
-    fn lowers_through_nvvm(&self) -> bool {
-        true
+    fn lowering_crash(&self, op: &OperationRef, name: &str) -> Option<(String, String)> {
+        nvvm_crash(op, name)
     }
 
     fn triple(&self, _chip: &str) -> String {
@@ -481,19 +488,6 @@ fn is_ptx_identifier(name: &str) -> bool {
         Some('_' | '$') => name.len() > 1 && chars.all(follows),
         _ => false,
     }
-}
-
-/// nvgpu ops (`nvgpu.mma.sync`, TMA, mbarriers, warpgroup MMA, ...) first, as upstream's
-/// `gpu-lower-to-nvvm-pipeline` does: a warpgroup accumulator carried by an `scf.for` is
-/// converted with the loop, which it cannot be once the loop is branches.
-pub(crate) const NVGPU_LOWERING: &str = "convert-nvgpu-to-nvvm";
-
-/// The gpu.module's lowering to NVVM, as in upstream's `gpu-lower-to-nvvm-pipeline`: the NVVM
-/// ops that are PTX inline assembly (`nvvm.mbarrier.try_wait.parity`, ...) to LLVM, then the
-/// gpu dialect; with `has_redux` (sm_80 and later), `gpu.subgroup_reduce` through `redux.sync`.
-pub(crate) fn nvvm_lowering(has_redux: bool) -> String {
-    let redux = if has_redux { "{has-redux=1}" } else { "" };
-    format!("convert-nvvm-to-llvm,convert-gpu-to-nvvm{redux}")
 }
 
 #[cfg(test)]

@@ -98,15 +98,24 @@ fn pip_wheel_roots(cargo: &CargoOutput) -> Vec<PathBuf> {
     if let Some(python) = cargo.env("GPU_BUILD_PYTHON") {
         site_dirs.extend(ask_python(&python));
     } else {
-        for python in on_path(cargo, "python3").into_iter().filter(|p| p.is_file()) {
+        for python in on_path(cargo, "python3")
+            .into_iter()
+            .filter(|p| p.is_file())
+        {
             site_dirs.extend(installation_site_dirs(&python));
         }
         if let Some(home) = cargo.env("HOME") {
-            site_dirs.extend(python_lib_dirs(&Path::new(&home).join(".local"), "site-packages"));
+            site_dirs.extend(python_lib_dirs(
+                &Path::new(&home).join(".local"),
+                "site-packages",
+            ));
         }
     }
     let mut roots: Vec<PathBuf> = Vec::new();
-    for root in site_dirs.into_iter().map(|dir| dir.join("nvidia/cuda_nvcc")) {
+    for root in site_dirs
+        .into_iter()
+        .map(|dir| dir.join("nvidia/cuda_nvcc"))
+    {
         if !roots.contains(&root) {
             roots.push(root);
         }

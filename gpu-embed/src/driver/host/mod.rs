@@ -12,17 +12,17 @@ mod image;
 mod stream;
 
 use super::{DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern};
-use image::LoadedImage;
-use stream::{drain_all, exclusive, HostEvent, HostStream};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_manifest::host_abi::{self, DYNAMIC_SHARED_BYTES};
+use image::LoadedImage;
 use std::alloc::Layout;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use stream::{drain_all, exclusive, HostEvent, HostStream};
 
 /// What a host module handle points at: the kernels of an object linked into the program, or
 /// of an image loaded at run time (with the library holding them).
