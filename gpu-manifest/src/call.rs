@@ -80,12 +80,7 @@ pub struct TargetArg {
 impl TargetArg {
     /// The vendor a known alias probably meant, for "did you mean" messages.
     pub fn suggestion(&self) -> Option<Vendor> {
-        match self.name.to_string().to_ascii_lowercase().as_str() {
-            "cuda" | "nvidia" | "nvvm" | "ptx" | "cubin" | "sm" | "nvptx64" => Some(Vendor::Nvptx),
-            "amd" | "rocm" | "rocdl" | "hip" | "hsaco" | "amdgcn" | "gfx" => Some(Vendor::Amdgpu),
-            "cpu" | "x86" | "x86_64" | "aarch64" | "native" | "llvm" => Some(Vendor::Host),
-            _ => None,
-        }
+        Vendor::from_alias(&self.name.to_string())
     }
 }
 

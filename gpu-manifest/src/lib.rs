@@ -364,6 +364,17 @@ impl Vendor {
         Vendor::ALL.into_iter().find(|vendor| vendor.name() == name)
     }
 
+    /// The vendor a common other name for it means (`cuda`, `rocm`, `cpu`, ...), for "did you
+    /// mean" messages and the command line's aliases.
+    pub fn from_alias(alias: &str) -> Option<Vendor> {
+        match alias.to_ascii_lowercase().as_str() {
+            "cuda" | "nvidia" | "nvvm" | "ptx" | "cubin" | "sm" | "nvptx64" => Some(Vendor::Nvptx),
+            "amd" | "rocm" | "rocdl" | "hip" | "hsaco" | "amdgcn" | "gfx" => Some(Vendor::Amdgpu),
+            "cpu" | "x86" | "x86_64" | "aarch64" | "native" | "llvm" => Some(Vendor::Host),
+            _ => None,
+        }
+    }
+
     /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`, `host`.
     pub fn name(self) -> &'static str {
         match self {

@@ -143,16 +143,13 @@ fn main() -> ExitCode {
 /// `nvptx:sm_80,sm_90` → (Nvptx, [sm_80, sm_90]).
 fn parse_target(text: &str) -> Result<(Vendor, Vec<String>), String> {
     let (vendor, chips) = text.split_once(':').unwrap_or((text, ""));
-    let vendor = match vendor {
-        "nvptx" | "cuda" => Vendor::Nvptx,
-        "amdgpu" | "rocm" | "hip" => Vendor::Amdgpu,
-        "host" | "cpu" => Vendor::Host,
-        other => {
-            return Err(format!(
-                "unknown target vendor `{other}` in `--target {text}`; use nvptx, amdgpu or host \
-                 (with chips: `nvptx:sm_80,sm_90`)"
-            ))
-        }
+    let Some(vendor) = Vendor::from_name(vendor).or_else(|| Vendor::from_alias(vendor)) else {
+        let names: Vec<&str> = Vendor::ALL.iter().map(|v| v.name()).collect();
+        return Err(format!(
+            "unknown target vendor `{vendor}` in `--target {text}`; use {} (with chips: \
+             `nvptx:sm_80,sm_90`)",
+            names.join(", ")
+        ));
     };
     let chips = chips
         .split(',')
