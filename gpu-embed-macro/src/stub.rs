@@ -188,8 +188,13 @@ fn safety_doc(kernel: &Kernel, names: &[String]) -> String {
         doc.push_str(&line);
     }
     if !scalars.is_empty() {
+        let (subject, verb) = if scalars.len() == 1 {
+            ("it", "describes")
+        } else {
+            ("they", "describe")
+        };
         doc.push_str(&format!(
-            "- {}: consistent with the views and pointers they describe: a size or index the \
+            "- {}: consistent with the views and pointers {subject} {verb}: a size or index the \
              kernel uses must not take it outside them.\n",
             scalars.join(", ")
         ));
