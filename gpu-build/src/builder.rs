@@ -65,13 +65,19 @@ impl Build {
     }
 
     /// Builds for `vendor`. Named chips replace the file's own chips for that vendor (its other
-    /// target parameters are kept); no chips means the file's own targets for that vendor, or the
-    /// default chip. Without any `target` call, each gpu.module's own target attributes are used.
+    /// target parameters are kept); no chips means the file's own targets for that vendor, else
+    /// the vendor's default chips ([`Vendor::default_chips`]: the same rule as a bare vendor in
+    /// `include_gpu_binary!`). Without any `target` call, each gpu.module's own target attributes
+    /// are used.
     pub fn target(&mut self, vendor: Vendor, chips: &[&str]) -> &mut Build {
         self.requests.push(TargetRequest {
             vendor,
             chips: chips.iter().map(|c| c.to_string()).collect(),
-            fallback: Vec::new(),
+            fallback: vendor
+                .default_chips()
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
         });
         self
     }

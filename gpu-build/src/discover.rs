@@ -10,12 +10,12 @@ use gpu_manifest::Vendor;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-/// The chips a bare `nvptx` builds for when the kernel file has no `#nvvm.target`: a cubin for
-/// Turing, Ampere and Hopper, and their PTX (which newer GPUs compile at load time).
-pub const NVPTX_DEFAULT_CHIPS: &[&str] = &["sm_75", "sm_80", "sm_90"];
-/// The chips a bare `amdgpu` builds for when the kernel file has no `#rocdl.target`: MI200,
-/// MI300 and RDNA3.
-pub const AMDGPU_DEFAULT_CHIPS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
+/// The chips a bare `nvptx` builds for when the kernel file has no `#nvvm.target`
+/// ([`Vendor::default_chips`]).
+pub const NVPTX_DEFAULT_CHIPS: &[&str] = Vendor::Nvptx.default_chips();
+/// The chips a bare `amdgpu` builds for when the kernel file has no `#rocdl.target`
+/// ([`Vendor::default_chips`]).
+pub const AMDGPU_DEFAULT_CHIPS: &[&str] = Vendor::Amdgpu.default_chips();
 
 /// The folders of a crate whose Rust files may call `include_gpu_binary!`.
 const SOURCE_DIRS: [&str; 4] = ["src", "examples", "tests", "benches"];
@@ -121,12 +121,7 @@ fn requests_of(call: &IncludeCall) -> Vec<TargetRequest> {
         .iter()
         .filter_map(|target| {
             let vendor = target.vendor?;
-            let fallback: &[&str] = match vendor {
-                Vendor::Nvptx => NVPTX_DEFAULT_CHIPS,
-                Vendor::Amdgpu => AMDGPU_DEFAULT_CHIPS,
-                // The build's own target triple.
-                Vendor::Host => &[],
-            };
+            let fallback = vendor.default_chips();
             Some(TargetRequest {
                 vendor,
                 chips: target.chips.iter().map(|(chip, _)| chip.clone()).collect(),

@@ -17,14 +17,9 @@ use crate::targets::{owner_of_op, target, target as target_of};
 use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
-use melior::ir::attribute::{Attribute, TypeAttribute};
-use melior::ir::block::BlockLike;
-use melior::ir::operation::OperationBuilder;
+use melior::ir::attribute::Attribute;
 use melior::ir::operation::OperationRefMut;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
-use melior::ir::r#type::FunctionType;
-use melior::ir::RegionLike;
-use melior::ir::{Type, Value, ValueLike};
 use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
@@ -169,7 +164,7 @@ pub(crate) fn lower_to_llvm<'ll>(
         // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
         let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
         mark_llvm_kernels(&mlir.context, &mut gpu_module, kernel_attribute);
-        pass_tensor_maps_as_pointers(&mlir.context, &gpu_module);
+        target_of(vendor).prepare_for_lowering(&mlir.context, &gpu_module);
         mlir.diagnostics.take();
         // SAFETY: the op and the pass manager share `mlir.context`.
         let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };
@@ -304,80 +299,5 @@ fn mark_llvm_kernels(context: &melior::Context, gpu_module: &mut OperationRefMut
         let mut op = unsafe { OperationRefMut::from_raw(raw) };
         let unit = Attribute::unit(context);
         op.set_discardable_attribute(attribute, unit);
-    }
-}
-
-/// A kernel argument of type `!nvgpu.tensormap.descriptor` (a TMA descriptor, upstream's
-/// CUDA/sm90 tests) becomes an `!llvm.ptr` parameter, cast back at the entry. Upstream's NVVM
-/// pipeline converts nvgpu types before it outlines kernels, so its kernels never see the type;
-/// a kernel written or outlined with it would otherwise fail `convert-gpu-to-nvvm`, which cannot
-/// convert nvgpu types in a signature. The nvgpu lowering folds the cast into its pointer.
-fn pass_tensor_maps_as_pointers(context: &melior::Context, gpu_module: &OperationRefMut) {
-    let mut functions = Vec::new();
-    gpu_module.walk(WalkOrder::PreOrder, |op| {
-        if op.name().as_string_ref().as_str() == Ok("gpu.func") {
-            functions.push(op.to_raw());
-        }
-        WalkResult::Advance
-    });
-    for raw in functions {
-        // SAFETY: ops found in the walk above, still alive and not otherwise borrowed.
-        let mut function = unsafe { OperationRefMut::from_raw(raw) };
-        let Some(function_type) = function
-            .attribute("function_type")
-            .ok()
-            .and_then(|a| TypeAttribute::try_from(a).ok())
-            .and_then(|a| FunctionType::try_from(a.value()).ok())
-        else {
-            continue;
-        };
-        let Some(entry) = function.region(0).ok().and_then(|r| r.first_block()) else {
-            continue;
-        };
-        let mut inputs: Vec<Type> = (0..function_type.input_count())
-            .filter_map(|i| function_type.input(i).ok())
-            .collect();
-        let mut changed = false;
-        for (index, input) in inputs.iter_mut().enumerate() {
-            if !input.to_string().starts_with("!nvgpu.tensormap.descriptor") {
-                continue;
-            }
-            // Parsed, not built: parsing loads the LLVM dialect, which may not be loaded yet.
-            let (Ok(argument), Some(pointer)) =
-                (entry.argument(index), Type::parse(context, "!llvm.ptr"))
-            else {
-                continue;
-            };
-            let cast =
-                OperationBuilder::new("builtin.unrealized_conversion_cast", argument.location())
-                    .add_operands(&[argument.into()])
-                    .add_results(&[*input])
-                    .build();
-            let Ok(cast) = cast else { continue };
-            let cast = entry.insert_operation(0, cast);
-            let Ok(cast_result) = cast.result(0) else {
-                continue;
-            };
-            let except = cast.to_raw();
-            // SAFETY: both values live in `function`; the cast is the one use to keep.
-            unsafe {
-                mlir_sys::mlirValueReplaceAllUsesExcept(
-                    argument.to_raw(),
-                    Value::from(cast_result).to_raw(),
-                    1,
-                    &except as *const _ as *mut _,
-                )
-            };
-            argument.set_type(pointer);
-            *input = pointer;
-            changed = true;
-        }
-        if changed {
-            let results: Vec<Type> = (0..function_type.result_count())
-                .filter_map(|i| function_type.result(i).ok())
-                .collect();
-            let new_type = FunctionType::new(context, &inputs, &results);
-            function.set_attribute("function_type", TypeAttribute::new(new_type.into()).into());
-        }
     }
 }

@@ -364,6 +364,18 @@ impl Vendor {
         Vendor::ALL.into_iter().find(|vendor| vendor.name() == name)
     }
 
+    /// The chips a bare vendor builds for (`targets = [nvptx]` in `include_gpu_binary!`,
+    /// `Build::target(vendor, &[])`) when the kernel file has no target attribute of its own: for
+    /// NVIDIA a cubin for Turing, Ampere and Hopper and their PTX (which newer GPUs compile at
+    /// load time); for AMD MI200, MI300 and RDNA3; for the host none (the build's own triple).
+    pub const fn default_chips(self) -> &'static [&'static str] {
+        match self {
+            Vendor::Nvptx => &["sm_75", "sm_80", "sm_90"],
+            Vendor::Amdgpu => &["gfx90a", "gfx942", "gfx1100"],
+            Vendor::Host => &[],
+        }
+    }
+
     /// The vendor a common other name for it means (`cuda`, `rocm`, `cpu`, ...), for "did you
     /// mean" messages and the command line's aliases.
     pub fn from_alias(alias: &str) -> Option<Vendor> {

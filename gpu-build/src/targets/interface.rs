@@ -16,6 +16,7 @@ use gpu_manifest::{Format, Vendor};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::targets::{RelocMode, TargetMachine};
+use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
 use std::path::{Path, PathBuf};
 
@@ -219,6 +220,10 @@ pub(crate) trait Target: Sync {
     }
     /// The name of MLIR's lowering to this target, for messages (`NVVM`, `ROCDL`).
     fn lowering_name(&self) -> &'static str;
+    /// Rewrites the `gpu.module` before its lowering pipeline runs (after the kernel attribute
+    /// is set). Targets whose lowering pipelines are equal (they share one lowering) must make
+    /// the same rewrite.
+    fn prepare_for_lowering(&self, _context: &melior::Context, _gpu_module: &OperationRefMut) {}
     /// Whether MLIR 22's lowering for this target would crash the process on `op` (named
     /// `name`): the op as written and what to write instead. The front end finds these first.
     fn lowering_crash(&self, _op: &OperationRef, _name: &str) -> Option<(String, String)> {

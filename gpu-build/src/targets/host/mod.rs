@@ -39,7 +39,9 @@ mod subgroup;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{build_triple, Artifact, Chip, Dumps, Job, PreLinked, Target};
-use crate::targets::nvptx::lowering::{nvvm_crash, nvvm_lowering, NVGPU_LOWERING};
+use crate::targets::nvptx::lowering::{
+    nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING,
+};
 use crate::targets::support::llvm::{emit_object, verify_optimized};
 use crate::targets::support::toolkit::Toolkits;
 use fission::{fission, Fission, Regions, DONE};
@@ -57,6 +59,7 @@ use inkwell::values::{
 };
 use inkwell::AddressSpace;
 use ir::{always_inline, barrier_function, calls_of, codegen, id_reader, IDS_BYTES};
+use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
 
 /// NVPTX's shared address space.
@@ -191,6 +194,12 @@ impl Target for Host {
 
     fn lowering_crash(&self, op: &OperationRef, name: &str) -> Option<(String, String)> {
         nvvm_crash(op, name)
+    }
+
+    /// TMA descriptors become pointers before the NVVM lowering (see
+    /// `pass_tensor_maps_as_pointers`).
+    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
+        pass_tensor_maps_as_pointers(context, gpu_module);
     }
 
     fn refuses_op(&self, op: &str, allowed_by_several: bool) -> Option<&'static str> {

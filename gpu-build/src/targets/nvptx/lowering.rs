@@ -1,8 +1,12 @@
 //! MLIR's NVVM lowering, as the NVPTX target (and the host, which starts from it) runs it: the
 //! pipeline, and the ops MLIR 22's lowering crashes the process on, refused before it runs.
 
-use melior::ir::operation::OperationLike;
-use melior::ir::OperationRef;
+use melior::ir::attribute::TypeAttribute;
+use melior::ir::block::BlockLike;
+use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRefMut};
+use melior::ir::operation::{WalkOrder, WalkResult};
+use melior::ir::r#type::FunctionType;
+use melior::ir::{OperationRef, RegionLike, Type, Value, ValueLike};
 
 /// nvgpu ops (`nvgpu.mma.sync`, TMA, mbarriers, warpgroup MMA, ...) first, as upstream's
 /// `gpu-lower-to-nvvm-pipeline` does: a warpgroup accumulator carried by an `scf.for` is
@@ -56,4 +60,82 @@ pub(crate) fn nvvm_crash(op: &OperationRef, name: &str) -> Option<(String, Strin
             NVVM_MMA_ELEMENTWISE.join(", ")
         ),
     ))
+}
+
+/// A kernel argument of type `!nvgpu.tensormap.descriptor` (a TMA descriptor, upstream's
+/// CUDA/sm90 tests) becomes an `!llvm.ptr` parameter, cast back at the entry. Upstream's NVVM
+/// pipeline converts nvgpu types before it outlines kernels, so its kernels never see the type;
+/// a kernel written or outlined with it would otherwise fail `convert-gpu-to-nvvm`, which cannot
+/// convert nvgpu types in a signature. The nvgpu lowering folds the cast into its pointer.
+pub(crate) fn pass_tensor_maps_as_pointers(
+    context: &melior::Context,
+    gpu_module: &OperationRefMut,
+) {
+    let mut functions = Vec::new();
+    gpu_module.walk(WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok("gpu.func") {
+            functions.push(op.to_raw());
+        }
+        WalkResult::Advance
+    });
+    for raw in functions {
+        // SAFETY: ops found in the walk above, still alive and not otherwise borrowed.
+        let mut function = unsafe { OperationRefMut::from_raw(raw) };
+        let Some(function_type) = function
+            .attribute("function_type")
+            .ok()
+            .and_then(|a| TypeAttribute::try_from(a).ok())
+            .and_then(|a| FunctionType::try_from(a.value()).ok())
+        else {
+            continue;
+        };
+        let Some(entry) = function.region(0).ok().and_then(|r| r.first_block()) else {
+            continue;
+        };
+        let mut inputs: Vec<Type> = (0..function_type.input_count())
+            .filter_map(|i| function_type.input(i).ok())
+            .collect();
+        let mut changed = false;
+        for (index, input) in inputs.iter_mut().enumerate() {
+            if !input.to_string().starts_with("!nvgpu.tensormap.descriptor") {
+                continue;
+            }
+            // Parsed, not built: parsing loads the LLVM dialect, which may not be loaded yet.
+            let (Ok(argument), Some(pointer)) =
+                (entry.argument(index), Type::parse(context, "!llvm.ptr"))
+            else {
+                continue;
+            };
+            let cast =
+                OperationBuilder::new("builtin.unrealized_conversion_cast", argument.location())
+                    .add_operands(&[argument.into()])
+                    .add_results(&[*input])
+                    .build();
+            let Ok(cast) = cast else { continue };
+            let cast = entry.insert_operation(0, cast);
+            let Ok(cast_result) = cast.result(0) else {
+                continue;
+            };
+            let except = cast.to_raw();
+            // SAFETY: both values live in `function`; the cast is the one use to keep.
+            unsafe {
+                mlir_sys::mlirValueReplaceAllUsesExcept(
+                    argument.to_raw(),
+                    Value::from(cast_result).to_raw(),
+                    1,
+                    &except as *const _ as *mut _,
+                )
+            };
+            argument.set_type(pointer);
+            *input = pointer;
+            changed = true;
+        }
+        if changed {
+            let results: Vec<Type> = (0..function_type.result_count())
+                .filter_map(|i| function_type.result(i).ok())
+                .collect();
+            let new_type = FunctionType::new(context, &inputs, &results);
+            function.set_attribute("function_type", TypeAttribute::new(new_type.into()).into());
+        }
+    }
 }

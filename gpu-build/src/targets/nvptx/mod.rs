@@ -33,7 +33,8 @@ use inkwell::llvm_sys::LLVMFastMathAll;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::targets::{FileType, TargetMachine};
 use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
-use lowering::{nvvm_crash, nvvm_lowering, NVGPU_LOWERING};
+use lowering::{nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING};
+use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
 use std::process::Command;
 use toolkit::cuda;
@@ -123,6 +124,12 @@ impl Target for Nvptx {
 
     fn lowering_crash(&self, op: &OperationRef, name: &str) -> Option<(String, String)> {
         nvvm_crash(op, name)
+    }
+
+    /// TMA descriptors become pointers before the NVVM lowering (see
+    /// `pass_tensor_maps_as_pointers`).
+    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
+        pass_tensor_maps_as_pointers(context, gpu_module);
     }
 
     fn triple(&self, _chip: &str) -> String {
