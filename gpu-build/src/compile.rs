@@ -14,7 +14,7 @@ use crate::lower::{lower_to_llvm, Lowering};
 use crate::module_to_object::module_to_object;
 use crate::output::{start_build, write_manifest, write_outputs, CompiledModule};
 use crate::parallel::run_all;
-use crate::plan::{plan_file, FilePlan, ModulePlan, Options};
+use crate::plan::{plan_file, BuildContext, FilePlan, ModulePlan};
 use crate::report::{Paths, Report};
 use crate::request::BuildInputs;
 use crate::targets::interface::{build_triple, Compiled, DumpRequest, ObjectSettings, TargetSpec};
@@ -65,7 +65,7 @@ pub(crate) struct Compilation {
 /// Compiles every module of `plans` for every target.
 pub(crate) fn compile_all(
     plans: &[FilePlan],
-    options: &Options,
+    options: &BuildContext,
     toolkits: &Toolkits,
     cache: Option<&Cache>,
     cargo: &CargoOutput,
@@ -133,7 +133,7 @@ pub(crate) fn compile_all(
     let done = std::sync::atomic::AtomicUsize::new(cache_hits);
     let built = run_all(&jobs, |(task, lowered)| {
         let (result, warnings) =
-            cargo.capture_warnings(|| codegen(task, lowered, options, toolkits, cargo));
+            cargo.capture_warnings(|| module_objects(task, lowered, options, toolkits, cargo));
         if options.progress && result.is_ok() {
             let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             eprintln!(
@@ -222,7 +222,7 @@ fn lowering_units<'p>(tasks: &[Task<'p>], misses: &[usize]) -> Vec<LoweringUnit<
 
 /// Lowers a unit's modules (one parse of the file) to LLVM IR, reads each kernel's lowered
 /// parameters, and hands each module on as bitcode.
-fn lower_unit(unit: &LoweringUnit, options: &Options) -> Result<Vec<Lowered>> {
+fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<Lowered>> {
     let source = &unit.file.source;
     let _compiling = Compiling::new(format!(
         "{}: lowering for {} {}",
@@ -267,10 +267,10 @@ fn lower_unit(unit: &LoweringUnit, options: &Options) -> Result<Vec<Lowered>> {
 }
 
 /// ModuleToObject for one task, from its lowering's bitcode, in its own LLVM context.
-fn codegen(
+fn module_objects(
     task: &Task,
     lowered: &Lowered,
-    options: &Options,
+    options: &BuildContext,
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
@@ -329,7 +329,7 @@ pub(crate) fn compile_build(
     }
     let scratch = start_build(out_dir)?;
     let chip_overrides = chip_overrides(cargo);
-    let options = Options {
+    let options = BuildContext {
         opt_level: build.opt_level,
         chip_overrides: &chip_overrides,
         base_dir,
@@ -419,7 +419,7 @@ pub(crate) fn dump_request(cargo: &CargoOutput) -> Result<DumpRequest> {
 fn cache_key(
     compiler: &str,
     task: &Task,
-    options: &Options,
+    options: &BuildContext,
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Key> {

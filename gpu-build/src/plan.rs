@@ -18,7 +18,8 @@ use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
 use std::path::{Path, PathBuf};
 
-pub(crate) struct Options<'a> {
+/// What every stage of one build reads: resolved once from the request and the environment.
+pub(crate) struct BuildContext<'a> {
     pub opt_level: Option<u8>,
     /// Chips that replace every module's chips for a vendor (`GPU_BUILD_NVPTX_CHIPS`, ...).
     pub chip_overrides: &'a [(Vendor, Vec<String>)],
@@ -42,7 +43,7 @@ pub(crate) struct Options<'a> {
 pub(crate) fn resolve_targets(
     file_targets: &[TargetSpec],
     requests: &[TargetRequest],
-    options: &Options,
+    options: &BuildContext,
 ) -> Vec<TargetSpec> {
     let mut specs: Vec<TargetSpec> = Vec::new();
     if requests.is_empty() {
@@ -102,7 +103,7 @@ pub(crate) fn resolve_targets(
 
 /// A vendor's default target; one whose chip is a triple (the host) gets the build's host
 /// triple when one was given.
-fn default_spec(vendor: Vendor, options: &Options) -> TargetSpec {
+fn default_spec(vendor: Vendor, options: &BuildContext) -> TargetSpec {
     match options.host_triple {
         Some(triple) if target(vendor).chip_is_triple() => TargetSpec::new(vendor, triple),
         _ => TargetSpec::default_for(vendor),
@@ -130,7 +131,7 @@ pub(crate) fn plan_file(
     path: &Path,
     display: String,
     requests: &[TargetRequest],
-    options: &Options,
+    options: &BuildContext,
     cargo: &CargoOutput,
 ) -> Result<FilePlan> {
     cargo.read_file(path);
@@ -213,7 +214,7 @@ fn describe_llvm_ir(
 fn targets_for(
     desc: &GpuModuleDesc,
     requests: &[TargetRequest],
-    options: &Options,
+    options: &BuildContext,
     cargo: &CargoOutput,
 ) -> Result<Vec<TargetSpec>> {
     let specs = resolve_targets(&desc.targets, requests, options);
@@ -363,7 +364,7 @@ mod tests {
             spec(Vendor::Amdgpu, "gfx90a", 1),
         ];
         let timings = Timings::default();
-        let options = |opt_level, chip_overrides| Options {
+        let options = |opt_level, chip_overrides| BuildContext {
             opt_level,
             chip_overrides,
             base_dir: Path::new("."),

@@ -189,7 +189,7 @@ pub(crate) fn install(
             &format!(
                 "they were built for another request ({}) than this build's ({})",
                 show(&record.request),
-                show(&request)
+                show(request)
             ),
         ));
     }

@@ -5,7 +5,7 @@
 //! error naming the kernel, the block, the thread and the assertion, instead of the program
 //! aborting; blocks not yet started are not run, as a GPU stops the grid.
 
-use super::ir::{calls_of, codegen, context_callback, read_id};
+use super::ir::{builder_error, calls_of, context_callback, read_id};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
 use gpu_manifest::host_abi;
@@ -45,7 +45,7 @@ pub(crate) fn report_assertions<'ll>(
         }
         builder
             .build_call(report, &arguments, "")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         stop_thread_after(call, &builder)?;
         call.erase_from_basic_block();
     }
@@ -77,7 +77,7 @@ fn stop_thread_after<'ll>(
         .is_some_and(|first| first.get_opcode() != InstructionOpcode::Phi);
     if returns_nothing && plain_branch && target_without_phis {
         builder.position_before(&next);
-        builder.build_return(None).map_err(codegen)?;
+        builder.build_return(None).map_err(builder_error)?;
         next.erase_from_basic_block();
     }
     Ok(())
@@ -112,7 +112,7 @@ fn report_function<'ll>(
     arguments.extend(function.get_param_iter().map(BasicMetadataValueEnum::from));
     builder
         .build_indirect_call(report_type, report, &arguments, "")
-        .map_err(codegen)?;
-    builder.build_return(None).map_err(codegen)?;
+        .map_err(builder_error)?;
+    builder.build_return(None).map_err(builder_error)?;
     Ok(function)
 }

@@ -14,7 +14,8 @@ use inkwell::AddressSpace;
 /// The ids' bytes in the context: `host_abi::ID_SLOTS` `u32`s.
 pub(crate) const IDS_BYTES: u64 = (host_abi::ID_SLOTS * 4) as u64;
 
-pub(crate) fn codegen(e: inkwell::builder::BuilderError) -> Error {
+/// An IR builder failure, as a build error.
+pub(crate) fn builder_error(e: inkwell::builder::BuilderError) -> Error {
     Error::new(ErrorKind::Codegen, format!("building host code: {e}"))
 }
 
@@ -29,7 +30,7 @@ pub(crate) fn context_callback<'ll>(
     let ptr = job.llvm.ptr_type(AddressSpace::default());
     let context_pointer = builder
         .build_load(ptr, context.as_pointer_value(), "context")
-        .map_err(codegen)?
+        .map_err(builder_error)?
         .into_pointer_value();
     // SAFETY: the function pointers sit at the host_abi offsets in the context.
     let slot = unsafe {
@@ -40,10 +41,10 @@ pub(crate) fn context_callback<'ll>(
             "slot",
         )
     }
-    .map_err(codegen)?;
+    .map_err(builder_error)?;
     let callback = builder
         .build_load(ptr, slot, "callback")
-        .map_err(codegen)?
+        .map_err(builder_error)?
         .into_pointer_value();
     Ok((context_pointer, callback))
 }
@@ -59,7 +60,7 @@ pub(crate) fn read_id<'ll>(
     let reader = id_reader(job, module, ids, slot)?;
     builder
         .build_call(reader, &[], "id")
-        .map_err(codegen)?
+        .map_err(builder_error)?
         .try_as_basic_value()
         .basic()
         .map(|v| v.into_int_value())
@@ -93,11 +94,11 @@ pub(crate) fn id_reader<'ll>(
             "id",
         )
     }
-    .map_err(codegen)?;
+    .map_err(builder_error)?;
     let id = builder
         .build_load(i32_type, id_pointer, "value")
-        .map_err(codegen)?;
-    builder.build_return(Some(&id)).map_err(codegen)?;
+        .map_err(builder_error)?;
+    builder.build_return(Some(&id)).map_err(builder_error)?;
     Ok(function)
 }
 
@@ -123,15 +124,15 @@ pub(crate) fn barrier_function<'ll>(
     let barrier_type = job.llvm.void_type().fn_type(&[ptr.into()], false);
     builder
         .build_indirect_call(barrier_type, barrier, &[context_pointer.into()], "")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     builder
         .build_store(context.as_pointer_value(), context_pointer)
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
     builder
         .build_memcpy(ids.as_pointer_value(), 16, context_pointer, 4, bytes)
-        .map_err(codegen)?;
-    builder.build_return(None).map_err(codegen)?;
+        .map_err(builder_error)?;
+    builder.build_return(None).map_err(builder_error)?;
     Ok(function)
 }
 

@@ -14,7 +14,7 @@
 //! D's type once), and the subgroup waits again before the scratch is reused. The waits are the
 //! subgroup barrier of `host_subgroup`, so barrier fission treats a multiply like a shuffle.
 
-use super::ir::codegen;
+use super::ir::builder_error;
 use super::subgroup::{
     intrinsics, lane_and_subgroup, new_replacement, parameter, replace_calls, replacement_name,
     thread_local_array, wait, MAX_THREADS, SUBGROUP_SIZE,
@@ -161,7 +161,7 @@ pub(crate) fn emulate<'ll>(
         replace_calls(job, module, ids, intrinsic, |builder, arguments, _| {
             let call = builder
                 .build_call(function, &arguments, "")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             Ok(call.try_as_basic_value().basic())
         })?;
     }
@@ -182,14 +182,16 @@ fn elements<'ll>(
                     builder
                         .build_extract_element(v, i32_type.const_int(i as u64, false), "e")
                         .map(|e| e.into_float_value())
-                        .map_err(codegen)
+                        .map_err(builder_error)
                 })
                 .collect::<Result<_>>()?
         }
         BasicValueEnum::StructValue(s) => {
             let mut all = Vec::new();
             for i in 0..s.get_type().count_fields() {
-                let member = builder.build_extract_value(s, i, "m").map_err(codegen)?;
+                let member = builder
+                    .build_extract_value(s, i, "m")
+                    .map_err(builder_error)?;
                 all.extend(elements(builder, member)?);
             }
             all
@@ -236,7 +238,7 @@ fn assemble<'ll>(
             for i in 0..v.get_size() {
                 vector = builder
                     .build_insert_element(vector, next()?, i32_type.const_int(i as u64, false), "v")
-                    .map_err(codegen)?;
+                    .map_err(builder_error)?;
             }
             vector.as_basic_value_enum()
         }
@@ -246,7 +248,7 @@ fn assemble<'ll>(
                 let member = assemble(builder, field, elements)?;
                 value = builder
                     .build_insert_value(value, member, i as u32, "s")
-                    .map_err(codegen)?;
+                    .map_err(builder_error)?;
             }
             value.as_basic_value_enum()
         }
@@ -274,16 +276,16 @@ fn position<'ll>(
     let constant = |n: u32| i32_type.const_int(n as u64, false);
     let index = builder
         .build_int_add(lane, constant(e * SUBGROUP_SIZE as u32), "index")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let index = builder
         .build_int_unsigned_rem(index, constant(rows * cols), "index")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let row = builder
         .build_int_unsigned_div(index, constant(cols), "row")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let col = builder
         .build_int_unsigned_rem(index, constant(cols), "col")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     Ok((row, col))
 }
 
@@ -299,15 +301,15 @@ fn element_address<'ll>(
     let (major, minor) = if column_major { (col, row) } else { (row, col) };
     let offset = builder
         .build_int_mul(major, stride, "offset")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let offset = builder
         .build_int_add(offset, minor, "offset")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let wide = builder
         .build_int_s_extend(offset, element.get_context().i64_type(), "offset")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     // SAFETY: the kernel's WMMA operation addresses these elements (its pointer and stride).
-    unsafe { builder.build_gep(element, base, &[wide], "element") }.map_err(codegen)
+    unsafe { builder.build_gep(element, base, &[wide], "element") }.map_err(builder_error)
 }
 
 /// Every lane's elements per fragment must cover the matrix a whole number of times.
@@ -350,12 +352,12 @@ fn load_function<'ll>(
         values.push(
             builder
                 .build_load(element, address, "element")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_float_value(),
         );
     }
     let value = assemble(&builder, result, &mut values.into_iter())?;
-    builder.build_return(Some(&value)).map_err(codegen)?;
+    builder.build_return(Some(&value)).map_err(builder_error)?;
     Ok(function)
 }
 
@@ -419,9 +421,9 @@ fn store_function<'ll>(
     for (e, value) in values.into_iter().take(once).enumerate() {
         let at = position(&builder, lane, e as u32, rows, cols)?;
         let address = element_address(&builder, element, base, at, stride, column_major)?;
-        builder.build_store(address, value).map_err(codegen)?;
+        builder.build_store(address, value).map_err(builder_error)?;
     }
-    builder.build_return(None).map_err(codegen)?;
+    builder.build_return(None).map_err(builder_error)?;
     Ok(function)
 }
 
@@ -486,17 +488,17 @@ fn multiply_function<'ll>(
     let constant = |n: u32| i32_type.const_int(n as u64, false);
     let subgroup = builder
         .build_int_unsigned_div(first, constant(SUBGROUP_SIZE as u32), "subgroup")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let subgroup_base = builder
         .build_int_mul(subgroup, constant(a_size + b_size), "base")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let slot = |offset: IntValue<'ll>| -> Result<inkwell::values::PointerValue<'ll>> {
         let index = builder
             .build_int_add(subgroup_base, offset, "slot")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let wide = builder
             .build_int_z_extend(index, llvm.i64_type(), "slot")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         // SAFETY: subgroup < MAX_SUBGROUPS and offset < a_size + b_size.
         unsafe {
             builder.build_in_bounds_gep(
@@ -506,18 +508,18 @@ fn multiply_function<'ll>(
                 "slot",
             )
         }
-        .map_err(codegen)
+        .map_err(builder_error)
     };
     let flat = |(row, col): (IntValue<'ll>, IntValue<'ll>), cols: u32, at: u32| {
         let offset = builder
             .build_int_mul(row, constant(cols), "flat")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let offset = builder
             .build_int_add(offset, col, "flat")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         builder
             .build_int_add(offset, constant(at), "flat")
-            .map_err(codegen)
+            .map_err(builder_error)
     };
     for (values, (rows, cols), at) in [
         (&a, (shape.m, shape.k), 0),
@@ -527,14 +529,14 @@ fn multiply_function<'ll>(
             let position = position(&builder, lane, e as u32, rows, cols)?;
             builder
                 .build_store(slot(flat(position, cols, at)?)?, *value)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
         }
     }
     wait(&builder, barrier)?;
     let widen = |value: FloatValue<'ll>| -> Result<FloatValue<'ll>> {
         builder
             .build_float_cast(value, accumulator, "wide")
-            .map_err(codegen)
+            .map_err(builder_error)
     };
     let mut d = Vec::new();
     for (e, c_value) in c.iter().enumerate() {
@@ -545,27 +547,27 @@ fn multiply_function<'ll>(
             let b_at = flat((constant(k), col), shape.n, a_size)?;
             let a_value = builder
                 .build_load(input, slot(a_at)?, "a")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_float_value();
             let b_value = builder
                 .build_load(input, slot(b_at)?, "b")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_float_value();
             let product = builder
                 .build_float_mul(widen(a_value)?, widen(b_value)?, "product")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             sum = builder
                 .build_float_add(sum, product, "sum")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
         }
         d.push(
             builder
                 .build_float_cast(sum, d_type, "d")
-                .map_err(codegen)?,
+                .map_err(builder_error)?,
         );
     }
     wait(&builder, barrier)?;
     let value = assemble(&builder, result, &mut d.into_iter())?;
-    builder.build_return(Some(&value)).map_err(codegen)?;
+    builder.build_return(Some(&value)).map_err(builder_error)?;
     Ok(function)
 }

@@ -58,7 +58,7 @@ use inkwell::values::{
     PointerValue,
 };
 use inkwell::AddressSpace;
-use ir::{always_inline, barrier_function, calls_of, codegen, id_reader, IDS_BYTES};
+use ir::{always_inline, barrier_function, builder_error, calls_of, id_reader, IDS_BYTES};
 use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
 
@@ -637,17 +637,19 @@ fn with_thread_id_parameters<'ll>(
                 "id",
             )
         }
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
         arguments.push(
             builder
                 .build_load(i32_type, pointer, "tid")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into(),
         );
     }
     arguments.extend(kernel.get_param_iter().map(BasicMetadataValueEnum::from));
-    builder.build_call(body, &arguments, "").map_err(codegen)?;
-    builder.build_return(None).map_err(codegen)?;
+    builder
+        .build_call(body, &arguments, "")
+        .map_err(builder_error)?;
+    builder.build_return(None).map_err(builder_error)?;
     Ok(body)
 }
 
@@ -754,20 +756,20 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         );
         builder
             .build_store(context.as_pointer_value(), context_argument)
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let bytes = job.llvm.i64_type().const_int(IDS_BYTES, false);
         builder
             .build_memcpy(ids.as_pointer_value(), 16, context_argument, 4, bytes)
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let mut arguments = Vec::new();
         for (index, ty) in kernel.get_type().get_param_types().into_iter().enumerate() {
             let index = job.llvm.i64_type().const_int(index as u64, false);
             // SAFETY: `params` holds one pointer per kernel parameter.
             let slot = unsafe { builder.build_in_bounds_gep(ptr, params, &[index], "slot") }
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let pointer = builder
                 .build_load(ptr, slot, "param")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_pointer_value();
             let ty: BasicTypeEnum = ty.try_into().map_err(|_| {
                 Error::new(ErrorKind::Codegen, "a kernel parameter without storage")
@@ -775,7 +777,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             arguments.push(
                 builder
                     .build_load(ty, pointer, "value")
-                    .map_err(codegen)?
+                    .map_err(builder_error)?
                     .into(),
             );
         }
@@ -796,8 +798,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     fn thread(self) -> Result<()> {
         self.builder
             .build_call(self.kernel, &self.arguments, "")
-            .map_err(codegen)?;
-        self.builder.build_return(None).map_err(codegen)?;
+            .map_err(builder_error)?;
+        self.builder.build_return(None).map_err(builder_error)?;
         Ok(())
     }
 
@@ -810,7 +812,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             self.builder
                 .build_in_bounds_gep(self.job.llvm.i32_type(), base, &[index], "id")
         }
-        .map_err(codegen)
+        .map_err(builder_error)
     }
 
     /// Every thread of blocks `first..first + count`: a loop over the blocks (their ids into the
@@ -826,7 +828,9 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             ThreadWork::Coroutines => {
                 let status =
                     i32_type.const_int(u64::from(host_abi::STATUS_NEEDS_COROUTINES), false);
-                self.builder.build_return(Some(&status)).map_err(codegen)?;
+                self.builder
+                    .build_return(Some(&status))
+                    .map_err(builder_error)?;
                 return Ok(());
             }
         };
@@ -834,7 +838,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             Ok(self
                 .builder
                 .build_load(i32_type, self.id_slot(slot, true)?, name)
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_int_value())
         };
         let mut sizes = Vec::new();
@@ -844,7 +848,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let widen = |value| {
             self.builder
                 .build_int_z_extend(value, i64_type, "wide")
-                .map_err(codegen)
+                .map_err(builder_error)
         };
         let (grid_x, grid_y) = (widen(load(9, "grid")?)?, widen(load(10, "grid")?)?);
         let [first, count] = [2, 3].map(|n| {
@@ -856,7 +860,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let end = self
             .builder
             .build_int_add(first, count, "end")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let split = match &work {
             ThreadWork::Regions(regions) => Some((regions, self.region_storage(regions, &sizes)?)),
             _ => None,
@@ -868,27 +872,27 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let x = self
                 .builder
                 .build_int_unsigned_rem(block, grid_x, "x")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let rest = self
                 .builder
                 .build_int_unsigned_div(block, grid_x, "rest")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let y = self
                 .builder
                 .build_int_unsigned_rem(rest, grid_y, "y")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let z = self
                 .builder
                 .build_int_unsigned_div(rest, grid_y, "z")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             for (slot, id) in [(6, x), (7, y), (8, z)] {
                 let id = self
                     .builder
                     .build_int_truncate(id, i32_type, "block_id")
-                    .map_err(codegen)?;
+                    .map_err(builder_error)?;
                 self.builder
                     .build_store(self.id_slot(slot, false)?, id)
-                    .map_err(codegen)?;
+                    .map_err(builder_error)?;
             }
             match &split {
                 Some((regions, storage)) => {
@@ -909,7 +913,9 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             self.release(storage)?;
         }
         let ok = i32_type.const_int(u64::from(host_abi::STATUS_OK), false);
-        self.builder.build_return(Some(&ok)).map_err(codegen)?;
+        self.builder
+            .build_return(Some(&ok))
+            .map_err(builder_error)?;
         Ok(())
     }
 
@@ -930,11 +936,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let wide = self
                 .builder
                 .build_int_z_extend(*size, i64_type, "size")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             threads_per_block = self
                 .builder
                 .build_int_mul(threads_per_block, wide, "threads_per_block")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
         }
         let slots = i8_type.array_type(regions.uniform_bytes.max(1) as u32);
         let aligned = |pointer: PointerValue<'ll>| -> Result<PointerValue<'ll>> {
@@ -948,25 +954,25 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let uniform_in = aligned(
             self.builder
                 .build_alloca(slots, "uniform_in")
-                .map_err(codegen)?,
+                .map_err(builder_error)?,
         )?;
         let uniform_out = aligned(
             self.builder
                 .build_alloca(slots, "uniform_out")
-                .map_err(codegen)?,
+                .map_err(builder_error)?,
         )?;
         let state = self
             .builder
             .build_alloca(i32_type, "state")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let lowest = self
             .builder
             .build_alloca(i32_type, "lowest")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let highest = self
             .builder
             .build_alloca(i32_type, "highest")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let threads = if regions.thread_bytes == 0 {
             ptr.const_null()
         } else {
@@ -978,11 +984,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     i64_type.const_int(regions.thread_bytes, false),
                     "bytes",
                 )
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let threads = self
                 .builder
                 .build_call(malloc, &[bytes.into()], "threads")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .try_as_basic_value()
                 .basic()
                 .map(|v| v.into_pointer_value())
@@ -990,15 +996,17 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let failed = self
                 .builder
                 .build_is_null(threads, "no_memory")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let no_memory = self.job.llvm.append_basic_block(self.function, "no_memory");
             let allocated = self.job.llvm.append_basic_block(self.function, "allocated");
             self.builder
                 .build_conditional_branch(failed, no_memory, allocated)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             self.builder.position_at_end(no_memory);
             let status = i32_type.const_int(u64::from(host_abi::STATUS_OUT_OF_MEMORY), false);
-            self.builder.build_return(Some(&status)).map_err(codegen)?;
+            self.builder
+                .build_return(Some(&status))
+                .map_err(builder_error)?;
             self.builder.position_at_end(allocated);
             threads
         };
@@ -1037,7 +1045,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         );
         self.builder
             .build_call(free, &[storage.call.threads.into()], "")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         Ok(())
     }
 
@@ -1058,16 +1066,16 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let finished = i32_type.const_int(u64::from(DONE), false);
         self.builder
             .build_store(storage.state, i32_type.const_zero())
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let dispatch = llvm.append_basic_block(self.function, "dispatch");
         self.builder
             .build_unconditional_branch(dispatch)
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         self.builder.position_at_end(dispatch);
         let state = self
             .builder
             .build_load(i32_type, storage.state, "state")
-            .map_err(codegen)?
+            .map_err(builder_error)?
             .into_int_value();
         let cases: Vec<(IntValue, BasicBlock)> = (0..=regions.barriers)
             .map(|s| {
@@ -1079,7 +1087,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .collect();
         self.builder
             .build_switch(state, done, &cases)
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         for (s, (_, region)) in cases.iter().enumerate() {
             let call = RegionCall {
                 state: s as u32,
@@ -1088,10 +1096,10 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             self.builder.position_at_end(*region);
             self.builder
                 .build_store(call.lowest, finished)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             self.builder
                 .build_store(call.highest, i32_type.const_zero())
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let after = llvm.append_basic_block(self.function, "reached");
             let innermost = Innermost {
                 function: regions.function,
@@ -1103,43 +1111,43 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let lowest = self
                 .builder
                 .build_load(i32_type, call.lowest, "lowest")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_int_value();
             let highest = self
                 .builder
                 .build_load(i32_type, call.highest, "highest")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_int_value();
             let agree = self
                 .builder
                 .build_int_compare(inkwell::IntPredicate::EQ, lowest, highest, "agree")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let agreed = llvm.append_basic_block(self.function, "agreed");
             self.builder
                 .build_conditional_branch(agree, agreed, storage.diverged)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             self.builder.position_at_end(agreed);
             let all_done = self
                 .builder
                 .build_int_compare(inkwell::IntPredicate::EQ, lowest, finished, "all_done")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let resume = llvm.append_basic_block(self.function, "resume");
             self.builder
                 .build_conditional_branch(all_done, done, resume)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             self.builder.position_at_end(resume);
             if regions.uniform_bytes > 0 {
                 let bytes = llvm.i64_type().const_int(regions.uniform_bytes, false);
                 self.builder
                     .build_memcpy(call.uniform_in, 16, call.uniform_out, 16, bytes)
-                    .map_err(codegen)?;
+                    .map_err(builder_error)?;
             }
             self.builder
                 .build_store(storage.state, lowest)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             self.builder
                 .build_unconditional_branch(dispatch)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
         }
         // The block's ids for the error message, then the status.
         self.builder.position_at_end(storage.diverged);
@@ -1147,14 +1155,16 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let id = self
                 .builder
                 .build_load(i32_type, self.id_slot(slot, false)?, "block_id")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             self.builder
                 .build_store(self.id_slot(slot, true)?, id)
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
         }
         self.release(storage)?;
         let status = i32_type.const_int(u64::from(host_abi::STATUS_DIVERGENT_BARRIER), false);
-        self.builder.build_return(Some(&status)).map_err(codegen)?;
+        self.builder
+            .build_return(Some(&status))
+            .map_err(builder_error)?;
         Ok(())
     }
 
@@ -1174,7 +1184,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             if innermost.tid_read_elsewhere {
                 self.builder
                     .build_store(self.id_slot(dim as u64, false)?, value)
-                    .map_err(codegen)?;
+                    .map_err(builder_error)?;
             }
             outer.push(value);
             if dim == 0 {
@@ -1183,7 +1193,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 self.call_innermost(innermost, &ids, sizes)?;
                 self.builder
                     .build_unconditional_branch(latch)
-                    .map_err(codegen)?;
+                    .map_err(builder_error)?;
             } else {
                 self.nest(dim - 1, sizes, outer, innermost, body, latch)?;
             }
@@ -1206,26 +1216,26 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             arguments.extend(self.arguments.iter().copied());
             self.builder
                 .build_call(innermost.function, &arguments, "")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             return Ok(());
         };
         // The linear thread id: x + size_x * (y + size_y * z).
         let plane = self
             .builder
             .build_int_mul(ids[2], sizes[1], "plane")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let row = self
             .builder
             .build_int_add(plane, ids[1], "row")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let row = self
             .builder
             .build_int_mul(row, sizes[0], "row")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let linear = self
             .builder
             .build_int_add(row, ids[0], "ltid")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         arguments.push(i32_type.const_int(u64::from(region.state), false).into());
         arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
         arguments.extend::<[BasicMetadataValueEnum; 5]>([
@@ -1239,7 +1249,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let reached = self
             .builder
             .build_call(innermost.function, &arguments, "reached")
-            .map_err(codegen)?
+            .map_err(builder_error)?
             .try_as_basic_value()
             .basic()
             .map(|v| v.into_int_value())
@@ -1251,17 +1261,19 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let current = self
                 .builder
                 .build_load(i32_type, slot, "current")
-                .map_err(codegen)?
+                .map_err(builder_error)?
                 .into_int_value();
             let replace = self
                 .builder
                 .build_int_compare(predicate, reached, current, "replace")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let value = self
                 .builder
                 .build_select(replace, reached, current, "bound")
-                .map_err(codegen)?;
-            self.builder.build_store(slot, value).map_err(codegen)?;
+                .map_err(builder_error)?;
+            self.builder
+                .build_store(slot, value)
+                .map_err(builder_error)?;
         }
         Ok(())
     }
@@ -1286,17 +1298,17 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let latch = llvm.append_basic_block(self.function, "latch");
         self.builder
             .build_unconditional_branch(head)
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         self.builder.position_at_end(head);
-        let phi = self.builder.build_phi(ty, "index").map_err(codegen)?;
+        let phi = self.builder.build_phi(ty, "index").map_err(builder_error)?;
         let index = phi.as_basic_value().into_int_value();
         let more = self
             .builder
             .build_int_compare(inkwell::IntPredicate::ULT, index, end, "more")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         self.builder
             .build_conditional_branch(more, body, after)
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         self.builder.position_at_end(body);
         emit(index, body, latch)?;
         self.builder.position_at_end(latch);
@@ -1307,7 +1319,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             self.builder
                 .build_int_add(index, ty.const_int(1, false), "next")
         }
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
         if let Some(increment) = next.as_instruction() {
             increment
                 .set_no_unsigned_wrap_flag(true)
@@ -1315,7 +1327,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         }
         self.builder
             .build_unconditional_branch(head)
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         phi.add_incoming(&[(&start, before), (&next, latch)]);
         Ok(())
     }

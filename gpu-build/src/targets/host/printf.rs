@@ -6,7 +6,7 @@
 //! flushes C's `stdout` after each host launch, so kernel output comes before what the program
 //! prints next.
 
-use super::ir::{calls_of, codegen};
+use super::ir::{builder_error, calls_of};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
 use inkwell::llvm_sys::core::{LLVMGetAllocatedType, LLVMIsAAllocaInst};
@@ -56,18 +56,18 @@ pub(crate) fn use_c_printf<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Res
         for (index, field) in fields.get_field_types().into_iter().enumerate() {
             let address = builder
                 .build_struct_gep(fields, packed.into_pointer_value(), index as u32, "field")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let value = builder
                 .build_load(field, address, "argument")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let promoted = match field {
                 BasicTypeEnum::IntType(int) if int.get_bit_width() < 32 => builder
                     .build_int_s_extend(value.into_int_value(), i32_type, "promoted")
-                    .map_err(codegen)?
+                    .map_err(builder_error)?
                     .into(),
                 BasicTypeEnum::FloatType(float) if float != f64_type => builder
                     .build_float_ext(value.into_float_value(), f64_type, "promoted")
-                    .map_err(codegen)?
+                    .map_err(builder_error)?
                     .into(),
                 _ => value,
             };
@@ -75,7 +75,7 @@ pub(crate) fn use_c_printf<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Res
         }
         let printed = builder
             .build_call(printf, &arguments, "printed")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         // SAFETY: both return i32; the old call is then removed.
         unsafe {
             inkwell::llvm_sys::core::LLVMReplaceAllUsesWith(

@@ -17,7 +17,7 @@
 //! the warp into segments as on the GPU). A source lane past the end of a partial warp at the
 //! block's edge reads a slot no thread of this block wrote, which is undefined on a GPU too.
 
-use super::ir::{calls_of, codegen, read_id};
+use super::ir::{builder_error, calls_of, read_id};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
 use inkwell::builder::Builder;
@@ -143,7 +143,7 @@ pub(crate) fn emulate<'ll>(
                 Ok(Some(match (op, function) {
                     (WarpOp::LaneId, _) => builder
                         .build_and(linear, i32_type.const_int(SUBGROUP_SIZE - 1, false), "lane")
-                        .map_err(codegen)?
+                        .map_err(builder_error)?
                         .as_basic_value_enum(),
                     (_, None) => i32_type
                         .const_int(SUBGROUP_SIZE, false)
@@ -154,7 +154,7 @@ pub(crate) fn emulate<'ll>(
                         }
                         builder
                             .build_call(function, &arguments, "exchanged")
-                            .map_err(codegen)?
+                            .map_err(builder_error)?
                             .try_as_basic_value()
                             .basic()
                             .ok_or_else(|| {
@@ -233,10 +233,18 @@ pub(super) fn linear_thread_id<'ll>(
     let read = |slot: u64| read_id(job, module, ids, builder, slot);
     let (x, y, z) = (read(0)?, read(1)?, read(2)?);
     let (size_x, size_y) = (read(3)?, read(4)?);
-    let plane = builder.build_int_mul(z, size_y, "plane").map_err(codegen)?;
-    let row = builder.build_int_add(plane, y, "row").map_err(codegen)?;
-    let row = builder.build_int_mul(row, size_x, "row").map_err(codegen)?;
-    builder.build_int_add(row, x, "linear").map_err(codegen)
+    let plane = builder
+        .build_int_mul(z, size_y, "plane")
+        .map_err(builder_error)?;
+    let row = builder
+        .build_int_add(plane, y, "row")
+        .map_err(builder_error)?;
+    let row = builder
+        .build_int_mul(row, size_x, "row")
+        .map_err(builder_error)?;
+    builder
+        .build_int_add(row, x, "linear")
+        .map_err(builder_error)
 }
 
 /// The name of `intrinsic`'s replacement.
@@ -279,10 +287,12 @@ pub(super) fn lane_and_subgroup<'ll>(
     linear: IntValue<'ll>,
 ) -> Result<(IntValue<'ll>, IntValue<'ll>)> {
     let mask = linear.get_type().const_int(SUBGROUP_SIZE - 1, false);
-    let lane = builder.build_and(linear, mask, "lane").map_err(codegen)?;
+    let lane = builder
+        .build_and(linear, mask, "lane")
+        .map_err(builder_error)?;
     let first = builder
         .build_int_sub(linear, lane, "warp")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     Ok((lane, first))
 }
 
@@ -296,10 +306,10 @@ fn threads_per_block<'ll>(
     let read = |slot: u64| read_id(job, module, ids, builder, slot);
     let plane = builder
         .build_int_mul(read(3)?, read(4)?, "plane")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     builder
         .build_int_mul(plane, read(5)?, "threads")
-        .map_err(codegen)
+        .map_err(builder_error)
 }
 
 /// `(value, mask, linear thread id, threads per block)` → `redux.sync`'s result: every lane
@@ -323,50 +333,50 @@ fn reduce_function<'ll>(
     let (lane, warp) = lane_and_subgroup(&builder, linear)?;
     builder
         .build_store(exchange_slot(job, &builder, exchange, linear)?, value)
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     wait(&builder, barrier)?;
     let mut total = value;
     for other in 0..SUBGROUP_SIZE {
         let index = builder
             .build_int_add(warp, constant(other), "index")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let received = builder
             .build_load(
                 i32_type,
                 exchange_slot(job, &builder, exchange, index)?,
                 "received",
             )
-            .map_err(codegen)?
+            .map_err(builder_error)?
             .into_int_value();
         let bit = builder
             .build_right_shift(mask, constant(other), false, "bit")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let bit = builder
             .build_and(bit, constant(1), "bit")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let in_mask = builder
             .build_int_compare(IntPredicate::NE, bit, constant(0), "in_mask")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let exists = builder
             .build_int_compare(IntPredicate::ULT, index, threads, "exists")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let other_lane = builder
             .build_int_compare(IntPredicate::NE, lane, constant(other), "other")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let take = builder
             .build_and(in_mask, exists, "take")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let take = builder
             .build_and(take, other_lane, "take")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         let combined = combine(&builder, reduction, total, received)?;
         total = builder
             .build_select(take, combined, total, "total")
-            .map_err(codegen)?
+            .map_err(builder_error)?
             .into_int_value();
     }
     wait(&builder, barrier)?;
-    builder.build_return(Some(&total)).map_err(codegen)?;
+    builder.build_return(Some(&total)).map_err(builder_error)?;
     Ok(function)
 }
 
@@ -380,17 +390,17 @@ fn combine<'ll>(
     let pick = |predicate: IntPredicate| -> Result<IntValue<'ll>> {
         let keep = builder
             .build_int_compare(predicate, a, b, "keep")
-            .map_err(codegen)?;
+            .map_err(builder_error)?;
         Ok(builder
             .build_select(keep, a, b, "picked")
-            .map_err(codegen)?
+            .map_err(builder_error)?
             .into_int_value())
     };
     match reduction {
-        Reduction::Add => builder.build_int_add(a, b, "sum").map_err(codegen),
-        Reduction::And => builder.build_and(a, b, "and").map_err(codegen),
-        Reduction::Or => builder.build_or(a, b, "or").map_err(codegen),
-        Reduction::Xor => builder.build_xor(a, b, "xor").map_err(codegen),
+        Reduction::Add => builder.build_int_add(a, b, "sum").map_err(builder_error),
+        Reduction::And => builder.build_and(a, b, "and").map_err(builder_error),
+        Reduction::Or => builder.build_or(a, b, "or").map_err(builder_error),
+        Reduction::Xor => builder.build_xor(a, b, "xor").map_err(builder_error),
         Reduction::Min => pick(IntPredicate::SLT),
         Reduction::Max => pick(IntPredicate::SGT),
         Reduction::UnsignedMin => pick(IntPredicate::ULT),
@@ -408,7 +418,7 @@ fn exchange_slot<'ll>(
     let llvm = job.llvm;
     let wide = builder
         .build_int_z_extend(index, llvm.i64_type(), "index")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     // SAFETY: indices are below MAX_THREADS (a linear id, or a lane of its subgroup).
     unsafe {
         builder.build_in_bounds_gep(
@@ -418,7 +428,7 @@ fn exchange_slot<'ll>(
             "slot",
         )
     }
-    .map_err(codegen)
+    .map_err(builder_error)
 }
 
 /// A call of the subgroup barrier (zeros for any parameters it has).
@@ -429,7 +439,9 @@ pub(super) fn wait<'ll>(builder: &Builder<'ll>, barrier: FunctionValue<'ll>) -> 
         .iter()
         .map(|t| t.into_int_type().const_zero().into())
         .collect();
-    builder.build_call(barrier, &zeros, "").map_err(codegen)?;
+    builder
+        .build_call(barrier, &zeros, "")
+        .map_err(builder_error)?;
     Ok(())
 }
 
@@ -465,95 +477,105 @@ fn shuffle_function<'ll>(
     // PTX: segmask = c[12:8], cval = c[4:0], bval = b[4:0].
     let shifted = builder
         .build_right_shift(c, constant(8), false, "shifted")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let segment_mask = builder
         .build_and(shifted, constant(31), "segmask")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let clamp = builder
         .build_and(c, constant(31), "cval")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let offset = builder
         .build_and(b, constant(31), "bval")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let outside_segment = builder
         .build_not(segment_mask, "outside")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let min_lane = builder
         .build_and(lane, segment_mask, "min_lane")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let clamp_bits = builder
         .build_and(clamp, outside_segment, "clamp_bits")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let max_lane = builder
         .build_or(min_lane, clamp_bits, "max_lane")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
     let (source, valid) = match mode {
         Mode::Up => {
-            let j = builder.build_int_sub(lane, offset, "j").map_err(codegen)?;
+            let j = builder
+                .build_int_sub(lane, offset, "j")
+                .map_err(builder_error)?;
             let valid = builder
                 .build_int_compare(IntPredicate::SGE, j, max_lane, "valid")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             (j, valid)
         }
         Mode::Down => {
-            let j = builder.build_int_add(lane, offset, "j").map_err(codegen)?;
+            let j = builder
+                .build_int_add(lane, offset, "j")
+                .map_err(builder_error)?;
             (
                 j,
                 builder
                     .build_int_compare(IntPredicate::SLE, j, max_lane, "valid")
-                    .map_err(codegen)?,
+                    .map_err(builder_error)?,
             )
         }
         Mode::Butterfly => {
-            let j = builder.build_xor(lane, offset, "j").map_err(codegen)?;
+            let j = builder
+                .build_xor(lane, offset, "j")
+                .map_err(builder_error)?;
             (
                 j,
                 builder
                     .build_int_compare(IntPredicate::SLE, j, max_lane, "valid")
-                    .map_err(codegen)?,
+                    .map_err(builder_error)?,
             )
         }
         Mode::Index => {
             let bits = builder
                 .build_and(offset, outside_segment, "bits")
-                .map_err(codegen)?;
-            let j = builder.build_or(min_lane, bits, "j").map_err(codegen)?;
+                .map_err(builder_error)?;
+            let j = builder
+                .build_or(min_lane, bits, "j")
+                .map_err(builder_error)?;
             (
                 j,
                 builder
                     .build_int_compare(IntPredicate::SLE, j, max_lane, "valid")
-                    .map_err(codegen)?,
+                    .map_err(builder_error)?,
             )
         }
     };
     let source = builder
         .build_select(valid, source, lane, "source")
-        .map_err(codegen)?
+        .map_err(builder_error)?
         .into_int_value();
     let source = builder
         .build_int_add(warp, source, "source")
-        .map_err(codegen)?;
+        .map_err(builder_error)?;
 
     let value_type = value.get_type();
     let bits = match value_type {
         BasicTypeEnum::FloatType(_) => builder
             .build_bit_cast(value, i32_type, "bits")
-            .map_err(codegen)?
+            .map_err(builder_error)?
             .into_int_value(),
         _ => value.into_int_value(),
     };
     let slot = |index: IntValue<'ll>| exchange_slot(job, &builder, exchange, index);
-    builder.build_store(slot(linear)?, bits).map_err(codegen)?;
+    builder
+        .build_store(slot(linear)?, bits)
+        .map_err(builder_error)?;
     wait(&builder, barrier)?;
     let received = builder
         .build_load(i32_type, slot(source)?, "received")
-        .map_err(codegen)?
+        .map_err(builder_error)?
         .into_int_value();
     wait(&builder, barrier)?;
     let result = match value_type {
         BasicTypeEnum::FloatType(_) => builder
             .build_bit_cast(received, value_type, "value")
-            .map_err(codegen)?,
+            .map_err(builder_error)?,
         _ => received.as_basic_value_enum(),
     };
     match function_type.get_return_type() {
@@ -561,16 +583,16 @@ fn shuffle_function<'ll>(
             let undef = pair.get_undef();
             let first = builder
                 .build_insert_value(undef, result, 0, "pair")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             let both = builder
                 .build_insert_value(first, valid, 1, "pair")
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
             builder
                 .build_return(Some(&both.as_basic_value_enum()))
-                .map_err(codegen)?;
+                .map_err(builder_error)?;
         }
         _ => {
-            builder.build_return(Some(&result)).map_err(codegen)?;
+            builder.build_return(Some(&result)).map_err(builder_error)?;
         }
     }
     Ok(function)
