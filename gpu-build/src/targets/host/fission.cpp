@@ -1,4 +1,4 @@
-// Barrier fission for the host target (see host_fission.rs for the design and why it is done on
+// Barrier fission for the host target (see fission.rs for the design and why it is done on
 // LLVM IR). This is the IR surgery LLVM's C API cannot express: cloning and inlining functions,
 // splitting blocks, dominator and post-dominator trees, and SSA reconstruction.
 //
@@ -10,7 +10,7 @@
 //
 // that runs one thread from the point `state` names (0: the start, s: just after barrier s) to
 // its next barrier (returns that barrier's s) or its end (returns `done`, a value the caller
-// chooses, host_fission.rs). Values live across a
+// chooses, fission.rs). Values live across a
 // barrier are saved where they are defined and reloaded where a region resumes: values that are
 // the same in every thread of a block (uniform) in one slot per block (written to
 // `uniform_out`, read from `uniform_in`: the caller copies out to in between regions), others in

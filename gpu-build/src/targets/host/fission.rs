@@ -1,7 +1,7 @@
 //! Barrier fission: a kernel with `gpu.barrier`s runs on the host as loops over the block's
 //! threads, one loop per stretch of code between barriers, instead of a coroutine per thread.
 //!
-//! The kernel body is split at its barriers into regions (`host_fission.cpp`): one function runs
+//! The kernel body is split at its barriers into regions (`fission.cpp`): one function runs
 //! one thread from a resume point (the start, or just after barrier `s`) to its next barrier and
 //! says which one it reached. The block entry runs that function for every thread of the block
 //! in the usual thread loops, then resumes all threads after the barrier they reached, until

@@ -106,7 +106,7 @@ pub(crate) fn id_reader<'ll>(
 /// pointer at `offset` in the context (`host_abi::BARRIER_OFFSET` for the block's barrier,
 /// `SUBGROUP_BARRIER_OFFSET` for a subgroup exchange; coroutine kernels), after which the
 /// thread-local context and ids are restored, since other GPU threads of the block ran on this
-/// OS thread meanwhile. Kernels split at their barriers (`host_fission`) no longer call it.
+/// OS thread meanwhile. Kernels split at their barriers (`fission.rs`) no longer call it.
 pub(crate) fn barrier_function<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,

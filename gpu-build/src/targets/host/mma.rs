@@ -12,7 +12,7 @@
 //! elements into its subgroup's scratch matrices, the subgroup waits, each lane computes its own
 //! D elements `C[i][j] + sum_k A[i][k] * B[k][j]` (in f32, or f64 for f64 fragments, rounded to
 //! D's type once), and the subgroup waits again before the scratch is reused. The waits are the
-//! subgroup barrier of `host_subgroup`, so barrier fission treats a multiply like a shuffle.
+//! subgroup barrier of `subgroup.rs`, so barrier fission treats a multiply like a shuffle.
 
 use super::ir::builder_error;
 use super::subgroup::{

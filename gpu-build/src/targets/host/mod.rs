@@ -13,13 +13,13 @@
 //!   its threads share it. Dynamic shared memory is a thread-local array of
 //!   `host_abi::DYNAMIC_SHARED_BYTES`.
 //! - libdevice math (`__nv_expf`) becomes the C math library (`expf`); `gpu.printf` the C
-//!   library's `printf` (`host_printf`); warp shuffles an exchange (`host_subgroup`);
-//!   `cf.assert` a report that fails the launch (`host_assert`).
+//!   library's `printf` (`printf.rs`); warp shuffles an exchange (`subgroup.rs`);
+//!   `cf.assert` a report that fails the launch (`assert.rs`).
 //! - Each kernel gets two entry points, so the runtime calls every kernel the same way:
 //!   `<prefix><kernel>(void **params, void *context)` runs one GPU thread (the scheduler runs
-//!   one per coroutine for kernels whose barriers `host_fission` cannot split),
+//!   one per coroutine for kernels whose barriers `fission.rs` cannot split),
 //!   `<prefix><kernel>.blocks(params, context, first, count) -> status` runs every thread of a
-//!   range of blocks in loops (kernels with barriers as loops between barriers, `host_fission`).
+//!   range of blocks in loops (kernels with barriers as loops between barriers, `fission.rs`).
 //!   There the kernel's body takes the thread ids as parameters (`<kernel>.ids`), so once inlined
 //!   they are the loops' induction variables, not thread-local loads: LLVM optimizes and
 //!   vectorizes the nest like a plain loop nest (PoCL's work-item loops), and one call amortizes
@@ -480,7 +480,7 @@ struct Entries {
 }
 
 /// Kernels become internal functions, called by the two entry points of each. Kernels with
-/// barriers are split at them (`host_fission`) where they can be.
+/// barriers are split at them (`fission.rs`) where they can be.
 fn add_entry_points<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,

@@ -1,6 +1,6 @@
 // The host target's optimization pipeline: LLVM's default<O> pipeline (as every target gets),
 // plus one pass for the thread loops of the blocks entries, which LLVM's C API cannot add (it
-// takes pipeline text only, with no extension points). See host_optimize.rs.
+// takes pipeline text only, with no extension points). See optimize.rs.
 //
 // The pass: a thread loop whose body starts with `if (id < bound) { work }`, with `bound` the same
 // for the whole loop, does nothing from the first thread that fails the test on (the test stays

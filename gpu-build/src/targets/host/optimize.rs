@@ -1,6 +1,6 @@
 //! The host target's optimization pipeline: LLVM's default pipeline plus a pass that lets a
 //! thread loop stop at the first thread a guard like `if (tid < stride)` turns away, when the
-//! rest of the block's threads would do nothing (`host_optimize.cpp`). LLVM's C API only takes
+//! rest of the block's threads would do nothing (`optimize.cpp`). LLVM's C API only takes
 //! pipeline text, which cannot add a pass of ours, hence the C++.
 
 use crate::error::{Error, ErrorKind, Result};
