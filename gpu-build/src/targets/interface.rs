@@ -18,6 +18,7 @@ use inkwell::module::Module;
 use inkwell::targets::{RelocMode, TargetMachine};
 use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What the pre-link step tells the rest of ModuleToObject.
@@ -70,30 +71,29 @@ pub struct TargetSpec {
     pub abi: String,
 }
 
-/// The `flags` dictionary of a target attribute.
+/// The `flags` dictionary of a target attribute: `fast`, which every target takes, and the
+/// target's own flags as written and checked when the attribute was read. Each target reads its
+/// own into its own options type (`targets/<name>/flags.rs`); this type names no target's flag.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Flags {
-    /// Fast math. NVPTX: fast-math function attributes, approximate division and sqrt.
-    /// AMDGPU: `finite_only` + `unsafe_math` + `daz`, no correctly rounded sqrt.
+    /// Fast math; what it permits is the target's (NVPTX: fast-math function attributes,
+    /// approximate division and sqrt; AMDGPU: `finite_only` + `unsafe_math` + `daz`, no correctly
+    /// rounded sqrt).
     pub fast: bool,
-    /// NVPTX: flush denormals to zero (libdevice's `nvvm-reflect-ftz`, f32 denormal mode).
-    pub ftz: bool,
-    /// NVPTX: extra `ptxas` arguments.
-    pub ptxas_options: Vec<String>,
-    /// NVPTX: `collect-compiler-diagnostics`: ptxas runs with `-v` and its log (registers,
-    /// spills, shared memory per kernel) is reported as a build warning, where upstream attaches
-    /// it to the `gpu.object`.
-    pub collect_diagnostics: bool,
-    /// AMDGPU: wave32 device libraries (`__oclc_wavefrontsize64 = 0`).
-    pub no_wave64: bool,
-    /// AMDGPU: denormals are zero (`__oclc_daz_opt`).
-    pub daz: bool,
-    /// AMDGPU: no infinities or NaNs (`__oclc_finite_only_opt`).
-    pub finite_only: bool,
-    /// AMDGPU: `__oclc_unsafe_math_opt`.
-    pub unsafe_math: bool,
-    /// AMDGPU: turns off `__oclc_correctly_rounded_sqrt32`.
-    pub unsafe_sqrt: bool,
+    /// The target's own flags by name, each with its string values (none for a unit flag).
+    pub target: BTreeMap<String, Vec<String>>,
+}
+
+impl Flags {
+    /// Whether the target flag `name` was given.
+    pub fn has(&self, name: &str) -> bool {
+        self.target.contains_key(name)
+    }
+
+    /// The values of the target flag `name` (empty when it was not given).
+    pub fn values(&self, name: &str) -> &[String] {
+        self.target.get(name).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// One output file of a compilation.
@@ -168,14 +168,9 @@ pub(crate) trait Target: Sync {
     fn abis(&self) -> &'static [&'static str] {
         &[]
     }
-    /// Reads one entry of the attribute's `flags` into `flags`; `None`: not a flag of this
-    /// target (`fast`, which every target takes, is read before).
-    fn parse_flag(
-        &self,
-        _flags: &mut Flags,
-        _name: &str,
-        _value: &Value,
-    ) -> Option<Result<(), String>> {
+    /// Checks one entry of the attribute's `flags` and returns the values to keep for it;
+    /// `None`: not a flag of this target (`fast`, which every target takes, is read before).
+    fn parse_flag(&self, _name: &str, _value: &Value) -> Option<Result<Vec<String>, String>> {
         None
     }
     /// This target's flags, for messages.

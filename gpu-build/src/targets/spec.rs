@@ -147,8 +147,10 @@ impl Flags {
                 flags.fast = true;
                 continue;
             }
-            match target.parse_flag(&mut flags, name, value) {
-                Some(result) => result?,
+            match target.parse_flag(name, value) {
+                Some(values) => {
+                    flags.target.insert(name.clone(), values?);
+                }
                 None => {
                     return Err(format!(
                         "unknown {vendor} target flag `{name}`; known flags: {}",
@@ -199,15 +201,18 @@ mod tests {
     fn reads_flags_and_links() {
         let s = spec(r#"[#rocdl.target<O = 3, chip = "gfx1100", abi = "600", flags = {fast, no_wave64}, link = ["x.bc"]>]"#)
             .unwrap();
-        assert!(s.flags.fast && s.flags.no_wave64 && !s.flags.daz);
+        assert!(s.flags.fast && s.flags.has("no_wave64") && !s.flags.has("daz"));
         assert_eq!((s.opt_level, s.abi.as_str()), (3, "600"));
         assert_eq!(s.link, vec![PathBuf::from("x.bc")]);
         let s =
             spec(r#"[#nvvm.target<flags = {ftz, "ptxas-cmd-options" = "-v  --warn-on-spills"}>]"#)
                 .unwrap();
-        assert_eq!(s.flags.ptxas_options, vec!["-v", "--warn-on-spills"]);
+        assert_eq!(
+            s.flags.values("ptxas-cmd-options"),
+            ["-v", "--warn-on-spills"]
+        );
         let s = spec(r#"[#nvvm.target<flags = {"collect-compiler-diagnostics"}>]"#).unwrap();
-        assert!(s.flags.collect_diagnostics);
+        assert!(s.flags.has("collect-compiler-diagnostics"));
     }
 
     #[test]

@@ -2,15 +2,17 @@
 //! variables, object → hsaco with `ld.lld -shared`.
 
 pub(crate) mod chips;
+pub(crate) mod flags;
 pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
-use crate::targets::interface::{Artifact, Chip, Dumps, Flags, Job, PreLinked, Target};
+use crate::targets::interface::{Artifact, Chip, Dumps, Job, PreLinked, Target};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_object, optimize};
 use crate::targets::support::toolkit::{shared_library, Toolkits};
 use crate::timing::Stage;
+use flags::AmdgpuFlags;
 use gpu_manifest::{Format, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{FlagBehavior, Linkage, Module};
@@ -27,8 +29,6 @@ pub const DEFAULT_CHIP: &str = "gfx900";
 pub const DEFAULT_ABI: &str = "500";
 /// The code object versions `abi` may name.
 const ABIS: &[&str] = &["400", "500", "600"];
-/// The flags of `#rocdl.target` besides `fast`.
-const FLAGS: &str = "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64";
 
 /// The constant address space the device libraries read their control variables from.
 const CONSTANT_ADDRESS_SPACE: u16 = 4;
@@ -67,26 +67,12 @@ impl Target for Amdgpu {
         ABIS
     }
 
-    fn parse_flag(
-        &self,
-        flags: &mut Flags,
-        name: &str,
-        _value: &Value,
-    ) -> Option<Result<(), String>> {
-        let flag = match name {
-            "no_wave64" => &mut flags.no_wave64,
-            "daz" => &mut flags.daz,
-            "finite_only" => &mut flags.finite_only,
-            "unsafe_math" => &mut flags.unsafe_math,
-            "unsafe_sqrt" => &mut flags.unsafe_sqrt,
-            _ => return None,
-        };
-        *flag = true;
-        Some(Ok(()))
+    fn parse_flag(&self, name: &str, value: &Value) -> Option<Result<Vec<String>, String>> {
+        flags::parse(name, value)
     }
 
     fn known_flags(&self) -> &'static str {
-        FLAGS
+        flags::KNOWN
     }
 
     fn example_chip(&self) -> &'static str {
@@ -258,7 +244,7 @@ fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Resul
 /// the ISA version in ROCm's numbering (gfx90a = 9010, as `oclc_isa_version_90a.bc` has it;
 /// upstream 22.1 computes 10000) and the wavefront size the code generator actually uses.
 fn define_control_variables<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
-    let flags = &job.spec.flags;
+    let flags = AmdgpuFlags::of(&job.spec.flags);
     let isa = isa_version(job.processor);
     let wave64 = wave64(job)?;
     let i8_type = job.llvm.i8_type();
@@ -342,7 +328,7 @@ pub(crate) fn isa_version(processor: &str) -> u32 {
 fn wave64(job: &Job) -> Result<bool> {
     let features = &job.spec.features;
     let native64 = major(job.processor) < 10;
-    if native64 && job.spec.flags.no_wave64 {
+    if native64 && AmdgpuFlags::of(&job.spec.flags).no_wave64 {
         return Err(Error::new(
             ErrorKind::InvalidTarget,
             format!(
@@ -351,7 +337,8 @@ fn wave64(job: &Job) -> Result<bool> {
             ),
         ));
     }
-    Ok(native64 || (features.contains("+wavefrontsize64") && !job.spec.flags.no_wave64))
+    Ok(native64
+        || (features.contains("+wavefrontsize64") && !AmdgpuFlags::of(&job.spec.flags).no_wave64))
 }
 
 /// `ld.lld -shared <object> -o <hsaco>`, as upstream.

@@ -12,16 +12,18 @@
 //! `-prec-sqrt=true`) unless `fast` is set.
 
 pub(crate) mod chips;
+pub(crate) mod flags;
 pub(crate) mod lowering;
 pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
-use crate::targets::interface::{Artifact, Chip, Dumps, Flags, Job, PreLinked, Target, TargetSpec};
+use crate::targets::interface::{Artifact, Chip, Dumps, Job, PreLinked, Target, TargetSpec};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_checked, optimize};
 use crate::targets::support::toolkit::Toolkits;
 use crate::timing::Stage;
+use flags::NvptxFlags;
 use gpu_manifest::{Format, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::llvm_sys::core::{
@@ -44,8 +46,6 @@ pub const DEFAULT_CHIP: &str = "sm_75";
 /// Upstream 22.1's default: no PTX version feature, so LLVM picks the oldest PTX the chip allows
 /// (the widest range of drivers and ptxas versions can load it).
 const DEFAULT_FEATURES: &str = "";
-/// The flags of `#nvvm.target` besides `fast`.
-const FLAGS: &str = "fast, ftz, ptxas-cmd-options, collect-compiler-diagnostics";
 
 pub(crate) struct Nvptx;
 
@@ -61,25 +61,12 @@ impl Target for Nvptx {
         Some("nvvm.target")
     }
 
-    fn parse_flag(
-        &self,
-        flags: &mut Flags,
-        name: &str,
-        value: &Value,
-    ) -> Option<Result<(), String>> {
-        match name {
-            "ftz" => flags.ftz = true,
-            "collect-compiler-diagnostics" => flags.collect_diagnostics = true,
-            "ptxas-cmd-options" => {
-                return Some(ptxas_options(value).map(|options| flags.ptxas_options = options))
-            }
-            _ => return None,
-        }
-        Some(Ok(()))
+    fn parse_flag(&self, name: &str, value: &Value) -> Option<Result<Vec<String>, String>> {
+        flags::parse(name, value)
     }
 
     fn known_flags(&self) -> &'static str {
-        FLAGS
+        flags::KNOWN
     }
 
     fn example_chip(&self) -> &'static str {
@@ -219,24 +206,9 @@ impl Target for Nvptx {
     }
 }
 
-/// `ptxas-cmd-options`: a string of whitespace-separated arguments, or an array of them.
-fn ptxas_options(value: &Value) -> Result<Vec<String>, String> {
-    match value {
-        Value::Str(s) => Ok(s.split_whitespace().map(str::to_string).collect()),
-        Value::Array(items) => items
-            .iter()
-            .map(|item| match item {
-                Value::Str(s) => Ok(s.clone()),
-                _ => Err("`ptxas-cmd-options` entries must be strings".to_string()),
-            })
-            .collect(),
-        _ => Err("`ptxas-cmd-options` must be a string or an array of strings".into()),
-    }
-}
-
 /// Before linking: fast-math on the kernel's own code only (libdevice keeps its exact paths).
 fn fast_math<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
-    if !job.spec.flags.fast {
+    if !NvptxFlags::of(&job.spec.flags).fast {
         return;
     }
     for function in module
@@ -297,8 +269,12 @@ fn link_libdevice<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<S
 /// everything, libdevice included.
 fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     ptx_names(module)?;
-    fold_reflect(module, "__CUDA_PREC_SQRT", u64::from(!job.spec.flags.fast));
-    if !job.spec.flags.ftz {
+    fold_reflect(
+        module,
+        "__CUDA_PREC_SQRT",
+        u64::from(!NvptxFlags::of(&job.spec.flags).fast),
+    );
+    if !NvptxFlags::of(&job.spec.flags).ftz {
         return Ok(());
     }
     let one = job.llvm.i32_type().const_int(1, false);
@@ -396,6 +372,7 @@ fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> 
     let input = dir.path().join("kernel.ptx");
     let output = dir.path().join("kernel.cubin");
     std::fs::write(&input, ptx).map_err(io)?;
+    let flags = NvptxFlags::of(&job.spec.flags);
     let mut command = Command::new(ptxas);
     command
         .arg("-arch")
@@ -405,9 +382,8 @@ fn run_ptxas(job: &Job, ptxas: &std::path::Path, ptx: &[u8]) -> Result<Vec<u8>> 
         .arg(&output)
         .arg("--opt-level")
         .arg(job.spec.opt_level.to_string())
-        .args(&job.spec.flags.ptxas_options);
-    if job.spec.flags.collect_diagnostics && !job.spec.flags.ptxas_options.iter().any(|o| o == "-v")
-    {
+        .args(&flags.ptxas_options);
+    if flags.collect_diagnostics && !flags.ptxas_options.iter().any(|o| o == "-v") {
         command.arg("-v");
     }
     let result = command.output().map_err(|e| {

@@ -1,0 +1,51 @@
+//! The `#rocdl.target` flags besides `fast`, checked when the attribute is read and read back
+//! into the AMDGPU target's own options: each sets one of the device libraries' control
+//! variables.
+
+use crate::targets::attr::Value;
+use crate::targets::interface::Flags;
+
+/// The flags of `#rocdl.target` besides `fast`.
+const NAMES: [&str; 5] = [
+    "daz",
+    "finite_only",
+    "unsafe_math",
+    "unsafe_sqrt",
+    "no_wave64",
+];
+/// Every flag of `#rocdl.target`, for messages.
+pub(crate) const KNOWN: &str = "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64";
+
+/// What an AMDGPU target's flags ask for.
+pub(crate) struct AmdgpuFlags {
+    /// `finite_only` + `unsafe_math` + `daz`, no correctly rounded sqrt.
+    pub fast: bool,
+    /// Wave32 device libraries (`__oclc_wavefrontsize64 = 0`).
+    pub no_wave64: bool,
+    /// Denormals are zero (`__oclc_daz_opt`).
+    pub daz: bool,
+    /// No infinities or NaNs (`__oclc_finite_only_opt`).
+    pub finite_only: bool,
+    /// `__oclc_unsafe_math_opt`.
+    pub unsafe_math: bool,
+    /// Turns off `__oclc_correctly_rounded_sqrt32`.
+    pub unsafe_sqrt: bool,
+}
+
+impl AmdgpuFlags {
+    pub fn of(flags: &Flags) -> AmdgpuFlags {
+        AmdgpuFlags {
+            fast: flags.fast,
+            no_wave64: flags.has("no_wave64"),
+            daz: flags.has("daz"),
+            finite_only: flags.has("finite_only"),
+            unsafe_math: flags.has("unsafe_math"),
+            unsafe_sqrt: flags.has("unsafe_sqrt"),
+        }
+    }
+}
+
+/// Checks one flag (all are unit flags); its values to keep.
+pub(crate) fn parse(name: &str, _value: &Value) -> Option<Result<Vec<String>, String>> {
+    NAMES.contains(&name).then(|| Ok(Vec::new()))
+}
