@@ -5,7 +5,7 @@
 //! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
 use crate::device::{Device, Stream};
-use crate::driver::{HostMemory, Pattern};
+use crate::driver::{Driver, Pattern};
 use crate::error::{Error, ErrorKind, Result};
 use bytemuck::Pod;
 use std::marker::PhantomData;
@@ -365,27 +365,38 @@ impl Span<'_> {
 /// That is a wrong result, never undefined behaviour in the program: device memory is not
 /// program memory, and on the host device every operation on device memory runs alone.
 impl Stream {
-    /// Queues a copy of `source` into `target` (of the same length). `source` has been read when
-    /// this returns (as the drivers read pageable host memory), so it may be reused at once;
-    /// `target` is written in the stream's order.
+    /// Copies `source` into `target` (of the same length) after the stream's earlier work;
+    /// returns when the copy is done, so `source` may be reused at once. Copies that overlap
+    /// other work read page-locked memory ([`Stream::copy_pinned_to_device`]).
     pub fn copy_to_device<T: Pod>(&self, target: &impl DeviceRange<T>, source: &[T]) -> Result<()> {
         let target = target.span()?;
         target.check(self, source.len(), "copying to the device")?;
         if target.bytes() == 0 {
             return Ok(());
         }
+        self.copy_pageable(|driver| {
+            // SAFETY: `len` elements on both sides; `source` is borrowed until the stream has
+            // run the copy (`copy_pageable` waits), the target outlives it (see above).
+            unsafe {
+                driver.copy_to_device_async(
+                    target.ptr,
+                    source.as_ptr().cast(),
+                    target.bytes(),
+                    self.raw(),
+                )
+            }
+        })
+    }
+
+    /// Queues a copy between device memory and pageable host memory, which the caller lends
+    /// only for this call, and waits for the stream: when this returns, the copy has run, on
+    /// every driver. (CUDA would return once it staged an upload, HIP only after the copy; one
+    /// rule here keeps the drivers' contract one: their host memory stays valid until the
+    /// stream runs the copy.)
+    fn copy_pageable(&self, copy: impl FnOnce(&'static dyn Driver) -> Result<()>) -> Result<()> {
         let driver = self.device().current()?;
-        // SAFETY: `len` elements on both sides; the target outlives the queued copy (see above).
-        unsafe {
-            driver.copy_to_device_async(
-                target.ptr,
-                source.as_ptr().cast(),
-                target.bytes(),
-                self.raw(),
-                HostMemory::Pageable,
-            )
-        }
-        .map_err(|e| self.device().context(e))
+        copy(driver).map_err(|e| self.device().context(e))?;
+        self.synchronize()
     }
 
     /// Copies `source` into `target` (of the same length) after the stream's earlier work;
@@ -400,18 +411,18 @@ impl Stream {
         if source.bytes() == 0 {
             return Ok(());
         }
-        let driver = self.device().current()?;
-        // SAFETY: `len` elements on both sides; the call returns when the copy is done.
-        unsafe {
-            driver.copy_to_host_async(
-                target.as_mut_ptr().cast(),
-                source.ptr,
-                source.bytes(),
-                self.raw(),
-                HostMemory::Pageable,
-            )
-        }
-        .map_err(|e| self.device().context(e))
+        self.copy_pageable(|driver| {
+            // SAFETY: `len` elements on both sides; `target` is borrowed until the stream has
+            // run the copy (`copy_pageable` waits).
+            unsafe {
+                driver.copy_to_host_async(
+                    target.as_mut_ptr().cast(),
+                    source.ptr,
+                    source.bytes(),
+                    self.raw(),
+                )
+            }
+        })
     }
 
     /// Queues a copy of `source` into `target`, both on this stream's device and of one length.

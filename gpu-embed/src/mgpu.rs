@@ -14,7 +14,7 @@
 //! parameter values, whose sizes a host image's manifest gives.
 
 use crate::device::Device;
-use crate::driver::{Driver, Handle, HostMemory, Pattern};
+use crate::driver::{Driver, Handle, Pattern};
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::host_image;
 use std::collections::{BTreeMap, HashMap};
@@ -493,12 +493,14 @@ pub unsafe extern "C" fn mgpuMemcpy(
                     driver.copy_on_device_async(to, from, size, stream)
                 }
                 (true, true) => driver.copy_on_device_async(to, from, size, stream),
-                (true, false) => {
-                    driver.copy_to_device_async(to, source, size, stream, HostMemory::Pageable)
-                }
-                (false, true) => {
-                    driver.copy_to_host_async(target, from, size, stream, HostMemory::Pageable)
-                }
+                // Pageable host memory: waited for here (the drivers' copies keep host memory in
+                // use until the stream runs them).
+                (true, false) => driver
+                    .copy_to_device_async(to, source, size, stream)
+                    .and_then(|()| driver.synchronize_stream(stream)),
+                (false, true) => driver
+                    .copy_to_host_async(target, from, size, stream)
+                    .and_then(|()| driver.synchronize_stream(stream)),
                 (false, false) => {
                     driver.synchronize_stream(stream)?;
                     std::ptr::copy(source.cast::<u8>(), target.cast::<u8>(), size);

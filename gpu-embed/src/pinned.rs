@@ -21,7 +21,7 @@
 //! On the host backend page-locked memory is ordinary memory, with the same rules.
 
 use crate::device::{Device, Stream};
-use crate::driver::{Handle, HostMemory};
+use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
 use bytemuck::Pod;
@@ -399,7 +399,6 @@ impl Stream {
                     region.pointer,
                     len * size_of::<T>(),
                     self.raw(),
-                    HostMemory::PageLocked,
                 )
             }
         })
@@ -429,7 +428,6 @@ impl Stream {
                     source.address(),
                     len * size_of::<T>(),
                     self.raw(),
-                    HostMemory::PageLocked,
                 )
             }
         })

@@ -3,9 +3,7 @@
 //! one is an error then, never a crash later.
 
 use super::sys::cuda as sys;
-use super::{
-    c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern,
-};
+use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{Format, Object, Vendor};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
 use libloading::Library;
@@ -428,14 +426,12 @@ impl Driver for Cuda {
         unsafe { (self.api.cuEventDestroy_v2)(event.0.cast()) };
     }
 
-    /// CUDA reads pageable memory into a staging buffer before returning.
     unsafe fn copy_to_device_async(
         &self,
         target: u64,
         source: *const c_void,
         bytes: usize,
         stream: Handle,
-        _memory: HostMemory,
     ) -> Result<()> {
         // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
@@ -450,17 +446,12 @@ impl Driver for Cuda {
         source: u64,
         bytes: usize,
         stream: Handle,
-        memory: HostMemory,
     ) -> Result<()> {
         self.check(
             // SAFETY: the caller guarantees both ranges for the life of the copy.
             unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream.0.cast()) },
             || "copying from the device".into(),
-        )?;
-        match memory {
-            HostMemory::Pageable => self.synchronize_stream(stream),
-            HostMemory::PageLocked => Ok(()),
-        }
+        )
     }
 
     unsafe fn copy_on_device_async(

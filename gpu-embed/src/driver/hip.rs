@@ -3,9 +3,7 @@
 //! entry point is resolved when the library loads.
 
 use super::sys::{hip as sys, hip_r0600};
-use super::{
-    c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern,
-};
+use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
 use libloading::Library;
@@ -437,7 +435,6 @@ impl Driver for Hip {
         source: *const c_void,
         bytes: usize,
         stream: Handle,
-        memory: HostMemory,
     ) -> Result<()> {
         self.check(
             // SAFETY: the caller guarantees both ranges for the life of the copy.
@@ -450,13 +447,7 @@ impl Driver for Hip {
                 )
             },
             || "copying to the device".into(),
-        )?;
-        // HIP does not promise to have read pageable memory when it returns: wait, so the
-        // source may be reused at once.
-        match memory {
-            HostMemory::Pageable => self.synchronize_stream(stream),
-            HostMemory::PageLocked => Ok(()),
-        }
+        )
     }
 
     unsafe fn copy_to_host_async(
@@ -465,7 +456,6 @@ impl Driver for Hip {
         source: u64,
         bytes: usize,
         stream: Handle,
-        memory: HostMemory,
     ) -> Result<()> {
         self.check(
             // SAFETY: the caller guarantees both ranges for the life of the copy.
@@ -478,11 +468,7 @@ impl Driver for Hip {
                 )
             },
             || "copying from the device".into(),
-        )?;
-        match memory {
-            HostMemory::Pageable => self.synchronize_stream(stream),
-            HostMemory::PageLocked => Ok(()),
-        }
+        )
     }
 
     unsafe fn copy_on_device_async(

@@ -54,17 +54,6 @@ pub struct DeviceLimits {
     pub total_memory: u64,
 }
 
-/// The host memory of a queued copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HostMemory {
-    /// Ordinary memory, treated as the drivers treat pageable memory: a copy from it has read it
-    /// when the call returns, a copy into it has written it when the call returns.
-    Pageable,
-    /// Page-locked (`alloc_pinned`, `register`): read or written in the stream's order, after the
-    /// call returns.
-    PageLocked,
-}
-
 /// A memset pattern: a value repeated over `count` elements of its size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Pattern {
@@ -131,32 +120,31 @@ pub(crate) trait Driver: Sync {
     /// `target` must hold `count * pattern.size()` device bytes of this driver, aligned to the
     /// pattern's size.
     unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()>;
-    /// Queues a copy from host memory on `stream` (null: the default stream); the target is
-    /// written in the stream's order, the source read as `memory` says.
+    /// Queues a copy from host memory on `stream` (null: the default stream), run in the
+    /// stream's order. Pageable host memory is the caller's to wait for (`memory.rs`, `mgpu.rs`:
+    /// the stream is synchronized before the call that queued the copy returns).
     ///
     /// # Safety
-    /// As `copy_to_device`; the target (and page-locked source) must stay allocated, and a
-    /// page-locked source unwritten, until the stream has run the copy.
+    /// As `copy_to_device`; the target and the source must stay allocated, and the source
+    /// unwritten, until the stream has run the copy.
     unsafe fn copy_to_device_async(
         &self,
         target: u64,
         source: *const c_void,
         bytes: usize,
         stream: Handle,
-        memory: HostMemory,
     ) -> Result<()>;
-    /// Queues a copy into host memory on `stream`, written as `memory` says.
+    /// Queues a copy into host memory on `stream`, run in the stream's order.
     ///
     /// # Safety
-    /// As `copy_to_host`; a page-locked target must stay allocated and untouched until the
-    /// stream has run the copy.
+    /// As `copy_to_host`; the target must stay allocated and untouched until the stream has
+    /// run the copy.
     unsafe fn copy_to_host_async(
         &self,
         target: *mut c_void,
         source: u64,
         bytes: usize,
         stream: Handle,
-        memory: HostMemory,
     ) -> Result<()>;
     /// # Safety
     /// As `copy_on_device`; both ranges must stay allocated until the stream has run the copy.

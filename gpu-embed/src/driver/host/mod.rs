@@ -11,7 +11,7 @@
 mod image;
 mod stream;
 
-use super::{DeviceLimits, Driver, FoundDevice, Handle, HostMemory, Pattern};
+use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
@@ -629,27 +629,13 @@ impl Driver for Host {
         source: *const c_void,
         bytes: usize,
         stream: Handle,
-        memory: HostMemory,
     ) -> Result<()> {
         let Some(queue) = stream_of(stream) else {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_device(target, source, bytes) };
         };
-        if memory == HostMemory::PageLocked {
-            // SAFETY: the caller keeps both ranges for the life of the copy.
-            unsafe { queue_copy(&queue, source.cast(), target as *mut u8, bytes) };
-            return Ok(());
-        }
-        // Pageable memory is read now, as the drivers read it before returning.
-        // SAFETY: the caller guarantees `bytes` readable bytes at `source`.
-        let staged = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), bytes) }.to_vec();
-        queue.submit(Box::new(move || {
-            // SAFETY: the caller guarantees the target range; buffers outlive queued work.
-            exclusive(|| unsafe {
-                std::ptr::copy_nonoverlapping(staged.as_ptr(), target as *mut u8, bytes)
-            });
-            Ok(())
-        }));
+        // SAFETY: the caller keeps both ranges for the life of the copy.
+        unsafe { queue_copy(&queue, source.cast(), target as *mut u8, bytes) };
         Ok(())
     }
 
@@ -659,19 +645,14 @@ impl Driver for Host {
         source: u64,
         bytes: usize,
         stream: Handle,
-        memory: HostMemory,
     ) -> Result<()> {
         let Some(queue) = stream_of(stream) else {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_host(target, source, bytes) };
         };
-        // SAFETY: the caller guarantees both ranges; pageable memory is written before this
-        // returns (the stream is drained below), page-locked memory is kept by its owner.
+        // SAFETY: the caller keeps both ranges for the life of the copy.
         unsafe { queue_copy(&queue, source as *const u8, target.cast(), bytes) };
-        match memory {
-            HostMemory::Pageable => queue.drain(),
-            HostMemory::PageLocked => Ok(()),
-        }
+        Ok(())
     }
 
     unsafe fn copy_on_device_async(
