@@ -19,7 +19,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     let mut values: Vec<TokenStream> = Vec::new();
     let names = parameter_names(kernel);
     for (index, (argument, name)) in kernel.arguments.iter().zip(&names).enumerate() {
-        let name = syn::Ident::new_raw_or_plain(name, Span::call_site());
+        let name = syn::Ident::new(name, Span::call_site());
         let kind = classify(&argument.ty, &argument.kind).map_err(error)?;
         // `classify` accepted it, so the manifest has a Rust type for it.
         let rust = tokens(&argument.kind.rust_type().unwrap_or_default());
@@ -93,30 +93,16 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
 const RESERVED: &[&str] = &["device", "config", "params", "sizes", "KERNEL", "BINARY"];
 
 /// The stub's parameter name for each kernel argument: the source's name made a Rust
-/// identifier (`%lhs` → `lhs`, `%in.0` → `in_0`), else `arg<index>`; unique, and clear of the
-/// stub's own names (a clash gets a `_<index>` suffix). Keywords become raw identifiers.
+/// identifier as kernel names are (`stub_name`: `%lhs` → `lhs`, `%in.0` → `in_0`, `%type` →
+/// `type_`), else `arg<index>`; unique, and clear of the stub's own names (a clash gets a
+/// `_<index>` suffix).
 fn parameter_names(kernel: &Kernel) -> Vec<String> {
     let mut taken: Vec<String> = Vec::new();
     for (index, argument) in kernel.arguments.iter().enumerate() {
-        let sanitized = argument.name.as_deref().map(|name| {
-            let name: String = name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '_' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            if name.starts_with(|c: char| c.is_ascii_digit()) {
-                format!("arg_{name}")
-            } else {
-                name
-            }
-        });
-        let mut name = sanitized
-            .filter(|name| !name.is_empty() && name != "_")
+        let mut name = argument
+            .name
+            .as_deref()
+            .map(stub_name)
             .unwrap_or_else(|| format!("arg{index}"));
         let clashes = |name: &str, taken: &[String]| {
             RESERVED.contains(&name)
@@ -130,22 +116,6 @@ fn parameter_names(kernel: &Kernel) -> Vec<String> {
         taken.push(name);
     }
     taken
-}
-
-/// `Ident::new_raw` for keywords that may be raw (`type` → `r#type`), `name_` for those that
-/// may not (`self`, `crate`, ...).
-trait IdentExt {
-    fn new_raw_or_plain(name: &str, span: Span) -> syn::Ident;
-}
-
-impl IdentExt for syn::Ident {
-    fn new_raw_or_plain(name: &str, span: Span) -> syn::Ident {
-        match name {
-            "self" | "Self" | "super" | "crate" => format_ident!("{name}_", span = span),
-            _ if syn::parse_str::<syn::Ident>(name).is_ok() => syn::Ident::new(name, span),
-            _ => syn::Ident::new_raw(name, span),
-        }
-    }
 }
 
 /// The launch function's documentation: what the kernel takes, what the stub checks, and the
@@ -248,14 +218,11 @@ mod tests {
         ]));
         assert_eq!(
             names,
-            ["lhs", "arg1", "in_0", "arg_0", "device_4", "lhs_5", "type", "self", "params_8"]
+            ["lhs", "arg1", "in_0", "_0", "device_4", "lhs_5", "type_", "self_", "params_8"]
         );
-        let idents: Vec<String> = names
-            .iter()
-            .map(|n| syn::Ident::new_raw_or_plain(n, Span::call_site()).to_string())
-            .collect();
-        assert_eq!(idents[6], "r#type");
-        assert_eq!(idents[7], "self_");
+        for name in names {
+            syn::parse_str::<syn::Ident>(&name).unwrap();
+        }
     }
 
     #[test]
