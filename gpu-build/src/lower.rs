@@ -13,7 +13,7 @@ use crate::frontend::source::SourceFile;
 use crate::frontend::{GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
 use crate::targets::interface::TargetSpec;
-use crate::targets::{owner_of_op, target, target as target_of};
+use crate::targets::{owner_of_op, target};
 use gpu_manifest::Vendor;
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
@@ -93,11 +93,9 @@ pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Resul
         return Ok(());
     };
     let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
-    let why = target(vendor)
-        .refuses_op(&op.name, op.allowed.len() > 1)
-        .unwrap_or(
-            "it is specific to another vendor; use the target-neutral gpu dialect op instead",
-        );
+    let why = target(vendor).unsupported_neutral_op(&op.name).unwrap_or(
+        "it is specific to another vendor; use the target-neutral gpu dialect op instead",
+    );
     Err(Error::new(
         ErrorKind::Unsupported,
         format!(
@@ -164,7 +162,7 @@ pub(crate) fn lower_to_llvm<'ll>(
         // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
         let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
         mark_llvm_kernels(&mlir.context, &mut gpu_module, kernel_attribute);
-        target_of(vendor).prepare_for_lowering(&mlir.context, &gpu_module);
+        crate::targets::target(vendor).prepare_for_lowering(&mlir.context, &gpu_module);
         mlir.diagnostics.take();
         // SAFETY: the op and the pass manager share `mlir.context`.
         let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };
@@ -252,6 +250,14 @@ fn why_not_lowered(op: &str, vendor: Vendor) -> String {
     if let Some(why) = target.why_not_lowered(op) {
         return why.to_string();
     }
+    if let Some(owner) = owner_of_op(op) {
+        return format!(
+            "it is an {} operation; build this module for {} only, or write it with \
+             target-neutral ops",
+            owner.maker(),
+            owner.vendor()
+        );
+    }
     match op {
         "gpu.subgroup_reduce" => {
             "MLIR 22 lowers `gpu.subgroup_reduce` only `uniform`, on i32, for add, and, or, xor, \
@@ -263,14 +269,6 @@ fn why_not_lowered(op: &str, vendor: Vendor) -> String {
             "MLIR 22 lowers `gpu.all_reduce` only when it is marked `uniform` (every thread of \
              the block reaches it): write `gpu.all_reduce <op> %value uniform {}`"
                 .to_string()
-        }
-        op if owner_of_op(op).is_some() => {
-            let owner = owner_of_op(op).map_or(vendor, |owner| owner.vendor());
-            format!(
-                "it is an {} operation; build this module for {owner} only, or write it with \
-                 target-neutral ops",
-                target_of(owner).maker()
-            )
         }
         _ => format!(
             "MLIR 22's {} lowering has no pattern for it; build this module only for targets \

@@ -220,27 +220,25 @@ fn targets_for(
     let specs = resolve_targets(&desc.targets, requests, options);
     let at = &desc.location;
     if specs.is_empty() {
-        let attributes: Vec<String> = all()
-            .filter_map(|target| {
-                let attribute = target.attribute_name()?;
-                Some(format!(
-                    "#{attribute}<chip = \"{}\">",
-                    target.example_chip()
-                ))
-            })
+        let examples: Vec<(Vendor, &str, &str)> = all()
+            .filter_map(|t| Some((t.vendor(), t.attribute_name()?, t.example_chip())))
             .collect();
-        let first = all().next().expect("there are targets");
+        let attributes: Vec<String> = examples
+            .iter()
+            .map(|(_, attribute, chip)| format!("#{attribute}<chip = \"{chip}\">"))
+            .collect();
+        let build_rs = examples
+            .first()
+            .map(|(vendor, _, chip)| format!(" (`.target(Vendor::{vendor:?}, &[\"{chip}\"])`)"))
+            .unwrap_or_default();
         return Err(Error::new(
             ErrorKind::InvalidTarget,
             format!(
                 "{at}: error: gpu.module @{} has no targets; give it target attributes \
-                 (`gpu.module @{} [{}]`) or ask for targets in build.rs (`.target(Vendor::{:?}, \
-                 &[\"{}\"])`)",
+                 (`gpu.module @{} [{}]`) or ask for targets in build.rs{build_rs}",
                 desc.name,
                 desc.name,
-                attributes.join(", "),
-                first.vendor(),
-                first.example_chip()
+                attributes.join(", ")
             ),
         ));
     }

@@ -89,29 +89,36 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     })
 }
 
-/// Names the stub's own parameters and locals use, which an argument must not take.
+/// Names the stub's own parameters and locals use, which an argument must not take (besides
+/// `param<n>` and `descriptor<n>`).
 const RESERVED: &[&str] = &["device", "config", "params", "sizes", "KERNEL", "BINARY"];
+
+/// Whether `name` is one of the stub's own parameters or locals.
+fn is_stub_local(name: &str) -> bool {
+    let numbered = |prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    RESERVED.contains(&name) || numbered("param") || numbered("descriptor")
+}
 
 /// The stub's parameter name for each kernel argument: the source's name made a Rust
 /// identifier as kernel names are (`stub_name`: `%lhs` → `lhs`, `%in.0` → `in_0`, `%type` →
 /// `type_`), else `arg<index>`; unique, and clear of the stub's own names (a clash gets a
-/// `_<index>` suffix).
+/// `_<index>` suffix, counting up until it is free).
 fn parameter_names(kernel: &Kernel) -> Vec<String> {
     let mut taken: Vec<String> = Vec::new();
     for (index, argument) in kernel.arguments.iter().enumerate() {
-        let mut name = argument
+        let base = argument
             .name
             .as_deref()
             .map(stub_name)
             .unwrap_or_else(|| format!("arg{index}"));
-        let clashes = |name: &str, taken: &[String]| {
-            RESERVED.contains(&name)
-                || name.starts_with("descriptor")
-                || name.starts_with("param")
-                || taken.iter().any(|t| t == name)
-        };
-        if clashes(&name, &taken) {
-            name = format!("{name}_{index}");
+        let mut name = base.clone();
+        let mut suffix = index;
+        while is_stub_local(&name) || taken.contains(&name) {
+            name = format!("{base}_{suffix}");
+            suffix += 1;
         }
         taken.push(name);
     }
@@ -223,6 +230,8 @@ mod tests {
         for name in names {
             syn::parse_str::<syn::Ident>(&name).unwrap();
         }
+        let names = parameter_names(&kernel(&[Some("x_2"), Some("x"), Some("x"), Some("param")]));
+        assert_eq!(names, ["x_2", "x", "x_3", "param"]);
     }
 
     #[test]

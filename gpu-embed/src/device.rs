@@ -47,8 +47,8 @@ pub(crate) struct LastLaunch {
 pub(crate) struct LastLaunchSlot(Mutex<Option<LastLaunch>>);
 
 impl LastLaunchSlot {
-    pub(crate) fn set(&self, launch: LastLaunch) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(launch);
+    pub(crate) fn set(&self, launch: Option<LastLaunch>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = launch;
     }
 
     pub(crate) fn get(&self) -> Option<LastLaunch> {
@@ -217,7 +217,12 @@ impl Device {
 
     /// Remembers a kernel launched on the device.
     pub(crate) fn launched(&self, launch: LastLaunch) {
-        self.inner.last_launch.set(launch);
+        self.inner.last_launch.set(Some(launch));
+    }
+
+    /// The kernel launched last on the device, on any stream.
+    pub(crate) fn last_launch(&self) -> Option<LastLaunch> {
+        self.inner.last_launch.get()
     }
 
     /// The kernel's function, loading the binary's best object onto this device the first time.
@@ -330,7 +335,7 @@ impl Stream {
 
     /// Remembers a kernel launched on the stream.
     pub(crate) fn launched(&self, launch: LastLaunch) {
-        self.last_launch.set(launch);
+        self.last_launch.set(Some(launch));
     }
 
     /// The kernel launched last on this stream, to name in faults found later.

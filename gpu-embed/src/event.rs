@@ -38,7 +38,10 @@ impl Device {
         event.check_device(self)?;
         self.current()?
             .record_event(event.raw, Handle(std::ptr::null_mut()))
-            .map_err(|e| self.context(e))
+            .map_err(|e| self.context(e))?;
+        // The default stream waits for every stream: any launch may come before the recording.
+        event.after_launch.set(self.last_launch());
+        Ok(())
     }
 }
 
@@ -50,9 +53,7 @@ impl Stream {
             .current()?
             .record_event(event.raw, self.raw())
             .map_err(|e| self.device().context(e))?;
-        if let Some(launch) = self.last_launch() {
-            event.after_launch.set(launch);
-        }
+        event.after_launch.set(self.last_launch());
         Ok(())
     }
 

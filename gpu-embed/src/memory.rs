@@ -103,21 +103,6 @@ impl<T: Pod> DeviceBuffer<T> {
         unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))
     }
 
-    /// Elements `range` as a 1-D view, for a kernel's `memref` argument; an error when the range
-    /// is outside the buffer.
-    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<crate::MemrefView<'_, T, 1>> {
-        if range.start > range.end || range.end > self.len {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "slice {}..{} of a buffer of {} elements",
-                    range.start, range.end, self.len
-                ),
-            ));
-        }
-        self.strided_view(range.start, [range.end - range.start], [1])
-    }
-
     /// Overwrites the buffer with `data` (of the same length).
     pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
         self.check_len(data.len())?;
@@ -262,7 +247,7 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
 }
 
 /// Device memory a copy reads or writes: a whole buffer, or a contiguous 1-D view of one
-/// (`buffer.slice(range)`).
+/// (`buffer.slice(range)`, `memref.rs`).
 pub trait DeviceRange<T: Pod>: sealed::Range {}
 
 pub(crate) mod sealed {
@@ -297,31 +282,17 @@ impl<T: Pod> sealed::Range for DeviceBuffer<T> {
 
 impl<T: Pod> DeviceRange<T> for DeviceBuffer<T> {}
 
-impl<T: Pod> sealed::Range for crate::MemrefView<'_, T, 1> {
-    fn span(&self) -> Result<Span<'_>> {
-        let [len] = self.sizes();
-        if len > 1 && self.strides() != [1] {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "a copy needs contiguous elements; the view has stride {}",
-                    self.strides()[0]
-                ),
-            ));
-        }
-        let buffer = self.buffer();
-        Ok(Span {
-            device: &buffer.device,
-            ptr: buffer.ptr + (self.offset() * size_of::<T>()) as u64,
+impl<'a> Span<'a> {
+    /// `len` elements of `element` bytes at device address `ptr` of `device`.
+    pub(crate) fn new(device: &'a Device, ptr: u64, len: usize, element: usize) -> Span<'a> {
+        Span {
+            device,
+            ptr,
             len,
-            element: size_of::<T>(),
-        })
+            element,
+        }
     }
-}
 
-impl<T: Pod> DeviceRange<T> for crate::MemrefView<'_, T, 1> {}
-
-impl Span<'_> {
     fn bytes(&self) -> usize {
         self.len * self.element
     }
@@ -457,8 +428,9 @@ impl Stream {
             .map_err(|e| self.device().context(e))
     }
 
-    /// Queues setting every element of `target` to `value` (a memset of 1, 2 or 4 bytes where
-    /// the value allows; otherwise a staged copy).
+    /// Sets every element of `target` to `value` in the stream's order: a queued memset of 1, 2
+    /// or 4 bytes where the value allows (any value whose bytes are all equal too); otherwise a
+    /// copy from the host ([`Stream::copy_to_device`]), which returns once it has run.
     pub fn fill<T: Pod>(&self, target: &impl DeviceRange<T>, value: T) -> Result<()> {
         let span = target.span()?;
         span.check(self, span.len, "filling")?;

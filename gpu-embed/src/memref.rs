@@ -6,7 +6,7 @@
 
 use crate::device::Device;
 use crate::error::{Error, ErrorKind, Result};
-use crate::memory::DeviceBuffer;
+use crate::memory::{sealed, DeviceBuffer, DeviceRange, Span};
 use bytemuck::Pod;
 
 /// `N` dimensions of a [`DeviceBuffer`]: element `[i0, i1, ...]` is at
@@ -39,6 +39,23 @@ fn row_major<const N: usize>(sizes: [usize; N]) -> Option<[usize; N]> {
 }
 
 impl<T: Pod> DeviceBuffer<T> {
+    /// Elements `range` as a 1-D view, for a kernel's `memref` argument; an error when the range
+    /// is outside the buffer.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<MemrefView<'_, T, 1>> {
+        if range.start > range.end || range.end > self.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "slice {}..{} of a buffer of {} elements",
+                    range.start,
+                    range.end,
+                    self.len()
+                ),
+            ));
+        }
+        self.strided_view(range.start, [range.end - range.start], [1])
+    }
+
     /// The buffer as a row-major array of `sizes`, from its first element (`[rows, cols]` for a
     /// matrix). An error when the view needs more elements than the buffer holds.
     pub fn view<const N: usize>(&self, sizes: [usize; N]) -> Result<MemrefView<'_, T, N>> {
@@ -105,6 +122,27 @@ impl<T: Pod> DeviceBuffer<T> {
         })
     }
 }
+
+impl<T: Pod> sealed::Range for MemrefView<'_, T, 1> {
+    fn span(&self) -> Result<Span<'_>> {
+        let [len] = self.sizes();
+        if len > 1 && self.strides() != [1] {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a copy needs contiguous elements; the view has stride {}",
+                    self.strides()[0]
+                ),
+            ));
+        }
+        let buffer = self.buffer();
+        // The offset is at most the buffer's length (`strided_view` checks it).
+        let ptr = buffer.device_ptr().0 + (self.offset() * size_of::<T>()) as u64;
+        Ok(Span::new(buffer.device(), ptr, len, size_of::<T>()))
+    }
+}
+
+impl<T: Pod> DeviceRange<T> for MemrefView<'_, T, 1> {}
 
 fn overflow(sizes: &[usize]) -> Error {
     Error::new(

@@ -13,6 +13,7 @@
 //! allocations made here, as CUDA's unified addressing does. Host launches on a stream copy the
 //! parameter values, whose sizes a host image's manifest gives.
 
+use crate::binary::Vendor;
 use crate::device::Device;
 use crate::driver::{Driver, Handle, Pattern};
 use crate::error::{Error, ErrorKind, Result};
@@ -73,8 +74,8 @@ fn default_device() -> Device {
     let vendor = match named.as_str() {
         "" => return Device::default_device(),
         "host" => return Device::host(),
-        "cuda" => crate::Vendor::Nvptx,
-        "hip" => crate::Vendor::Amdgpu,
+        "cuda" => Vendor::Nvptx,
+        "hip" => Vendor::Amdgpu,
         other => {
             eprintln!(
                 "GPU_MGPU_DEVICE={other}: expected host, cuda or hip; using the default device"
@@ -436,7 +437,7 @@ pub unsafe extern "C" fn mgpuEventRecord(event: *mut c_void, stream: *mut c_void
 #[no_mangle]
 pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: bool) -> *mut c_void {
     let allocated = with_runtime(|runtime, driver| {
-        if host_shared && driver.vendor() != crate::Vendor::Host {
+        if host_shared && driver.vendor() != Vendor::Host {
             return Err(invalid(format!(
                 "host-shared memory on {} (only the host device has it here)",
                 runtime.device.name()
@@ -489,7 +490,7 @@ pub unsafe extern "C" fn mgpuMemcpy(
         // is known from the allocations made here.
         unsafe {
             match (runtime.is_device_memory(to), runtime.is_device_memory(from)) {
-                _ if driver.vendor() == crate::Vendor::Host => {
+                _ if driver.vendor() == Vendor::Host => {
                     driver.copy_on_device_async(to, from, size, stream)
                 }
                 (true, true) => driver.copy_on_device_async(to, from, size, stream),
@@ -681,8 +682,8 @@ fn device_memref<T>(
     stride: i64,
 ) -> Memref1d<T> {
     let pointer = with_runtime(|_, driver| match driver.vendor() {
-        crate::Vendor::Host | crate::Vendor::Nvptx => Ok(aligned),
-        crate::Vendor::Amdgpu => Err(invalid(
+        Vendor::Host | Vendor::Nvptx => Ok(aligned),
+        Vendor::Amdgpu => Err(invalid(
             "the device address of registered host memory on AMD GPUs (hipHostGetDevicePointer \
              is not bound by gpu-embed)"
                 .into(),

@@ -59,9 +59,9 @@ fn llvm_argument((name, ty): (Option<String>, String)) -> gpu_manifest::Argument
 
 pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModuleDesc> {
     let triple = module.get_triple().as_str().to_string_lossy().into_owned();
-    let Some((target, _)) = by_llvm_triple(&triple) else {
+    let Some(target) = by_llvm_triple(&triple) else {
         let triples: Vec<String> = all()
-            .filter(|target| target.llvm_ir_kernels().is_some())
+            .filter(|target| target.kernel_calling_convention().is_some())
             .map(|target| target.triple(""))
             .collect();
         return Err(Error::new(

@@ -196,9 +196,14 @@ pub(crate) trait Target: Sync {
     }
     /// Registers the target's LLVM back end.
     fn initialize_llvm(&self);
-    /// The calling convention of kernels in LLVM IR input, and the triple prefix
-    /// (`nvptx`, `amdgcn`) that makes an LLVM IR file this target's.
-    fn llvm_ir_kernels(&self) -> Option<(u32, &'static str)> {
+    /// What the target's triples start with (`nvptx`, `amdgcn`): a target description with
+    /// another triple is refused, an LLVM IR file with such a triple is this target's. `None`:
+    /// any triple (the host's chip is its triple).
+    fn triple_prefix(&self) -> Option<&'static str> {
+        None
+    }
+    /// The calling convention that marks kernels in LLVM IR input (`CallingConv::PTX_Kernel`).
+    fn kernel_calling_convention(&self) -> Option<u32> {
         None
     }
     /// The MLIR dialects whose ops only this target compiles.
@@ -224,8 +229,9 @@ pub(crate) trait Target: Sync {
     fn lowering_crash(&self, _op: &OperationRef, _name: &str) -> Option<(String, String)> {
         None
     }
-    /// Why this target refuses an op that only some targets compile, when it has its own reason.
-    fn refuses_op(&self, _op: &str, _allowed_by_several: bool) -> Option<&'static str> {
+    /// Why this target cannot compile `op`, an op of the target-neutral dialects the other
+    /// targets compile; `None` when it can.
+    fn unsupported_neutral_op(&self, _op: &str) -> Option<&'static str> {
         None
     }
     /// Why MLIR 22 has no lowering for `op` on this target, when the target knows better than

@@ -43,18 +43,20 @@ pub(crate) fn attribute_names() -> Vec<&'static str> {
     all().filter_map(|target| target.attribute_name()).collect()
 }
 
-/// The target an LLVM IR file of `triple` is for, with its kernels' calling convention.
-pub(crate) fn by_llvm_triple(triple: &str) -> Option<(&'static dyn Target, u32)> {
-    all().find_map(|target| {
-        let (convention, prefix) = target.llvm_ir_kernels()?;
-        triple.starts_with(prefix).then_some((target, convention))
+/// The target an LLVM IR file of `triple` is for: one whose kernels LLVM IR can mark.
+pub(crate) fn by_llvm_triple(triple: &str) -> Option<&'static dyn Target> {
+    all().find(|target| {
+        target.kernel_calling_convention().is_some()
+            && target
+                .triple_prefix()
+                .is_some_and(|prefix| triple.starts_with(prefix))
     })
 }
 
 /// Every kernel calling convention of LLVM IR input.
 pub(crate) fn kernel_calling_conventions() -> Vec<u32> {
     all()
-        .filter_map(|target| Some(target.llvm_ir_kernels()?.0))
+        .filter_map(|target| target.kernel_calling_convention())
         .collect()
 }
 
@@ -65,21 +67,17 @@ pub(crate) fn kernel_attributes() -> Vec<&'static str> {
 }
 
 /// The targets that can compile op `name`, when not all can: an op of a target's own dialect
-/// only that target; a subgroup operation the host does not emulate, the GPUs.
+/// only that target; a target-neutral op some target cannot compile (a subgroup operation the
+/// host does not emulate), the others.
 pub(crate) fn targets_of_op(name: &str) -> Option<Vec<Vendor>> {
     if let Some(owner) = owner_of_op(name) {
         return Some(vec![owner.vendor()]);
     }
-    let refusing: Vec<Vendor> = all()
-        .filter(|target| target.refuses_op(name, true).is_some())
+    let able: Vec<Vendor> = all()
+        .filter(|target| target.unsupported_neutral_op(name).is_none())
         .map(|target| target.vendor())
         .collect();
-    (!refusing.is_empty()).then(|| {
-        all()
-            .map(|target| target.vendor())
-            .filter(|vendor| !refusing.contains(vendor))
-            .collect()
-    })
+    (able.len() < Vendor::ALL.len()).then_some(able)
 }
 
 /// The target whose own dialect op `name` belongs to (`nvvm.*`), if any.

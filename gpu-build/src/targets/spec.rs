@@ -53,7 +53,7 @@ impl TargetSpec {
             ));
         }
         let target = target(self.vendor);
-        if let Some((_, prefix)) = target.llvm_ir_kernels() {
+        if let Some(prefix) = target.triple_prefix() {
             if !self.triple.starts_with(prefix) {
                 return Err(Error::new(
                     ErrorKind::InvalidTarget,

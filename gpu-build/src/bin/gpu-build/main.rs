@@ -145,15 +145,13 @@ fn parse_target(text: &str) -> Result<(Vendor, Vec<String>), String> {
     let (vendor, chips) = text.split_once(':').unwrap_or((text, ""));
     // The names `include_gpu_binary!` takes, and nothing else: one spelling everywhere.
     let Some(vendor) = Vendor::from_name(vendor) else {
-        let names: Vec<&str> = Vendor::ALL.iter().map(|v| v.name()).collect();
-        let (last, rest) = names.split_last().expect("there are vendors");
+        let [first, second, last] = Vendor::ALL.map(Vendor::name);
         let meant = Vendor::from_alias(vendor)
             .map(|meant| format!(" (did you mean `{meant}`?)"))
             .unwrap_or_default();
         return Err(format!(
-            "unknown target vendor `{vendor}` in `--target {text}`{meant}; use {} or {last} \
-             (with chips: `nvptx:sm_80,sm_90`)",
-            rest.join(", ")
+            "unknown target vendor `{vendor}` in `--target {text}`{meant}; use {first}, {second} \
+             or {last} (with chips: `nvptx:sm_80,sm_90`)"
         ));
     };
     let chips = chips

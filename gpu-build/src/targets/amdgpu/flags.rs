@@ -16,10 +16,9 @@ const NAMES: [&str; 5] = [
 /// Every flag of `#rocdl.target`, for messages.
 pub(crate) const KNOWN: &str = "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64";
 
-/// What an AMDGPU target's flags ask for.
+/// What an AMDGPU target's own flags ask for (`fast`, every target's, is `Flags::fast`: on
+/// AMDGPU, `finite_only` + `unsafe_math` + `daz`, no correctly rounded sqrt).
 pub(crate) struct AmdgpuFlags {
-    /// `finite_only` + `unsafe_math` + `daz`, no correctly rounded sqrt.
-    pub fast: bool,
     /// Wave32 device libraries (`__oclc_wavefrontsize64 = 0`).
     pub no_wave64: bool,
     /// Denormals are zero (`__oclc_daz_opt`).
@@ -35,7 +34,6 @@ pub(crate) struct AmdgpuFlags {
 impl AmdgpuFlags {
     pub fn of(flags: &Flags) -> AmdgpuFlags {
         AmdgpuFlags {
-            fast: flags.fast,
             no_wave64: flags.has("no_wave64"),
             daz: flags.has("daz"),
             finite_only: flags.has("finite_only"),

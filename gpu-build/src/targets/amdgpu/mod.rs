@@ -91,8 +91,12 @@ impl Target for Amdgpu {
         inkwell::targets::Target::initialize_amd_gpu(&Default::default());
     }
 
-    fn llvm_ir_kernels(&self) -> Option<(u32, &'static str)> {
-        Some((AMDGPU_KERNEL, "amdgcn"))
+    fn triple_prefix(&self) -> Option<&'static str> {
+        Some("amdgcn")
+    }
+
+    fn kernel_calling_convention(&self) -> Option<u32> {
+        Some(AMDGPU_KERNEL)
     }
 
     fn dialects(&self) -> &'static [&'static str] {
@@ -245,6 +249,7 @@ fn link_device_libraries<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Resul
 /// upstream 22.1 computes 10000) and the wavefront size the code generator actually uses.
 fn define_control_variables<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     let flags = AmdgpuFlags::of(&job.spec.flags);
+    let fast = job.spec.flags.fast;
     let isa = isa_version(job.processor);
     let wave64 = wave64(job)?;
     let i8_type = job.llvm.i8_type();
@@ -253,22 +258,18 @@ fn define_control_variables<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Re
         (
             "__oclc_finite_only_opt",
             i8_type,
-            u64::from(flags.finite_only || flags.fast),
+            u64::from(flags.finite_only || fast),
         ),
         (
             "__oclc_unsafe_math_opt",
             i8_type,
-            u64::from(flags.unsafe_math || flags.fast),
+            u64::from(flags.unsafe_math || fast),
         ),
-        (
-            "__oclc_daz_opt",
-            i8_type,
-            u64::from(flags.daz || flags.fast),
-        ),
+        ("__oclc_daz_opt", i8_type, u64::from(flags.daz || fast)),
         (
             "__oclc_correctly_rounded_sqrt32",
             i8_type,
-            u64::from(!flags.unsafe_sqrt && !flags.fast),
+            u64::from(!flags.unsafe_sqrt && !fast),
         ),
         ("__oclc_wavefrontsize64", i8_type, u64::from(wave64)),
         ("__oclc_ISA_version", i32_type, u64::from(isa)),
@@ -328,7 +329,8 @@ pub(crate) fn isa_version(processor: &str) -> u32 {
 fn wave64(job: &Job) -> Result<bool> {
     let features = &job.spec.features;
     let native64 = major(job.processor) < 10;
-    if native64 && AmdgpuFlags::of(&job.spec.flags).no_wave64 {
+    let no_wave64 = AmdgpuFlags::of(&job.spec.flags).no_wave64;
+    if native64 && no_wave64 {
         return Err(Error::new(
             ErrorKind::InvalidTarget,
             format!(
@@ -337,8 +339,7 @@ fn wave64(job: &Job) -> Result<bool> {
             ),
         ));
     }
-    Ok(native64
-        || (features.contains("+wavefrontsize64") && !AmdgpuFlags::of(&job.spec.flags).no_wave64))
+    Ok(native64 || (features.contains("+wavefrontsize64") && !no_wave64))
 }
 
 /// `ld.lld -shared <object> -o <hsaco>`, as upstream.

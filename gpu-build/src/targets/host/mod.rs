@@ -202,8 +202,8 @@ impl Target for Host {
         pass_tensor_maps_as_pointers(context, gpu_module);
     }
 
-    fn refuses_op(&self, op: &str, allowed_by_several: bool) -> Option<&'static str> {
-        (allowed_by_several && SUBGROUP_OPS.contains(&op)).then_some(
+    fn unsupported_neutral_op(&self, op: &str) -> Option<&'static str> {
+        SUBGROUP_OPS.contains(&op).then_some(
             "the host target does not emulate this subgroup (warp) operation (it emulates \
              gpu.shuffle, gpu.lane_id, gpu.all_reduce, gpu.subgroup_reduce and the \
              gpu.subgroup_mma ops)",

@@ -7,10 +7,9 @@ use crate::targets::interface::Flags;
 /// The flags of `#nvvm.target` besides `fast`, for messages.
 pub(crate) const KNOWN: &str = "fast, ftz, ptxas-cmd-options, collect-compiler-diagnostics";
 
-/// What an NVPTX target's flags ask for.
+/// What an NVPTX target's own flags ask for (`fast`, every target's, is `Flags::fast`: on
+/// NVPTX, fast-math function attributes, approximate division and sqrt).
 pub(crate) struct NvptxFlags {
-    /// Fast math: fast-math function attributes, approximate division and sqrt.
-    pub fast: bool,
     /// Flush denormals to zero (libdevice's `nvvm-reflect-ftz`, f32 denormal mode).
     pub ftz: bool,
     /// Extra `ptxas` arguments.
@@ -24,7 +23,6 @@ pub(crate) struct NvptxFlags {
 impl NvptxFlags {
     pub fn of(flags: &Flags) -> NvptxFlags {
         NvptxFlags {
-            fast: flags.fast,
             ftz: flags.has("ftz"),
             ptxas_options: flags.values("ptxas-cmd-options").to_vec(),
             collect_diagnostics: flags.has("collect-compiler-diagnostics"),

@@ -89,8 +89,12 @@ impl Target for Nvptx {
         inkwell::targets::Target::initialize_nvptx(&Default::default());
     }
 
-    fn llvm_ir_kernels(&self) -> Option<(u32, &'static str)> {
-        Some((PTX_KERNEL_CALLING_CONVENTION, "nvptx"))
+    fn triple_prefix(&self) -> Option<&'static str> {
+        Some("nvptx")
+    }
+
+    fn kernel_calling_convention(&self) -> Option<u32> {
+        Some(PTX_KERNEL_CALLING_CONVENTION)
     }
 
     fn dialects(&self) -> &'static [&'static str] {
@@ -208,7 +212,7 @@ impl Target for Nvptx {
 
 /// Before linking: fast-math on the kernel's own code only (libdevice keeps its exact paths).
 fn fast_math<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) {
-    if !NvptxFlags::of(&job.spec.flags).fast {
+    if !job.spec.flags.fast {
         return;
     }
     for function in module
@@ -269,11 +273,7 @@ fn link_libdevice<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<S
 /// everything, libdevice included.
 fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     ptx_names(module)?;
-    fold_reflect(
-        module,
-        "__CUDA_PREC_SQRT",
-        u64::from(!NvptxFlags::of(&job.spec.flags).fast),
-    );
+    fold_reflect(module, "__CUDA_PREC_SQRT", u64::from(!job.spec.flags.fast));
     if !NvptxFlags::of(&job.spec.flags).ftz {
         return Ok(());
     }

@@ -67,10 +67,13 @@ impl<'a> Toolkits<'a> {
         vendor: Vendor,
         find: impl FnOnce(&CargoOutput) -> T,
     ) -> &T {
+        // Only `vendor`'s own toolkit accessor (`targets/<name>/toolkit.rs`) asks for its slot,
+        // always with the one type that folder defines, so the slot holds a `T`: no user input
+        // or missing toolkit reaches this (a missing toolkit is a `T` that records its misses).
         self.found[vendor as usize]
             .get_or_init(|| Box::new(find(self.cargo)))
             .downcast_ref()
-            .expect("one toolkit type per target")
+            .expect("a target's toolkit slot holds that target's toolkit type")
     }
 
     /// What identifies `vendor`'s toolkit (for cache keys), computed by `identify` once.
