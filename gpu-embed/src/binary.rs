@@ -30,6 +30,59 @@ pub struct HostKernel {
     pub coroutines: bool,
 }
 
+/// One kernel of a Vulkan (SPIR-V) object: its entry point and how its arguments are bound
+/// (`gpu_manifest::VulkanKernel`, with each argument's place among the lowered parameters the
+/// launch stub passes). Used by `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct VulkanKernel {
+    /// The entry point's name.
+    pub name: &'static str,
+    /// The workgroup size the entry point declares; a launch's block must equal it.
+    pub workgroup_size: [u32; 3],
+    /// Workgroup (shared) memory the kernel declares, in bytes.
+    pub workgroup_memory: u64,
+    /// One per source argument, in order.
+    pub bindings: &'static [VulkanBinding],
+}
+
+/// Where one argument of a Vulkan kernel is bound, and where its value is among the launch's
+/// lowered parameters. Used by `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct VulkanBinding {
+    /// Descriptor set.
+    pub set: u32,
+    /// Binding within the set.
+    pub binding: u32,
+    /// Index of the argument's first lowered parameter (a memref's allocated pointer).
+    pub param: usize,
+    /// What the storage buffer holds.
+    pub kind: VulkanArgument,
+}
+
+/// What a Vulkan kernel argument's storage buffer holds. Used by `include_gpu_binary!`'s
+/// expansion.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VulkanArgument {
+    /// A memref of `rank` dimensions, whose lowered parameters from `param` on are its
+    /// descriptor (allocated and aligned pointer, offset, `rank` sizes, `rank` strides): bound
+    /// as the contiguous range of its elements.
+    Elements {
+        /// Dimensions.
+        rank: usize,
+        /// Bytes per element.
+        element_bytes: u32,
+    },
+    /// A scalar parameter, copied into a buffer of `bytes` bytes (an 8-byte `index` parameter
+    /// into 4 bytes, checked to fit).
+    Scalar {
+        /// Its size in the buffer.
+        bytes: u32,
+    },
+}
+
 /// One compiled object, embedded in the program.
 #[derive(Debug, Clone, Copy)]
 pub struct Object {
@@ -38,6 +91,8 @@ pub struct Object {
     format: Format,
     bytes: &'static [u8],
     host_kernels: &'static [HostKernel],
+    vulkan_kernels: &'static [VulkanKernel],
+    capabilities: &'static [&'static str],
 }
 
 impl Object {
@@ -55,6 +110,28 @@ impl Object {
             format,
             bytes,
             host_kernels: &[],
+            vulkan_kernels: &[],
+            capabilities: &[],
+        }
+    }
+
+    /// A Vulkan object: SPIR-V for `chip` (`vulkan1.1`), the SPIR-V capabilities it declares,
+    /// and its kernels' bindings. Used by `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
+    pub const fn vulkan(
+        chip: &'static str,
+        bytes: &'static [u8],
+        capabilities: &'static [&'static str],
+        kernels: &'static [VulkanKernel],
+    ) -> Object {
+        Object {
+            vendor: Vendor::Vulkan,
+            chip,
+            format: Format::Bin,
+            bytes,
+            host_kernels: &[],
+            vulkan_kernels: kernels,
+            capabilities,
         }
     }
 
@@ -68,11 +145,24 @@ impl Object {
             format: Format::Bin,
             bytes: &[],
             host_kernels: kernels,
+            vulkan_kernels: &[],
+            capabilities: &[],
         }
     }
 
     pub(crate) fn host_kernel(&self, name: &str) -> Option<&'static HostKernel> {
         self.host_kernels.iter().find(|k| k.name == name)
+    }
+
+    /// A Vulkan object's kernel `name`.
+    pub(crate) fn vulkan_kernel(&self, name: &str) -> Option<&'static VulkanKernel> {
+        self.vulkan_kernels.iter().find(|k| k.name == name)
+    }
+
+    /// The SPIR-V capabilities a Vulkan object declares (empty for other objects): what a
+    /// device must support to run it.
+    pub fn capabilities(&self) -> &'static [&'static str] {
+        self.capabilities
     }
 
     /// The vendor whose devices run it.
@@ -103,6 +193,7 @@ impl Object {
             (Vendor::Amdgpu, Format::Isa) => "AMDGPU assembly",
             (Vendor::Amdgpu, Format::Bin) => "hsaco",
             (Vendor::Host, _) => "native code",
+            (Vendor::Vulkan, _) => "SPIR-V",
         };
         format!("{} {} {kind}", self.vendor, self.chip)
     }

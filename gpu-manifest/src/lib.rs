@@ -81,7 +81,7 @@ pub mod host_abi {
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
@@ -351,13 +351,16 @@ pub enum Vendor {
     /// The build's own CPU: the kernels compiled for the target triple and run by the runtime's
     /// block scheduler.
     Host,
+    /// Any Vulkan device (GPUs of every maker, Mesa's lavapipe on a CPU): SPIR-V through MLIR's
+    /// SPIR-V conversion, run through the Vulkan API.
+    Vulkan,
 }
 
 impl Vendor {
     /// Every target, in declaration order (`vendor as usize` indexes it).
-    pub const ALL: [Vendor; 3] = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host];
+    pub const ALL: [Vendor; 4] = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host, Vendor::Vulkan];
     /// The GPU vendors (every vendor but the host).
-    pub const GPUS: [Vendor; 2] = [Vendor::Nvptx, Vendor::Amdgpu];
+    pub const GPUS: [Vendor; 3] = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Vulkan];
 
     /// The vendor `name` spells ([`Vendor::name`]), if any.
     pub fn from_name(name: &str) -> Option<Vendor> {
@@ -383,16 +386,19 @@ impl Vendor {
             "cuda" | "nvidia" | "nvvm" | "ptx" | "cubin" | "sm" | "nvptx64" => Some(Vendor::Nvptx),
             "amd" | "rocm" | "rocdl" | "hip" | "hsaco" | "amdgcn" | "gfx" => Some(Vendor::Amdgpu),
             "cpu" | "x86" | "x86_64" | "aarch64" | "native" | "llvm" => Some(Vendor::Host),
+            "vk" | "spirv" | "spir-v" | "lavapipe" | "moltenvk" => Some(Vendor::Vulkan),
             _ => None,
         }
     }
 
-    /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`, `host`.
+    /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`,
+    /// `host`, `vulkan`.
     pub fn name(self) -> &'static str {
         match self {
             Vendor::Nvptx => "nvptx",
             Vendor::Amdgpu => "amdgpu",
             Vendor::Host => "host",
+            Vendor::Vulkan => "vulkan",
         }
     }
 }
@@ -446,6 +452,69 @@ pub struct Object {
     /// For host objects: how the program calls the kernels (absent for GPU objects).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostEntries>,
+    /// For Vulkan objects: what a device needs to run it and how arguments are bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vulkan: Option<VulkanEntries>,
+}
+
+/// A Vulkan (SPIR-V) object's kernel ABI: what a device must support, and how each kernel's
+/// arguments reach it. Every argument is a storage buffer in descriptor set 0: a memref its
+/// elements (one contiguous range), a scalar a buffer holding just the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanEntries {
+    /// The SPIR-V version the module declares (`1.3`).
+    pub spirv_version: String,
+    /// The SPIR-V capabilities the module declares (`Shader`, `Int64`, `GroupNonUniform`, ...):
+    /// the minimal set for what the kernels use, as `spirv-update-vce` computes it.
+    pub capabilities: Vec<String>,
+    /// The SPIR-V extensions the module declares.
+    pub extensions: Vec<String>,
+    /// One per kernel of the module, in source order.
+    pub kernels: Vec<VulkanKernel>,
+}
+
+/// One SPIR-V entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanKernel {
+    /// The entry point's name (the kernel's).
+    pub name: String,
+    /// The workgroup size the entry point declares (`LocalSize`): every launch's block must be
+    /// exactly this.
+    pub workgroup_size: [u32; 3],
+    /// Workgroup (shared) memory the kernel declares, in bytes.
+    pub workgroup_memory: u64,
+    /// One per source argument, in order.
+    pub bindings: Vec<VulkanBinding>,
+}
+
+/// Where one kernel argument is bound.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanBinding {
+    /// Descriptor set.
+    pub set: u32,
+    /// Binding within the set.
+    pub binding: u32,
+    /// What the buffer holds.
+    #[serde(flatten)]
+    pub kind: VulkanBindingKind,
+}
+
+/// What a Vulkan kernel argument's storage buffer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "holds", rename_all = "snake_case")]
+pub enum VulkanBindingKind {
+    /// A memref's elements: the view's contiguous range, from its first element. Its descriptor
+    /// fields (the lowered parameters) say where.
+    Elements {
+        /// Bytes per element.
+        element_bytes: u32,
+    },
+    /// One scalar of `bytes` bytes: `index` travels as a 32-bit integer (SPIR-V's index width
+    /// for Vulkan), which the runtime checks the value fits.
+    Scalar {
+        /// Its size in the buffer.
+        bytes: u32,
+    },
 }
 
 /// How a host object's kernels are called: each kernel `k` has an entry point
@@ -566,6 +635,7 @@ mod tests {
                 size: 3,
                 sha256: "00".into(),
                 host: None,
+                vulkan: None,
             }],
         });
         let json = manifest.to_json().unwrap();
