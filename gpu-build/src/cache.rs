@@ -30,7 +30,7 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::util::sha256_hex;
-use gpu_manifest::{Format, HostEntries, Kernel};
+use gpu_manifest::{Format, HostEntries, Kernel, VulkanEntries};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -96,6 +96,8 @@ struct Header {
     key: String,
     kernels: Vec<Kernel>,
     host: Option<HostEntries>,
+    #[serde(default)]
+    vulkan: Option<VulkanEntries>,
     linked: Option<String>,
     optimized: Option<String>,
     isa: Option<String>,
@@ -275,6 +277,7 @@ fn encode(key: &Key, output: &TaskOutput) -> Vec<u8> {
         key: key.text.clone(),
         kernels: output.kernels.clone(),
         host: compiled.host.clone(),
+        vulkan: compiled.vulkan.clone(),
         linked: compiled.dumps.linked.clone(),
         optimized: compiled.dumps.optimized.clone(),
         isa: compiled.dumps.isa.clone(),
@@ -335,6 +338,7 @@ fn decode(bytes: &[u8], key: &Key) -> Option<TaskOutput> {
                 isa: header.isa,
             },
             host: header.host,
+            vulkan: header.vulkan,
         },
         warnings: header.warnings,
     })
@@ -371,6 +375,7 @@ mod tests {
                 ],
                 dumps: Dumps::default(),
                 host: None,
+                vulkan: None,
             },
             warnings: vec!["ptxas: a warning".into()],
         }

@@ -8,9 +8,9 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::llvm_ir;
 use crate::frontend::mlir::Mlir;
-use crate::kernel_abi::kernels_of;
+use crate::kernel_abi::{kernels_from_arguments, kernels_of};
 use crate::llvm_errors::{Compiling, Diagnostics};
-use crate::lower::{lower_to_llvm, Lowering};
+use crate::lower::{lower_to_llvm, serialize_from_mlir, Lowering};
 use crate::module_to_object::module_to_object;
 use crate::output::{start_build, write_manifest, write_outputs, CompiledModule};
 use crate::parallel::run_all;
@@ -51,6 +51,8 @@ struct LoweringUnit<'p> {
 struct Lowered {
     bitcode: Vec<u8>,
     kernels: Vec<Kernel>,
+    /// For a target serialized from MLIR: its objects, made with the lowering.
+    serialized: Option<Compiled>,
 }
 
 /// Everything compiled (or found in the cache), module by module.
@@ -228,6 +230,31 @@ fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<Lowered
         "{}: lowering for {} {}",
         source.display, unit.first.vendor, unit.first.chip
     ));
+    if let Lowering::Serialized(spec) = &unit.lowering {
+        let kernels: Vec<Vec<Kernel>> = unit
+            .modules
+            .iter()
+            .map(|plan| kernels_from_arguments(&plan.desc))
+            .collect();
+        let modules: Vec<_> = unit
+            .modules
+            .iter()
+            .zip(&kernels)
+            .map(|(plan, kernels)| (plan.index, &plan.desc, kernels.as_slice()))
+            .collect();
+        let compiled = options.timings.time(Stage::Lower, || {
+            serialize_from_mlir(&Mlir::new(), source, &modules, spec)
+        })?;
+        return Ok(kernels
+            .into_iter()
+            .zip(compiled)
+            .map(|(kernels, compiled)| Lowered {
+                bitcode: Vec::new(),
+                kernels,
+                serialized: Some(compiled),
+            })
+            .collect());
+    }
     let llvm = LlvmContext::create();
     let _diagnostics = Diagnostics::attach(&llvm);
     let modules: Vec<LlvmModule> = options
@@ -249,6 +276,7 @@ fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<Lowered
                 )
             }
             Lowering::LlvmIr => llvm_ir::parse(&llvm, source, unit.file.kind).map(|m| vec![m]),
+            Lowering::Serialized(_) => Err(internal("a serialized lowering reached LLVM")),
         })?;
     unit.modules
         .iter()
@@ -261,6 +289,7 @@ fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<Lowered
             Ok(Lowered {
                 kernels: kernels_of(&plan.desc, &module).map_err(|e| e.context(&context))?,
                 bitcode: module.write_bitcode_to_memory().as_slice().to_vec(),
+                serialized: None,
             })
         })
         .collect()
@@ -274,6 +303,9 @@ fn module_objects(
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
+    if let Some(compiled) = &lowered.serialized {
+        return Ok(compiled.clone());
+    }
     let (source, desc, spec) = (&task.file.source, &task.module.desc, task.spec);
     let context = format!(
         "{}: gpu.module @{} for {} {}",

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::frontend::GpuModuleDesc;
-use gpu_manifest::{Argument, Kernel, Param};
+use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Param};
 use inkwell::module::Module as LlvmModule;
 
 /// The kernels' signatures and lowered parameter lists, from one target's LLVM IR.
@@ -47,6 +47,58 @@ pub(crate) fn kernels_of(desc: &GpuModuleDesc, lowered: &LlvmModule) -> Result<V
         });
     }
     Ok(kernels)
+}
+
+/// The kernels' lowered parameter lists as MLIR's standard lowering to LLVM makes them (a
+/// memref its descriptor, `index` 64 bits), read from the arguments alone: the launch stubs'
+/// parameters for a target that does not go through LLVM IR, so that one stub serves every
+/// target of a module.
+pub(crate) fn kernels_from_arguments(desc: &GpuModuleDesc) -> Vec<Kernel> {
+    desc.kernels
+        .iter()
+        .map(|kernel| Kernel {
+            name: kernel.name.clone(),
+            signature: kernel.signature.clone(),
+            arguments: kernel.arguments.clone(),
+            params: kernel
+                .arguments
+                .iter()
+                .enumerate()
+                .flat_map(|(index, argument)| {
+                    lowered_types(&argument.kind)
+                        .into_iter()
+                        .map(move |llvm_type| Param {
+                            llvm_type: llvm_type.to_string(),
+                            argument: index,
+                        })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The LLVM types an argument of `kind` lowers to (`ptr` for what no launcher can fill).
+fn lowered_types(kind: &ArgumentKind) -> Vec<&'static str> {
+    match kind {
+        ArgumentKind::Scalar { element } => vec![match element {
+            Element::I1 => "i1",
+            Element::I8 => "i8",
+            Element::I16 => "i16",
+            Element::I32 => "i32",
+            Element::I64 | Element::Index => "i64",
+            Element::F16 => "half",
+            Element::Bf16 => "bfloat",
+            Element::F32 => "float",
+            Element::F64 => "double",
+        }],
+        ArgumentKind::Memref { shape, .. } => {
+            let mut types = vec!["ptr", "ptr", "i64"];
+            types.extend(std::iter::repeat_n("i64", 2 * shape.len()));
+            types
+        }
+        ArgumentKind::UnrankedMemref => vec!["i64", "ptr"],
+        ArgumentKind::Pointer | ArgumentKind::Other => vec!["ptr"],
+    }
 }
 
 /// For each lowered parameter, the index of the argument it came from.

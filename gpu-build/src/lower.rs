@@ -12,14 +12,15 @@ use crate::frontend::mlir::{gpu_modules, llvm_result_type, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::{GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
-use crate::targets::interface::TargetSpec;
+use crate::targets::interface::{Compiled, TargetSpec};
 use crate::targets::{owner_of_op, target};
-use gpu_manifest::Vendor;
+use gpu_manifest::{Kernel, Vendor};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::OperationRefMut;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
+use melior::ir::OperationRef;
 use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
@@ -41,7 +42,7 @@ fn pipeline(vendor_dialect_pass: Option<&str>, vendor_pass: &str) -> String {
 
 /// How a gpu.module becomes LLVM IR for a target. Targets with the same lowering (every NVPTX
 /// chip and the host; AMDGPU chips with the same chipset) share one lowered module.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Lowering {
     /// An MLIR pass pipeline, then the translation with this kernel attribute.
     Mlir {
@@ -50,21 +51,34 @@ pub(crate) enum Lowering {
     },
     /// LLVM IR input: already lowered.
     LlvmIr,
+    /// A target that serializes from MLIR itself (SPIR-V), for this target description.
+    Serialized(TargetSpec),
 }
 
 impl Lowering {
     pub fn for_target(kind: InputKind, spec: &TargetSpec) -> Result<Lowering> {
+        let target = target(spec.vendor);
+        let Some(llvm) = target.llvm() else {
+            if kind != InputKind::Mlir {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "LLVM IR cannot be built for {}: its objects are made from MLIR \
+                         ({} conversion); write the kernels in MLIR for it",
+                        spec.vendor,
+                        target.lowering_name()
+                    ),
+                ));
+            }
+            return Ok(Lowering::Serialized(spec.clone()));
+        };
         if kind != InputKind::Mlir {
             return Ok(Lowering::LlvmIr);
         }
-        let target = target(spec.vendor);
         let processor = target.parse_chip(&spec.chip)?.processor;
         Ok(Lowering::Mlir {
-            pipeline: pipeline(
-                target.vendor_dialect_pass(),
-                &target.lowering_pass(&processor),
-            ),
-            kernel_attribute: target.kernel_attribute(),
+            pipeline: pipeline(llvm.vendor_dialect_pass(), &llvm.lowering_pass(&processor)),
+            kernel_attribute: llvm.kernel_attribute(),
         })
     }
 }
@@ -162,7 +176,9 @@ pub(crate) fn lower_to_llvm<'ll>(
         // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
         let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
         mark_llvm_kernels(&mlir.context, &mut gpu_module, kernel_attribute);
-        crate::targets::target(vendor).prepare_for_lowering(&mlir.context, &gpu_module);
+        if let Some(llvm) = crate::targets::target(vendor).llvm() {
+            llvm.prepare_for_lowering(&mlir.context, &gpu_module);
+        }
         mlir.diagnostics.take();
         // SAFETY: the op and the pass manager share `mlir.context`.
         let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };
@@ -185,6 +201,59 @@ pub(crate) fn lower_to_llvm<'ll>(
     }
     drop(module);
     Ok(lowered)
+}
+
+/// Lowers and serializes the gpu.modules numbered `modules` of `source` (parsed once) for a
+/// target that makes its objects from MLIR itself; `kernels` are each module's kernels with the
+/// lowered parameters the launch stubs pass.
+pub(crate) fn serialize_from_mlir(
+    mlir: &Mlir,
+    source: &SourceFile,
+    modules: &[(usize, &GpuModuleDesc, &[Kernel])],
+    spec: &TargetSpec,
+) -> Result<Vec<Compiled>> {
+    let (vendor, chip) = (spec.vendor, &spec.chip);
+    let serializer = target(vendor).mlir_serializer().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Lowering,
+            format!("internal error: the {vendor} target does not serialize from MLIR"),
+        )
+    })?;
+    let module = mlir.parse(source)?;
+    let raws = gpu_modules(&module);
+    let mut compiled = Vec::new();
+    for (index, desc, kernels) in modules {
+        let raw = *raws.get(*index).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("{}: gpu.module @{} disappeared", source.display, desc.name),
+            )
+        })?;
+        let _compiling = Compiling::new(format!(
+            "{}: gpu.module @{} for {vendor} {chip}",
+            desc.location, desc.name
+        ));
+        mlir.diagnostics.take();
+        // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
+        let gpu_module = unsafe { OperationRef::from_raw(raw) };
+        let result = serializer.serialize(&mlir.context, &gpu_module, kernels, spec);
+        let diagnostics = render(&explain(mlir.diagnostics.take(), spec), source);
+        compiled.push(result.map_err(|e| {
+            if diagnostics.is_empty() {
+                Error::new(e.kind(), format!("{}: {}", desc.location, e.message()))
+            } else {
+                Error::new(
+                    ErrorKind::Lowering,
+                    format!(
+                        "{} gpu.module @{} for {vendor} ({chip}):\n{diagnostics}",
+                        e.message(),
+                        desc.name
+                    ),
+                )
+            }
+        })?);
+    }
+    Ok(compiled)
 }
 
 /// MLIR parses the kernel text without a file name, so `cf.assert`'s lowering records the file

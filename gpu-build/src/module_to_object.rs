@@ -11,7 +11,7 @@ use crate::targets::interface::{Compiled, Dumps, Job, ObjectSettings, TargetSpec
 use crate::targets::support::link;
 use crate::targets::support::llvm::report_diagnostics;
 use crate::targets::support::toolkit::Toolkits;
-use crate::targets::{initialize_llvm, target};
+use crate::targets::{initialize_llvm, llvm_target};
 use crate::timing::Stage;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::{
@@ -21,7 +21,7 @@ use inkwell::llvm_sys::core::{
 use inkwell::llvm_sys::prelude::{LLVMTypeRef, LLVMValueRef};
 use inkwell::llvm_sys::LLVMTypeKind;
 use inkwell::module::Module;
-use inkwell::targets::{CodeModel, Target as LlvmTarget, TargetMachine, TargetTriple};
+use inkwell::targets::{CodeModel, Target as InkwellTarget, TargetMachine, TargetTriple};
 use inkwell::values::{AsValueRef, InstructionValue};
 use inkwell::OptimizationLevel;
 
@@ -39,19 +39,19 @@ pub(crate) fn target_machine(spec: &TargetSpec) -> Result<(TargetMachine, String
     initialize_llvm();
     let (processor, features) = spec.processor_and_features()?;
     let triple = TargetTriple::create(&spec.triple);
-    let llvm_target = LlvmTarget::from_triple(&triple).map_err(|e| {
+    let inkwell_target = InkwellTarget::from_triple(&triple).map_err(|e| {
         Error::new(
             ErrorKind::InvalidTarget,
             format!("unknown target triple `{}`: {e}", spec.triple),
         )
     })?;
-    let machine = llvm_target
+    let machine = inkwell_target
         .create_target_machine(
             &triple,
             &processor,
             &features,
             opt_level(spec.opt_level),
-            target(spec.vendor).reloc_mode(),
+            llvm_target(spec.vendor)?.reloc_mode(),
             CodeModel::Default,
         )
         .ok_or_else(|| {
@@ -76,7 +76,7 @@ pub(crate) fn module_to_object<'ll>(
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
-    let target = target(spec.vendor);
+    let target = llvm_target(spec.vendor)?;
     let (machine, processor) = target_machine(spec)?;
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
@@ -130,6 +130,7 @@ pub(crate) fn module_to_object<'ll>(
         artifacts,
         dumps,
         host: pre_linked.host,
+        vulkan: None,
     })
 }
 
@@ -141,7 +142,7 @@ fn check_gpu_arithmetic(module: &Module, spec: &TargetSpec) -> Result<()> {
     for function in module.get_functions() {
         for block in function.get_basic_blocks() {
             for instruction in block.get_instructions() {
-                let converts_wide_integers = target(spec.vendor).converts_wide_integers();
+                let converts_wide_integers = llvm_target(spec.vendor)?.converts_wide_integers();
                 let Some((problem, fix)) =
                     unsupported_arithmetic(instruction, converts_wide_integers)
                 else {

@@ -203,12 +203,15 @@ pub(crate) fn write_outputs(
                     size: artifact.bytes.len() as u64,
                     sha256: sha256_hex(&artifact.bytes),
                     host: compiled.host.clone(),
+                    vulkan: compiled.vulkan.clone(),
                 });
                 if compiled.host.is_some() {
                     host_objects.push(artifact.bytes);
                 }
             }
-            let isa_extension = target(spec.vendor).isa_dump_extension();
+            let isa_extension = target(spec.vendor)
+                .llvm()
+                .map_or("s", |llvm| llvm.isa_dump_extension());
             let dumps = [
                 ("linked.ll", &compiled.dumps.linked),
                 ("opt.ll", &compiled.dumps.optimized),

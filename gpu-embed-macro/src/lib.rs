@@ -217,12 +217,19 @@ fn expand_module(
             Vendor::Nvptx => quote!(::gpu_embed::Vendor::Nvptx),
             Vendor::Amdgpu => quote!(::gpu_embed::Vendor::Amdgpu),
             Vendor::Host => quote!(::gpu_embed::Vendor::Host),
+            Vendor::Vulkan => quote!(::gpu_embed::Vendor::Vulkan),
         };
         let format = match object.format {
             gpu_manifest::Format::Isa => quote!(::gpu_embed::Format::Isa),
             gpu_manifest::Format::Bin => quote!(::gpu_embed::Format::Bin),
         };
         let chip = &object.chip;
+        if let Some(vulkan) = &object.vulkan {
+            let (items, entry) = vulkan_object(module, object, vulkan, index, &name)?;
+            statics.extend(items);
+            entries.push(entry);
+            continue;
+        }
         entries.push(quote!(::gpu_embed::Object::new(#vendor, #chip, #format, &#name.0)));
     }
     let count = entries.len();
@@ -294,6 +301,82 @@ fn host_object(
         static #table: [::gpu_embed::HostKernel; #count] = [#(#kernels),*];
     };
     (items, quote!(::gpu_embed::Object::host(#triple, &#table)))
+}
+
+/// A Vulkan object: its SPIR-V, the capabilities it needs, and for each kernel the workgroup
+/// size and where each argument is bound and found among the lowered parameters.
+fn vulkan_object(
+    module: &GpuModule,
+    object: &gpu_manifest::Object,
+    vulkan: &gpu_manifest::VulkanEntries,
+    index: usize,
+    bytes: &Ident,
+) -> syn::Result<(TokenStream, TokenStream)> {
+    let table = format_ident!("VULKAN_KERNELS_{index}");
+    let mut items = TokenStream::new();
+    let mut kernels = Vec::new();
+    for (k, entry) in vulkan.kernels.iter().enumerate() {
+        let kernel = module
+            .kernels
+            .iter()
+            .find(|kernel| kernel.name == entry.name)
+            .ok_or_else(|| {
+                syn::Error::new(
+                    Span::call_site(),
+                    format!(
+                        "the manifest's Vulkan object of gpu.module @{} names kernel `{}`, which the \
+                         module does not have; rebuild with the same gpu-build",
+                        module.name, entry.name
+                    ),
+                )
+            })?;
+        let mut bindings = Vec::new();
+        for (argument, binding) in entry.bindings.iter().enumerate() {
+            let param = kernel
+                .params
+                .iter()
+                .position(|p| p.argument == argument)
+                .unwrap_or(kernel.params.len());
+            let (set, slot) = (binding.set, binding.binding);
+            let kind = match binding.kind {
+                gpu_manifest::VulkanBindingKind::Elements { element_bytes } => {
+                    let rank = match &kernel.arguments.get(argument).map(|a| &a.kind) {
+                        Some(gpu_manifest::ArgumentKind::Memref { shape, .. }) => shape.len(),
+                        _ => 0,
+                    };
+                    quote!(::gpu_embed::VulkanArgument::Elements { rank: #rank, element_bytes: #element_bytes })
+                }
+                gpu_manifest::VulkanBindingKind::Scalar { bytes } => {
+                    quote!(::gpu_embed::VulkanArgument::Scalar { bytes: #bytes })
+                }
+            };
+            bindings.push(quote!(::gpu_embed::VulkanBinding { set: #set, binding: #slot, param: #param, kind: #kind }));
+        }
+        let bindings_table = format_ident!("VULKAN_BINDINGS_{index}_{k}");
+        let count = bindings.len();
+        items.extend(quote! {
+            static #bindings_table: [::gpu_embed::VulkanBinding; #count] = [#(#bindings),*];
+        });
+        let name = &entry.name;
+        let [x, y, z] = entry.workgroup_size;
+        let memory = entry.workgroup_memory;
+        kernels.push(quote!(::gpu_embed::VulkanKernel {
+            name: #name,
+            workgroup_size: [#x, #y, #z],
+            workgroup_memory: #memory,
+            bindings: &#bindings_table,
+        }));
+    }
+    let count = kernels.len();
+    items.extend(quote! {
+        static #table: [::gpu_embed::VulkanKernel; #count] = [#(#kernels),*];
+    });
+    let chip = &object.chip;
+    let capabilities = &vulkan.capabilities;
+    Ok((
+        items,
+        quote!(::gpu_embed::Object::vulkan(#chip, &#bytes.0, &[#(#capabilities),*], &#table)),
+    ))
 }
 
 fn rust_module_name(symbol: &str) -> Ident {

@@ -62,6 +62,7 @@ mod pinned;
 mod select;
 
 pub use binary::{Binary, Format, HostBlocksEntry, HostEntry, HostKernel, Object, Vendor};
+pub use binary::{VulkanArgument, VulkanBinding, VulkanKernel};
 pub use bytemuck::Pod;
 pub use device::{Device, MemoryInfo, Stream};
 /// The raw driver APIs (generated from `cuda.h` and the HIP headers), for calls the safe API

@@ -370,12 +370,14 @@ impl Vendor {
     /// The chips a bare vendor builds for (`targets = [nvptx]` in `include_gpu_binary!`,
     /// `Build::target(vendor, &[])`) when the kernel file has no target attribute of its own: for
     /// NVIDIA a cubin for Turing, Ampere and Hopper and their PTX (which newer GPUs compile at
-    /// load time); for AMD MI200, MI300 and RDNA3; for the host none (the build's own triple).
+    /// load time); for AMD MI200, MI300 and RDNA3; for the host none (the build's own triple);
+    /// for Vulkan one SPIR-V object for Vulkan 1.1 and newer (subgroup operations need 1.1).
     pub const fn default_chips(self) -> &'static [&'static str] {
         match self {
             Vendor::Nvptx => &["sm_75", "sm_80", "sm_90"],
             Vendor::Amdgpu => &["gfx90a", "gfx942", "gfx1100"],
             Vendor::Host => &[],
+            Vendor::Vulkan => &["vulkan1.1"],
         }
     }
 

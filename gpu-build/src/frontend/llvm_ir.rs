@@ -61,7 +61,12 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
     let triple = module.get_triple().as_str().to_string_lossy().into_owned();
     let Some(target) = by_llvm_triple(&triple) else {
         let triples: Vec<String> = all()
-            .filter(|target| target.kernel_calling_convention().is_some())
+            .filter(|target| {
+                target
+                    .llvm()
+                    .and_then(|llvm| llvm.kernel_calling_convention())
+                    .is_some()
+            })
             .map(|target| target.triple(""))
             .collect();
         return Err(Error::new(

@@ -139,6 +139,8 @@ pub(crate) struct Compiled {
     pub dumps: Dumps,
     /// For the host target: how the runtime calls the kernels.
     pub host: Option<gpu_manifest::HostEntries>,
+    /// For the Vulkan target: what a device needs and how arguments are bound.
+    pub vulkan: Option<gpu_manifest::VulkanEntries>,
 }
 
 /// Everything a vendor hook may need.
@@ -194,16 +196,10 @@ pub(crate) trait Target: Sync {
     fn check_spec(&self, _spec: &TargetSpec, _chip: &Chip) -> Result<()> {
         Ok(())
     }
-    /// Registers the target's LLVM back end.
-    fn initialize_llvm(&self);
     /// What the target's triples start with (`nvptx`, `amdgcn`): a target description with
     /// another triple is refused, an LLVM IR file with such a triple is this target's. `None`:
     /// any triple (the host's chip is its triple).
     fn triple_prefix(&self) -> Option<&'static str> {
-        None
-    }
-    /// The calling convention that marks kernels in LLVM IR input (`CallingConv::PTX_Kernel`).
-    fn kernel_calling_convention(&self) -> Option<u32> {
         None
     }
     /// The MLIR dialects whose ops only this target compiles.
@@ -220,10 +216,6 @@ pub(crate) trait Target: Sync {
     }
     /// The name of MLIR's lowering to this target, for messages (`NVVM`, `ROCDL`).
     fn lowering_name(&self) -> &'static str;
-    /// Rewrites the `gpu.module` before its lowering pipeline runs (after the kernel attribute
-    /// is set). Targets whose lowering pipelines are equal (they share one lowering) must make
-    /// the same rewrite.
-    fn prepare_for_lowering(&self, _context: &melior::Context, _gpu_module: &OperationRefMut) {}
     /// Whether MLIR 22's lowering for this target would crash the process on `op` (named
     /// `name`): the op as written and what to write instead. The front end finds these first.
     fn lowering_crash(&self, _op: &OperationRef, _name: &str) -> Option<(String, String)> {
@@ -257,6 +249,40 @@ pub(crate) trait Target: Sync {
     fn kernel_name_rule(&self, _name: &str) -> Option<&'static str> {
         None
     }
+
+    /// Everything about the vendor's toolkit that can change an object (for cache keys).
+    fn toolkit_identity(&self, toolkits: &Toolkits) -> String;
+    /// Whether objects depend on the crate being built (host symbols are named after it), so a
+    /// cache entry cannot be shared between crates.
+    fn names_symbols_after_the_crate(&self) -> bool {
+        false
+    }
+
+    /// How this target makes objects through LLVM: `None` for a target serialized from MLIR
+    /// itself (SPIR-V: upstream's SPIR-V target serializes the `spirv.module`, no LLVM IR).
+    fn llvm(&self) -> Option<&dyn LlvmTarget> {
+        None
+    }
+    /// How this target makes objects from MLIR itself; `None` for a target through LLVM.
+    fn mlir_serializer(&self) -> Option<&dyn MlirSerializer> {
+        None
+    }
+}
+
+/// The LLVM half of a target that compiles through LLVM IR (NVPTX, AMDGPU, the host): the
+/// lowering to the LLVM dialect, then ModuleToObject's hooks (upstream's
+/// `SerializeGPUModuleBase`).
+pub(crate) trait LlvmTarget: Sync {
+    /// Registers the target's LLVM back end.
+    fn initialize_llvm(&self);
+    /// The calling convention that marks kernels in LLVM IR input (`CallingConv::PTX_Kernel`).
+    fn kernel_calling_convention(&self) -> Option<u32> {
+        None
+    }
+    /// Rewrites the `gpu.module` before its lowering pipeline runs (after the kernel attribute
+    /// is set). Targets whose lowering pipelines are equal (they share one lowering) must make
+    /// the same rewrite.
+    fn prepare_for_lowering(&self, _context: &melior::Context, _gpu_module: &OperationRefMut) {}
 
     /// The MLIR passes that lower the gpu dialect (and the vendor's own dialect) to this
     /// vendor's (the rest of the pipeline is shared, in `lower`).
@@ -315,12 +341,20 @@ pub(crate) trait Target: Sync {
     fn isa_dump_extension(&self) -> &'static str {
         "s"
     }
+}
 
-    /// Everything about the vendor's toolkit that can change an object (for cache keys).
-    fn toolkit_identity(&self, toolkits: &Toolkits) -> String;
-    /// Whether objects depend on the crate being built (host symbols are named after it), so a
-    /// cache entry cannot be shared between crates.
-    fn names_symbols_after_the_crate(&self) -> bool {
-        false
-    }
+/// A target whose objects are serialized from MLIR itself, not through LLVM IR (upstream's
+/// SPIR-V target serializes the `spirv.module`): the pipeline hands it each parsed `gpu.module`.
+pub(crate) trait MlirSerializer: Sync {
+    /// Lowers a copy of `gpu_module` for `spec` and serializes it: the objects and what the
+    /// runtime needs to run them. `kernels` are the module's kernels with their lowered
+    /// parameters (what the launch stubs pass). MLIR's diagnostics go to the context's handler;
+    /// the caller renders them with the error.
+    fn serialize(
+        &self,
+        context: &melior::Context,
+        gpu_module: &OperationRef,
+        kernels: &[gpu_manifest::Kernel],
+        spec: &TargetSpec,
+    ) -> Result<Compiled>;
 }

@@ -1,4 +1,4 @@
-//! The targets: one folder each (`nvptx/`, `amdgpu/`, `host/`) owning everything about it —
+//! The targets: one folder each (`nvptx/`, `amdgpu/`, `host/`, `vulkan/`) owning everything about it —
 //! attribute, defaults, flags, chips, toolkit, lowering, link steps, emission, hints — behind
 //! the [`Target`](interface::Target) trait of `interface.rs`, over the helpers of `support/`.
 //! This file is the registry, the one place that lists them: the pipeline asks it, never a
@@ -14,9 +14,11 @@ pub(crate) mod interface;
 pub(crate) mod nvptx;
 pub(crate) mod spec;
 pub(crate) mod support;
+pub(crate) mod vulkan;
 
+use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Vendor;
-use interface::Target;
+use interface::{LlvmTarget, Target};
 use std::sync::Once;
 
 /// The target `vendor` names.
@@ -25,7 +27,25 @@ pub(crate) fn target(vendor: Vendor) -> &'static dyn Target {
         Vendor::Nvptx => &nvptx::Nvptx,
         Vendor::Amdgpu => &amdgpu::Amdgpu,
         Vendor::Host => &host::Host,
+        Vendor::Vulkan => &vulkan::Vulkan,
     }
+}
+
+/// The LLVM half of the target `vendor` names; an internal error for a target serialized from
+/// MLIR (the pipeline sends those elsewhere before asking).
+pub(crate) fn llvm_target(vendor: Vendor) -> Result<&'static dyn LlvmTarget> {
+    target(vendor).llvm().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Lowering,
+            format!("internal error: the {vendor} target does not compile through LLVM"),
+        )
+    })
+}
+
+/// Every target that compiles through LLVM, with its LLVM half.
+pub(crate) fn llvm_targets() -> impl Iterator<Item = (&'static dyn Target, &'static dyn LlvmTarget)>
+{
+    all().filter_map(|target| Some((target, target.llvm()?)))
 }
 
 /// Every target.
@@ -45,25 +65,29 @@ pub(crate) fn attribute_names() -> Vec<&'static str> {
 
 /// The target an LLVM IR file of `triple` is for: one whose kernels LLVM IR can mark.
 pub(crate) fn by_llvm_triple(triple: &str) -> Option<&'static dyn Target> {
-    all().find(|target| {
-        target.kernel_calling_convention().is_some()
-            && target
-                .triple_prefix()
-                .is_some_and(|prefix| triple.starts_with(prefix))
-    })
+    llvm_targets()
+        .find(|(target, llvm)| {
+            llvm.kernel_calling_convention().is_some()
+                && target
+                    .triple_prefix()
+                    .is_some_and(|prefix| triple.starts_with(prefix))
+        })
+        .map(|(target, _)| target)
 }
 
 /// Every kernel calling convention of LLVM IR input.
 pub(crate) fn kernel_calling_conventions() -> Vec<u32> {
-    all()
-        .filter_map(|target| target.kernel_calling_convention())
+    llvm_targets()
+        .filter_map(|(_, llvm)| llvm.kernel_calling_convention())
         .collect()
 }
 
 /// Every target's kernel attribute (`nvvm.kernel`), which marks a kernel in MLIR input as
 /// `gpu.kernel` does.
 pub(crate) fn kernel_attributes() -> Vec<&'static str> {
-    all().map(|target| target.kernel_attribute()).collect()
+    llvm_targets()
+        .map(|(_, llvm)| llvm.kernel_attribute())
+        .collect()
 }
 
 /// The targets that can compile op `name`, when not all can: an op of a target's own dialect
@@ -107,5 +131,5 @@ pub(crate) fn lowering_crash(
 /// Registers every target's LLVM back end, once per process.
 pub(crate) fn initialize_llvm() {
     static INIT: Once = Once::new();
-    INIT.call_once(|| all().for_each(|target| target.initialize_llvm()));
+    INIT.call_once(|| llvm_targets().for_each(|(_, llvm)| llvm.initialize_llvm()));
 }

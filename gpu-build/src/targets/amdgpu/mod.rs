@@ -7,7 +7,7 @@ pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
-use crate::targets::interface::{Artifact, Chip, Dumps, Job, PreLinked, Target};
+use crate::targets::interface::{Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_object, optimize};
 use crate::targets::support::toolkit::{shared_library, Toolkits};
@@ -87,16 +87,8 @@ impl Target for Amdgpu {
         chips::check_features(features)
     }
 
-    fn initialize_llvm(&self) {
-        inkwell::targets::Target::initialize_amd_gpu(&Default::default());
-    }
-
     fn triple_prefix(&self) -> Option<&'static str> {
         Some("amdgcn")
-    }
-
-    fn kernel_calling_convention(&self) -> Option<u32> {
-        Some(AMDGPU_KERNEL)
     }
 
     fn dialects(&self) -> &'static [&'static str] {
@@ -120,6 +112,26 @@ impl Target for Amdgpu {
             "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
              on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only",
         )
+    }
+
+    fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
+        toolkits
+            .identity(Vendor::Amdgpu, |cargo| rocm(toolkits).identity(cargo))
+            .to_string()
+    }
+
+    fn llvm(&self) -> Option<&dyn LlvmTarget> {
+        Some(self)
+    }
+}
+
+impl LlvmTarget for Amdgpu {
+    fn initialize_llvm(&self) {
+        inkwell::targets::Target::initialize_amd_gpu(&Default::default());
+    }
+
+    fn kernel_calling_convention(&self) -> Option<u32> {
+        Some(AMDGPU_KERNEL)
     }
 
     /// `runtime=HIP`, as upstream's ROCDL pipeline for HIP: `gpu.printf` becomes the device
@@ -160,12 +172,6 @@ impl Target for Amdgpu {
     ) -> Result<Vec<Artifact>> {
         let object = emit_object(job, machine, module, dumps, dump_isa)?;
         object_to_hsaco(job, object)
-    }
-
-    fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
-        toolkits
-            .identity(Vendor::Amdgpu, |cargo| rocm(toolkits).identity(cargo))
-            .to_string()
     }
 }
 

@@ -38,7 +38,9 @@ mod printf;
 mod subgroup;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::interface::{build_triple, Artifact, Chip, Dumps, Job, PreLinked, Target};
+use crate::targets::interface::{
+    build_triple, Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target,
+};
 use crate::targets::nvptx::lowering::{
     nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING,
 };
@@ -180,13 +182,6 @@ impl Target for Host {
         })
     }
 
-    /// The CPUs Rust's tier-1 Linux targets run on.
-    fn initialize_llvm(&self) {
-        let config = Default::default();
-        inkwell::targets::Target::initialize_x86(&config);
-        inkwell::targets::Target::initialize_aarch64(&config);
-    }
-
     /// The host runs the NVVM lowering (see `lowering_pass`).
     fn lowering_name(&self) -> &'static str {
         "NVVM"
@@ -196,18 +191,39 @@ impl Target for Host {
         nvvm_crash(op, name)
     }
 
-    /// TMA descriptors become pointers before the NVVM lowering (see
-    /// `pass_tensor_maps_as_pointers`).
-    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
-        pass_tensor_maps_as_pointers(context, gpu_module);
-    }
-
     fn unsupported_neutral_op(&self, op: &str) -> Option<&'static str> {
         SUBGROUP_OPS.contains(&op).then_some(
             "the host target does not emulate this subgroup (warp) operation (it emulates \
              gpu.shuffle, gpu.lane_id, gpu.all_reduce, gpu.subgroup_reduce and the \
              gpu.subgroup_mma ops)",
         )
+    }
+
+    fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
+        "none (LLVM only)".to_string()
+    }
+
+    fn names_symbols_after_the_crate(&self) -> bool {
+        true
+    }
+
+    fn llvm(&self) -> Option<&dyn LlvmTarget> {
+        Some(self)
+    }
+}
+
+impl LlvmTarget for Host {
+    /// The CPUs Rust's tier-1 Linux targets run on.
+    fn initialize_llvm(&self) {
+        let config = Default::default();
+        inkwell::targets::Target::initialize_x86(&config);
+        inkwell::targets::Target::initialize_aarch64(&config);
+    }
+
+    /// TMA descriptors become pointers before the NVVM lowering (see
+    /// `pass_tensor_maps_as_pointers`).
+    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
+        pass_tensor_maps_as_pointers(context, gpu_module);
     }
 
     /// The host starts from the NVVM lowering (with `redux.sync` for `gpu.subgroup_reduce`, as
@@ -273,14 +289,6 @@ impl Target for Host {
     fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
         optimize::optimize(module, machine, level)?;
         verify_optimized(module)
-    }
-
-    fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
-        "none (LLVM only)".to_string()
-    }
-
-    fn names_symbols_after_the_crate(&self) -> bool {
-        true
     }
 }
 

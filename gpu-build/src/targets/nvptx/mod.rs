@@ -18,7 +18,9 @@ pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
-use crate::targets::interface::{Artifact, Chip, Dumps, Job, PreLinked, Target, TargetSpec};
+use crate::targets::interface::{
+    Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target, TargetSpec,
+};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_checked, optimize};
 use crate::targets::support::toolkit::Toolkits;
@@ -85,16 +87,8 @@ impl Target for Nvptx {
         chips::check_ptx_version(&spec.chip, &chip.processor, &spec.features)
     }
 
-    fn initialize_llvm(&self) {
-        inkwell::targets::Target::initialize_nvptx(&Default::default());
-    }
-
     fn triple_prefix(&self) -> Option<&'static str> {
         Some("nvptx")
-    }
-
-    fn kernel_calling_convention(&self) -> Option<u32> {
-        Some(PTX_KERNEL_CALLING_CONVENTION)
     }
 
     fn dialects(&self) -> &'static [&'static str] {
@@ -117,12 +111,6 @@ impl Target for Nvptx {
         nvvm_crash(op, name)
     }
 
-    /// TMA descriptors become pointers before the NVVM lowering (see
-    /// `pass_tensor_maps_as_pointers`).
-    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
-        pass_tensor_maps_as_pointers(context, gpu_module);
-    }
-
     fn triple(&self, _chip: &str) -> String {
         "nvptx64-nvidia-cuda".to_string()
     }
@@ -140,6 +128,32 @@ impl Target for Nvptx {
             "a PTX name is letters, digits, `_` and `$`, starting with a letter (or with `_` or \
              `$` followed by at least one more)",
         )
+    }
+
+    fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
+        toolkits
+            .identity(Vendor::Nvptx, |cargo| cuda(toolkits).identity(cargo))
+            .to_string()
+    }
+
+    fn llvm(&self) -> Option<&dyn LlvmTarget> {
+        Some(self)
+    }
+}
+
+impl LlvmTarget for Nvptx {
+    fn initialize_llvm(&self) {
+        inkwell::targets::Target::initialize_nvptx(&Default::default());
+    }
+
+    fn kernel_calling_convention(&self) -> Option<u32> {
+        Some(PTX_KERNEL_CALLING_CONVENTION)
+    }
+
+    /// TMA descriptors become pointers before the NVVM lowering (see
+    /// `pass_tensor_maps_as_pointers`).
+    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
+        pass_tensor_maps_as_pointers(context, gpu_module);
     }
 
     fn lowering_pass(&self, processor: &str) -> String {
@@ -201,12 +215,6 @@ impl Target for Nvptx {
 
     fn isa_dump_extension(&self) -> &'static str {
         "ptx.s"
-    }
-
-    fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
-        toolkits
-            .identity(Vendor::Nvptx, |cargo| cuda(toolkits).identity(cargo))
-            .to_string()
     }
 }
 

@@ -1,0 +1,173 @@
+//! The Vulkan kernel ABI: which arguments a Vulkan kernel can take, and how each reaches it.
+//! MLIR's SPIR-V conversion makes every argument a storage buffer in descriptor set 0 (binding =
+//! argument index, `spirv.interface_var_abi`): a memref its elements, a scalar a buffer holding
+//! the value, `index` 32 bits wide.
+
+use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout};
+use gpu_manifest::{VulkanBinding, VulkanBindingKind};
+
+/// Refuses, before any lowering, the arguments Vulkan cannot take, naming the argument and
+/// the way around.
+pub(super) fn check_arguments(kernels: &[Kernel]) -> Result<()> {
+    for kernel in kernels {
+        for (index, argument) in kernel.arguments.iter().enumerate() {
+            if let Err(why) = check_argument(argument) {
+                let name = argument
+                    .name
+                    .as_deref()
+                    .map_or(String::new(), |name| format!(" `%{name}`"));
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "error: kernel `{}` cannot be built for vulkan: argument {index}{name} \
+                         ({}): {why}",
+                        kernel.name, argument.ty
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
+    match &argument.kind {
+        ArgumentKind::Scalar { element } => check_element(*element, "pass it"),
+        ArgumentKind::Memref {
+            element,
+            shape,
+            layout,
+        } => {
+            check_element(*element, "use a memref of it")?;
+            if *layout != Layout::Identity {
+                return Err(
+                    "Vulkan binds a memref as one contiguous storage buffer, so it must \
+                            have the identity layout; pass the underlying memref and index it \
+                            yourself"
+                        .to_string(),
+                );
+            }
+            if shape.iter().skip(1).any(Option::is_none) {
+                return Err(format!(
+                    "Vulkan binds a memref as a storage buffer whose strides the kernel must \
+                     know when it is compiled, so only its outermost size may be dynamic; pass \
+                     a memref<?x{}> and index it row-major (pass the sizes as index \
+                     arguments), or give the inner sizes statically",
+                    element_name(*element)
+                ));
+            }
+            Ok(())
+        }
+        ArgumentKind::Pointer => Err(
+            "Vulkan buffers have no addresses a kernel can take; pass a \
+                                      memref instead"
+                .to_string(),
+        ),
+        ArgumentKind::UnrankedMemref => {
+            Err("Vulkan binds ranked memrefs only; give the memref a rank".to_string())
+        }
+        ArgumentKind::Other => Err("Vulkan kernels take memrefs and scalars only".to_string()),
+    }
+}
+
+fn check_element(element: Element, how: &str) -> std::result::Result<(), String> {
+    match element {
+        Element::I1 => Err(format!(
+            "Vulkan storage buffers cannot hold `i1`; {how} as i32 (or i8) and compare with 0"
+        )),
+        Element::Bf16 => Err(format!(
+            "Vulkan has no bf16 arithmetic in SPIR-V shaders; {how} as f32 or f16"
+        )),
+        Element::Index => match how {
+            "pass it" => Ok(()),
+            _ => Err(
+                "`index` is 32 bits wide in a Vulkan kernel but 64 in Rust; use a memref \
+                      of i32 or i64"
+                    .to_string(),
+            ),
+        },
+        _ => Ok(()),
+    }
+}
+
+fn element_name(element: Element) -> &'static str {
+    match element {
+        Element::I1 => "i1",
+        Element::I8 => "i8",
+        Element::I16 => "i16",
+        Element::I32 => "i32",
+        Element::I64 => "i64",
+        Element::Index => "index",
+        Element::F16 => "f16",
+        Element::Bf16 => "bf16",
+        Element::F32 => "f32",
+        Element::F64 => "f64",
+    }
+}
+
+/// Bytes of one element in a storage buffer (arguments were checked: no `i1`, `bf16`, `index`).
+fn element_bytes(element: Element) -> u32 {
+    match element {
+        Element::I1 | Element::I8 => 1,
+        Element::I16 | Element::F16 | Element::Bf16 => 2,
+        Element::I32 | Element::F32 | Element::Index => 4,
+        Element::I64 | Element::F64 => 8,
+    }
+}
+
+/// One converted argument of a `spirv.func`, as the conversion left it: its descriptor set and
+/// binding (`spirv.interface_var_abi`) and, for a scalar, its width in bits.
+pub(super) struct ConvertedArgument {
+    pub set: u32,
+    pub binding: u32,
+    pub scalar_bits: Option<u32>,
+}
+
+/// The bindings of `kernel`'s arguments, checked against what the conversion made of them.
+pub(super) fn bindings(
+    kernel: &Kernel,
+    converted: &[ConvertedArgument],
+) -> Result<Vec<VulkanBinding>> {
+    if converted.len() != kernel.arguments.len() {
+        return Err(Error::new(
+            ErrorKind::Lowering,
+            format!(
+                "internal error: kernel `{}` has {} arguments, its SPIR-V entry point {}",
+                kernel.name,
+                kernel.arguments.len(),
+                converted.len()
+            ),
+        ));
+    }
+    kernel
+        .arguments
+        .iter()
+        .zip(converted)
+        .map(|(argument, converted)| {
+            let kind = match (&argument.kind, converted.scalar_bits) {
+                (ArgumentKind::Memref { element, .. }, None) => VulkanBindingKind::Elements {
+                    element_bytes: element_bytes(*element),
+                },
+                (ArgumentKind::Scalar { .. }, Some(bits)) => {
+                    VulkanBindingKind::Scalar { bytes: bits / 8 }
+                }
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::Lowering,
+                        format!(
+                            "internal error: kernel `{}`: argument {} was converted to an \
+                             unexpected SPIR-V type",
+                            kernel.name, argument.ty
+                        ),
+                    ))
+                }
+            };
+            Ok(VulkanBinding {
+                set: converted.set,
+                binding: converted.binding,
+                kind,
+            })
+        })
+        .collect()
+}

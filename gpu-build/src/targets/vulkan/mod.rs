@@ -1,0 +1,136 @@
+//! The Vulkan target: SPIR-V for any Vulkan device (GPUs of every maker; Mesa's lavapipe on a
+//! CPU), through MLIR's own SPIR-V conversion and serializer, as upstream's SPIR-V target does
+//! (`#spirv.target_env`, `convert-gpu-to-spirv`, `gpu-module-to-binary`); no LLVM IR.
+//!
+//! The chip is the Vulkan version an object is for (`vulkan1.1`, `vulkan1.2`, `vulkan1.3`: SPIR-V
+//! 1.3, 1.5, 1.6). The pipeline supplies what SPIR-V needs, so the kernel files the other
+//! targets compile build unchanged where Vulkan can express them: the workgroup size from the
+//! kernel's `known_block_size` (`lowering.rs`), workgroup attributions and workgroup-space
+//! memrefs as Workgroup variables, and the capabilities and extensions the kernels use (MLIR's
+//! `spirv-update-vce` reduces the set this target allows to what the module needs). Arguments
+//! become storage buffers in descriptor set 0 (`abi.rs`).
+
+mod abi;
+mod lowering;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
+use crate::targets::support::toolkit::Toolkits;
+use gpu_manifest::{Kernel, Vendor};
+use melior::ir::OperationRef;
+
+pub(crate) struct Vulkan;
+
+/// The Vulkan versions objects can be built for, with the SPIR-V version each one consumes.
+const VERSIONS: [(&str, &str); 3] = [
+    ("vulkan1.1", "v1.3"),
+    ("vulkan1.2", "v1.5"),
+    ("vulkan1.3", "v1.6"),
+];
+
+/// The SPIR-V version of a checked chip.
+fn spirv_version(chip: &str) -> Result<&'static str> {
+    VERSIONS
+        .iter()
+        .find(|(name, _)| *name == chip)
+        .map(|(_, spirv)| *spirv)
+        .ok_or_else(|| {
+            let known: Vec<&str> = VERSIONS.iter().map(|(name, _)| *name).collect();
+            Error::new(
+                ErrorKind::InvalidTarget,
+                format!(
+                    "unknown Vulkan version `{chip}`; use one of {} (the oldest Vulkan the \
+                     object must run on)",
+                    known.join(", ")
+                ),
+            )
+        })
+}
+
+impl Target for Vulkan {
+    fn vendor(&self) -> Vendor {
+        Vendor::Vulkan
+    }
+
+    fn example_chip(&self) -> &'static str {
+        "vulkan1.1"
+    }
+
+    fn parse_chip(&self, chip: &str) -> Result<Chip> {
+        spirv_version(chip)?;
+        Ok(Chip {
+            processor: chip.to_string(),
+            features: String::new(),
+        })
+    }
+
+    fn chip_override_variable(&self) -> Option<&'static str> {
+        Some("GPU_BUILD_VULKAN_CHIPS")
+    }
+
+    fn maker(&self) -> &'static str {
+        "Khronos Vulkan"
+    }
+
+    fn lowering_name(&self) -> &'static str {
+        "SPIR-V"
+    }
+
+    fn unsupported_neutral_op(&self, op: &str) -> Option<&'static str> {
+        match op {
+            "gpu.printf" => Some("Vulkan compute shaders have no printf"),
+            "cf.assert" => Some("Vulkan compute shaders have no assertion that stops the launch"),
+            _ => None,
+        }
+    }
+
+    fn why_not_lowered(&self, op: &str) -> Option<&'static str> {
+        Some(match op {
+            "memref.load" | "memref.store" => {
+                "MLIR 22's SPIR-V conversion cannot address this memref: Vulkan binds a memref as \
+                 a storage buffer, so it must have an identity layout and at most one dynamic \
+                 size (the outermost); pass a memref<?xT> and index it row-major, or give it \
+                 static sizes"
+            }
+            "gpu.all_reduce" => {
+                "MLIR 22 has no SPIR-V lowering of `gpu.all_reduce` for Vulkan; reduce with \
+                 `gpu.subgroup_reduce` and workgroup memory instead"
+            }
+            "gpu.shuffle" => {
+                "MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values with a \
+                 constant width equal to the subgroup size to SPIR-V"
+            }
+            _ => return None,
+        })
+    }
+
+    fn triple(&self, chip: &str) -> String {
+        format!("spirv-unknown-{chip}")
+    }
+
+    fn default_chip(&self) -> String {
+        Vendor::Vulkan.default_chips()[0].to_string()
+    }
+
+    fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
+        // No external tool: MLIR's serializer, already part of the compiler identity.
+        "mlir-spirv".to_string()
+    }
+
+    fn mlir_serializer(&self) -> Option<&dyn MlirSerializer> {
+        Some(self)
+    }
+}
+
+impl MlirSerializer for Vulkan {
+    fn serialize(
+        &self,
+        context: &melior::Context,
+        gpu_module: &OperationRef,
+        kernels: &[Kernel],
+        spec: &TargetSpec,
+    ) -> Result<Compiled> {
+        abi::check_arguments(kernels)?;
+        lowering::serialize(context, gpu_module, kernels, spirv_version(&spec.chip)?)
+    }
+}
