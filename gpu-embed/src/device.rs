@@ -3,7 +3,7 @@
 
 use crate::binary::{Binary, Vendor};
 use crate::driver::host::HOST;
-use crate::driver::{cuda, hip, DeviceLimits, Driver, FoundDevice, Handle};
+use crate::driver::{cuda, hip, vulkan, DeviceLimits, Driver, FoundDevice, Handle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
 use std::collections::hash_map::{Entry, HashMap};
@@ -90,11 +90,12 @@ impl std::fmt::Debug for Device {
 }
 
 impl Device {
-    /// Every GPU of every driver found: NVIDIA (CUDA) first, then AMD (HIP). An error (never a
-    /// panic) names the libraries tried when no driver loads.
+    /// Every GPU of every driver found: NVIDIA (CUDA) first, then AMD (HIP), then Vulkan
+    /// devices (any maker's GPUs, and devices that run on the CPU such as Mesa's lavapipe; a
+    /// GPU with several drivers is listed by each). An error (never a panic) names the libraries
+    /// tried when no driver loads.
     pub fn gpus() -> Result<Vec<Device>> {
-        static DEVICES: OnceLock<Result<Vec<Device>>> = OnceLock::new();
-        DEVICES.get_or_init(find_gpus).clone()
+        discovery().all.clone()
     }
 
     /// The CPU this program runs on, which runs kernels built with the `host` target.
@@ -112,17 +113,17 @@ impl Device {
         devices
     }
 
-    /// The first GPU, or the host when no GPU driver or device is found.
+    /// [`Device::default_gpu`], or the host when there is none.
     pub fn default_device() -> Device {
-        Device::gpus()
-            .ok()
-            .and_then(|gpus| gpus.into_iter().next())
-            .unwrap_or_else(Device::host)
+        Device::default_gpu().unwrap_or_else(|_| Device::host())
     }
 
-    /// The first GPU; an error naming what was tried when there is none.
+    /// The first real GPU: CUDA's, then HIP's, then a Vulkan GPU (discrete, integrated or
+    /// virtual). A Vulkan device that runs on the CPU (lavapipe) is listed by [`Device::gpus`]
+    /// but never chosen here: the host target runs kernels faster on the same CPU. An error
+    /// naming what was tried when there is none.
     pub fn default_gpu() -> Result<Device> {
-        Device::gpus()?.into_iter().next().ok_or_else(|| {
+        discovery().real.clone()?.into_iter().next().ok_or_else(|| {
             Error::new(
                 ErrorKind::NoDevice,
                 "GPU drivers loaded but report no device",
@@ -266,18 +267,77 @@ impl Device {
     }
 }
 
-fn find_gpus() -> Result<Vec<Device>> {
+/// The devices found, once per process: all of them, and the real GPUs among them (not the
+/// Vulkan devices that run on the CPU).
+struct Discovery {
+    all: Result<Vec<Device>>,
+    real: Result<Vec<Device>>,
+}
+
+fn discovery() -> &'static Discovery {
+    static DEVICES: OnceLock<Discovery> = OnceLock::new();
+    DEVICES.get_or_init(find_gpus)
+}
+
+type Probe<T> = std::result::Result<Result<Vec<T>>, String>;
+
+fn find_gpus() -> Discovery {
     fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
         move |e| e.map_message(|message| format!("{library}: {message}"))
     }
     let probes = vec![
         cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
         hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ];
-    gather(probes).map(|found| found.into_iter().map(Device::from_found).collect())
+    let probes: Vec<Probe<Device>> = probes
+        .into_iter()
+        .map(|probe| probe.map(|found| found.map(|f| f.into_iter().map(Device::from_found).collect())))
+        .collect();
+    let on_cpu: Vec<String> = probes
+        .iter()
+        .flat_map(|probe| match probe {
+            Ok(Ok(devices)) => devices.as_slice(),
+            _ => &[],
+        })
+        .filter(|d| d.inner.found.cpu)
+        .map(|d| format!("{} ({})", d.name(), d.vendor()))
+        .collect();
+    let real: Vec<Probe<Device>> = probes
+        .iter()
+        .map(|probe| match probe {
+            Ok(Ok(devices)) => Ok(Ok(devices
+                .iter()
+                .filter(|d| !d.inner.found.cpu)
+                .cloned()
+                .collect())),
+            Ok(Err(error)) => Ok(Err(error.clone())),
+            Err(why) => Err(why.clone()),
+        })
+        .collect();
+    let mut real = gather(real);
+    if !on_cpu.is_empty() {
+        let note = format!(
+            "; found only devices that run on the CPU, not chosen as GPUs: {} (the host target \
+             is faster there; find them in Device::gpus())",
+            on_cpu.join(", ")
+        );
+        real = match real {
+            Ok(gpus) if gpus.is_empty() => Err(Error::new(
+                ErrorKind::NoDevice,
+                format!("no GPU{note}"),
+            )),
+            Err(error) => Err(error.map_message(|message| format!("{message}{note}"))),
+            ok => ok,
+        };
+    }
+    Discovery {
+        all: gather(probes),
+        real,
+    }
 }
 
-/// Every driver's devices, CUDA's first. Each probe is `Err` when the driver's library does not
+/// Every driver's devices, CUDA's first (then HIP's, then Vulkan's). Each probe is `Err` when the driver's library does not
 /// load, `Ok(Err)` when it loads but fails (no device, a driver older than its library), else
 /// its devices. A failing driver does not hide another's devices; the result is an error only
 /// when no driver gave any, and then it names every driver's reason.

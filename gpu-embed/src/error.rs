@@ -43,6 +43,8 @@ pub enum DriverCode {
     Cuda(u32),
     /// A `hipError_t` of the HIP runtime.
     Hip(u32),
+    /// A `VkResult` of the Vulkan API.
+    Vulkan(i32),
 }
 
 /// A runtime failure, with a message naming what failed.

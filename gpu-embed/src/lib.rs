@@ -1,7 +1,7 @@
 //! `gpu-embed`: the runtime behind `include_gpu_binary!`. Embedded objects ([`Binary`],
-//! [`Object`]), the choice of object for the device at hand ([`select`]), the GPU driver loaded at
-//! run time (nothing GPU-specific is needed to build or start a program), device memory and
-//! launches.
+//! [`Object`]), the choice of object for the device at hand ([`select`]), the GPU drivers loaded at
+//! run time (CUDA, HIP, Vulkan: nothing GPU-specific is needed to build or start a program),
+//! device memory and launches.
 //!
 //! Kernels come from `include_gpu_binary!` (see its documentation, and `sample-project` for a
 //! whole crate); everything around a launch is this crate's API, the same on every device. On a
@@ -70,6 +70,8 @@ pub use device::{Device, MemoryInfo, Stream};
 /// point at once.
 pub use driver::sys;
 pub use driver::DeviceLimits;
+#[doc(hidden)]
+pub use driver::vulkan::{enable_vulkan_validation, take_vulkan_validation_messages};
 pub use error::{DriverCode, Error, ErrorKind, Result};
 pub use event::Event;
 pub use gpu_embed_macro::include_gpu_binary;

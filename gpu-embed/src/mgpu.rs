@@ -76,9 +76,11 @@ fn default_device() -> Device {
         "host" => return Device::host(),
         "cuda" => Vendor::Nvptx,
         "hip" => Vendor::Amdgpu,
+        "vulkan" => Vendor::Vulkan,
         other => {
             eprintln!(
-                "GPU_MGPU_DEVICE={other}: expected host, cuda or hip; using the default device"
+                "GPU_MGPU_DEVICE={other}: expected host, cuda, hip or vulkan; using the default \
+                 device"
             );
             return Device::default_device();
         }
@@ -683,6 +685,11 @@ fn device_memref<T>(
 ) -> Memref1d<T> {
     let pointer = with_runtime(|_, driver| match driver.vendor() {
         Vendor::Host | Vendor::Nvptx => Ok(aligned),
+        Vendor::Vulkan => Err(invalid(
+            "the device address of registered host memory on Vulkan devices (device addresses \
+             there name gpu-embed's own allocations)"
+                .into(),
+        )),
         Vendor::Amdgpu => Err(invalid(
             "the device address of registered host memory on AMD GPUs (hipHostGetDevicePointer \
              is not bound by gpu-embed)"

@@ -2,7 +2,8 @@
 //! cubin of the same major version and an older minor (cubins run on later minors of their
 //! major), else the PTX of the highest sm not above the device's (the driver compiles it). AMD:
 //! the hsaco for the device's gfx, its `:xnack±` / `:sramecc±` settings respected (an object
-//! without a setting runs either way).
+//! without a setting runs either way). Vulkan: the SPIR-V of the highest `vulkanX.Y` not above
+//! the device's Vulkan version (the SPIR-V capabilities it declares are checked when it loads).
 
 use crate::binary::{Binary, Format, Object, Vendor};
 use std::fmt;
@@ -81,6 +82,7 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         Vendor::Amdgpu => select_amd(candidates, &device.arch),
         // Linked into this program, so built for the triple it runs on.
         Vendor::Host => candidates.into_iter().next(),
+        Vendor::Vulkan => select_vulkan(candidates, &device.arch),
     };
     chosen.ok_or_else(|| NoFit {
         device: format!("{} ({} {})", device.name, device.vendor, device.arch),
@@ -113,6 +115,24 @@ fn select_nvidia<'b>(
         })
         .max_by_key(|((m, n, _), _)| (*m, *n))
         .map(|(_, object)| object)
+}
+
+fn select_vulkan<'b>(
+    candidates: impl Iterator<Item = &'b Object>,
+    arch: &str,
+) -> Option<&'b Object> {
+    let device = vulkan_version(arch)?;
+    candidates
+        .filter_map(|o| Some((vulkan_version(o.chip())?, o)))
+        .filter(|(version, _)| *version <= device)
+        .max_by_key(|(version, _)| *version)
+        .map(|(_, object)| object)
+}
+
+/// `vulkan1.2` → (1, 2).
+fn vulkan_version(chip: &str) -> Option<(u32, u32)> {
+    let (major, minor) = chip.strip_prefix("vulkan")?.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 fn select_amd<'b>(
@@ -179,6 +199,23 @@ mod tests {
             b"hsaco942"
         );
         assert!(chosen(Vendor::Amdgpu, "gfx942:sramecc+:xnack+").is_err());
+    }
+
+    #[test]
+    fn vulkan_takes_the_newest_version_the_device_has() {
+        static VULKAN: [Object; 3] = [
+            Object::vulkan("vulkan1.1", b"spirv11", &["Shader"], &[]),
+            Object::vulkan("vulkan1.3", b"spirv13", &["Shader"], &[]),
+            Object::vulkan("vulkan1.2", b"spirv12", &["Shader"], &[]),
+        ];
+        static BINARY: Binary = Binary::new("k", &VULKAN, &["k"]);
+        let chosen = |arch: &str| select(&BINARY, &device(Vendor::Vulkan, arch)).map(|o| o.bytes());
+        assert_eq!(chosen("vulkan1.3").unwrap(), b"spirv13");
+        assert_eq!(chosen("vulkan1.4").unwrap(), b"spirv13");
+        assert_eq!(chosen("vulkan1.2").unwrap(), b"spirv12");
+        assert_eq!(chosen("vulkan1.1").unwrap(), b"spirv11");
+        assert!(chosen("vulkan1.0").is_err());
+        assert!(chosen("sm_80").is_err());
     }
 
     #[test]

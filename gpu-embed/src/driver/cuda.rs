@@ -173,6 +173,7 @@ impl Cuda {
                     name: c_string(&name),
                     arch: format!("sm_{major}{minor}"),
                     limits,
+                    cpu: false,
                 });
             }
             Ok(devices)

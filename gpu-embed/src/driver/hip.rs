@@ -183,6 +183,7 @@ impl Hip {
                     name: properties.name,
                     arch: properties.gcn_arch_name,
                     limits: properties.limits,
+                    cpu: false,
                 });
             }
             Ok(devices)

@@ -1,10 +1,12 @@
-//! Vendor drivers, loaded at run time: CUDA (`libcuda.so.1`) and HIP (`libamdhip64.so`). Each
+//! Vendor drivers, loaded at run time: CUDA (`libcuda.so.1`), HIP (`libamdhip64.so`) and Vulkan
+//! (`libvulkan.so.1`); and the host. Each
 //! implements [`Driver`], the few calls the runtime needs, with every failure turned into an
 //! [`Error`](crate::Error) carrying the driver's error name.
 
 pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
+pub(crate) mod vulkan;
 // Generated from the vendors' headers, which document every item.
 #[allow(missing_docs)]
 pub mod sys;
@@ -26,12 +28,15 @@ unsafe impl Sync for Handle {}
 /// A device as a driver found it.
 pub(crate) struct FoundDevice {
     pub driver: &'static dyn Driver,
-    /// CUDA: the primary context; HIP: the device ordinal.
+    /// CUDA: the primary context; HIP: the device ordinal; Vulkan: the driver's device state.
     pub raw: Handle,
     pub name: String,
     /// `sm_90`, `gfx90a:sramecc+:xnack-`.
     pub arch: String,
     pub limits: DeviceLimits,
+    /// A device that runs on the CPU (a Vulkan CPU device such as Mesa's lavapipe): listed
+    /// among the GPUs, never chosen as the default one.
+    pub cpu: bool,
 }
 
 /// What a device has, and what one launch on it may ask for.

@@ -175,6 +175,7 @@ impl Host {
                 shared_memory_per_block: u64::from(DYNAMIC_SHARED_BYTES),
                 total_memory: host_memory().total,
             },
+            cpu: true,
         }
     }
 }

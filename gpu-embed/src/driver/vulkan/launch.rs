@@ -1,0 +1,569 @@
+//! SPIR-V modules, a compute pipeline per kernel, and launches: the lowered parameters a stub
+//! passes turned into storage-buffer bindings, as the object's `VulkanKernel` tables say.
+//!
+//! A memref argument (`VulkanArgument::Elements`) at lowered parameter `p` is its descriptor:
+//! `params[p]` the allocated pointer, `params[p + 1]` the aligned pointer (both `u64` device
+//! addresses), `params[p + 2]` the offset, then `rank` sizes and `rank` strides (all `i64`, in
+//! elements). It is bound as the bytes from `aligned + offset * element_bytes` over the view's
+//! extent (`1 + Σ (size_d − 1) · stride_d` elements, none when a size is 0). Vulkan binds one
+//! contiguous range, so the view must be row-major contiguous (dimensions of size 1 aside), and
+//! its start must be a multiple of the device's `minStorageBufferOffsetAlignment`; anything
+//! else is an `InvalidArgument` error, never a wrong result. A view without elements is bound to
+//! a small buffer of the device's own (the kernel may not read it). A scalar
+//! (`VulkanArgument::Scalar`) is copied into a per-launch host-visible buffer, each at a
+//! multiple of the alignment; an 8-byte `index` taken as 4 bytes must fit in an `i32`.
+
+use super::memory::{staging_with, Allocation};
+use super::setup::Gpu;
+use super::stream::{DescriptorPool, Stream};
+use super::{check, invalid, vk_error};
+use crate::binary::{Object, VulkanArgument, VulkanKernel};
+use crate::error::{Error, ErrorKind, Result};
+use ash::vk;
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use crate::driver::Handle;
+
+/// The SPIR-V magic number, as the first word of a module in the host's byte order.
+const SPIRV_MAGIC: u32 = 0x0723_0203;
+
+struct Module {
+    gpu: &'static Gpu,
+    object: &'static Object,
+    shader: vk::ShaderModule,
+}
+
+struct Function {
+    gpu: &'static Gpu,
+    kernel: &'static VulkanKernel,
+    set_layout: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    pipeline: vk::Pipeline,
+    /// Bound by push descriptors (else a descriptor pool per launch).
+    push: bool,
+}
+
+/// `vulkan1.2` → (1, 2).
+pub(crate) fn vulkan_version(chip: &str) -> Option<(u32, u32)> {
+    let (major, minor) = chip.strip_prefix("vulkan")?.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The newest SPIR-V version a Vulkan version must accept: 1.3 for Vulkan 1.1, 1.5 for 1.2, 1.6
+/// for 1.3 and later.
+fn max_spirv(api: u32) -> (u32, u32) {
+    match (vk::api_version_major(api), vk::api_version_minor(api)) {
+        (1, 1) => (1, 3),
+        (1, 2) => (1, 5),
+        _ => (1, 6),
+    }
+}
+
+pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<Handle> {
+    let what = object.describe();
+    let bytes = object.bytes();
+    if bytes.len() < 20 || bytes.len() % 4 != 0 {
+        return Err(invalid(format!(
+            "{what} is not SPIR-V: {} bytes (a module is a sequence of 32-bit words, at least 5)",
+            bytes.len()
+        )));
+    }
+    let words: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    if words[0] != SPIRV_MAGIC {
+        return Err(invalid(format!(
+            "{what} is not SPIR-V in this machine's byte order: its first word is {:#010x}, the \
+             magic number is {SPIRV_MAGIC:#010x}",
+            words[0]
+        )));
+    }
+    let version = ((words[1] >> 16) & 0xff, (words[1] >> 8) & 0xff);
+    let device_api = (vk::api_version_major(gpu.api), vk::api_version_minor(gpu.api));
+    if let Some(wanted) = vulkan_version(object.chip()) {
+        if wanted > device_api {
+            return Err(Error::new(
+                ErrorKind::NoFittingObject,
+                format!(
+                    "{what} needs Vulkan {}.{}; {} has Vulkan {}.{}",
+                    wanted.0, wanted.1, gpu.name, device_api.0, device_api.1
+                ),
+            ));
+        }
+    }
+    let spirv_limit = max_spirv(gpu.api);
+    if version > spirv_limit {
+        return Err(Error::new(
+            ErrorKind::NoFittingObject,
+            format!(
+                "{what} is SPIR-V {}.{}; Vulkan {}.{} ({}) takes at most SPIR-V {}.{}",
+                version.0, version.1, device_api.0, device_api.1, gpu.name, spirv_limit.0,
+                spirv_limit.1
+            ),
+        ));
+    }
+    for capability in object.capabilities() {
+        if let Some(why) = gpu.missing_capability(capability) {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!("{what} cannot run on {}: {why}", gpu.name),
+            ));
+        }
+    }
+    let info = vk::ShaderModuleCreateInfo::default().code(&words);
+    // SAFETY: whole SPIR-V words starting with the magic number, whose capabilities the device
+    // has enabled (checked above).
+    let shader = check(unsafe { gpu.device.create_shader_module(&info, None) }, || {
+        format!("loading {what} (vkCreateShaderModule)")
+    })?;
+    let module = Box::new(Module {
+        gpu,
+        object,
+        shader,
+    });
+    Ok(Handle(Box::into_raw(module).cast()))
+}
+
+pub(crate) fn unload_module(module: Handle) {
+    // SAFETY: module handles come from `Box::into_raw` in `load_module`, each unloaded once.
+    let module = unsafe { Box::from_raw(module.0.cast::<Module>()) };
+    // Pipelines made from it keep their own copy of the code: the shader module may go.
+    // SAFETY: the shader module is used only to make pipelines, which are made.
+    unsafe { module.gpu.device.destroy_shader_module(module.shader, None) };
+}
+
+pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
+    // SAFETY: module handles point at a live `Module` (see `unload_module`).
+    let module = unsafe { &*(module.0.cast::<Module>()) };
+    let gpu = module.gpu;
+    let kernel = module.object.vulkan_kernel(name).ok_or_else(|| {
+        Error::new(
+            ErrorKind::NoFittingObject,
+            format!("the Vulkan object has no kernel `{name}`"),
+        )
+    })?;
+    let limits = &gpu.limits;
+    let [x, y, z] = kernel.workgroup_size;
+    let threads = u64::from(x) * u64::from(y) * u64::from(z);
+    if threads == 0
+        || threads > u64::from(limits.max_threads_per_block)
+        || (0..3).any(|d| kernel.workgroup_size[d] > limits.max_block[d])
+    {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "kernel `{name}` has workgroup size {:?}; {} allows at most {} invocations and \
+                 {:?} per dimension",
+                kernel.workgroup_size, gpu.name, limits.max_threads_per_block, limits.max_block
+            ),
+        ));
+    }
+    if kernel.workgroup_memory > limits.shared_memory_per_block {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "kernel `{name}` uses {} bytes of workgroup memory; {} allows {}",
+                kernel.workgroup_memory, gpu.name, limits.shared_memory_per_block
+            ),
+        ));
+    }
+    let mut bindings = Vec::new();
+    for binding in kernel.bindings {
+        if binding.set != 0 {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "kernel `{name}` binds an argument in descriptor set {}; gpu-embed binds set 0 \
+                     only",
+                    binding.set
+                ),
+            ));
+        }
+        if bindings
+            .iter()
+            .any(|b: &vk::DescriptorSetLayoutBinding| b.binding == binding.binding)
+        {
+            return Err(invalid(format!(
+                "kernel `{name}` lists binding {} twice",
+                binding.binding
+            )));
+        }
+        bindings.push(
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(binding.binding)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE),
+        );
+    }
+    let push = gpu.push.is_some() && bindings.len() as u32 <= gpu.checks.max_push_descriptors;
+    let flags = if push {
+        vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR
+    } else {
+        vk::DescriptorSetLayoutCreateFlags::empty()
+    };
+    let device = &gpu.device;
+    let info = vk::DescriptorSetLayoutCreateInfo::default()
+        .flags(flags)
+        .bindings(&bindings);
+    // SAFETY: a valid create info (push descriptors only where the extension is enabled).
+    let set_layout = check(unsafe { device.create_descriptor_set_layout(&info, None) }, || {
+        format!("kernel `{name}`: vkCreateDescriptorSetLayout")
+    })?;
+    let set_layouts = [set_layout];
+    let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+    // SAFETY: as above.
+    let layout = match unsafe { device.create_pipeline_layout(&info, None) } {
+        Ok(layout) => layout,
+        Err(e) => {
+            // SAFETY: made above, unused.
+            unsafe { device.destroy_descriptor_set_layout(set_layout, None) };
+            return Err(vk_error(e, format!("kernel `{name}`: vkCreatePipelineLayout")));
+        }
+    };
+    let entry = CString::new(name)
+        .map_err(|_| invalid(format!("kernel name `{name}` contains a NUL byte")))?;
+    let stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .module(module.shader)
+        .name(&entry);
+    let info = vk::ComputePipelineCreateInfo::default()
+        .stage(stage)
+        .layout(layout);
+    // SAFETY: the module's shader, an entry point the object lists, a layout made above.
+    let pipeline = unsafe {
+        device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+    };
+    let pipeline = match pipeline {
+        Ok(pipelines) if !pipelines.is_empty() => pipelines[0],
+        Ok(_) | Err(_) => {
+            let result = pipeline.err().map_or(vk::Result::ERROR_UNKNOWN, |(_, e)| e);
+            // SAFETY: made above, unused.
+            unsafe {
+                device.destroy_pipeline_layout(layout, None);
+                device.destroy_descriptor_set_layout(set_layout, None);
+            }
+            return Err(vk_error(
+                result,
+                format!("kernel `{name}`: vkCreateComputePipelines"),
+            ));
+        }
+    };
+    // Kept for the life of the process, as the module is (device.rs caches the handle).
+    let function = Box::new(Function {
+        gpu,
+        kernel,
+        set_layout,
+        layout,
+        pipeline,
+        push,
+    });
+    Ok(Handle(Box::into_raw(function).cast()))
+}
+
+/// One storage buffer binding of a launch.
+struct Bound {
+    binding: u32,
+    buffer: Arc<Allocation>,
+    offset: u64,
+    range: u64,
+}
+
+/// Reads lowered parameter `index` as 8 bytes.
+///
+/// # Safety
+/// `params[index]` points at `param_sizes[index]` readable bytes.
+unsafe fn read_u64(
+    kernel: &str,
+    params: &[*mut c_void],
+    param_sizes: &[usize],
+    index: usize,
+) -> Result<u64> {
+    match (params.get(index), param_sizes.get(index)) {
+        // SAFETY: the caller guarantees 8 readable bytes.
+        (Some(&pointer), Some(8)) => Ok(unsafe { pointer.cast::<u64>().read_unaligned() }),
+        (Some(_), Some(size)) => Err(invalid(format!(
+            "kernel `{kernel}`: lowered parameter {index} has {size} bytes; a memref descriptor \
+             field has 8"
+        ))),
+        _ => Err(invalid(format!(
+            "kernel `{kernel}`: its binding table names lowered parameter {index}, but the \
+             launch passes {}",
+            params.len()
+        ))),
+    }
+}
+
+/// The launch's bindings and scalar bytes (with each scalar's binding and place among them).
+///
+/// # Safety
+/// `params` match the kernel.
+unsafe fn bindings(
+    gpu: &'static Gpu,
+    kernel: &VulkanKernel,
+    params: &[*mut c_void],
+    param_sizes: &[usize],
+) -> Result<(Vec<Bound>, Vec<(u32, u64, u64)>, Vec<u8>)> {
+    let name = kernel.name;
+    let alignment = gpu.checks.min_storage_offset;
+    let mut bound = Vec::new();
+    let mut scalars = Vec::new();
+    let mut scalar_bytes: Vec<u8> = Vec::new();
+    for binding in kernel.bindings {
+        let at = binding.param;
+        let which = format!("kernel `{name}`, binding {}", binding.binding);
+        match binding.kind {
+            VulkanArgument::Elements {
+                rank,
+                element_bytes,
+            } => {
+                // SAFETY (every read below): the caller guarantees the parameters.
+                let aligned = unsafe { read_u64(name, params, param_sizes, at + 1) }?;
+                let offset = unsafe { read_u64(name, params, param_sizes, at + 2) }? as i64;
+                let mut sizes = Vec::with_capacity(rank);
+                let mut strides = Vec::with_capacity(rank);
+                for d in 0..rank {
+                    sizes.push(unsafe { read_u64(name, params, param_sizes, at + 3 + d) }? as i64);
+                    strides.push(
+                        unsafe { read_u64(name, params, param_sizes, at + 3 + rank + d) }? as i64,
+                    );
+                }
+                if offset < 0 || sizes.iter().chain(&strides).any(|&v| v < 0) {
+                    return Err(invalid(format!(
+                        "{which}: a memref with offset {offset}, sizes {sizes:?}, strides \
+                         {strides:?}; negative values cannot be bound"
+                    )));
+                }
+                let element = u64::from(element_bytes);
+                if sizes.contains(&0) {
+                    let buffer = gpu.empty_buffer()?;
+                    let range = buffer.size;
+                    bound.push(Bound {
+                        binding: binding.binding,
+                        buffer,
+                        offset: 0,
+                        range,
+                    });
+                    continue;
+                }
+                // Row-major contiguity, dimensions of size 1 aside.
+                let mut expected = 1i64;
+                for d in (0..rank).rev() {
+                    if sizes[d] != 1 && strides[d] != expected {
+                        return Err(invalid(format!(
+                            "{which}: a view with sizes {sizes:?} and strides {strides:?}; \
+                             Vulkan binds a memref as one contiguous range, so it must be \
+                             row-major contiguous: pass a contiguous view (or copy it into one)"
+                        )));
+                    }
+                    expected = expected.saturating_mul(sizes[d]);
+                }
+                let overflow = || invalid(format!("{which}: the view's byte range overflows"));
+                let elements = sizes.iter().product::<i64>() as u64;
+                let range = elements.checked_mul(element).ok_or_else(overflow)?;
+                let start = (offset as u64)
+                    .checked_mul(element)
+                    .and_then(|bytes| aligned.checked_add(bytes))
+                    .ok_or_else(overflow)?;
+                let place = gpu.place(start, range).map_err(|e| {
+                    e.map_message(|message| format!("{which}: {message}"))
+                })?;
+                if place.offset % alignment != 0 {
+                    return Err(invalid(format!(
+                        "{which}: a view starting at byte offset {} of its buffer; this device \
+                         binds storage buffers at multiples of {alignment} \
+                         (minStorageBufferOffsetAlignment)",
+                        place.offset
+                    )));
+                }
+                if range > gpu.checks.max_storage_range {
+                    return Err(invalid(format!(
+                        "{which}: a view of {range} bytes; this device binds at most {} bytes \
+                         per storage buffer (maxStorageBufferRange)",
+                        gpu.checks.max_storage_range
+                    )));
+                }
+                bound.push(Bound {
+                    binding: binding.binding,
+                    buffer: place.allocation,
+                    offset: place.offset,
+                    range,
+                });
+            }
+            VulkanArgument::Scalar { bytes } => {
+                let (Some(&pointer), Some(&size)) = (params.get(at), param_sizes.get(at)) else {
+                    return Err(invalid(format!(
+                        "{which}: its binding table names lowered parameter {at}, but the launch \
+                         passes {}",
+                        params.len()
+                    )));
+                };
+                let bytes = bytes as usize;
+                // SAFETY: the caller guarantees `size` readable bytes.
+                let value = unsafe { std::slice::from_raw_parts(pointer.cast::<u8>(), size) };
+                let stored: Vec<u8> = if bytes == size {
+                    value.to_vec()
+                } else if bytes == 4 && size == 8 {
+                    let wide = i64::from_ne_bytes(value.try_into().unwrap_or([0; 8]));
+                    let narrow = i32::try_from(wide).map_err(|_| {
+                        invalid(format!(
+                            "{which}: the value {wide} does not fit the 32-bit integer the \
+                             Vulkan kernel takes it as (an `index` is 32 bits in MLIR's SPIR-V \
+                             lowering)"
+                        ))
+                    })?;
+                    narrow.to_ne_bytes().to_vec()
+                } else {
+                    return Err(invalid(format!(
+                        "{which}: a scalar of {size} bytes, stored in {bytes}"
+                    )));
+                };
+                let place = (scalar_bytes.len() as u64).div_ceil(alignment) * alignment;
+                scalar_bytes.resize(place as usize, 0);
+                scalar_bytes.extend_from_slice(&stored);
+                scalars.push((binding.binding, place, stored.len() as u64));
+            }
+        }
+    }
+    Ok((bound, scalars, scalar_bytes))
+}
+
+/// # Safety
+/// `params` match the kernel's lowered parameters.
+pub(crate) unsafe fn launch(
+    function: Handle,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    stream: &Arc<Stream>,
+    params: &mut [*mut c_void],
+    param_sizes: &[usize],
+) -> Result<()> {
+    // SAFETY: function handles point at the `Function`s `function` leaked.
+    let function = unsafe { &*(function.0.cast::<Function>()) };
+    let gpu = function.gpu;
+    let kernel = function.kernel;
+    let name = kernel.name;
+    if block != kernel.workgroup_size {
+        return Err(invalid(format!(
+            "kernel `{name}` was compiled for Vulkan with workgroup size {:?}; launch it with \
+             that block size (the launch asked for {block:?})",
+            kernel.workgroup_size
+        )));
+    }
+    if shared != 0 {
+        return Err(invalid(format!(
+            "kernel `{name}`: {shared} bytes of dynamic shared memory; Vulkan has none (declare \
+             workgroup memory in the kernel)"
+        )));
+    }
+    let max = gpu.limits.max_grid;
+    if (0..3).any(|d| grid[d] > max[d] || grid[d] == 0) {
+        return Err(invalid(format!(
+            "kernel `{name}`: grid {grid:?}; {} dispatches at most {max:?} workgroups \
+             (maxComputeWorkGroupCount)",
+            gpu.name
+        )));
+    }
+    // SAFETY: the caller guarantees the parameters.
+    let (mut bound, scalars, scalar_bytes) = unsafe { bindings(gpu, kernel, params, param_sizes) }?;
+    if !scalars.is_empty() {
+        let arguments = staging_with(gpu, &scalar_bytes)?;
+        for (binding, offset, range) in scalars {
+            bound.push(Bound {
+                binding,
+                buffer: Arc::clone(&arguments),
+                offset,
+                range,
+            });
+        }
+    }
+    let device = &gpu.device;
+    // Without push descriptors: a pool and set of this launch, written now.
+    let mut pool = None;
+    let mut set = vk::DescriptorSet::null();
+    let infos: Vec<[vk::DescriptorBufferInfo; 1]> = bound
+        .iter()
+        .map(|b| {
+            [vk::DescriptorBufferInfo {
+                buffer: b.buffer.buffer,
+                offset: b.offset,
+                range: b.range,
+            }]
+        })
+        .collect();
+    let writes: Vec<vk::WriteDescriptorSet> = bound
+        .iter()
+        .zip(&infos)
+        .map(|(b, info)| {
+            vk::WriteDescriptorSet::default()
+                .dst_binding(b.binding)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(info)
+        })
+        .collect();
+    if !function.push && !bound.is_empty() {
+        let sizes = [vk::DescriptorPoolSize {
+            ty: vk::DescriptorType::STORAGE_BUFFER,
+            descriptor_count: bound.len() as u32,
+        }];
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(1)
+            .pool_sizes(&sizes);
+        // SAFETY: a valid create info.
+        let made = check(unsafe { device.create_descriptor_pool(&info, None) }, || {
+            format!("kernel `{name}`: vkCreateDescriptorPool")
+        })?;
+        let made = DescriptorPool { gpu, pool: made };
+        let layouts = [function.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(made.pool)
+            .set_layouts(&layouts);
+        // SAFETY: a fresh pool sized for this set.
+        let sets = check(unsafe { device.allocate_descriptor_sets(&info) }, || {
+            format!("kernel `{name}`: vkAllocateDescriptorSets")
+        })?;
+        set = sets.into_iter().next().unwrap_or_default();
+        let writes: Vec<_> = writes.iter().map(|w| w.dst_set(set)).collect();
+        // SAFETY: a set of this launch, not yet in use; buffers alive (held by `bound`).
+        unsafe { device.update_descriptor_sets(&writes, &[]) };
+        pool = Some(made);
+    }
+    stream.submit(|command_buffer, resources| {
+        // SAFETY: a recording command buffer; the pipeline, layout and descriptors belong to
+        // this device and every buffer they name is kept alive by `resources` until the
+        // dispatch has run; the grid is within the device's limits (checked above).
+        unsafe {
+            device.cmd_bind_pipeline(command_buffer, vk::PipelineBindPoint::COMPUTE, function.pipeline);
+            if !bound.is_empty() {
+                match (&gpu.push, function.push) {
+                    (Some(push), true) => push.cmd_push_descriptor_set(
+                        command_buffer,
+                        vk::PipelineBindPoint::COMPUTE,
+                        function.layout,
+                        0,
+                        &writes,
+                    ),
+                    _ => device.cmd_bind_descriptor_sets(
+                        command_buffer,
+                        vk::PipelineBindPoint::COMPUTE,
+                        function.layout,
+                        0,
+                        &[set],
+                        &[],
+                    ),
+                }
+            }
+            device.cmd_dispatch(command_buffer, grid[0], grid[1], grid[2]);
+        }
+        resources
+            .buffers
+            .extend(bound.iter().map(|b| Arc::clone(&b.buffer)));
+        resources.descriptor_pools.extend(pool.take());
+        Ok(())
+    })
+    .map_err(|e| e.map_message(|m| format!("kernel `{name}`: {m}")))?;
+    Ok(())
+}

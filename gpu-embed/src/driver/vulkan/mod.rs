@@ -1,0 +1,634 @@
+//! The Vulkan driver: SPIR-V compute kernels on any Vulkan 1.1+ device (GPUs of every maker,
+//! Mesa's lavapipe on a CPU), through the loader `libvulkan.so.1` opened at run time (`ash`'s
+//! `Entry::load`), so nothing Vulkan is needed to build or start a program.
+//!
+//! Design:
+//!
+//! - **Device addresses** ([`DevicePtr`](crate::DevicePtr), `u64`) are not Vulkan's: every
+//!   allocation is a `VkBuffer` (storage, transfer source and target) bound to its own
+//!   `VkDeviceMemory` (device-local where the device has it), and gets a synthetic address from
+//!   a bump range that is never reused (256-byte aligned, with a gap after each allocation). An
+//!   allocation table maps any address inside an allocation to (buffer, offset): a stale or
+//!   unknown address is an `InvalidArgument` error, never undefined behaviour (`memory.rs`).
+//!   Buffer device addresses (`bufferDeviceAddress`) would need SPIR-V's physical pointers,
+//!   which MLIR's Vulkan lowering does not produce: its kernels take descriptors.
+//! - **Copies** with host memory go through a host-visible staging buffer: an upload copies the
+//!   host bytes into it when it is queued, then the device copies it in the stream's order; a
+//!   download queues the device copy into staging, waits for it and copies to the host, so
+//!   `copy_to_host_async` has finished when it returns (correct, not asynchronous). Fills are
+//!   `vkCmdFillBuffer` of the pattern replicated to 32 bits, with the unaligned edges copied from
+//!   staging. Page-locked memory is ordinary page-aligned host memory (copies stage anyway).
+//! - **Streams** are timeline semaphores (`stream.rs`): every operation is one command buffer,
+//!   submitted to the device's compute queue (behind a mutex), waiting for the stream's previous
+//!   value (and for events the stream was told to wait for) and signalling the next. Each
+//!   command buffer starts and ends with a full memory barrier (the end one also to the host), so
+//!   transfers, dispatches and host reads are ordered however they mix. What a submission uses
+//!   (its command buffer, staging and argument buffers, descriptor pool, the buffers it touches,
+//!   the event whose timestamp it writes) is kept until the semaphore passes its value, so a
+//!   buffer freed under queued work is destroyed only after that work. The default stream is
+//!   CUDA's legacy default stream, as the host driver's: its work waits for every stream's work
+//!   queued before it, and every stream's work waits for the default stream's work queued before
+//!   it; the synchronous operations run on it and wait for it.
+//! - **Events** are a point (stream semaphore, value) plus a timestamp written into the event's
+//!   own query pool, read with the device's `timestampPeriod` for elapsed times.
+//! - **Kernels** (`launch.rs`): an object's SPIR-V becomes one `VkShaderModule`; each kernel a
+//!   compute pipeline whose set 0 has a storage buffer per argument, as the object's
+//!   [`VulkanKernel`](crate::binary::VulkanKernel) table says. A launch turns the lowered memref
+//!   descriptors into buffer ranges (contiguous views only) and scalars into a small per-launch
+//!   buffer, binds them by push descriptors (`VK_KHR_push_descriptor`) or a descriptor pool of the
+//!   launch, and dispatches the grid.
+//!
+//! Left out: images loaded at run time (`mgpu`'s `gpu.binary` SPIR-V: `load_image` says so),
+//! specialization constants, dynamic shared memory (Vulkan has none: kernels declare workgroup
+//! memory statically), descriptor sets other than 0, non-contiguous views, more than one queue
+//! per device, Float16 / Int8 / 8-bit storage on Vulkan 1.1 devices (read from the Vulkan 1.2
+//! feature structures only), memory budgets (`memory_info`'s free memory is the device-local heaps
+//! less what this driver allocated).
+
+mod launch;
+mod memory;
+mod setup;
+mod stream;
+
+use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
+use crate::binary::{Object, Vendor};
+use crate::error::{DriverCode, Error, ErrorKind, Result};
+use ash::vk;
+use setup::Gpu;
+use std::cell::Cell;
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use stream::{Event, Stream};
+
+/// The library the loader is opened as, for messages.
+const LIBRARY: &str = "libvulkan.so.1";
+/// The Khronos validation layer.
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+/// Set to `1` to run every Vulkan device under the validation layer.
+const VALIDATION_VARIABLE: &str = "GPU_EMBED_VULKAN_VALIDATION";
+
+static VALIDATION: AtomicBool = AtomicBool::new(false);
+static MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Runs the Vulkan instance (created once per process, when devices are first listed) under the
+/// Khronos validation layer, with every warning and error it reports recorded for
+/// [`take_vulkan_validation_messages`]; as `GPU_EMBED_VULKAN_VALIDATION=1` does. Has no effect
+/// once the instance exists. For tests.
+#[doc(hidden)]
+pub fn enable_vulkan_validation() {
+    VALIDATION.store(true, Ordering::SeqCst);
+}
+
+/// The validation layer's warnings and errors since the last call (see
+/// [`enable_vulkan_validation`]), oldest first; clears them.
+#[doc(hidden)]
+pub fn take_vulkan_validation_messages() -> Vec<String> {
+    std::mem::take(&mut *lock(&MESSAGES))
+}
+
+fn validation_requested() -> bool {
+    VALIDATION.load(Ordering::SeqCst)
+        || std::env::var(VALIDATION_VARIABLE).is_ok_and(|value| value == "1")
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Records the validation layer's warnings and errors.
+unsafe extern "system" fn on_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut c_void,
+) -> vk::Bool32 {
+    let serious =
+        vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
+    if severity.intersects(serious) && !data.is_null() {
+        // SAFETY: the layer passes valid callback data for the duration of the call; its message
+        // is a NUL-terminated string or null.
+        let message = unsafe { (*data).message_as_c_str() }
+            .map(|m| m.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let level = if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+            "error"
+        } else {
+            "warning"
+        };
+        lock(&MESSAGES).push(format!("{level}: {message}"));
+    }
+    vk::FALSE
+}
+
+/// The name of a `VkResult` (`VK_ERROR_DEVICE_LOST`).
+fn result_name(result: vk::Result) -> String {
+    format!("VK_{result:?}")
+}
+
+/// What a program can do about a `VkResult`.
+fn kind_of(result: vk::Result) -> ErrorKind {
+    match result {
+        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+        | vk::Result::ERROR_OUT_OF_HOST_MEMORY
+        | vk::Result::ERROR_OUT_OF_POOL_MEMORY
+        | vk::Result::ERROR_FRAGMENTED_POOL
+        | vk::Result::ERROR_TOO_MANY_OBJECTS => ErrorKind::OutOfMemory,
+        vk::Result::ERROR_DEVICE_LOST => ErrorKind::KernelFault,
+        vk::Result::ERROR_FEATURE_NOT_PRESENT
+        | vk::Result::ERROR_EXTENSION_NOT_PRESENT
+        | vk::Result::ERROR_LAYER_NOT_PRESENT
+        | vk::Result::ERROR_INCOMPATIBLE_DRIVER
+        | vk::Result::ERROR_FORMAT_NOT_SUPPORTED => ErrorKind::NotSupported,
+        vk::Result::ERROR_INVALID_SHADER_NV => ErrorKind::InvalidArgument,
+        _ => ErrorKind::Driver,
+    }
+}
+
+/// An error naming the `VkResult` and what was being done.
+pub(crate) fn vk_error(result: vk::Result, what: impl std::fmt::Display) -> Error {
+    let kind = kind_of(result);
+    let note = if kind == ErrorKind::KernelFault {
+        " (the device was lost: a kernel faulted or ran too long)"
+    } else {
+        ""
+    };
+    Error::from_driver(
+        kind,
+        DriverCode::Vulkan(result.as_raw()),
+        format!("{what}: {}{note}", result_name(result)),
+    )
+}
+
+/// `Ok`, or the `VkResult` as an error naming `what`.
+pub(crate) fn check<T>(result: ash::prelude::VkResult<T>, what: impl FnOnce() -> String) -> Result<T> {
+    result.map_err(|e| vk_error(e, what()))
+}
+
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidArgument, message)
+}
+
+/// The Vulkan loader and the instance made with it.
+pub(crate) struct Vulkan {
+    entry: ash::Entry,
+    /// The name the loader was opened as, for messages.
+    pub library: &'static str,
+    instance: OnceLock<Result<Instance>>,
+}
+
+/// The process's instance: never destroyed (devices found once live as long as the program).
+pub(crate) struct Instance {
+    instance: ash::Instance,
+    /// The instance's API version (`VK_API_VERSION_1_3`, or the loader's when older).
+    api: u32,
+    /// Kept alive with the instance: the messenger recording validation messages.
+    _messenger: Option<vk::DebugUtilsMessengerEXT>,
+}
+
+/// The loader, or why it could not be opened (tried once per process).
+pub(crate) fn driver() -> Result<&'static Vulkan, String> {
+    static DRIVER: OnceLock<Result<Vulkan, String>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            // SAFETY: opening the Vulkan loader runs its initializers, as every Vulkan program
+            // does; `ash` resolves the global entry points through `vkGetInstanceProcAddr`.
+            match unsafe { ash::Entry::load() } {
+                Ok(entry) => Ok(Vulkan {
+                    entry,
+                    library: LIBRARY,
+                    instance: OnceLock::new(),
+                }),
+                Err(e) => {
+                    let why = e.to_string();
+                    let why = if why.contains("No such file") {
+                        "not found".to_string()
+                    } else {
+                        why
+                    };
+                    Err(format!("no Vulkan loader: tried {LIBRARY} ({why})"))
+                }
+            }
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+impl Vulkan {
+    fn instance(&self) -> Result<&Instance> {
+        self.instance
+            .get_or_init(|| self.create_instance())
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn create_instance(&self) -> Result<Instance> {
+        // SAFETY: a global command of a loaded loader.
+        let loader = check(unsafe { self.entry.try_enumerate_instance_version() }, || {
+            "vkEnumerateInstanceVersion".into()
+        })?
+        .unwrap_or(vk::API_VERSION_1_0);
+        if loader < vk::API_VERSION_1_1 {
+            return Err(Error::new(
+                ErrorKind::NoDevice,
+                format!(
+                    "the Vulkan loader is version {}.{}; gpu-embed needs Vulkan 1.1",
+                    vk::api_version_major(loader),
+                    vk::api_version_minor(loader)
+                ),
+            ));
+        }
+        let api = loader.min(vk::API_VERSION_1_3);
+        let validation = validation_requested();
+        let mut layers = Vec::new();
+        let mut extensions = Vec::new();
+        if validation {
+            // SAFETY: a global command of a loaded loader.
+            let available = check(unsafe { self.entry.enumerate_instance_layer_properties() }, || {
+                "vkEnumerateInstanceLayerProperties".into()
+            })?;
+            if !available
+                .iter()
+                .any(|layer| layer.layer_name_as_c_str() == Ok(VALIDATION_LAYER))
+            {
+                return Err(Error::new(
+                    ErrorKind::NoDevice,
+                    format!(
+                        "Vulkan validation was requested ({VALIDATION_VARIABLE}=1 or \
+                         enable_vulkan_validation), but the layer VK_LAYER_KHRONOS_validation is \
+                         not installed (Debian: vulkan-validationlayers)"
+                    ),
+                ));
+            }
+            layers.push(VALIDATION_LAYER.as_ptr());
+            extensions.push(ash::ext::debug_utils::NAME.as_ptr());
+        }
+        let application = vk::ApplicationInfo::default()
+            .application_name(c"gpu-embed")
+            .engine_name(c"gpu-embed")
+            .api_version(api);
+        let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+            .message_severity(
+                vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                    | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+            )
+            .message_type(
+                vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                    | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                    | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+            )
+            .pfn_user_callback(Some(on_message));
+        let mut create = vk::InstanceCreateInfo::default()
+            .application_info(&application)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&extensions);
+        if validation {
+            // Messages of vkCreateInstance and vkDestroyInstance themselves.
+            create = create.push_next(&mut messenger_info);
+        }
+        // SAFETY: a valid create info whose pointers outlive the call.
+        let instance = check(unsafe { self.entry.create_instance(&create, None) }, || {
+            "vkCreateInstance".into()
+        })?;
+        let messenger = if validation {
+            let debug = ash::ext::debug_utils::Instance::new(&self.entry, &instance);
+            // SAFETY: the instance enables VK_EXT_debug_utils; a valid create info.
+            Some(check(
+                unsafe { debug.create_debug_utils_messenger(&messenger_info, None) },
+                || "vkCreateDebugUtilsMessengerEXT".into(),
+            )?)
+        } else {
+            None
+        };
+        Ok(Instance {
+            instance,
+            api,
+            _messenger: messenger,
+        })
+    }
+
+    /// Every usable device: Vulkan 1.1 or later with a compute queue and timeline semaphores.
+    /// An error names why each device (or the loader) gave none.
+    pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
+        let instance = self.instance()?;
+        // SAFETY: a live instance.
+        let physical = check(unsafe { instance.instance.enumerate_physical_devices() }, || {
+            "vkEnumeratePhysicalDevices".into()
+        })?;
+        if physical.is_empty() {
+            return Err(Error::new(
+                ErrorKind::NoDevice,
+                "the Vulkan loader reports no device (no driver (ICD) installed?)",
+            ));
+        }
+        let mut found = Vec::new();
+        let mut skipped = Vec::new();
+        for device in physical {
+            match Gpu::open(&instance.instance, instance.api, device) {
+                Ok(gpu) => {
+                    let gpu: &'static Gpu = Box::leak(Box::new(gpu));
+                    if let Err(error) = gpu.start() {
+                        skipped.push(format!("{}: {}", gpu.name, error.message()));
+                        continue;
+                    }
+                    found.push(FoundDevice {
+                        driver: self,
+                        raw: Handle((gpu as *const Gpu).cast_mut().cast()),
+                        name: gpu.name.clone(),
+                        arch: format!(
+                            "vulkan{}.{}",
+                            vk::api_version_major(gpu.api),
+                            vk::api_version_minor(gpu.api)
+                        ),
+                        limits: gpu.limits.clone(),
+                        cpu: gpu.cpu,
+                    });
+                }
+                Err(error) => skipped.push(error.message().to_string()),
+            }
+        }
+        if found.is_empty() {
+            return Err(Error::new(
+                ErrorKind::NoDevice,
+                format!("no usable Vulkan device: {}", skipped.join("; ")),
+            ));
+        }
+        Ok(found)
+    }
+}
+
+thread_local! {
+    /// The device `make_current` chose on this thread.
+    static CURRENT: Cell<Option<&'static Gpu>> = const { Cell::new(None) };
+}
+
+/// The calling thread's current Vulkan device.
+fn current() -> Result<&'static Gpu> {
+    CURRENT.with(Cell::get).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Driver,
+            "no Vulkan device is current on this thread",
+        )
+    })
+}
+
+fn gpu_of(handle: Handle) -> &'static Gpu {
+    // SAFETY: device handles point at the `Gpu`s `devices` leaked: they live for the process.
+    unsafe { &*(handle.0 as *const Gpu) }
+}
+
+/// The stream a handle names (null: the device's default stream), as a new reference.
+fn stream_of(gpu: &'static Gpu, stream: Handle) -> Arc<Stream> {
+    let raw = stream.0.cast::<Stream>().cast_const();
+    if raw.is_null() {
+        return Arc::clone(gpu.default_stream());
+    }
+    // SAFETY: a live stream made by `create_stream` (the safe API destroys it only on drop,
+    // after its last use); the count taken here is returned when the `Arc` drops.
+    unsafe {
+        Arc::increment_strong_count(raw);
+        Arc::from_raw(raw)
+    }
+}
+
+fn event_of(event: Handle) -> Arc<Event> {
+    let raw = event.0.cast::<Event>().cast_const();
+    // SAFETY: as for streams: a live event made by `create_event`.
+    unsafe {
+        Arc::increment_strong_count(raw);
+        Arc::from_raw(raw)
+    }
+}
+
+impl Driver for Vulkan {
+    fn vendor(&self) -> Vendor {
+        Vendor::Vulkan
+    }
+
+    fn make_current(&self, device: Handle) -> Result<()> {
+        CURRENT.with(|current| current.set(Some(gpu_of(device))));
+        Ok(())
+    }
+
+    fn load_module(&self, object: &'static Object) -> Result<Handle> {
+        launch::load_module(current()?, object)
+    }
+
+    fn load_image(&self, _image: &[u8], what: &str) -> Result<Handle> {
+        Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "loading {what}: SPIR-V handed over at run time (mgpu) is not supported by \
+                 gpu-embed's Vulkan driver; embed it with include_gpu_binary!"
+            ),
+        ))
+    }
+
+    fn unload_module(&self, module: Handle) {
+        launch::unload_module(module);
+    }
+
+    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
+        launch::function(module, name)
+    }
+
+    unsafe fn launch(
+        &self,
+        function: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        stream: Handle,
+        params: &mut [*mut c_void],
+        param_sizes: &[usize],
+    ) -> Result<()> {
+        let gpu = current()?;
+        let stream = stream_of(gpu, stream);
+        // SAFETY: the caller guarantees `params` match the kernel.
+        unsafe { launch::launch(function, grid, block, shared, &stream, params, param_sizes) }
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<u64> {
+        current()?.alloc(bytes)
+    }
+
+    fn free(&self, pointer: u64) {
+        if let Ok(gpu) = current() {
+            gpu.free(pointer);
+        }
+    }
+
+    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()> {
+        let gpu = current()?;
+        let stream = Arc::clone(gpu.default_stream());
+        // SAFETY: the caller guarantees both ranges; the copy has run when this returns.
+        unsafe { memory::upload(&stream, target, source.cast(), bytes) }?;
+        stream.synchronize()
+    }
+
+    unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
+        let gpu = current()?;
+        // SAFETY: the caller guarantees both ranges; downloads finish before they return.
+        unsafe { memory::download(gpu.default_stream(), target.cast(), source, bytes) }
+    }
+
+    unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
+        let gpu = current()?;
+        let stream = gpu.default_stream();
+        memory::copy(stream, target, source, bytes)?;
+        stream.synchronize()
+    }
+
+    unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()> {
+        let gpu = current()?;
+        let stream = gpu.default_stream();
+        memory::fill(stream, target, pattern, count)?;
+        stream.synchronize()
+    }
+
+    unsafe fn copy_to_device_async(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let gpu = current()?;
+        // SAFETY: the caller guarantees both ranges; the source is read before this returns.
+        unsafe { memory::upload(&stream_of(gpu, stream), target, source.cast(), bytes) }
+    }
+
+    unsafe fn copy_to_host_async(
+        &self,
+        target: *mut c_void,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let gpu = current()?;
+        // SAFETY: the caller guarantees both ranges; the copy has run when this returns.
+        unsafe { memory::download(&stream_of(gpu, stream), target.cast(), source, bytes) }
+    }
+
+    unsafe fn copy_on_device_async(
+        &self,
+        target: u64,
+        source: u64,
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let gpu = current()?;
+        memory::copy(&stream_of(gpu, stream), target, source, bytes)
+    }
+
+    unsafe fn fill_async(
+        &self,
+        target: u64,
+        pattern: Pattern,
+        count: usize,
+        stream: Handle,
+    ) -> Result<()> {
+        let gpu = current()?;
+        memory::fill(&stream_of(gpu, stream), target, pattern, count)
+    }
+
+    /// Page-aligned host memory: copies from and to it stage through host-visible Vulkan memory
+    /// like any other host memory, so nothing is gained by locking it.
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
+        memory::alloc_pinned(bytes)
+    }
+
+    unsafe fn free_pinned(&self, pointer: *mut c_void) {
+        memory::free_pinned(pointer);
+    }
+
+    /// Nothing to do, soundly: this driver never hands host memory to the device (every copy
+    /// stages through its own host-visible buffers), so no device access depends on it.
+    unsafe fn register(&self, _: *mut c_void, _: usize) -> Result<()> {
+        Ok(())
+    }
+
+    unsafe fn unregister(&self, _: *mut c_void) {}
+
+    fn memory_info(&self) -> Result<(u64, u64)> {
+        Ok(current()?.memory_info())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        current()?.synchronize()
+    }
+
+    fn create_stream(&self) -> Result<Handle> {
+        let stream = Stream::new(current()?, false)?;
+        Ok(Handle(Arc::into_raw(stream).cast_mut().cast()))
+    }
+
+    fn synchronize_stream(&self, stream: Handle) -> Result<()> {
+        stream_of(current()?, stream).synchronize()
+    }
+
+    fn destroy_stream(&self, stream: Handle) {
+        if stream.0.is_null() {
+            return;
+        }
+        // SAFETY: made by `create_stream`; not used afterwards. Its work still runs (the
+        // submissions that wait on its semaphore keep it alive).
+        let stream = unsafe { Arc::from_raw(stream.0.cast::<Stream>().cast_const()) };
+        let _ = stream.synchronize();
+    }
+
+    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
+        let gpu = current()?;
+        stream_of(gpu, stream).wait_for(&event_of(event));
+        Ok(())
+    }
+
+    fn create_event(&self) -> Result<Handle> {
+        let event = Event::new(current()?)?;
+        Ok(Handle(Arc::into_raw(event).cast_mut().cast()))
+    }
+
+    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
+        let gpu = current()?;
+        event_of(event).record(&stream_of(gpu, stream))
+    }
+
+    fn query_event(&self, event: Handle) -> Result<bool> {
+        event_of(event).query()
+    }
+
+    fn synchronize_event(&self, event: Handle) -> Result<()> {
+        event_of(event).synchronize()
+    }
+
+    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
+        stream::elapsed_ms(&event_of(start), &event_of(end))
+    }
+
+    fn destroy_event(&self, event: Handle) {
+        // SAFETY: made by `create_event`; not used afterwards (queued work holds its own
+        // reference until it has run).
+        drop(unsafe { Arc::from_raw(event.0.cast::<Event>().cast_const()) });
+    }
+}
+
+/// Limits as the [`DeviceLimits`] every driver reports.
+pub(crate) fn device_limits(
+    properties: &vk::PhysicalDeviceProperties,
+    subgroup_size: u32,
+    total_memory: u64,
+) -> DeviceLimits {
+    let limits = &properties.limits;
+    DeviceLimits {
+        // Vulkan does not report how many compute units a device has.
+        multiprocessors: 1,
+        warp_size: subgroup_size,
+        max_threads_per_block: limits.max_compute_work_group_invocations,
+        max_block: limits.max_compute_work_group_size,
+        max_grid: limits.max_compute_work_group_count,
+        shared_memory_per_block: u64::from(limits.max_compute_shared_memory_size),
+        total_memory,
+    }
+}

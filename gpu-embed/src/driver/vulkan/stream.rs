@@ -1,0 +1,520 @@
+//! Streams as timeline semaphores, and events as points on them (see the module doc of
+//! `vulkan/mod.rs`).
+//!
+//! Every operation is one command buffer, one `vkQueueSubmit`: it waits for the stream's previous
+//! value, for the events the stream was told to wait for, and (the legacy default stream's rule,
+//! as the host driver's) for every other stream's last submission when it runs on the default
+//! stream, or for the default stream's last submission when it runs on another stream; it
+//! signals the stream's next value. Values are taken and submitted under the queue's lock, so a
+//! submission only ever waits for values whose signal was submitted before it: the one queue
+//! always makes progress.
+
+use super::memory::Allocation;
+use super::setup::{Gpu, Timeline};
+use super::{check, lock, vk_error};
+use crate::error::{Error, ErrorKind, Result};
+use ash::vk;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What one submission uses, kept until the device has run it.
+#[derive(Default)]
+pub(crate) struct Resources {
+    /// Device allocations it reads or writes, and its staging and argument buffers.
+    pub buffers: Vec<Arc<Allocation>>,
+    pub descriptor_pools: Vec<DescriptorPool>,
+    /// Streams whose semaphores it waits for.
+    pub streams: Vec<Arc<Stream>>,
+    /// Events whose query pools it writes.
+    pub events: Vec<Arc<Event>>,
+}
+
+/// A descriptor pool of one launch (devices without push descriptors), destroyed with it.
+pub(crate) struct DescriptorPool {
+    pub gpu: &'static Gpu,
+    pub pool: vk::DescriptorPool,
+}
+
+impl Drop for DescriptorPool {
+    fn drop(&mut self) {
+        // SAFETY: the pool is no longer used: its launch's resources are dropped only once the
+        // launch has run (or was never submitted).
+        unsafe { self.gpu.device.destroy_descriptor_pool(self.pool, None) };
+    }
+}
+
+struct Pending {
+    value: u64,
+    command_buffer: vk::CommandBuffer,
+    _resources: Resources,
+}
+
+struct State {
+    pool: vk::CommandPool,
+    /// Command buffers whose submissions have run, to record again.
+    spare: Vec<vk::CommandBuffer>,
+    pending: VecDeque<Pending>,
+    /// Points the next submission waits for (`stream_wait_event`).
+    waits: Vec<(Arc<Stream>, u64)>,
+}
+
+pub(crate) struct Stream {
+    pub gpu: &'static Gpu,
+    /// Null only for a stream that could not be made (see `Gpu::default_stream`).
+    semaphore: vk::Semaphore,
+    is_default: bool,
+    /// The value the last submission signals (0: nothing submitted); written under the queue lock.
+    submitted: AtomicU64,
+    state: Mutex<State>,
+}
+
+impl Gpu {
+    fn counter(&self, semaphore: vk::Semaphore) -> Result<u64> {
+        // SAFETY: a live timeline semaphore of this device.
+        let value = unsafe {
+            match &self.timeline {
+                Timeline::Core => self.device.get_semaphore_counter_value(semaphore),
+                Timeline::Khr(khr) => khr.get_semaphore_counter_value(semaphore),
+            }
+        };
+        check(value, || "vkGetSemaphoreCounterValue".into())
+    }
+
+    fn wait_value(&self, semaphore: vk::Semaphore, value: u64) -> Result<()> {
+        let semaphores = [semaphore];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default()
+            .semaphores(&semaphores)
+            .values(&values);
+        // SAFETY: a live timeline semaphore of this device; no timeout.
+        let result = unsafe {
+            match &self.timeline {
+                Timeline::Core => self.device.wait_semaphores(&info, u64::MAX),
+                Timeline::Khr(khr) => khr.wait_semaphores(&info, u64::MAX),
+            }
+        };
+        check(result, || "vkWaitSemaphores".into())
+    }
+}
+
+impl Stream {
+    pub(crate) fn new(gpu: &'static Gpu, is_default: bool) -> Result<Arc<Stream>> {
+        let mut kind = vk::SemaphoreTypeCreateInfo::default()
+            .semaphore_type(vk::SemaphoreType::TIMELINE)
+            .initial_value(0);
+        let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+        // SAFETY: a valid create info on a live device.
+        let semaphore = check(unsafe { gpu.device.create_semaphore(&info, None) }, || {
+            "vkCreateSemaphore".into()
+        })?;
+        let info = vk::CommandPoolCreateInfo::default()
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER)
+            .queue_family_index(gpu.family);
+        // SAFETY: as above.
+        let pool = match unsafe { gpu.device.create_command_pool(&info, None) } {
+            Ok(pool) => pool,
+            Err(e) => {
+                // SAFETY: made above, never used.
+                unsafe { gpu.device.destroy_semaphore(semaphore, None) };
+                return Err(vk_error(e, "vkCreateCommandPool"));
+            }
+        };
+        let stream = Arc::new(Stream {
+            gpu,
+            semaphore,
+            is_default,
+            submitted: AtomicU64::new(0),
+            state: Mutex::new(State {
+                pool,
+                spare: Vec::new(),
+                pending: VecDeque::new(),
+                waits: Vec::new(),
+            }),
+        });
+        if !is_default {
+            let mut streams = lock(&gpu.streams);
+            streams.retain(|s| s.strong_count() > 0);
+            streams.push(Arc::downgrade(&stream));
+        }
+        Ok(stream)
+    }
+
+    /// A stream that refuses all work (it has no semaphore).
+    pub(crate) fn broken(gpu: &'static Gpu) -> Arc<Stream> {
+        Arc::new(Stream {
+            gpu,
+            semaphore: vk::Semaphore::null(),
+            is_default: true,
+            submitted: AtomicU64::new(0),
+            state: Mutex::new(State {
+                pool: vk::CommandPool::null(),
+                spare: Vec::new(),
+                pending: VecDeque::new(),
+                waits: Vec::new(),
+            }),
+        })
+    }
+
+    /// Drops what submissions that have run used.
+    fn recycle(&self, state: &mut State) -> Result<()> {
+        if state.pending.is_empty() {
+            return Ok(());
+        }
+        let done = self.gpu.counter(self.semaphore)?;
+        while state.pending.front().is_some_and(|p| p.value <= done) {
+            if let Some(pending) = state.pending.pop_front() {
+                state.spare.push(pending.command_buffer);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records one command buffer with `record` (between full memory barriers) and submits it
+    /// in the stream's order; returns the value it signals.
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        record: impl FnOnce(vk::CommandBuffer, &mut Resources) -> Result<()>,
+    ) -> Result<u64> {
+        if self.semaphore == vk::Semaphore::null() {
+            return Err(Error::new(
+                ErrorKind::Driver,
+                format!("{}: its default stream could not be made", self.gpu.name),
+            ));
+        }
+        let device = &self.gpu.device;
+        let mut state = lock(&self.state);
+        self.recycle(&mut state)?;
+        let command_buffer = match state.spare.pop() {
+            Some(buffer) => buffer,
+            None => {
+                let info = vk::CommandBufferAllocateInfo::default()
+                    .command_pool(state.pool)
+                    .level(vk::CommandBufferLevel::PRIMARY)
+                    .command_buffer_count(1);
+                // SAFETY: the stream's pool, used only under its state lock (held).
+                let buffers = check(unsafe { device.allocate_command_buffers(&info) }, || {
+                    "vkAllocateCommandBuffers".into()
+                })?;
+                buffers.into_iter().next().ok_or_else(|| {
+                    Error::new(ErrorKind::Driver, "vkAllocateCommandBuffers returned none")
+                })?
+            }
+        };
+        let mut resources = Resources::default();
+        let recorded = (|| {
+            let begin = vk::CommandBufferBeginInfo::default()
+                .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            // SAFETY: a command buffer of the stream's pool (which resets buffers on begin) that
+            // no pending submission uses.
+            check(unsafe { device.begin_command_buffer(command_buffer, &begin) }, || {
+                "vkBeginCommandBuffer".into()
+            })?;
+            full_barrier(self.gpu, command_buffer, false);
+            record(command_buffer, &mut resources)?;
+            full_barrier(self.gpu, command_buffer, true);
+            // SAFETY: a command buffer in the recording state.
+            check(unsafe { device.end_command_buffer(command_buffer) }, || {
+                "vkEndCommandBuffer".into()
+            })
+        })();
+        if let Err(error) = recorded {
+            // Begun again (and so reset) before its next use.
+            state.spare.push(command_buffer);
+            return Err(error);
+        }
+        let waits = std::mem::take(&mut state.waits);
+        let queue = lock(&self.gpu.queue);
+        let previous = self.submitted.load(Ordering::Acquire);
+        let mut points: Vec<(Arc<Stream>, u64)> = waits;
+        if self.is_default {
+            let streams = lock(&self.gpu.streams);
+            points.extend(
+                streams
+                    .iter()
+                    .filter_map(std::sync::Weak::upgrade)
+                    .map(|s| {
+                        let value = s.submitted.load(Ordering::Acquire);
+                        (s, value)
+                    }),
+            );
+        } else {
+            let default = Arc::clone(self.gpu.default_stream());
+            let value = default.submitted.load(Ordering::Acquire);
+            points.push((default, value));
+        }
+        let mut semaphores = Vec::new();
+        let mut values: Vec<u64> = Vec::new();
+        if previous > 0 {
+            semaphores.push(self.semaphore);
+            values.push(previous);
+        }
+        for (stream, value) in points {
+            if value == 0 || stream.semaphore == vk::Semaphore::null() {
+                continue;
+            }
+            match semaphores.iter().position(|&s| s == stream.semaphore) {
+                Some(at) => values[at] = values[at].max(value),
+                None => {
+                    semaphores.push(stream.semaphore);
+                    values.push(value);
+                }
+            }
+            resources.streams.push(stream);
+        }
+        let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; semaphores.len()];
+        let value = previous + 1;
+        let signal_values = [value];
+        let signals = [self.semaphore];
+        let command_buffers = [command_buffer];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&values)
+            .signal_semaphore_values(&signal_values);
+        let submit = vk::SubmitInfo::default()
+            .wait_semaphores(&semaphores)
+            .wait_dst_stage_mask(&stages)
+            .command_buffers(&command_buffers)
+            .signal_semaphores(&signals)
+            .push_next(&mut timeline);
+        // SAFETY: the queue is used under its lock (held); every semaphore waited for is alive
+        // (`resources` keeps its stream) and its value was submitted before; the command buffer
+        // is executable and not pending.
+        let submitted = unsafe { device.queue_submit(*queue, &[submit], vk::Fence::null()) };
+        if let Err(e) = submitted {
+            drop(queue);
+            state.spare.push(command_buffer);
+            return Err(vk_error(e, "vkQueueSubmit"));
+        }
+        self.submitted.store(value, Ordering::Release);
+        drop(queue);
+        state.pending.push_back(Pending {
+            value,
+            command_buffer,
+            _resources: resources,
+        });
+        Ok(value)
+    }
+
+    /// Whether the stream's semaphore has reached `value`.
+    fn reached(&self, value: u64) -> Result<bool> {
+        Ok(self.gpu.counter(self.semaphore)? >= value)
+    }
+
+    /// Waits until the stream's semaphore reaches `value`.
+    pub(crate) fn wait_until(&self, value: u64) -> Result<()> {
+        self.gpu.wait_value(self.semaphore, value)?;
+        self.recycle(&mut lock(&self.state))
+    }
+
+    /// Waits for everything submitted to the stream.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        let value = self.submitted.load(Ordering::Acquire);
+        if value == 0 {
+            return Ok(());
+        }
+        self.wait_until(value)
+    }
+
+    /// The stream's next submission waits for `event`'s last recording.
+    pub(crate) fn wait_for(&self, event: &Event) {
+        let recorded = lock(&event.recorded).clone();
+        if let Some((stream, value)) = recorded {
+            if !std::ptr::eq(&*stream, self) {
+                lock(&self.state).waits.push((stream, value));
+            }
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.semaphore == vk::Semaphore::null() {
+            return;
+        }
+        let value = self.submitted.load(Ordering::Acquire);
+        if value > 0 && self.gpu.wait_value(self.semaphore, value).is_err() {
+            // The device failed (lost): nothing it still holds is destroyed under it.
+            let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+            std::mem::forget(std::mem::take(&mut state.pending));
+            return;
+        }
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        state.pending.clear();
+        state.waits.clear();
+        // SAFETY: every submission of the stream has run (waited above); its command buffers
+        // go with the pool.
+        unsafe {
+            self.gpu.device.destroy_command_pool(state.pool, None);
+            self.gpu.device.destroy_semaphore(self.semaphore, None);
+        }
+    }
+}
+
+/// A memory barrier between everything before and everything after (and, at the end of a
+/// command buffer, the host's reads once the submission has completed).
+fn full_barrier(gpu: &Gpu, command_buffer: vk::CommandBuffer, to_host: bool) {
+    let mut destination = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let mut stages = vk::PipelineStageFlags::ALL_COMMANDS;
+    if to_host {
+        destination |= vk::AccessFlags::HOST_READ;
+        stages |= vk::PipelineStageFlags::HOST;
+    }
+    let barrier = vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+        .dst_access_mask(destination);
+    // SAFETY: a command buffer in the recording state, outside any render pass.
+    unsafe {
+        gpu.device.cmd_pipeline_barrier(
+            command_buffer,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            stages,
+            vk::DependencyFlags::empty(),
+            &[barrier],
+            &[],
+            &[],
+        )
+    };
+}
+
+/// A point on a stream's timeline, with the device's time there.
+pub(crate) struct Event {
+    gpu: &'static Gpu,
+    /// One timestamp query (null when the queue has no timestamps).
+    pool: vk::QueryPool,
+    recorded: Mutex<Option<(Arc<Stream>, u64)>>,
+}
+
+impl Event {
+    pub(crate) fn new(gpu: &'static Gpu) -> Result<Arc<Event>> {
+        let pool = if gpu.checks.timestamp_bits > 0 {
+            let info = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(1);
+            // SAFETY: a valid create info on a live device.
+            check(unsafe { gpu.device.create_query_pool(&info, None) }, || {
+                "vkCreateQueryPool".into()
+            })?
+        } else {
+            vk::QueryPool::null()
+        };
+        Ok(Arc::new(Event {
+            gpu,
+            pool,
+            recorded: Mutex::new(None),
+        }))
+    }
+
+    /// Records the event after the stream's work so far.
+    pub(crate) fn record(self: &Arc<Self>, stream: &Arc<Stream>) -> Result<()> {
+        let mut recorded = lock(&self.recorded);
+        // A recording still pending on another stream writes the same query: let it finish
+        // before the query is reset.
+        if let Some((previous, value)) = recorded.as_ref() {
+            if !previous.reached(*value)? {
+                previous.wait_until(*value)?;
+            }
+        }
+        let value = stream.submit(|command_buffer, resources| {
+            if self.pool != vk::QueryPool::null() {
+                // SAFETY: a command buffer in the recording state; the event's pool has one
+                // query, which no pending work uses (waited above).
+                unsafe {
+                    self.gpu
+                        .device
+                        .cmd_reset_query_pool(command_buffer, self.pool, 0, 1);
+                    self.gpu.device.cmd_write_timestamp(
+                        command_buffer,
+                        vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                        self.pool,
+                        0,
+                    );
+                }
+            }
+            resources.events.push(Arc::clone(self));
+            Ok(())
+        })?;
+        *recorded = Some((Arc::clone(stream), value));
+        Ok(())
+    }
+
+    fn point(&self) -> Option<(Arc<Stream>, u64)> {
+        lock(&self.recorded).clone()
+    }
+
+    /// Whether the last recording has run (true when never recorded).
+    pub(crate) fn query(&self) -> Result<bool> {
+        match self.point() {
+            None => Ok(true),
+            Some((stream, value)) => stream.reached(value),
+        }
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        match self.point() {
+            None => Ok(()),
+            Some((stream, value)) => stream.wait_until(value),
+        }
+    }
+
+    /// The device's timestamp of the last recording, in ticks.
+    fn timestamp(&self) -> Result<u64> {
+        let Some((stream, value)) = self.point() else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "elapsed time of an event that was never recorded",
+            ));
+        };
+        if !stream.reached(value)? {
+            return Err(Error::new(
+                ErrorKind::Driver,
+                "the event has not completed (synchronize it first)",
+            ));
+        }
+        if self.pool == vk::QueryPool::null() {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "{}: its compute queue has no timestamps (timestampValidBits is 0)",
+                    self.gpu.name
+                ),
+            ));
+        }
+        let mut ticks = [0u64; 1];
+        // SAFETY: the query was written by a submission that has run; 64-bit results into a
+        // slice of one.
+        check(
+            unsafe {
+                self.gpu.device.get_query_pool_results(
+                    self.pool,
+                    0,
+                    &mut ticks,
+                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                )
+            },
+            || "vkGetQueryPoolResults".into(),
+        )?;
+        let bits = self.gpu.checks.timestamp_bits;
+        Ok(if bits >= 64 {
+            ticks[0]
+        } else {
+            ticks[0] & ((1u64 << bits) - 1)
+        })
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if self.pool != vk::QueryPool::null() {
+            // SAFETY: no pending work uses the pool: submissions writing it hold the event.
+            unsafe { self.gpu.device.destroy_query_pool(self.pool, None) };
+        }
+    }
+}
+
+/// Milliseconds from `start`'s recording to `end`'s.
+pub(crate) fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
+    let (from, to) = (start.timestamp()?, end.timestamp()?);
+    let ticks = i128::from(to) - i128::from(from);
+    let nanoseconds = ticks as f64 * f64::from(start.gpu.checks.timestamp_period);
+    Ok((nanoseconds / 1e6) as f32)
+}
