@@ -237,7 +237,10 @@ pub(crate) fn serialize_from_mlir(
         // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
         let gpu_module = unsafe { OperationRef::from_raw(raw) };
         let result = serializer.serialize(&mlir.context, &gpu_module, kernels, spec);
-        let diagnostics = render(&explain(mlir.diagnostics.take(), spec), source);
+        // The conversion's remarks on patterns that did not match are not the user's to act on.
+        let mut diagnostics = mlir.diagnostics.take();
+        diagnostics.retain(|diag| !diag.message.starts_with("match failure"));
+        let diagnostics = render(&explain(diagnostics, spec), source);
         compiled.push(result.map_err(|e| {
             if diagnostics.is_empty() {
                 Error::new(e.kind(), format!("{}: {}", desc.location, e.message()))

@@ -8,7 +8,8 @@
 //!    workgroup size in the shader); workgroup attributions become `memref.alloc`s in space 3,
 //!    which the conversion turns into Workgroup variables (attributions it cannot convert).
 //! 3. `spirv-attach-target` with every capability and extension this target allows,
-//!    `convert-gpu-to-spirv` (32-bit `index`), then the `spirv.module` is moved into the
+//!    `convert-math-to-spirv` (GLSL's extended instructions: `convert-gpu-to-spirv` has no math
+//!    patterns), `convert-gpu-to-spirv` (32-bit `index`), then the `spirv.module` is moved into the
 //!    gpu.module (the conversion leaves it beside; `gpu-module-to-binary` looks inside),
 //!    `spirv-lower-abi-attrs` and `spirv-update-vce` (which keeps only the capabilities used),
 //!    and `gpu-module-to-binary` serializes it.
@@ -93,13 +94,13 @@ pub(super) fn serialize(
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
         // and not otherwise borrowed.
         let mut function = unsafe { OperationRefMut::from_raw(raw) };
-        if !function.has_attribute("kernel") {
+        if !function.has_attribute("gpu.kernel") {
             continue;
         }
         let name = symbol(&function);
         set_entry_point_abi(context, &mut function, &name)?;
-        let bytes = attributions_to_allocs(context, &mut function)?;
-        workgroup_memory.push((name, bytes + alloc_bytes(&function)));
+        attributions_to_allocs(context, &mut function)?;
+        workgroup_memory.push((name, alloc_bytes(&function)));
     }
 
     // 3. Conversion to SPIR-V.
@@ -109,7 +110,7 @@ pub(super) fn serialize(
         &format!(
             "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops),\
              spirv-attach-target{{ver={spirv_version} caps={CAPABILITIES} exts={EXTENSIONS} \
-             client_api=Vulkan}},convert-gpu-to-spirv)"
+             client_api=Vulkan}},gpu.module(convert-math-to-spirv),convert-gpu-to-spirv)"
         ),
         "converting to SPIR-V",
     )?;
@@ -220,18 +221,18 @@ fn numbers(text: &str) -> Vec<u64> {
 }
 
 /// Replaces the kernel's workgroup attributions by `memref.alloc`s of the same (space 3)
-/// types at the top of its body; returns their bytes.
+/// types at the top of its body.
 fn attributions_to_allocs<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
-) -> Result<u64> {
+) -> Result<()> {
     let count = function
         .attribute("workgroup_attributions")
         .ok()
         .and_then(|a| numbers(&a.to_string()).first().copied())
         .unwrap_or(0) as usize;
     if count == 0 {
-        return Ok(0);
+        return Ok(());
     }
     let inputs = function
         .attribute("function_type")
@@ -245,14 +246,12 @@ fn attributions_to_allocs<'c>(
         .ok()
         .and_then(|region| region.first_block())
         .ok_or_else(|| failed("finding the kernel's body"))?;
-    let mut bytes = 0;
     for index in (inputs..inputs + count).rev() {
         let argument = body
             .argument(index)
             .map_err(|_| failed("reading a workgroup attribution"))?;
         let memref = MemRefType::try_from(argument.r#type())
             .map_err(|_| failed("reading a workgroup attribution's type"))?;
-        bytes += static_bytes(&memref.to_string()).unwrap_or(0);
         let alloc =
             melior::dialect::memref::alloc(context, memref, &[], &[], None, argument.location());
         let alloc = body.insert_operation(0, alloc);
@@ -266,8 +265,8 @@ fn attributions_to_allocs<'c>(
         unsafe { body.erase_argument(index) };
     }
     let zero = Attribute::parse(context, "0 : i64").ok_or_else(|| failed("making an attribute"))?;
-    function.set_inherent_attribute("workgroup_attributions", zero);
-    Ok(bytes)
+    function.set_discardable_attribute("workgroup_attributions", zero);
+    Ok(())
 }
 
 /// Bytes of the kernel's `memref.alloc`s in workgroup memory (space 3).

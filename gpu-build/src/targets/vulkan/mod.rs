@@ -100,6 +100,11 @@ impl Target for Vulkan {
                 "MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values with a \
                  constant width equal to the subgroup size to SPIR-V"
             }
+            op if op.starts_with("math.") => {
+                "SPIR-V for Vulkan has this math function (GLSL.std.450) for 16- and 32-bit \
+                 floats only, and some not at all; compute it in f32, or build this module only \
+                 for the other targets"
+            }
             _ => return None,
         })
     }
