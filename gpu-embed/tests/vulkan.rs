@@ -1,0 +1,579 @@
+//! The Vulkan driver on the first Vulkan device found (Mesa's lavapipe where there is no GPU:
+//! `scripts/setup.sh` installs it), under the Khronos validation layer: every test fails on any
+//! warning or error the layer reports. Skipped, visibly, only where no Vulkan device is found.
+//!
+//! The kernel is `fixtures/vulkan/vadd.mlir`, compiled to SPIR-V by `fixtures/vulkan/
+//! regenerate.sh` (MLIR 22's SPIR-V lowering); its binding table is written here as
+//! `include_gpu_binary!` writes it, and launched with the lowered parameters a stub passes.
+
+use gpu_embed::{
+    memref_descriptor, Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, MemrefLayout,
+    MemrefType, MemrefView, Object, Stream, Vendor, VulkanArgument, VulkanBinding, VulkanKernel,
+};
+use std::ffi::c_void;
+
+static VADD_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/vadd.spv");
+
+const fn memref(binding: u32, param: usize) -> VulkanBinding {
+    VulkanBinding {
+        set: 0,
+        binding,
+        param,
+        kind: VulkanArgument::Elements {
+            rank: 1,
+            element_bytes: 4,
+        },
+    }
+}
+
+/// `vadd(a, b, c: memref<?xf32>, n: index)`: three descriptors of 5 parameters, then `n`.
+static VADD_BINDINGS: [VulkanBinding; 4] = [
+    memref(0, 0),
+    memref(1, 5),
+    memref(2, 10),
+    VulkanBinding {
+        set: 0,
+        binding: 3,
+        param: 15,
+        kind: VulkanArgument::Scalar { bytes: 4 },
+    },
+];
+static VADD_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
+    name: "vadd",
+    workgroup_size: [64, 1, 1],
+    workgroup_memory: 0,
+    bindings: &VADD_BINDINGS,
+}];
+static VADD_OBJECTS: [Object; 1] = [Object::vulkan(
+    "vulkan1.1",
+    VADD_SPIRV,
+    &["Shader"],
+    &VADD_KERNELS,
+)];
+static VADD: Binary = Binary::new("vadd", &VADD_OBJECTS, &["vadd"]);
+
+/// The same SPIR-V claiming a capability no Vulkan device has.
+static KERNEL_OBJECTS: [Object; 1] = [Object::vulkan(
+    "vulkan1.1",
+    VADD_SPIRV,
+    &["Shader", "Kernel"],
+    &VADD_KERNELS,
+)];
+static KERNEL_CAPABILITY: Binary = Binary::new("opencl", &KERNEL_OBJECTS, &["vadd"]);
+
+/// The same SPIR-V for a Vulkan version no device has yet.
+static FUTURE_OBJECTS: [Object; 1] = [Object::vulkan(
+    "vulkan9.9",
+    VADD_SPIRV,
+    &["Shader"],
+    &VADD_KERNELS,
+)];
+static FUTURE: Binary = Binary::new("future", &FUTURE_OBJECTS, &["vadd"]);
+
+/// Runs `test` on the first Vulkan device with validation on, then checks the layer said
+/// nothing; skips (saying so) where there is no Vulkan device.
+fn on_vulkan(test: impl FnOnce(&Device)) {
+    gpu_embed::enable_vulkan_validation();
+    let Some(device) = Device::all()
+        .into_iter()
+        .find(|d| d.vendor() == Vendor::Vulkan)
+    else {
+        let reason = match Device::gpus() {
+            Err(error) => error.to_string(),
+            Ok(gpus) => format!("the GPUs found are {gpus:?}"),
+        };
+        eprintln!("skipped: no Vulkan device: {reason}");
+        return;
+    };
+    test(&device);
+    device.synchronize().unwrap();
+    let messages = gpu_embed::take_vulkan_validation_messages();
+    assert!(
+        messages.is_empty(),
+        "the validation layer reported:\n{}",
+        messages.join("\n")
+    );
+}
+
+const DYNAMIC_1D: MemrefType<1> = MemrefType {
+    shape: [None],
+    layout: MemrefLayout::Identity,
+};
+const STRIDED_1D: MemrefType<1> = MemrefType {
+    shape: [None],
+    layout: MemrefLayout::Strided {
+        strides: [None],
+        offset: None,
+    },
+};
+
+/// Launches `vadd` as its stub would, with the views' descriptors for memrefs of type `ty`.
+///
+/// # Safety
+/// `n` is at most each view's length.
+unsafe fn vadd(
+    device: &Device,
+    config: &LaunchConfig,
+    ty: &MemrefType<1>,
+    views: [MemrefView<'_, f32, 1>; 3],
+    n: i64,
+) -> gpu_embed::Result<()> {
+    let mut descriptors = Vec::new();
+    for (view, name) in views.into_iter().zip(["a", "b", "c"]) {
+        descriptors.push(memref_descriptor(view, ty, device, name)?);
+    }
+    let mut n = n;
+    let mut params: Vec<*mut c_void> = Vec::new();
+    for d in &mut descriptors {
+        params.push((&mut d.allocated as *mut u64).cast());
+        params.push((&mut d.aligned as *mut u64).cast());
+        params.push((&mut d.offset as *mut i64).cast());
+        params.push(d.sizes.as_mut_ptr().cast());
+        params.push(d.strides.as_mut_ptr().cast());
+    }
+    params.push((&mut n as *mut i64).cast());
+    let sizes = vec![8; params.len()];
+    // SAFETY: the parameters are vadd's lowered signature; the caller keeps n in bounds.
+    unsafe { gpu_embed::launch(device, &VADD, "vadd", config, &mut params, &sizes) }
+}
+
+fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
+    let a = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b = (0..n).map(|i| 1000.0 - i as f32).collect();
+    (a, b)
+}
+
+#[test]
+fn vadd_matches_the_reference() {
+    on_vulkan(|device| {
+        for n in [1usize, 63, 64, 1000, 4099] {
+            let (a, b) = inputs(n);
+            let (da, db) = (
+                DeviceBuffer::from_slice(device, &a).unwrap(),
+                DeviceBuffer::from_slice(device, &b).unwrap(),
+            );
+            let dc = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+            let views = [da.slice(0..n).unwrap(), db.slice(0..n).unwrap(), dc.slice(0..n).unwrap()];
+            // SAFETY: n elements in each view.
+            unsafe {
+                vadd(device, &LaunchConfig::for_elements(n, 64), &DYNAMIC_1D, views, n as i64)
+            }
+            .unwrap();
+            let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+            assert_eq!(dc.to_vec().unwrap(), expected, "n = {n}");
+        }
+    });
+}
+
+#[test]
+fn views_bind_where_they_start_or_say_why_they_cannot() {
+    on_vulkan(|device| {
+        let (a, b) = inputs(300);
+        let (da, db) = (
+            DeviceBuffer::from_slice(device, &a).unwrap(),
+            DeviceBuffer::from_slice(device, &b).unwrap(),
+        );
+        let dc = DeviceBuffer::<f32>::alloc(device, 300).unwrap();
+        // Element 64 is byte 256: a multiple of every device's storage buffer alignment.
+        let n = 200;
+        let views = [
+            da.slice(64..64 + n).unwrap(),
+            db.slice(0..n).unwrap(),
+            dc.slice(64..64 + n).unwrap(),
+        ];
+        for ty in [&DYNAMIC_1D, &STRIDED_1D] {
+            // SAFETY: n elements in each view.
+            unsafe { vadd(device, &LaunchConfig::for_elements(n, 64), ty, views, n as i64) }
+                .unwrap();
+            let c = dc.to_vec().unwrap();
+            assert!(c[..64].iter().all(|&x| x == 0.0));
+            for i in 0..n {
+                assert_eq!(c[64 + i], a[64 + i] + b[i], "element {i}");
+            }
+            assert!(c[64 + n..].iter().all(|&x| x == 0.0));
+        }
+
+        // A view starting one element in: 4 bytes past an aligned start.
+        let misaligned = [
+            da.slice(1..1 + n).unwrap(),
+            db.slice(0..n).unwrap(),
+            dc.slice(0..n).unwrap(),
+        ];
+        let alignment_error = |ty| {
+            // SAFETY: n elements in each view.
+            unsafe { vadd(device, &LaunchConfig::for_elements(n, 64), ty, misaligned, n as i64) }
+                .unwrap_err()
+        };
+        for ty in [&DYNAMIC_1D, &STRIDED_1D] {
+            let error = alignment_error(ty);
+            assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+            assert!(
+                error
+                    .message()
+                    .contains("binding 0: a view starting at byte offset 4 of its buffer"),
+                "{error}"
+            );
+            assert!(error.message().contains("binds storage buffers at multiples of"), "{error}");
+        }
+
+        // Every other element: not one contiguous range.
+        let strided = da.strided_view(0, [100], [2]).unwrap();
+        let views = [strided, db.slice(0..100).unwrap(), dc.slice(0..100).unwrap()];
+        // SAFETY: 100 elements in each view.
+        let error = unsafe {
+            vadd(device, &LaunchConfig::for_elements(100, 64), &STRIDED_1D, views, 100)
+        }
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(error.message().contains("binding 0"), "{error}");
+        assert!(
+            error
+                .message()
+                .contains("Vulkan binds a memref as one contiguous range"),
+            "{error}"
+        );
+
+        // Views without elements bind a placeholder; nothing is read or written.
+        let views = [da.slice(0..0).unwrap(), db.slice(0..0).unwrap(), dc.slice(0..0).unwrap()];
+        // SAFETY: n = 0.
+        unsafe { vadd(device, &LaunchConfig::for_elements(1, 64), &DYNAMIC_1D, views, 0) }
+            .unwrap();
+    });
+}
+
+#[test]
+fn launches_the_kernel_was_not_built_for_are_errors() {
+    on_vulkan(|device| {
+        let n = 128;
+        let (a, b) = inputs(n);
+        let (da, db) = (
+            DeviceBuffer::from_slice(device, &a).unwrap(),
+            DeviceBuffer::from_slice(device, &b).unwrap(),
+        );
+        let dc = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+        let views = [da.slice(0..n).unwrap(), db.slice(0..n).unwrap(), dc.slice(0..n).unwrap()];
+
+        // SAFETY: n elements in each view.
+        let error = unsafe {
+            vadd(device, &LaunchConfig::for_elements(n, 128), &DYNAMIC_1D, views, n as i64)
+        }
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            error.message().contains(
+                "kernel `vadd` was compiled for Vulkan with workgroup size [64, 1, 1]; launch it \
+                 with that block size"
+            ),
+            "{error}"
+        );
+
+        let mut shared = LaunchConfig::for_elements(n, 64);
+        shared.shared_mem_bytes = 1024;
+        // SAFETY: n elements in each view.
+        let error = unsafe { vadd(device, &shared, &DYNAMIC_1D, views, n as i64) }.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(error.message().contains("dynamic shared memory"), "{error}");
+
+        // An index that does not fit the kernel's 32-bit integer (the kernel would read none of
+        // it: the error comes first).
+        let too_big = 1i64 << 40;
+        // SAFETY: refused before it runs.
+        let error = unsafe {
+            vadd(device, &LaunchConfig::for_elements(n, 64), &DYNAMIC_1D, views, too_big)
+        }
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            error.message().contains(&format!("binding 3: the value {too_big} does not fit")),
+            "{error}"
+        );
+
+        // Nothing ran: c is still zero.
+        assert!(dc.to_vec().unwrap().iter().all(|&x| x == 0.0));
+    });
+}
+
+#[test]
+fn objects_the_device_cannot_run_are_refused_by_name() {
+    on_vulkan(|device| {
+        let n = 64;
+        let buffer = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+        let mut descriptor = memref_descriptor(buffer.slice(0..n).unwrap(), &DYNAMIC_1D, device, "x")
+            .unwrap();
+        let mut count = n as i64;
+        let mut params: Vec<*mut c_void> = Vec::new();
+        for _ in 0..3 {
+            params.push((&mut descriptor.allocated as *mut u64).cast());
+            params.push((&mut descriptor.aligned as *mut u64).cast());
+            params.push((&mut descriptor.offset as *mut i64).cast());
+            params.push(descriptor.sizes.as_mut_ptr().cast());
+            params.push(descriptor.strides.as_mut_ptr().cast());
+        }
+        params.push((&mut count as *mut i64).cast());
+        let sizes = vec![8; params.len()];
+        let config = LaunchConfig::for_elements(n, 64);
+        // SAFETY: refused before anything runs.
+        let error = unsafe {
+            gpu_embed::launch(device, &KERNEL_CAPABILITY, "vadd", &config, &mut params, &sizes)
+        }
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NotSupported);
+        assert!(error.message().contains("SPIR-V capability Kernel"), "{error}");
+        // SAFETY: as above.
+        let error =
+            unsafe { gpu_embed::launch(device, &FUTURE, "vadd", &config, &mut params, &sizes) }
+                .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NoFittingObject);
+        assert!(error.message().contains("vulkan9.9"), "{error}");
+    });
+}
+
+#[test]
+fn a_freed_address_is_an_error_not_a_crash() {
+    on_vulkan(|device| {
+        let n = 64;
+        let buffer = DeviceBuffer::from_slice(device, &vec![1.0f32; n]).unwrap();
+        let mut descriptor = memref_descriptor(buffer.slice(0..n).unwrap(), &DYNAMIC_1D, device, "x")
+            .unwrap();
+        let raw = buffer.into_raw();
+        // SAFETY: the allocation `into_raw` gave up; dropping frees it.
+        drop(unsafe { DeviceBuffer::<f32>::from_raw_parts(device, raw, n) });
+        let mut count = n as i64;
+        let mut params: Vec<*mut c_void> = Vec::new();
+        for _ in 0..3 {
+            params.push((&mut descriptor.allocated as *mut u64).cast());
+            params.push((&mut descriptor.aligned as *mut u64).cast());
+            params.push((&mut descriptor.offset as *mut i64).cast());
+            params.push(descriptor.sizes.as_mut_ptr().cast());
+            params.push(descriptor.strides.as_mut_ptr().cast());
+        }
+        params.push((&mut count as *mut i64).cast());
+        let sizes = vec![8; params.len()];
+        // SAFETY: the address is stale on purpose: the driver must refuse it.
+        let error = unsafe {
+            gpu_embed::launch(
+                device,
+                &VADD,
+                "vadd",
+                &LaunchConfig::for_elements(n, 64),
+                &mut params,
+                &sizes,
+            )
+        }
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(error.message().contains("is not in any live allocation"), "{error}");
+
+        // Copies through the stale address too.
+        // SAFETY: breaks `from_raw_parts`' contract on purpose (the memory was freed): the
+        // driver checks every address against its allocation table.
+        let stale = unsafe { DeviceBuffer::<f32>::from_raw_parts(device, raw, n) };
+        let error = stale.to_vec().unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(error.message().contains("is not in any live allocation"), "{error}");
+        // Never freed twice: forget the stale buffer.
+        let _ = stale.into_raw();
+    });
+}
+
+#[test]
+fn stream_b_reads_what_stream_a_wrote_after_an_event() {
+    on_vulkan(|device| {
+        let (a, b): (Stream, Stream) = (
+            device.create_stream().unwrap(),
+            device.create_stream().unwrap(),
+        );
+        let n = 1 << 16;
+        let (x, y) = inputs(n);
+        let (dx, dy) = (
+            DeviceBuffer::from_slice(device, &x).unwrap(),
+            DeviceBuffer::from_slice(device, &y).unwrap(),
+        );
+        let sum = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+        let copy = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+        let filled = DeviceBuffer::<u32>::alloc(device, n).unwrap();
+        let filled_copy = DeviceBuffer::<u32>::alloc(device, n).unwrap();
+        let written = device.create_event().unwrap();
+        for round in 0..3u32 {
+            a.fill(&filled, round + 7).unwrap();
+            let mut config = LaunchConfig::for_elements(n, 64);
+            config.stream = Some(&a);
+            let views = [dx.slice(0..n).unwrap(), dy.slice(0..n).unwrap(), sum.slice(0..n).unwrap()];
+            // SAFETY: n elements in each view.
+            unsafe { vadd(device, &config, &DYNAMIC_1D, views, n as i64) }.unwrap();
+            a.record(&written).unwrap();
+            b.wait(&written).unwrap();
+            b.copy(&copy, &sum).unwrap();
+            b.copy(&filled_copy, &filled).unwrap();
+            b.synchronize().unwrap();
+            assert!(written.query().unwrap());
+            let expected: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
+            assert_eq!(copy.to_vec().unwrap(), expected);
+            assert!(filled_copy.to_vec().unwrap().iter().all(|&v| v == round + 7));
+        }
+        let never = device.create_event().unwrap();
+        assert!(never.query().unwrap(), "an event never recorded counts as complete");
+        never.synchronize().unwrap();
+        b.wait(&never).unwrap();
+        b.synchronize().unwrap();
+        let error = never.elapsed_ms(&written).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(error.message().contains("never recorded"), "{error}");
+    });
+}
+
+#[test]
+fn async_copies_and_fills_of_unaligned_ranges() {
+    on_vulkan(|device| {
+        let stream = device.create_stream().unwrap();
+        let n = 1001;
+        let mut bytes = vec![0u8; n];
+        let buffer = DeviceBuffer::<u8>::alloc(device, n).unwrap();
+        // Fills of every alignment and length around a word.
+        for (start, end, value) in [(0, n, 0x11), (1, 2, 0x22), (3, 10, 0x33), (5, 999, 0x44), (998, 1001, 0x55), (4, 8, 0x66)] {
+            stream.fill(&buffer.slice(start..end).unwrap(), value).unwrap();
+            bytes[start..end].fill(value);
+        }
+        let mut out = vec![0u8; n];
+        stream.copy_to_host(&mut out, &buffer).unwrap();
+        assert_eq!(out, bytes);
+
+        let halves = DeviceBuffer::<u16>::alloc(device, 333).unwrap();
+        let mut expected = vec![0u16; 333];
+        for (start, end, value) in [(0, 333, 0xaaaa), (1, 2, 0x1234), (3, 300, 0xbeef), (331, 333, 0x0102)] {
+            stream.fill(&halves.slice(start..end).unwrap(), value).unwrap();
+            expected[start..end].fill(value);
+        }
+        assert_eq!(halves.to_vec().unwrap(), expected);
+
+        let words = DeviceBuffer::<u32>::alloc(device, 257).unwrap();
+        stream.fill(&words, 0xdead_beef).unwrap();
+        stream.fill(&words.slice(7..200).unwrap(), 42).unwrap();
+        let mut expected = vec![0xdead_beefu32; 257];
+        expected[7..200].fill(42);
+        assert_eq!(words.to_vec().unwrap(), expected);
+
+        // Copies to and from the device at odd offsets and lengths, and on the device.
+        let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+        stream.copy_to_device(&buffer.slice(3..n - 2).unwrap(), &data[3..n - 2]).unwrap();
+        bytes[3..n - 2].copy_from_slice(&data[3..n - 2]);
+        let mut part = vec![0u8; 500];
+        stream.copy_to_host(&mut part, &buffer.slice(101..601).unwrap()).unwrap();
+        assert_eq!(part, bytes[101..601]);
+        let other = DeviceBuffer::<u8>::alloc(device, n).unwrap();
+        stream.copy(&other.slice(1..n - 1).unwrap(), &buffer.slice(0..n - 2).unwrap()).unwrap();
+        stream.synchronize().unwrap();
+        let mut shifted = vec![0u8; n];
+        shifted[1..n - 1].copy_from_slice(&bytes[..n - 2]);
+        assert_eq!(other.to_vec().unwrap(), shifted);
+
+        // The synchronous forms on the default stream.
+        let mut whole = DeviceBuffer::<u8>::alloc(device, n).unwrap();
+        whole.copy_from_buffer(&other).unwrap();
+        assert_eq!(whole.to_vec().unwrap(), shifted);
+        whole.copy_from(&data).unwrap();
+        assert_eq!(whole.to_vec().unwrap(), data);
+        whole.fill(9).unwrap();
+        assert!(whole.to_vec().unwrap().iter().all(|&b| b == 9));
+        let mut longs = DeviceBuffer::<u64>::alloc(device, 100).unwrap();
+        longs.fill(0x0102_0304_0506_0708).unwrap();
+        assert!(longs.to_vec().unwrap().iter().all(|&l| l == 0x0102_0304_0506_0708));
+    });
+}
+
+#[test]
+fn events_time_work_in_order() {
+    on_vulkan(|device| {
+        let stream = device.create_stream().unwrap();
+        let events: Vec<_> = (0..3).map(|_| device.create_event().unwrap()).collect();
+        let big = DeviceBuffer::<u32>::alloc(device, 1 << 22).unwrap();
+        stream.record(&events[0]).unwrap();
+        stream.fill(&big, 1).unwrap();
+        stream.record(&events[1]).unwrap();
+        for value in 2..5 {
+            stream.fill(&big, value).unwrap();
+        }
+        stream.record(&events[2]).unwrap();
+        events[2].synchronize().unwrap();
+        assert!(events.iter().all(|e| e.query().unwrap()));
+        let first = events[0].elapsed_ms(&events[1]).unwrap();
+        let both = events[0].elapsed_ms(&events[2]).unwrap();
+        assert!(first > 0.0, "{first} ms");
+        assert!(both >= first, "{both} ms < {first} ms");
+        let error = events[2].elapsed(&events[0]).unwrap_err();
+        assert!(error.message().contains("before the start"), "{error}");
+        // On the default stream too.
+        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        device.record(&start).unwrap();
+        let mut words = DeviceBuffer::<u32>::alloc(device, 1 << 20).unwrap();
+        words.fill(3).unwrap();
+        device.record(&end).unwrap();
+        end.synchronize().unwrap();
+        assert!(start.elapsed_ms(&end).unwrap() > 0.0);
+    });
+}
+
+#[test]
+fn device_facts_are_sane_and_a_cpu_device_is_never_the_default() {
+    on_vulkan(|device| {
+        let arch = device.arch().arch;
+        assert!(arch.starts_with("vulkan1."), "{arch}");
+        let limits = device.limits();
+        assert_eq!(limits.multiprocessors, 1, "{limits:?}");
+        assert!(limits.warp_size.is_power_of_two() && limits.warp_size <= 128, "{limits:?}");
+        assert!(limits.max_threads_per_block >= 128, "{limits:?}");
+        assert!(limits.max_block[0] >= 128 && limits.max_block[2] >= 64, "{limits:?}");
+        assert!(limits.max_grid.iter().all(|&g| g >= 65535), "{limits:?}");
+        assert!(limits.shared_memory_per_block >= 16 * 1024, "{limits:?}");
+        let memory = device.memory().unwrap();
+        assert!(memory.total > 0 && memory.free <= memory.total, "{memory:?}");
+        assert_eq!(memory.total, limits.total_memory);
+        let buffer = DeviceBuffer::<u8>::alloc(device, 1 << 20).unwrap();
+        assert!(device.memory().unwrap().free <= memory.free - (1 << 20));
+        drop(buffer);
+        if device.name().contains("llvmpipe") {
+            assert!(!Device::default_device().is_same(device));
+            assert!(Device::default_gpu().map_or(true, |gpu| !gpu.is_same(device)));
+        }
+        // Sizes no allocation can have.
+        assert!(DeviceBuffer::<u8>::alloc(device, usize::MAX / 2).is_err());
+        let error = DeviceBuffer::<u64>::alloc(device, usize::MAX / 4).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::InvalidArgument | ErrorKind::OutOfMemory),
+            "{error}"
+        );
+    });
+}
+
+#[test]
+fn the_fixture_is_regenerated_from_its_source() {
+    // Where MLIR 22 and the SPIR-V tools are installed, the checked-in SPIR-V is what the
+    // script makes from vadd.mlir (into a scratch copy of the folder).
+    let tools = ["mlir-opt-22", "mlir-translate-22", "spirv-val"];
+    if tools.iter().any(|tool| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .map_or(true, |o| !o.status.success())
+    }) {
+        eprintln!("skipped: needs {}", tools.join(", "));
+        return;
+    }
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan");
+    let scratch = std::env::temp_dir().join(format!("gpu-embed-vulkan-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    for file in ["regenerate.sh", "vadd.mlir"] {
+        std::fs::copy(fixtures.join(file), scratch.join(file)).unwrap();
+    }
+    let output = std::process::Command::new("bash")
+        .arg(scratch.join("regenerate.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read(scratch.join("vadd.spv")).unwrap(), VADD_SPIRV);
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
