@@ -3,7 +3,8 @@
 module attributes {gpu.container_module} {
   gpu.module @reduce [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
     gpu.func @block_sum(%in: memref<?xf32>, %out: memref<?xf32>, %n: index)
-        workgroup(%tile: memref<256xf32, #gpu.address_space<workgroup>>) kernel {
+        workgroup(%tile: memref<256xf32, #gpu.address_space<workgroup>>) kernel
+        attributes {known_block_size = array<i32: 256, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c8 = arith.constant 8 : index

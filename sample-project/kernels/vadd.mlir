@@ -1,7 +1,9 @@
-// c[i] = a[i] + b[i]: the gpu dialect with dynamically sized memrefs.
+// c[i] = a[i] + b[i]: the gpu dialect with dynamically sized memrefs. Launched with 256 threads
+// per block (`known_block_size`: Vulkan fixes the workgroup size when the kernel is compiled).
 module attributes {gpu.container_module} {
   gpu.module @vadd [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
-    gpu.func @vadd(%a: memref<?xf32>, %b: memref<?xf32>, %c: memref<?xf32>, %n: index) kernel {
+    gpu.func @vadd(%a: memref<?xf32>, %b: memref<?xf32>, %c: memref<?xf32>, %n: index) kernel
+        attributes {known_block_size = array<i32: 256, 1, 1>} {
       %block = gpu.block_id x
       %block_dim = gpu.block_dim x
       %thread = gpu.thread_id x

@@ -43,7 +43,10 @@ fn embedded_bytes_equal_the_files_in_out_dir() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 30, "six GPU objects for each of five modules");
+    assert_eq!(
+        checked, 32,
+        "six GPU objects for each of five modules, and a Vulkan object for vadd and reduce"
+    );
     assert_eq!(
         sample_project::math::BINARY.kernels(),
         ["math_f32", "math_f64"]

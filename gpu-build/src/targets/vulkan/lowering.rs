@@ -7,8 +7,8 @@
 //! 2. Each kernel gets `spirv.entry_point_abi` from its `known_block_size` (Vulkan fixes the
 //!    workgroup size in the shader); workgroup attributions become `memref.alloc`s in space 3,
 //!    which the conversion turns into Workgroup variables (attributions it cannot convert).
-//! 3. `spirv-attach-target` with every capability and extension this target allows,
-//!    `convert-math-to-spirv` (GLSL's extended instructions: `convert-gpu-to-spirv` has no math
+//! 3. The copy's targets become one `#spirv.target_env` with every capability and extension
+//!    this target allows (what `spirv-attach-target` makes), then `convert-math-to-spirv` (GLSL's extended instructions: `convert-gpu-to-spirv` has no math
 //!    patterns), `convert-gpu-to-spirv` (32-bit `index`), then the `spirv.module` is moved into the
 //!    gpu.module (the conversion leaves it beside; `gpu-module-to-binary` looks inside),
 //!    `spirv-lower-abi-attrs` and `spirv-update-vce` (which keeps only the capabilities used),
@@ -88,7 +88,21 @@ pub(super) fn serialize(
     let mut module =
         Module::parse(context, &wrapped).ok_or_else(|| failed("copying the module"))?;
 
-    // 2. Entry-point ABI and workgroup memory.
+    // 2. The SPIR-V target as the copy's only target (the other targets' attributes stay on
+    // the original), the entry-point ABI and workgroup memory.
+    let target_env = format!(
+        "[#spirv.target_env<#spirv.vce<{spirv_version}, [{}], [{}]>, api=Vulkan, \
+         #spirv.resource_limits<>>]",
+        CAPABILITIES.replace(',', ", "),
+        EXTENSIONS.replace(',', ", ")
+    );
+    let targets =
+        Attribute::parse(context, &target_env).ok_or_else(|| failed("making the SPIR-V target"))?;
+    for raw in ops_named(&module.as_operation(), "gpu.module") {
+        // SAFETY: an op of `module`, alive until `module` is dropped, not otherwise borrowed.
+        let mut copy = unsafe { OperationRefMut::from_raw(raw) };
+        copy.set_inherent_attribute("targets", targets);
+    }
     let mut workgroup_memory = Vec::new();
     for raw in ops_named(&module.as_operation(), "gpu.func") {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
@@ -108,9 +122,8 @@ pub(super) fn serialize(
         context,
         &mut module,
         &format!(
-            "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops),\
-             spirv-attach-target{{ver={spirv_version} caps={CAPABILITIES} exts={EXTENSIONS} \
-             client_api=Vulkan}},gpu.module(convert-math-to-spirv),convert-gpu-to-spirv)"
+            "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,\
+             convert-math-to-spirv),convert-gpu-to-spirv)"
         ),
         "converting to SPIR-V",
     )?;
