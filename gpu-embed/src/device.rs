@@ -292,7 +292,9 @@ fn find_gpus() -> Discovery {
     ];
     let probes: Vec<Probe<Device>> = probes
         .into_iter()
-        .map(|probe| probe.map(|found| found.map(|f| f.into_iter().map(Device::from_found).collect())))
+        .map(|probe| {
+            probe.map(|found| found.map(|f| f.into_iter().map(Device::from_found).collect()))
+        })
         .collect();
     let on_cpu: Vec<String> = probes
         .iter()
@@ -323,10 +325,9 @@ fn find_gpus() -> Discovery {
             on_cpu.join(", ")
         );
         real = match real {
-            Ok(gpus) if gpus.is_empty() => Err(Error::new(
-                ErrorKind::NoDevice,
-                format!("no GPU{note}"),
-            )),
+            Ok(gpus) if gpus.is_empty() => {
+                Err(Error::new(ErrorKind::NoDevice, format!("no GPU{note}")))
+            }
             Err(error) => Err(error.map_message(|message| format!("{message}{note}"))),
             ok => ok,
         };

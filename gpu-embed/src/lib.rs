@@ -69,9 +69,9 @@ pub use device::{Device, MemoryInfo, Stream};
 /// does not make. Each `*Driver`/`*Runtime` struct loads a library and resolves every entry
 /// point at once.
 pub use driver::sys;
-pub use driver::DeviceLimits;
 #[doc(hidden)]
 pub use driver::vulkan::{enable_vulkan_validation, take_vulkan_validation_messages};
+pub use driver::DeviceLimits;
 pub use error::{DriverCode, Error, ErrorKind, Result};
 pub use event::Event;
 pub use gpu_embed_macro::include_gpu_binary;

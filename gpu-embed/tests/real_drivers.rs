@@ -18,7 +18,10 @@ fn debians_hip_runtime_loads_and_a_machine_without_a_gpu_falls_back_to_the_host(
         hip.display()
     );
     if let Ok(gpus) = Device::gpus() {
-        assert!(!gpus.is_empty(), "drivers loaded but reported no device and no error");
+        assert!(
+            !gpus.is_empty(),
+            "drivers loaded but reported no device and no error"
+        );
         for gpu in gpus {
             let arch = gpu.arch().arch;
             match gpu.vendor() {

@@ -153,10 +153,20 @@ fn vadd_matches_the_reference() {
                 DeviceBuffer::from_slice(device, &b).unwrap(),
             );
             let dc = DeviceBuffer::<f32>::alloc(device, n).unwrap();
-            let views = [da.slice(0..n).unwrap(), db.slice(0..n).unwrap(), dc.slice(0..n).unwrap()];
+            let views = [
+                da.slice(0..n).unwrap(),
+                db.slice(0..n).unwrap(),
+                dc.slice(0..n).unwrap(),
+            ];
             // SAFETY: n elements in each view.
             unsafe {
-                vadd(device, &LaunchConfig::for_elements(n, 64), &DYNAMIC_1D, views, n as i64)
+                vadd(
+                    device,
+                    &LaunchConfig::for_elements(n, 64),
+                    &DYNAMIC_1D,
+                    views,
+                    n as i64,
+                )
             }
             .unwrap();
             let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
@@ -183,8 +193,16 @@ fn views_bind_where_they_start_or_say_why_they_cannot() {
         ];
         for ty in [&DYNAMIC_1D, &STRIDED_1D] {
             // SAFETY: n elements in each view.
-            unsafe { vadd(device, &LaunchConfig::for_elements(n, 64), ty, views, n as i64) }
-                .unwrap();
+            unsafe {
+                vadd(
+                    device,
+                    &LaunchConfig::for_elements(n, 64),
+                    ty,
+                    views,
+                    n as i64,
+                )
+            }
+            .unwrap();
             let c = dc.to_vec().unwrap();
             assert!(c[..64].iter().all(|&x| x == 0.0));
             for i in 0..n {
@@ -201,8 +219,16 @@ fn views_bind_where_they_start_or_say_why_they_cannot() {
         ];
         let alignment_error = |ty| {
             // SAFETY: n elements in each view.
-            unsafe { vadd(device, &LaunchConfig::for_elements(n, 64), ty, misaligned, n as i64) }
-                .unwrap_err()
+            unsafe {
+                vadd(
+                    device,
+                    &LaunchConfig::for_elements(n, 64),
+                    ty,
+                    misaligned,
+                    n as i64,
+                )
+            }
+            .unwrap_err()
         };
         for ty in [&DYNAMIC_1D, &STRIDED_1D] {
             let error = alignment_error(ty);
@@ -213,15 +239,30 @@ fn views_bind_where_they_start_or_say_why_they_cannot() {
                     .contains("binding 0: a view starting at byte offset 4 of its buffer"),
                 "{error}"
             );
-            assert!(error.message().contains("binds storage buffers at multiples of"), "{error}");
+            assert!(
+                error
+                    .message()
+                    .contains("binds storage buffers at multiples of"),
+                "{error}"
+            );
         }
 
         // Every other element: not one contiguous range.
         let strided = da.strided_view(0, [100], [2]).unwrap();
-        let views = [strided, db.slice(0..100).unwrap(), dc.slice(0..100).unwrap()];
+        let views = [
+            strided,
+            db.slice(0..100).unwrap(),
+            dc.slice(0..100).unwrap(),
+        ];
         // SAFETY: 100 elements in each view.
         let error = unsafe {
-            vadd(device, &LaunchConfig::for_elements(100, 64), &STRIDED_1D, views, 100)
+            vadd(
+                device,
+                &LaunchConfig::for_elements(100, 64),
+                &STRIDED_1D,
+                views,
+                100,
+            )
         }
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
@@ -234,10 +275,22 @@ fn views_bind_where_they_start_or_say_why_they_cannot() {
         );
 
         // Views without elements bind a placeholder; nothing is read or written.
-        let views = [da.slice(0..0).unwrap(), db.slice(0..0).unwrap(), dc.slice(0..0).unwrap()];
+        let views = [
+            da.slice(0..0).unwrap(),
+            db.slice(0..0).unwrap(),
+            dc.slice(0..0).unwrap(),
+        ];
         // SAFETY: n = 0.
-        unsafe { vadd(device, &LaunchConfig::for_elements(1, 64), &DYNAMIC_1D, views, 0) }
-            .unwrap();
+        unsafe {
+            vadd(
+                device,
+                &LaunchConfig::for_elements(1, 64),
+                &DYNAMIC_1D,
+                views,
+                0,
+            )
+        }
+        .unwrap();
     });
 }
 
@@ -251,11 +304,21 @@ fn launches_the_kernel_was_not_built_for_are_errors() {
             DeviceBuffer::from_slice(device, &b).unwrap(),
         );
         let dc = DeviceBuffer::<f32>::alloc(device, n).unwrap();
-        let views = [da.slice(0..n).unwrap(), db.slice(0..n).unwrap(), dc.slice(0..n).unwrap()];
+        let views = [
+            da.slice(0..n).unwrap(),
+            db.slice(0..n).unwrap(),
+            dc.slice(0..n).unwrap(),
+        ];
 
         // SAFETY: n elements in each view.
         let error = unsafe {
-            vadd(device, &LaunchConfig::for_elements(n, 128), &DYNAMIC_1D, views, n as i64)
+            vadd(
+                device,
+                &LaunchConfig::for_elements(n, 128),
+                &DYNAMIC_1D,
+                views,
+                n as i64,
+            )
         }
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
@@ -279,12 +342,20 @@ fn launches_the_kernel_was_not_built_for_are_errors() {
         let too_big = 1i64 << 40;
         // SAFETY: refused before it runs.
         let error = unsafe {
-            vadd(device, &LaunchConfig::for_elements(n, 64), &DYNAMIC_1D, views, too_big)
+            vadd(
+                device,
+                &LaunchConfig::for_elements(n, 64),
+                &DYNAMIC_1D,
+                views,
+                too_big,
+            )
         }
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
         assert!(
-            error.message().contains(&format!("binding 3: the value {too_big} does not fit")),
+            error
+                .message()
+                .contains(&format!("binding 3: the value {too_big} does not fit")),
             "{error}"
         );
 
@@ -298,8 +369,8 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
     on_vulkan(|device| {
         let n = 64;
         let buffer = DeviceBuffer::<f32>::alloc(device, n).unwrap();
-        let mut descriptor = memref_descriptor(buffer.slice(0..n).unwrap(), &DYNAMIC_1D, device, "x")
-            .unwrap();
+        let mut descriptor =
+            memref_descriptor(buffer.slice(0..n).unwrap(), &DYNAMIC_1D, device, "x").unwrap();
         let mut count = n as i64;
         let mut params: Vec<*mut c_void> = Vec::new();
         for _ in 0..3 {
@@ -314,11 +385,21 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
         let config = LaunchConfig::for_elements(n, 64);
         // SAFETY: refused before anything runs.
         let error = unsafe {
-            gpu_embed::launch(device, &KERNEL_CAPABILITY, "vadd", &config, &mut params, &sizes)
+            gpu_embed::launch(
+                device,
+                &KERNEL_CAPABILITY,
+                "vadd",
+                &config,
+                &mut params,
+                &sizes,
+            )
         }
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NotSupported);
-        assert!(error.message().contains("SPIR-V capability Kernel"), "{error}");
+        assert!(
+            error.message().contains("SPIR-V capability Kernel"),
+            "{error}"
+        );
         // SAFETY: as above.
         let error =
             unsafe { gpu_embed::launch(device, &FUTURE, "vadd", &config, &mut params, &sizes) }
@@ -333,8 +414,8 @@ fn a_freed_address_is_an_error_not_a_crash() {
     on_vulkan(|device| {
         let n = 64;
         let buffer = DeviceBuffer::from_slice(device, &vec![1.0f32; n]).unwrap();
-        let mut descriptor = memref_descriptor(buffer.slice(0..n).unwrap(), &DYNAMIC_1D, device, "x")
-            .unwrap();
+        let mut descriptor =
+            memref_descriptor(buffer.slice(0..n).unwrap(), &DYNAMIC_1D, device, "x").unwrap();
         let raw = buffer.into_raw();
         // SAFETY: the allocation `into_raw` gave up; dropping frees it.
         drop(unsafe { DeviceBuffer::<f32>::from_raw_parts(device, raw, n) });
@@ -362,7 +443,10 @@ fn a_freed_address_is_an_error_not_a_crash() {
         }
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
-        assert!(error.message().contains("is not in any live allocation"), "{error}");
+        assert!(
+            error.message().contains("is not in any live allocation"),
+            "{error}"
+        );
 
         // Copies through the stale address too.
         // SAFETY: breaks `from_raw_parts`' contract on purpose (the memory was freed): the
@@ -370,7 +454,10 @@ fn a_freed_address_is_an_error_not_a_crash() {
         let stale = unsafe { DeviceBuffer::<f32>::from_raw_parts(device, raw, n) };
         let error = stale.to_vec().unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
-        assert!(error.message().contains("is not in any live allocation"), "{error}");
+        assert!(
+            error.message().contains("is not in any live allocation"),
+            "{error}"
+        );
         // Never freed twice: forget the stale buffer.
         let _ = stale.into_raw();
     });
@@ -398,7 +485,11 @@ fn stream_b_reads_what_stream_a_wrote_after_an_event() {
             a.fill(&filled, round + 7).unwrap();
             let mut config = LaunchConfig::for_elements(n, 64);
             config.stream = Some(&a);
-            let views = [dx.slice(0..n).unwrap(), dy.slice(0..n).unwrap(), sum.slice(0..n).unwrap()];
+            let views = [
+                dx.slice(0..n).unwrap(),
+                dy.slice(0..n).unwrap(),
+                sum.slice(0..n).unwrap(),
+            ];
             // SAFETY: n elements in each view.
             unsafe { vadd(device, &config, &DYNAMIC_1D, views, n as i64) }.unwrap();
             a.record(&written).unwrap();
@@ -409,10 +500,17 @@ fn stream_b_reads_what_stream_a_wrote_after_an_event() {
             assert!(written.query().unwrap());
             let expected: Vec<f32> = x.iter().zip(&y).map(|(p, q)| p + q).collect();
             assert_eq!(copy.to_vec().unwrap(), expected);
-            assert!(filled_copy.to_vec().unwrap().iter().all(|&v| v == round + 7));
+            assert!(filled_copy
+                .to_vec()
+                .unwrap()
+                .iter()
+                .all(|&v| v == round + 7));
         }
         let never = device.create_event().unwrap();
-        assert!(never.query().unwrap(), "an event never recorded counts as complete");
+        assert!(
+            never.query().unwrap(),
+            "an event never recorded counts as complete"
+        );
         never.synchronize().unwrap();
         b.wait(&never).unwrap();
         b.synchronize().unwrap();
@@ -430,8 +528,17 @@ fn async_copies_and_fills_of_unaligned_ranges() {
         let mut bytes = vec![0u8; n];
         let buffer = DeviceBuffer::<u8>::alloc(device, n).unwrap();
         // Fills of every alignment and length around a word.
-        for (start, end, value) in [(0, n, 0x11), (1, 2, 0x22), (3, 10, 0x33), (5, 999, 0x44), (998, 1001, 0x55), (4, 8, 0x66)] {
-            stream.fill(&buffer.slice(start..end).unwrap(), value).unwrap();
+        for (start, end, value) in [
+            (0, n, 0x11),
+            (1, 2, 0x22),
+            (3, 10, 0x33),
+            (5, 999, 0x44),
+            (998, 1001, 0x55),
+            (4, 8, 0x66),
+        ] {
+            stream
+                .fill(&buffer.slice(start..end).unwrap(), value)
+                .unwrap();
             bytes[start..end].fill(value);
         }
         let mut out = vec![0u8; n];
@@ -440,8 +547,15 @@ fn async_copies_and_fills_of_unaligned_ranges() {
 
         let halves = DeviceBuffer::<u16>::alloc(device, 333).unwrap();
         let mut expected = vec![0u16; 333];
-        for (start, end, value) in [(0, 333, 0xaaaa), (1, 2, 0x1234), (3, 300, 0xbeef), (331, 333, 0x0102)] {
-            stream.fill(&halves.slice(start..end).unwrap(), value).unwrap();
+        for (start, end, value) in [
+            (0, 333, 0xaaaa),
+            (1, 2, 0x1234),
+            (3, 300, 0xbeef),
+            (331, 333, 0x0102),
+        ] {
+            stream
+                .fill(&halves.slice(start..end).unwrap(), value)
+                .unwrap();
             expected[start..end].fill(value);
         }
         assert_eq!(halves.to_vec().unwrap(), expected);
@@ -455,13 +569,22 @@ fn async_copies_and_fills_of_unaligned_ranges() {
 
         // Copies to and from the device at odd offsets and lengths, and on the device.
         let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
-        stream.copy_to_device(&buffer.slice(3..n - 2).unwrap(), &data[3..n - 2]).unwrap();
+        stream
+            .copy_to_device(&buffer.slice(3..n - 2).unwrap(), &data[3..n - 2])
+            .unwrap();
         bytes[3..n - 2].copy_from_slice(&data[3..n - 2]);
         let mut part = vec![0u8; 500];
-        stream.copy_to_host(&mut part, &buffer.slice(101..601).unwrap()).unwrap();
+        stream
+            .copy_to_host(&mut part, &buffer.slice(101..601).unwrap())
+            .unwrap();
         assert_eq!(part, bytes[101..601]);
         let other = DeviceBuffer::<u8>::alloc(device, n).unwrap();
-        stream.copy(&other.slice(1..n - 1).unwrap(), &buffer.slice(0..n - 2).unwrap()).unwrap();
+        stream
+            .copy(
+                &other.slice(1..n - 1).unwrap(),
+                &buffer.slice(0..n - 2).unwrap(),
+            )
+            .unwrap();
         stream.synchronize().unwrap();
         let mut shifted = vec![0u8; n];
         shifted[1..n - 1].copy_from_slice(&bytes[..n - 2]);
@@ -477,7 +600,11 @@ fn async_copies_and_fills_of_unaligned_ranges() {
         assert!(whole.to_vec().unwrap().iter().all(|&b| b == 9));
         let mut longs = DeviceBuffer::<u64>::alloc(device, 100).unwrap();
         longs.fill(0x0102_0304_0506_0708).unwrap();
-        assert!(longs.to_vec().unwrap().iter().all(|&l| l == 0x0102_0304_0506_0708));
+        assert!(longs
+            .to_vec()
+            .unwrap()
+            .iter()
+            .all(|&l| l == 0x0102_0304_0506_0708));
     });
 }
 
@@ -503,7 +630,10 @@ fn events_time_work_in_order() {
         let error = events[2].elapsed(&events[0]).unwrap_err();
         assert!(error.message().contains("before the start"), "{error}");
         // On the default stream too.
-        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        let (start, end) = (
+            device.create_event().unwrap(),
+            device.create_event().unwrap(),
+        );
         device.record(&start).unwrap();
         let mut words = DeviceBuffer::<u32>::alloc(device, 1 << 20).unwrap();
         words.fill(3).unwrap();
@@ -520,13 +650,22 @@ fn device_facts_are_sane_and_a_cpu_device_is_never_the_default() {
         assert!(arch.starts_with("vulkan1."), "{arch}");
         let limits = device.limits();
         assert_eq!(limits.multiprocessors, 1, "{limits:?}");
-        assert!(limits.warp_size.is_power_of_two() && limits.warp_size <= 128, "{limits:?}");
+        assert!(
+            limits.warp_size.is_power_of_two() && limits.warp_size <= 128,
+            "{limits:?}"
+        );
         assert!(limits.max_threads_per_block >= 128, "{limits:?}");
-        assert!(limits.max_block[0] >= 128 && limits.max_block[2] >= 64, "{limits:?}");
+        assert!(
+            limits.max_block[0] >= 128 && limits.max_block[2] >= 64,
+            "{limits:?}"
+        );
         assert!(limits.max_grid.iter().all(|&g| g >= 65535), "{limits:?}");
         assert!(limits.shared_memory_per_block >= 16 * 1024, "{limits:?}");
         let memory = device.memory().unwrap();
-        assert!(memory.total > 0 && memory.free <= memory.total, "{memory:?}");
+        assert!(
+            memory.total > 0 && memory.free <= memory.total,
+            "{memory:?}"
+        );
         assert_eq!(memory.total, limits.total_memory);
         let buffer = DeviceBuffer::<u8>::alloc(device, 1 << 20).unwrap();
         assert!(device.memory().unwrap().free <= memory.free - (1 << 20));
@@ -539,7 +678,10 @@ fn device_facts_are_sane_and_a_cpu_device_is_never_the_default() {
         assert!(DeviceBuffer::<u8>::alloc(device, usize::MAX / 2).is_err());
         let error = DeviceBuffer::<u64>::alloc(device, usize::MAX / 4).unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::InvalidArgument | ErrorKind::OutOfMemory),
+            matches!(
+                error.kind(),
+                ErrorKind::InvalidArgument | ErrorKind::OutOfMemory
+            ),
             "{error}"
         );
     });

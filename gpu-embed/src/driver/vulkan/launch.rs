@@ -63,7 +63,7 @@ fn max_spirv(api: u32) -> (u32, u32) {
 pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<Handle> {
     let what = object.describe();
     let bytes = object.bytes();
-    if bytes.len() < 20 || bytes.len() % 4 != 0 {
+    if bytes.len() < 20 || !bytes.len().is_multiple_of(4) {
         return Err(invalid(format!(
             "{what} is not SPIR-V: {} bytes (a module is a sequence of 32-bit words, at least 5)",
             bytes.len()
@@ -81,7 +81,10 @@ pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
         )));
     }
     let version = ((words[1] >> 16) & 0xff, (words[1] >> 8) & 0xff);
-    let device_api = (vk::api_version_major(gpu.api), vk::api_version_minor(gpu.api));
+    let device_api = (
+        vk::api_version_major(gpu.api),
+        vk::api_version_minor(gpu.api),
+    );
     if let Some(wanted) = vulkan_version(object.chip()) {
         if wanted > device_api {
             return Err(Error::new(
@@ -99,7 +102,12 @@ pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
             ErrorKind::NoFittingObject,
             format!(
                 "{what} is SPIR-V {}.{}; Vulkan {}.{} ({}) takes at most SPIR-V {}.{}",
-                version.0, version.1, device_api.0, device_api.1, gpu.name, spirv_limit.0,
+                version.0,
+                version.1,
+                device_api.0,
+                device_api.1,
+                gpu.name,
+                spirv_limit.0,
                 spirv_limit.1
             ),
         ));
@@ -115,9 +123,10 @@ pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
     let info = vk::ShaderModuleCreateInfo::default().code(&words);
     // SAFETY: whole SPIR-V words starting with the magic number, whose capabilities the device
     // has enabled (checked above).
-    let shader = check(unsafe { gpu.device.create_shader_module(&info, None) }, || {
-        format!("loading {what} (vkCreateShaderModule)")
-    })?;
+    let shader = check(
+        unsafe { gpu.device.create_shader_module(&info, None) },
+        || format!("loading {what} (vkCreateShaderModule)"),
+    )?;
     let module = Box::new(Module {
         gpu,
         object,
@@ -209,9 +218,10 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
         .flags(flags)
         .bindings(&bindings);
     // SAFETY: a valid create info (push descriptors only where the extension is enabled).
-    let set_layout = check(unsafe { device.create_descriptor_set_layout(&info, None) }, || {
-        format!("kernel `{name}`: vkCreateDescriptorSetLayout")
-    })?;
+    let set_layout = check(
+        unsafe { device.create_descriptor_set_layout(&info, None) },
+        || format!("kernel `{name}`: vkCreateDescriptorSetLayout"),
+    )?;
     let set_layouts = [set_layout];
     let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
     // SAFETY: as above.
@@ -220,7 +230,10 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
         Err(e) => {
             // SAFETY: made above, unused.
             unsafe { device.destroy_descriptor_set_layout(set_layout, None) };
-            return Err(vk_error(e, format!("kernel `{name}`: vkCreatePipelineLayout")));
+            return Err(vk_error(
+                e,
+                format!("kernel `{name}`: vkCreatePipelineLayout"),
+            ));
         }
     };
     let entry = CString::new(name)
@@ -233,9 +246,8 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
         .stage(stage)
         .layout(layout);
     // SAFETY: the module's shader, an entry point the object lists, a layout made above.
-    let pipeline = unsafe {
-        device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
-    };
+    let pipeline =
+        unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
     let pipeline = match pipeline {
         Ok(pipelines) if !pipelines.is_empty() => pipelines[0],
         Ok(_) | Err(_) => {
@@ -296,6 +308,10 @@ unsafe fn read_u64(
     }
 }
 
+/// A launch's buffer bindings; its scalars' bindings with their (offset, length) in the scalar
+/// bytes; the scalar bytes.
+type Bindings = (Vec<Bound>, Vec<(u32, u64, u64)>, Vec<u8>);
+
 /// The launch's bindings and scalar bytes (with each scalar's binding and place among them).
 ///
 /// # Safety
@@ -305,7 +321,7 @@ unsafe fn bindings(
     kernel: &VulkanKernel,
     params: &[*mut c_void],
     param_sizes: &[usize],
-) -> Result<(Vec<Bound>, Vec<(u32, u64, u64)>, Vec<u8>)> {
+) -> Result<Bindings> {
     let name = kernel.name;
     let alignment = gpu.checks.min_storage_offset;
     let mut bound = Vec::new();
@@ -319,16 +335,18 @@ unsafe fn bindings(
                 rank,
                 element_bytes,
             } => {
-                // SAFETY (every read below): the caller guarantees the parameters.
-                let aligned = unsafe { read_u64(name, params, param_sizes, at + 1) }?;
-                let offset = unsafe { read_u64(name, params, param_sizes, at + 2) }? as i64;
+                let field = |index: usize| {
+                    // SAFETY: the caller guarantees the parameters match the kernel, whose
+                    // binding table puts this memref's descriptor fields here.
+                    unsafe { read_u64(name, params, param_sizes, index) }
+                };
+                let aligned = field(at + 1)?;
+                let offset = field(at + 2)? as i64;
                 let mut sizes = Vec::with_capacity(rank);
                 let mut strides = Vec::with_capacity(rank);
                 for d in 0..rank {
-                    sizes.push(unsafe { read_u64(name, params, param_sizes, at + 3 + d) }? as i64);
-                    strides.push(
-                        unsafe { read_u64(name, params, param_sizes, at + 3 + rank + d) }? as i64,
-                    );
+                    sizes.push(field(at + 3 + d)? as i64);
+                    strides.push(field(at + 3 + rank + d)? as i64);
                 }
                 if offset < 0 || sizes.iter().chain(&strides).any(|&v| v < 0) {
                     return Err(invalid(format!(
@@ -367,9 +385,9 @@ unsafe fn bindings(
                     .checked_mul(element)
                     .and_then(|bytes| aligned.checked_add(bytes))
                     .ok_or_else(overflow)?;
-                let place = gpu.place(start, range).map_err(|e| {
-                    e.map_message(|message| format!("{which}: {message}"))
-                })?;
+                let place = gpu
+                    .place(start, range)
+                    .map_err(|e| e.map_message(|message| format!("{which}: {message}")))?;
                 if place.offset % alignment != 0 {
                     return Err(invalid(format!(
                         "{which}: a view starting at byte offset {} of its buffer; this device \
@@ -513,9 +531,10 @@ pub(crate) unsafe fn launch(
             .max_sets(1)
             .pool_sizes(&sizes);
         // SAFETY: a valid create info.
-        let made = check(unsafe { device.create_descriptor_pool(&info, None) }, || {
-            format!("kernel `{name}`: vkCreateDescriptorPool")
-        })?;
+        let made = check(
+            unsafe { device.create_descriptor_pool(&info, None) },
+            || format!("kernel `{name}`: vkCreateDescriptorPool"),
+        )?;
         let made = DescriptorPool { gpu, pool: made };
         let layouts = [function.set_layout];
         let info = vk::DescriptorSetAllocateInfo::default()
@@ -531,39 +550,44 @@ pub(crate) unsafe fn launch(
         unsafe { device.update_descriptor_sets(&writes, &[]) };
         pool = Some(made);
     }
-    stream.submit(|command_buffer, resources| {
-        // SAFETY: a recording command buffer; the pipeline, layout and descriptors belong to
-        // this device and every buffer they name is kept alive by `resources` until the
-        // dispatch has run; the grid is within the device's limits (checked above).
-        unsafe {
-            device.cmd_bind_pipeline(command_buffer, vk::PipelineBindPoint::COMPUTE, function.pipeline);
-            if !bound.is_empty() {
-                match (&gpu.push, function.push) {
-                    (Some(push), true) => push.cmd_push_descriptor_set(
-                        command_buffer,
-                        vk::PipelineBindPoint::COMPUTE,
-                        function.layout,
-                        0,
-                        &writes,
-                    ),
-                    _ => device.cmd_bind_descriptor_sets(
-                        command_buffer,
-                        vk::PipelineBindPoint::COMPUTE,
-                        function.layout,
-                        0,
-                        &[set],
-                        &[],
-                    ),
+    stream
+        .submit(|command_buffer, resources| {
+            // SAFETY: a recording command buffer; the pipeline, layout and descriptors belong to
+            // this device and every buffer they name is kept alive by `resources` until the
+            // dispatch has run; the grid is within the device's limits (checked above).
+            unsafe {
+                device.cmd_bind_pipeline(
+                    command_buffer,
+                    vk::PipelineBindPoint::COMPUTE,
+                    function.pipeline,
+                );
+                if !bound.is_empty() {
+                    match (&gpu.push, function.push) {
+                        (Some(push), true) => push.cmd_push_descriptor_set(
+                            command_buffer,
+                            vk::PipelineBindPoint::COMPUTE,
+                            function.layout,
+                            0,
+                            &writes,
+                        ),
+                        _ => device.cmd_bind_descriptor_sets(
+                            command_buffer,
+                            vk::PipelineBindPoint::COMPUTE,
+                            function.layout,
+                            0,
+                            &[set],
+                            &[],
+                        ),
+                    }
                 }
+                device.cmd_dispatch(command_buffer, grid[0], grid[1], grid[2]);
             }
-            device.cmd_dispatch(command_buffer, grid[0], grid[1], grid[2]);
-        }
-        resources
-            .buffers
-            .extend(bound.iter().map(|b| Arc::clone(&b.buffer)));
-        resources.descriptor_pools.extend(pool.take());
-        Ok(())
-    })
-    .map_err(|e| e.map_message(|m| format!("kernel `{name}`: {m}")))?;
+            resources
+                .buffers
+                .extend(bound.iter().map(|b| Arc::clone(&b.buffer)));
+            resources.descriptor_pools.extend(pool.take());
+            Ok(())
+        })
+        .map_err(|e| e.map_message(|m| format!("kernel `{name}`: {m}")))?;
     Ok(())
 }

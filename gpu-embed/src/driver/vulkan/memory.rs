@@ -66,8 +66,8 @@ impl Gpu {
         wanted: vk::MemoryPropertyFlags,
         fallback: vk::MemoryPropertyFlags,
     ) -> Option<u32> {
-        let types =
-            &self.memory_properties.memory_types[..self.memory_properties.memory_type_count as usize];
+        let types = &self.memory_properties.memory_types
+            [..self.memory_properties.memory_type_count as usize];
         let find = |flags: vk::MemoryPropertyFlags| {
             types
                 .iter()
@@ -130,7 +130,10 @@ impl Gpu {
             destroy_buffer();
             return Err(Error::new(
                 ErrorKind::NotSupported,
-                format!("{}: no memory type for a buffer of {bytes} bytes", self.name),
+                format!(
+                    "{}: no memory type for a buffer of {bytes} bytes",
+                    self.name
+                ),
             ));
         };
         let allocate = vk::MemoryAllocateInfo::default()
@@ -156,8 +159,9 @@ impl Gpu {
         }
         let mapped = if host {
             // SAFETY: host-visible memory, mapped once for its whole life.
-            match unsafe { device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
-            {
+            match unsafe {
+                device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+            } {
                 Ok(pointer) => Some(pointer.cast::<u8>()),
                 Err(e) => {
                     free();
@@ -224,7 +228,10 @@ impl Gpu {
         if offset >= allocation.size {
             return Err(unknown_address(address));
         }
-        if offset.checked_add(bytes).is_none_or(|end| end > allocation.size) {
+        if offset
+            .checked_add(bytes)
+            .is_none_or(|end| end > allocation.size)
+        {
             return Err(invalid(format!(
                 "{bytes} bytes from device address {address:#x} run past the end of its \
                  allocation of {} bytes (at {start:#x})",
@@ -389,7 +396,12 @@ pub(crate) fn copy(stream: &Arc<Stream>, target: u64, source: u64, bytes: usize)
 /// Queues writing `pattern` `count` times from `target`: `vkCmdFillBuffer` of the pattern
 /// replicated to 32 bits over the 4-byte-aligned middle, the unaligned edges copied from a
 /// small staging buffer.
-pub(crate) fn fill(stream: &Arc<Stream>, target: u64, pattern: Pattern, count: usize) -> Result<()> {
+pub(crate) fn fill(
+    stream: &Arc<Stream>,
+    target: u64,
+    pattern: Pattern,
+    count: usize,
+) -> Result<()> {
     let bytes = count
         .checked_mul(pattern.size())
         .ok_or_else(|| invalid("a fill larger than the address space"))? as u64;
@@ -439,7 +451,13 @@ pub(crate) fn fill(stream: &Arc<Stream>, target: u64, pattern: Pattern, count: u
         }
         if let Some(edges) = &edges {
             if head > 0 {
-                copy_region(gpu, command_buffer, (edges.buffer, 0), (buffer, place.offset), head);
+                copy_region(
+                    gpu,
+                    command_buffer,
+                    (edges.buffer, 0),
+                    (buffer, place.offset),
+                    head,
+                );
             }
             if tail > 0 {
                 copy_region(
@@ -467,7 +485,9 @@ pub(crate) fn alloc_pinned(bytes: usize) -> Result<*mut std::ffi::c_void> {
     let layout = Layout::from_size_align(bytes.max(1), PAGE).map_err(|_| {
         Error::new(
             ErrorKind::OutOfMemory,
-            format!("cannot allocate {bytes} bytes of host memory: more than the address space holds"),
+            format!(
+                "cannot allocate {bytes} bytes of host memory: more than the address space holds"
+            ),
         )
     })?;
     // SAFETY: a layout of non-zero size.

@@ -105,8 +105,8 @@ unsafe extern "system" fn on_message(
     data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
     _user: *mut c_void,
 ) -> vk::Bool32 {
-    let serious =
-        vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
+    let serious = vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
     if severity.intersects(serious) && !data.is_null() {
         // SAFETY: the layer passes valid callback data for the duration of the call; its message
         // is a NUL-terminated string or null.
@@ -163,7 +163,10 @@ pub(crate) fn vk_error(result: vk::Result, what: impl std::fmt::Display) -> Erro
 }
 
 /// `Ok`, or the `VkResult` as an error naming `what`.
-pub(crate) fn check<T>(result: ash::prelude::VkResult<T>, what: impl FnOnce() -> String) -> Result<T> {
+pub(crate) fn check<T>(
+    result: ash::prelude::VkResult<T>,
+    what: impl FnOnce() -> String,
+) -> Result<T> {
     result.map_err(|e| vk_error(e, what()))
 }
 
@@ -226,9 +229,10 @@ impl Vulkan {
 
     fn create_instance(&self) -> Result<Instance> {
         // SAFETY: a global command of a loaded loader.
-        let loader = check(unsafe { self.entry.try_enumerate_instance_version() }, || {
-            "vkEnumerateInstanceVersion".into()
-        })?
+        let loader = check(
+            unsafe { self.entry.try_enumerate_instance_version() },
+            || "vkEnumerateInstanceVersion".into(),
+        )?
         .unwrap_or(vk::API_VERSION_1_0);
         if loader < vk::API_VERSION_1_1 {
             return Err(Error::new(
@@ -246,9 +250,10 @@ impl Vulkan {
         let mut extensions = Vec::new();
         if validation {
             // SAFETY: a global command of a loaded loader.
-            let available = check(unsafe { self.entry.enumerate_instance_layer_properties() }, || {
-                "vkEnumerateInstanceLayerProperties".into()
-            })?;
+            let available = check(
+                unsafe { self.entry.enumerate_instance_layer_properties() },
+                || "vkEnumerateInstanceLayerProperties".into(),
+            )?;
             if !available
                 .iter()
                 .any(|layer| layer.layer_name_as_c_str() == Ok(VALIDATION_LAYER))
@@ -314,9 +319,10 @@ impl Vulkan {
     pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
         let instance = self.instance()?;
         // SAFETY: a live instance.
-        let physical = check(unsafe { instance.instance.enumerate_physical_devices() }, || {
-            "vkEnumeratePhysicalDevices".into()
-        })?;
+        let physical = check(
+            unsafe { instance.instance.enumerate_physical_devices() },
+            || "vkEnumeratePhysicalDevices".into(),
+        )?;
         if physical.is_empty() {
             return Err(Error::new(
                 ErrorKind::NoDevice,
@@ -460,7 +466,12 @@ impl Driver for Vulkan {
         }
     }
 
-    unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize) -> Result<()> {
+    unsafe fn copy_to_device(
+        &self,
+        target: u64,
+        source: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
         let gpu = current()?;
         let stream = Arc::clone(gpu.default_stream());
         // SAFETY: the caller guarantees both ranges; the copy has run when this returns.

@@ -144,7 +144,9 @@ impl Gpu {
             .push_next(&mut variable)
             .push_next(&mut timeline);
         if core12 {
-            features = features.push_next(&mut storage8).push_next(&mut float16_int8);
+            features = features
+                .push_next(&mut storage8)
+                .push_next(&mut float16_int8);
         }
         // SAFETY: a chain of feature structures this device's version (or extension) knows.
         unsafe { instance.get_physical_device_features2(physical, &mut features) };
@@ -249,7 +251,8 @@ impl Gpu {
         } else {
             Timeline::Khr(ash::khr::timeline_semaphore::Device::new(instance, &device))
         };
-        let push = push_extension.then(|| ash::khr::push_descriptor::Device::new(instance, &device));
+        let push =
+            push_extension.then(|| ash::khr::push_descriptor::Device::new(instance, &device));
         let limits = device_limits(&properties, subgroup.subgroup_size, total_memory);
         let checks = Checks {
             min_storage_offset: properties.limits.min_storage_buffer_offset_alignment.max(1),
@@ -325,7 +328,8 @@ impl Gpu {
     pub(crate) fn missing_capability(&self, name: &str) -> Option<String> {
         let s = &self.support;
         let need_feature = |ok: bool, feature: &str| {
-            (!ok).then(|| format!("the SPIR-V capability {name} needs the device feature {feature}"))
+            (!ok)
+                .then(|| format!("the SPIR-V capability {name} needs the device feature {feature}"))
         };
         let subgroup = |flag: vk::SubgroupFeatureFlags, what: &str| {
             (!s.subgroup.contains(flag)).then(|| {
@@ -345,10 +349,9 @@ impl Gpu {
             "StorageBuffer16BitAccess" | "StorageUniformBufferBlock16" => {
                 need_feature(s.storage_buffer_16, "storageBuffer16BitAccess")
             }
-            "UniformAndStorageBuffer16BitAccess" | "StorageUniform16" => need_feature(
-                s.uniform_storage_16,
-                "uniformAndStorageBuffer16BitAccess",
-            ),
+            "UniformAndStorageBuffer16BitAccess" | "StorageUniform16" => {
+                need_feature(s.uniform_storage_16, "uniformAndStorageBuffer16BitAccess")
+            }
             "StorageBuffer8BitAccess" => {
                 need_feature(s.storage_buffer_8, "storageBuffer8BitAccess (Vulkan 1.2)")
             }

@@ -207,9 +207,8 @@ impl Stream {
                 .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             // SAFETY: a command buffer of the stream's pool (which resets buffers on begin) that
             // no pending submission uses.
-            check(unsafe { device.begin_command_buffer(command_buffer, &begin) }, || {
-                "vkBeginCommandBuffer".into()
-            })?;
+            let begun = unsafe { device.begin_command_buffer(command_buffer, &begin) };
+            check(begun, || "vkBeginCommandBuffer".into())?;
             full_barrier(self.gpu, command_buffer, false);
             record(command_buffer, &mut resources)?;
             full_barrier(self.gpu, command_buffer, true);
@@ -482,17 +481,15 @@ impl Event {
         let mut ticks = [0u64; 1];
         // SAFETY: the query was written by a submission that has run; 64-bit results into a
         // slice of one.
-        check(
-            unsafe {
-                self.gpu.device.get_query_pool_results(
-                    self.pool,
-                    0,
-                    &mut ticks,
-                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-                )
-            },
-            || "vkGetQueryPoolResults".into(),
-        )?;
+        let read = unsafe {
+            self.gpu.device.get_query_pool_results(
+                self.pool,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        };
+        check(read, || "vkGetQueryPoolResults".into())?;
         let bits = self.gpu.checks.timestamp_bits;
         Ok(if bits >= 64 {
             ticks[0]
