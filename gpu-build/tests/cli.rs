@@ -214,7 +214,7 @@ fn bad_arguments_are_clear_errors() {
     assert!(!ok);
     assert!(
         stderr.contains("unknown target vendor `nvidia`")
-            && stderr.contains("nvptx, amdgpu or host"),
+            && stderr.contains("nvptx, amdgpu, host or vulkan"),
         "{stderr}"
     );
     let (ok, _, stderr) = gpu_build(&["inspect", "/nonexistent/manifest.json"]);

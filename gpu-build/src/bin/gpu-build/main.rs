@@ -145,13 +145,15 @@ fn parse_target(text: &str) -> Result<(Vendor, Vec<String>), String> {
     let (vendor, chips) = text.split_once(':').unwrap_or((text, ""));
     // The names `include_gpu_binary!` takes, and nothing else: one spelling everywhere.
     let Some(vendor) = Vendor::from_name(vendor) else {
-        let [first, second, last] = Vendor::ALL.map(Vendor::name);
+        let names = Vendor::ALL.map(Vendor::name);
+        let (last, others) = names.split_last().unwrap_or((&"", &[]));
         let meant = Vendor::from_alias(vendor)
             .map(|meant| format!(" (did you mean `{meant}`?)"))
             .unwrap_or_default();
         return Err(format!(
-            "unknown target vendor `{vendor}` in `--target {text}`{meant}; use {first}, {second} \
-             or {last} (with chips: `nvptx:sm_80,sm_90`)"
+            "unknown target vendor `{vendor}` in `--target {text}`{meant}; use {} \
+             or {last} (with chips: `nvptx:sm_80,sm_90`)",
+            others.join(", ")
         ));
     };
     let chips = chips
