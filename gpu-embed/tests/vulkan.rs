@@ -175,6 +175,38 @@ fn vadd_matches_the_reference() {
     });
 }
 
+/// The same launches bound through a descriptor pool per launch, as on devices without
+/// `VK_KHR_push_descriptor`: the test above in a child process that turns push descriptors off.
+#[test]
+fn vadd_matches_the_reference_without_push_descriptors() {
+    const CHILD: &str = "GPU_EMBED_VULKAN_PUSH_DESCRIPTORS";
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "vadd_matches_the_reference",
+            "views_bind_where_they_start_or_say_why_they_cannot",
+            "stream_b_reads_what_stream_a_wrote_after_an_event",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "0")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("3 passed"),
+        "without push descriptors ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    if stderr.contains("skipped: no Vulkan device") {
+        eprintln!("{stderr}");
+    }
+}
+
 #[test]
 fn views_bind_where_they_start_or_say_why_they_cannot() {
     on_vulkan(|device| {
@@ -640,6 +672,33 @@ fn events_time_work_in_order() {
         device.record(&end).unwrap();
         end.synchronize().unwrap();
         assert!(start.elapsed_ms(&end).unwrap() > 0.0);
+    });
+}
+
+#[test]
+fn streams_and_events_may_go_before_their_work_has_run() {
+    on_vulkan(|device| {
+        let n = 1 << 20;
+        let buffer = DeviceBuffer::<u32>::alloc(device, n).unwrap();
+        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        {
+            let stream = device.create_stream().unwrap();
+            stream.record(&start).unwrap();
+            for value in 0..4 {
+                stream.fill(&buffer, value).unwrap();
+            }
+            stream.record(&end).unwrap();
+            // Dropped with its work queued: the work still runs, the events still complete.
+        }
+        end.synchronize().unwrap();
+        assert!(start.elapsed_ms(&end).unwrap() >= 0.0);
+        assert!(buffer.to_vec().unwrap().iter().all(|&v| v == 3));
+        let stream = device.create_stream().unwrap();
+        let other = device.create_event().unwrap();
+        stream.record(&other).unwrap();
+        drop(other);
+        drop(stream);
+        device.synchronize().unwrap();
     });
 }
 

@@ -115,7 +115,10 @@ impl Gpu {
                     .into(),
             );
         }
-        let push_extension = has_extension(&extensions, ash::khr::push_descriptor::NAME);
+        // `GPU_EMBED_VULKAN_PUSH_DESCRIPTORS=0` binds through descriptor pools even where the
+        // device has push descriptors (how tests reach that path on lavapipe).
+        let push_extension = has_extension(&extensions, ash::khr::push_descriptor::NAME)
+            && std::env::var("GPU_EMBED_VULKAN_PUSH_DESCRIPTORS").as_deref() != Ok("0");
 
         // Properties.
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
