@@ -680,7 +680,10 @@ fn streams_and_events_may_go_before_their_work_has_run() {
     on_vulkan(|device| {
         let n = 1 << 20;
         let buffer = DeviceBuffer::<u32>::alloc(device, n).unwrap();
-        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        let (start, end) = (
+            device.create_event().unwrap(),
+            device.create_event().unwrap(),
+        );
         {
             let stream = device.create_stream().unwrap();
             stream.record(&start).unwrap();
@@ -777,4 +780,77 @@ fn the_fixture_is_regenerated_from_its_source() {
     );
     assert_eq!(std::fs::read(scratch.join("vadd.spv")).unwrap(), VADD_SPIRV);
     std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+/// Runs this binary's test `probe` in a child process with `env` set.
+fn child(probe: &str, env: &[(&str, &str)]) {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command.args([probe, "--exact", "--nocapture", "--ignored"]);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success() && String::from_utf8_lossy(&output.stdout).contains("1 passed"),
+        "{probe} ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn discovery_says_why_there_is_no_vulkan_device() {
+    if Device::gpus().map_or(true, |gpus| {
+        !gpus.iter().any(|d| d.vendor() == Vendor::Vulkan)
+    }) {
+        eprintln!("skipped: no Vulkan device here to hide");
+        return;
+    }
+    // No driver (ICD) for the loader to find.
+    child(
+        "probe_no_vulkan_device",
+        &[
+            ("VK_ICD_FILENAMES", "/nonexistent/icd.json"),
+            ("VK_DRIVER_FILES", "/nonexistent/icd.json"),
+        ],
+    );
+    // Validation asked for, its layer not found: an error, never a run without it.
+    child(
+        "probe_validation_without_its_layer",
+        &[
+            ("VK_LAYER_PATH", "/nonexistent"),
+            ("VK_ADD_LAYER_PATH", "/nonexistent"),
+            ("XDG_DATA_DIRS", "/nonexistent"),
+            ("XDG_DATA_HOME", "/nonexistent"),
+            ("GPU_EMBED_VULKAN_VALIDATION", "1"),
+        ],
+    );
+}
+
+#[test]
+#[ignore = "run by discovery_says_why_there_is_no_vulkan_device, in a child process"]
+fn probe_no_vulkan_device() {
+    assert!(!Device::all().iter().any(|d| d.vendor() == Vendor::Vulkan));
+    let error = Device::gpus().unwrap_err();
+    println!("{error}");
+    assert!(error.message().contains("libvulkan.so.1: "), "{error}");
+    assert!(
+        error.message().contains("no Vulkan driver (ICD)"),
+        "{error}"
+    );
+    assert_eq!(Device::default_device().vendor(), Vendor::Host);
+}
+
+#[test]
+#[ignore = "run by discovery_says_why_there_is_no_vulkan_device, in a child process"]
+fn probe_validation_without_its_layer() {
+    let error = Device::gpus().unwrap_err();
+    println!("{error}");
+    assert!(
+        error
+            .message()
+            .contains("the layer VK_LAYER_KHRONOS_validation is not installed"),
+        "{error}"
+    );
 }

@@ -294,8 +294,17 @@ impl Vulkan {
             create = create.push_next(&mut messenger_info);
         }
         // SAFETY: a valid create info whose pointers outlive the call.
-        let instance = check(unsafe { self.entry.create_instance(&create, None) }, || {
-            "vkCreateInstance".into()
+        let instance = unsafe { self.entry.create_instance(&create, None) }.map_err(|e| {
+            let error = vk_error(e, "vkCreateInstance");
+            if e == vk::Result::ERROR_INCOMPATIBLE_DRIVER {
+                // What the loader says when it finds no driver at all.
+                Error::new(
+                    ErrorKind::NoDevice,
+                    format!("{} (no Vulkan driver (ICD) installed?)", error.message()),
+                )
+            } else {
+                error
+            }
         })?;
         let messenger = if validation {
             let debug = ash::ext::debug_utils::Instance::new(&self.entry, &instance);
