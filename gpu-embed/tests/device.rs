@@ -1,4 +1,5 @@
-//! Device facts, fills and slices: on the host backend in every test run, and on the first GPU
+//! Device facts, fills and slices: on the host backend and on the first Vulkan device (lavapipe
+//! where there is no GPU, under the validation layer) in every test run, and on the first GPU
 //! with `--ignored` (`scripts/gpu-tests.sh`).
 
 mod common;
@@ -20,6 +21,11 @@ macro_rules! on_every_device {
             }
 
             #[test]
+            fn vulkan() {
+                crate::common::on_vulkan(super::$check);
+            }
+
+            #[test]
             #[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
             fn gpu() {
                 super::$check(&gpu_embed::Device::default_gpu().expect("a GPU"));
@@ -37,7 +43,15 @@ on_every_device!(
 fn facts_are_plausible(device: &Device) {
     let limits = device.limits();
     assert!(limits.multiprocessors >= 1, "{limits:?}");
-    assert!([1, 32, 64].contains(&limits.warp_size), "{limits:?}");
+    if device.vendor() == gpu_embed::Vendor::Vulkan {
+        // The subgroup size: 8 on lavapipe, 4 to 128 on GPUs.
+        assert!(
+            limits.warp_size.is_power_of_two() && limits.warp_size <= 128,
+            "{limits:?}"
+        );
+    } else {
+        assert!([1, 32, 64].contains(&limits.warp_size), "{limits:?}");
+    }
     assert!(limits.max_threads_per_block >= 256, "{limits:?}");
     assert!(limits.max_block.iter().all(|&d| d >= 1), "{limits:?}");
     assert!(limits.max_grid[0] >= 65535, "{limits:?}");

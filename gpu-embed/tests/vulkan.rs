@@ -12,6 +12,8 @@ use gpu_embed::{
 };
 use std::ffi::c_void;
 
+mod common;
+
 static VADD_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/vadd.spv");
 
 const fn memref(binding: u32, param: usize) -> VulkanBinding {
@@ -70,30 +72,7 @@ static FUTURE_OBJECTS: [Object; 1] = [Object::vulkan(
 )];
 static FUTURE: Binary = Binary::new("future", &FUTURE_OBJECTS, &["vadd"]);
 
-/// Runs `test` on the first Vulkan device with validation on, then checks the layer said
-/// nothing; skips (saying so) where there is no Vulkan device.
-fn on_vulkan(test: impl FnOnce(&Device)) {
-    gpu_embed::enable_vulkan_validation();
-    let Some(device) = Device::all()
-        .into_iter()
-        .find(|d| d.vendor() == Vendor::Vulkan)
-    else {
-        let reason = match Device::gpus() {
-            Err(error) => error.to_string(),
-            Ok(gpus) => format!("the GPUs found are {gpus:?}"),
-        };
-        eprintln!("skipped: no Vulkan device: {reason}");
-        return;
-    };
-    test(&device);
-    device.synchronize().unwrap();
-    let messages = gpu_embed::take_vulkan_validation_messages();
-    assert!(
-        messages.is_empty(),
-        "the validation layer reported:\n{}",
-        messages.join("\n")
-    );
-}
+use common::on_vulkan;
 
 const DYNAMIC_1D: MemrefType<1> = MemrefType {
     shape: [None],

@@ -7,6 +7,7 @@
 use std::process::Command;
 
 mod memcheck;
+#[allow(unused_imports)] // tests/vulkan.rs runs no memcheck (see `on_vulkan`)
 pub use memcheck::{memcheck_this_binary, UNDER_MEMCHECK};
 
 /// Set in a child process to the one test it runs.
@@ -34,4 +35,37 @@ pub fn run_in_child(name: &str) -> bool {
         String::from_utf8_lossy(&output.stderr)
     );
     false
+}
+
+/// Runs `test` on the first Vulkan device (Mesa's lavapipe where there is no GPU) with the
+/// Khronos validation layer on, then fails on any warning or error the layer reported; skips,
+/// saying so, where no Vulkan device is found, and under memcheck (lavapipe compiles kernels
+/// with LLVM at run time: valgrind would spend minutes there, in memory that is not this
+/// crate's).
+pub fn on_vulkan(test: impl FnOnce(&gpu_embed::Device)) {
+    use gpu_embed::{Device, Vendor};
+    if std::env::var_os(UNDER_MEMCHECK).is_some() {
+        eprintln!("skipped under memcheck: Vulkan");
+        return;
+    }
+    gpu_embed::enable_vulkan_validation();
+    let Some(device) = Device::all()
+        .into_iter()
+        .find(|d| d.vendor() == Vendor::Vulkan)
+    else {
+        let reason = match Device::gpus() {
+            Err(error) => error.to_string(),
+            Ok(gpus) => format!("the GPUs found are {gpus:?}"),
+        };
+        eprintln!("skipped: no Vulkan device: {reason}");
+        return;
+    };
+    test(&device);
+    device.synchronize().unwrap();
+    let messages = gpu_embed::take_vulkan_validation_messages();
+    assert!(
+        messages.is_empty(),
+        "the validation layer reported:\n{}",
+        messages.join("\n")
+    );
 }
