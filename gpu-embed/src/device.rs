@@ -172,7 +172,8 @@ impl Device {
     }
 
     /// The driver's handle of the device, for mixing with other libraries on the same device:
-    /// the primary `CUcontext` (CUDA), the device ordinal (HIP), null (host).
+    /// the primary `CUcontext` (CUDA), the device ordinal (HIP), null (host). On Vulkan it points
+    /// at gpu-embed's own state of the device, which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
         self.inner.found.raw.0
     }
@@ -411,7 +412,8 @@ impl Stream {
 
     /// The driver's stream (`CUstream`, `hipStream_t`), to enqueue work from other libraries
     /// (cuBLAS, rocBLAS) in order with this stream's. On the host it points at the host
-    /// runtime's own queue, which only this crate can use.
+    /// runtime's own queue, on Vulkan at the driver's own stream (a timeline semaphore and its
+    /// submissions), which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
         self.raw.0
     }

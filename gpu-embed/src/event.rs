@@ -4,7 +4,8 @@
 //! On the host, streams are queues run lazily (when something waits for them): an event
 //! recorded on a stream completes when the stream's work before it has run, and its time is the
 //! host clock's at that moment; one recorded on the default stream completes at once, after
-//! every stream has run its queue.
+//! every stream has run its queue. On Vulkan, an event is a point on its stream's timeline
+//! semaphore with a timestamp query written there (`driver/vulkan/stream.rs`).
 
 use crate::device::{name_faulting_launch, Device, LastLaunchSlot, Stream};
 use crate::driver::Handle;
@@ -120,7 +121,8 @@ impl Event {
         Ok(Duration::from_secs_f64(f64::from(milliseconds) / 1e3))
     }
 
-    /// The driver's event (`CUevent`, `hipEvent_t`), for other libraries.
+    /// The driver's event (`CUevent`, `hipEvent_t`), for other libraries; on the host and on
+    /// Vulkan, the runtime's own event, which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
         self.raw.0
     }

@@ -42,10 +42,12 @@ pub(crate) struct FoundDevice {
 /// What a device has, and what one launch on it may ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceLimits {
-    /// Streaming multiprocessors (NVIDIA), compute units (AMD), cores (host).
+    /// Streaming multiprocessors (NVIDIA), compute units (AMD), cores (host); 1 on Vulkan,
+    /// which does not report it.
     pub multiprocessors: u32,
     /// Threads per warp (NVIDIA) or wavefront (AMD); on the host, the 32 threads a subgroup
-    /// operation (shuffle, reduction, MMA fragment) runs over.
+    /// operation (shuffle, reduction, MMA fragment) runs over; on Vulkan, the subgroup size
+    /// (`subgroupSize`: 8 on lavapipe).
     pub warp_size: u32,
     /// Most threads one block may have.
     pub max_threads_per_block: u32,
@@ -55,7 +57,7 @@ pub struct DeviceLimits {
     pub max_grid: [u32; 3],
     /// Shared (workgroup, LDS) memory one block may use, in bytes.
     pub shared_memory_per_block: u64,
-    /// Device memory, in bytes.
+    /// Device memory, in bytes (on Vulkan, the device-local heaps).
     pub total_memory: u64,
 }
 
