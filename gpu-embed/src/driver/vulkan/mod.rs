@@ -38,12 +38,20 @@
 //!   buffer, binds them by push descriptors (`VK_KHR_push_descriptor`) or a descriptor pool of the
 //!   launch, and dispatches the grid.
 //!
+//! Environment: `GPU_EMBED_VULKAN_VALIDATION=1` runs the instance under the Khronos validation
+//! layer (as [`enable_vulkan_validation`] does; an error, not a silent run without it, when the
+//! layer is missing); `GPU_EMBED_VULKAN_PUSH_DESCRIPTORS=0` binds through descriptor pools even
+//! where push descriptors exist (how the tests reach that path on lavapipe).
+//!
 //! Left out: images loaded at run time (`mgpu`'s `gpu.binary` SPIR-V: `load_image` says so),
 //! specialization constants, dynamic shared memory (Vulkan has none: kernels declare workgroup
 //! memory statically), descriptor sets other than 0, non-contiguous views, more than one queue
 //! per device, Float16 / Int8 / 8-bit storage on Vulkan 1.1 devices (read from the Vulkan 1.2
 //! feature structures only), memory budgets (`memory_info`'s free memory is the device-local heaps
-//! less what this driver allocated).
+//! less what this driver allocated). Not tuned for speed: every operation is its own submission,
+//! staging buffers are allocated per copy, and every allocation (staging included) is its own
+//! `VkDeviceMemory`, so a device's `maxMemoryAllocationCount` (4096 at least) bounds how many
+//! are live at once.
 
 mod launch;
 mod memory;
