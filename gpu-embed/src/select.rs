@@ -130,7 +130,7 @@ fn select_vulkan<'b>(
 }
 
 /// `vulkan1.2` → (1, 2).
-fn vulkan_version(chip: &str) -> Option<(u32, u32)> {
+pub(crate) fn vulkan_version(chip: &str) -> Option<(u32, u32)> {
     let (major, minor) = chip.strip_prefix("vulkan")?.split_once('.')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
 }

@@ -19,6 +19,7 @@ use super::stream::{DescriptorPool, Stream};
 use super::{check, invalid, vk_error};
 use crate::binary::{Object, VulkanArgument, VulkanKernel};
 use crate::error::{Error, ErrorKind, Result};
+use crate::select::vulkan_version;
 use ash::vk;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
@@ -42,12 +43,6 @@ struct Function {
     pipeline: vk::Pipeline,
     /// Bound by push descriptors (else a descriptor pool per launch).
     push: bool,
-}
-
-/// `vulkan1.2` → (1, 2).
-pub(crate) fn vulkan_version(chip: &str) -> Option<(u32, u32)> {
-    let (major, minor) = chip.strip_prefix("vulkan")?.split_once('.')?;
-    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 /// The newest SPIR-V version a Vulkan version must accept: 1.3 for Vulkan 1.1, 1.5 for 1.2, 1.6
@@ -283,6 +278,29 @@ struct Bound {
     range: u64,
 }
 
+/// Why a view cannot be bound as one range.
+#[derive(Debug, PartialEq, Eq)]
+enum Extent {
+    /// Not row-major contiguous.
+    Strided,
+    /// More elements than a `u64` counts.
+    Overflow,
+}
+
+/// The elements a view of `sizes` (none 0, none negative) and `strides` covers, when it is
+/// row-major contiguous (strides of dimensions of size 1 aside): the product of the sizes.
+fn contiguous_elements(sizes: &[i64], strides: &[i64]) -> Result<u64, Extent> {
+    let mut expected = 1u64;
+    for (&size, &stride) in sizes.iter().zip(strides).rev() {
+        if size != 1 && u64::try_from(stride) != Ok(expected) {
+            return Err(Extent::Strided);
+        }
+        let size = u64::try_from(size).map_err(|_| Extent::Overflow)?;
+        expected = expected.checked_mul(size).ok_or(Extent::Overflow)?;
+    }
+    Ok(expected)
+}
+
 /// Reads lowered parameter `index` as 8 bytes.
 ///
 /// # Safety
@@ -366,20 +384,19 @@ unsafe fn bindings(
                     });
                     continue;
                 }
-                // Row-major contiguity, dimensions of size 1 aside.
-                let mut expected = 1i64;
-                for d in (0..rank).rev() {
-                    if sizes[d] != 1 && strides[d] != expected {
-                        return Err(invalid(format!(
-                            "{which}: a view with sizes {sizes:?} and strides {strides:?}; \
-                             Vulkan binds a memref as one contiguous range, so it must be \
-                             row-major contiguous: pass a contiguous view (or copy it into one)"
-                        )));
-                    }
-                    expected = expected.saturating_mul(sizes[d]);
-                }
+                let elements = contiguous_elements(&sizes, &strides).map_err(|why| {
+                    invalid(match why {
+                        Extent::Strided => format!(
+                            "{which}: a view with sizes {sizes:?} and strides {strides:?}; Vulkan \
+                             binds a memref as one contiguous range, so it must be row-major \
+                             contiguous: pass a contiguous view (or copy it into one)"
+                        ),
+                        Extent::Overflow => {
+                            format!("{which}: a view of sizes {sizes:?} overflows a byte count")
+                        }
+                    })
+                })?;
                 let overflow = || invalid(format!("{which}: the view's byte range overflows"));
-                let elements = sizes.iter().product::<i64>() as u64;
                 let range = elements.checked_mul(element).ok_or_else(overflow)?;
                 let start = (offset as u64)
                     .checked_mul(element)
@@ -590,4 +607,42 @@ pub(crate) unsafe fn launch(
         })
         .map_err(|e| e.map_message(|m| format!("kernel `{name}`: {m}")))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_row_major_contiguous_views_bind() {
+        assert_eq!(contiguous_elements(&[], &[]), Ok(1));
+        assert_eq!(contiguous_elements(&[7], &[1]), Ok(7));
+        assert_eq!(contiguous_elements(&[3, 4], &[4, 1]), Ok(12));
+        // Dimensions of size 1 may have any stride.
+        assert_eq!(contiguous_elements(&[1, 4], &[99, 1]), Ok(4));
+        assert_eq!(contiguous_elements(&[3, 1, 4], &[4, 0, 1]), Ok(12));
+        assert_eq!(contiguous_elements(&[7], &[2]), Err(Extent::Strided));
+        // A sub-matrix: rows 8 apart, 4 wide.
+        assert_eq!(contiguous_elements(&[3, 4], &[8, 1]), Err(Extent::Strided));
+        // Column-major.
+        assert_eq!(contiguous_elements(&[3, 4], &[1, 3]), Err(Extent::Strided));
+        assert_eq!(
+            contiguous_elements(&[i64::MAX, i64::MAX, 4], &[i64::MAX, 4, 1]),
+            Err(Extent::Overflow)
+        );
+        assert_eq!(
+            contiguous_elements(&[1 << 40, 1 << 40], &[1 << 40, 1]),
+            Err(Extent::Overflow)
+        );
+    }
+
+    #[test]
+    fn versions_of_chips_and_spirv() {
+        assert_eq!(vulkan_version("vulkan1.3"), Some((1, 3)));
+        assert_eq!(vulkan_version("vulkan1"), None);
+        assert_eq!(vulkan_version("sm_80"), None);
+        assert_eq!(max_spirv(vk::API_VERSION_1_1), (1, 3));
+        assert_eq!(max_spirv(vk::API_VERSION_1_2), (1, 5));
+        assert_eq!(max_spirv(vk::API_VERSION_1_3), (1, 6));
+    }
 }
