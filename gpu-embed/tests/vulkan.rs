@@ -63,6 +63,23 @@ static KERNEL_OBJECTS: [Object; 1] = [Object::vulkan(
 )];
 static KERNEL_CAPABILITY: Binary = Binary::new("opencl", &KERNEL_OBJECTS, &["vadd"]);
 
+/// A binding table naming more lowered parameters than vadd's launch passes.
+static OVERLONG_BINDINGS: [VulkanBinding; 4] =
+    [memref(0, 0), memref(1, 5), memref(2, 10), memref(3, 14)];
+static OVERLONG_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
+    name: "vadd",
+    workgroup_size: [64, 1, 1],
+    workgroup_memory: 0,
+    bindings: &OVERLONG_BINDINGS,
+}];
+static OVERLONG_OBJECTS: [Object; 1] = [Object::vulkan(
+    "vulkan1.1",
+    VADD_SPIRV,
+    &["Shader"],
+    &OVERLONG_KERNELS,
+)];
+static OVERLONG: Binary = Binary::new("overlong", &OVERLONG_OBJECTS, &["vadd"]);
+
 /// The same SPIR-V for a Vulkan version no device has yet.
 static FUTURE_OBJECTS: [Object; 1] = [Object::vulkan(
     "vulkan9.9",
@@ -417,6 +434,17 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
                 .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NoFittingObject);
         assert!(error.message().contains("vulkan9.9"), "{error}");
+        // SAFETY: as above.
+        let error =
+            unsafe { gpu_embed::launch(device, &OVERLONG, "vadd", &config, &mut params, &sizes) }
+                .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            error.message().contains(
+                "binding 3: a memref of rank 1 from lowered parameter 14, but the launch passes 16"
+            ),
+            "{error}"
+        );
     });
 }
 

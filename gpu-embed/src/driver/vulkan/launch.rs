@@ -358,6 +358,19 @@ unsafe fn bindings(
                     // binding table puts this memref's descriptor fields here.
                     unsafe { read_u64(name, params, param_sizes, index) }
                 };
+                // The descriptor's last field, checked first: a binding table naming more
+                // parameters than the launch passes is an error, not an overflow.
+                rank.checked_mul(2)
+                    .and_then(|fields| fields.checked_add(2))
+                    .and_then(|fields| fields.checked_add(at))
+                    .filter(|&last| last < params.len())
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "{which}: a memref of rank {rank} from lowered parameter {at}, but \
+                             the launch passes {} parameters",
+                            params.len()
+                        ))
+                    })?;
                 let aligned = field(at + 1)?;
                 let offset = field(at + 2)? as i64;
                 let mut sizes = Vec::with_capacity(rank);
