@@ -17,6 +17,8 @@ gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host]);
 gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, host]);
 // Memrefs of rank 0 to 3, static and strided (`tests/host_semantics.rs`, the ABI test).
 gpu_embed::include_gpu_binary!("kernels/memrefs.mlir", targets = [nvptx, amdgpu, host]);
+// Kernels for the Vulkan target, also run on the host for comparison (`tests/vulkan.rs`).
+gpu_embed::include_gpu_binary!("kernels/vulkan.mlir", targets = [vulkan, host]);
 // The kernel cookbook's two-module file (`docs/cookbook.md`, `tests/cookbook.rs`).
 gpu_embed::include_gpu_binary!(
     "../docs/cookbook/two_modules.mlir",

@@ -7,6 +7,7 @@
 //! 2. Each kernel gets `spirv.entry_point_abi` from its `known_block_size` (Vulkan fixes the
 //!    workgroup size in the shader); workgroup attributions become `memref.alloc`s in space 3,
 //!    which the conversion turns into Workgroup variables (attributions it cannot convert).
+//!    A `uniform` subgroup reduction loses the flag (the conversion takes only the general form).
 //! 3. The copy's targets become one `#spirv.target_env` with every capability and extension
 //!    this target allows (what `spirv-attach-target` makes), then `convert-math-to-spirv` (GLSL's extended instructions: `convert-gpu-to-spirv` has no math
 //!    patterns), `convert-gpu-to-spirv` (32-bit `index`), then the `spirv.module` is moved into the
@@ -115,6 +116,19 @@ pub(super) fn serialize(
         set_entry_point_abi(context, &mut function, &name)?;
         attributions_to_allocs(context, &mut function)?;
         workgroup_memory.push((name, alloc_bytes(&function)));
+    }
+
+    // A `uniform` subgroup reduction (every thread of the subgroup reaches it, which the host
+    // and NVIDIA lowerings need) is a special case of the general one, the only form MLIR 22's
+    // SPIR-V conversion takes (GroupNonUniform*).
+    for raw in ops_named(&module.as_operation(), "gpu.subgroup_reduce") {
+        // SAFETY: a live op of `module`; the name outlives the call.
+        unsafe {
+            mlir_sys::mlirOperationRemoveAttributeByName(
+                raw,
+                melior::StringRef::new("uniform").to_raw(),
+            )
+        };
     }
 
     // 3. Conversion to SPIR-V.

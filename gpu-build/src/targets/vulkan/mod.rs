@@ -92,6 +92,10 @@ impl Target for Vulkan {
                  size (the outermost); pass a memref<?xT> and index it row-major, or give it \
                  static sizes"
             }
+            "memref.dim" => {
+                "a Vulkan kernel cannot read the size of a buffer bound to it; pass the size as \
+                 an index argument"
+            }
             "gpu.all_reduce" => {
                 "MLIR 22 has no SPIR-V lowering of `gpu.all_reduce` for Vulkan; reduce with \
                  `gpu.subgroup_reduce` and workgroup memory instead"
