@@ -2,9 +2,10 @@
 //! `scripts/setup.sh` installs it), under the Khronos validation layer: every test fails on any
 //! warning or error the layer reports. Skipped, visibly, only where no Vulkan device is found.
 //!
-//! The kernel is `fixtures/vulkan/vadd.mlir`, compiled to SPIR-V by `fixtures/vulkan/
-//! regenerate.sh` (MLIR 22's SPIR-V lowering); its binding table is written here as
-//! `include_gpu_binary!` writes it, and launched with the lowered parameters a stub passes.
+//! The kernels are `fixtures/vulkan/vadd.mlir` and `widen.mlir` (8-, 16- and 64-bit types),
+//! compiled to SPIR-V by `fixtures/vulkan/regenerate.sh` (MLIR 22's SPIR-V lowering); their
+//! binding tables are written here as `include_gpu_binary!` writes them, and launched with the
+//! lowered parameters a stub passes.
 
 use gpu_embed::{
     memref_descriptor, Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, MemrefLayout,
@@ -17,13 +18,17 @@ mod common;
 static VADD_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/vadd.spv");
 
 const fn memref(binding: u32, param: usize) -> VulkanBinding {
+    memref_of(binding, param, 4)
+}
+
+const fn memref_of(binding: u32, param: usize, element_bytes: u32) -> VulkanBinding {
     VulkanBinding {
         set: 0,
         binding,
         param,
         kind: VulkanArgument::Elements {
             rank: 1,
-            element_bytes: 4,
+            element_bytes,
         },
     }
 }
@@ -62,6 +67,45 @@ static KERNEL_OBJECTS: [Object; 1] = [Object::vulkan(
     &VADD_KERNELS,
 )];
 static KERNEL_CAPABILITY: Binary = Binary::new("opencl", &KERNEL_OBJECTS, &["vadd"]);
+
+static WIDEN_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/widen.spv");
+/// `widen(a: memref<?xi8>, b: memref<?xi16>, h: memref<?xf16>, w: memref<?xi64>,
+/// out: memref<?xf64>, n: index)`.
+static WIDEN_BINDINGS: [VulkanBinding; 6] = [
+    memref_of(0, 0, 1),
+    memref_of(1, 5, 2),
+    memref_of(2, 10, 2),
+    memref_of(3, 15, 8),
+    memref_of(4, 20, 8),
+    VulkanBinding {
+        set: 0,
+        binding: 5,
+        param: 25,
+        kind: VulkanArgument::Scalar { bytes: 4 },
+    },
+];
+static WIDEN_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
+    name: "widen",
+    workgroup_size: [64, 1, 1],
+    workgroup_memory: 0,
+    bindings: &WIDEN_BINDINGS,
+}];
+static WIDEN_OBJECTS: [Object; 1] = [Object::vulkan(
+    "vulkan1.1",
+    WIDEN_SPIRV,
+    &[
+        "StorageBuffer8BitAccess",
+        "Shader",
+        "StorageBuffer16BitAccess",
+        "Int64",
+        "Float64",
+        "Int8",
+        "Int16",
+        "Float16",
+    ],
+    &WIDEN_KERNELS,
+)];
+static WIDEN: Binary = Binary::new("widen", &WIDEN_OBJECTS, &["widen"]);
 
 /// A binding table naming more lowered parameters than vadd's launch passes.
 static OVERLONG_BINDINGS: [VulkanBinding; 4] =
@@ -201,6 +245,71 @@ fn vadd_matches_the_reference_without_push_descriptors() {
     if stderr.contains("skipped: no Vulkan device") {
         eprintln!("{stderr}");
     }
+}
+
+/// Pushes the five lowered parameters of a memref descriptor.
+fn push_descriptor<const N: usize>(
+    params: &mut Vec<*mut c_void>,
+    d: &mut gpu_embed::MemrefDescriptor<N>,
+) {
+    params.push((&mut d.allocated as *mut u64).cast());
+    params.push((&mut d.aligned as *mut u64).cast());
+    params.push((&mut d.offset as *mut i64).cast());
+    params.push(d.sizes.as_mut_ptr().cast());
+    params.push(d.strides.as_mut_ptr().cast());
+}
+
+#[test]
+fn eight_sixteen_and_sixty_four_bit_types_where_the_device_has_them() {
+    on_vulkan(|device| {
+        let n = 1000usize;
+        let a: Vec<i8> = (0..n).map(|i| (i % 256) as u8 as i8).collect();
+        let b: Vec<i16> = (0..n).map(|i| (i as i16).wrapping_mul(97)).collect();
+        let h: Vec<gpu_embed::f16> = (0..n)
+            .map(|i| gpu_embed::f16::from_f32(i as f32 * 0.25 - 100.0))
+            .collect();
+        let w: Vec<i64> = (0..n).map(|i| i as i64 * 1_000_003 - 7).collect();
+        let (da, db, dh, dw) = (
+            DeviceBuffer::from_slice(device, &a).unwrap(),
+            DeviceBuffer::from_slice(device, &b).unwrap(),
+            DeviceBuffer::from_slice(device, &h).unwrap(),
+            DeviceBuffer::from_slice(device, &w).unwrap(),
+        );
+        let out = DeviceBuffer::<f64>::alloc(device, n).unwrap();
+        let mut descriptors = (
+            memref_descriptor(da.slice(0..n).unwrap(), &DYNAMIC_1D, device, "a").unwrap(),
+            memref_descriptor(db.slice(0..n).unwrap(), &DYNAMIC_1D, device, "b").unwrap(),
+            memref_descriptor(dh.slice(0..n).unwrap(), &DYNAMIC_1D, device, "h").unwrap(),
+            memref_descriptor(dw.slice(0..n).unwrap(), &DYNAMIC_1D, device, "w").unwrap(),
+            memref_descriptor(out.slice(0..n).unwrap(), &DYNAMIC_1D, device, "out").unwrap(),
+        );
+        let mut count = n as i64;
+        let mut params = Vec::new();
+        push_descriptor(&mut params, &mut descriptors.0);
+        push_descriptor(&mut params, &mut descriptors.1);
+        push_descriptor(&mut params, &mut descriptors.2);
+        push_descriptor(&mut params, &mut descriptors.3);
+        push_descriptor(&mut params, &mut descriptors.4);
+        params.push((&mut count as *mut i64).cast());
+        let sizes = vec![8; params.len()];
+        let config = LaunchConfig::for_elements(n, 64);
+        // SAFETY: widen's lowered parameters; n elements in every view.
+        let launched =
+            unsafe { gpu_embed::launch(device, &WIDEN, "widen", &config, &mut params, &sizes) };
+        if let Err(error) = &launched {
+            // A device without the features says which; lavapipe has them all.
+            assert_eq!(error.kind(), ErrorKind::NotSupported, "{error}");
+            assert!(!device.name().contains("llvmpipe"), "{error}");
+            eprintln!("skipped: {error}");
+            return;
+        }
+        let expected: Vec<f64> = (0..n)
+            .map(|i| {
+                f64::from(a[i]) + f64::from(b[i]) * f64::from(h[i].to_f32()) + (w[i] * w[i]) as f64
+            })
+            .collect();
+        assert_eq!(out.to_vec().unwrap(), expected);
+    });
 }
 
 #[test]
@@ -759,7 +868,7 @@ fn device_facts_are_sane_and_a_cpu_device_is_never_the_default() {
 #[test]
 fn the_fixture_is_regenerated_from_its_source() {
     // Where MLIR 22 and the SPIR-V tools are installed, the checked-in SPIR-V is what the
-    // script makes from vadd.mlir (into a scratch copy of the folder).
+    // script makes from the .mlir sources (into a scratch copy of the folder).
     let tools = ["mlir-opt-22", "mlir-translate-22", "spirv-val"];
     if tools.iter().any(|tool| {
         std::process::Command::new(tool)
@@ -773,7 +882,7 @@ fn the_fixture_is_regenerated_from_its_source() {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan");
     let scratch = std::env::temp_dir().join(format!("gpu-embed-vulkan-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    for file in ["regenerate.sh", "vadd.mlir"] {
+    for file in ["regenerate.sh", "vadd.mlir", "widen.mlir"] {
         std::fs::copy(fixtures.join(file), scratch.join(file)).unwrap();
     }
     let output = std::process::Command::new("bash")
@@ -786,6 +895,7 @@ fn the_fixture_is_regenerated_from_its_source() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(std::fs::read(scratch.join("vadd.spv")).unwrap(), VADD_SPIRV);
+    assert_eq!(std::fs::read(scratch.join("widen.spv")).unwrap(), WIDEN_SPIRV);
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 
