@@ -2,7 +2,8 @@
 //! `scripts/setup.sh` installs it), under the Khronos validation layer: every test fails on any
 //! warning or error the layer reports. Skipped, visibly, only where no Vulkan device is found.
 //!
-//! The kernels are `fixtures/vulkan/vadd.mlir` and `widen.mlir` (8-, 16- and 64-bit types),
+//! The kernels are `fixtures/vulkan/vadd.mlir`, `widen.mlir` (8-, 16- and 64-bit types) and
+//! `scale2d.mlir` (a 2-D grid over a matrix),
 //! compiled to SPIR-V by `fixtures/vulkan/regenerate.sh` (MLIR 22's SPIR-V lowering); their
 //! binding tables are written here as `include_gpu_binary!` writes them, and launched with the
 //! lowered parameters a stub passes.
@@ -106,6 +107,47 @@ static WIDEN_OBJECTS: [Object; 1] = [Object::vulkan(
     &WIDEN_KERNELS,
 )];
 static WIDEN: Binary = Binary::new("widen", &WIDEN_OBJECTS, &["widen"]);
+
+static SCALE2D_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/scale2d.spv");
+const MATRIX: VulkanArgument = VulkanArgument::Elements {
+    rank: 2,
+    element_bytes: 4,
+};
+/// `scale2d(in, out: memref<40x24xf32>, s: f32)`: two rank-2 descriptors of 7 parameters, then
+/// `s` (4 bytes).
+static SCALE2D_BINDINGS: [VulkanBinding; 3] = [
+    VulkanBinding {
+        set: 0,
+        binding: 0,
+        param: 0,
+        kind: MATRIX,
+    },
+    VulkanBinding {
+        set: 0,
+        binding: 1,
+        param: 7,
+        kind: MATRIX,
+    },
+    VulkanBinding {
+        set: 0,
+        binding: 2,
+        param: 14,
+        kind: VulkanArgument::Scalar { bytes: 4 },
+    },
+];
+static SCALE2D_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
+    name: "scale2d",
+    workgroup_size: [8, 8, 1],
+    workgroup_memory: 0,
+    bindings: &SCALE2D_BINDINGS,
+}];
+static SCALE2D_OBJECTS: [Object; 1] = [Object::vulkan(
+    "vulkan1.1",
+    SCALE2D_SPIRV,
+    &["Shader"],
+    &SCALE2D_KERNELS,
+)];
+static SCALE2D: Binary = Binary::new("scale2d", &SCALE2D_OBJECTS, &["scale2d"]);
 
 /// A binding table naming more lowered parameters than vadd's launch passes.
 static OVERLONG_BINDINGS: [VulkanBinding; 4] =
@@ -247,7 +289,7 @@ fn vadd_matches_the_reference_without_push_descriptors() {
     }
 }
 
-/// Pushes the five lowered parameters of a memref descriptor.
+/// Pushes the lowered parameters of a memref descriptor: pointers, offset, sizes, strides.
 fn push_descriptor<const N: usize>(
     params: &mut Vec<*mut c_void>,
     d: &mut gpu_embed::MemrefDescriptor<N>,
@@ -255,8 +297,12 @@ fn push_descriptor<const N: usize>(
     params.push((&mut d.allocated as *mut u64).cast());
     params.push((&mut d.aligned as *mut u64).cast());
     params.push((&mut d.offset as *mut i64).cast());
-    params.push(d.sizes.as_mut_ptr().cast());
-    params.push(d.strides.as_mut_ptr().cast());
+    for size in &mut d.sizes {
+        params.push((size as *mut i64).cast());
+    }
+    for stride in &mut d.strides {
+        params.push((stride as *mut i64).cast());
+    }
 }
 
 #[test]
@@ -309,6 +355,106 @@ fn eight_sixteen_and_sixty_four_bit_types_where_the_device_has_them() {
             })
             .collect();
         assert_eq!(out.to_vec().unwrap(), expected);
+    });
+}
+
+/// Launches `scale2d` over `input` into `output` (each 40x24) with factor `s`.
+fn scale2d(
+    device: &Device,
+    ty: &MemrefType<2>,
+    input: MemrefView<'_, f32, 2>,
+    output: MemrefView<'_, f32, 2>,
+    s: f32,
+) -> gpu_embed::Result<()> {
+    let mut descriptors = (
+        memref_descriptor(input, ty, device, "in")?,
+        memref_descriptor(output, ty, device, "out")?,
+    );
+    let mut s = s;
+    let mut params = Vec::new();
+    push_descriptor(&mut params, &mut descriptors.0);
+    push_descriptor(&mut params, &mut descriptors.1);
+    params.push((&mut s as *mut f32).cast());
+    let mut sizes = vec![8; params.len()];
+    sizes[14] = 4;
+    let config = LaunchConfig {
+        grid: [3, 5, 1],
+        block: [8, 8, 1],
+        shared_mem_bytes: 0,
+        stream: None,
+    };
+    // SAFETY: scale2d's lowered parameters; both views are 40x24 (checked against the type).
+    unsafe { gpu_embed::launch(device, &SCALE2D, "scale2d", &config, &mut params, &sizes) }
+}
+
+#[test]
+fn a_two_dimensional_grid_over_matrices_and_their_row_blocks() {
+    on_vulkan(|device| {
+        const ROWS: usize = 40;
+        const COLUMNS: usize = 24;
+        let identity = MemrefType {
+            shape: [Some(ROWS as u64), Some(COLUMNS as u64)],
+            layout: MemrefLayout::Identity,
+        };
+        let strided = MemrefType {
+            shape: [Some(ROWS as u64), Some(COLUMNS as u64)],
+            layout: MemrefLayout::Strided {
+                strides: [None, None],
+                offset: None,
+            },
+        };
+        // 48 rows: the kernel's 40 start at row 8 (byte 768, a multiple of every alignment).
+        let data: Vec<f32> = (0..48 * COLUMNS).map(|k| k as f32 * 0.5).collect();
+        let input = DeviceBuffer::from_slice(device, &data).unwrap();
+        let output = DeviceBuffer::<f32>::alloc(device, 48 * COLUMNS).unwrap();
+        let expected = |first_row: usize| -> Vec<f32> {
+            let mut all = vec![0.0; 48 * COLUMNS];
+            for i in 0..ROWS {
+                for j in 0..COLUMNS {
+                    let k = (first_row + i) * COLUMNS + j;
+                    all[k] = data[k] * 3.0 + i as f32;
+                }
+            }
+            all
+        };
+        scale2d(
+            device,
+            &identity,
+            input.view([ROWS, COLUMNS]).unwrap(),
+            output.view([ROWS, COLUMNS]).unwrap(),
+            3.0,
+        )
+        .unwrap();
+        assert_eq!(output.to_vec().unwrap(), expected(0));
+
+        let mut cleared = DeviceBuffer::<f32>::alloc(device, 48 * COLUMNS).unwrap();
+        for ty in [&identity, &strided] {
+            cleared.fill(0.0).unwrap();
+            let rows = |buffer| {
+                DeviceBuffer::strided_view(buffer, 8 * COLUMNS, [ROWS, COLUMNS], [COLUMNS, 1])
+                    .unwrap()
+            };
+            scale2d(device, ty, rows(&input), rows(&cleared), 3.0).unwrap();
+            assert_eq!(cleared.to_vec().unwrap(), expected(8));
+        }
+
+        // Column-major: not one row-major range.
+        let transposed = input.strided_view(0, [ROWS, COLUMNS], [1, ROWS]).unwrap();
+        let error = scale2d(
+            device,
+            &strided,
+            transposed,
+            output.view([ROWS, COLUMNS]).unwrap(),
+            3.0,
+        )
+        .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            error
+                .message()
+                .contains("binding 0: a view with sizes [40, 24] and strides [1, 40]"),
+            "{error}"
+        );
     });
 }
 
@@ -882,7 +1028,7 @@ fn the_fixture_is_regenerated_from_its_source() {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vulkan");
     let scratch = std::env::temp_dir().join(format!("gpu-embed-vulkan-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    for file in ["regenerate.sh", "vadd.mlir", "widen.mlir"] {
+    for file in ["regenerate.sh", "vadd.mlir", "widen.mlir", "scale2d.mlir"] {
         std::fs::copy(fixtures.join(file), scratch.join(file)).unwrap();
     }
     let output = std::process::Command::new("bash")
@@ -895,7 +1041,14 @@ fn the_fixture_is_regenerated_from_its_source() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(std::fs::read(scratch.join("vadd.spv")).unwrap(), VADD_SPIRV);
-    assert_eq!(std::fs::read(scratch.join("widen.spv")).unwrap(), WIDEN_SPIRV);
+    assert_eq!(
+        std::fs::read(scratch.join("widen.spv")).unwrap(),
+        WIDEN_SPIRV
+    );
+    assert_eq!(
+        std::fs::read(scratch.join("scale2d.spv")).unwrap(),
+        SCALE2D_SPIRV
+    );
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 
