@@ -459,6 +459,47 @@ fn a_two_dimensional_grid_over_matrices_and_their_row_blocks() {
 }
 
 #[test]
+fn threads_share_the_device() {
+    on_vulkan(|device| {
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                scope.spawn(move || {
+                    let stream = device.create_stream().unwrap();
+                    for round in 0..20 {
+                        let n = 100 + 37 * thread + round;
+                        let (a, b) = inputs(n);
+                        let (da, db) = (
+                            DeviceBuffer::from_slice(device, &a).unwrap(),
+                            DeviceBuffer::from_slice(device, &b).unwrap(),
+                        );
+                        let dc = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+                        let mut config = LaunchConfig::for_elements(n, 64);
+                        // Half the launches on the default stream.
+                        if round % 2 == 0 {
+                            config.stream = Some(&stream);
+                        }
+                        let views = [
+                            da.slice(0..n).unwrap(),
+                            db.slice(0..n).unwrap(),
+                            dc.slice(0..n).unwrap(),
+                        ];
+                        // SAFETY: n elements in each view.
+                        unsafe { vadd(device, &config, &DYNAMIC_1D, views, n as i64) }.unwrap();
+                        // In odd rounds the copy runs on another stream than the launch: the
+                        // default stream's rule orders it (a stream's work waits for the
+                        // default stream's earlier work).
+                        let mut out = vec![0.0; n];
+                        stream.copy_to_host(&mut out, &dc).unwrap();
+                        let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+                        assert_eq!(out, expected, "thread {thread}, round {round}");
+                    }
+                });
+            }
+        });
+    });
+}
+
+#[test]
 fn views_bind_where_they_start_or_say_why_they_cannot() {
     on_vulkan(|device| {
         let (a, b) = inputs(300);
