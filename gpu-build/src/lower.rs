@@ -236,14 +236,25 @@ pub(crate) fn serialize_from_mlir(
         mlir.diagnostics.take();
         // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
         let gpu_module = unsafe { OperationRef::from_raw(raw) };
-        let result = serializer.serialize(&mlir.context, &gpu_module, kernels, spec);
+        let locations: Vec<String> = kernels
+            .iter()
+            .map(|kernel| {
+                desc.kernels
+                    .iter()
+                    .find(|k| k.name == kernel.name)
+                    .map_or(desc.location.to_string(), |k| k.location.to_string())
+            })
+            .collect();
+        let result = serializer.serialize(&mlir.context, &gpu_module, kernels, &locations, spec);
         // The conversion's remarks on patterns that did not match are not the user's to act on.
         let mut diagnostics = mlir.diagnostics.take();
         diagnostics.retain(|diag| !diag.message.starts_with("match failure"));
         let diagnostics = render(&explain(diagnostics, spec), source);
         compiled.push(result.map_err(|e| {
-            if diagnostics.is_empty() {
+            if diagnostics.is_empty() && e.message().starts_with("error:") {
                 Error::new(e.kind(), format!("{}: {}", desc.location, e.message()))
+            } else if diagnostics.is_empty() {
+                e
             } else {
                 Error::new(
                     ErrorKind::Lowering,

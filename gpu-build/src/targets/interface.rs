@@ -348,13 +348,15 @@ pub(crate) trait LlvmTarget: Sync {
 pub(crate) trait MlirSerializer: Sync {
     /// Lowers a copy of `gpu_module` for `spec` and serializes it: the objects and what the
     /// runtime needs to run them. `kernels` are the module's kernels with their lowered
-    /// parameters (what the launch stubs pass). MLIR's diagnostics go to the context's handler;
-    /// the caller renders them with the error.
+    /// parameters (what the launch stubs pass), `locations` where each is (`file:line:col`), for
+    /// errors about one kernel. MLIR's diagnostics go to the context's handler; the caller
+    /// renders them with the error.
     fn serialize(
         &self,
         context: &melior::Context,
         gpu_module: &OperationRef,
         kernels: &[gpu_manifest::Kernel],
+        locations: &[String],
         spec: &TargetSpec,
     ) -> Result<Compiled>;
 }

@@ -17,3 +17,4 @@ mod prebuilt;
 mod reliability;
 mod sample_objects;
 mod upstream_corpus;
+mod vulkan;

@@ -242,7 +242,8 @@ fn upstream_compiles(program: &str, vendor: Vendor, scheduled: &Path, outlined: 
             "-o",
             "/dev/null",
         ]),
-        Vendor::Host => false,
+        // Not in this matrix: the Vulkan tests run through `gpu-build run` (gpu-build/tests/run.rs).
+        Vendor::Host | Vendor::Vulkan => false,
     }
 }
 
@@ -275,7 +276,7 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
             match vendor {
                 Vendor::Nvptx => build.target(vendor, &[nvptx_chip(program)]),
                 Vendor::Amdgpu => build.target(vendor, &["gfx90a"]),
-                Vendor::Host => build.target(vendor, &[]),
+                Vendor::Host | Vendor::Vulkan => build.target(vendor, &[]),
             };
             let result = build.compile();
             let expected = EXPECTED_FAILURES

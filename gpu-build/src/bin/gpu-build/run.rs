@@ -4,14 +4,18 @@
 //! 1. parse the program; outline `gpu.launch` bodies into `gpu.module`s
 //!    (`gpu-kernel-outlining`) where it has them;
 //! 2. compile every `gpu.module` with our pipeline for the device (`gpu_build::Build`): a cubin
-//!    (or PTX) for CUDA, an hsaco for HIP, a host image (`gpu_build::host_image`) for the host;
+//!    (or PTX) for CUDA, an hsaco for HIP, a host image (`gpu_build::host_image`) for the host,
+//!    SPIR-V for Vulkan (whose kernel ABI from the manifest is registered with the runtime,
+//!    `gpu_embed::mgpu::register_vulkan_object`: the `gpu.binary` carries only the bytes);
 //! 3. replace each `gpu.module` by a `gpu.binary` holding that object;
 //! 4. lower the host code with MLIR's own passes (`gpu-lower-to-nvvm-pipeline`, whose device
 //!    half then has nothing left to do; its host half is `gpu-to-llvm` with the `gpu.binary`
 //!    embedding, which calls the `mgpu*` runtime ABI);
 //! 5. JIT it with MLIR's ExecutionEngine, with Debian's `libmlir_runner_utils` /
 //!    `libmlir_c_runner_utils` for printing and `gpu_embed::mgpu` as the runtime, and call
-//!    the entry point.
+//!    the entry point;
+//! 6. on Vulkan devices under the validation layer (`GPU_EMBED_VULKAN_VALIDATION=1`), fail if
+//!    it reported anything.
 
 use gpu_build::{Build, CacheSetting, Vendor};
 use gpu_embed::Device;
@@ -39,6 +43,8 @@ pub enum DeviceChoice {
     Cuda,
     /// The first AMD GPU.
     Hip,
+    /// The first Vulkan device: any maker's GPU, or Mesa's lavapipe on the CPU.
+    Vulkan,
 }
 
 /// What `gpu-build run` was asked.
@@ -57,6 +63,14 @@ pub struct RunRequest<'a> {
 pub fn run(request: &RunRequest) -> Result<(), String> {
     let device = choose_device(request.device)?;
     let (vendor, chip) = target_of(&device)?;
+    if vendor == Vendor::Vulkan && request.emit_mlir.is_some() {
+        return Err(
+            "--emit-mlir with a Vulkan device: the lowered program holds only the kernels' \
+             SPIR-V, and the runtime also needs their binding tables, which `gpu-build run` \
+             registers in its own process; run it with `gpu-build run --device vulkan`"
+                .into(),
+        );
+    }
     let context = context();
     let module = parse(&context, request.file)?;
     let outlined = has_op(&module, "gpu.launch");
@@ -68,8 +82,9 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
             "outlining kernels",
         )?;
     }
+    let mut objects = Vec::new();
     if has_op(&module, "gpu.module") {
-        let objects = compile_kernels(&module, request, outlined, vendor, &chip)?;
+        objects = compile_kernels(&module, request, outlined, vendor, &chip)?;
         replace_gpu_modules(&context, &module, &objects)?;
     }
     make_memory_ops_async(&context, &module)?;
@@ -85,28 +100,80 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", path.display()));
     }
     gpu_embed::mgpu::use_device(device).map_err(|e| e.to_string())?;
-    execute(&module, request, uses_async)
+    for object in &objects {
+        if let Some(abi) = &object.vulkan {
+            gpu_embed::mgpu::register_vulkan_object(
+                &abi.chip,
+                &object.bytes,
+                &abi.kernels,
+                &abi.entries,
+            )
+            .map_err(|e| format!("gpu.module @{}: {}", object.module, e.message()))?;
+        }
+    }
+    let result = execute(&module, request, uses_async);
+    validation_result(result)
+}
+
+/// The run's result, failed when the Vulkan validation layer (`GPU_EMBED_VULKAN_VALIDATION=1`)
+/// reported anything: its messages go to stderr.
+fn validation_result(result: Result<(), String>) -> Result<(), String> {
+    let messages = gpu_embed::take_vulkan_validation_messages();
+    if messages.is_empty() {
+        return result;
+    }
+    for message in &messages {
+        eprintln!("Vulkan validation {message}");
+    }
+    let failure = format!(
+        "the Vulkan validation layer reported {} message{} (above)",
+        messages.len(),
+        if messages.len() == 1 { "" } else { "s" }
+    );
+    match result {
+        Ok(()) => Err(failure),
+        Err(error) => Err(format!("{error}\n{failure}")),
+    }
 }
 
 fn choose_device(choice: DeviceChoice) -> Result<Device, String> {
     let gpu = |vendor: Vendor, name: &str| {
-        Device::gpus()
+        let gpus = Device::gpus();
+        let found = gpus
+            .as_ref()
             .ok()
-            .and_then(|gpus| gpus.into_iter().find(|d| d.vendor() == vendor))
-            .ok_or_else(|| format!("--device {name}: no {name} GPU was found (try --device host)"))
+            .and_then(|gpus| gpus.iter().find(|d| d.vendor() == vendor).cloned());
+        found.ok_or_else(|| {
+            let why = gpus
+                .err()
+                .map_or(String::new(), |e| format!(" ({})", e.message()));
+            let what = if vendor == Vendor::Vulkan {
+                "Vulkan device".to_string()
+            } else {
+                format!("{name} GPU")
+            };
+            format!("--device {name}: no {what} was found{why} (try --device host)")
+        })
     };
     match choice {
         DeviceChoice::Default => Ok(Device::default_device()),
         DeviceChoice::Host => Ok(Device::host()),
         DeviceChoice::Cuda => gpu(Vendor::Nvptx, "cuda"),
         DeviceChoice::Hip => gpu(Vendor::Amdgpu, "hip"),
+        DeviceChoice::Vulkan => gpu(Vendor::Vulkan, "vulkan"),
     }
 }
 
-/// The vendor and chip to compile for: the device's own.
+/// The vendor and chip to compile for: the device's own; for Vulkan the target's default
+/// version (`vulkan1.1`: SPIR-V 1.3, which every Vulkan device gpu-embed opens runs; newer
+/// SPIR-V adds nothing these programs use).
 fn target_of(device: &Device) -> Result<(Vendor, String), String> {
     Ok(match device.vendor() {
         Vendor::Host => (Vendor::Host, String::new()),
+        Vendor::Vulkan => (
+            Vendor::Vulkan,
+            Vendor::Vulkan.default_chips()[0].to_string(),
+        ),
         vendor => (vendor, device.arch().arch),
     })
 }
@@ -190,6 +257,15 @@ struct DeviceObject {
     module: String,
     format: u32,
     bytes: Vec<u8>,
+    /// A Vulkan object's kernel ABI, for the runtime.
+    vulkan: Option<VulkanAbi>,
+}
+
+/// What `gpu_embed::mgpu::register_vulkan_object` takes, from the manifest.
+struct VulkanAbi {
+    chip: String,
+    kernels: Vec<gpu_build::manifest::Kernel>,
+    entries: gpu_build::manifest::VulkanEntries,
 }
 
 /// `gpu::CompilationTarget`: how `mgpuModuleLoad` (or `mgpuModuleLoadJIT`) receives it.
@@ -263,6 +339,30 @@ fn compile_kernels(
                 module: gpu_module.name.clone(),
                 format: FORMAT_BINARY,
                 bytes: gpu_build::host_image(&report, gpu_module).map_err(|e| e.to_string())?,
+                vulkan: None,
+            }
+        } else if vendor == Vendor::Vulkan {
+            let (object, entries) = gpu_module
+                .objects
+                .iter()
+                .find_map(|o| Some((o, o.vulkan.as_ref()?)))
+                .ok_or_else(|| {
+                    format!(
+                        "gpu.module @{} produced no Vulkan object with a kernel ABI",
+                        gpu_module.name
+                    )
+                })?;
+            let path = report.out_dir.join(&object.path);
+            DeviceObject {
+                module: gpu_module.name.clone(),
+                format: FORMAT_BINARY,
+                bytes: std::fs::read(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+                vulkan: Some(VulkanAbi {
+                    chip: object.chip.clone(),
+                    kernels: gpu_module.kernels.clone(),
+                    entries: entries.clone(),
+                }),
             }
         } else {
             // A binary for the chip, else the PTX (the driver compiles it).
@@ -282,6 +382,7 @@ fn compile_kernels(
                 },
                 bytes: std::fs::read(&path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+                vulkan: None,
             }
         };
         objects.push(object);

@@ -9,8 +9,8 @@ use gpu_manifest::{VulkanBinding, VulkanBindingKind};
 
 /// Refuses, before any lowering, the arguments Vulkan cannot take, naming the argument and
 /// the way around.
-pub(super) fn check_arguments(kernels: &[Kernel]) -> Result<()> {
-    for kernel in kernels {
+pub(super) fn check_arguments(kernels: &[Kernel], locations: &[String]) -> Result<()> {
+    for (kernel, location) in kernels.iter().zip(locations) {
         for (index, argument) in kernel.arguments.iter().enumerate() {
             if let Err(why) = check_argument(argument) {
                 let name = argument
@@ -20,8 +20,8 @@ pub(super) fn check_arguments(kernels: &[Kernel]) -> Result<()> {
                 return Err(Error::new(
                     ErrorKind::Unsupported,
                     format!(
-                        "error: kernel `{}` cannot be built for vulkan: argument {index}{name} \
-                         ({}): {why}",
+                        "{location}: error: kernel `{}` cannot be built for vulkan: argument \
+                         {index}{name} ({}): {why}",
                         kernel.name, argument.ty
                     ),
                 ));

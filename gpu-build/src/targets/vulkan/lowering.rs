@@ -77,6 +77,7 @@ pub(super) fn serialize(
     context: &Context,
     gpu_module: &OperationRef,
     kernels: &[Kernel],
+    locations: &[String],
     spirv_version: &str,
 ) -> Result<Compiled> {
     // 1. A copy with numeric workgroup memory spaces, keeping the source's locations.
@@ -113,7 +114,12 @@ pub(super) fn serialize(
             continue;
         }
         let name = symbol(&function);
-        set_entry_point_abi(context, &mut function, &name)?;
+        let location = kernels
+            .iter()
+            .zip(locations)
+            .find(|(kernel, _)| kernel.name == name)
+            .map_or("", |(_, location)| location.as_str());
+        set_entry_point_abi(context, &mut function, &name, location)?;
         attributions_to_allocs(context, &mut function)?;
         workgroup_memory.push((name, alloc_bytes(&function)));
     }
@@ -178,7 +184,20 @@ pub(super) fn serialize(
         "builtin.module(gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)))",
         "preparing the SPIR-V module",
     )?;
-    let (version, capabilities, extensions) = vce(&spirv)?;
+    let (_, capabilities, extensions) = vce(&spirv)?;
+    // `spirv-update-vce` lowers the version to the oldest the instructions need, but
+    // `spirv-lower-abi-attrs` listed every global in the entry points' interfaces as SPIR-V 1.4
+    // wants for a target of 1.4 or later, which an older version forbids: keep the target's.
+    let version = spirv_version.trim_start_matches('v').to_string();
+    let triple = format!(
+        "#spirv.vce<{spirv_version}, [{}], [{}]>",
+        capabilities.join(", "),
+        extensions.join(", ")
+    );
+    let triple =
+        Attribute::parse(context, &triple).ok_or_else(|| failed("keeping the SPIR-V version"))?;
+    // SAFETY: a live op of `module`, not otherwise borrowed.
+    unsafe { OperationRefMut::from_raw(spirv_module) }.set_inherent_attribute("vce_triple", triple);
     run(
         context,
         &mut module,
@@ -209,6 +228,7 @@ fn set_entry_point_abi<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
     name: &str,
+    location: &str,
 ) -> Result<()> {
     if function.has_attribute("spirv.entry_point_abi") {
         return Ok(());
@@ -222,7 +242,7 @@ fn set_entry_point_abi<'c>(
             Error::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "error: kernel `{name}` has no `known_block_size`: Vulkan fixes a kernel's \
+                    "{location}: error: kernel `{name}` has no `known_block_size`: Vulkan fixes a kernel's \
                      workgroup size when it is compiled; add it to the gpu.func, e.g. `gpu.func \
                      @{name}(...) kernel attributes {{known_block_size = array<i32: 256, 1, 1>}}`, \
                      and launch with that block size"

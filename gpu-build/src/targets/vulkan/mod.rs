@@ -137,9 +137,16 @@ impl MlirSerializer for Vulkan {
         context: &melior::Context,
         gpu_module: &OperationRef,
         kernels: &[Kernel],
+        locations: &[String],
         spec: &TargetSpec,
     ) -> Result<Compiled> {
-        abi::check_arguments(kernels)?;
-        lowering::serialize(context, gpu_module, kernels, spirv_version(&spec.chip)?)
+        abi::check_arguments(kernels, locations)?;
+        lowering::serialize(
+            context,
+            gpu_module,
+            kernels,
+            locations,
+            spirv_version(&spec.chip)?,
+        )
     }
 }

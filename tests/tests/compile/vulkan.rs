@@ -1,0 +1,218 @@
+//! The Vulkan target's objects checked with the Khronos SPIR-V validator (`spirv-val`, from
+//! `spirv-tools`) for the Vulkan version each was built for, its kernel ABI in the manifest, and
+//! the clear error for every kernel Vulkan cannot express.
+
+use crate::common::*;
+use gpu_build::{ErrorKind, Vendor};
+use gpu_manifest::VulkanBindingKind;
+use std::process::Command;
+
+/// `spirv-val --target-env <chip>` on `spirv`: `Err` with its complaint when it refuses.
+fn spirv_val(spirv: &[u8], chip: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("object.spv");
+    std::fs::write(&path, spirv).unwrap();
+    let output = Command::new("spirv-val")
+        .args(["--target-env", chip])
+        .arg(&path)
+        .output()
+        .expect("spirv-val runs (scripts/setup.sh installs spirv-tools)");
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+fn vulkan_kernels() -> Vec<std::path::PathBuf> {
+    let root = workspace();
+    vec![
+        root.join("sample-project/kernels/vadd.mlir"),
+        root.join("sample-project/kernels/reduce.mlir"),
+        root.join("tests/kernels/vulkan.mlir"),
+    ]
+}
+
+#[test]
+fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
+    let out = tempfile::tempdir().unwrap();
+    let mut build = build_in(out.path());
+    for kernel in vulkan_kernels() {
+        build.kernel(kernel);
+    }
+    build.target(Vendor::Vulkan, &["vulkan1.1", "vulkan1.2", "vulkan1.3"]);
+    let report = build.compile().unwrap_or_else(|e| panic!("{e}"));
+    let objects = objects_of(&report, Vendor::Vulkan);
+    assert_eq!(
+        objects.len(),
+        3 * 3,
+        "three modules for three Vulkan versions"
+    );
+    for (object, bytes) in &objects {
+        spirv_val(bytes, &object.chip).unwrap_or_else(|why| {
+            panic!(
+                "spirv-val refuses {} for {}: {why}",
+                object.path, object.chip
+            )
+        });
+        let vulkan = object.vulkan.as_ref().expect("the Vulkan ABI");
+        assert!(vulkan.capabilities.contains(&"Shader".to_string()));
+    }
+    // A check that could never fail would prove nothing: a damaged object is refused.
+    let (object, bytes) = &objects[0];
+    let mut damaged = bytes.clone();
+    // The fifth word is the schema (0); the instructions follow. Give the first a bad opcode.
+    damaged[20..24].copy_from_slice(&0xffff_ffffu32.to_le_bytes());
+    assert!(spirv_val(&damaged, &object.chip).is_err());
+}
+
+#[test]
+fn the_manifest_records_bindings_workgroup_sizes_and_the_capabilities_used() {
+    let (report, _dir) = compile_ok(
+        "k.mlir",
+        &std::fs::read_to_string(workspace().join("tests/kernels/vulkan.mlir")).unwrap(),
+        |b| {
+            b.target(Vendor::Vulkan, &[]);
+        },
+    );
+    let module = &report.manifest.modules[0];
+    let object = &module.objects[0];
+    assert_eq!(object.chip, "vulkan1.1");
+    assert!(object.path.ends_with(".spv"), "{}", object.path);
+    let vulkan = object.vulkan.as_ref().unwrap();
+    // Only what the kernels use: 8-, 16- and 64-bit values and subgroup arithmetic, not Float64.
+    for capability in [
+        "Int8",
+        "Int64",
+        "Float16",
+        "StorageBuffer8BitAccess",
+        "GroupNonUniformArithmetic",
+    ] {
+        assert!(
+            vulkan.capabilities.iter().any(|c| c == capability),
+            "{capability}: {vulkan:?}"
+        );
+    }
+    assert!(
+        !vulkan.capabilities.iter().any(|c| c == "Float64"),
+        "{vulkan:?}"
+    );
+    let kernel = |name: &str| vulkan.kernels.iter().find(|k| k.name == name).unwrap();
+    assert_eq!(kernel("scale").workgroup_size, [128, 1, 1]);
+    assert_eq!(kernel("block_max").workgroup_memory, 64 * 4);
+    let widths = kernel("widths");
+    let bindings: Vec<(u32, u32, VulkanBindingKind)> = widths
+        .bindings
+        .iter()
+        .map(|b| (b.set, b.binding, b.kind))
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            (0, 0, VulkanBindingKind::Elements { element_bytes: 1 }),
+            (0, 1, VulkanBindingKind::Elements { element_bytes: 2 }),
+            (0, 2, VulkanBindingKind::Elements { element_bytes: 8 }),
+            (0, 3, VulkanBindingKind::Scalar { bytes: 8 }),
+            // `index` travels as 32 bits.
+            (0, 4, VulkanBindingKind::Scalar { bytes: 4 }),
+        ]
+    );
+    // The stubs' parameters are those of every other target: a memref is its descriptor.
+    let params: Vec<&str> = module
+        .kernels
+        .iter()
+        .find(|k| k.name == "scale")
+        .unwrap()
+        .params
+        .iter()
+        .map(|p| p.llvm_type.as_str())
+        .collect();
+    assert_eq!(params, ["ptr", "ptr", "i64", "i64", "i64", "float", "i64"]);
+}
+
+/// Builds `kernel` (one gpu.func inside a module) for Vulkan and returns the error.
+fn vulkan_error(kernel: &str) -> gpu_build::Error {
+    let text = format!("gpu.module @k {{\n{kernel}\n}}\n");
+    compile_error("k.mlir", text.as_bytes(), |b| {
+        b.target(Vendor::Vulkan, &[]);
+    })
+}
+
+#[test]
+fn kernels_vulkan_cannot_express_are_refused_naming_what_and_the_way_around() {
+    let cases: [(&str, &[&str]); 8] = [
+        (
+            "  gpu.func @k(%a: memref<?x?xf32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",
+            &["k.mlir:2:3: error: kernel `k` cannot be built for vulkan: argument 0 `%a` (memref<?x?xf32>)", "only its outermost size may be dynamic", "memref<?xf32>"],
+        ),
+        (
+            "  gpu.func @k(%p: !llvm.ptr) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",
+            &["argument 0 `%p` (!llvm.ptr)", "pass a memref instead"],
+        ),
+        (
+            "  gpu.func @k(%f: i1) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",
+            &["cannot hold `i1`", "as i32"],
+        ),
+        (
+            "  gpu.func @k(%a: memref<?xindex>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",
+            &["`index` is 32 bits wide in a Vulkan kernel"],
+        ),
+        (
+            "  gpu.func @k(%a: memref<?xf32>) kernel {\n    gpu.return\n  }",
+            &["k.mlir:2:3: error: kernel `k` has no `known_block_size`", "known_block_size = array<i32: 256, 1, 1>"],
+        ),
+        (
+            "  gpu.func @k(%a: memref<?xf64>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    %c0 = arith.constant 0 : index\n    %x = memref.load %a[%c0] : memref<?xf64>\n    %y = math.cos %x : f64\n    memref.store %y, %a[%c0] : memref<?xf64>\n    gpu.return\n  }",
+            &["k.mlir:5:10: error: `math.cos` cannot be lowered for vulkan (vulkan1.1)", "16- and 32-bit floats only"],
+        ),
+        (
+            "  gpu.func @k(%a: memref<?x4xf32>, %n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    %c0 = arith.constant 0 : index\n    %d = memref.dim %a, %c0 : memref<?x4xf32>\n    %f = arith.index_cast %d : index to i32\n    %v = arith.sitofp %f : i32 to f32\n    memref.store %v, %a[%c0, %c0] : memref<?x4xf32>\n    gpu.return\n  }",
+            &["`memref.dim` cannot be lowered for vulkan", "pass the size as an index argument"],
+        ),
+        (
+            "  gpu.func @k() kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.printf \"hi\"\n    gpu.return\n  }",
+            &["`gpu.printf`", "Vulkan compute shaders have no printf"],
+        ),
+    ];
+    for (kernel, expected) in cases {
+        let error = vulkan_error(kernel);
+        let message = error.message();
+        for part in expected {
+            assert!(message.contains(part), "expected `{part}` in:\n{message}");
+        }
+        assert!(!message.contains("internal error"), "{message}");
+    }
+}
+
+#[test]
+fn unknown_vulkan_versions_and_llvm_ir_are_refused() {
+    let error = compile_error(
+        "k.mlir",
+        b"gpu.module @k {\n  gpu.func @k() kernel attributes {known_block_size = array<i32: 1, 1, 1>} {\n    gpu.return\n  }\n}\n",
+        |b| {
+            b.target(Vendor::Vulkan, &["vulkan2.0"]);
+        },
+    );
+    assert_eq!(error.kind(), ErrorKind::InvalidTarget);
+    assert!(
+        error.message().contains(
+            "unknown Vulkan version `vulkan2.0`; use one of vulkan1.1, vulkan1.2, vulkan1.3"
+        ),
+        "{error}"
+    );
+    let ll =
+        "target triple = \"nvptx64-nvidia-cuda\"\ndefine ptx_kernel void @k() {\n  ret void\n}\n";
+    let error = compile_error("k.ll", ll.as_bytes(), |b| {
+        b.target(Vendor::Vulkan, &[]);
+    });
+    assert!(
+        error
+            .message()
+            .contains("cannot be compiled for vulkan; only MLIR input"),
+        "{error}"
+    );
+}
