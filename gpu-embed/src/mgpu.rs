@@ -12,15 +12,31 @@
 //! host-shared memory is any allocation); `mgpuMemcpy` tells device from host memory by the
 //! allocations made here, as CUDA's unified addressing does. Host launches on a stream copy the
 //! parameter values, whose sizes a host image's manifest gives.
+//!
+//! Vulkan devices: a `gpu.binary`'s SPIR-V does not say how its kernels' arguments are bound,
+//! so the program's runner registers each object's kernel ABI first
+//! ([`register_vulkan_object`], from the gpu-build manifest); `mgpuModuleLoad` finds it by the
+//! bytes. A Vulkan launch may pass host memory (`memref.alloc`) as upstream's Vulkan runner
+//! allows: each memref argument whose aligned pointer is not memory `mgpuMemAlloc` returned is
+//! staged through device memory around the launch (copied in, the descriptor's pointers and
+//! offset rewritten to it, copied back and freed once the launch has run), so such a launch is
+//! synchronous. The `fillResource*` functions are upstream's Vulkan runner helpers that fill a
+//! host memref with a value.
+//!
+//! Timing: with `GPU_MGPU_LAUNCH_TIMES=1` every launch waits for its kernel and prints, on
+//! stdout, the lines upstream's Vulkan runtime prints after each dispatch (`Compute shader
+//! execution time: ...us` between events around the kernel, `Command buffer submit time` for
+//! the launch call, `Wait idle time` for the wait that follows).
 
-use crate::binary::Vendor;
+use crate::binary::{Object, Vendor, VulkanArgument, VulkanBinding, VulkanKernel};
 use crate::device::Device;
 use crate::driver::{Driver, Handle, Pattern};
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::host_image;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// What the ABI keeps between calls.
 struct Runtime {
@@ -34,9 +50,143 @@ struct Runtime {
     param_sizes: HashMap<usize, Vec<usize>>,
     /// Device allocations made here: start → length.
     allocations: BTreeMap<u64, usize>,
+    /// Vulkan modules: the registered object each was loaded from.
+    vulkan_modules: HashMap<usize, &'static Object>,
+    /// Vulkan kernels by function handle: how their arguments are bound (the launch stages the
+    /// host memory they are passed).
+    vulkan_kernels: HashMap<usize, &'static VulkanKernel>,
 }
 
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// A Vulkan object [`register_vulkan_object`] registered.
+struct RegisteredVulkan {
+    object: &'static Object,
+    /// Each kernel's lowered parameter sizes, by name.
+    param_sizes: HashMap<String, Vec<usize>>,
+}
+
+static VULKAN_OBJECTS: Mutex<Vec<RegisteredVulkan>> = Mutex::new(Vec::new());
+
+/// Registers the kernel ABI of a Vulkan (SPIR-V) object that the program will hand to
+/// `mgpuModuleLoad`: a `gpu.binary` holds only the SPIR-V, and the Vulkan driver binds each
+/// kernel argument as the object's ABI says (its storage-buffer binding and where its value is
+/// among the launch's lowered parameters). `chip` (`vulkan1.1`), `kernels` (the gpu.module's
+/// kernels, whose `params` say where each argument's lowered parameters start) and `entries`
+/// come from the gpu-build manifest that describes `spirv`. `gpu-build run` calls this for
+/// every Vulkan object before it runs the program.
+///
+/// `mgpuModuleLoad` finds the object again by its bytes (compared whole). Registering the same
+/// bytes again keeps the first registration. What is registered (a copy of the bytes, the
+/// tables) is leaked: loaded modules and their functions borrow it for the life of the
+/// process, as an embedded object's tables live, and a program registers each object once.
+#[doc(hidden)]
+pub fn register_vulkan_object(
+    chip: &str,
+    spirv: &[u8],
+    kernels: &[gpu_manifest::Kernel],
+    entries: &gpu_manifest::VulkanEntries,
+) -> Result<()> {
+    let mut registered = lock(&VULKAN_OBJECTS);
+    if registered.iter().any(|r| r.object.bytes() == spirv) {
+        return Ok(());
+    }
+    let mut tables = Vec::new();
+    let mut param_sizes = HashMap::new();
+    for entry in &entries.kernels {
+        let kernel = kernels
+            .iter()
+            .find(|kernel| kernel.name == entry.name)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "the Vulkan object's ABI names kernel `{}`, which the module's kernel list \
+                     does not have",
+                    entry.name
+                ))
+            })?;
+        let mut bindings = Vec::new();
+        for (argument, binding) in entry.bindings.iter().enumerate() {
+            let param = kernel
+                .params
+                .iter()
+                .position(|p| p.argument == argument)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "kernel `{}`: argument {argument} has no lowered parameter",
+                        kernel.name
+                    ))
+                })?;
+            let kind = match binding.kind {
+                gpu_manifest::VulkanBindingKind::Elements { element_bytes } => {
+                    match kernel.arguments.get(argument).map(|a| &a.kind) {
+                        Some(gpu_manifest::ArgumentKind::Memref { shape, .. }) => {
+                            VulkanArgument::Elements {
+                                rank: shape.len(),
+                                element_bytes,
+                            }
+                        }
+                        _ => {
+                            return Err(invalid(format!(
+                                "kernel `{}`: argument {argument} is bound as a memref's \
+                                 elements but is not a memref",
+                                kernel.name
+                            )))
+                        }
+                    }
+                }
+                gpu_manifest::VulkanBindingKind::Scalar { bytes } => {
+                    VulkanArgument::Scalar { bytes }
+                }
+            };
+            bindings.push(VulkanBinding {
+                set: binding.set,
+                binding: binding.binding,
+                param,
+                kind,
+            });
+        }
+        let sizes = kernel
+            .params
+            .iter()
+            .map(|p| {
+                p.storage().map(|s| s.size).ok_or_else(|| {
+                    invalid(format!(
+                        "kernel `{}`: a lowered parameter of LLVM type `{}` cannot be passed",
+                        kernel.name, p.llvm_type
+                    ))
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        param_sizes.insert(entry.name.clone(), sizes);
+        tables.push(VulkanKernel {
+            name: leak_str(&entry.name),
+            workgroup_size: entry.workgroup_size,
+            workgroup_memory: entry.workgroup_memory,
+            bindings: Box::leak(bindings.into_boxed_slice()),
+        });
+    }
+    let capabilities: Vec<&'static str> =
+        entries.capabilities.iter().map(|c| leak_str(c)).collect();
+    let object: &'static Object = Box::leak(Box::new(Object::vulkan(
+        leak_str(chip),
+        Box::leak(spirv.to_vec().into_boxed_slice()),
+        Box::leak(capabilities.into_boxed_slice()),
+        Box::leak(tables.into_boxed_slice()),
+    )));
+    registered.push(RegisteredVulkan {
+        object,
+        param_sizes,
+    });
+    Ok(())
+}
+
+fn leak_str(text: &str) -> &'static str {
+    Box::leak(text.to_string().into_boxed_str())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Makes `device` the device the `mgpu*` functions use. By default: the device
 /// `GPU_MGPU_DEVICE` names (`host`, `cuda`, `hip`), else the first GPU, else the host
@@ -102,6 +252,8 @@ impl Runtime {
             module_kernels: HashMap::new(),
             param_sizes: HashMap::new(),
             allocations: BTreeMap::new(),
+            vulkan_modules: HashMap::new(),
+            vulkan_kernels: HashMap::new(),
         }
     }
 
@@ -139,6 +291,31 @@ fn invalid(why: String) -> Error {
 
 fn load(image: &[u8], what: &str) -> *mut c_void {
     let loaded = with_runtime(|runtime, driver| {
+        if driver.vendor() == Vendor::Vulkan {
+            let registered = lock(&VULKAN_OBJECTS);
+            let found = registered
+                .iter()
+                .find(|r| r.object.bytes() == image)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "loading {what} on {}: no Vulkan object with these {} bytes was \
+                         registered (a runner registers each object's kernel ABI from its \
+                         gpu-build manifest with gpu_embed::mgpu::register_vulkan_object, as \
+                         `gpu-build run` does)",
+                        runtime.device.name(),
+                        image.len()
+                    ))
+                })?;
+            let module = driver.load_module(found.object)?;
+            runtime.handed_out = true;
+            runtime
+                .module_kernels
+                .insert(module.0 as usize, found.param_sizes.clone());
+            runtime
+                .vulkan_modules
+                .insert(module.0 as usize, found.object);
+            return Ok(module.0);
+        }
         let module = driver.load_image(image, what)?;
         runtime.handed_out = true;
         if host_image::is_host_image(image) {
@@ -196,6 +373,7 @@ pub unsafe extern "C" fn mgpuModuleUnload(module: *mut c_void) {
     }
     let unloaded = with_runtime(|runtime, driver| {
         runtime.module_kernels.remove(&(module as usize));
+        runtime.vulkan_modules.remove(&(module as usize));
         driver.unload_module(Handle(module));
         Ok(())
     });
@@ -228,6 +406,13 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(
             runtime
                 .param_sizes
                 .insert(function.0 as usize, sizes.clone());
+        }
+        let vulkan_kernel = runtime
+            .vulkan_modules
+            .get(&(module as usize))
+            .and_then(|object| object.vulkan_kernel(&name));
+        if let Some(kernel) = vulkan_kernel {
+            runtime.vulkan_kernels.insert(function.0 as usize, kernel);
         }
         Ok(function.0)
     });
@@ -300,20 +485,291 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
                 sizes.len()
             )));
         }
-        // SAFETY: the caller's guarantee.
-        unsafe {
-            driver.launch(
-                Handle(function),
-                grid,
-                block,
-                shared,
-                Handle(stream),
-                params,
-                &sizes,
-            )
+        let launch = Launch {
+            function: Handle(function),
+            grid,
+            block,
+            shared,
+            stream: Handle(stream),
+        };
+        match runtime.vulkan_kernels.get(&(function as usize)) {
+            // SAFETY: the caller's guarantee.
+            Some(kernel) => unsafe {
+                launch_vulkan(runtime, driver, kernel, &launch, params, &sizes)
+            },
+            // SAFETY: the caller's guarantee.
+            None => unsafe { launch_timed(driver, &launch, params, &sizes) },
         }
     });
     report("mgpuLaunchKernel", launched);
+}
+
+/// A launch's configuration, as `mgpuLaunchKernel` received it.
+struct Launch {
+    function: Handle,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    stream: Handle,
+}
+
+/// Whether `GPU_MGPU_LAUNCH_TIMES=1` asks for launch times (read once).
+fn launch_times_requested() -> bool {
+    static REQUESTED: OnceLock<bool> = OnceLock::new();
+    *REQUESTED.get_or_init(|| std::env::var("GPU_MGPU_LAUNCH_TIMES").is_ok_and(|v| v == "1"))
+}
+
+/// Launches; with launch times requested, waits for the kernel and prints how long it ran
+/// (between events recorded around it), how long the launch call took and how long the wait.
+///
+/// # Safety
+/// `params` match the kernel's parameters.
+unsafe fn launch_timed(
+    driver: &'static dyn Driver,
+    launch: &Launch,
+    params: &mut [*mut c_void],
+    sizes: &[usize],
+) -> Result<()> {
+    let run = |params: &mut [*mut c_void]| {
+        // SAFETY: the caller's guarantee.
+        unsafe {
+            driver.launch(
+                launch.function,
+                launch.grid,
+                launch.block,
+                launch.shared,
+                launch.stream,
+                params,
+                sizes,
+            )
+        }
+    };
+    if !launch_times_requested() {
+        return run(params);
+    }
+    let start = driver.create_event()?;
+    let end = match driver.create_event() {
+        Ok(end) => end,
+        Err(error) => {
+            driver.destroy_event(start);
+            return Err(error);
+        }
+    };
+    let timed = (|| {
+        driver.record_event(start, launch.stream)?;
+        let submit = Instant::now();
+        run(params)?;
+        let submitted = submit.elapsed();
+        driver.record_event(end, launch.stream)?;
+        let wait = Instant::now();
+        driver.synchronize_event(end)?;
+        let waited = wait.elapsed();
+        let kernel_ms = driver.elapsed_ms(start, end)?;
+        print_launch_times(kernel_ms, submitted, waited);
+        Ok(())
+    })();
+    driver.destroy_event(start);
+    driver.destroy_event(end);
+    timed
+}
+
+/// Upstream's Vulkan runtime's lines, after what the program's C code printed so far.
+fn print_launch_times(kernel_ms: f32, submitted: Duration, waited: Duration) {
+    use std::io::Write;
+    extern "C" {
+        fn fflush(stream: *mut c_void) -> i32;
+    }
+    // SAFETY: fflush(NULL) flushes every C output stream (the program's printing), so these
+    // lines come after it.
+    unsafe { fflush(std::ptr::null_mut()) };
+    let mut out = std::io::stdout().lock();
+    let _ = write!(
+        out,
+        "Compute shader execution time: {:.3}us\nCommand buffer submit time: {}us\nWait idle \
+         time: {}us\n",
+        f64::from(kernel_ms) * 1000.0,
+        submitted.as_micros(),
+        waited.as_micros()
+    );
+    let _ = out.flush();
+}
+
+/// One range of host memory a Vulkan launch uses through device memory.
+struct StagedView {
+    host: *mut u8,
+    device: u64,
+    bytes: usize,
+}
+
+/// A Vulkan launch: each memref argument in host memory (its aligned pointer not in an
+/// allocation made here) is staged: device memory of its view's extent, the bytes copied in,
+/// the argument's allocated and aligned pointers set to it and its offset to 0 in a copy of the
+/// parameters; after the launch the bytes are copied back and the memory freed, once the stream
+/// has run everything. Views of the same host bytes share one staging allocation; partly
+/// overlapping views are refused (copying both back would lose writes).
+///
+/// # Safety
+/// `params` match the kernel's parameters; host memory they point at holds each view's extent.
+unsafe fn launch_vulkan(
+    runtime: &Runtime,
+    driver: &'static dyn Driver,
+    kernel: &VulkanKernel,
+    launch: &Launch,
+    params: &mut [*mut c_void],
+    sizes: &[usize],
+) -> Result<()> {
+    let stream = launch.stream;
+    let mut staged: Vec<StagedView> = Vec::new();
+    // Each staged argument's new (allocated, aligned, offset), boxed so the pointers in
+    // `rewritten` stay valid as more are added.
+    let mut fields: Vec<Box<[u64; 3]>> = Vec::new();
+    let mut rewritten: Vec<*mut c_void> = params.to_vec();
+    let result = (|| {
+        for binding in kernel.bindings {
+            let VulkanArgument::Elements {
+                rank,
+                element_bytes,
+            } = binding.kind
+            else {
+                continue;
+            };
+            // SAFETY: the caller's guarantee.
+            let view =
+                unsafe { host_view(runtime, kernel, binding, rank, element_bytes, params, sizes) }?;
+            let Some((host, bytes)) = view else {
+                continue;
+            };
+            let device = match staged.iter().find(|s| s.host == host && s.bytes == bytes) {
+                Some(same) => same.device,
+                None => {
+                    let (start, end) = (host as usize, host as usize + bytes);
+                    if staged
+                        .iter()
+                        .any(|s| (s.host as usize) < end && start < s.host as usize + s.bytes)
+                    {
+                        return Err(invalid(format!(
+                            "kernel `{}`: the memref bound at binding {} overlaps another \
+                             argument's host memory without being the same view; host memory \
+                             is staged per view on Vulkan devices, so pass such views in \
+                             device memory (gpu.alloc)",
+                            kernel.name, binding.binding
+                        )));
+                    }
+                    let device = driver.alloc(bytes)?;
+                    staged.push(StagedView {
+                        host,
+                        device,
+                        bytes,
+                    });
+                    // SAFETY: the caller guarantees the host view's bytes; the device range was
+                    // just allocated; both stay until the stream has run (waited for below).
+                    unsafe { driver.copy_to_device_async(device, host.cast(), bytes, stream) }?;
+                    device
+                }
+            };
+            let mut field = Box::new([device, device, 0]);
+            let at = binding.param;
+            for (i, value) in field.iter_mut().enumerate() {
+                rewritten[at + i] = (value as *mut u64).cast();
+            }
+            fields.push(field);
+        }
+        // SAFETY: the caller's guarantee, with staged arguments pointing at device memory
+        // holding their views' bytes.
+        unsafe { launch_timed(driver, launch, &mut rewritten, sizes) }?;
+        for view in &staged {
+            // SAFETY: as for the copy in; the stream is waited for below.
+            unsafe {
+                driver.copy_to_host_async(view.host.cast(), view.device, view.bytes, stream)
+            }?;
+        }
+        Ok(())
+    })();
+    drop(fields);
+    // Whatever failed: no queued work may use the staging memory or the host memory when this
+    // returns.
+    let waited = if staged.is_empty() {
+        Ok(())
+    } else {
+        driver.synchronize_stream(stream)
+    };
+    for view in &staged {
+        driver.free(view.device);
+    }
+    result.and(waited)
+}
+
+/// A memref argument's host view: where its first element is and how many bytes its extent
+/// spans; `None` when it is device memory of this runtime or has no elements.
+///
+/// # Safety
+/// `params` match the kernel's parameters.
+unsafe fn host_view(
+    runtime: &Runtime,
+    kernel: &VulkanKernel,
+    binding: &VulkanBinding,
+    rank: usize,
+    element_bytes: u32,
+    params: &[*mut c_void],
+    sizes: &[usize],
+) -> Result<Option<(*mut u8, usize)>> {
+    let field = |i: usize| -> Result<i64> {
+        let index = binding.param + i;
+        match (params.get(index), sizes.get(index)) {
+            // SAFETY: the caller guarantees the parameter's 8 bytes.
+            (Some(&value), Some(8)) => Ok(unsafe { value.cast::<i64>().read_unaligned() }),
+            _ => Err(invalid(format!(
+                "kernel `{}`: the memref bound at binding {} has no descriptor field at lowered \
+                 parameter {index} (the launch passes {} parameters)",
+                kernel.name,
+                binding.binding,
+                params.len()
+            ))),
+        }
+    };
+    let aligned = field(1)? as u64;
+    if runtime.is_device_memory(aligned) {
+        return Ok(None);
+    }
+    let offset = field(2)?;
+    let mut extent = 1i64;
+    let mut dims = Vec::with_capacity(rank);
+    for d in 0..rank {
+        let (size, stride) = (field(3 + d)?, field(3 + rank + d)?);
+        dims.push((size, stride));
+    }
+    let bad = || {
+        invalid(format!(
+            "kernel `{}`: the host memref bound at binding {} has offset {offset} and (size, \
+             stride) {dims:?}, which cannot be staged",
+            kernel.name, binding.binding
+        ))
+    };
+    for &(size, stride) in &dims {
+        if size == 0 {
+            return Ok(None);
+        }
+        if size < 0 || stride < 0 {
+            return Err(bad());
+        }
+        extent = (size - 1)
+            .checked_mul(stride)
+            .and_then(|span| extent.checked_add(span))
+            .ok_or_else(bad)?;
+    }
+    let element = i64::from(element_bytes);
+    if aligned == 0 || offset < 0 {
+        return Err(bad());
+    }
+    let bytes = extent
+        .checked_mul(element)
+        .and_then(|bytes| usize::try_from(bytes).ok())
+        .ok_or_else(bad)?;
+    let start = offset
+        .checked_mul(element)
+        .and_then(|bytes| usize::try_from(bytes).ok())
+        .ok_or_else(bad)?;
+    Ok(Some(((aligned as *mut u8).wrapping_add(start), bytes)))
 }
 
 /// Thread-block clusters are NVIDIA sm_90 launches this runtime does not make.
@@ -756,6 +1212,134 @@ pub extern "C" fn mgpuSetDefaultDevice(index: i32) {
     }
 }
 
+/// Writes `value` to every element of a host view (upstream's Vulkan runner's `fillResource*`
+/// helpers); a view the runtime cannot walk is reported, and left alone.
+///
+/// # Safety
+/// `aligned + offset` with `sizes` and `strides` (in elements) addresses writable `T`s.
+unsafe fn fill_host_view<T: Copy>(
+    call: &str,
+    aligned: *mut T,
+    offset: i64,
+    sizes: &[i64],
+    strides: &[i64],
+    value: T,
+) {
+    if sizes.contains(&0) {
+        return;
+    }
+    if aligned.is_null() || offset < 0 || sizes.iter().any(|&s| s < 0) {
+        report::<()>(
+            call,
+            Err(invalid(format!(
+                "a memref at {aligned:?} with offset {offset} and sizes {sizes:?}"
+            ))),
+        );
+        return;
+    }
+    let mut index = vec![0i64; sizes.len()];
+    loop {
+        let element = index.iter().zip(strides).fold(offset, |at, (&i, &stride)| {
+            at.wrapping_add(i.wrapping_mul(stride))
+        });
+        // SAFETY: the caller's guarantee: an element of the view.
+        unsafe {
+            aligned
+                .wrapping_offset(element as isize)
+                .write_unaligned(value)
+        };
+        // The next index, the last dimension fastest.
+        let mut d = sizes.len();
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            index[d] += 1;
+            if index[d] < sizes[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+}
+
+/// An `i8` argument read from the 32 bits that carry it: the C calling convention leaves the
+/// upper bits to the caller, and MLIR's calls do not extend them.
+fn low_byte(value: i32) -> i8 {
+    value as i8
+}
+
+fn same<T>(value: T) -> T {
+    value
+}
+
+/// Upstream's Vulkan runner helpers (`fillResource1DFloat(memref<?xf32>, f32)` and its
+/// siblings): fill a host memref with a value. Called as MLIR lowers a call to an external
+/// function without `llvm.emit_c_interface`: the memref's descriptor fields (allocated and
+/// aligned pointer, offset, sizes, strides), then the value.
+macro_rules! fill_resource {
+    ($name:ident, $element:ty, $value:ty, $convert:ident, [$($size:ident),+], [$($stride:ident),+]) => {
+        #[doc = concat!("Upstream's Vulkan runner's `", stringify!($name), "`: fills a host memref.")]
+        ///
+        /// # Safety
+        /// The descriptor fields describe a live memref of writable elements.
+        #[no_mangle]
+        #[allow(non_snake_case)]
+        pub unsafe extern "C" fn $name(
+            _allocated: *mut $element,
+            aligned: *mut $element,
+            offset: i64,
+            $($size: i64,)+
+            $($stride: i64,)+
+            value: $value,
+        ) {
+            // SAFETY: the caller's guarantee.
+            unsafe {
+                fill_host_view(
+                    stringify!($name),
+                    aligned,
+                    offset,
+                    &[$($size),+],
+                    &[$($stride),+],
+                    $convert(value),
+                )
+            }
+        }
+    };
+}
+
+fill_resource!(fillResource1DFloat, f32, f32, same, [s0], [t0]);
+fill_resource!(fillResource2DFloat, f32, f32, same, [s0, s1], [t0, t1]);
+fill_resource!(
+    fillResource3DFloat,
+    f32,
+    f32,
+    same,
+    [s0, s1, s2],
+    [t0, t1, t2]
+);
+fill_resource!(fillResource1DInt, i32, i32, same, [s0], [t0]);
+fill_resource!(fillResource2DInt, i32, i32, same, [s0, s1], [t0, t1]);
+fill_resource!(
+    fillResource3DInt,
+    i32,
+    i32,
+    same,
+    [s0, s1, s2],
+    [t0, t1, t2]
+);
+fill_resource!(fillResource1DInt8, i8, i32, low_byte, [s0], [t0]);
+fill_resource!(fillResource2DInt8, i8, i32, low_byte, [s0, s1], [t0, t1]);
+fill_resource!(
+    fillResource3DInt8,
+    i8,
+    i32,
+    low_byte,
+    [s0, s1, s2],
+    [t0, t1, t2]
+);
+
 /// Every exported function by name, for JITs that resolve symbols from a table
 /// (`gpu-build run` registers these with MLIR's ExecutionEngine).
 pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
@@ -810,12 +1394,54 @@ pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
             mgpuMemGetDeviceMemRef1dInt32 as *mut c_void,
         ),
         ("mgpuSetDefaultDevice", mgpuSetDefaultDevice as *mut c_void),
+        ("fillResource1DFloat", fillResource1DFloat as *mut c_void),
+        ("fillResource2DFloat", fillResource2DFloat as *mut c_void),
+        ("fillResource3DFloat", fillResource3DFloat as *mut c_void),
+        ("fillResource1DInt", fillResource1DInt as *mut c_void),
+        ("fillResource2DInt", fillResource2DInt as *mut c_void),
+        ("fillResource3DInt", fillResource3DInt as *mut c_void),
+        ("fillResource1DInt8", fillResource1DInt8 as *mut c_void),
+        ("fillResource2DInt8", fillResource2DInt8 as *mut c_void),
+        ("fillResource3DInt8", fillResource3DInt8 as *mut c_void),
     ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fill_resource_fills_a_strided_view_only() {
+        // A 2x3 view with row stride 4 and offset 1 inside 9 elements.
+        let mut data = [0i32; 9];
+        let base = data.as_mut_ptr();
+        // SAFETY: the view's elements (1..4, 5..8) lie in `data`.
+        unsafe { fillResource2DInt(base, base, 1, 2, 3, 4, 1, 7) };
+        assert_eq!(data, [0, 7, 7, 7, 0, 7, 7, 7, 0]);
+        let mut bytes = [0i8; 4];
+        let base = bytes.as_mut_ptr();
+        // The value arrives in 32 bits whose upper ones are not the caller's to set.
+        // SAFETY: 4 elements of `bytes`.
+        unsafe { fillResource1DInt8(base, base, 0, 4, 1, 0x1234_56fe) };
+        assert_eq!(bytes, [-2; 4]);
+    }
+
+    #[test]
+    fn a_vulkan_abi_naming_a_missing_kernel_is_refused() {
+        let entries = gpu_manifest::VulkanEntries {
+            spirv_version: "1.3".into(),
+            capabilities: vec!["Shader".into()],
+            extensions: vec![],
+            kernels: vec![gpu_manifest::VulkanKernel {
+                name: "missing".into(),
+                workgroup_size: [1, 1, 1],
+                workgroup_memory: 0,
+                bindings: vec![],
+            }],
+        };
+        let error = register_vulkan_object("vulkan1.1", &[1, 2, 3, 4], &[], &entries).unwrap_err();
+        assert!(error.message().contains("kernel `missing`"), "{error}");
+    }
 
     #[test]
     fn choosing_the_same_device_again_keeps_the_runtimes_state() {
