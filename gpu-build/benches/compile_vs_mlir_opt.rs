@@ -111,7 +111,9 @@ fn single_vendor_copy(kernel: &Path, vendor: Vendor, dir: &Path) -> PathBuf {
             .iter()
             .map(|c| format!("#rocdl.target<chip = \"{c}\", abi = \"500\">"))
             .collect(),
-        Vendor::Host => unreachable!("only the GPU vendors are compared with mlir-opt"),
+        Vendor::Host | Vendor::Vulkan => {
+            unreachable!("only the LLVM GPU vendors are compared with mlir-opt")
+        }
     };
     let original = "[#nvvm.target<chip = \"sm_80\">, #rocdl.target<chip = \"gfx90a\">]";
     assert!(
@@ -156,7 +158,9 @@ fn upstream(inputs: &[(PathBuf, Vendor)], cuda: &Path, rocm: &Path) -> (Duration
     let lowering = |vendor| match vendor {
         Vendor::Nvptx => "convert-gpu-to-nvvm",
         Vendor::Amdgpu => "convert-gpu-to-rocdl{chipset=gfx90a}",
-        Vendor::Host => unreachable!("only the GPU vendors are compared with mlir-opt"),
+        Vendor::Host | Vendor::Vulkan => {
+            unreachable!("only the LLVM GPU vendors are compared with mlir-opt")
+        }
     };
     let start = Instant::now();
     let mut peak = 0;

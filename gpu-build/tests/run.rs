@@ -2,7 +2,9 @@
 //! runtime, their output checked by their own `CHECK` lines with `FileCheck-22` (Debian's
 //! `llvm-22-tools`). The programs: MLIR 22.1.8's own GPU integration tests (unpacked by
 //! `scripts/setup.sh` from Debian's LLVM source) and ours in `tests/programs/`. The same
-//! programs on a GPU run with `--ignored` (`scripts/gpu-tests.sh`).
+//! programs on a GPU run with `--ignored` (`scripts/gpu-tests.sh`). Upstream's `GPU/Vulkan`
+//! tests run on the first Vulkan device (Mesa's lavapipe on any machine) under the Khronos
+//! validation layer, in every `cargo test`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -39,6 +41,53 @@ const UPSTREAM_ON_THE_HOST: &[&str] = &[
     "SYCL/gpu-reluf32-to-spirv.mlir",
 ];
 
+/// Upstream's `GPU/Vulkan` tests whose output `gpu-build run --device vulkan` matches (every
+/// CHECK line), under the validation layer, any message of which fails the run. Those whose
+/// RUN lines run twice (`-test-vulkan-runner-pipeline` with and without
+/// `spirv-webgpu-prepare`) run once: our pipeline has no WebGPU variant, and both runs check
+/// the same lines.
+const UPSTREAM_ON_VULKAN: &[&str] = &[
+    "addf.mlir",
+    "addf_if.mlir",
+    "addi.mlir",
+    "addi8.mlir",
+    "addui_extended.mlir",
+    "mulf.mlir",
+    "smul_extended.mlir",
+    "subf.mlir",
+    "time.mlir",
+    "umul_extended.mlir",
+    "vector-deinterleave.mlir",
+    "vector-interleave.mlir",
+    "vector-shuffle.mlir",
+];
+
+/// Upstream's `GPU/Vulkan` tests that do not pass yet, each with the reason. A corpus file is
+/// in exactly one of the two lists (checked), so neither can shrink silently.
+const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
+
+/// What every Vulkan run gets: the validation layer, and the launch times upstream's Vulkan
+/// runtime prints after every dispatch (which `time.mlir` checks).
+const VULKAN_ENV: &[(&str, &str)] = &[
+    ("GPU_EMBED_VULKAN_VALIDATION", "1"),
+    ("GPU_MGPU_LAUNCH_TIMES", "1"),
+];
+
+/// Why these tests cannot run on Vulkan here (no loader, no device), or `None`.
+fn no_vulkan_device() -> Option<String> {
+    match gpu_embed::Device::gpus() {
+        Ok(devices)
+            if devices
+                .iter()
+                .any(|d| d.vendor() == gpu_embed::Vendor::Vulkan) =>
+        {
+            None
+        }
+        Ok(_) => Some("no Vulkan device (install Mesa's lavapipe: scripts/setup.sh)".into()),
+        Err(error) => Some(format!("no Vulkan device: {}", error.message())),
+    }
+}
+
 fn corpus() -> PathBuf {
     let corpus = PathBuf::from(CORPUS);
     assert!(
@@ -49,17 +98,27 @@ fn corpus() -> PathBuf {
 }
 
 fn run(program: &Path, device: &str) -> Output {
+    run_with(program, device, &[])
+}
+
+fn run_with(program: &Path, device: &str, env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpu-build"))
         .args(["run", "--device", device])
         .arg(program)
         .env_remove("GPU_MGPU_DEVICE")
+        .env_remove("GPU_MGPU_LAUNCH_TIMES")
+        .envs(env.iter().copied())
         .output()
         .expect("gpu-build runs")
 }
 
 /// Runs `program` on `device` and checks its output with its CHECK lines.
 fn run_and_check(program: &Path, device: &str) -> Result<(), String> {
-    let output = run(program, device);
+    run_and_check_with(program, device, &[])
+}
+
+fn run_and_check_with(program: &Path, device: &str, env: &[(&str, &str)]) -> Result<(), String> {
+    let output = run_with(program, device, env);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
@@ -128,9 +187,89 @@ fn upstream_gpu_integration_tests_pass_on_the_host() {
 #[test]
 fn our_programs_pass_on_the_host() {
     let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
-    for program in ["streams.mlir", "shared_memory.mlir"] {
+    for program in ["streams.mlir", "shared_memory.mlir", "host_memory.mlir"] {
         run_and_check(&programs.join(program), "host").unwrap_or_else(|why| panic!("{why}"));
     }
+}
+
+#[test]
+fn upstream_vulkan_integration_tests_pass_on_vulkan() {
+    let corpus = corpus().join("Vulkan");
+    if let Some(why) = no_vulkan_device() {
+        eprintln!("skipped: upstream's Vulkan tests need a Vulkan device: {why}");
+        return;
+    }
+    let failures: Vec<String> = UPSTREAM_ON_VULKAN
+        .iter()
+        .filter_map(|program| run_and_check_with(&corpus.join(program), "vulkan", VULKAN_ENV).err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        UPSTREAM_ON_VULKAN.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn every_upstream_vulkan_test_is_listed_once() {
+    let corpus = corpus().join("Vulkan");
+    let mut files: Vec<String> = std::fs::read_dir(&corpus)
+        .unwrap_or_else(|e| panic!("{}: {e}", corpus.display()))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".mlir"))
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = UPSTREAM_ON_VULKAN
+        .iter()
+        .map(|name| name.to_string())
+        .chain(NOT_YET_ON_VULKAN.iter().map(|(name, _)| name.to_string()))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        files,
+        listed,
+        "every {} test must be in UPSTREAM_ON_VULKAN or, with its reason, in NOT_YET_ON_VULKAN \
+         (exactly once)",
+        corpus.display()
+    );
+    for (name, why) in NOT_YET_ON_VULKAN {
+        assert!(
+            !why.trim().is_empty(),
+            "{name}: say why it does not pass yet"
+        );
+    }
+}
+
+#[test]
+fn our_programs_pass_on_vulkan() {
+    if let Some(why) = no_vulkan_device() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+    run_and_check_with(&programs.join("host_memory.mlir"), "vulkan", VULKAN_ENV)
+        .unwrap_or_else(|why| panic!("{why}"));
+}
+
+#[test]
+fn emit_mlir_is_refused_for_vulkan() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/host_memory.mlir");
+    let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+        .args(["run", "--device", "vulkan", "--emit-mlir"])
+        .arg(dir.path().join("lowered.mlir"))
+        .arg(&program)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("--emit-mlir with a Vulkan device")
+            || stderr.contains("no Vulkan device was found"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -174,9 +313,8 @@ fn a_program_that_does_not_compile_fails_with_the_reason() {
     assert!(!output.status.success());
     assert!(
         stderr.contains("compiling the kernels of")
-            && stderr.contains(
-                "`gpu.subgroup_id` is a nvptx/amdgpu operation and cannot be compiled for host"
-            ),
+            && stderr.contains("`gpu.subgroup_id` is a nvptx/amdgpu")
+            && stderr.contains("operation and cannot be compiled for host"),
         "{stderr}"
     );
 
