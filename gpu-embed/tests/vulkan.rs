@@ -1165,3 +1165,78 @@ fn probe_validation_without_its_layer() {
         "{error}"
     );
 }
+
+/// Every other test asserts the validation layer said nothing; that proves something only if
+/// the layer is really on and what it says is really caught. Here a child process runs vadd with
+/// the layer's best-practice checks also enabled (`VK_LAYER_ENABLES`), which comment on ordinary
+/// code: the child must catch at least one message.
+#[test]
+fn the_validation_layer_is_on_and_its_messages_are_caught() {
+    if Device::all().iter().all(|d| d.vendor() != Vendor::Vulkan) {
+        eprintln!("skipped: no Vulkan device");
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "probe_validation_messages",
+            "--nocapture",
+        ])
+        .env(
+            "VK_LAYER_ENABLES",
+            "VK_VALIDATION_FEATURE_ENABLE_BEST_PRACTICES_EXT",
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let caught: usize = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("validation messages: "))
+        .and_then(|count| count.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the probe printed no count: {stdout}"));
+    assert!(
+        caught > 0,
+        "best-practice checks on, yet nothing was caught"
+    );
+}
+
+#[test]
+#[ignore = "probe: run by the_validation_layer_is_on_and_its_messages_are_caught"]
+fn probe_validation_messages() {
+    gpu_embed::enable_vulkan_validation();
+    let device = Device::all()
+        .into_iter()
+        .find(|d| d.vendor() == Vendor::Vulkan)
+        .unwrap();
+    let (a, b) = inputs(100);
+    let da = DeviceBuffer::from_slice(&device, &a).unwrap();
+    let db = DeviceBuffer::from_slice(&device, &b).unwrap();
+    let dc = DeviceBuffer::<f32>::alloc(&device, 100).unwrap();
+    let views = [
+        da.view([100]).unwrap(),
+        db.view([100]).unwrap(),
+        dc.view([100]).unwrap(),
+    ];
+    // SAFETY: every view holds the 100 elements the kernel touches.
+    unsafe {
+        vadd(
+            &device,
+            &LaunchConfig::for_elements(100, 64),
+            &DYNAMIC_1D,
+            views,
+            100,
+        )
+    }
+    .unwrap();
+    device.synchronize().unwrap();
+    println!(
+        "validation messages: {}",
+        gpu_embed::take_vulkan_validation_messages().len()
+    );
+}
