@@ -21,7 +21,8 @@
 //! staged through device memory around the launch (copied in, the descriptor's pointers and
 //! offset rewritten to it, copied back and freed once the launch has run), so such a launch is
 //! synchronous. The `fillResource*` functions are upstream's Vulkan runner helpers that fill a
-//! host memref with a value.
+//! host memref with a value (`fillI32Buffer` and `fillF32Buffer*D` the same, as upstream's
+//! SPIR-V CPU runner names them).
 //!
 //! Timing: with `GPU_MGPU_LAUNCH_TIMES=1` every launch waits for its kernel and prints, on
 //! stdout, the lines upstream's Vulkan runtime prints after each dispatch (`Compute shader
@@ -50,6 +51,9 @@ struct Runtime {
     param_sizes: HashMap<usize, Vec<usize>>,
     /// Device allocations made here: start → length.
     allocations: BTreeMap<u64, usize>,
+    /// Host-shared memory of a Vulkan device (`mgpuMemAlloc` with `host_shared`): host memory
+    /// from the driver's `alloc_pinned`, staged by the launches that use it.
+    host_shared: std::collections::HashSet<usize>,
     /// Vulkan modules: the registered object each was loaded from.
     vulkan_modules: HashMap<usize, &'static Object>,
     /// Vulkan kernels by function handle: how their arguments are bound (the launch stages the
@@ -252,6 +256,7 @@ impl Runtime {
             module_kernels: HashMap::new(),
             param_sizes: HashMap::new(),
             allocations: BTreeMap::new(),
+            host_shared: std::collections::HashSet::new(),
             vulkan_modules: HashMap::new(),
             vulkan_kernels: HashMap::new(),
         }
@@ -741,7 +746,7 @@ unsafe fn host_view(
     let bad = || {
         invalid(format!(
             "kernel `{}`: the host memref bound at binding {} has offset {offset} and (size, \
-             stride) {dims:?}, which cannot be staged",
+             stride) {dims:?}: a negative value or an extent too large to stage",
             kernel.name, binding.binding
         ))
     };
@@ -758,7 +763,13 @@ unsafe fn host_view(
             .ok_or_else(bad)?;
     }
     let element = i64::from(element_bytes);
-    if aligned == 0 || offset < 0 {
+    if aligned == 0 {
+        return Err(invalid(format!(
+            "kernel `{}`: the memref bound at binding {} is a null pointer",
+            kernel.name, binding.binding
+        )));
+    }
+    if offset < 0 {
         return Err(bad());
     }
     let bytes = extent
@@ -891,17 +902,25 @@ pub unsafe extern "C" fn mgpuEventRecord(event: *mut c_void, stream: *mut c_void
 }
 
 /// `size` bytes of device memory; host-shared memory (which host code may read and write too)
-/// only on the host device, where every allocation is.
+/// on the host device, where every allocation is, and on Vulkan devices, where it is host
+/// memory that launches stage (see the module's documentation).
 #[no_mangle]
 pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: bool) -> *mut c_void {
     let allocated = with_runtime(|runtime, driver| {
+        let bytes = usize::try_from(size).map_err(|_| invalid(format!("{size} bytes")))?;
+        if host_shared && driver.vendor() == Vendor::Vulkan {
+            // Host memory, which Vulkan launches stage like any other.
+            let pointer = driver.alloc_pinned(bytes.max(1))?;
+            runtime.handed_out = true;
+            runtime.host_shared.insert(pointer as usize);
+            return Ok(pointer);
+        }
         if host_shared && driver.vendor() != Vendor::Host {
             return Err(invalid(format!(
-                "host-shared memory on {} (only the host device has it here)",
+                "host-shared memory on {} (only the host device and Vulkan devices have it here)",
                 runtime.device.name()
             )));
         }
-        let bytes = usize::try_from(size).map_err(|_| invalid(format!("{size} bytes")))?;
         let pointer = driver.alloc(bytes.max(1))?;
         runtime.handed_out = true;
         runtime.allocations.insert(pointer, bytes.max(1));
@@ -917,6 +936,13 @@ pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: boo
 #[no_mangle]
 pub unsafe extern "C" fn mgpuMemFree(pointer: *mut c_void, stream: *mut c_void) {
     let freed = with_runtime(|runtime, driver| {
+        if runtime.host_shared.remove(&(pointer as usize)) {
+            driver.synchronize_stream(Handle(stream))?;
+            // SAFETY: host-shared memory `alloc_pinned` returned, which no queued work uses
+            // now (Vulkan launches stage it and have finished when they return).
+            unsafe { driver.free_pinned(pointer) };
+            return Ok(());
+        }
         if runtime.allocations.remove(&(pointer as u64)).is_none() {
             return Err(invalid(format!(
                 "{pointer:?} was not allocated by mgpuMemAlloc"
@@ -1129,9 +1155,10 @@ pub struct Memref1d<T> {
 
 /// The device's view of registered host memory (upstream's ROCm wrappers'
 /// `mgpuMemGetDeviceMemRef1d*`, which the ROCm integration tests call after
-/// `gpu.host_register`): the same address on the host device and, under the unified
-/// addressing every 64-bit CUDA device has, on NVIDIA GPUs. On AMD GPUs the runtime may map it
-/// elsewhere (`hipHostGetDevicePointer`), which is not bound here: reported, and null.
+/// `gpu.host_register`): the same address on the host device, under the unified addressing
+/// every 64-bit CUDA device has on NVIDIA GPUs, and on Vulkan devices, whose launches stage
+/// host memory. On AMD GPUs the runtime may map it elsewhere (`hipHostGetDevicePointer`),
+/// which is not bound here: reported, and null.
 fn device_memref<T>(
     call: &str,
     aligned: *mut T,
@@ -1140,12 +1167,7 @@ fn device_memref<T>(
     stride: i64,
 ) -> Memref1d<T> {
     let pointer = with_runtime(|_, driver| match driver.vendor() {
-        Vendor::Host | Vendor::Nvptx => Ok(aligned),
-        Vendor::Vulkan => Err(invalid(
-            "the device address of registered host memory on Vulkan devices (device addresses \
-             there name gpu-embed's own allocations)"
-                .into(),
-        )),
+        Vendor::Host | Vendor::Nvptx | Vendor::Vulkan => Ok(aligned),
         Vendor::Amdgpu => Err(invalid(
             "the device address of registered host memory on AMD GPUs (hipHostGetDevicePointer \
              is not bound by gpu-embed)"
@@ -1339,6 +1361,12 @@ fill_resource!(
     [s0, s1, s2],
     [t0, t1, t2]
 );
+// The same helpers under the names upstream's SPIR-V CPU runner's runtime gives them
+// (`mlir_spirv_cpu_runtime`, which MLIR's `GPU/SPIRV` integration tests call).
+fill_resource!(fillI32Buffer, i32, i32, same, [s0], [t0]);
+fill_resource!(fillF32Buffer1D, f32, f32, same, [s0], [t0]);
+fill_resource!(fillF32Buffer2D, f32, f32, same, [s0, s1], [t0, t1]);
+fill_resource!(fillF32Buffer3D, f32, f32, same, [s0, s1, s2], [t0, t1, t2]);
 
 /// Every exported function by name, for JITs that resolve symbols from a table
 /// (`gpu-build run` registers these with MLIR's ExecutionEngine).
@@ -1403,6 +1431,10 @@ pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
         ("fillResource1DInt8", fillResource1DInt8 as *mut c_void),
         ("fillResource2DInt8", fillResource2DInt8 as *mut c_void),
         ("fillResource3DInt8", fillResource3DInt8 as *mut c_void),
+        ("fillI32Buffer", fillI32Buffer as *mut c_void),
+        ("fillF32Buffer1D", fillF32Buffer1D as *mut c_void),
+        ("fillF32Buffer2D", fillF32Buffer2D as *mut c_void),
+        ("fillF32Buffer3D", fillF32Buffer3D as *mut c_void),
     ]
 }
 
