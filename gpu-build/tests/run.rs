@@ -39,6 +39,8 @@ const UPSTREAM_ON_THE_HOST: &[&str] = &[
     "SYCL/gpu-addi64-to-spirv.mlir",
     "SYCL/gpu-memcpy-addf32-to-spirv.mlir",
     "SYCL/gpu-reluf32-to-spirv.mlir",
+    "SPIRV/double.mlir",
+    "SPIRV/simple_add.mlir",
 ];
 
 /// Upstream's `GPU/Vulkan` tests whose output `gpu-build run --device vulkan` matches (every
@@ -65,6 +67,15 @@ const UPSTREAM_ON_VULKAN: &[&str] = &[
 /// Upstream's `GPU/Vulkan` tests that do not pass yet, each with the reason. A corpus file is
 /// in exactly one of the two lists (checked), so neither can shrink silently.
 const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
+
+/// Upstream's tests from the other folders that pass on Vulkan too: ROCM's `vecadd` (host
+/// memory registered, its "device view" the host memory the launch stages) and the SPIR-V CPU
+/// runner's two programs (its `fillI32Buffer` / `fillF32Buffer*D` helpers).
+const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
+    "ROCM/vecadd.mlir",
+    "SPIRV/double.mlir",
+    "SPIRV/simple_add.mlir",
+];
 
 /// What every Vulkan run gets: the validation layer, and the launch times upstream's Vulkan
 /// runtime prints after every dispatch (which `time.mlir` checks).
@@ -194,20 +205,29 @@ fn our_programs_pass_on_the_host() {
 
 #[test]
 fn upstream_vulkan_integration_tests_pass_on_vulkan() {
-    let corpus = corpus().join("Vulkan");
+    let corpus = corpus();
     if let Some(why) = no_vulkan_device() {
         eprintln!("skipped: upstream's Vulkan tests need a Vulkan device: {why}");
         return;
     }
-    let failures: Vec<String> = UPSTREAM_ON_VULKAN
+    let programs: Vec<PathBuf> = UPSTREAM_ON_VULKAN
         .iter()
-        .filter_map(|program| run_and_check_with(&corpus.join(program), "vulkan", VULKAN_ENV).err())
+        .map(|name| corpus.join("Vulkan").join(name))
+        .chain(
+            OTHER_UPSTREAM_ON_VULKAN
+                .iter()
+                .map(|name| corpus.join(name)),
+        )
+        .collect();
+    let failures: Vec<String> = programs
+        .iter()
+        .filter_map(|program| run_and_check_with(program, "vulkan", VULKAN_ENV).err())
         .collect();
     assert!(
         failures.is_empty(),
         "{} of {} failed:\n{}",
         failures.len(),
-        UPSTREAM_ON_VULKAN.len(),
+        programs.len(),
         failures.join("\n\n")
     );
 }

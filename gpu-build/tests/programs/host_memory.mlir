@@ -2,7 +2,8 @@
 // memory (`memref.alloc`) passed straight to kernels, as upstream's Vulkan tests do, which the
 // runtime stages through device memory around each launch: a 2-D memref, one host memref
 // passed as two arguments (one staging buffer, written in place), host and device memory
-// (gpu.alloc) in one launch, scalar arguments of 4 and 8 bytes. Runs on the host device too.
+// (gpu.alloc) in one launch, scalar arguments of 4 and 8 bytes, host-shared memory
+// (`gpu.alloc host_shared`). Runs on the host device too.
 // Checked with FileCheck-22.
 module attributes {gpu.container_module} {
   gpu.module @kernels {
@@ -80,6 +81,22 @@ module attributes {gpu.container_module} {
     %back_unranked = memref.cast %back : memref<8xi32> to memref<*xi32>
     // CHECK: [100,  102,  104,  106,  108,  110,  112,  114]
     call @printMemrefI32(%back_unranked) : (memref<*xi32>) -> ()
+    // Host-shared memory (host memory on Vulkan devices, staged as the rest).
+    %hs = gpu.alloc host_shared () : memref<8xi32>
+    scf.for %i = %c0 to %c8 step %c1 {
+      %v = arith.index_cast %i : index to i32
+      %c10 = arith.constant 10 : i32
+      %w = arith.muli %v, %c10 : i32
+      memref.store %w, %hs[%i] : memref<8xi32>
+    }
+    %d2 = gpu.alloc () : memref<8xi32>
+    gpu.launch_func @kernels::@in_place blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1)
+        args(%hs : memref<8xi32>, %hs : memref<8xi32>, %d2 : memref<8xi32>, %c1 : index)
+    %hs_unranked = memref.cast %hs : memref<8xi32> to memref<*xi32>
+    // CHECK: [1,  21,  41,  61,  81,  101,  121,  141]
+    call @printMemrefI32(%hs_unranked) : (memref<*xi32>) -> ()
+    gpu.dealloc %d2 : memref<8xi32>
+    gpu.dealloc %hs : memref<8xi32>
     memref.dealloc %a : memref<2x4xf32>
     memref.dealloc %out : memref<2x4xf32>
     memref.dealloc %x : memref<8xi32>
