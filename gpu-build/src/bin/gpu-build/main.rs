@@ -71,6 +71,12 @@ enum Command {
     },
     /// Run an MLIR program with GPU kernels (as `mlir-runner --entry-point-result=void` does):
     /// its kernels compiled for the device, its host code JIT-compiled, `main` called.
+    ///
+    /// On a Vulkan device, memrefs in host memory (`memref.alloc`, `gpu.alloc host_shared`)
+    /// passed to kernels are copied into device memory for each launch and back after it, as
+    /// upstream's Vulkan runner does. Environment: GPU_EMBED_VULKAN_VALIDATION=1 runs Vulkan
+    /// under the Khronos validation layer, and any message it reports fails the run;
+    /// GPU_MGPU_LAUNCH_TIMES=1 prints each launch's times as upstream's Vulkan runtime does.
     Run {
         /// The program: `.mlir` with `gpu.launch` or `gpu.module` + `gpu.launch_func`.
         file: PathBuf,
@@ -87,7 +93,8 @@ enum Command {
         #[arg(short = 'O', long = "opt-level", value_name = "N", default_value_t = 2)]
         opt_level: u8,
         /// Write the lowered program (LLVM dialect, kernels embedded) to this file instead of
-        /// running it: `mlir-runner` runs it with `libgpu_mgpu.so` as the runtime.
+        /// running it: `mlir-runner` runs it with `libgpu_mgpu.so` as the runtime (not for
+        /// Vulkan devices, whose runtime needs the kernels' binding tables too).
         #[arg(long, value_name = "FILE")]
         emit_mlir: Option<PathBuf>,
     },
