@@ -274,6 +274,30 @@ fn our_programs_pass_on_vulkan() {
 }
 
 #[test]
+fn a_validation_message_fails_the_run() {
+    // The layer's best-practice checks comment on ordinary code: with them on, the run must
+    // print what the layer said and fail, so the passing runs' silence means something.
+    if let Some(why) = no_vulkan_device() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let program = corpus().join("Vulkan/addf.mlir");
+    let mut env = VULKAN_ENV.to_vec();
+    env.push((
+        "VK_LAYER_ENABLES",
+        "VK_VALIDATION_FEATURE_ENABLE_BEST_PRACTICES_EXT",
+    ));
+    let output = run_with(&program, "vulkan", &env);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Vulkan validation warning: ")
+            && stderr.contains("the Vulkan validation layer reported"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn emit_mlir_is_refused_for_vulkan() {
     let dir = tempfile::tempdir().unwrap();
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/host_memory.mlir");
