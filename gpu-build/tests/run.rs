@@ -298,6 +298,53 @@ fn a_validation_message_fails_the_run() {
 }
 
 #[test]
+fn partly_overlapping_host_views_are_refused_on_vulkan() {
+    // Staged one by one, the second copy back would undo the first's writes: refused, said.
+    if let Some(why) = no_vulkan_device() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("overlap.mlir");
+    std::fs::write(&program, OVERLAPPING_VIEWS).unwrap();
+    let output = run_with(&program, "vulkan", VULKAN_ENV);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "'mgpuLaunchKernel' failed: kernel `copy`: the memref bound at binding 1 \
+             overlaps another argument's host memory"
+        ),
+        "{stderr}"
+    );
+}
+
+/// Two `memref.view`s 16 bytes apart in one host buffer, passed to one launch.
+const OVERLAPPING_VIEWS: &str = r#"module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @copy(%a: memref<8xi32>, %b: memref<8xi32>) kernel
+        attributes {known_block_size = array<i32: 8, 1, 1>} {
+      %t = gpu.thread_id x
+      %v = memref.load %a[%t] : memref<8xi32>
+      memref.store %v, %b[%t] : memref<8xi32>
+      gpu.return
+    }
+  }
+  func.func @main() {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %buffer = memref.alloc() : memref<64xi8>
+    %a = memref.view %buffer[%c0][] : memref<64xi8> to memref<8xi32>
+    %b = memref.view %buffer[%c16][] : memref<64xi8> to memref<8xi32>
+    gpu.launch_func @kernels::@copy blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1)
+        args(%a : memref<8xi32>, %b : memref<8xi32>)
+    return
+  }
+}
+"#;
+
+#[test]
 fn emit_mlir_is_refused_for_vulkan() {
     let dir = tempfile::tempdir().unwrap();
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/host_memory.mlir");

@@ -34,7 +34,7 @@ use crate::device::Device;
 use crate::driver::{Driver, Handle, Pattern};
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::host_image;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -53,7 +53,7 @@ struct Runtime {
     allocations: BTreeMap<u64, usize>,
     /// Host-shared memory of a Vulkan device (`mgpuMemAlloc` with `host_shared`): host memory
     /// from the driver's `alloc_pinned`, staged by the launches that use it.
-    host_shared: std::collections::HashSet<usize>,
+    host_shared: HashSet<usize>,
     /// Vulkan modules: the registered object each was loaded from.
     vulkan_modules: HashMap<usize, &'static Object>,
     /// Vulkan kernels by function handle: how their arguments are bound (the launch stages the
@@ -256,7 +256,7 @@ impl Runtime {
             module_kernels: HashMap::new(),
             param_sizes: HashMap::new(),
             allocations: BTreeMap::new(),
-            host_shared: std::collections::HashSet::new(),
+            host_shared: HashSet::new(),
             vulkan_modules: HashMap::new(),
             vulkan_kernels: HashMap::new(),
         }
@@ -647,11 +647,10 @@ unsafe fn launch_vulkan(
             let device = match staged.iter().find(|s| s.host == host && s.bytes == bytes) {
                 Some(same) => same.device,
                 None => {
-                    let (start, end) = (host as usize, host as usize + bytes);
-                    if staged
-                        .iter()
-                        .any(|s| (s.host as usize) < end && start < s.host as usize + s.bytes)
-                    {
+                    let (start, end) = (host as usize, (host as usize).saturating_add(bytes));
+                    if staged.iter().any(|s| {
+                        (s.host as usize) < end && start < (s.host as usize).saturating_add(s.bytes)
+                    }) {
                         return Err(invalid(format!(
                             "kernel `{}`: the memref bound at binding {} overlaps another \
                              argument's host memory without being the same view; host memory \
@@ -690,7 +689,6 @@ unsafe fn launch_vulkan(
         }
         Ok(())
     })();
-    drop(fields);
     // Whatever failed: no queued work may use the staging memory or the host memory when this
     // returns.
     let waited = if staged.is_empty() {
@@ -701,6 +699,7 @@ unsafe fn launch_vulkan(
     for view in &staged {
         driver.free(view.device);
     }
+    drop(fields);
     result.and(waited)
 }
 
