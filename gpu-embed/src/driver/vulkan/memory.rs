@@ -14,6 +14,21 @@ use std::sync::{Arc, Mutex};
 
 /// Alignment (and granule) of the addresses handed out.
 const ADDRESS_ALIGNMENT: u64 = 256;
+/// The size of the small staging buffers that are recycled (scalar arguments, small uploads).
+const SMALL_STAGING: u64 = 4096;
+/// How many small staging buffers are kept for reuse at most.
+const STAGING_POOL_LIMIT: usize = 256;
+
+/// A small staging buffer whose last submission has run, kept for reuse: its handles and
+/// mapping.
+pub(crate) struct PooledStaging {
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    mapped: *mut u8,
+}
+
+// SAFETY: plain handles and a mapping no one uses while the buffer is in the pool.
+unsafe impl Send for PooledStaging {}
 
 /// One `VkBuffer` with its own memory: a device allocation (with its address) or a staging /
 /// argument buffer (host-visible, mapped, no address). Destroyed when the last reference goes:
@@ -27,6 +42,8 @@ pub(crate) struct Allocation {
     mapped: Option<*mut u8>,
     /// Counted in the device's allocated bytes.
     counted: bool,
+    /// A small staging buffer, returned to the device's pool instead of destroyed.
+    recycled: bool,
 }
 
 // SAFETY: the handles are plain identifiers the driver lets any thread use; the mapped pointer is
@@ -38,6 +55,18 @@ unsafe impl Sync for Allocation {}
 
 impl Drop for Allocation {
     fn drop(&mut self) {
+        if let (true, Some(mapped)) = (self.recycled, self.mapped) {
+            let mut pool = lock(&self.gpu.staging_pool);
+            if pool.len() < STAGING_POOL_LIMIT {
+                // The last reference: no submission uses the buffer any more.
+                pool.push(PooledStaging {
+                    buffer: self.buffer,
+                    memory: self.memory,
+                    mapped,
+                });
+                return;
+            }
+        }
         // SAFETY: the last reference: no submission still uses the buffer (each keeps one until
         // it has run); memory is unmapped by `vkFreeMemory`.
         unsafe {
@@ -178,6 +207,7 @@ impl Gpu {
             size: bytes,
             mapped,
             counted: false,
+            recycled: false,
         })
     }
 
@@ -259,9 +289,32 @@ fn unknown_address(address: u64) -> Error {
     ))
 }
 
-/// A host-visible buffer holding `bytes` (for uploads and scalar arguments).
+/// A host-visible buffer holding `bytes` (for uploads and scalar arguments); small ones come from
+/// the device's pool of recycled buffers.
 pub(crate) fn staging_with(gpu: &'static Gpu, bytes: &[u8]) -> Result<Arc<Allocation>> {
-    let staging = gpu.buffer(bytes.len() as u64, true)?;
+    let small = bytes.len() as u64 <= SMALL_STAGING;
+    let pooled = if small {
+        lock(&gpu.staging_pool).pop()
+    } else {
+        None
+    };
+    let staging = match pooled {
+        Some(pooled) => Allocation {
+            gpu,
+            buffer: pooled.buffer,
+            memory: pooled.memory,
+            size: SMALL_STAGING,
+            mapped: Some(pooled.mapped),
+            counted: false,
+            recycled: true,
+        },
+        None if small => {
+            let mut fresh = gpu.buffer(SMALL_STAGING, true)?;
+            fresh.recycled = true;
+            fresh
+        }
+        None => gpu.buffer(bytes.len() as u64, true)?,
+    };
     if let Some(mapped) = staging.mapped {
         // SAFETY: the mapping holds at least `bytes.len()` bytes; nothing else uses the fresh
         // buffer.

@@ -19,16 +19,16 @@
 //!   `vkCmdFillBuffer` of the pattern replicated to 32 bits, with the unaligned edges copied from
 //!   staging. Page-locked memory is ordinary page-aligned host memory (copies stage anyway).
 //! - **Streams** are timeline semaphores (`stream.rs`): every operation is one command buffer,
-//!   submitted to the device's compute queue (behind a mutex), waiting for the stream's previous
-//!   value (and for events the stream was told to wait for) and signalling the next. Each
-//!   command buffer starts and ends with a full memory barrier (the end one also to the host), so
-//!   transfers, dispatches and host reads are ordered however they mix. What a submission uses
+//!   submitted to the device's one compute queue (behind a mutex), signalling the stream's next
+//!   value. Each command buffer starts and ends with a full memory barrier (the end one also to
+//!   the host), so transfers, dispatches and host reads are ordered however they mix, and each
+//!   submission after everything submitted before it: no semaphore waits are needed for the
+//!   stream order, events or the default stream's rule (streams do not overlap on the one queue). What a submission uses
 //!   (its command buffer, staging and argument buffers, descriptor pool, the buffers it touches,
 //!   the event whose timestamp it writes) is kept until the semaphore passes its value, so a
-//!   buffer freed under queued work is destroyed only after that work. The default stream is
-//!   CUDA's legacy default stream, as the host driver's: its work waits for every stream's work
-//!   queued before it, and every stream's work waits for the default stream's work queued before
-//!   it; the synchronous operations run on it and wait for it.
+//!   buffer freed under queued work is destroyed only after that work. The default stream orders
+//!   as CUDA's legacy default stream (the single queue orders more than that); the synchronous
+//!   operations run on it and wait for it. Small staging and argument buffers are recycled.
 //! - **Events** are a point (stream semaphore, value) plus a timestamp written into the event's
 //!   own query pool, read with the device's `timestampPeriod` for elapsed times.
 //! - **Kernels** (`launch.rs`): an object's SPIR-V becomes one `VkShaderModule`; each kernel a
@@ -607,10 +607,10 @@ impl Driver for Vulkan {
         let _ = stream.synchronize();
     }
 
-    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
-        let gpu = current()?;
-        stream_of(gpu, stream).wait_for(&event_of(event));
-        Ok(())
+    fn stream_wait_event(&self, _stream: Handle, _event: Handle) -> Result<()> {
+        // Already so: the event's recording was submitted before anything the stream submits
+        // from now on, and each submission is ordered after all earlier ones (`stream.rs`).
+        current().map(|_| ())
     }
 
     fn create_event(&self) -> Result<Handle> {

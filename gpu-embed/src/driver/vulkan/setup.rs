@@ -1,7 +1,7 @@
 //! One Vulkan device: what it supports, the logical device made on it with every feature a
 //! kernel may need, its queue, allocation table and streams.
 
-use super::memory::Allocation;
+use super::memory::{Allocation, PooledStaging};
 use super::stream::Stream;
 use super::{check, device_limits, lock, vk_error};
 use crate::driver::DeviceLimits;
@@ -76,6 +76,9 @@ pub(crate) struct Gpu {
     default_stream: OnceLock<Arc<Stream>>,
     /// A small buffer bound for views without elements.
     pub empty: OnceLock<Result<Arc<Allocation>>>,
+    /// Small host-visible buffers whose submissions have run, kept for the next small upload or
+    /// launch's arguments (making one costs a buffer, an allocation and a mapping).
+    pub staging_pool: Mutex<Vec<PooledStaging>>,
 }
 
 fn has_extension(extensions: &[vk::ExtensionProperties], name: &CStr) -> bool {
@@ -286,6 +289,7 @@ impl Gpu {
             streams: Mutex::new(Vec::new()),
             default_stream: OnceLock::new(),
             empty: OnceLock::new(),
+            staging_pool: Mutex::new(Vec::new()),
         })
     }
 
