@@ -69,10 +69,15 @@ const UPSTREAM_ON_VULKAN: &[&str] = &[
 const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 
 /// Upstream's tests from the other folders that pass on Vulkan too: ROCM's `vecadd` (host
-/// memory registered, its "device view" the host memory the launch stages) and the SPIR-V CPU
-/// runner's two programs (its `fillI32Buffer` / `fillF32Buffer*D` helpers).
+/// memory registered, its "device view" the host memory the launch stages), SYCL's four (their
+/// kernels' size in `gpu.known_block_size`) and the SPIR-V CPU runner's two programs (its
+/// `fillI32Buffer` / `fillF32Buffer*D` helpers).
 const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "ROCM/vecadd.mlir",
+    "SYCL/gpu-addf32-to-spirv.mlir",
+    "SYCL/gpu-addi64-to-spirv.mlir",
+    "SYCL/gpu-memcpy-addf32-to-spirv.mlir",
+    "SYCL/gpu-reluf32-to-spirv.mlir",
     "SPIRV/double.mlir",
     "SPIRV/simple_add.mlir",
 ];

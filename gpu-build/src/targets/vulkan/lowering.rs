@@ -141,10 +141,8 @@ pub(super) fn serialize(
     run(
         context,
         &mut module,
-        &format!(
-            "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,\
-             convert-math-to-spirv),convert-gpu-to-spirv)"
-        ),
+        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,convert-math-to-spirv),\
+         convert-gpu-to-spirv)",
         "converting to SPIR-V",
     )?;
     let top = module.as_operation();
@@ -222,20 +220,24 @@ pub(super) fn serialize(
     })
 }
 
-/// `spirv.entry_point_abi` from `known_block_size`, unless the kernel has one already (as
-/// upstream's Vulkan tests write it).
+/// `spirv.entry_point_abi` with a workgroup size from `known_block_size` (or the discardable
+/// `gpu.known_block_size` kernel outlining writes), unless the kernel has one with a size
+/// already (as upstream's Vulkan tests write it; its SYCL tests write one without).
 fn set_entry_point_abi<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
     name: &str,
     location: &str,
 ) -> Result<()> {
-    if function.has_attribute("spirv.entry_point_abi") {
+    let has_size = function
+        .attribute("spirv.entry_point_abi")
+        .is_ok_and(|abi| abi.to_string().contains("workgroup_size"));
+    if has_size {
         return Ok(());
     }
-    let size = function
-        .attribute("known_block_size")
-        .ok()
+    let size = ["known_block_size", "gpu.known_block_size"]
+        .iter()
+        .find_map(|name| function.attribute(name).ok())
         .map(|a| numbers(a.to_string().rsplit(':').next().unwrap_or_default()))
         .filter(|size| size.len() == 3)
         .ok_or_else(|| {
