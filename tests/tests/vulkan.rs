@@ -18,7 +18,9 @@ fn on_vulkan_and_host(test: impl Fn(&Device) -> Result<()>) {
     if devices.is_empty() {
         eprintln!(
             "skipped on Vulkan: no Vulkan device ({}); scripts/setup.sh installs lavapipe",
-            Device::gpus().err().map_or("none listed".into(), |e| e.to_string())
+            Device::gpus()
+                .err()
+                .map_or("none listed".into(), |e| e.to_string())
         );
     }
     for device in devices.iter().chain([&Device::host()]) {
@@ -130,7 +132,9 @@ fn eight_sixteen_and_sixty_four_bit_values() {
     on_vulkan_and_host(|device| {
         let n = 100;
         let a: Vec<i8> = (0..n).map(|i| (i as i32 * 37 % 256 - 128) as i8).collect();
-        let b: Vec<f16> = (0..n).map(|i| f16::from_f32(i as f32 * 1.75 - 40.0)).collect();
+        let b: Vec<f16> = (0..n)
+            .map(|i| f16::from_f32(i as f32 * 1.75 - 40.0))
+            .collect();
         let k = 1i64 << 40;
         let (da, db) = (
             DeviceBuffer::from_slice(device, &a)?,
