@@ -64,21 +64,27 @@ impl Build {
         self
     }
 
+    /// Adds a kernel file built for its own targets instead of the build's (each `(vendor, chips)`
+    /// as in [`Build::target`]): what one `include_gpu_binary!` call asks for.
+    pub fn kernel_for(
+        &mut self,
+        path: impl AsRef<Path>,
+        targets: &[(Vendor, &[&str])],
+    ) -> &mut Build {
+        let requests = targets
+            .iter()
+            .map(|(vendor, chips)| request(*vendor, chips))
+            .collect();
+        self.kernel_with_targets(path.as_ref().to_path_buf(), requests)
+    }
+
     /// Builds for `vendor`. Named chips replace the file's own chips for that vendor (its other
     /// target parameters are kept); no chips means the file's own targets for that vendor, else
     /// the vendor's default chips ([`Vendor::default_chips`]: the same rule as a bare vendor in
     /// `include_gpu_binary!`). Without any `target` call, each gpu.module's own target attributes
     /// are used.
     pub fn target(&mut self, vendor: Vendor, chips: &[&str]) -> &mut Build {
-        self.requests.push(TargetRequest {
-            vendor,
-            chips: chips.iter().map(|c| c.to_string()).collect(),
-            fallback: vendor
-                .default_chips()
-                .iter()
-                .map(|c| c.to_string())
-                .collect(),
-        });
+        self.requests.push(request(vendor, chips));
         self
     }
 
@@ -272,5 +278,18 @@ impl Build {
             cache: self.cache.clone(),
             progress: self.progress,
         }
+    }
+}
+
+/// `vendor` with `chips`, or its default chips where the file names none of its own.
+fn request(vendor: Vendor, chips: &[&str]) -> TargetRequest {
+    TargetRequest {
+        vendor,
+        chips: chips.iter().map(|c| c.to_string()).collect(),
+        fallback: vendor
+            .default_chips()
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
     }
 }

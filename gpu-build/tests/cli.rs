@@ -80,12 +80,17 @@ fn compile_writes_what_the_build_script_writes() {
         "amdgpu:gfx90a,gfx1100",
         "-t",
         "host",
+        // As the sample's own include_gpu_binary! calls: these two also for Vulkan.
+        "-T",
+        "kernels/vadd.mlir=vulkan",
+        "-T",
+        "kernels/reduce.mlir=vulkan",
     ]);
     args.extend(kernels.iter().map(String::as_str));
     let (ok, _, stderr) = gpu_build(&args);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("wrote 35 objects of 5 gpu.modules"),
+        stderr.contains("wrote 37 objects of 5 gpu.modules"),
         "{stderr}"
     );
     let (ours, theirs) = (tree(cli.path()), tree(script.path()));
@@ -215,6 +220,23 @@ fn bad_arguments_are_clear_errors() {
     assert!(
         stderr.contains("unknown target vendor `nvidia`")
             && stderr.contains("nvptx, amdgpu, host or vulkan"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = gpu_build(&[
+        "compile",
+        "--out",
+        "/tmp/x",
+        "-T",
+        "b.mlir=vulkan",
+        "k.mlir",
+    ]);
+    assert!(
+        !ok && stderr.contains("`b.mlir` is not one of the files to compile"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = gpu_build(&["compile", "--out", "/tmp/x", "-T", "k.mlir", "k.mlir"]);
+    assert!(
+        !ok && stderr.contains("expected FILE=VENDOR[:CHIPS]"),
         "{stderr}"
     );
     let (ok, _, stderr) = gpu_build(&["inspect", "/nonexistent/manifest.json"]);

@@ -30,34 +30,42 @@ struct Cli {
     command: Command,
 }
 
+/// What `gpu-build compile` takes.
+#[derive(clap::Args)]
+struct CompileArgs {
+    /// Kernel files: `.mlir`, `.ll` or `.bc`.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// A target: `nvptx`, `nvptx:sm_80,sm_90`, `amdgpu:gfx90a`, `host`. Repeatable; none
+    /// means each gpu.module's own target attributes.
+    #[arg(short, long = "target", value_name = "VENDOR[:CHIPS]")]
+    targets: Vec<String>,
+    /// A target for one file on top of the `--target` ones: `kernels/vadd.mlir=vulkan`, as
+    /// an `include_gpu_binary!` call names targets for its own file. Repeatable.
+    #[arg(short = 'T', long = "file-target", value_name = "FILE=VENDOR[:CHIPS]")]
+    file_targets: Vec<String>,
+    /// The output directory (what `OUT_DIR` is to a build script).
+    #[arg(short, long, value_name = "DIR")]
+    out: PathBuf,
+    /// Override every target's optimization level (0-3).
+    #[arg(short = 'O', long = "opt-level", value_name = "N")]
+    opt_level: Option<u8>,
+    /// The crate the host objects are for (their symbols and library are named after it);
+    /// use the crate's name to get exactly its build script's objects.
+    #[arg(long, value_name = "NAME", default_value = "gpu-build")]
+    crate_name: String,
+    /// Relative kernel and `link` paths are relative to this (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    base_dir: Option<PathBuf>,
+    /// Do not use the object cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Compile kernel files into objects and a manifest (`<out>/gpu-build/manifest.json`).
-    Compile {
-        /// Kernel files: `.mlir`, `.ll` or `.bc`.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// A target: `nvptx`, `nvptx:sm_80,sm_90`, `amdgpu:gfx90a`, `host`. Repeatable; none
-        /// means each gpu.module's own target attributes.
-        #[arg(short, long = "target", value_name = "VENDOR[:CHIPS]")]
-        targets: Vec<String>,
-        /// The output directory (what `OUT_DIR` is to a build script).
-        #[arg(short, long, value_name = "DIR")]
-        out: PathBuf,
-        /// Override every target's optimization level (0-3).
-        #[arg(short = 'O', long = "opt-level", value_name = "N")]
-        opt_level: Option<u8>,
-        /// The crate the host objects are for (their symbols and library are named after it);
-        /// use the crate's name to get exactly its build script's objects.
-        #[arg(long, value_name = "NAME", default_value = "gpu-build")]
-        crate_name: String,
-        /// Relative kernel and `link` paths are relative to this (default: the current one).
-        #[arg(long, value_name = "DIR")]
-        base_dir: Option<PathBuf>,
-        /// Do not use the object cache.
-        #[arg(long)]
-        no_cache: bool,
-    },
+    Compile(CompileArgs),
     /// Describe a manifest, an OUT_DIR or one object (.ptx, .cubin, .hsaco, .o).
     Inspect {
         /// `manifest.json`, a directory holding `gpu-build/manifest.json`, or an object file.
@@ -103,23 +111,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Compile {
-            files,
-            targets,
-            out,
-            opt_level,
-            crate_name,
-            base_dir,
-            no_cache,
-        } => compile(
-            &files,
-            &targets,
-            &out,
-            opt_level,
-            &crate_name,
-            base_dir,
-            no_cache,
-        ),
+        Command::Compile(args) => compile(&args),
         Command::Inspect { path } => inspect::inspect(&path).map(|text| print!("{text}")),
         Command::Prebuild { crate_dir } => prebuild(&crate_dir),
         Command::Run {
@@ -172,15 +164,17 @@ fn parse_target(text: &str) -> Result<(Vendor, Vec<String>), String> {
     Ok((vendor, chips))
 }
 
-fn compile(
-    files: &[PathBuf],
-    targets: &[String],
-    out: &Path,
-    opt_level: Option<u8>,
-    crate_name: &str,
-    base_dir: Option<PathBuf>,
-    no_cache: bool,
-) -> Result<(), String> {
+fn compile(args: &CompileArgs) -> Result<(), String> {
+    let CompileArgs {
+        files,
+        targets,
+        file_targets,
+        out,
+        opt_level,
+        crate_name,
+        base_dir,
+        no_cache,
+    } = args;
     let mut build = Build::new();
     build
         .out_dir(out)
@@ -188,20 +182,57 @@ fn compile(
         .crate_name(crate_name)
         .host_target(&host_target()?)
         .progress(std::io::stderr().is_terminal())
-        .base_dir(base_dir.unwrap_or_else(|| PathBuf::from(".")));
-    if no_cache {
+        .base_dir(base_dir.clone().unwrap_or_else(|| PathBuf::from(".")));
+    if *no_cache {
         build.cache(CacheSetting::Off);
     }
-    for file in files {
-        build.kernel(file);
+    let targets: Vec<(Vendor, Vec<String>)> = targets
+        .iter()
+        .map(|target| parse_target(target))
+        .collect::<Result<_, _>>()?;
+    let mut own: Vec<(PathBuf, (Vendor, Vec<String>))> = Vec::new();
+    for entry in file_targets {
+        let (file, target) = entry.split_once('=').ok_or_else(|| {
+            format!("--file-target `{entry}`: expected FILE=VENDOR[:CHIPS], e.g. kernels/vadd.mlir=vulkan")
+        })?;
+        let file = PathBuf::from(file);
+        if !files.contains(&file) {
+            return Err(format!(
+                "--file-target `{entry}`: `{}` is not one of the files to compile",
+                file.display()
+            ));
+        }
+        own.push((file, parse_target(target)?));
     }
-    for target in targets {
-        let (vendor, chips) = parse_target(target)?;
+    for file in files {
+        let extra: Vec<&(Vendor, Vec<String>)> = own
+            .iter()
+            .filter(|(f, _)| f == file)
+            .map(|(_, t)| t)
+            .collect();
+        if extra.is_empty() {
+            build.kernel(file);
+            continue;
+        }
+        let chips: Vec<Vec<&str>> = targets
+            .iter()
+            .chain(extra.iter().copied())
+            .map(|(_, chips)| chips.iter().map(String::as_str).collect())
+            .collect();
+        let requests: Vec<(Vendor, &[&str])> = targets
+            .iter()
+            .chain(extra.iter().copied())
+            .zip(&chips)
+            .map(|((vendor, _), chips)| (*vendor, chips.as_slice()))
+            .collect();
+        build.kernel_for(file, &requests);
+    }
+    for (vendor, chips) in &targets {
         let chips: Vec<&str> = chips.iter().map(String::as_str).collect();
-        build.target(vendor, &chips);
+        build.target(*vendor, &chips);
     }
     if let Some(level) = opt_level {
-        build.opt_level(level);
+        build.opt_level(*level);
     }
     let report = build.compile().map_err(|e| e.to_string())?;
     for warning in &report.warnings {
