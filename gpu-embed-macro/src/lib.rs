@@ -330,20 +330,21 @@ fn vulkan_object(
                     ),
                 )
             })?;
+        let launch_bindings = entry.launch_bindings(kernel).map_err(|why| {
+            syn::Error::new(
+                Span::call_site(),
+                format!(
+                    "the manifest's Vulkan object of gpu.module @{}: {why}",
+                    module.name
+                ),
+            )
+        })?;
         let mut bindings = Vec::new();
-        for (argument, binding) in entry.bindings.iter().enumerate() {
-            let param = kernel
-                .params
-                .iter()
-                .position(|p| p.argument == argument)
-                .unwrap_or(kernel.params.len());
-            let (set, slot) = (binding.set, binding.binding);
+        for binding in launch_bindings {
+            let (set, slot, param) = (binding.set, binding.binding, binding.param);
             let kind = match binding.kind {
                 gpu_manifest::VulkanBindingKind::Elements { element_bytes } => {
-                    let rank = match &kernel.arguments.get(argument).map(|a| &a.kind) {
-                        Some(gpu_manifest::ArgumentKind::Memref { shape, .. }) => shape.len(),
-                        _ => 0,
-                    };
+                    let rank = binding.rank.unwrap_or_default();
                     quote!(::gpu_embed::VulkanArgument::Elements { rank: #rank, element_bytes: #element_bytes })
                 }
                 gpu_manifest::VulkanBindingKind::Scalar { bytes } => {

@@ -61,6 +61,27 @@ pub struct VulkanBinding {
     pub kind: VulkanArgument,
 }
 
+impl From<gpu_manifest::VulkanLaunchBinding> for VulkanBinding {
+    fn from(binding: gpu_manifest::VulkanLaunchBinding) -> VulkanBinding {
+        VulkanBinding {
+            set: binding.set,
+            binding: binding.binding,
+            param: binding.param,
+            kind: match binding.kind {
+                gpu_manifest::VulkanBindingKind::Elements { element_bytes } => {
+                    VulkanArgument::Elements {
+                        rank: binding.rank.unwrap_or_default(),
+                        element_bytes,
+                    }
+                }
+                gpu_manifest::VulkanBindingKind::Scalar { bytes } => {
+                    VulkanArgument::Scalar { bytes }
+                }
+            },
+        }
+    }
+}
+
 /// What a Vulkan kernel argument's storage buffer holds. Used by `include_gpu_binary!`'s
 /// expansion.
 #[doc(hidden)]

@@ -108,47 +108,12 @@ pub fn register_vulkan_object(
                     entry.name
                 ))
             })?;
-        let mut bindings = Vec::new();
-        for (argument, binding) in entry.bindings.iter().enumerate() {
-            let param = kernel
-                .params
-                .iter()
-                .position(|p| p.argument == argument)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "kernel `{}`: argument {argument} has no lowered parameter",
-                        kernel.name
-                    ))
-                })?;
-            let kind = match binding.kind {
-                gpu_manifest::VulkanBindingKind::Elements { element_bytes } => {
-                    match kernel.arguments.get(argument).map(|a| &a.kind) {
-                        Some(gpu_manifest::ArgumentKind::Memref { shape, .. }) => {
-                            VulkanArgument::Elements {
-                                rank: shape.len(),
-                                element_bytes,
-                            }
-                        }
-                        _ => {
-                            return Err(invalid(format!(
-                                "kernel `{}`: argument {argument} is bound as a memref's \
-                                 elements but is not a memref",
-                                kernel.name
-                            )))
-                        }
-                    }
-                }
-                gpu_manifest::VulkanBindingKind::Scalar { bytes } => {
-                    VulkanArgument::Scalar { bytes }
-                }
-            };
-            bindings.push(VulkanBinding {
-                set: binding.set,
-                binding: binding.binding,
-                param,
-                kind,
-            });
-        }
+        let bindings: Vec<VulkanBinding> = entry
+            .launch_bindings(kernel)
+            .map_err(invalid)?
+            .into_iter()
+            .map(VulkanBinding::from)
+            .collect();
         let sizes = kernel
             .params
             .iter()

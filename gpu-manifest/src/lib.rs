@@ -489,6 +489,74 @@ pub struct VulkanKernel {
     pub bindings: Vec<VulkanBinding>,
 }
 
+/// Where a launch finds one Vulkan kernel argument: its binding, and its place among the
+/// launch's lowered parameters (what the runtime's binding tables hold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VulkanLaunchBinding {
+    /// Descriptor set.
+    pub set: u32,
+    /// Binding within the set.
+    pub binding: u32,
+    /// Index of the argument's first lowered parameter (a memref's allocated pointer).
+    pub param: usize,
+    /// For a memref's elements, its rank (its descriptor's sizes and strides follow the
+    /// pointers and offset); `None` for a scalar.
+    pub rank: Option<usize>,
+    /// What the buffer holds.
+    pub kind: VulkanBindingKind,
+}
+
+impl VulkanKernel {
+    /// Each binding with where a launch of `kernel` (this entry point's kernel, with its lowered
+    /// parameters) finds its value: the one rule the launch stubs' tables and `mgpu` share.
+    pub fn launch_bindings(&self, kernel: &Kernel) -> Result<Vec<VulkanLaunchBinding>, String> {
+        if self.bindings.len() != kernel.arguments.len() {
+            return Err(format!(
+                "kernel `{}`: {} Vulkan bindings for {} arguments",
+                kernel.name,
+                self.bindings.len(),
+                kernel.arguments.len()
+            ));
+        }
+        self.bindings
+            .iter()
+            .zip(&kernel.arguments)
+            .enumerate()
+            .map(|(index, (binding, argument))| {
+                let param = kernel
+                    .params
+                    .iter()
+                    .position(|p| p.argument == index)
+                    .ok_or_else(|| {
+                        format!(
+                            "kernel `{}`: argument {index} has no lowered parameter",
+                            kernel.name
+                        )
+                    })?;
+                let rank = match (binding.kind, &argument.kind) {
+                    (VulkanBindingKind::Elements { .. }, ArgumentKind::Memref { shape, .. }) => {
+                        Some(shape.len())
+                    }
+                    (VulkanBindingKind::Scalar { .. }, ArgumentKind::Scalar { .. }) => None,
+                    _ => {
+                        return Err(format!(
+                            "kernel `{}`: argument {index} ({}) cannot be bound as {:?}",
+                            kernel.name, argument.ty, binding.kind
+                        ))
+                    }
+                };
+                Ok(VulkanLaunchBinding {
+                    set: binding.set,
+                    binding: binding.binding,
+                    param,
+                    rank,
+                    kind: binding.kind,
+                })
+            })
+            .collect()
+    }
+}
+
 /// Where one kernel argument is bound.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VulkanBinding {
