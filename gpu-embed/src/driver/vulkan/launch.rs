@@ -13,10 +13,10 @@
 //! (`VulkanArgument::Scalar`) is copied into a per-launch host-visible buffer, each at a
 //! multiple of the alignment; an 8-byte `index` taken as 4 bytes must fit in an `i32`.
 
-use super::memory::{staging_with, Allocation};
-use super::setup::Gpu;
+use super::allocation::{Allocation, Table};
+use super::errors::{check, invalid, vk_error};
+use super::setup::Core;
 use super::stream::{DescriptorPool, Stream};
-use super::{check, invalid, vk_error};
 use crate::binary::{Object, VulkanArgument, VulkanKernel};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::vulkan_version;
@@ -30,13 +30,16 @@ use crate::driver::Handle;
 const SPIRV_MAGIC: u32 = 0x0723_0203;
 
 struct Module {
-    gpu: &'static Gpu,
+    core: &'static Core,
+    /// The allocation table of the module's device (what its kernels' launches address).
+    table: &'static Table,
     object: &'static Object,
     shader: vk::ShaderModule,
 }
 
 struct Function {
-    gpu: &'static Gpu,
+    core: &'static Core,
+    table: &'static Table,
     kernel: &'static VulkanKernel,
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
@@ -55,7 +58,12 @@ fn max_spirv(api: u32) -> (u32, u32) {
     }
 }
 
-pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<Handle> {
+/// Loads `object` on the device of `core` and `table`.
+pub(crate) fn load_module(
+    core: &'static Core,
+    table: &'static Table,
+    object: &'static Object,
+) -> Result<Handle> {
     let what = object.describe();
     let bytes = object.bytes();
     if bytes.len() < 20 || !bytes.len().is_multiple_of(4) {
@@ -77,8 +85,8 @@ pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
     }
     let version = ((words[1] >> 16) & 0xff, (words[1] >> 8) & 0xff);
     let device_api = (
-        vk::api_version_major(gpu.api),
-        vk::api_version_minor(gpu.api),
+        vk::api_version_major(core.api),
+        vk::api_version_minor(core.api),
     );
     if let Some(wanted) = vulkan_version(object.chip()) {
         if wanted > device_api {
@@ -86,12 +94,12 @@ pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
                 ErrorKind::NoFittingObject,
                 format!(
                     "{what} needs Vulkan {}.{}; {} has Vulkan {}.{}",
-                    wanted.0, wanted.1, gpu.name, device_api.0, device_api.1
+                    wanted.0, wanted.1, core.name, device_api.0, device_api.1
                 ),
             ));
         }
     }
-    let spirv_limit = max_spirv(gpu.api);
+    let spirv_limit = max_spirv(core.api);
     if version > spirv_limit {
         return Err(Error::new(
             ErrorKind::NoFittingObject,
@@ -101,17 +109,17 @@ pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
                 version.1,
                 device_api.0,
                 device_api.1,
-                gpu.name,
+                core.name,
                 spirv_limit.0,
                 spirv_limit.1
             ),
         ));
     }
     for capability in object.capabilities() {
-        if let Some(why) = gpu.missing_capability(capability) {
+        if let Some(why) = core.missing_capability(capability) {
             return Err(Error::new(
                 ErrorKind::NotSupported,
-                format!("{what} cannot run on {}: {why}", gpu.name),
+                format!("{what} cannot run on {}: {why}", core.name),
             ));
         }
     }
@@ -119,11 +127,12 @@ pub(crate) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
     // SAFETY: whole SPIR-V words starting with the magic number, whose capabilities the device
     // has enabled (checked above).
     let shader = check(
-        unsafe { gpu.device.create_shader_module(&info, None) },
+        unsafe { core.device.create_shader_module(&info, None) },
         || format!("loading {what} (vkCreateShaderModule)"),
     )?;
     let module = Box::new(Module {
-        gpu,
+        core,
+        table,
         object,
         shader,
     });
@@ -135,20 +144,25 @@ pub(crate) fn unload_module(module: Handle) {
     let module = unsafe { Box::from_raw(module.0.cast::<Module>()) };
     // Pipelines made from it keep their own copy of the code: the shader module may go.
     // SAFETY: the shader module is used only to make pipelines, which are made.
-    unsafe { module.gpu.device.destroy_shader_module(module.shader, None) };
+    unsafe {
+        module
+            .core
+            .device
+            .destroy_shader_module(module.shader, None)
+    };
 }
 
 pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
     // SAFETY: module handles point at a live `Module` (see `unload_module`).
     let module = unsafe { &*(module.0.cast::<Module>()) };
-    let gpu = module.gpu;
+    let (core, table) = (module.core, module.table);
     let kernel = module.object.vulkan_kernel(name).ok_or_else(|| {
         Error::new(
             ErrorKind::NoFittingObject,
             format!("the Vulkan object has no kernel `{name}`"),
         )
     })?;
-    let limits = &gpu.limits;
+    let limits = &core.limits;
     let [x, y, z] = kernel.workgroup_size;
     let threads = u64::from(x) * u64::from(y) * u64::from(z);
     if threads == 0
@@ -160,7 +174,7 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
             format!(
                 "kernel `{name}` has workgroup size {:?}; {} allows at most {} invocations and \
                  {:?} per dimension",
-                kernel.workgroup_size, gpu.name, limits.max_threads_per_block, limits.max_block
+                kernel.workgroup_size, core.name, limits.max_threads_per_block, limits.max_block
             ),
         ));
     }
@@ -169,7 +183,7 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
             ErrorKind::NotSupported,
             format!(
                 "kernel `{name}` uses {} bytes of workgroup memory; {} allows {}",
-                kernel.workgroup_memory, gpu.name, limits.shared_memory_per_block
+                kernel.workgroup_memory, core.name, limits.shared_memory_per_block
             ),
         ));
     }
@@ -202,13 +216,13 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
                 .stage_flags(vk::ShaderStageFlags::COMPUTE),
         );
     }
-    let push = gpu.push.is_some() && bindings.len() as u32 <= gpu.checks.max_push_descriptors;
+    let push = core.push.is_some() && bindings.len() as u32 <= core.checks.max_push_descriptors;
     let flags = if push {
         vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR
     } else {
         vk::DescriptorSetLayoutCreateFlags::empty()
     };
-    let device = &gpu.device;
+    let device = &core.device;
     let info = vk::DescriptorSetLayoutCreateInfo::default()
         .flags(flags)
         .bindings(&bindings);
@@ -260,7 +274,8 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
     };
     // Kept for the life of the process, as the module is (device.rs caches the handle).
     let function = Box::new(Function {
-        gpu,
+        core,
+        table,
         kernel,
         set_layout,
         layout,
@@ -335,13 +350,14 @@ type Bindings = (Vec<Bound>, Vec<(u32, u64, u64)>, Vec<u8>);
 /// # Safety
 /// `params` match the kernel.
 unsafe fn bindings(
-    gpu: &'static Gpu,
+    core: &'static Core,
+    table: &'static Table,
     kernel: &VulkanKernel,
     params: &[*mut c_void],
     param_sizes: &[usize],
 ) -> Result<Bindings> {
     let name = kernel.name;
-    let alignment = gpu.checks.min_storage_offset;
+    let alignment = core.checks.min_storage_offset;
     let mut bound = Vec::new();
     let mut scalars = Vec::new();
     let mut scalar_bytes: Vec<u8> = Vec::new();
@@ -387,7 +403,7 @@ unsafe fn bindings(
                 }
                 let element = u64::from(element_bytes);
                 if sizes.contains(&0) {
-                    let buffer = gpu.empty_buffer()?;
+                    let buffer = table.empty_buffer(core)?;
                     let range = buffer.size;
                     bound.push(Bound {
                         binding: binding.binding,
@@ -415,7 +431,7 @@ unsafe fn bindings(
                     .checked_mul(element)
                     .and_then(|bytes| aligned.checked_add(bytes))
                     .ok_or_else(overflow)?;
-                let place = gpu
+                let place = table
                     .place(start, range)
                     .map_err(|e| e.map_message(|message| format!("{which}: {message}")))?;
                 if place.offset % alignment != 0 {
@@ -426,11 +442,11 @@ unsafe fn bindings(
                         place.offset
                     )));
                 }
-                if range > gpu.checks.max_storage_range {
+                if range > core.checks.max_storage_range {
                     return Err(invalid(format!(
                         "{which}: a view of {range} bytes; this device binds at most {} bytes \
                          per storage buffer (maxStorageBufferRange)",
-                        gpu.checks.max_storage_range
+                        core.checks.max_storage_range
                     )));
                 }
                 bound.push(Bound {
@@ -491,7 +507,7 @@ pub(crate) unsafe fn launch(
 ) -> Result<()> {
     // SAFETY: function handles point at the `Function`s `function` leaked.
     let function = unsafe { &*(function.0.cast::<Function>()) };
-    let gpu = function.gpu;
+    let (core, table) = (function.core, function.table);
     let kernel = function.kernel;
     let name = kernel.name;
     if block != kernel.workgroup_size {
@@ -507,18 +523,19 @@ pub(crate) unsafe fn launch(
              workgroup memory in the kernel)"
         )));
     }
-    let max = gpu.limits.max_grid;
+    let max = core.limits.max_grid;
     if (0..3).any(|d| grid[d] > max[d] || grid[d] == 0) {
         return Err(invalid(format!(
             "kernel `{name}`: grid {grid:?}; {} dispatches at most {max:?} workgroups \
              (maxComputeWorkGroupCount)",
-            gpu.name
+            core.name
         )));
     }
     // SAFETY: the caller guarantees the parameters.
-    let (mut bound, scalars, scalar_bytes) = unsafe { bindings(gpu, kernel, params, param_sizes) }?;
+    let (mut bound, scalars, scalar_bytes) =
+        unsafe { bindings(core, table, kernel, params, param_sizes) }?;
     if !scalars.is_empty() {
-        let arguments = staging_with(gpu, &scalar_bytes)?;
+        let arguments = table.staging_with(core, &scalar_bytes)?;
         for (binding, offset, range) in scalars {
             bound.push(Bound {
                 binding,
@@ -528,7 +545,7 @@ pub(crate) unsafe fn launch(
             });
         }
     }
-    let device = &gpu.device;
+    let device = &core.device;
     // Without push descriptors: a pool and set of this launch, written now.
     let mut pool = None;
     let mut set = vk::DescriptorSet::null();
@@ -565,7 +582,7 @@ pub(crate) unsafe fn launch(
             unsafe { device.create_descriptor_pool(&info, None) },
             || format!("kernel `{name}`: vkCreateDescriptorPool"),
         )?;
-        let made = DescriptorPool { gpu, pool: made };
+        let made = DescriptorPool { core, pool: made };
         let layouts = [function.set_layout];
         let info = vk::DescriptorSetAllocateInfo::default()
             .descriptor_pool(made.pool)
@@ -592,7 +609,7 @@ pub(crate) unsafe fn launch(
                     function.pipeline,
                 );
                 if !bound.is_empty() {
-                    match (&gpu.push, function.push) {
+                    match (&core.push, function.push) {
                         (Some(push), true) => push.cmd_push_descriptor_set(
                             command_buffer,
                             vk::PipelineBindPoint::COMPUTE,

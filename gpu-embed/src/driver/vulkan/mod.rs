@@ -9,26 +9,28 @@
 //!   `VkDeviceMemory` (device-local where the device has it), and gets a synthetic address from
 //!   a bump range that is never reused (256-byte aligned, with a gap after each allocation). An
 //!   allocation table maps any address inside an allocation to (buffer, offset): a stale or
-//!   unknown address is an `InvalidArgument` error, never undefined behaviour (`memory.rs`).
+//!   unknown address is an `InvalidArgument` error, never undefined behaviour (`allocation.rs`).
 //!   Buffer device addresses (`bufferDeviceAddress`) would need SPIR-V's physical pointers,
 //!   which MLIR's Vulkan lowering does not produce: its kernels take descriptors.
-//! - **Copies** with host memory go through a host-visible staging buffer: an upload copies the
-//!   host bytes into it when it is queued, then the device copies it in the stream's order; a
-//!   download queues the device copy into staging, waits for it and copies to the host, so
-//!   `copy_to_host_async` has finished when it returns (correct, not asynchronous). Fills are
-//!   `vkCmdFillBuffer` of the pattern replicated to 32 bits, with the unaligned edges copied from
-//!   staging. Page-locked memory is ordinary page-aligned host memory (copies stage anyway).
+//! - **Copies** with host memory go through a host-visible staging buffer (`transfer.rs`): an
+//!   upload copies the host bytes into it when it is queued, then the device copies it in the
+//!   stream's order; a download queues the device copy into staging, waits for it and copies to
+//!   the host, so `copy_to_host_async` has finished when it returns (correct, not asynchronous).
+//!   Fills are `vkCmdFillBuffer` of the pattern replicated to 32 bits, with the unaligned edges
+//!   copied from staging. Page-locked memory is ordinary page-aligned host memory (copies stage
+//!   anyway).
 //! - **Streams** are timeline semaphores (`stream.rs`): every operation is one command buffer,
 //!   submitted to the device's one compute queue (behind a mutex), signalling the stream's next
 //!   value. Each command buffer starts and ends with a full memory barrier (the end one also to
 //!   the host), so transfers, dispatches and host reads are ordered however they mix, and each
 //!   submission after everything submitted before it: no semaphore waits are needed for the
-//!   stream order, events or the default stream's rule (streams do not overlap on the one queue). What a submission uses
-//!   (its command buffer, staging and argument buffers, descriptor pool, the buffers it touches,
-//!   the event whose timestamp it writes) is kept until the semaphore passes its value, so a
-//!   buffer freed under queued work is destroyed only after that work. The default stream orders
-//!   as CUDA's legacy default stream (the single queue orders more than that); the synchronous
-//!   operations run on it and wait for it. Small staging and argument buffers are recycled.
+//!   stream order, events or the default stream's rule (streams do not overlap on the one
+//!   queue). What a submission uses (its command buffer, staging and argument buffers,
+//!   descriptor pool, the buffers it touches, the event whose timestamp it writes) is kept until
+//!   the semaphore passes its value, so a buffer freed under queued work is destroyed only after
+//!   that work. The default stream orders as CUDA's legacy default stream (the single queue
+//!   orders more than that); the synchronous operations run on it and wait for it. Small staging
+//!   and argument buffers are recycled.
 //! - **Events** are a point (stream semaphore, value) plus a timestamp written into the event's
 //!   own query pool, read with the device's `timestampPeriod` for elapsed times.
 //! - **Kernels** (`launch.rs`): an object's SPIR-V becomes one `VkShaderModule`; each kernel a
@@ -37,6 +39,21 @@
 //!   descriptors into buffer ranges (contiguous views only) and scalars into a small per-launch
 //!   buffer, binds them by push descriptors (`VK_KHR_push_descriptor`) or a descriptor pool of the
 //!   launch, and dispatches the grid.
+//!
+//! Files, from the bottom up: each imports only files listed before it (none imports this one).
+//!
+//! - `errors.rs`: `VkResult`s as gpu-embed's errors, and the lock every file takes.
+//! - `setup.rs`: a device's core (`Core`): the logical device with every feature a kernel may
+//!   need, its queue, limits, memory properties and timeline semaphore entry points.
+//! - `allocation.rs`: buffers with their own memory (`Allocation`), and a device's allocation
+//!   table (`Table`): addresses, allocated bytes, the pool of small staging buffers.
+//! - `stream.rs`: streams, events, what a submission keeps until it has run, and a device's
+//!   streams (`Streams`: every stream made, and the default one).
+//! - `transfer.rs`: uploads, downloads, device copies and fills on a stream; page-aligned host
+//!   memory.
+//! - `launch.rs`: modules, kernels' pipelines and launches.
+//! - `mod.rs` (this file): the loader and instance, a device as handed out (`Gpu`: its core,
+//!   table and streams, leaked so that each is `'static`), and the [`Driver`] implementation.
 //!
 //! Environment: `GPU_EMBED_VULKAN_VALIDATION=1` runs the instance under the Khronos validation
 //! layer (as [`enable_vulkan_validation`] does; an error, not a silent run without it, when the
@@ -53,21 +70,25 @@
 //! `VkDeviceMemory`, so a device's `maxMemoryAllocationCount` (4096 at least) bounds how many
 //! are live at once.
 
+mod allocation;
+mod errors;
 mod launch;
-mod memory;
 mod setup;
 mod stream;
+mod transfer;
 
-use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
+use super::{Driver, FoundDevice, Handle, Pattern};
 use crate::binary::{Object, Vendor};
-use crate::error::{DriverCode, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
+use allocation::Table;
 use ash::vk;
-use setup::Gpu;
+use errors::{check, lock, vk_error};
+use setup::Core;
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use stream::{Event, Stream};
+use stream::{Event, Stream, Streams};
 
 /// The library the loader is opened as, for messages.
 const LIBRARY: &str = "libvulkan.so.1";
@@ -100,12 +121,6 @@ fn validation_requested() -> bool {
         || std::env::var(VALIDATION_VARIABLE).is_ok_and(|value| value == "1")
 }
 
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// Records the validation layer's warnings and errors.
 unsafe extern "system" fn on_message(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
@@ -131,55 +146,48 @@ unsafe extern "system" fn on_message(
     vk::FALSE
 }
 
-/// The name of a `VkResult` (`VK_ERROR_DEVICE_LOST`).
-fn result_name(result: vk::Result) -> String {
-    format!("VK_{result:?}")
+/// One Vulkan device as the driver hands it out: its core, allocation table and streams. Leaked
+/// when found, so that each part lives as long as the program and the files below take the
+/// narrowest part they need as a `'static` reference.
+pub(crate) struct Gpu {
+    core: Core,
+    table: Table,
+    streams: Streams,
 }
 
-/// What a program can do about a `VkResult`.
-fn kind_of(result: vk::Result) -> ErrorKind {
-    match result {
-        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
-        | vk::Result::ERROR_OUT_OF_HOST_MEMORY
-        | vk::Result::ERROR_OUT_OF_POOL_MEMORY
-        | vk::Result::ERROR_FRAGMENTED_POOL
-        | vk::Result::ERROR_TOO_MANY_OBJECTS => ErrorKind::OutOfMemory,
-        vk::Result::ERROR_DEVICE_LOST => ErrorKind::KernelFault,
-        vk::Result::ERROR_FEATURE_NOT_PRESENT
-        | vk::Result::ERROR_EXTENSION_NOT_PRESENT
-        | vk::Result::ERROR_LAYER_NOT_PRESENT
-        | vk::Result::ERROR_INCOMPATIBLE_DRIVER
-        | vk::Result::ERROR_FORMAT_NOT_SUPPORTED => ErrorKind::NotSupported,
-        vk::Result::ERROR_INVALID_SHADER_NV => ErrorKind::InvalidArgument,
-        _ => ErrorKind::Driver,
+impl Gpu {
+    /// Opens `physical` if it can run kernels; else an error saying why not.
+    fn open(
+        instance: &ash::Instance,
+        instance_api: u32,
+        physical: vk::PhysicalDevice,
+    ) -> Result<Gpu> {
+        Ok(Gpu {
+            core: Core::open(instance, instance_api, physical)?,
+            table: Table::new(),
+            streams: Streams::new(),
+        })
     }
-}
 
-/// An error naming the `VkResult` and what was being done.
-pub(crate) fn vk_error(result: vk::Result, what: impl std::fmt::Display) -> Error {
-    let kind = kind_of(result);
-    let note = if kind == ErrorKind::KernelFault {
-        " (the device was lost: a kernel faulted or ran too long)"
-    } else {
-        ""
-    };
-    Error::from_driver(
-        kind,
-        DriverCode::Vulkan(result.as_raw()),
-        format!("{what}: {}{note}", result_name(result)),
-    )
-}
+    /// Makes the default stream (once the device has its final, `'static` address).
+    fn start(&'static self) -> Result<()> {
+        self.streams.start(&self.core, &self.table)
+    }
 
-/// `Ok`, or the `VkResult` as an error naming `what`.
-pub(crate) fn check<T>(
-    result: ash::prelude::VkResult<T>,
-    what: impl FnOnce() -> String,
-) -> Result<T> {
-    result.map_err(|e| vk_error(e, what()))
-}
+    fn default_stream(&'static self) -> &'static Arc<Stream> {
+        self.streams.default_stream(&self.core, &self.table)
+    }
 
-pub(crate) fn invalid(message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::InvalidArgument, message)
+    /// Waits for every stream of the device.
+    fn synchronize(&'static self) -> Result<()> {
+        self.streams.synchronize(&self.core, &self.table)
+    }
+
+    fn memory_info(&self) -> (u64, u64) {
+        let used = self.table.allocated_bytes();
+        let total = self.core.total_memory;
+        (total.saturating_sub(used), total)
+    }
 }
 
 /// The Vulkan loader and the instance made with it.
@@ -353,20 +361,20 @@ impl Vulkan {
                 Ok(gpu) => {
                     let gpu: &'static Gpu = Box::leak(Box::new(gpu));
                     if let Err(error) = gpu.start() {
-                        skipped.push(format!("{}: {}", gpu.name, error.message()));
+                        skipped.push(format!("{}: {}", gpu.core.name, error.message()));
                         continue;
                     }
                     found.push(FoundDevice {
                         driver: self,
                         raw: Handle((gpu as *const Gpu).cast_mut().cast()),
-                        name: gpu.name.clone(),
+                        name: gpu.core.name.clone(),
                         arch: format!(
                             "vulkan{}.{}",
-                            vk::api_version_major(gpu.api),
-                            vk::api_version_minor(gpu.api)
+                            vk::api_version_major(gpu.core.api),
+                            vk::api_version_minor(gpu.core.api)
                         ),
-                        limits: gpu.limits.clone(),
-                        cpu: gpu.cpu,
+                        limits: gpu.core.limits.clone(),
+                        cpu: gpu.core.cpu,
                     });
                 }
                 Err(error) => skipped.push(error.message().to_string()),
@@ -436,7 +444,8 @@ impl Driver for Vulkan {
     }
 
     fn load_module(&self, object: &'static Object) -> Result<Handle> {
-        launch::load_module(current()?, object)
+        let gpu = current()?;
+        launch::load_module(&gpu.core, &gpu.table, object)
     }
 
     fn load_image(&self, _image: &[u8], what: &str) -> Result<Handle> {
@@ -474,12 +483,13 @@ impl Driver for Vulkan {
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
-        current()?.alloc(bytes)
+        let gpu = current()?;
+        gpu.table.alloc(&gpu.core, bytes)
     }
 
     fn free(&self, pointer: u64) {
         if let Ok(gpu) = current() {
-            gpu.free(pointer);
+            gpu.table.free(pointer);
         }
     }
 
@@ -492,27 +502,27 @@ impl Driver for Vulkan {
         let gpu = current()?;
         let stream = Arc::clone(gpu.default_stream());
         // SAFETY: the caller guarantees both ranges; the copy has run when this returns.
-        unsafe { memory::upload(&stream, target, source.cast(), bytes) }?;
+        unsafe { transfer::upload(&stream, target, source.cast(), bytes) }?;
         stream.synchronize()
     }
 
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
         let gpu = current()?;
         // SAFETY: the caller guarantees both ranges; downloads finish before they return.
-        unsafe { memory::download(gpu.default_stream(), target.cast(), source, bytes) }
+        unsafe { transfer::download(gpu.default_stream(), target.cast(), source, bytes) }
     }
 
     unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
         let gpu = current()?;
         let stream = gpu.default_stream();
-        memory::copy(stream, target, source, bytes)?;
+        transfer::copy(stream, target, source, bytes)?;
         stream.synchronize()
     }
 
     unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()> {
         let gpu = current()?;
         let stream = gpu.default_stream();
-        memory::fill(stream, target, pattern, count)?;
+        transfer::fill(stream, target, pattern, count)?;
         stream.synchronize()
     }
 
@@ -525,7 +535,7 @@ impl Driver for Vulkan {
     ) -> Result<()> {
         let gpu = current()?;
         // SAFETY: the caller guarantees both ranges; the source is read before this returns.
-        unsafe { memory::upload(&stream_of(gpu, stream), target, source.cast(), bytes) }
+        unsafe { transfer::upload(&stream_of(gpu, stream), target, source.cast(), bytes) }
     }
 
     unsafe fn copy_to_host_async(
@@ -537,7 +547,7 @@ impl Driver for Vulkan {
     ) -> Result<()> {
         let gpu = current()?;
         // SAFETY: the caller guarantees both ranges; the copy has run when this returns.
-        unsafe { memory::download(&stream_of(gpu, stream), target.cast(), source, bytes) }
+        unsafe { transfer::download(&stream_of(gpu, stream), target.cast(), source, bytes) }
     }
 
     unsafe fn copy_on_device_async(
@@ -548,7 +558,7 @@ impl Driver for Vulkan {
         stream: Handle,
     ) -> Result<()> {
         let gpu = current()?;
-        memory::copy(&stream_of(gpu, stream), target, source, bytes)
+        transfer::copy(&stream_of(gpu, stream), target, source, bytes)
     }
 
     unsafe fn fill_async(
@@ -559,17 +569,17 @@ impl Driver for Vulkan {
         stream: Handle,
     ) -> Result<()> {
         let gpu = current()?;
-        memory::fill(&stream_of(gpu, stream), target, pattern, count)
+        transfer::fill(&stream_of(gpu, stream), target, pattern, count)
     }
 
     /// Page-aligned host memory: copies from and to it stage through host-visible Vulkan memory
     /// like any other host memory, so nothing is gained by locking it.
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
-        memory::alloc_pinned(bytes)
+        transfer::alloc_pinned(bytes)
     }
 
     unsafe fn free_pinned(&self, pointer: *mut c_void) {
-        memory::free_pinned(pointer);
+        transfer::free_pinned(pointer);
     }
 
     /// Nothing to do, soundly: this driver never hands host memory to the device (every copy
@@ -589,7 +599,8 @@ impl Driver for Vulkan {
     }
 
     fn create_stream(&self) -> Result<Handle> {
-        let stream = Stream::new(current()?, false)?;
+        let gpu = current()?;
+        let stream = gpu.streams.create(&gpu.core, &gpu.table)?;
         Ok(Handle(Arc::into_raw(stream).cast_mut().cast()))
     }
 
@@ -614,7 +625,7 @@ impl Driver for Vulkan {
     }
 
     fn create_event(&self) -> Result<Handle> {
-        let event = Event::new(current()?)?;
+        let event = Event::new(&current()?.core)?;
         Ok(Handle(Arc::into_raw(event).cast_mut().cast()))
     }
 
@@ -639,24 +650,5 @@ impl Driver for Vulkan {
         // SAFETY: made by `create_event`; not used afterwards (queued work holds its own
         // reference until it has run).
         drop(unsafe { Arc::from_raw(event.0.cast::<Event>().cast_const()) });
-    }
-}
-
-/// Limits as the [`DeviceLimits`] every driver reports.
-pub(crate) fn device_limits(
-    properties: &vk::PhysicalDeviceProperties,
-    subgroup_size: u32,
-    total_memory: u64,
-) -> DeviceLimits {
-    let limits = &properties.limits;
-    DeviceLimits {
-        // Vulkan does not report how many compute units a device has.
-        multiprocessors: 1,
-        warp_size: subgroup_size,
-        max_threads_per_block: limits.max_compute_work_group_invocations,
-        max_block: limits.max_compute_work_group_size,
-        max_grid: limits.max_compute_work_group_count,
-        shared_memory_per_block: u64::from(limits.max_compute_shared_memory_size),
-        total_memory,
     }
 }

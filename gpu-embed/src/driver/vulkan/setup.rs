@@ -1,16 +1,14 @@
-//! One Vulkan device: what it supports, the logical device made on it with every feature a
-//! kernel may need, its queue, allocation table and streams.
+//! The core of one Vulkan device: what it supports, the logical device made on it with every
+//! feature a kernel may need, its queue (behind a mutex), limits, memory properties and
+//! timeline semaphore entry points. It knows nothing of allocations or streams (the files
+//! above: `allocation.rs`, `stream.rs`).
 
-use super::memory::{Allocation, PooledStaging};
-use super::stream::Stream;
-use super::{check, device_limits, lock, vk_error};
+use super::errors::{check, vk_error};
 use crate::driver::DeviceLimits;
 use crate::error::{Error, ErrorKind, Result};
 use ash::vk;
-use std::collections::BTreeMap;
 use std::ffi::CStr;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Mutex;
 
 /// The device's timeline semaphore entry points: core in Vulkan 1.2, the extension's on 1.1.
 pub(crate) enum Timeline {
@@ -49,7 +47,8 @@ pub(crate) struct Checks {
     pub max_push_descriptors: u32,
 }
 
-pub(crate) struct Gpu {
+/// The device core: everything below allocations and streams.
+pub(crate) struct Core {
     pub device: ash::Device,
     pub name: String,
     /// The device's Vulkan version (`VK_API_VERSION_1_3`).
@@ -66,19 +65,6 @@ pub(crate) struct Gpu {
     pub push: Option<ash::khr::push_descriptor::Device>,
     pub memory_properties: vk::PhysicalDeviceMemoryProperties,
     pub total_memory: u64,
-    /// Live allocations by their first address.
-    pub allocations: Mutex<BTreeMap<u64, Arc<Allocation>>>,
-    /// The next address to hand out (never reused).
-    pub next_address: Mutex<u64>,
-    pub allocated_bytes: AtomicU64,
-    /// Every stream made on the device (the default stream's submissions wait for them all).
-    pub streams: Mutex<Vec<Weak<Stream>>>,
-    default_stream: OnceLock<Arc<Stream>>,
-    /// A small buffer bound for views without elements.
-    pub empty: OnceLock<Result<Arc<Allocation>>>,
-    /// Small host-visible buffers whose submissions have run, kept for the next small upload or
-    /// launch's arguments (making one costs a buffer, an allocation and a mapping).
-    pub staging_pool: Mutex<Vec<PooledStaging>>,
 }
 
 fn has_extension(extensions: &[vk::ExtensionProperties], name: &CStr) -> bool {
@@ -87,13 +73,13 @@ fn has_extension(extensions: &[vk::ExtensionProperties], name: &CStr) -> bool {
         .any(|e| e.extension_name_as_c_str() == Ok(name))
 }
 
-impl Gpu {
+impl Core {
     /// Opens `physical` if it can run kernels; else an error saying why not.
     pub(crate) fn open(
         instance: &ash::Instance,
         instance_api: u32,
         physical: vk::PhysicalDevice,
-    ) -> Result<Gpu> {
+    ) -> Result<Core> {
         // SAFETY: a physical device of this live instance.
         let basic = unsafe { instance.get_physical_device_properties(physical) };
         let name = basic
@@ -268,7 +254,7 @@ impl Gpu {
             timestamp_bits,
             max_push_descriptors,
         };
-        Ok(Gpu {
+        Ok(Core {
             device,
             name,
             api,
@@ -282,52 +268,55 @@ impl Gpu {
             push,
             memory_properties,
             total_memory,
-            allocations: Mutex::new(BTreeMap::new()),
-            // Far from zero, so no address looks like a null pointer or a small integer.
-            next_address: Mutex::new(1 << 32),
-            allocated_bytes: AtomicU64::new(0),
-            streams: Mutex::new(Vec::new()),
-            default_stream: OnceLock::new(),
-            empty: OnceLock::new(),
-            staging_pool: Mutex::new(Vec::new()),
         })
     }
 
-    /// Makes the default stream (once the device has its final, `'static` address).
-    pub(crate) fn start(&'static self) -> Result<()> {
-        let stream = Stream::new(self, true)?;
-        let _ = self.default_stream.set(stream);
-        Ok(())
-    }
-
-    /// The default stream, made by `start` before the device was handed out (a device whose
-    /// `start` failed is not listed; were it reached anyway, its default stream refuses work).
-    pub(crate) fn default_stream(&'static self) -> &'static Arc<Stream> {
-        self.default_stream.get_or_init(|| Stream::broken(self))
-    }
-
-    /// Waits for every stream of the device.
-    pub(crate) fn synchronize(&'static self) -> Result<()> {
-        let streams: Vec<Arc<Stream>> = {
-            let mut streams = lock(&self.streams);
-            streams.retain(|s| s.strong_count() > 0);
-            streams.iter().filter_map(Weak::upgrade).collect()
+    /// The first memory type allowed by `bits` with all of `wanted` (then with `fallback`).
+    pub(crate) fn memory_type(
+        &self,
+        bits: u32,
+        wanted: vk::MemoryPropertyFlags,
+        fallback: vk::MemoryPropertyFlags,
+    ) -> Option<u32> {
+        let types = &self.memory_properties.memory_types
+            [..self.memory_properties.memory_type_count as usize];
+        let find = |flags: vk::MemoryPropertyFlags| {
+            types
+                .iter()
+                .enumerate()
+                .find(|(index, t)| bits & (1 << index) != 0 && t.property_flags.contains(flags))
+                .map(|(index, _)| index as u32)
         };
-        let mut first = self.default_stream().synchronize();
-        for stream in streams {
-            let result = stream.synchronize();
-            if first.is_ok() {
-                first = result;
-            }
-        }
-        first
+        find(wanted).or_else(|| find(fallback))
     }
 
-    pub(crate) fn memory_info(&self) -> (u64, u64) {
-        let used = self
-            .allocated_bytes
-            .load(std::sync::atomic::Ordering::Relaxed);
-        (self.total_memory.saturating_sub(used), self.total_memory)
+    /// The value of a timeline semaphore of this device.
+    pub(crate) fn counter(&self, semaphore: vk::Semaphore) -> Result<u64> {
+        // SAFETY: a live timeline semaphore of this device.
+        let value = unsafe {
+            match &self.timeline {
+                Timeline::Core => self.device.get_semaphore_counter_value(semaphore),
+                Timeline::Khr(khr) => khr.get_semaphore_counter_value(semaphore),
+            }
+        };
+        check(value, || "vkGetSemaphoreCounterValue".into())
+    }
+
+    /// Waits until a timeline semaphore of this device reaches `value`.
+    pub(crate) fn wait_value(&self, semaphore: vk::Semaphore, value: u64) -> Result<()> {
+        let semaphores = [semaphore];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default()
+            .semaphores(&semaphores)
+            .values(&values);
+        // SAFETY: a live timeline semaphore of this device; no timeout.
+        let result = unsafe {
+            match &self.timeline {
+                Timeline::Core => self.device.wait_semaphores(&info, u64::MAX),
+                Timeline::Khr(khr) => khr.wait_semaphores(&info, u64::MAX),
+            }
+        };
+        check(result, || "vkWaitSemaphores".into())
     }
 
     /// The SPIR-V capability `name` is usable on this device (as enabled at creation); `None`
@@ -390,5 +379,24 @@ impl Gpu {
                  check or enable"
             )),
         }
+    }
+}
+
+/// Limits as the [`DeviceLimits`] every driver reports.
+fn device_limits(
+    properties: &vk::PhysicalDeviceProperties,
+    subgroup_size: u32,
+    total_memory: u64,
+) -> DeviceLimits {
+    let limits = &properties.limits;
+    DeviceLimits {
+        // Vulkan does not report how many compute units a device has.
+        multiprocessors: 1,
+        warp_size: subgroup_size,
+        max_threads_per_block: limits.max_compute_work_group_invocations,
+        max_block: limits.max_compute_work_group_size,
+        max_grid: limits.max_compute_work_group_count,
+        shared_memory_per_block: u64::from(limits.max_compute_shared_memory_size),
+        total_memory,
     }
 }

@@ -10,15 +10,19 @@
 //! rule orders (as the host driver's). That is more order than the rules ask (streams do not
 //! overlap on the one queue) and cheaper than the waits: a semaphore wait per submission cost
 //! lavapipe 110 us per launch in thread wake-ups (`benches/vulkan_launch.rs`, 159 against 46 us).
+//!
+//! Also here: what a submission keeps until it has run, and a device's registry of its streams
+//! with its default stream. Built on the device core and the allocation layer (`setup.rs`,
+//! `allocation.rs`).
 
-use super::memory::Allocation;
-use super::setup::{Gpu, Timeline};
-use super::{check, lock, vk_error};
+use super::allocation::{Allocation, Table};
+use super::errors::{check, lock, vk_error};
+use super::setup::Core;
 use crate::error::{Error, ErrorKind, Result};
 use ash::vk;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// What one submission uses, kept until the device has run it.
 #[derive(Default)]
@@ -32,7 +36,7 @@ pub(crate) struct Resources {
 
 /// A descriptor pool of one launch (devices without push descriptors), destroyed with it.
 pub(crate) struct DescriptorPool {
-    pub gpu: &'static Gpu,
+    pub core: &'static Core,
     pub pool: vk::DescriptorPool,
 }
 
@@ -40,7 +44,7 @@ impl Drop for DescriptorPool {
     fn drop(&mut self) {
         // SAFETY: the pool is no longer used: its launch's resources are dropped only once the
         // launch has run (or was never submitted).
-        unsafe { self.gpu.device.destroy_descriptor_pool(self.pool, None) };
+        unsafe { self.core.device.destroy_descriptor_pool(self.pool, None) };
     }
 }
 
@@ -58,67 +62,42 @@ struct State {
 }
 
 pub(crate) struct Stream {
-    pub gpu: &'static Gpu,
-    /// Null only for a stream that could not be made (see `Gpu::default_stream`).
+    pub core: &'static Core,
+    /// The allocation table of the stream's device (what transfers on the stream address).
+    pub table: &'static Table,
+    /// Null only for a stream that could not be made (see `Streams::default_stream`).
     semaphore: vk::Semaphore,
     /// The value the last submission signals (0: nothing submitted); written under the queue lock.
     submitted: AtomicU64,
     state: Mutex<State>,
 }
 
-impl Gpu {
-    fn counter(&self, semaphore: vk::Semaphore) -> Result<u64> {
-        // SAFETY: a live timeline semaphore of this device.
-        let value = unsafe {
-            match &self.timeline {
-                Timeline::Core => self.device.get_semaphore_counter_value(semaphore),
-                Timeline::Khr(khr) => khr.get_semaphore_counter_value(semaphore),
-            }
-        };
-        check(value, || "vkGetSemaphoreCounterValue".into())
-    }
-
-    fn wait_value(&self, semaphore: vk::Semaphore, value: u64) -> Result<()> {
-        let semaphores = [semaphore];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default()
-            .semaphores(&semaphores)
-            .values(&values);
-        // SAFETY: a live timeline semaphore of this device; no timeout.
-        let result = unsafe {
-            match &self.timeline {
-                Timeline::Core => self.device.wait_semaphores(&info, u64::MAX),
-                Timeline::Khr(khr) => khr.wait_semaphores(&info, u64::MAX),
-            }
-        };
-        check(result, || "vkWaitSemaphores".into())
-    }
-}
-
 impl Stream {
-    pub(crate) fn new(gpu: &'static Gpu, is_default: bool) -> Result<Arc<Stream>> {
+    /// A stream of the device of `core` and `table` (which registers it: `Streams`).
+    fn new(core: &'static Core, table: &'static Table) -> Result<Arc<Stream>> {
         let mut kind = vk::SemaphoreTypeCreateInfo::default()
             .semaphore_type(vk::SemaphoreType::TIMELINE)
             .initial_value(0);
         let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
         // SAFETY: a valid create info on a live device.
-        let semaphore = check(unsafe { gpu.device.create_semaphore(&info, None) }, || {
+        let semaphore = check(unsafe { core.device.create_semaphore(&info, None) }, || {
             "vkCreateSemaphore".into()
         })?;
         let info = vk::CommandPoolCreateInfo::default()
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER)
-            .queue_family_index(gpu.family);
+            .queue_family_index(core.family);
         // SAFETY: as above.
-        let pool = match unsafe { gpu.device.create_command_pool(&info, None) } {
+        let pool = match unsafe { core.device.create_command_pool(&info, None) } {
             Ok(pool) => pool,
             Err(e) => {
                 // SAFETY: made above, never used.
-                unsafe { gpu.device.destroy_semaphore(semaphore, None) };
+                unsafe { core.device.destroy_semaphore(semaphore, None) };
                 return Err(vk_error(e, "vkCreateCommandPool"));
             }
         };
-        let stream = Arc::new(Stream {
-            gpu,
+        Ok(Arc::new(Stream {
+            core,
+            table,
             semaphore,
             submitted: AtomicU64::new(0),
             state: Mutex::new(State {
@@ -126,19 +105,14 @@ impl Stream {
                 spare: Vec::new(),
                 pending: VecDeque::new(),
             }),
-        });
-        if !is_default {
-            let mut streams = lock(&gpu.streams);
-            streams.retain(|s| s.strong_count() > 0);
-            streams.push(Arc::downgrade(&stream));
-        }
-        Ok(stream)
+        }))
     }
 
     /// A stream that refuses all work (it has no semaphore).
-    pub(crate) fn broken(gpu: &'static Gpu) -> Arc<Stream> {
+    fn broken(core: &'static Core, table: &'static Table) -> Arc<Stream> {
         Arc::new(Stream {
-            gpu,
+            core,
+            table,
             semaphore: vk::Semaphore::null(),
             submitted: AtomicU64::new(0),
             state: Mutex::new(State {
@@ -154,7 +128,7 @@ impl Stream {
         if state.pending.is_empty() {
             return Ok(());
         }
-        let done = self.gpu.counter(self.semaphore)?;
+        let done = self.core.counter(self.semaphore)?;
         while state.pending.front().is_some_and(|p| p.value <= done) {
             if let Some(pending) = state.pending.pop_front() {
                 state.spare.push(pending.command_buffer);
@@ -172,10 +146,10 @@ impl Stream {
         if self.semaphore == vk::Semaphore::null() {
             return Err(Error::new(
                 ErrorKind::Driver,
-                format!("{}: its default stream could not be made", self.gpu.name),
+                format!("{}: its default stream could not be made", self.core.name),
             ));
         }
-        let device = &self.gpu.device;
+        let device = &self.core.device;
         let mut state = lock(&self.state);
         self.recycle(&mut state)?;
         let command_buffer = match state.spare.pop() {
@@ -202,9 +176,9 @@ impl Stream {
             // no pending submission uses.
             let begun = unsafe { device.begin_command_buffer(command_buffer, &begin) };
             check(begun, || "vkBeginCommandBuffer".into())?;
-            full_barrier(self.gpu, command_buffer, false);
+            full_barrier(self.core, command_buffer, false);
             record(command_buffer, &mut resources)?;
-            full_barrier(self.gpu, command_buffer, true);
+            full_barrier(self.core, command_buffer, true);
             // SAFETY: a command buffer in the recording state.
             check(unsafe { device.end_command_buffer(command_buffer) }, || {
                 "vkEndCommandBuffer".into()
@@ -215,7 +189,7 @@ impl Stream {
             state.spare.push(command_buffer);
             return Err(error);
         }
-        let queue = lock(&self.gpu.queue);
+        let queue = lock(&self.core.queue);
         let value = self.submitted.load(Ordering::Acquire) + 1;
         let signal_values = [value];
         let signals = [self.semaphore];
@@ -247,12 +221,12 @@ impl Stream {
 
     /// Whether the stream's semaphore has reached `value`.
     fn reached(&self, value: u64) -> Result<bool> {
-        Ok(self.gpu.counter(self.semaphore)? >= value)
+        Ok(self.core.counter(self.semaphore)? >= value)
     }
 
     /// Waits until the stream's semaphore reaches `value`.
     pub(crate) fn wait_until(&self, value: u64) -> Result<()> {
-        self.gpu.wait_value(self.semaphore, value)?;
+        self.core.wait_value(self.semaphore, value)?;
         self.recycle(&mut lock(&self.state))
     }
 
@@ -272,7 +246,7 @@ impl Drop for Stream {
             return;
         }
         let value = self.submitted.load(Ordering::Acquire);
-        if value > 0 && self.gpu.wait_value(self.semaphore, value).is_err() {
+        if value > 0 && self.core.wait_value(self.semaphore, value).is_err() {
             // The device failed (lost): nothing it still holds is destroyed under it.
             let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
             std::mem::forget(std::mem::take(&mut state.pending));
@@ -283,15 +257,79 @@ impl Drop for Stream {
         // SAFETY: every submission of the stream has run (waited above); its command buffers
         // go with the pool.
         unsafe {
-            self.gpu.device.destroy_command_pool(state.pool, None);
-            self.gpu.device.destroy_semaphore(self.semaphore, None);
+            self.core.device.destroy_command_pool(state.pool, None);
+            self.core.device.destroy_semaphore(self.semaphore, None);
         }
+    }
+}
+
+/// A device's streams: every stream made on it, and its default stream.
+pub(crate) struct Streams {
+    /// Every stream made on the device but the default one (device synchronization waits for
+    /// them all).
+    made: Mutex<Vec<Weak<Stream>>>,
+    default_stream: OnceLock<Arc<Stream>>,
+}
+
+impl Streams {
+    pub(crate) fn new() -> Streams {
+        Streams {
+            made: Mutex::new(Vec::new()),
+            default_stream: OnceLock::new(),
+        }
+    }
+
+    /// Makes the default stream of the device of `core` and `table` (once the device has its
+    /// final, `'static` address).
+    pub(crate) fn start(&self, core: &'static Core, table: &'static Table) -> Result<()> {
+        let stream = Stream::new(core, table)?;
+        let _ = self.default_stream.set(stream);
+        Ok(())
+    }
+
+    /// A new stream of the device of `core` and `table`, registered.
+    pub(crate) fn create(&self, core: &'static Core, table: &'static Table) -> Result<Arc<Stream>> {
+        let stream = Stream::new(core, table)?;
+        {
+            let mut streams = lock(&self.made);
+            streams.retain(|s| s.strong_count() > 0);
+            streams.push(Arc::downgrade(&stream));
+        }
+        Ok(stream)
+    }
+
+    /// The default stream, made by `start` before the device was handed out (a device whose
+    /// `start` failed is not listed; were it reached anyway, its default stream refuses work).
+    pub(crate) fn default_stream(
+        &self,
+        core: &'static Core,
+        table: &'static Table,
+    ) -> &Arc<Stream> {
+        self.default_stream
+            .get_or_init(|| Stream::broken(core, table))
+    }
+
+    /// Waits for every stream of the device of `core` and `table`.
+    pub(crate) fn synchronize(&self, core: &'static Core, table: &'static Table) -> Result<()> {
+        let streams: Vec<Arc<Stream>> = {
+            let mut streams = lock(&self.made);
+            streams.retain(|s| s.strong_count() > 0);
+            streams.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mut first = self.default_stream(core, table).synchronize();
+        for stream in streams {
+            let result = stream.synchronize();
+            if first.is_ok() {
+                first = result;
+            }
+        }
+        first
     }
 }
 
 /// A memory barrier between everything before and everything after (and, at the end of a
 /// command buffer, the host's reads once the submission has completed).
-fn full_barrier(gpu: &Gpu, command_buffer: vk::CommandBuffer, to_host: bool) {
+fn full_barrier(core: &Core, command_buffer: vk::CommandBuffer, to_host: bool) {
     let mut destination = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
     let mut stages = vk::PipelineStageFlags::ALL_COMMANDS;
     if to_host {
@@ -303,7 +341,7 @@ fn full_barrier(gpu: &Gpu, command_buffer: vk::CommandBuffer, to_host: bool) {
         .dst_access_mask(destination);
     // SAFETY: a command buffer in the recording state, outside any render pass.
     unsafe {
-        gpu.device.cmd_pipeline_barrier(
+        core.device.cmd_pipeline_barrier(
             command_buffer,
             vk::PipelineStageFlags::ALL_COMMANDS,
             stages,
@@ -317,27 +355,28 @@ fn full_barrier(gpu: &Gpu, command_buffer: vk::CommandBuffer, to_host: bool) {
 
 /// A point on a stream's timeline, with the device's time there.
 pub(crate) struct Event {
-    gpu: &'static Gpu,
+    core: &'static Core,
     /// One timestamp query (null when the queue has no timestamps).
     pool: vk::QueryPool,
     recorded: Mutex<Option<(Arc<Stream>, u64)>>,
 }
 
 impl Event {
-    pub(crate) fn new(gpu: &'static Gpu) -> Result<Arc<Event>> {
-        let pool = if gpu.checks.timestamp_bits > 0 {
+    pub(crate) fn new(core: &'static Core) -> Result<Arc<Event>> {
+        let pool = if core.checks.timestamp_bits > 0 {
             let info = vk::QueryPoolCreateInfo::default()
                 .query_type(vk::QueryType::TIMESTAMP)
                 .query_count(1);
-            // SAFETY: a valid create info on a live device.
-            check(unsafe { gpu.device.create_query_pool(&info, None) }, || {
-                "vkCreateQueryPool".into()
-            })?
+            check(
+                // SAFETY: a valid create info on a live device.
+                unsafe { core.device.create_query_pool(&info, None) },
+                || "vkCreateQueryPool".into(),
+            )?
         } else {
             vk::QueryPool::null()
         };
         Ok(Arc::new(Event {
-            gpu,
+            core,
             pool,
             recorded: Mutex::new(None),
         }))
@@ -358,10 +397,10 @@ impl Event {
                 // SAFETY: a command buffer in the recording state; the event's pool has one
                 // query, which no pending work uses (waited above).
                 unsafe {
-                    self.gpu
+                    self.core
                         .device
                         .cmd_reset_query_pool(command_buffer, self.pool, 0, 1);
-                    self.gpu.device.cmd_write_timestamp(
+                    self.core.device.cmd_write_timestamp(
                         command_buffer,
                         vk::PipelineStageFlags::BOTTOM_OF_PIPE,
                         self.pool,
@@ -414,7 +453,7 @@ impl Event {
                 ErrorKind::NotSupported,
                 format!(
                     "{}: its compute queue has no timestamps (timestampValidBits is 0)",
-                    self.gpu.name
+                    self.core.name
                 ),
             ));
         }
@@ -422,7 +461,7 @@ impl Event {
         // SAFETY: the query was written by a submission that has run; 64-bit results into a
         // slice of one.
         let read = unsafe {
-            self.gpu.device.get_query_pool_results(
+            self.core.device.get_query_pool_results(
                 self.pool,
                 0,
                 &mut ticks,
@@ -430,7 +469,7 @@ impl Event {
             )
         };
         check(read, || "vkGetQueryPoolResults".into())?;
-        let bits = self.gpu.checks.timestamp_bits;
+        let bits = self.core.checks.timestamp_bits;
         Ok(if bits >= 64 {
             ticks[0]
         } else {
@@ -443,7 +482,7 @@ impl Drop for Event {
     fn drop(&mut self) {
         if self.pool != vk::QueryPool::null() {
             // SAFETY: no pending work uses the pool: submissions writing it hold the event.
-            unsafe { self.gpu.device.destroy_query_pool(self.pool, None) };
+            unsafe { self.core.device.destroy_query_pool(self.pool, None) };
         }
     }
 }
@@ -452,6 +491,6 @@ impl Drop for Event {
 pub(crate) fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
     let (from, to) = (start.timestamp()?, end.timestamp()?);
     let ticks = i128::from(to) - i128::from(from);
-    let nanoseconds = ticks as f64 * f64::from(start.gpu.checks.timestamp_period);
+    let nanoseconds = ticks as f64 * f64::from(start.core.checks.timestamp_period);
     Ok((nanoseconds / 1e6) as f32)
 }
