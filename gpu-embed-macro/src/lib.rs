@@ -361,10 +361,15 @@ fn vulkan_object(
         let name = &entry.name;
         let [x, y, z] = entry.workgroup_size;
         let memory = entry.workgroup_memory;
+        let subgroup_size = match entry.subgroup_size {
+            Some(size) => quote!(::core::option::Option::Some(#size)),
+            None => quote!(::core::option::Option::None),
+        };
         kernels.push(quote!(::gpu_embed::VulkanKernel {
             name: #name,
             workgroup_size: [#x, #y, #z],
             workgroup_memory: #memory,
+            subgroup_size: #subgroup_size,
             bindings: &#bindings_table,
         }));
     }

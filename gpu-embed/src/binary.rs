@@ -42,6 +42,8 @@ pub struct VulkanKernel {
     pub workgroup_size: [u32; 3],
     /// Workgroup (shared) memory the kernel declares, in bytes.
     pub workgroup_memory: u64,
+    /// The subgroup size the kernel's shuffles assume; a device with another is refused.
+    pub subgroup_size: Option<u32>,
     /// One per source argument, in order.
     pub bindings: &'static [VulkanBinding],
 }

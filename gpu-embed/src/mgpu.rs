@@ -131,6 +131,7 @@ pub fn register_vulkan_object(
             name: leak_str(&entry.name),
             workgroup_size: entry.workgroup_size,
             workgroup_memory: entry.workgroup_memory,
+            subgroup_size: entry.subgroup_size,
             bindings: Box::leak(bindings.into_boxed_slice()),
         });
     }
@@ -1432,6 +1433,7 @@ mod tests {
                 name: "missing".into(),
                 workgroup_size: [1, 1, 1],
                 workgroup_memory: 0,
+                subgroup_size: None,
                 bindings: vec![],
             }],
         };

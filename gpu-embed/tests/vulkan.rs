@@ -50,6 +50,7 @@ static VADD_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "vadd",
     workgroup_size: [64, 1, 1],
     workgroup_memory: 0,
+    subgroup_size: None,
     bindings: &VADD_BINDINGS,
 }];
 static VADD_OBJECTS: [Object; 1] = [Object::vulkan(
@@ -89,6 +90,7 @@ static WIDEN_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "widen",
     workgroup_size: [64, 1, 1],
     workgroup_memory: 0,
+    subgroup_size: None,
     bindings: &WIDEN_BINDINGS,
 }];
 static WIDEN_OBJECTS: [Object; 1] = [Object::vulkan(
@@ -139,6 +141,7 @@ static SCALE2D_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "scale2d",
     workgroup_size: [8, 8, 1],
     workgroup_memory: 0,
+    subgroup_size: None,
     bindings: &SCALE2D_BINDINGS,
 }];
 static SCALE2D_OBJECTS: [Object; 1] = [Object::vulkan(
@@ -156,6 +159,7 @@ static OVERLONG_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "vadd",
     workgroup_size: [64, 1, 1],
     workgroup_memory: 0,
+    subgroup_size: None,
     bindings: &OVERLONG_BINDINGS,
 }];
 static OVERLONG_OBJECTS: [Object; 1] = [Object::vulkan(

@@ -485,6 +485,11 @@ pub struct VulkanKernel {
     pub workgroup_size: [u32; 3],
     /// Workgroup (shared) memory the kernel declares, in bytes.
     pub workgroup_memory: u64,
+    /// The subgroup size the kernel's `gpu.shuffle`s were compiled for (MLIR lowers a shuffle
+    /// only at the target's subgroup width, and the shader then assumes it): a device whose
+    /// subgroups have another size cannot run the kernel. `None`: any size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subgroup_size: Option<u32>,
     /// One per source argument, in order.
     pub bindings: Vec<VulkanBinding>,
 }

@@ -80,6 +80,32 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // out[i] = the sum of x over i's 32 lanes, by a butterfly of xor shuffles: MLIR lowers
+    // gpu.shuffle at a width of 32 only, so devices whose subgroups are not 32 wide refuse it.
+    gpu.func @shuffle_sum(%x: memref<?xi32>, %out: memref<?xi32>) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %i = gpu.global_id x
+      %v = memref.load %x[%i] : memref<?xi32>
+      %width = arith.constant 32 : i32
+      %c16 = arith.constant 16 : i32
+      %c8 = arith.constant 8 : i32
+      %c4 = arith.constant 4 : i32
+      %c2 = arith.constant 2 : i32
+      %c1 = arith.constant 1 : i32
+      %s16, %ok16 = gpu.shuffle xor %v, %c16, %width : i32
+      %a16 = arith.addi %v, %s16 : i32
+      %s8, %ok8 = gpu.shuffle xor %a16, %c8, %width : i32
+      %a8 = arith.addi %a16, %s8 : i32
+      %s4, %ok4 = gpu.shuffle xor %a8, %c4, %width : i32
+      %a4 = arith.addi %a8, %s4 : i32
+      %s2, %ok2 = gpu.shuffle xor %a4, %c2, %width : i32
+      %a2 = arith.addi %a4, %s2 : i32
+      %s1, %ok1 = gpu.shuffle xor %a2, %c1, %width : i32
+      %a1 = arith.addi %a2, %s1 : i32
+      memref.store %a1, %out[%i] : memref<?xi32>
+      gpu.return
+    }
+
     // c[i] = a[i] + int(b[i]) + k: 8-bit, half and 64-bit values.
     gpu.func @widths(%a: memref<?xi8>, %b: memref<?xf16>, %c: memref<?xi64>, %k: i64, %n: index) kernel
         attributes {known_block_size = array<i32: 32, 1, 1>} {

@@ -128,6 +128,35 @@ fn subgroup_sums_over_the_devices_subgroup() {
 }
 
 #[test]
+fn shuffles_run_where_subgroups_are_32_wide_and_are_refused_elsewhere() {
+    on_vulkan_and_host(|device| {
+        let n = 128;
+        let data: Vec<i32> = (0..n).map(|i| (i * 7 % 19) as i32 - 9).collect();
+        let x = DeviceBuffer::from_slice(device, &data)?;
+        let out = DeviceBuffer::<i32>::alloc(device, n)?;
+        // SAFETY: thread i reads x[i] and writes out[i]; both hold n = 2 * 64 elements.
+        let launched =
+            unsafe { vk::shuffle_sum(device, &LaunchConfig::for_elements(n, 64), &x, &out) };
+        if device.limits().warp_size != 32 {
+            let error = launched.expect_err("subgroups of another size must be refused");
+            assert!(
+                error
+                    .to_string()
+                    .contains("shuffles across subgroups of 32 invocations"),
+                "{error}"
+            );
+            return Ok(());
+        }
+        launched?;
+        let want: Vec<i32> = (0..n)
+            .map(|i| data[i / 32 * 32..][..32].iter().sum())
+            .collect();
+        assert_eq!(out.to_vec()?, want);
+        Ok(())
+    });
+}
+
+#[test]
 fn eight_sixteen_and_sixty_four_bit_values() {
     on_vulkan_and_host(|device| {
         let n = 100;

@@ -103,6 +103,8 @@ fn the_manifest_records_bindings_workgroup_sizes_and_the_capabilities_used() {
     );
     let kernel = |name: &str| vulkan.kernels.iter().find(|k| k.name == name).unwrap();
     assert_eq!(kernel("scale").workgroup_size, [128, 1, 1]);
+    assert_eq!(kernel("scale").subgroup_size, None);
+    assert_eq!(kernel("shuffle_sum").subgroup_size, Some(32));
     assert_eq!(kernel("block_max").workgroup_memory, 64 * 4);
     let widths = kernel("widths");
     let bindings: Vec<(u32, u32, VulkanBindingKind)> = widths

@@ -30,6 +30,10 @@ use melior::utility::parse_pass_pipeline;
 use melior::Context;
 use mlir_sys::MlirOperation;
 
+/// The subgroup width `gpu.shuffle` is lowered at (the target's `subgroup_size` resource limit):
+/// NVIDIA's warp, and AMD's and Intel's usual wave32/SIMD32 width.
+const SHUFFLE_WIDTH: u32 = 32;
+
 /// What a device may be asked for; `spirv-update-vce` keeps what the kernels use, and the
 /// runtime checks the device has it before loading.
 const CAPABILITIES: &str = "Shader,Int8,Int16,Int64,Float16,Float64,StorageBuffer8BitAccess,\
@@ -94,7 +98,7 @@ pub(super) fn serialize(
     // the original), the entry-point ABI and workgroup memory.
     let target_env = format!(
         "[#spirv.target_env<#spirv.vce<{spirv_version}, [{}], [{}]>, api=Vulkan, \
-         #spirv.resource_limits<>>]",
+         #spirv.resource_limits<subgroup_size = {SHUFFLE_WIDTH}>>]",
         CAPABILITIES.replace(',', ", "),
         EXTENSIONS.replace(',', ", ")
     );
@@ -105,7 +109,8 @@ pub(super) fn serialize(
         let mut copy = unsafe { OperationRefMut::from_raw(raw) };
         copy.set_inherent_attribute("targets", targets);
     }
-    let mut workgroup_memory = Vec::new();
+    // Per kernel: its name, workgroup memory in bytes, whether it shuffles.
+    let mut kernel_facts = Vec::new();
     for raw in ops_named(&module.as_operation(), "gpu.func") {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
         // and not otherwise borrowed.
@@ -121,7 +126,8 @@ pub(super) fn serialize(
             .map_or("", |(_, location)| location.as_str());
         set_entry_point_abi(context, &mut function, &name, location)?;
         attributions_to_allocs(context, &mut function)?;
-        workgroup_memory.push((name, alloc_bytes(&function)));
+        let shuffles = !ops_named(&function, "gpu.shuffle").is_empty();
+        kernel_facts.push((name, alloc_bytes(&function), shuffles));
     }
 
     // A `uniform` subgroup reduction (every thread of the subgroup reaches it, which the host
@@ -161,10 +167,14 @@ pub(super) fn serialize(
         entries.push(VulkanKernel {
             name: kernel.name.clone(),
             workgroup_size,
-            workgroup_memory: workgroup_memory
+            workgroup_memory: kernel_facts
                 .iter()
-                .find(|(name, _)| *name == kernel.name)
-                .map_or(0, |(_, bytes)| *bytes),
+                .find(|(name, ..)| *name == kernel.name)
+                .map_or(0, |(_, bytes, _)| *bytes),
+            subgroup_size: kernel_facts
+                .iter()
+                .any(|(name, _, shuffles)| *name == kernel.name && *shuffles)
+                .then_some(SHUFFLE_WIDTH),
             bindings: bindings(kernel, &converted)?,
         });
     }

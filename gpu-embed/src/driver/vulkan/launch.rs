@@ -178,6 +178,20 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
             ),
         ));
     }
+    if let Some(size) = kernel
+        .subgroup_size
+        .filter(|&size| size != limits.warp_size)
+    {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!(
+                "kernel `{name}` shuffles across subgroups of {size} invocations (the width MLIR \
+                 lowers `gpu.shuffle` at); {}'s subgroups have {}, so its shuffles would mix \
+                 other lanes",
+                core.name, limits.warp_size
+            ),
+        ));
+    }
     if kernel.workgroup_memory > limits.shared_memory_per_block {
         return Err(Error::new(
             ErrorKind::NotSupported,
