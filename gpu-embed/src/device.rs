@@ -3,7 +3,9 @@
 
 use crate::binary::{Binary, Vendor};
 use crate::driver::host::HOST;
-use crate::driver::{cuda, hip, vulkan, DeviceLimits, Driver, FoundDevice, Handle};
+use crate::driver::{
+    cuda, hip, vulkan, DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
 use std::collections::hash_map::{Entry, HashMap};
@@ -74,7 +76,14 @@ pub(crate) fn name_faulting_launch(error: Error, last: Option<LastLaunch>, on: &
 struct Loaded {
     module: Handle,
     object: String,
-    functions: HashMap<&'static str, Handle>,
+    functions: HashMap<&'static str, LoadedFunction>,
+}
+
+/// A kernel's function on a device, with what the driver knows about it (read once).
+#[derive(Clone)]
+pub(crate) struct LoadedFunction {
+    pub handle: Handle,
+    pub attributes: KernelAttributes,
 }
 
 impl std::fmt::Debug for Device {
@@ -234,9 +243,39 @@ impl Device {
         driver: &dyn Driver,
         binary: &'static Binary,
         kernel: &'static str,
-    ) -> Result<Handle> {
+    ) -> Result<LoadedFunction> {
         let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
-        let loaded = match modules.entry(binary as *const Binary as usize) {
+        let loaded = self.loaded(&mut modules, driver, binary)?;
+        if let Some(function) = loaded.functions.get(kernel) {
+            return Ok(function.clone());
+        }
+        let in_object = |e: Error| {
+            e.map_message(|message| format!("{message} in {} on {}", loaded.object, self.name()))
+        };
+        let handle = driver.function(loaded.module, kernel).map_err(in_object)?;
+        let attributes = driver
+            .attributes(handle, self.limits())
+            .map_err(in_object)?;
+        let function = LoadedFunction { handle, attributes };
+        loaded.functions.insert(kernel, function.clone());
+        Ok(function)
+    }
+
+    /// Loads the binary's best object onto this device unless it is loaded already. `driver`
+    /// is this device's, already current.
+    pub(crate) fn load(&self, driver: &dyn Driver, binary: &'static Binary) -> Result<()> {
+        let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
+        self.loaded(&mut modules, driver, binary).map(|_| ())
+    }
+
+    /// The binary's loaded module, loading it the first time.
+    fn loaded<'m>(
+        &self,
+        modules: &'m mut HashMap<usize, Loaded>,
+        driver: &dyn Driver,
+        binary: &'static Binary,
+    ) -> Result<&'m mut Loaded> {
+        Ok(match modules.entry(binary as *const Binary as usize) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
                 let object = select(binary, &self.arch())
@@ -256,15 +295,7 @@ impl Device {
                     functions: HashMap::new(),
                 })
             }
-        };
-        if let Some(function) = loaded.functions.get(kernel) {
-            return Ok(*function);
-        }
-        let function = driver.function(loaded.module, kernel).map_err(|e| {
-            e.map_message(|message| format!("{message} in {} on {}", loaded.object, self.name()))
-        })?;
-        loaded.functions.insert(kernel, function);
-        Ok(function)
+        })
     }
 }
 

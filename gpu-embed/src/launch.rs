@@ -2,7 +2,7 @@
 
 use crate::binary::Binary;
 use crate::device::{Device, LastLaunch, Stream};
-use crate::driver::Handle;
+use crate::driver::{Handle, KernelAttributes};
 use crate::error::{Error, ErrorKind, Result};
 use std::ffi::c_void;
 
@@ -77,6 +77,42 @@ impl LaunchConfig<'_> {
         }
         Ok(())
     }
+
+    /// The configuration against what the kernel itself allows (its registers, its own shared
+    /// memory): an error that names the limit, before the driver sees the launch.
+    fn check_for_kernel(
+        &self,
+        kernel: &str,
+        device: &Device,
+        attributes: &KernelAttributes,
+    ) -> Result<()> {
+        let refuse = |what: String| {
+            Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("launching `{kernel}` on {}: {what}", device.name()),
+            ))
+        };
+        let threads: u64 = self.block.iter().map(|&d| u64::from(d)).product();
+        if threads > u64::from(attributes.max_threads_per_block) {
+            return refuse(format!(
+                "a block of {threads} threads; this kernel allows at most {} (its registers or \
+                 compiled workgroup size: Kernel::attributes)",
+                attributes.max_threads_per_block
+            ));
+        }
+        let shared = attributes
+            .static_shared_bytes
+            .saturating_add(u64::from(self.shared_mem_bytes));
+        let limit = device.limits().shared_memory_per_block;
+        if shared > limit {
+            return refuse(format!(
+                "{} bytes of shared memory per block ({} the kernel declares + {} dynamic); the \
+                 device allows at most {limit}",
+                shared, attributes.static_shared_bytes, self.shared_mem_bytes
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Launches `kernel` of `binary` on `device`. `params` point at the kernel's lowered parameters,
@@ -119,6 +155,8 @@ pub unsafe fn launch(
     }
     let driver = device.current()?;
     let function = device.function(driver, binary, kernel)?;
+    config.check_for_kernel(kernel, device, &function.attributes)?;
+    let function = function.handle;
     let stream = config
         .stream
         .map_or(Handle(std::ptr::null_mut()), Stream::raw);

@@ -53,6 +53,7 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod kernel;
 mod launch;
 mod memory;
 mod memref;
@@ -72,10 +73,12 @@ pub use driver::sys;
 #[doc(hidden)]
 pub use driver::vulkan::{enable_vulkan_validation, take_vulkan_validation_messages};
 pub use driver::DeviceLimits;
+pub use driver::KernelAttributes;
 pub use error::{DriverCode, Error, ErrorKind, Result};
 pub use event::Event;
 pub use gpu_embed_macro::include_gpu_binary;
 pub use half::{bf16, f16};
+pub use kernel::Kernel;
 pub use launch::{launch, LaunchConfig};
 pub use memory::{DeviceBuffer, DevicePtr, DeviceRange};
 #[doc(hidden)]

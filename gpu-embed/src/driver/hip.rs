@@ -3,7 +3,8 @@
 //! entry point is resolved when the library loads.
 
 use super::sys::{hip as sys, hip_r0600};
-use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle, Pattern};
+use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle};
+use super::{KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
 use libloading::Library;
@@ -236,6 +237,58 @@ impl Driver for Hip {
             || format!("finding kernel `{name}`"),
         )?;
         Ok(Handle(function.cast()))
+    }
+
+    fn attributes(&self, function: Handle, _limits: &DeviceLimits) -> Result<KernelAttributes> {
+        let attribute = |which: sys::hipFunction_attribute, what: &str| {
+            let mut value = 0;
+            self.check(
+                // SAFETY: a function of a loaded module on the current device.
+                unsafe { (self.api.hipFuncGetAttribute)(&mut value, which, function.0.cast()) },
+                || format!("reading the kernel's {what} (hipFuncGetAttribute)"),
+            )?;
+            Ok::<u64, Error>(u64::try_from(value).unwrap_or(0))
+        };
+        Ok(KernelAttributes {
+            max_threads_per_block: attribute(
+                sys::HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                "threads per block",
+            )? as u32,
+            static_shared_bytes: attribute(
+                sys::HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                "static shared memory",
+            )?,
+            local_bytes_per_thread: attribute(
+                sys::HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                "local memory",
+            )?,
+            registers: Some(attribute(sys::HIP_FUNC_ATTRIBUTE_NUM_REGS, "registers")? as u32),
+            required_block: None,
+        })
+    }
+
+    fn potential_block_size(
+        &self,
+        function: Handle,
+        dynamic_shared: u32,
+        _limits: &DeviceLimits,
+    ) -> Result<(u32, u32)> {
+        let (mut grid, mut block) = (0, 0);
+        self.check(
+            // SAFETY: a function of a loaded module on the current device; a fixed dynamic
+            // shared memory size, no block size limit.
+            unsafe {
+                (self.api.hipModuleOccupancyMaxPotentialBlockSize)(
+                    &mut grid,
+                    &mut block,
+                    function.0.cast(),
+                    dynamic_shared as usize,
+                    0,
+                )
+            },
+            || "computing the occupancy (hipModuleOccupancyMaxPotentialBlockSize)".into(),
+        )?;
+        Ok((block.max(1) as u32, grid.max(1) as u32))
     }
 
     unsafe fn launch(

@@ -61,6 +61,24 @@ pub struct DeviceLimits {
     pub total_memory: u64,
 }
 
+/// What the driver knows about one kernel on its device (`Kernel::attributes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelAttributes {
+    /// Most threads one block of this kernel may have: the device's limit, or less where the
+    /// kernel's registers (CUDA, HIP) or its compiled workgroup size (Vulkan) allow fewer.
+    pub max_threads_per_block: u32,
+    /// Shared (workgroup) memory the kernel declares itself, in bytes; a launch's dynamic
+    /// shared memory comes on top. The host target does not record it (0).
+    pub static_shared_bytes: u64,
+    /// Local (stack, spill) memory per thread, in bytes, where the driver reports it (CUDA,
+    /// HIP); 0 elsewhere.
+    pub local_bytes_per_thread: u64,
+    /// Registers per thread, where the driver reports them (CUDA, HIP).
+    pub registers: Option<u32>,
+    /// The block size every launch must have: a Vulkan kernel's compiled workgroup size.
+    pub required_block: Option<[u32; 3]>,
+}
+
 /// A memset pattern: a value repeated over `count` elements of its size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Pattern {
@@ -94,6 +112,17 @@ pub(crate) trait Driver: Sync {
     fn unload_module(&self, module: Handle);
     /// The kernel `name` of a loaded module.
     fn function(&self, module: Handle, name: &str) -> Result<Handle>;
+    /// What the driver knows about a kernel `function` returned, on the current device.
+    fn attributes(&self, function: Handle, limits: &DeviceLimits) -> Result<KernelAttributes>;
+    /// The block size (threads) that keeps the most of the device busy for a launch of
+    /// `function` with `dynamic_shared` bytes of dynamic shared memory per block, and the
+    /// smallest grid (blocks) that fills the device with it (`cuOccupancyMaxPotentialBlockSize`).
+    fn potential_block_size(
+        &self,
+        function: Handle,
+        dynamic_shared: u32,
+        limits: &DeviceLimits,
+    ) -> Result<(u32, u32)>;
     /// `param_sizes` are the parameters' sizes in bytes (a queued host launch copies the values).
     ///
     /// # Safety

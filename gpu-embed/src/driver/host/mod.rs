@@ -11,7 +11,7 @@
 mod image;
 mod stream;
 
-use super::{DeviceLimits, Driver, FoundDevice, Handle, Pattern};
+use super::{DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
@@ -511,6 +511,28 @@ impl Driver for Host {
             )
         })?;
         Ok(Handle(kernel as *const HostKernel as *mut c_void))
+    }
+
+    fn attributes(&self, _function: Handle, limits: &DeviceLimits) -> Result<KernelAttributes> {
+        Ok(KernelAttributes {
+            max_threads_per_block: limits.max_threads_per_block,
+            static_shared_bytes: 0,
+            local_bytes_per_thread: 0,
+            registers: None,
+            required_block: None,
+        })
+    }
+
+    fn potential_block_size(
+        &self,
+        _function: Handle,
+        _dynamic_shared: u32,
+        limits: &DeviceLimits,
+    ) -> Result<(u32, u32)> {
+        // Whole subgroups, large enough to amortize a block's set-up over its thread loops; a
+        // block per core at least keeps every worker busy.
+        let block = (8 * host_abi::SUBGROUP_SIZE).min(limits.max_threads_per_block);
+        Ok((block, limits.multiprocessors.max(1)))
     }
 
     unsafe fn launch(

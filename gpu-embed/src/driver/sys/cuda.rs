@@ -190,6 +190,25 @@ pub const CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED: CUdevice_attrib
 pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute_enum = 144;
 pub type CUdevice_attribute_enum = ::std::os::raw::c_uint;
 pub use self::CUdevice_attribute_enum as CUdevice_attribute;
+pub const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUfunction_attribute_enum = 0;
+pub const CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: CUfunction_attribute_enum = 1;
+pub const CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: CUfunction_attribute_enum = 2;
+pub const CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: CUfunction_attribute_enum = 3;
+pub const CU_FUNC_ATTRIBUTE_NUM_REGS: CUfunction_attribute_enum = 4;
+pub const CU_FUNC_ATTRIBUTE_PTX_VERSION: CUfunction_attribute_enum = 5;
+pub const CU_FUNC_ATTRIBUTE_BINARY_VERSION: CUfunction_attribute_enum = 6;
+pub const CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: CUfunction_attribute_enum = 7;
+pub const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: CUfunction_attribute_enum = 8;
+pub const CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: CUfunction_attribute_enum = 9;
+pub const CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: CUfunction_attribute_enum = 10;
+pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: CUfunction_attribute_enum = 11;
+pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: CUfunction_attribute_enum = 12;
+pub const CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: CUfunction_attribute_enum = 13;
+pub const CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: CUfunction_attribute_enum = 14;
+pub const CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: CUfunction_attribute_enum = 15;
+pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute_enum = 16;
+pub type CUfunction_attribute_enum = ::std::os::raw::c_uint;
+pub use self::CUfunction_attribute_enum as CUfunction_attribute;
 pub const CUDA_SUCCESS: cudaError_enum = 0;
 pub const CUDA_ERROR_INVALID_VALUE: cudaError_enum = 1;
 pub const CUDA_ERROR_OUT_OF_MEMORY: cudaError_enum = 2;
@@ -292,6 +311,9 @@ pub const CUDA_ERROR_KEY_ROTATION: cudaError_enum = 916;
 pub const CUDA_ERROR_UNKNOWN: cudaError_enum = 999;
 pub type cudaError_enum = ::std::os::raw::c_uint;
 pub use self::cudaError_enum as CUresult;
+pub type CUoccupancyB2DSize = ::std::option::Option<
+    unsafe extern "C" fn(blockSize: ::std::os::raw::c_int) -> usize,
+>;
 pub struct CudaDriver {
     __library: ::libloading::Library,
     pub cuGetErrorName: unsafe extern "C" fn(
@@ -455,6 +477,11 @@ pub struct CudaDriver {
         hStart: CUevent,
         hEnd: CUevent,
     ) -> CUresult,
+    pub cuFuncGetAttribute: unsafe extern "C" fn(
+        pi: *mut ::std::os::raw::c_int,
+        attrib: CUfunction_attribute,
+        hfunc: CUfunction,
+    ) -> CUresult,
     pub cuLaunchKernel: unsafe extern "C" fn(
         f: CUfunction,
         gridDimX: ::std::os::raw::c_uint,
@@ -467,6 +494,14 @@ pub struct CudaDriver {
         hStream: CUstream,
         kernelParams: *mut *mut ::std::os::raw::c_void,
         extra: *mut *mut ::std::os::raw::c_void,
+    ) -> CUresult,
+    pub cuOccupancyMaxPotentialBlockSize: unsafe extern "C" fn(
+        minGridSize: *mut ::std::os::raw::c_int,
+        blockSize: *mut ::std::os::raw::c_int,
+        func: CUfunction,
+        blockSizeToDynamicSMemSize: CUoccupancyB2DSize,
+        dynamicSMemSize: usize,
+        blockSizeLimit: ::std::os::raw::c_int,
     ) -> CUresult,
 }
 impl CudaDriver {
@@ -548,7 +583,11 @@ impl CudaDriver {
         let cuEventSynchronize = __library.get(b"cuEventSynchronize\0").map(|sym| *sym)?;
         let cuEventDestroy_v2 = __library.get(b"cuEventDestroy_v2\0").map(|sym| *sym)?;
         let cuEventElapsedTime = __library.get(b"cuEventElapsedTime\0").map(|sym| *sym)?;
+        let cuFuncGetAttribute = __library.get(b"cuFuncGetAttribute\0").map(|sym| *sym)?;
         let cuLaunchKernel = __library.get(b"cuLaunchKernel\0").map(|sym| *sym)?;
+        let cuOccupancyMaxPotentialBlockSize = __library
+            .get(b"cuOccupancyMaxPotentialBlockSize\0")
+            .map(|sym| *sym)?;
         Ok(CudaDriver {
             __library,
             cuGetErrorName,
@@ -595,7 +634,9 @@ impl CudaDriver {
             cuEventSynchronize,
             cuEventDestroy_v2,
             cuEventElapsedTime,
+            cuFuncGetAttribute,
             cuLaunchKernel,
+            cuOccupancyMaxPotentialBlockSize,
         })
     }
     pub unsafe fn cuGetErrorName(
@@ -875,6 +916,14 @@ impl CudaDriver {
     ) -> CUresult {
         (self.cuEventElapsedTime)(pMilliseconds, hStart, hEnd)
     }
+    pub unsafe fn cuFuncGetAttribute(
+        &self,
+        pi: *mut ::std::os::raw::c_int,
+        attrib: CUfunction_attribute,
+        hfunc: CUfunction,
+    ) -> CUresult {
+        (self.cuFuncGetAttribute)(pi, attrib, hfunc)
+    }
     pub unsafe fn cuLaunchKernel(
         &self,
         f: CUfunction,
@@ -902,6 +951,25 @@ impl CudaDriver {
             hStream,
             kernelParams,
             extra,
+        )
+    }
+    pub unsafe fn cuOccupancyMaxPotentialBlockSize(
+        &self,
+        minGridSize: *mut ::std::os::raw::c_int,
+        blockSize: *mut ::std::os::raw::c_int,
+        func: CUfunction,
+        blockSizeToDynamicSMemSize: CUoccupancyB2DSize,
+        dynamicSMemSize: usize,
+        blockSizeLimit: ::std::os::raw::c_int,
+    ) -> CUresult {
+        (self
+            .cuOccupancyMaxPotentialBlockSize)(
+            minGridSize,
+            blockSize,
+            func,
+            blockSizeToDynamicSMemSize,
+            dynamicSMemSize,
+            blockSizeLimit,
         )
     }
 }

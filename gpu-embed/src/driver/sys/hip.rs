@@ -1349,6 +1349,18 @@ pub const hipErrorRuntimeOther: hipError_t = 1053;
 pub const hipErrorTbd: hipError_t = 1054;
 pub type hipError_t = ::std::os::raw::c_uint;
 pub type hipDeviceptr_t = *mut ::std::os::raw::c_void;
+pub const HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: hipFunction_attribute = 0;
+pub const HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: hipFunction_attribute = 1;
+pub const HIP_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: hipFunction_attribute = 2;
+pub const HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: hipFunction_attribute = 3;
+pub const HIP_FUNC_ATTRIBUTE_NUM_REGS: hipFunction_attribute = 4;
+pub const HIP_FUNC_ATTRIBUTE_PTX_VERSION: hipFunction_attribute = 5;
+pub const HIP_FUNC_ATTRIBUTE_BINARY_VERSION: hipFunction_attribute = 6;
+pub const HIP_FUNC_ATTRIBUTE_CACHE_MODE_CA: hipFunction_attribute = 7;
+pub const HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: hipFunction_attribute = 8;
+pub const HIP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: hipFunction_attribute = 9;
+pub const HIP_FUNC_ATTRIBUTE_MAX: hipFunction_attribute = 10;
+pub type hipFunction_attribute = ::std::os::raw::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct ihipStream_t {
@@ -1511,6 +1523,11 @@ pub struct HipRuntime {
         module: hipModule_t,
         kname: *const ::std::os::raw::c_char,
     ) -> hipError_t,
+    pub hipFuncGetAttribute: unsafe extern "C" fn(
+        value: *mut ::std::os::raw::c_int,
+        attrib: hipFunction_attribute,
+        hfunc: hipFunction_t,
+    ) -> hipError_t,
     pub hipModuleLoadData: unsafe extern "C" fn(
         module: *mut hipModule_t,
         image: *const ::std::os::raw::c_void,
@@ -1527,6 +1544,13 @@ pub struct HipRuntime {
         stream: hipStream_t,
         kernelParams: *mut *mut ::std::os::raw::c_void,
         extra: *mut *mut ::std::os::raw::c_void,
+    ) -> hipError_t,
+    pub hipModuleOccupancyMaxPotentialBlockSize: unsafe extern "C" fn(
+        gridSize: *mut ::std::os::raw::c_int,
+        blockSize: *mut ::std::os::raw::c_int,
+        f: hipFunction_t,
+        dynSharedMemPerBlk: usize,
+        blockSizeLimit: ::std::os::raw::c_int,
     ) -> hipError_t,
 }
 impl HipRuntime {
@@ -1594,9 +1618,15 @@ impl HipRuntime {
         let hipModuleGetFunction = __library
             .get(b"hipModuleGetFunction\0")
             .map(|sym| *sym)?;
+        let hipFuncGetAttribute = __library
+            .get(b"hipFuncGetAttribute\0")
+            .map(|sym| *sym)?;
         let hipModuleLoadData = __library.get(b"hipModuleLoadData\0").map(|sym| *sym)?;
         let hipModuleLaunchKernel = __library
             .get(b"hipModuleLaunchKernel\0")
+            .map(|sym| *sym)?;
+        let hipModuleOccupancyMaxPotentialBlockSize = __library
+            .get(b"hipModuleOccupancyMaxPotentialBlockSize\0")
             .map(|sym| *sym)?;
         Ok(HipRuntime {
             __library,
@@ -1638,8 +1668,10 @@ impl HipRuntime {
             hipMemGetInfo,
             hipModuleUnload,
             hipModuleGetFunction,
+            hipFuncGetAttribute,
             hipModuleLoadData,
             hipModuleLaunchKernel,
+            hipModuleOccupancyMaxPotentialBlockSize,
         })
     }
     pub unsafe fn hipInit(&self, flags: ::std::os::raw::c_uint) -> hipError_t {
@@ -1875,6 +1907,14 @@ impl HipRuntime {
     ) -> hipError_t {
         (self.hipModuleGetFunction)(function, module, kname)
     }
+    pub unsafe fn hipFuncGetAttribute(
+        &self,
+        value: *mut ::std::os::raw::c_int,
+        attrib: hipFunction_attribute,
+        hfunc: hipFunction_t,
+    ) -> hipError_t {
+        (self.hipFuncGetAttribute)(value, attrib, hfunc)
+    }
     pub unsafe fn hipModuleLoadData(
         &self,
         module: *mut hipModule_t,
@@ -1909,6 +1949,23 @@ impl HipRuntime {
             stream,
             kernelParams,
             extra,
+        )
+    }
+    pub unsafe fn hipModuleOccupancyMaxPotentialBlockSize(
+        &self,
+        gridSize: *mut ::std::os::raw::c_int,
+        blockSize: *mut ::std::os::raw::c_int,
+        f: hipFunction_t,
+        dynSharedMemPerBlk: usize,
+        blockSizeLimit: ::std::os::raw::c_int,
+    ) -> hipError_t {
+        (self
+            .hipModuleOccupancyMaxPotentialBlockSize)(
+            gridSize,
+            blockSize,
+            f,
+            dynSharedMemPerBlk,
+            blockSizeLimit,
         )
     }
 }

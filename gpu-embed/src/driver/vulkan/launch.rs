@@ -152,6 +152,13 @@ pub(crate) fn unload_module(module: Handle) {
     };
 }
 
+/// The binding table of a kernel [`function`] returned.
+pub(crate) fn kernel_of(function: Handle) -> &'static VulkanKernel {
+    // SAFETY: function handles point at a `Function` that lives as long as its module, which
+    // stays loaded while the runtime holds the handle.
+    unsafe { &*(function.0.cast::<Function>()) }.kernel
+}
+
 pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
     // SAFETY: module handles point at a live `Module` (see `unload_module`).
     let module = unsafe { &*(module.0.cast::<Module>()) };

@@ -77,7 +77,7 @@ mod setup;
 mod stream;
 mod transfer;
 
-use super::{Driver, FoundDevice, Handle, Pattern};
+use super::{DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use allocation::Table;
@@ -464,6 +464,30 @@ impl Driver for Vulkan {
 
     fn function(&self, module: Handle, name: &str) -> Result<Handle> {
         launch::function(module, name)
+    }
+
+    fn attributes(&self, function: Handle, _limits: &DeviceLimits) -> Result<KernelAttributes> {
+        let kernel = launch::kernel_of(function);
+        Ok(KernelAttributes {
+            max_threads_per_block: kernel.workgroup_size.iter().product(),
+            static_shared_bytes: kernel.workgroup_memory,
+            local_bytes_per_thread: 0,
+            registers: None,
+            required_block: Some(kernel.workgroup_size),
+        })
+    }
+
+    fn potential_block_size(
+        &self,
+        function: Handle,
+        _dynamic_shared: u32,
+        _limits: &DeviceLimits,
+    ) -> Result<(u32, u32)> {
+        // The block is the compiled workgroup size; any grid fills a Vulkan device's queue.
+        Ok((
+            launch::kernel_of(function).workgroup_size.iter().product(),
+            1,
+        ))
     }
 
     unsafe fn launch(
