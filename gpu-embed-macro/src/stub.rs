@@ -17,6 +17,8 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     let mut arguments = Vec::new();
     let mut checks = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
+    // The buffers of the memref arguments, whose work the launch orders and marks.
+    let mut uses: Vec<TokenStream> = Vec::new();
     let names = parameter_names(kernel);
     for (index, (argument, name)) in kernel.arguments.iter().zip(&names).enumerate() {
         let name = syn::Ident::new(name, Span::call_site());
@@ -33,14 +35,12 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
                     kernel.name, names[index], argument.ty
                 );
                 let descriptor = format_ident!("descriptor{index}");
+                let view = format_ident!("view{index}");
                 checks.push(quote! {
-                    let #descriptor = ::gpu_embed::memref_descriptor(
-                        ::gpu_embed::AsMemref::into_memref(#name)?,
-                        &#ty,
-                        device,
-                        #label,
-                    )?;
+                    let #view = ::gpu_embed::AsMemref::into_memref(#name)?;
+                    let #descriptor = ::gpu_embed::memref_descriptor(#view, &#ty, device, #label)?;
                 });
+                uses.push(quote!(#view.tracked()));
                 values.push(quote!(#descriptor.allocated));
                 values.push(quote!(#descriptor.aligned));
                 values.push(quote!(#descriptor.offset));
@@ -84,13 +84,15 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             // SAFETY: the parameters follow the kernel's lowered signature from the manifest, each
             // local lives until `launch` returns (a queued launch copies the values); the caller
             // guarantees what the function's `# Safety` section lists.
-            unsafe { ::gpu_embed::launch(device, &BINARY, KERNEL, config, &mut params, &sizes) }
+            unsafe {
+                ::gpu_embed::launch(device, &BINARY, KERNEL, config, &mut params, &sizes, &[#(#uses),*])
+            }
         }
     })
 }
 
 /// Names the stub's own parameters and locals use, which an argument must not take (besides
-/// `param<n>` and `descriptor<n>`).
+/// `param<n>`, `descriptor<n>` and `view<n>`).
 const RESERVED: &[&str] = &["device", "config", "params", "sizes", "KERNEL", "BINARY"];
 
 /// Whether `name` is one of the stub's own parameters or locals.
@@ -99,7 +101,7 @@ fn is_stub_local(name: &str) -> bool {
         name.strip_prefix(prefix)
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     };
-    RESERVED.contains(&name) || numbered("param") || numbered("descriptor")
+    RESERVED.contains(&name) || numbered("param") || numbered("descriptor") || numbered("view")
 }
 
 /// The stub's parameter name for each kernel argument: the source's name made a Rust
@@ -177,9 +179,11 @@ fn safety_doc(kernel: &Kernel, names: &[String]) -> String {
         ));
     }
     doc.push_str(
-        "- No other stream (nor another launch's work on the device) writes memory this kernel \
-         reads, or reads or writes memory it writes, unless an event orders the two \
-         (`stream.record(&event)`, then `other.wait(&event)`); work on one stream runs in order.\n\
+        "- Memory this kernel reaches only through a pointer argument is not written by other \
+         streams' work while it reads it, nor read or written while it writes it, unless an \
+         event orders the two (`stream.record(&event)`, then `other.wait(&event)`). The buffers \
+         of memref arguments need nothing: the launch waits for other streams' work on them, \
+         and their drop waits for the launch.\n\
          - The kernel's own rules hold for this grid and block: every thread of a block reaches \
          the same barriers, threads that write one element are ordered by a barrier, and \
          dynamic shared memory stays within `config.shared_mem_bytes`.\n",

@@ -9,6 +9,7 @@ use crate::driver::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
 use std::collections::hash_map::{Entry, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Device memory at one moment, in bytes.
@@ -36,6 +37,8 @@ struct Inner {
     /// The kernel launched last on the device, on any stream: what a fault reported later, by a
     /// synchronization or a copy, most likely came from.
     last_launch: LastLaunchSlot,
+    /// Buffers' work is no longer ordered across streams (`Device::disable_tracking`).
+    untracked: AtomicBool,
 }
 
 /// A kernel launch, remembered to name in the report of a fault found later.
@@ -145,6 +148,7 @@ impl Device {
             inner: Arc::new(Inner {
                 found,
                 modules: Mutex::new(HashMap::new()),
+                untracked: AtomicBool::new(false),
                 last_launch: LastLaunchSlot::default(),
             }),
         }
@@ -208,6 +212,32 @@ impl Device {
             raw,
             last_launch: LastLaunchSlot::default(),
         })
+    }
+
+    /// Stops ordering buffers' work across streams on this device (cudarc's
+    /// `disable_event_tracking`): work on one stream no longer waits for other streams' work on
+    /// the same buffer, and no events are recorded for it (each buffer then waits for the whole
+    /// device when dropped). For programs that order their streams with their own events and
+    /// want to save the tracking's event per operation.
+    ///
+    /// # Safety
+    /// From now on the caller orders, with events, all work on different streams that shares a
+    /// buffer: a kernel that reads sizes or indices from a buffer another stream is still
+    /// writing could otherwise reach outside the memory its launch's `# Safety` covers.
+    pub unsafe fn disable_tracking(&self) {
+        self.inner.untracked.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the device's driver orders every operation after all earlier ones and keeps
+    /// freed memory until the work queued on it has run (then buffers need not track their
+    /// work).
+    pub(crate) fn orders_all_work(&self) -> bool {
+        self.inner.found.driver.orders_all_work()
+    }
+
+    /// Whether buffers' work is ordered across streams (see [`Device::disable_tracking`]).
+    pub(crate) fn tracks(&self) -> bool {
+        !self.inner.untracked.load(Ordering::Relaxed)
     }
 
     /// The driver, with this device made current on the calling thread.

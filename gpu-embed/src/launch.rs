@@ -4,6 +4,7 @@ use crate::binary::Binary;
 use crate::device::{Device, LastLaunch, Stream};
 use crate::driver::{Handle, KernelAttributes};
 use crate::error::{Error, ErrorKind, Result};
+use crate::tracking::{lock, mark_end, Access, Queue, Tracked};
 use std::ffi::c_void;
 
 /// Grid and block shape, dynamic shared memory and the stream of one launch.
@@ -92,11 +93,25 @@ impl LaunchConfig<'_> {
                 format!("launching `{kernel}` on {}: {what}", device.name()),
             ))
         };
+        if let Some(block) = attributes
+            .required_block
+            .filter(|&block| block != self.block)
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "launching `{kernel}` on {}: a block of {:?}; kernel `{kernel}` was compiled \
+                     for Vulkan with workgroup size {block:?}; launch it with that block size",
+                    device.name(),
+                    self.block
+                ),
+            ));
+        }
         let threads: u64 = self.block.iter().map(|&d| u64::from(d)).product();
         if threads > u64::from(attributes.max_threads_per_block) {
             return refuse(format!(
-                "a block of {threads} threads; this kernel allows at most {} (its registers or \
-                 compiled workgroup size: Kernel::attributes)",
+                "a block of {threads} threads; this kernel allows at most {} (its registers: \
+                 Kernel::attributes)",
                 attributes.max_threads_per_block
             ));
         }
@@ -119,12 +134,15 @@ impl LaunchConfig<'_> {
 /// in order; the generated stubs build them from typed arguments.
 ///
 /// `param_sizes` holds each parameter's size in bytes: a launch queued on a host stream copies the
-/// values then, as the drivers do.
+/// values then, as the drivers do. `uses` are the buffers of the memref arguments: the launch
+/// waits for other streams' work on them and is marked as writing them (`tracking.rs`), so
+/// their drop waits for it.
 ///
 /// # Safety
 /// The parameters must match the kernel's lowered signature, and the kernel may read and write
-/// any memory they point to; that memory must stay allocated until the launch has run (buffers
-/// wait for their device's queued work before they are freed).
+/// any memory they point to; memory they point to that is not in `uses` must stay allocated
+/// until the launch has run (a buffer whose address was taken with `device_ptr` waits for its
+/// device's queued work before it is freed).
 #[doc(hidden)]
 pub unsafe fn launch(
     device: &Device,
@@ -133,6 +151,7 @@ pub unsafe fn launch(
     config: &LaunchConfig,
     params: &mut [*mut c_void],
     param_sizes: &[usize],
+    uses: &[Tracked<'_>],
 ) -> Result<()> {
     config.check(kernel, device)?;
     if params.len() != param_sizes.len() {
@@ -157,6 +176,10 @@ pub unsafe fn launch(
     let function = device.function(driver, binary, kernel)?;
     config.check_for_kernel(kernel, device, &function.attributes)?;
     let function = function.handle;
+    let queue = config.stream.map_or(Queue::Default(device), Queue::Stream);
+    for used in uses {
+        lock(used.tracking).before(&queue, Access::Write)?;
+    }
     let stream = config
         .stream
         .map_or(Handle(std::ptr::null_mut()), Stream::raw);
@@ -182,6 +205,10 @@ pub unsafe fn launch(
             )
         })
     })?;
+    let end = mark_end(&queue);
+    for used in uses {
+        lock(used.tracking).note(&end, Access::Write);
+    }
     let launched = LastLaunch { binary, kernel };
     device.launched(launched);
     if let Some(stream) = config.stream {

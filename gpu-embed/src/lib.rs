@@ -61,6 +61,7 @@ mod memref;
 pub mod mgpu;
 mod pinned;
 mod select;
+mod tracking;
 
 pub use binary::{Binary, Format, HostBlocksEntry, HostEntry, HostKernel, Object, Vendor};
 pub use binary::{VulkanArgument, VulkanBinding, VulkanKernel};
@@ -86,3 +87,4 @@ pub use memref::{memref_descriptor, MemrefDescriptor, MemrefLayout, MemrefType};
 pub use memref::{AsMemref, MemrefView};
 pub use pinned::{Pinned, PinnedBuffer, PinnedSlice};
 pub use select::{select, DeviceArch, NoFit};
+pub use tracking::Tracked;

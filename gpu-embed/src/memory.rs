@@ -7,8 +7,10 @@
 use crate::device::{Device, Stream};
 use crate::driver::{Driver, Pattern};
 use crate::error::{Error, ErrorKind, Result};
+use crate::tracking::{lock, mark_end, Access, After, Queue, Tracking};
 use bytemuck::Pod;
 use std::marker::PhantomData;
+use std::sync::Mutex;
 
 /// The memset pattern that writes `value` to `len` elements, and how many times, if there is
 /// one: elements of 1, 2 or 4 bytes, or any value whose bytes are all equal.
@@ -33,6 +35,8 @@ pub struct DeviceBuffer<T: Pod> {
     device: Device,
     ptr: u64,
     len: usize,
+    /// The work queued on it (`tracking.rs`).
+    tracking: Mutex<Tracking>,
     _element: PhantomData<T>,
 }
 
@@ -52,7 +56,19 @@ impl<T: Pod> DeviceBuffer<T> {
             // SAFETY: the buffer holds `bytes` bytes of this device's memory.
             unsafe { driver.fill(buffer.ptr, Pattern::U8(0), bytes) }
                 .map_err(|e| device.context(e))?;
+            buffer.queued(Access::Write);
         }
+        Ok(buffer)
+    }
+
+    /// `len` zeroed elements, zeroed in `stream`'s order: nothing waits for other streams or the
+    /// default stream (the memory is taken from the driver at once; dropping the buffer waits
+    /// for its own work only), so a loop of temporaries on one stream does not stall the others.
+    pub fn alloc_on(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
+        // SAFETY: every byte is set, in the stream's order, before other work can use it (work
+        // on other streams waits for the fill, `tracking.rs`).
+        let buffer = unsafe { DeviceBuffer::alloc_uninit(stream.device(), len)? };
+        stream.fill(&buffer, T::zeroed())?;
         Ok(buffer)
     }
 
@@ -75,8 +91,26 @@ impl<T: Pod> DeviceBuffer<T> {
             device: device.clone(),
             ptr,
             len,
+            tracking: Mutex::default(),
             _element: PhantomData,
         })
+    }
+
+    /// Notes work queued on the default stream that uses the buffer (the default stream
+    /// already follows every stream's earlier work, so nothing waits before it).
+    fn queued(&self, access: Access) {
+        let end = mark_end(&Queue::Default(&self.device));
+        lock(&self.tracking).note(&end, access);
+    }
+
+    /// The buffer's work tracking, for the views and spans of this crate.
+    pub(crate) fn tracking(&self) -> &Mutex<Tracking> {
+        &self.tracking
+    }
+
+    /// The buffer's device address, without handing it out (its work stays tracked).
+    pub(crate) fn address(&self) -> u64 {
+        self.ptr
     }
 
     /// A device copy of `data`.
@@ -100,7 +134,9 @@ impl<T: Pod> DeviceBuffer<T> {
         let driver = self.device.current()?;
         // SAFETY: the buffer holds `count` elements of the pattern's size, aligned to it (device
         // allocations are at least 256-byte aligned, and `T`'s size is the pattern's).
-        unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))
+        unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))?;
+        self.queued(Access::Write);
+        Ok(())
     }
 
     /// Overwrites the buffer with `data` (of the same length).
@@ -112,7 +148,9 @@ impl<T: Pod> DeviceBuffer<T> {
         let driver = self.device.current()?;
         // SAFETY: both ranges are `len` elements long.
         unsafe { driver.copy_to_device(self.ptr, data.as_ptr().cast(), size_of_val(data)) }
-            .map_err(|e| self.device.context(e))
+            .map_err(|e| self.device.context(e))?;
+        self.queued(Access::Write);
+        Ok(())
     }
 
     /// Overwrites the buffer with `source` (of the same length and device), on the device.
@@ -134,7 +172,11 @@ impl<T: Pod> DeviceBuffer<T> {
         let driver = self.device.current()?;
         // SAFETY: two distinct buffers (`&mut self` and `&source`) of `len` elements.
         unsafe { driver.copy_on_device(self.ptr, source.ptr, self.len * size_of::<T>()) }
-            .map_err(|e| self.device.context(e))
+            .map_err(|e| self.device.context(e))?;
+        let end = mark_end(&Queue::Default(&self.device));
+        lock(&self.tracking).note(&end, Access::Write);
+        lock(&source.tracking).note(&end, Access::Read);
+        Ok(())
     }
 
     /// Takes ownership of `len` elements of device memory allocated elsewhere (by `cudarc`, a
@@ -150,6 +192,7 @@ impl<T: Pod> DeviceBuffer<T> {
             device: device.clone(),
             ptr: ptr.0,
             len,
+            tracking: Mutex::default(),
             _element: PhantomData,
         }
     }
@@ -158,8 +201,11 @@ impl<T: Pod> DeviceBuffer<T> {
     /// [`DeviceBuffer::from_raw_parts`] or free it with the driver).
     pub fn into_raw(self) -> DevicePtr {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the device handle is moved out once; `this` is never used or dropped again.
+        // SAFETY: the device handle and the tracking are moved out once; `this` is never used
+        // or dropped again.
         drop(unsafe { std::ptr::read(&this.device) });
+        // SAFETY: as above (the tracking's events go with it).
+        drop(unsafe { std::ptr::read(&this.tracking) });
         DevicePtr(this.ptr)
     }
 
@@ -197,8 +243,11 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.device
     }
 
-    /// The buffer's device address, for kernels that take a pointer.
+    /// The buffer's device address, for kernels that take a pointer. Work through the address
+    /// is not tracked, so from now on dropping the buffer waits for its whole device (as for
+    /// memory of unknown use).
     pub fn device_ptr(&self) -> DevicePtr {
+        lock(&self.tracking).escape();
         DevicePtr(self.ptr)
     }
 
@@ -230,18 +279,17 @@ impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
 }
 
 impl<T: Pod> Drop for DeviceBuffer<T> {
-    /// Waits for the device's queued work (which may still use the buffer), then frees it, as
-    /// `cuMemFree` and `hipFree` do. When the wait fails (a kernel faulted: the device's context
-    /// is unusable), the memory is left allocated rather than freed under work whose end could
-    /// not be confirmed.
+    /// Waits for the work queued on the buffer (`tracking.rs`: its own, on whichever streams;
+    /// the whole device's where its address was handed out), then frees it. Other streams' work
+    /// goes on. When a wait fails (a kernel faulted: the device's context is unusable), the
+    /// memory is left allocated rather than freed under work whose end could not be confirmed.
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;
         }
-        if let Ok(driver) = self.device.current() {
-            if driver.synchronize().is_ok() {
-                driver.free(self.ptr);
-            }
+        let done = lock(&self.tracking).wait_all(&self.device);
+        if let (true, Ok(driver)) = (done, self.device.current()) {
+            driver.free(self.ptr);
         }
     }
 }
@@ -267,6 +315,7 @@ pub struct Span<'a> {
     ptr: u64,
     len: usize,
     element: usize,
+    tracking: &'a Mutex<Tracking>,
 }
 
 impl<T: Pod> sealed::Range for DeviceBuffer<T> {
@@ -276,6 +325,7 @@ impl<T: Pod> sealed::Range for DeviceBuffer<T> {
             ptr: self.ptr,
             len: self.len,
             element: size_of::<T>(),
+            tracking: &self.tracking,
         })
     }
 }
@@ -283,14 +333,33 @@ impl<T: Pod> sealed::Range for DeviceBuffer<T> {
 impl<T: Pod> DeviceRange<T> for DeviceBuffer<T> {}
 
 impl<'a> Span<'a> {
-    /// `len` elements of `element` bytes at device address `ptr` of `device`.
-    pub(crate) fn new(device: &'a Device, ptr: u64, len: usize, element: usize) -> Span<'a> {
+    /// `len` elements of `element` bytes at device address `ptr` of `device`, in the buffer
+    /// whose work `tracking` records.
+    pub(crate) fn new(
+        device: &'a Device,
+        ptr: u64,
+        len: usize,
+        element: usize,
+        tracking: &'a Mutex<Tracking>,
+    ) -> Span<'a> {
         Span {
             device,
             ptr,
             len,
             element,
+            tracking,
         }
+    }
+
+    /// Makes `stream` wait for other streams' work on the span's buffer that `access` must
+    /// follow.
+    pub(crate) fn before(&self, stream: &Stream, access: Access) -> Result<()> {
+        lock(self.tracking).before(&Queue::Stream(stream), access)
+    }
+
+    /// Notes that work using the span with `access` ended at `end`.
+    pub(crate) fn note(&self, end: &After, access: Access) {
+        lock(self.tracking).note(end, access);
     }
 
     fn bytes(&self) -> usize {
@@ -327,14 +396,12 @@ impl<'a> Span<'a> {
 }
 
 /// Copies and fills queued on a stream, on whole buffers or slices of them. A buffer may be used
-/// by queued work after these return: dropping it waits for the device's queued work first, so
-/// it is never freed under that work.
+/// by queued work after these return: dropping it waits for that work first, so it is never
+/// freed under it.
 ///
-/// Work on one stream runs in order. Work on two streams that touches the same device memory,
-/// one of them writing, is ordered only by an event (`stream.record(&e)`, then
-/// `other.wait(&e)`): without one the result is whichever ran last, as on every GPU runtime.
-/// That is a wrong result, never undefined behaviour in the program: device memory is not
-/// program memory, and on the host device every operation on device memory runs alone.
+/// Work on one stream runs in order. Work on another stream that touches the same buffer waits
+/// for it as a buffer's readers and writers must (`tracking.rs`: a read after the last write, a
+/// write after the reads since too), as cudarc orders them: no user event is needed.
 impl Stream {
     /// Copies `source` into `target` (of the same length) after the stream's earlier work;
     /// returns when the copy is done, so `source` may be reused at once. Copies that overlap
@@ -345,6 +412,8 @@ impl Stream {
         if target.bytes() == 0 {
             return Ok(());
         }
+        // Done when this returns (the stream is waited for): nothing to mark after it.
+        target.before(self, Access::Write)?;
         self.copy_pageable(|driver| {
             // SAFETY: `len` elements on both sides; `source` is borrowed until the stream has
             // run the copy (`copy_pageable` waits), the target outlives it (see above).
@@ -382,6 +451,7 @@ impl Stream {
         if source.bytes() == 0 {
             return Ok(());
         }
+        source.before(self, Access::Read)?;
         self.copy_pageable(|driver| {
             // SAFETY: `len` elements on both sides; `target` is borrowed until the stream has
             // run the copy (`copy_pageable` waits).
@@ -422,10 +492,16 @@ impl Stream {
                 ),
             ));
         }
+        target.before(self, Access::Write)?;
+        source.before(self, Access::Read)?;
         let driver = self.device().current()?;
         // SAFETY: `len` elements each; both outlive the queued copy (see above).
         unsafe { driver.copy_on_device_async(target.ptr, source.ptr, bytes, self.raw()) }
-            .map_err(|e| self.device().context(e))
+            .map_err(|e| self.device().context(e))?;
+        let end = mark_end(&Queue::Stream(self));
+        target.note(&end, Access::Write);
+        source.note(&end, Access::Read);
+        Ok(())
     }
 
     /// Sets every element of `target` to `value` in the stream's order: a queued memset of 1, 2
@@ -440,9 +516,12 @@ impl Stream {
         let Some((pattern, count)) = pattern_of(value, span.len) else {
             return self.copy_to_device(target, &vec![value; span.len]);
         };
+        span.before(self, Access::Write)?;
         let driver = self.device().current()?;
         // SAFETY: `count` aligned elements of the pattern; the target outlives the queued fill.
         unsafe { driver.fill_async(span.ptr, pattern, count, self.raw()) }
-            .map_err(|e| self.device().context(e))
+            .map_err(|e| self.device().context(e))?;
+        span.note(&mark_end(&Queue::Stream(self)), Access::Write);
+        Ok(())
     }
 }

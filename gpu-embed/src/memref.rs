@@ -7,6 +7,7 @@
 use crate::device::Device;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::{sealed, DeviceBuffer, DeviceRange, Span};
+use crate::tracking::Tracked;
 use bytemuck::Pod;
 
 /// `N` dimensions of a [`DeviceBuffer`]: element `[i0, i1, ...]` is at
@@ -123,6 +124,17 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 }
 
+impl<'a, T: Pod, const N: usize> MemrefView<'a, T, N> {
+    /// The view's buffer as a launch uses it (its work tracked). Used by `include_gpu_binary!`'s
+    /// expansion.
+    #[doc(hidden)]
+    pub fn tracked(&self) -> Tracked<'a> {
+        Tracked {
+            tracking: self.buffer.tracking(),
+        }
+    }
+}
+
 impl<T: Pod> sealed::Range for MemrefView<'_, T, 1> {
     fn span(&self) -> Result<Span<'_>> {
         let [len] = self.sizes();
@@ -137,8 +149,14 @@ impl<T: Pod> sealed::Range for MemrefView<'_, T, 1> {
         }
         let buffer = self.buffer();
         // The offset is at most the buffer's length (`strided_view` checks it).
-        let ptr = buffer.device_ptr().0 + (self.offset() * size_of::<T>()) as u64;
-        Ok(Span::new(buffer.device(), ptr, len, size_of::<T>()))
+        let ptr = buffer.address() + (self.offset() * size_of::<T>()) as u64;
+        Ok(Span::new(
+            buffer.device(),
+            ptr,
+            len,
+            size_of::<T>(),
+            buffer.tracking(),
+        ))
     }
 }
 
@@ -279,7 +297,7 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
             ));
         }
     }
-    let base = view.buffer.device_ptr().0;
+    let base = view.buffer.address();
     let element = std::mem::size_of::<T>() as u64;
     let as_i64 = |values: [usize; N]| values.map(|v| v as i64);
     let (aligned, offset, strides) = match &ty.layout {

@@ -24,6 +24,7 @@ use crate::device::{Device, Stream};
 use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
+use crate::tracking::{mark_end, Access, Queue};
 use bytemuck::Pod;
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -387,11 +388,12 @@ impl Stream {
         if region.bytes == 0 {
             return Ok(());
         }
+        target.before(self, Access::Write)?;
         let driver = self.device().current()?;
         region.queue(self, || {
             // SAFETY: `len` elements on both sides; the region stays allocated and unwritten
             // until the copy has run (every host access, the drop and the end of a
-            // registration wait for the event `queue` records), and the target waits for
+            // registration wait for the event `queue` records), and the target waits for its
             // queued work before it is freed.
             unsafe {
                 driver.copy_to_device_async(
@@ -401,7 +403,9 @@ impl Stream {
                     self.raw(),
                 )
             }
-        })
+        })?;
+        target.note(&mark_end(&Queue::Stream(self)), Access::Write);
+        Ok(())
     }
 
     /// Queues a copy of `source` into page-locked `target` (of the same length); returns at
@@ -418,6 +422,7 @@ impl Stream {
         if region.bytes == 0 {
             return Ok(());
         }
+        source.before(self, Access::Read)?;
         let driver = self.device().current()?;
         region.queue(self, || {
             // SAFETY: as above; `&mut target` means no slice of it is alive now, and later
@@ -430,6 +435,8 @@ impl Stream {
                     self.raw(),
                 )
             }
-        })
+        })?;
+        source.note(&mark_end(&Queue::Stream(self)), Access::Read);
+        Ok(())
     }
 }

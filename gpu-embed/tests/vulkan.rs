@@ -204,6 +204,7 @@ unsafe fn vadd(
     views: [MemrefView<'_, f32, 1>; 3],
     n: i64,
 ) -> gpu_embed::Result<()> {
+    let uses = views.map(|view| view.tracked());
     let mut descriptors = Vec::new();
     for (view, name) in views.into_iter().zip(["a", "b", "c"]) {
         descriptors.push(memref_descriptor(view, ty, device, name)?);
@@ -220,7 +221,7 @@ unsafe fn vadd(
     params.push((&mut n as *mut i64).cast());
     let sizes = vec![8; params.len()];
     // SAFETY: the parameters are vadd's lowered signature; the caller keeps n in bounds.
-    unsafe { gpu_embed::launch(device, &VADD, "vadd", config, &mut params, &sizes) }
+    unsafe { gpu_embed::launch(device, &VADD, "vadd", config, &mut params, &sizes, &uses) }
 }
 
 fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
@@ -343,9 +344,17 @@ fn eight_sixteen_and_sixty_four_bit_types_where_the_device_has_them() {
         params.push((&mut count as *mut i64).cast());
         let sizes = vec![8; params.len()];
         let config = LaunchConfig::for_elements(n, 64);
+        let uses = [
+            da.slice(0..n).unwrap().tracked(),
+            db.slice(0..n).unwrap().tracked(),
+            dh.slice(0..n).unwrap().tracked(),
+            dw.slice(0..n).unwrap().tracked(),
+            out.slice(0..n).unwrap().tracked(),
+        ];
         // SAFETY: widen's lowered parameters; n elements in every view.
-        let launched =
-            unsafe { gpu_embed::launch(device, &WIDEN, "widen", &config, &mut params, &sizes) };
+        let launched = unsafe {
+            gpu_embed::launch(device, &WIDEN, "widen", &config, &mut params, &sizes, &uses)
+        };
         if let Err(error) = &launched {
             // A device without the features says which; lavapipe has them all.
             assert_eq!(error.kind(), ErrorKind::NotSupported, "{error}");
@@ -370,6 +379,7 @@ fn scale2d(
     output: MemrefView<'_, f32, 2>,
     s: f32,
 ) -> gpu_embed::Result<()> {
+    let uses = [input.tracked(), output.tracked()];
     let mut descriptors = (
         memref_descriptor(input, ty, device, "in")?,
         memref_descriptor(output, ty, device, "out")?,
@@ -388,7 +398,17 @@ fn scale2d(
         stream: None,
     };
     // SAFETY: scale2d's lowered parameters; both views are 40x24 (checked against the type).
-    unsafe { gpu_embed::launch(device, &SCALE2D, "scale2d", &config, &mut params, &sizes) }
+    unsafe {
+        gpu_embed::launch(
+            device,
+            &SCALE2D,
+            "scale2d",
+            &config,
+            &mut params,
+            &sizes,
+            &uses,
+        )
+    }
 }
 
 #[test]
@@ -720,6 +740,7 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
                 &config,
                 &mut params,
                 &sizes,
+                &[],
             )
         }
         .unwrap_err();
@@ -729,15 +750,17 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
             "{error}"
         );
         // SAFETY: as above.
-        let error =
-            unsafe { gpu_embed::launch(device, &FUTURE, "vadd", &config, &mut params, &sizes) }
-                .unwrap_err();
+        let error = unsafe {
+            gpu_embed::launch(device, &FUTURE, "vadd", &config, &mut params, &sizes, &[])
+        }
+        .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NoFittingObject);
         assert!(error.message().contains("vulkan9.9"), "{error}");
         // SAFETY: as above.
-        let error =
-            unsafe { gpu_embed::launch(device, &OVERLONG, "vadd", &config, &mut params, &sizes) }
-                .unwrap_err();
+        let error = unsafe {
+            gpu_embed::launch(device, &OVERLONG, "vadd", &config, &mut params, &sizes, &[])
+        }
+        .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
         assert!(
             error.message().contains(
@@ -778,6 +801,7 @@ fn a_freed_address_is_an_error_not_a_crash() {
                 &LaunchConfig::for_elements(n, 64),
                 &mut params,
                 &sizes,
+                &[],
             )
         }
         .unwrap_err();

@@ -3,6 +3,11 @@
 //! so one chunk's copies can run while the other stream's kernel does; serialised, every step
 //! is on one stream. Same work, same buffers, in one run, on the first GPU and on the host.
 //!
+//! A second row: a loop that, per iteration and on two streams in turn, allocates a temporary
+//! on its stream (`DeviceBuffer::alloc_on`), adds into it and drops it — against the same loop
+//! where each drop waits for the whole device (what every drop did before buffers tracked their
+//! own work).
+//!
 //!     cargo bench -p sample-project --bench overlap
 
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig, PinnedBuffer, Stream};
@@ -57,6 +62,54 @@ fn run(device: &Device, streams: &[Stream], chunks: &mut [Chunk]) -> gpu_embed::
     streams.iter().try_for_each(Stream::synchronize)
 }
 
+const TEMPORARIES: usize = 64;
+const TEMPORARY: usize = 1 << 16;
+
+/// `TEMPORARIES` iterations over two streams: a temporary allocated on the stream, `x + x` into
+/// it, the temporary dropped (after a device-wide synchronization when `device_wide`).
+fn temporaries(
+    device: &Device,
+    streams: &[Stream; 2],
+    x: &DeviceBuffer<f32>,
+    device_wide: bool,
+) -> gpu_embed::Result<()> {
+    for i in 0..TEMPORARIES {
+        let stream = &streams[i % 2];
+        let temporary = DeviceBuffer::<f32>::alloc_on(stream, TEMPORARY)?;
+        let config = LaunchConfig {
+            stream: Some(stream),
+            ..LaunchConfig::for_elements(TEMPORARY, 256)
+        };
+        // SAFETY: vadd reads x twice and writes the temporary, TEMPORARY elements each.
+        unsafe { vadd::vadd(device, &config, x, x, &temporary, TEMPORARY) }?;
+        if device_wide {
+            device.synchronize()?;
+        }
+        drop(temporary);
+    }
+    streams.iter().try_for_each(Stream::synchronize)
+}
+
+fn measure_temporaries(device: &Device) -> gpu_embed::Result<()> {
+    let streams = [device.create_stream()?, device.create_stream()?];
+    let x = DeviceBuffer::from_slice(device, &vec![1.5f32; TEMPORARY])?;
+    temporaries(device, &streams, &x, false)?;
+    temporaries(device, &streams, &x, true)?;
+    let (mut tracked, mut device_wide) = (Duration::MAX, Duration::MAX);
+    for _ in 0..ROUNDS {
+        tracked = tracked.min(timed(|| temporaries(device, &streams, &x, false))?);
+        device_wide = device_wide.min(timed(|| temporaries(device, &streams, &x, true))?);
+    }
+    println!(
+        "{:<40} drop waits for the device {:>7.2} ms   for its own work {:>7.2} ms   ratio {:>5.2}x",
+        device.name(),
+        device_wide.as_secs_f64() * 1e3,
+        tracked.as_secs_f64() * 1e3,
+        tracked.as_secs_f64() / device_wide.as_secs_f64()
+    );
+    Ok(())
+}
+
 fn timed(round: impl FnOnce() -> gpu_embed::Result<()>) -> gpu_embed::Result<Duration> {
     let start = Instant::now();
     round()?;
@@ -99,9 +152,25 @@ fn main() {
     println!(
         "vadd over 2^24 f32 in {CHUNKS} chunks, copies in and out of page-locked memory (best of {ROUNDS}, alternating)"
     );
-    match Device::default_gpu() {
-        Ok(gpu) => measure(&gpu).unwrap(),
+    let gpu = Device::default_gpu();
+    match &gpu {
+        Ok(gpu) => measure(gpu).unwrap(),
         Err(error) => println!("no GPU ({error})"),
     }
     measure(&Device::host()).unwrap();
+    println!(
+        "{TEMPORARIES} temporaries of 2^16 f32 on two streams, each allocated on its stream, \
+         added into and dropped (best of {ROUNDS}, alternating)"
+    );
+    if let Ok(gpu) = &gpu {
+        measure_temporaries(gpu).unwrap();
+    }
+    measure_temporaries(&Device::host()).unwrap();
+    // A real driver everywhere: lavapipe where there is no GPU.
+    for vulkan in Device::all()
+        .into_iter()
+        .filter(|d| d.vendor() == gpu_embed::Vendor::Vulkan)
+    {
+        measure_temporaries(&vulkan).unwrap();
+    }
 }

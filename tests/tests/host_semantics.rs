@@ -992,53 +992,6 @@ fn subgroup_reduce_gives_each_subgroup_its_reduction() {
     }
 }
 
-const UNORDERED_CHILD: &str = "GPU_TESTS_UNORDERED_STREAMS_CHILD";
-
-/// Without an event a second stream owes the first nothing: on the host it runs first. In a
-/// child process, since a launch on the default stream anywhere in the process (another test)
-/// runs every queued stream.
-#[test]
-#[ignore = "runs in a child process of streams_without_an_event_are_not_ordered_on_the_host"]
-fn unordered_streams_child() {
-    if std::env::var_os(UNORDERED_CHILD).is_none() {
-        return;
-    }
-    let host = Device::host();
-    let n = 1 << 16;
-    let (first, second) = (host.create_stream().unwrap(), host.create_stream().unwrap());
-    let x = DeviceBuffer::<u32>::alloc(&host, n).unwrap();
-    let y = DeviceBuffer::<u32>::alloc(&host, n).unwrap();
-    first.fill(&x, 7).unwrap();
-    second.copy(&y, &x).unwrap();
-    second.synchronize().unwrap();
-    let mut seen = vec![1u32; n];
-    second.copy_to_host(&mut seen, &y).unwrap();
-    assert!(
-        seen.iter().all(|&v| v == 0),
-        "the copy ran after the fill unasked"
-    );
-    first.synchronize().unwrap();
-}
-
-#[test]
-fn streams_without_an_event_are_not_ordered_on_the_host() {
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "unordered_streams_child",
-            "--ignored",
-            "--test-threads=1",
-        ])
-        .env(UNORDERED_CHILD, "1")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("1 passed"),
-        "{output:?}"
-    );
-}
-
 /// `a b + c` for row-major tiles: `a` is m x k, `b` k x n, `c` m x n, in f64 (exact for the
 /// small integers and halves below, whatever the kernel's precision).
 fn matmul_reference(a: &[f64], b: &[f64], c: &[f64], (m, n, k): (usize, usize, usize)) -> Vec<f64> {

@@ -99,6 +99,12 @@ impl Pattern {
 
 pub(crate) trait Driver: Sync {
     fn vendor(&self) -> Vendor;
+    /// Whether every operation runs after all operations queued before it, on any stream, and
+    /// freed memory stays until the work queued on it has run: then buffers need not track
+    /// their work (`tracking.rs`). Vulkan's one queue does both.
+    fn orders_all_work(&self) -> bool {
+        false
+    }
     /// Makes `device` the calling thread's current device.
     fn make_current(&self, device: Handle) -> Result<()>;
     /// Makes `object` (the one selection chose for the device) runnable on the current device.

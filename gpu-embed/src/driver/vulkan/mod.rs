@@ -434,6 +434,12 @@ fn event_of(event: Handle) -> Arc<Event> {
 }
 
 impl Driver for Vulkan {
+    fn orders_all_work(&self) -> bool {
+        // One queue, each submission behind a full barrier (`stream.rs`); a freed allocation
+        // lives until the submissions holding it have run (`allocation.rs`).
+        true
+    }
+
     fn vendor(&self) -> Vendor {
         Vendor::Vulkan
     }

@@ -1,0 +1,197 @@
+//! Buffers remember the work queued on them (cudarc's rule): the event recorded after their last
+//! write, and after each stream's reads since (one event per operation, shared by the buffers it
+//! used). Work on another stream waits for those events before it touches the buffer, so two
+//! streams sharing a buffer are ordered without a user event; dropping a buffer waits for its
+//! own work only, not for the whole device. A driver that orders all work itself and keeps
+//! freed memory until its work has run (Vulkan's one queue) needs none of it, and gets none.
+//!
+//! A buffer whose address was handed out ([`DeviceBuffer::device_ptr`](crate::DeviceBuffer)),
+//! or whose work could not be marked (an event failed), may be used by work nobody recorded: it
+//! waits for its whole device before it is freed, as every buffer did before.
+//!
+//! Several threads using one buffer at once are ordered as each call finds the buffer: the
+//! checks and the marks are taken under the buffer's lock, the work is queued between them.
+
+use crate::device::{Device, Stream};
+use crate::driver::Handle;
+use crate::error::Result;
+use crate::event::Event;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Where work is queued: a device's default stream, or one of its streams.
+#[derive(Clone, Copy)]
+pub(crate) enum Queue<'a> {
+    Default(&'a Device),
+    Stream(&'a Stream),
+}
+
+impl Queue<'_> {
+    fn device(&self) -> &Device {
+        match self {
+            Queue::Default(device) => device,
+            Queue::Stream(stream) => stream.device(),
+        }
+    }
+
+    /// The driver's stream handle (null: the default stream).
+    fn handle(&self) -> Handle {
+        match self {
+            Queue::Default(_) => Handle(std::ptr::null_mut()),
+            Queue::Stream(stream) => stream.raw(),
+        }
+    }
+
+    fn record(&self, event: &Event) -> Result<()> {
+        match self {
+            Queue::Default(device) => device.record(event),
+            Queue::Stream(stream) => stream.record(event),
+        }
+    }
+}
+
+/// How work uses a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    Write,
+}
+
+/// An event recorded on a queue after one operation, shared by every buffer it used.
+#[derive(Clone)]
+pub(crate) struct Mark {
+    queue: Handle,
+    event: Arc<Event>,
+}
+
+/// What an operation leaves its buffers to wait for.
+#[derive(Clone)]
+pub(crate) enum After {
+    /// The event recorded after it.
+    Mark(Mark),
+    /// Nothing the buffers can wait for: tracking is off for the device, or the event could
+    /// not be recorded. The buffers then wait for their whole device when dropped.
+    Unknown,
+    /// Nothing needed: the device's driver orders every operation after all earlier ones and
+    /// keeps freed memory until the work queued on it has run (Vulkan, `Driver::orders_all_work`).
+    Ordered,
+}
+
+/// Records, on `queue`, the point the operation just queued there ends at.
+pub(crate) fn mark_end(queue: &Queue) -> After {
+    let device = queue.device();
+    if !device.tracks() {
+        return After::Unknown;
+    }
+    if device.orders_all_work() {
+        return After::Ordered;
+    }
+    let event = device
+        .create_event()
+        .and_then(|event| queue.record(&event).map(|()| event));
+    match event {
+        Ok(event) => After::Mark(Mark {
+            queue: queue.handle(),
+            event: Arc::new(event),
+        }),
+        Err(_) => After::Unknown,
+    }
+}
+
+/// What a buffer knows of the work queued on it.
+#[derive(Default)]
+pub(crate) struct Tracking {
+    write: Option<Mark>,
+    /// At most one per queue: its latest read since the last write.
+    reads: Vec<Mark>,
+    /// Work on the buffer may be unrecorded: its drop waits for the whole device.
+    escaped: bool,
+}
+
+impl Tracking {
+    /// Makes `queue` wait for the work on other queues that `access` must follow: a read the
+    /// last write, a write also every read since. The default stream already follows every
+    /// stream's earlier work (CUDA's legacy default stream; every driver here keeps that rule).
+    pub(crate) fn before(&self, queue: &Queue, access: Access) -> Result<()> {
+        let Queue::Stream(stream) = queue else {
+            return Ok(());
+        };
+        let device = stream.device();
+        if !device.tracks() || device.orders_all_work() {
+            return Ok(());
+        }
+        let handle = queue.handle();
+        let reads = match access {
+            Access::Read => &[][..],
+            Access::Write => &self.reads[..],
+        };
+        for mark in self.write.iter().chain(reads) {
+            if mark.queue != handle {
+                stream.wait(&mark.event)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes that an operation using the buffer with `access` ended at `after`.
+    pub(crate) fn note(&mut self, after: &After, access: Access) {
+        let mark = match after {
+            After::Mark(mark) => mark.clone(),
+            After::Unknown => {
+                self.escaped = true;
+                return;
+            }
+            After::Ordered => return,
+        };
+        match access {
+            Access::Read => {
+                self.reads.retain(|read| read.queue != mark.queue);
+                self.reads.push(mark);
+            }
+            Access::Write => {
+                self.reads.clear();
+                self.write = Some(mark);
+            }
+        }
+    }
+
+    /// Work on the buffer from now on may be unrecorded (its address was handed out).
+    pub(crate) fn escape(&mut self) {
+        self.escaped = true;
+    }
+
+    /// Waits for every piece of work queued on the buffer (for the whole device when it
+    /// escaped); `false` when a wait failed, and the memory must then stay allocated.
+    pub(crate) fn wait_all(&self, device: &Device) -> bool {
+        if self.escaped {
+            return device
+                .current()
+                .is_ok_and(|driver| driver.synchronize().is_ok());
+        }
+        self.write
+            .iter()
+            .chain(&self.reads)
+            .all(|mark| mark.event.synchronize().is_ok())
+    }
+}
+
+/// The lock of a buffer's tracking, poisoning ignored (the state stays consistent: each
+/// change is one assignment).
+pub(crate) fn lock(tracking: &Mutex<Tracking>) -> MutexGuard<'_, Tracking> {
+    tracking
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A buffer a launch uses, as the launch stubs pass it: a kernel may write any memref it is
+/// given, so each is marked written. Used by `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Tracked<'a> {
+    pub(crate) tracking: &'a Mutex<Tracking>,
+}
+
+impl std::fmt::Debug for Tracked<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tracked")
+    }
+}
