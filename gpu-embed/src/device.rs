@@ -8,6 +8,7 @@ use crate::driver::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
+use crate::trace::event;
 use std::collections::hash_map::{Entry, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -198,6 +199,7 @@ impl Device {
 
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<()> {
+        event!(debug, device = self.name(), "synchronize device");
         self.current()?.synchronize().map_err(|e| self.context(e))
     }
 
@@ -310,6 +312,8 @@ impl Device {
             Entry::Vacant(entry) => {
                 let object = select(binary, &self.arch())
                     .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
+                #[cfg(feature = "tracing")]
+                let started = std::time::Instant::now();
                 let module = driver.load_module(object).map_err(|e| {
                     e.map_message(|message| {
                         format!(
@@ -319,6 +323,14 @@ impl Device {
                         )
                     })
                 })?;
+                event!(
+                    info,
+                    device = self.name(),
+                    module = binary.name(),
+                    object = %object.describe(),
+                    ms = started.elapsed().as_secs_f64() * 1e3,
+                    "module loaded"
+                );
                 entry.insert(Loaded {
                     module,
                     object: object.describe(),
@@ -449,6 +461,7 @@ impl Stream {
     /// Waits until everything queued on the stream has finished. A kernel fault names the last
     /// kernel launched on this stream.
     pub fn synchronize(&self) -> Result<()> {
+        event!(debug, device = self.device.name(), stream = ?self.raw.0, "synchronize stream");
         let driver = self.device.current()?;
         driver.synchronize_stream(self.raw).map_err(|e| {
             let e = e.map_message(|message| format!("{message} on {}", self.device.name()));

@@ -4,6 +4,7 @@ use crate::binary::Binary;
 use crate::device::{Device, LastLaunch, Stream};
 use crate::driver::{Handle, KernelAttributes};
 use crate::error::{Error, ErrorKind, Result};
+use crate::trace::event;
 use crate::tracking::{lock, mark_end, Access, Queue, Tracked};
 use std::ffi::c_void;
 
@@ -205,6 +206,17 @@ pub unsafe fn launch(
             )
         })
     })?;
+    event!(
+        debug,
+        device = device.name(),
+        stream = ?stream.0,
+        module = binary.name(),
+        kernel,
+        grid = ?config.grid,
+        block = ?config.block,
+        shared = config.shared_mem_bytes,
+        "launch"
+    );
     let end = mark_end(&queue);
     for used in uses {
         lock(used.tracking).note(&end, Access::Write);

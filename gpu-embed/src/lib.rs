@@ -61,6 +61,7 @@ mod memref;
 pub mod mgpu;
 mod pinned;
 mod select;
+mod trace;
 mod tracking;
 
 pub use binary::{Binary, Format, HostBlocksEntry, HostEntry, HostKernel, Object, Vendor};

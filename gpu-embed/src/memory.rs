@@ -7,6 +7,7 @@
 use crate::device::{Device, Stream};
 use crate::driver::{Driver, Pattern};
 use crate::error::{Error, ErrorKind, Result};
+use crate::trace::event;
 use crate::tracking::{lock, mark_end, Access, After, Queue, Tracking};
 use bytemuck::Pod;
 use std::marker::PhantomData;
@@ -131,6 +132,12 @@ impl<T: Pod> DeviceBuffer<T> {
         let Some((pattern, count)) = pattern_of(value, self.len) else {
             return self.copy_from(&vec![value; self.len]);
         };
+        event!(
+            debug,
+            device = self.device.name(),
+            bytes = self.len * size_of::<T>(),
+            "fill"
+        );
         let driver = self.device.current()?;
         // SAFETY: the buffer holds `count` elements of the pattern's size, aligned to it (device
         // allocations are at least 256-byte aligned, and `T`'s size is the pattern's).
@@ -145,6 +152,12 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.ptr == 0 {
             return Ok(());
         }
+        event!(
+            debug,
+            device = self.device.name(),
+            bytes = size_of_val(data),
+            "copy to device"
+        );
         let driver = self.device.current()?;
         // SAFETY: both ranges are `len` elements long.
         unsafe { driver.copy_to_device(self.ptr, data.as_ptr().cast(), size_of_val(data)) }
@@ -169,6 +182,12 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.ptr == 0 {
             return Ok(());
         }
+        event!(
+            debug,
+            device = self.device.name(),
+            bytes = self.len * size_of::<T>(),
+            "copy on device"
+        );
         let driver = self.device.current()?;
         // SAFETY: two distinct buffers (`&mut self` and `&source`) of `len` elements.
         unsafe { driver.copy_on_device(self.ptr, source.ptr, self.len * size_of::<T>()) }
@@ -215,6 +234,12 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.ptr == 0 {
             return Ok(());
         }
+        event!(
+            debug,
+            device = self.device.name(),
+            bytes = size_of_val(out),
+            "copy to host"
+        );
         let driver = self.device.current()?;
         // SAFETY: both ranges are `len` elements long; the driver writes plain bytes of `T`.
         unsafe { driver.copy_to_host(out.as_mut_ptr().cast(), self.ptr, size_of_val(out)) }
@@ -289,6 +314,12 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         }
         let done = lock(&self.tracking).wait_all(&self.device);
         if let (true, Ok(driver)) = (done, self.device.current()) {
+            event!(
+                trace,
+                device = self.device.name(),
+                bytes = self.len * size_of::<T>(),
+                "free"
+            );
             driver.free(self.ptr);
         }
     }
@@ -414,6 +445,7 @@ impl Stream {
         }
         // Done when this returns (the stream is waited for): nothing to mark after it.
         target.before(self, Access::Write)?;
+        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = target.bytes(), "copy to device");
         self.copy_pageable(|driver| {
             // SAFETY: `len` elements on both sides; `source` is borrowed until the stream has
             // run the copy (`copy_pageable` waits), the target outlives it (see above).
@@ -452,6 +484,7 @@ impl Stream {
             return Ok(());
         }
         source.before(self, Access::Read)?;
+        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = source.bytes(), "copy to host");
         self.copy_pageable(|driver| {
             // SAFETY: `len` elements on both sides; `target` is borrowed until the stream has
             // run the copy (`copy_pageable` waits).
@@ -494,6 +527,7 @@ impl Stream {
         }
         target.before(self, Access::Write)?;
         source.before(self, Access::Read)?;
+        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes, "copy on device");
         let driver = self.device().current()?;
         // SAFETY: `len` elements each; both outlive the queued copy (see above).
         unsafe { driver.copy_on_device_async(target.ptr, source.ptr, bytes, self.raw()) }
@@ -517,6 +551,7 @@ impl Stream {
             return self.copy_to_device(target, &vec![value; span.len]);
         };
         span.before(self, Access::Write)?;
+        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = span.bytes(), "fill");
         let driver = self.device().current()?;
         // SAFETY: `count` aligned elements of the pattern; the target outlives the queued fill.
         unsafe { driver.fill_async(span.ptr, pattern, count, self.raw()) }

@@ -24,6 +24,7 @@ use crate::device::{Device, Stream};
 use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
+use crate::trace::event;
 use crate::tracking::{mark_end, Access, Queue};
 use bytemuck::Pod;
 use std::ffi::c_void;
@@ -389,6 +390,7 @@ impl Stream {
             return Ok(());
         }
         target.before(self, Access::Write)?;
+        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = len * size_of::<T>(), "copy from page-locked memory");
         let driver = self.device().current()?;
         region.queue(self, || {
             // SAFETY: `len` elements on both sides; the region stays allocated and unwritten
@@ -423,6 +425,7 @@ impl Stream {
             return Ok(());
         }
         source.before(self, Access::Read)?;
+        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = len * size_of::<T>(), "copy into page-locked memory");
         let driver = self.device().current()?;
         region.queue(self, || {
             // SAFETY: as above; `&mut target` means no slice of it is alive now, and later

@@ -25,6 +25,12 @@ fn print_embedded() {
 }
 
 fn main() {
+    // What the runtime does (module loads, launches, copies, frees), with `RUST_LOG`, e.g.
+    // `RUST_LOG=gpu_embed=debug`; nothing without it.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     print_embedded();
     let device = match Device::default_gpu() {
         Ok(gpu) => gpu,
