@@ -12,6 +12,7 @@ cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$lo
 cargo test -p gpu-embed --test device -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test kernel_handles -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test device_lookup -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 # MLIR's GPU integration tests and ours as whole programs (`gpu-build run`) on the GPU.
 cargo test -p gpu-build --features cli --test run -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo run -p sample-project || status=1

@@ -111,6 +111,90 @@ impl Device {
         discovery().all.clone()
     }
 
+    /// The device at `index` of [`Device::all`] (GPUs in discovery order, then the host).
+    pub fn by_index(index: usize) -> Result<Device> {
+        let all = Device::all();
+        let count = all.len();
+        all.into_iter().nth(index).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoDevice,
+                format!(
+                    "no device {index}: there are {count} ({})",
+                    Device::listing()
+                ),
+            )
+        })
+    }
+
+    /// The one device whose name contains `name` (case ignored), e.g. `"H100"`, `"llvmpipe"`,
+    /// `"host"`: an error when none or several do, naming them all.
+    pub fn by_name(name: &str) -> Result<Device> {
+        let wanted = name.to_lowercase();
+        let mut matching: Vec<Device> = Device::all()
+            .into_iter()
+            .filter(|d| d.name().to_lowercase().contains(&wanted))
+            .collect();
+        match matching.len() {
+            1 => Ok(matching.remove(0)),
+            0 => Err(Error::new(
+                ErrorKind::NoDevice,
+                format!(
+                    "no device's name contains `{name}`; the devices: {}",
+                    Device::listing()
+                ),
+            )),
+            _ => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "several devices' names contain `{name}`: {}; use Device::by_index or \
+                     Device::by_uuid",
+                    matching
+                        .iter()
+                        .map(Device::name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// The device whose UUID (as `nvidia-smi -L`, `rocm-smi --showuniqueid` or
+    /// `vulkaninfo` print it) is `uuid`: 16 bytes, or 32 hexadecimal digits with or without
+    /// dashes and a `GPU-` prefix.
+    pub fn by_uuid(uuid: &str) -> Result<Device> {
+        let bytes = parse_uuid(uuid)?;
+        Device::all()
+            .into_iter()
+            .find(|d| d.uuid() == Some(bytes))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoDevice,
+                    format!(
+                        "no device has UUID {uuid}; the devices: {}",
+                        Device::listing()
+                    ),
+                )
+            })
+    }
+
+    /// The device's UUID from its driver; `None` for the host.
+    pub fn uuid(&self) -> Option<[u8; 16]> {
+        self.inner.found.uuid
+    }
+
+    /// Every device with its index and UUID, for messages.
+    fn listing() -> String {
+        Device::all()
+            .iter()
+            .enumerate()
+            .map(|(index, device)| match device.uuid() {
+                Some(uuid) => format!("{index}: {} ({})", device.name(), format_uuid(uuid)),
+                None => format!("{index}: {}", device.name()),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The CPU this program runs on, which runs kernels built with the `host` target.
     pub fn host() -> Device {
         static HOST_DEVICE: OnceLock<Device> = OnceLock::new();
@@ -505,6 +589,43 @@ impl Drop for Stream {
     }
 }
 
+/// `GPU-6c9a5b2e-...` or plain hexadecimal, dashes ignored: 16 bytes.
+fn parse_uuid(text: &str) -> Result<[u8; 16]> {
+    let digits: String = text
+        .trim()
+        .trim_start_matches("GPU-")
+        .chars()
+        .filter(|&c| c != '-')
+        .collect();
+    let invalid = || {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("`{text}` is not a device UUID: 32 hexadecimal digits, dashes allowed"),
+        )
+    };
+    if digits.len() != 32 || !digits.is_ascii() {
+        return Err(invalid());
+    }
+    let mut bytes = [0u8; 16];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&digits[2 * i..2 * i + 2], 16).map_err(|_| invalid())?;
+    }
+    Ok(bytes)
+}
+
+/// The 8-4-4-4-12 spelling.
+pub(crate) fn format_uuid(bytes: [u8; 16]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,5 +668,17 @@ mod tests {
             "no GPU driver found: libcuda.so.1; libamdhip64.so"
         );
         assert!(gather::<&str>(vec![Ok(Ok(vec![]))]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn uuids_read_as_the_tools_print_them() {
+        let bytes = parse_uuid("GPU-6c9a5b2e-0f3d-4c1a-8e55-0123456789ab").unwrap();
+        assert_eq!(format_uuid(bytes), "6c9a5b2e-0f3d-4c1a-8e55-0123456789ab");
+        assert_eq!(
+            parse_uuid("6c9a5b2e0f3d4c1a8e550123456789AB").unwrap(),
+            bytes
+        );
+        assert!(parse_uuid("6c9a5b2e").is_err());
+        assert!(parse_uuid("zz9a5b2e0f3d4c1a8e550123456789ab").is_err());
     }
 }

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The CUDA driver API entry points the runtime uses. Each exists since CUDA 11 or earlier, so
+/// The CUDA driver API entry points the runtime uses. Each exists since CUDA 11.4 or earlier, so
 /// every CUDA 12 driver has it.
 const CUDA_FUNCTIONS: &[&str] = &[
     "cuInit",
@@ -26,6 +26,7 @@ const CUDA_FUNCTIONS: &[&str] = &[
     "cuDeviceGetName",
     "cuDeviceGetAttribute",
     "cuDeviceTotalMem_v2",
+    "cuDeviceGetUuid_v2",
     "cuMemGetInfo_v2",
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
@@ -74,6 +75,7 @@ const HIP_FUNCTIONS: &[&str] = &[
     "hipGetErrorName",
     "hipGetDeviceCount",
     "hipGetDeviceProperties",
+    "hipDeviceGetUuid",
     "hipSetDevice",
     "hipDeviceSynchronize",
     "hipModuleLoadData",

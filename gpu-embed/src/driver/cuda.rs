@@ -163,6 +163,10 @@ impl Cuda {
                     || "cuDeviceGetAttribute".into(),
                 )?;
                 let limits = self.limits(device)?;
+                let mut uuid = sys::CUuuid { bytes: [0; 16] };
+                self.check((self.api.cuDeviceGetUuid_v2)(&mut uuid, device), || {
+                    "cuDeviceGetUuid_v2".into()
+                })?;
                 let mut context = std::ptr::null_mut();
                 self.check(
                     (self.api.cuDevicePrimaryCtxRetain)(&mut context, device),
@@ -175,6 +179,7 @@ impl Cuda {
                     arch: format!("sm_{major}{minor}"),
                     limits,
                     cpu: false,
+                    uuid: Some(uuid.bytes.map(|b| b as u8)),
                 });
             }
             Ok(devices)

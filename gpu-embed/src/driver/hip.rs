@@ -178,6 +178,10 @@ impl Hip {
                         ),
                     ));
                 }
+                let mut uuid = sys::hipUUID { bytes: [0; 16] };
+                self.check((self.api.hipDeviceGetUuid)(&mut uuid, ordinal), || {
+                    "hipDeviceGetUuid".into()
+                })?;
                 devices.push(FoundDevice {
                     driver: self,
                     raw: Handle(ordinal as usize as *mut c_void),
@@ -185,6 +189,7 @@ impl Hip {
                     arch: properties.gcn_arch_name,
                     limits: properties.limits,
                     cpu: false,
+                    uuid: Some(uuid.bytes.map(|b| b as u8)),
                 });
             }
             Ok(devices)

@@ -37,6 +37,9 @@ pub(crate) struct FoundDevice {
     /// A device that runs on the CPU (a Vulkan CPU device such as Mesa's lavapipe): listed
     /// among the GPUs, never chosen as the default one.
     pub cpu: bool,
+    /// The driver's UUID of the device (`cuDeviceGetUuid`, `hipDeviceGetUuid`, Vulkan's
+    /// `deviceUUID`); none for the host.
+    pub uuid: Option<[u8; 16]>,
 }
 
 /// What a device has, and what one launch on it may ask for.

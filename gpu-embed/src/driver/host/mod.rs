@@ -176,6 +176,7 @@ impl Host {
                 total_memory: host_memory().total,
             },
             cpu: true,
+            uuid: None,
         }
     }
 }

@@ -38,6 +38,20 @@ pub struct CUstream_st {
     _unused: [u8; 0],
 }
 pub type CUstream = *mut CUstream_st;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct CUuuid_st {
+    pub bytes: [::std::os::raw::c_char; 16usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUuuid_st"][::std::mem::size_of::<CUuuid_st>() - 16usize];
+    ["Alignment of CUuuid_st"][::std::mem::align_of::<CUuuid_st>() - 1usize];
+    [
+        "Offset of field: CUuuid_st::bytes",
+    ][::std::mem::offset_of!(CUuuid_st, bytes) - 0usize];
+};
+pub type CUuuid = CUuuid_st;
 pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUdevice_attribute_enum = 1;
 pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: CUdevice_attribute_enum = 2;
 pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: CUdevice_attribute_enum = 3;
@@ -336,6 +350,10 @@ pub struct CudaDriver {
         len: ::std::os::raw::c_int,
         dev: CUdevice,
     ) -> CUresult,
+    pub cuDeviceGetUuid_v2: unsafe extern "C" fn(
+        uuid: *mut CUuuid,
+        dev: CUdevice,
+    ) -> CUresult,
     pub cuDeviceTotalMem_v2: unsafe extern "C" fn(
         bytes: *mut usize,
         dev: CUdevice,
@@ -523,6 +541,7 @@ impl CudaDriver {
         let cuDeviceGet = __library.get(b"cuDeviceGet\0").map(|sym| *sym)?;
         let cuDeviceGetCount = __library.get(b"cuDeviceGetCount\0").map(|sym| *sym)?;
         let cuDeviceGetName = __library.get(b"cuDeviceGetName\0").map(|sym| *sym)?;
+        let cuDeviceGetUuid_v2 = __library.get(b"cuDeviceGetUuid_v2\0").map(|sym| *sym)?;
         let cuDeviceTotalMem_v2 = __library
             .get(b"cuDeviceTotalMem_v2\0")
             .map(|sym| *sym)?;
@@ -596,6 +615,7 @@ impl CudaDriver {
             cuDeviceGet,
             cuDeviceGetCount,
             cuDeviceGetName,
+            cuDeviceGetUuid_v2,
             cuDeviceTotalMem_v2,
             cuDeviceGetAttribute,
             cuDevicePrimaryCtxRetain,
@@ -675,6 +695,13 @@ impl CudaDriver {
         dev: CUdevice,
     ) -> CUresult {
         (self.cuDeviceGetName)(name, len, dev)
+    }
+    pub unsafe fn cuDeviceGetUuid_v2(
+        &self,
+        uuid: *mut CUuuid,
+        dev: CUdevice,
+    ) -> CUresult {
+        (self.cuDeviceGetUuid_v2)(uuid, dev)
     }
     pub unsafe fn cuDeviceTotalMem_v2(
         &self,

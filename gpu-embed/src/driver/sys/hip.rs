@@ -1025,6 +1025,20 @@ impl hipDeviceArch_t {
     }
 }
 #[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct hipUUID_t {
+    pub bytes: [::std::os::raw::c_char; 16usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of hipUUID_t"][::std::mem::size_of::<hipUUID_t>() - 16usize];
+    ["Alignment of hipUUID_t"][::std::mem::align_of::<hipUUID_t>() - 1usize];
+    [
+        "Offset of field: hipUUID_t::bytes",
+    ][::std::mem::offset_of!(hipUUID_t, bytes) - 0usize];
+};
+pub type hipUUID = hipUUID_t;
+#[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct hipDeviceProp_t {
     pub name: [::std::os::raw::c_char; 256usize],
@@ -1361,6 +1375,7 @@ pub const HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: hipFunction_attribut
 pub const HIP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: hipFunction_attribute = 9;
 pub const HIP_FUNC_ATTRIBUTE_MAX: hipFunction_attribute = 10;
 pub type hipFunction_attribute = ::std::os::raw::c_uint;
+pub type hipDevice_t = ::std::os::raw::c_int;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct ihipStream_t {
@@ -1390,6 +1405,10 @@ pub struct HipRuntime {
     pub hipInit: unsafe extern "C" fn(flags: ::std::os::raw::c_uint) -> hipError_t,
     pub hipRuntimeGetVersion: unsafe extern "C" fn(
         runtimeVersion: *mut ::std::os::raw::c_int,
+    ) -> hipError_t,
+    pub hipDeviceGetUuid: unsafe extern "C" fn(
+        uuid: *mut hipUUID,
+        device: hipDevice_t,
     ) -> hipError_t,
     pub hipDeviceSynchronize: unsafe extern "C" fn() -> hipError_t,
     pub hipSetDevice: unsafe extern "C" fn(
@@ -1570,6 +1589,7 @@ impl HipRuntime {
         let hipRuntimeGetVersion = __library
             .get(b"hipRuntimeGetVersion\0")
             .map(|sym| *sym)?;
+        let hipDeviceGetUuid = __library.get(b"hipDeviceGetUuid\0").map(|sym| *sym)?;
         let hipDeviceSynchronize = __library
             .get(b"hipDeviceSynchronize\0")
             .map(|sym| *sym)?;
@@ -1632,6 +1652,7 @@ impl HipRuntime {
             __library,
             hipInit,
             hipRuntimeGetVersion,
+            hipDeviceGetUuid,
             hipDeviceSynchronize,
             hipSetDevice,
             hipGetDeviceCount,
@@ -1682,6 +1703,13 @@ impl HipRuntime {
         runtimeVersion: *mut ::std::os::raw::c_int,
     ) -> hipError_t {
         (self.hipRuntimeGetVersion)(runtimeVersion)
+    }
+    pub unsafe fn hipDeviceGetUuid(
+        &self,
+        uuid: *mut hipUUID,
+        device: hipDevice_t,
+    ) -> hipError_t {
+        (self.hipDeviceGetUuid)(uuid, device)
     }
     pub unsafe fn hipDeviceSynchronize(&self) -> hipError_t {
         (self.hipDeviceSynchronize)()

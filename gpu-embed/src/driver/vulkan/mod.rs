@@ -375,6 +375,7 @@ impl Vulkan {
                         ),
                         limits: gpu.core.limits.clone(),
                         cpu: gpu.core.cpu,
+                        uuid: Some(gpu.core.uuid),
                     });
                 }
                 Err(error) => skipped.push(error.message().to_string()),

@@ -55,6 +55,8 @@ pub(crate) struct Core {
     pub api: u32,
     /// Runs on the CPU (`VK_PHYSICAL_DEVICE_TYPE_CPU`, lavapipe): listed, never the default.
     pub cpu: bool,
+    /// The device's UUID (`VkPhysicalDeviceIDProperties::deviceUUID`).
+    pub uuid: [u8; 16],
     pub limits: DeviceLimits,
     pub checks: Checks,
     pub support: Support,
@@ -112,10 +114,12 @@ impl Core {
         // Properties.
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
         let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut ids = vk::PhysicalDeviceIDProperties::default();
         let mut push_properties = vk::PhysicalDevicePushDescriptorPropertiesKHR::default();
         let mut properties = vk::PhysicalDeviceProperties2::default()
             .push_next(&mut subgroup)
-            .push_next(&mut maintenance3);
+            .push_next(&mut maintenance3)
+            .push_next(&mut ids);
         if push_extension {
             properties = properties.push_next(&mut push_properties);
         }
@@ -259,6 +263,7 @@ impl Core {
             name,
             api,
             cpu,
+            uuid: ids.device_uuid,
             limits,
             checks,
             support,
