@@ -10,6 +10,7 @@ cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$lo
 # Device facts, fills and slices; memrefs of rank 0 to 3, strided and offset views, through the
 # generated stubs.
 cargo test -p gpu-embed --test device -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-embed --test contexts -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test kernel_handles -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test device_lookup -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1

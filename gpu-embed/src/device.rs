@@ -42,6 +42,29 @@ struct Inner {
     untracked: AtomicBool,
 }
 
+/// A device's driver, the device current on the thread while this lives (`Device::current`).
+pub(crate) struct Current {
+    driver: &'static dyn Driver,
+    /// What the thread had current before, put back on drop.
+    previous: Option<Handle>,
+}
+
+impl std::ops::Deref for Current {
+    type Target = dyn Driver;
+
+    fn deref(&self) -> &(dyn Driver + 'static) {
+        self.driver
+    }
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            self.driver.restore(previous);
+        }
+    }
+}
+
 /// A kernel launch, remembered to name in the report of a fault found later.
 #[derive(Clone, Copy)]
 pub(crate) struct LastLaunch {
@@ -326,13 +349,15 @@ impl Device {
         !self.inner.untracked.load(Ordering::Relaxed)
     }
 
-    /// The driver, with this device made current on the calling thread.
-    pub(crate) fn current(&self) -> Result<&'static dyn Driver> {
+    /// The driver, with this device made current on the calling thread until the returned
+    /// guard goes, which puts back what the thread had current before (another library's CUDA
+    /// context stays that library's).
+    pub(crate) fn current(&self) -> Result<Current> {
         let driver = self.inner.found.driver;
-        driver
+        let previous = driver
             .make_current(self.inner.found.raw)
             .map_err(|e| self.context(e))?;
-        Ok(driver)
+        Ok(Current { driver, previous })
     }
 
     /// Adds the device to a driver error.

@@ -14,7 +14,7 @@ impl Binary {
     /// [`Binary::kernel`].
     pub fn load(&'static self, device: &Device) -> Result<()> {
         let driver = device.current()?;
-        device.load(driver, self)
+        device.load(&*driver, self)
     }
 
     /// The kernel `name` of this module on `device`, made ready to launch (its module loaded,
@@ -36,7 +36,7 @@ impl Binary {
                 )
             })?;
         let driver = device.current()?;
-        let function = device.function(driver, self, name)?;
+        let function = device.function(&*driver, self, name)?;
         Ok(Kernel {
             device: device.clone(),
             binary: self,
@@ -80,7 +80,7 @@ impl Kernel {
     /// host: 256 threads (whole subgroups) and a block per core.
     pub fn potential_block_size(&self, dynamic_shared: u32) -> Result<(u32, u32)> {
         let driver = self.device.current()?;
-        let function = self.device.function(driver, self.binary, self.name)?;
+        let function = self.device.function(&*driver, self.binary, self.name)?;
         driver
             .potential_block_size(function.handle, dynamic_shared, self.device.limits())
             .map_err(|e| self.device.context(e))

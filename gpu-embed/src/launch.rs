@@ -174,7 +174,7 @@ pub unsafe fn launch(
         }
     }
     let driver = device.current()?;
-    let function = device.function(driver, binary, kernel)?;
+    let function = device.function(&*driver, binary, kernel)?;
     config.check_for_kernel(kernel, device, &function.attributes)?;
     let function = function.handle;
     let queue = config.stream.map_or(Queue::Default(device), Queue::Stream);

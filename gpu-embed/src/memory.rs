@@ -465,9 +465,9 @@ impl Stream {
     /// every driver. (CUDA would return once it staged an upload, HIP only after the copy; one
     /// rule here keeps the drivers' contract one: their host memory stays valid until the
     /// stream runs the copy.)
-    fn copy_pageable(&self, copy: impl FnOnce(&'static dyn Driver) -> Result<()>) -> Result<()> {
+    fn copy_pageable(&self, copy: impl FnOnce(&dyn Driver) -> Result<()>) -> Result<()> {
         let driver = self.device().current()?;
-        copy(driver).map_err(|e| self.device().context(e))?;
+        copy(&*driver).map_err(|e| self.device().context(e))?;
         self.synchronize()
     }
 

@@ -238,11 +238,11 @@ impl Runtime {
 }
 
 /// Runs `call` with the runtime and its device's driver (current on this thread).
-fn with_runtime<T>(call: impl FnOnce(&mut Runtime, &'static dyn Driver) -> Result<T>) -> Result<T> {
+fn with_runtime<T>(call: impl FnOnce(&mut Runtime, &dyn Driver) -> Result<T>) -> Result<T> {
     let mut guard = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
     let runtime = guard.get_or_insert_with(|| Runtime::new(default_device()));
     let driver = runtime.device.current()?;
-    call(runtime, driver)
+    call(runtime, &*driver)
 }
 
 /// The value, or the failure printed (`'mgpuMemAlloc' failed: ...`) and `None`.
@@ -496,7 +496,7 @@ fn launch_times_requested() -> bool {
 /// # Safety
 /// `params` match the kernel's parameters.
 unsafe fn launch_timed(
-    driver: &'static dyn Driver,
+    driver: &dyn Driver,
     launch: &Launch,
     params: &mut [*mut c_void],
     sizes: &[usize],
@@ -583,7 +583,7 @@ struct StagedView {
 /// `params` match the kernel's parameters; host memory they point at holds each view's extent.
 unsafe fn launch_vulkan(
     runtime: &Runtime,
-    driver: &'static dyn Driver,
+    driver: &dyn Driver,
     kernel: &VulkanKernel,
     launch: &Launch,
     params: &mut [*mut c_void],

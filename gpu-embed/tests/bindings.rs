@@ -31,6 +31,10 @@ const CUDA_FUNCTIONS: &[&str] = &[
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
     "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
+    // Not used by the runtime: the context test makes a context of "another library" with it.
+    "cuCtxCreate_v2",
+    "cuCtxDestroy_v2",
     "cuCtxSynchronize",
     "cuModuleLoadData",
     "cuModuleUnload",
@@ -77,6 +81,7 @@ const HIP_FUNCTIONS: &[&str] = &[
     "hipGetDeviceProperties",
     "hipDeviceGetUuid",
     "hipSetDevice",
+    "hipGetDevice",
     "hipDeviceSynchronize",
     "hipModuleLoadData",
     "hipModuleUnload",

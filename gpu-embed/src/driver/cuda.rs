@@ -192,12 +192,27 @@ impl Driver for Cuda {
         Vendor::Nvptx
     }
 
-    fn make_current(&self, device: Handle) -> Result<()> {
-        // SAFETY: a retained primary context.
+    fn make_current(&self, device: Handle) -> Result<Option<Handle>> {
+        let mut previous = std::ptr::null_mut();
+        // SAFETY: writes the calling thread's current context (or null).
+        self.check(unsafe { (self.api.cuCtxGetCurrent)(&mut previous) }, || {
+            "cuCtxGetCurrent".into()
+        })?;
+        if previous == device.0.cast() {
+            return Ok(None);
+        }
         self.check(
+            // SAFETY: a retained primary context.
             unsafe { (self.api.cuCtxSetCurrent)(device.0.cast()) },
             || "cuCtxSetCurrent".into(),
-        )
+        )?;
+        Ok(Some(Handle(previous.cast())))
+    }
+
+    fn restore(&self, previous: Handle) {
+        // SAFETY: the context the thread had current before (null: none), which its owner keeps
+        // alive while it is current; a failure leaves ours current, as before this existed.
+        let _ = unsafe { (self.api.cuCtxSetCurrent)(previous.0.cast()) };
     }
 
     fn unload_module(&self, module: Handle) {

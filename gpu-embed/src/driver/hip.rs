@@ -202,12 +202,26 @@ impl Driver for Hip {
         Vendor::Amdgpu
     }
 
-    fn make_current(&self, device: Handle) -> Result<()> {
+    fn make_current(&self, device: Handle) -> Result<Option<Handle>> {
         let ordinal = device.0 as usize as c_int;
+        let mut previous: c_int = 0;
+        // SAFETY: writes the calling thread's current device ordinal.
+        self.check(unsafe { (self.api.hipGetDevice)(&mut previous) }, || {
+            "hipGetDevice".into()
+        })?;
+        if previous == ordinal {
+            return Ok(None);
+        }
         // SAFETY: an ordinal the runtime reported.
         self.check(unsafe { (self.api.hipSetDevice)(ordinal) }, || {
             format!("hipSetDevice({ordinal})")
-        })
+        })?;
+        Ok(Some(Handle(previous as usize as *mut c_void)))
+    }
+
+    fn restore(&self, previous: Handle) {
+        // SAFETY: an ordinal the runtime reported before; a failure leaves ours current.
+        let _ = unsafe { (self.api.hipSetDevice)(previous.0 as usize as c_int) };
     }
 
     fn unload_module(&self, module: Handle) {

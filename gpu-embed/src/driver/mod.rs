@@ -108,8 +108,12 @@ pub(crate) trait Driver: Sync {
     fn orders_all_work(&self) -> bool {
         false
     }
-    /// Makes `device` the calling thread's current device.
-    fn make_current(&self, device: Handle) -> Result<()>;
+    /// Makes `device` the calling thread's current device; returns what the thread had current
+    /// before when that was something else (another library's CUDA context, another HIP
+    /// device), for [`Driver::restore`].
+    fn make_current(&self, device: Handle) -> Result<Option<Handle>>;
+    /// Makes `previous` (what `make_current` returned) the thread's current device again.
+    fn restore(&self, _previous: Handle) {}
     /// Makes `object` (the one selection chose for the device) runnable on the current device.
     fn load_module(&self, object: &'static Object) -> Result<Handle>;
     /// Makes an object handed over at run time runnable on the current device: a cubin or

@@ -475,8 +475,8 @@ impl Driver for Host {
         Vendor::Host
     }
 
-    fn make_current(&self, _: Handle) -> Result<()> {
-        Ok(())
+    fn make_current(&self, _: Handle) -> Result<Option<Handle>> {
+        Ok(None)
     }
 
     /// Queued launches of its kernels run first; a loaded image's library is then closed.

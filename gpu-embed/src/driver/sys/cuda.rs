@@ -368,7 +368,14 @@ pub struct CudaDriver {
         dev: CUdevice,
     ) -> CUresult,
     pub cuDevicePrimaryCtxRelease_v2: unsafe extern "C" fn(dev: CUdevice) -> CUresult,
+    pub cuCtxCreate_v2: unsafe extern "C" fn(
+        pctx: *mut CUcontext,
+        flags: ::std::os::raw::c_uint,
+        dev: CUdevice,
+    ) -> CUresult,
+    pub cuCtxDestroy_v2: unsafe extern "C" fn(ctx: CUcontext) -> CUresult,
     pub cuCtxSetCurrent: unsafe extern "C" fn(ctx: CUcontext) -> CUresult,
+    pub cuCtxGetCurrent: unsafe extern "C" fn(pctx: *mut CUcontext) -> CUresult,
     pub cuCtxSynchronize: unsafe extern "C" fn() -> CUresult,
     pub cuModuleLoadData: unsafe extern "C" fn(
         module: *mut CUmodule,
@@ -554,7 +561,10 @@ impl CudaDriver {
         let cuDevicePrimaryCtxRelease_v2 = __library
             .get(b"cuDevicePrimaryCtxRelease_v2\0")
             .map(|sym| *sym)?;
+        let cuCtxCreate_v2 = __library.get(b"cuCtxCreate_v2\0").map(|sym| *sym)?;
+        let cuCtxDestroy_v2 = __library.get(b"cuCtxDestroy_v2\0").map(|sym| *sym)?;
         let cuCtxSetCurrent = __library.get(b"cuCtxSetCurrent\0").map(|sym| *sym)?;
+        let cuCtxGetCurrent = __library.get(b"cuCtxGetCurrent\0").map(|sym| *sym)?;
         let cuCtxSynchronize = __library.get(b"cuCtxSynchronize\0").map(|sym| *sym)?;
         let cuModuleLoadData = __library.get(b"cuModuleLoadData\0").map(|sym| *sym)?;
         let cuModuleUnload = __library.get(b"cuModuleUnload\0").map(|sym| *sym)?;
@@ -620,7 +630,10 @@ impl CudaDriver {
             cuDeviceGetAttribute,
             cuDevicePrimaryCtxRetain,
             cuDevicePrimaryCtxRelease_v2,
+            cuCtxCreate_v2,
+            cuCtxDestroy_v2,
             cuCtxSetCurrent,
+            cuCtxGetCurrent,
             cuCtxSynchronize,
             cuModuleLoadData,
             cuModuleUnload,
@@ -728,8 +741,22 @@ impl CudaDriver {
     pub unsafe fn cuDevicePrimaryCtxRelease_v2(&self, dev: CUdevice) -> CUresult {
         (self.cuDevicePrimaryCtxRelease_v2)(dev)
     }
+    pub unsafe fn cuCtxCreate_v2(
+        &self,
+        pctx: *mut CUcontext,
+        flags: ::std::os::raw::c_uint,
+        dev: CUdevice,
+    ) -> CUresult {
+        (self.cuCtxCreate_v2)(pctx, flags, dev)
+    }
+    pub unsafe fn cuCtxDestroy_v2(&self, ctx: CUcontext) -> CUresult {
+        (self.cuCtxDestroy_v2)(ctx)
+    }
     pub unsafe fn cuCtxSetCurrent(&self, ctx: CUcontext) -> CUresult {
         (self.cuCtxSetCurrent)(ctx)
+    }
+    pub unsafe fn cuCtxGetCurrent(&self, pctx: *mut CUcontext) -> CUresult {
+        (self.cuCtxGetCurrent)(pctx)
     }
     pub unsafe fn cuCtxSynchronize(&self) -> CUresult {
         (self.cuCtxSynchronize)()

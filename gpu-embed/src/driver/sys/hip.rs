@@ -1414,6 +1414,9 @@ pub struct HipRuntime {
     pub hipSetDevice: unsafe extern "C" fn(
         deviceId: ::std::os::raw::c_int,
     ) -> hipError_t,
+    pub hipGetDevice: unsafe extern "C" fn(
+        deviceId: *mut ::std::os::raw::c_int,
+    ) -> hipError_t,
     pub hipGetDeviceCount: unsafe extern "C" fn(
         count: *mut ::std::os::raw::c_int,
     ) -> hipError_t,
@@ -1594,6 +1597,7 @@ impl HipRuntime {
             .get(b"hipDeviceSynchronize\0")
             .map(|sym| *sym)?;
         let hipSetDevice = __library.get(b"hipSetDevice\0").map(|sym| *sym)?;
+        let hipGetDevice = __library.get(b"hipGetDevice\0").map(|sym| *sym)?;
         let hipGetDeviceCount = __library.get(b"hipGetDeviceCount\0").map(|sym| *sym)?;
         let hipGetDeviceProperties = __library
             .get(b"hipGetDeviceProperties\0")
@@ -1655,6 +1659,7 @@ impl HipRuntime {
             hipDeviceGetUuid,
             hipDeviceSynchronize,
             hipSetDevice,
+            hipGetDevice,
             hipGetDeviceCount,
             hipGetDeviceProperties,
             hipGetErrorName,
@@ -1716,6 +1721,12 @@ impl HipRuntime {
     }
     pub unsafe fn hipSetDevice(&self, deviceId: ::std::os::raw::c_int) -> hipError_t {
         (self.hipSetDevice)(deviceId)
+    }
+    pub unsafe fn hipGetDevice(
+        &self,
+        deviceId: *mut ::std::os::raw::c_int,
+    ) -> hipError_t {
+        (self.hipGetDevice)(deviceId)
     }
     pub unsafe fn hipGetDeviceCount(
         &self,

@@ -445,9 +445,10 @@ impl Driver for Vulkan {
         Vendor::Vulkan
     }
 
-    fn make_current(&self, device: Handle) -> Result<()> {
+    fn make_current(&self, device: Handle) -> Result<Option<Handle>> {
+        // The runtime's own thread-local choice: no other library sees it, nothing to restore.
         CURRENT.with(|current| current.set(Some(gpu_of(device))));
-        Ok(())
+        Ok(None)
     }
 
     fn load_module(&self, object: &'static Object) -> Result<Handle> {
