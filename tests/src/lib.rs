@@ -24,3 +24,23 @@ gpu_embed::include_gpu_binary!(
     "../docs/cookbook/two_modules.mlir",
     targets = [nvptx, amdgpu, host]
 );
+
+/// Every Vulkan device (Mesa's lavapipe where there is no GPU), the Khronos validation layer
+/// enabled first; empty, with the reason printed, where there is none.
+pub fn vulkan_devices() -> Vec<gpu_embed::Device> {
+    use gpu_embed::{Device, Vendor};
+    gpu_embed::enable_vulkan_validation();
+    let devices: Vec<Device> = Device::all()
+        .into_iter()
+        .filter(|d| d.vendor() == Vendor::Vulkan)
+        .collect();
+    if devices.is_empty() {
+        eprintln!(
+            "skipped on Vulkan: no Vulkan device ({}); scripts/setup.sh installs lavapipe",
+            Device::gpus()
+                .err()
+                .map_or("none listed".into(), |e| e.to_string())
+        );
+    }
+    devices
+}

@@ -5,17 +5,7 @@
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig, Vendor};
 use gpu_tests::vk;
 
-fn vulkan_devices() -> Vec<Device> {
-    gpu_embed::enable_vulkan_validation();
-    let devices: Vec<Device> = Device::all()
-        .into_iter()
-        .filter(|d| d.vendor() == Vendor::Vulkan)
-        .collect();
-    if devices.is_empty() {
-        eprintln!("skipped on Vulkan: no Vulkan device (scripts/setup.sh installs lavapipe)");
-    }
-    devices
-}
+use gpu_tests::vulkan_devices;
 
 /// scale(x, 2.5, n) through a configuration the kernel handle chose.
 fn scale_with_a_chosen_config(device: &Device) -> gpu_embed::Result<LaunchConfig<'static>> {

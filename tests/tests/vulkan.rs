@@ -4,25 +4,13 @@
 //! layer, and checked against plain Rust and against the host target. Skipped, visibly, only
 //! where no Vulkan device is found.
 
-use gpu_embed::{f16, Device, DeviceBuffer, LaunchConfig, Result, Vendor};
+use gpu_embed::{f16, Device, DeviceBuffer, LaunchConfig, Result};
 use gpu_tests::vk;
 
 /// Runs `test` on every Vulkan device and on the host, then checks the validation layer said
 /// nothing.
 fn on_vulkan_and_host(test: impl Fn(&Device) -> Result<()>) {
-    gpu_embed::enable_vulkan_validation();
-    let devices: Vec<Device> = Device::all()
-        .into_iter()
-        .filter(|d| d.vendor() == Vendor::Vulkan)
-        .collect();
-    if devices.is_empty() {
-        eprintln!(
-            "skipped on Vulkan: no Vulkan device ({}); scripts/setup.sh installs lavapipe",
-            Device::gpus()
-                .err()
-                .map_or("none listed".into(), |e| e.to_string())
-        );
-    }
+    let devices = gpu_tests::vulkan_devices();
     for device in devices.iter().chain([&Device::host()]) {
         test(device).unwrap_or_else(|e| panic!("on {}: {e}", device.name()));
         let messages = gpu_embed::take_vulkan_validation_messages();
@@ -194,12 +182,7 @@ fn eight_sixteen_and_sixty_four_bit_values() {
 
 #[test]
 fn a_launch_with_another_block_size_than_the_kernel_was_compiled_for_is_refused() {
-    gpu_embed::enable_vulkan_validation();
-    let Some(device) = Device::all()
-        .into_iter()
-        .find(|d| d.vendor() == Vendor::Vulkan)
-    else {
-        eprintln!("skipped: no Vulkan device");
+    let Some(device) = gpu_tests::vulkan_devices().into_iter().next() else {
         return;
     };
     let x = DeviceBuffer::from_slice(&device, &[1.0f32; 64]).unwrap();
