@@ -316,10 +316,12 @@ impl Device {
             .current()?
             .create_stream()
             .map_err(|e| self.context(e))?;
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Ok(Stream {
             device: self.clone(),
             raw,
             last_launch: LastLaunchSlot::default(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -564,6 +566,8 @@ pub struct Stream {
     device: Device,
     raw: Handle,
     last_launch: LastLaunchSlot,
+    /// Unique in the process (a driver may hand a dropped stream's handle out again).
+    id: u64,
 }
 
 impl Stream {
@@ -576,6 +580,11 @@ impl Stream {
             let e = e.map_message(|message| format!("{message} on {}", self.device.name()));
             name_faulting_launch(e, self.last_launch.get(), "on this stream")
         })
+    }
+
+    /// The stream's identity in this process.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// Remembers a kernel launched on the stream.

@@ -4,6 +4,7 @@ use crate::binary::Binary;
 use crate::device::{Device, LastLaunch, Stream};
 use crate::driver::{Handle, KernelAttributes};
 use crate::error::{Error, ErrorKind, Result};
+use crate::graph;
 use crate::trace::event;
 use crate::tracking::{lock, mark_end, Access, Queue, Tracked};
 use std::ffi::c_void;
@@ -177,6 +178,20 @@ pub unsafe fn launch(
     let function = device.function(&*driver, binary, kernel)?;
     config.check_for_kernel(kernel, device, &function.attributes)?;
     let function = function.handle;
+    if let Some(stream) = config.stream.filter(|stream| graph::capturing(stream)) {
+        let uses: Vec<_> = uses.iter().map(|used| used.tracking).collect();
+        let launch = graph::CapturedLaunch {
+            binary,
+            kernel,
+            function,
+            grid: config.grid,
+            block: config.block,
+            shared: config.shared_mem_bytes,
+            params,
+            sizes: param_sizes,
+        };
+        return graph::record_launch(stream, launch, &uses);
+    }
     let queue = config.stream.map_or(Queue::Default(device), Queue::Stream);
     for used in uses {
         lock(used.tracking).before(&queue, Access::Write)?;

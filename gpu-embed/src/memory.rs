@@ -7,11 +7,12 @@
 use crate::device::{Device, Stream};
 use crate::driver::{Driver, Pattern};
 use crate::error::{Error, ErrorKind, Result};
+use crate::graph;
 use crate::trace::event;
 use crate::tracking::{lock, mark_end, Access, After, Queue, Tracking};
 use bytemuck::Pod;
 use std::marker::PhantomData;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The memset pattern that writes `value` to `len` elements, and how many times, if there is
 /// one: elements of 1, 2 or 4 bytes, or any value whose bytes are all equal.
@@ -36,8 +37,8 @@ pub struct DeviceBuffer<T: Pod> {
     device: Device,
     ptr: u64,
     len: usize,
-    /// The work queued on it (`tracking.rs`).
-    tracking: Mutex<Tracking>,
+    /// The work queued on it (`tracking.rs`), shared with the graphs that replay work on it.
+    tracking: Arc<Mutex<Tracking>>,
     _element: PhantomData<T>,
 }
 
@@ -92,7 +93,7 @@ impl<T: Pod> DeviceBuffer<T> {
             device: device.clone(),
             ptr,
             len,
-            tracking: Mutex::default(),
+            tracking: Arc::default(),
             _element: PhantomData,
         })
     }
@@ -104,8 +105,8 @@ impl<T: Pod> DeviceBuffer<T> {
         lock(&self.tracking).note(&end, access);
     }
 
-    /// The buffer's work tracking, for the views and spans of this crate.
-    pub(crate) fn tracking(&self) -> &Mutex<Tracking> {
+    /// The buffer's work tracking, for the views, spans and graphs of this crate.
+    pub(crate) fn tracking(&self) -> &Arc<Mutex<Tracking>> {
         &self.tracking
     }
 
@@ -211,7 +212,7 @@ impl<T: Pod> DeviceBuffer<T> {
             device: device.clone(),
             ptr: ptr.0,
             len,
-            tracking: Mutex::default(),
+            tracking: Arc::default(),
             _element: PhantomData,
         }
     }
@@ -312,7 +313,12 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
         if self.ptr == 0 {
             return;
         }
-        let done = lock(&self.tracking).wait_all(&self.device);
+        let done = {
+            let mut tracking = lock(&self.tracking);
+            // A graph's replay that finds the buffer gone refuses to run (`graph.rs`).
+            tracking.retire();
+            tracking.wait_all(&self.device)
+        };
         if let (true, Ok(driver)) = (done, self.device.current()) {
             event!(
                 trace,
@@ -346,7 +352,7 @@ pub struct Span<'a> {
     ptr: u64,
     len: usize,
     element: usize,
-    tracking: &'a Mutex<Tracking>,
+    tracking: &'a Arc<Mutex<Tracking>>,
 }
 
 impl<T: Pod> sealed::Range for DeviceBuffer<T> {
@@ -371,7 +377,7 @@ impl<'a> Span<'a> {
         ptr: u64,
         len: usize,
         element: usize,
-        tracking: &'a Mutex<Tracking>,
+        tracking: &'a Arc<Mutex<Tracking>>,
     ) -> Span<'a> {
         Span {
             device,
@@ -443,6 +449,9 @@ impl Stream {
         if target.bytes() == 0 {
             return Ok(());
         }
+        if graph::capturing(self) {
+            return Err(graph::not_capturable("a copy from host memory"));
+        }
         // Done when this returns (the stream is waited for): nothing to mark after it.
         target.before(self, Access::Write)?;
         event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = target.bytes(), "copy to device");
@@ -482,6 +491,9 @@ impl Stream {
         source.check(self, target.len(), "copying from the device")?;
         if source.bytes() == 0 {
             return Ok(());
+        }
+        if graph::capturing(self) {
+            return Err(graph::not_capturable("a copy into host memory"));
         }
         source.before(self, Access::Read)?;
         event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = source.bytes(), "copy to host");
@@ -525,6 +537,15 @@ impl Stream {
                 ),
             ));
         }
+        if graph::capturing(self) {
+            graph::record_copy(
+                self,
+                (target.ptr, target.tracking),
+                (source.ptr, source.tracking),
+                bytes,
+            );
+            return Ok(());
+        }
         target.before(self, Access::Write)?;
         source.before(self, Access::Read)?;
         event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes, "copy on device");
@@ -550,6 +571,10 @@ impl Stream {
         let Some((pattern, count)) = pattern_of(value, span.len) else {
             return self.copy_to_device(target, &vec![value; span.len]);
         };
+        if graph::capturing(self) {
+            graph::record_fill(self, (span.ptr, span.tracking), pattern, count);
+            return Ok(());
+        }
         span.before(self, Access::Write)?;
         event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = span.bytes(), "fill");
         let driver = self.device().current()?;

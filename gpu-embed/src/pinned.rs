@@ -389,6 +389,11 @@ impl Stream {
         if region.bytes == 0 {
             return Ok(());
         }
+        if crate::graph::capturing(self) {
+            return Err(crate::graph::not_capturable(
+                "a copy from page-locked memory",
+            ));
+        }
         target.before(self, Access::Write)?;
         event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = len * size_of::<T>(), "copy from page-locked memory");
         let driver = self.device().current()?;
@@ -423,6 +428,11 @@ impl Stream {
         source.check(self, len, "copying into page-locked memory")?;
         if region.bytes == 0 {
             return Ok(());
+        }
+        if crate::graph::capturing(self) {
+            return Err(crate::graph::not_capturable(
+                "a copy into page-locked memory",
+            ));
         }
         source.before(self, Access::Read)?;
         event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = len * size_of::<T>(), "copy into page-locked memory");

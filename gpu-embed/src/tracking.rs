@@ -105,6 +105,8 @@ pub(crate) struct Tracking {
     reads: Vec<Mark>,
     /// Work on the buffer may be unrecorded: its drop waits for the whole device.
     escaped: bool,
+    /// The buffer is being dropped: nothing may queue work on it any more.
+    retired: bool,
 }
 
 impl Tracking {
@@ -154,6 +156,16 @@ impl Tracking {
         }
     }
 
+    /// The buffer is being dropped (under this lock): graphs refuse to replay work on it.
+    pub(crate) fn retire(&mut self) {
+        self.retired = true;
+    }
+
+    /// Whether the buffer is being dropped.
+    pub(crate) fn retired(&self) -> bool {
+        self.retired
+    }
+
     /// Work on the buffer from now on may be unrecorded (its address was handed out).
     pub(crate) fn escape(&mut self) {
         self.escaped = true;
@@ -187,7 +199,7 @@ pub(crate) fn lock(tracking: &Mutex<Tracking>) -> MutexGuard<'_, Tracking> {
 #[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct Tracked<'a> {
-    pub(crate) tracking: &'a Mutex<Tracking>,
+    pub(crate) tracking: &'a Arc<Mutex<Tracking>>,
 }
 
 impl std::fmt::Debug for Tracked<'_> {

@@ -3,7 +3,8 @@
 //! per launch, the raw loop records a command buffer (bind pipeline and a prepared descriptor
 //! set, dispatch) from a ring guarded by fences and submits it; the stub also binds the
 //! arguments it is given and orders the launch in its stream. On lavapipe here, on any Vulkan
-//! GPU elsewhere.
+//! GPU elsewhere. A third row: the same launches captured once into a graph
+//! (`Stream::begin_capture`) and replayed (`Graph::launch`).
 //!
 //!     cargo bench -p sample-project --bench vulkan_launch
 
@@ -36,8 +37,21 @@ fn main() {
     // SAFETY: the raw loop's own instance and device, used only by this thread.
     let raw = unsafe { Raw::new(device.name(), spirv) };
 
+    // The same launches, captured on a stream of the device, replayed as a graph.
+    let stream = device.create_stream().unwrap();
+    let on_stream = LaunchConfig {
+        stream: Some(&stream),
+        ..config
+    };
+    stream.begin_capture().unwrap();
+    for _ in 0..LAUNCHES {
+        // SAFETY: as above.
+        unsafe { vadd::vadd(&device, &on_stream, &a, &b, &c, N) }.unwrap();
+    }
+    let graph = stream.end_capture().unwrap();
     let mut stub_times = Vec::new();
     let mut raw_times = Vec::new();
+    let mut replay_times = Vec::new();
     // Alternating rounds, medians: both sides see the same machine.
     for _ in 0..ROUNDS {
         stub();
@@ -50,12 +64,18 @@ fn main() {
         stub_times.push(start.elapsed() / LAUNCHES);
         // SAFETY: as above.
         raw_times.push(unsafe { raw.launches(LAUNCHES) } / LAUNCHES);
+        let start = Instant::now();
+        // SAFETY: the captured launches read a and b and write c, all alive, N elements each.
+        unsafe { graph.launch(&stream) }.unwrap();
+        stream.synchronize().unwrap();
+        replay_times.push(start.elapsed() / LAUNCHES);
     }
     let want = vec![3.0f32; N];
     assert_eq!(c.to_vec().unwrap(), want, "the stub's result");
     // SAFETY: as above.
     assert_eq!(unsafe { raw.result() }, want, "the raw loop's result");
     let (stub_time, raw_time) = (median(stub_times), median(raw_times));
+    let replay_time = median(replay_times);
     println!(
         "per launch, {LAUNCHES} launches of vadd ({N} elements) on {}, median of {ROUNDS}:",
         device.name()
@@ -67,6 +87,10 @@ fn main() {
     println!(
         "  raw ash dispatch          {:>8.2} us",
         raw_time.as_secs_f64() * 1e6
+    );
+    println!(
+        "  graph replay              {:>8.2} us",
+        replay_time.as_secs_f64() * 1e6
     );
     println!(
         "  ratio                     {:>8.2}x",

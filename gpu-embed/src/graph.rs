@@ -1,0 +1,399 @@
+//! Graphs: work captured on a stream once and replayed with one call, on every device.
+//!
+//! Between [`Stream::begin_capture`] and [`Stream::end_capture`], the launches, device-to-device
+//! copies and fills queued on the stream are recorded instead of run: a launch with a copy of
+//! its parameter values, each operation with the buffers it uses. [`Graph::launch`] queues them
+//! again, in order, on any stream of the device, as the direct calls would: each operation
+//! waits for other streams' work on its buffers and marks them (`tracking.rs`), so tracking
+//! holds during replays too (cudarc's tracking breaks CUDA's stream capture, cudarc #590). A
+//! graph holds its buffers weakly: a replay after one of them was dropped is an error, never a
+//! launch on freed memory. The replay is the runtime's own, the same on every driver (CUDA's and
+//! HIP's graph APIs, which would also save the driver's per-launch work, are not used yet).
+
+use crate::binary::Binary;
+use crate::device::{Device, LastLaunch, Stream};
+use crate::driver::{Handle, Pattern};
+use crate::error::{Error, ErrorKind, Result};
+use crate::tracking::{lock, mark_end, Access, Queue, Tracking};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// A buffer an operation uses, and how.
+#[derive(Clone)]
+struct Use {
+    tracking: Weak<Mutex<Tracking>>,
+    access: Access,
+}
+
+/// One captured operation.
+enum Op {
+    Launch {
+        binary: &'static Binary,
+        kernel: &'static str,
+        function: Handle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        /// Each parameter's value, in an 8-byte slot (every lowered parameter is 1 to 8 bytes).
+        params: Vec<u64>,
+        sizes: Vec<usize>,
+    },
+    Copy {
+        target: u64,
+        source: u64,
+        bytes: usize,
+    },
+    Fill {
+        target: u64,
+        pattern: Pattern,
+        count: usize,
+    },
+}
+
+/// Captured operations, each with the buffers it uses.
+type Ops = Vec<(Op, Vec<Use>)>;
+
+/// The operations being captured, by stream id.
+static CAPTURES: Mutex<Option<HashMap<u64, Ops>>> = Mutex::new(None);
+
+fn captures() -> MutexGuard<'static, Option<HashMap<u64, Ops>>> {
+    CAPTURES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether `stream` is capturing.
+pub(crate) fn capturing(stream: &Stream) -> bool {
+    captures()
+        .as_ref()
+        .is_some_and(|captures| captures.contains_key(&stream.id()))
+}
+
+/// The error for work a capture cannot record.
+pub(crate) fn not_capturable(what: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        format!(
+            "{what} cannot be captured into a graph (a graph replays launches, copies between \
+             device buffers and fills); queue it on another stream, or end the capture first"
+        ),
+    )
+}
+
+fn record(stream: &Stream, op: Op, uses: Vec<Use>) {
+    if let Some(ops) = captures()
+        .as_mut()
+        .and_then(|captures| captures.get_mut(&stream.id()))
+    {
+        ops.push((op, uses));
+    }
+}
+
+/// A launch as a capture records it.
+pub(crate) struct CapturedLaunch<'a> {
+    pub binary: &'static Binary,
+    pub kernel: &'static str,
+    pub function: Handle,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared: u32,
+    pub params: &'a [*mut c_void],
+    pub sizes: &'a [usize],
+}
+
+/// Records a launch on a capturing stream: the function, the configuration and a copy of each
+/// parameter's value; every buffer in `uses` as written.
+pub(crate) fn record_launch(
+    stream: &Stream,
+    launch: CapturedLaunch,
+    uses: &[&Arc<Mutex<Tracking>>],
+) -> Result<()> {
+    let CapturedLaunch {
+        binary,
+        kernel,
+        function,
+        grid,
+        block,
+        shared,
+        params,
+        sizes,
+    } = launch;
+    let mut values = Vec::with_capacity(params.len());
+    for (&param, &size) in params.iter().zip(sizes) {
+        if size > size_of::<u64>() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("launching `{kernel}` into a graph: a parameter of {size} bytes"),
+            ));
+        }
+        let mut slot = 0u64;
+        // SAFETY: the launch's caller guarantees each parameter points at `size` readable bytes
+        // (`launch`'s contract); `size` fits the slot.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                param.cast::<u8>(),
+                (&mut slot as *mut u64).cast::<u8>(),
+                size,
+            )
+        };
+        values.push(slot);
+    }
+    let uses = uses
+        .iter()
+        .map(|tracking| Use {
+            tracking: Arc::downgrade(tracking),
+            access: Access::Write,
+        })
+        .collect();
+    let op = Op::Launch {
+        binary,
+        kernel,
+        function,
+        grid,
+        block,
+        shared,
+        params: values,
+        sizes: sizes.to_vec(),
+    };
+    record(stream, op, uses);
+    Ok(())
+}
+
+/// Records a copy of `bytes` between two device ranges (checked by the caller).
+pub(crate) fn record_copy(
+    stream: &Stream,
+    (target, target_tracking): (u64, &Arc<Mutex<Tracking>>),
+    (source, source_tracking): (u64, &Arc<Mutex<Tracking>>),
+    bytes: usize,
+) {
+    let uses = vec![
+        Use {
+            tracking: Arc::downgrade(target_tracking),
+            access: Access::Write,
+        },
+        Use {
+            tracking: Arc::downgrade(source_tracking),
+            access: Access::Read,
+        },
+    ];
+    record(
+        stream,
+        Op::Copy {
+            target,
+            source,
+            bytes,
+        },
+        uses,
+    );
+}
+
+/// Records a fill of `count` patterns from `target` (checked by the caller).
+pub(crate) fn record_fill(
+    stream: &Stream,
+    (target, tracking): (u64, &Arc<Mutex<Tracking>>),
+    pattern: Pattern,
+    count: usize,
+) {
+    let uses = vec![Use {
+        tracking: Arc::downgrade(tracking),
+        access: Access::Write,
+    }];
+    record(
+        stream,
+        Op::Fill {
+            target,
+            pattern,
+            count,
+        },
+        uses,
+    );
+}
+
+impl Stream {
+    /// Starts capturing: the launches, device-to-device copies and fills queued on this stream
+    /// from now on are recorded into a graph ([`Stream::end_capture`]) instead of run. Copies
+    /// with host memory are refused while it captures; events and synchronization work as
+    /// usual (on what is really queued).
+    pub fn begin_capture(&self) -> Result<()> {
+        let mut captures = captures();
+        let captures = captures.get_or_insert_with(HashMap::new);
+        if captures.contains_key(&self.id()) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "the stream is capturing already",
+            ));
+        }
+        captures.insert(self.id(), Vec::new());
+        Ok(())
+    }
+
+    /// Ends the capture: the graph of what was queued since [`Stream::begin_capture`].
+    pub fn end_capture(&self) -> Result<Graph> {
+        let ops = captures()
+            .as_mut()
+            .and_then(|captures| captures.remove(&self.id()))
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the stream is not capturing"))?;
+        Ok(Graph {
+            device: self.device().clone(),
+            ops,
+        })
+    }
+}
+
+/// Work captured on a stream, replayed with [`Graph::launch`].
+pub struct Graph {
+    device: Device,
+    ops: Ops,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Graph({} operations on {})",
+            self.ops.len(),
+            self.device.name()
+        )
+    }
+}
+
+impl Graph {
+    /// How many operations it replays.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether it replays nothing.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Queues the captured work on `stream` (of the graph's device), in order: each operation
+    /// waits for other streams' work on its buffers and marks them, as the direct calls do. An
+    /// error, before anything is queued, when a buffer the graph uses was dropped.
+    ///
+    /// # Safety
+    /// What each captured launch's `# Safety` section asked of its caller holds again now, and
+    /// memory the captured launches reach through pointer arguments (`DevicePtr`, which no
+    /// buffer tracks) is still allocated. Memref arguments' buffers are checked here.
+    pub unsafe fn launch(&self, stream: &Stream) -> Result<()> {
+        if !stream.device().is_same(&self.device) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a graph of {} launched on a stream of {}",
+                    self.device.name(),
+                    stream.device().name()
+                ),
+            ));
+        }
+        if capturing(stream) {
+            return Err(not_capturable("a graph's launch"));
+        }
+        // Every buffer the graph uses, alive, locked for the whole replay (in one order, so
+        // two replays never wait for each other's locks in a circle): none can be dropped
+        // half-way, and a drop that came first is seen (`retired`).
+        let mut buffers: Vec<Arc<Mutex<Tracking>>> = Vec::new();
+        for (_, uses) in &self.ops {
+            for used in uses {
+                let buffer = used.tracking.upgrade().ok_or_else(dropped)?;
+                if !buffers.iter().any(|b| Arc::ptr_eq(b, &buffer)) {
+                    buffers.push(buffer);
+                }
+            }
+        }
+        buffers.sort_by_key(|buffer| Arc::as_ptr(buffer) as usize);
+        let mut guards: Vec<MutexGuard<Tracking>> = buffers.iter().map(|b| lock(b)).collect();
+        if guards.iter().any(|guard| guard.retired()) {
+            return Err(dropped());
+        }
+        let index = |used: &Use| {
+            buffers
+                .iter()
+                .position(|b| std::ptr::eq(Arc::as_ptr(b), used.tracking.as_ptr()))
+                .unwrap_or_default()
+        };
+        let queue = Queue::Stream(stream);
+        let driver = self.device.current()?;
+        for (op, uses) in &self.ops {
+            for used in uses {
+                guards[index(used)].before(&queue, used.access)?;
+            }
+            // SAFETY: the operation as it was captured, its buffers alive and locked; the
+            // caller guarantees what its launch's own contract asked (see `# Safety`).
+            unsafe { replay(&*driver, op, stream) }.map_err(|e| self.device.context(e))?;
+            if let Op::Launch { binary, kernel, .. } = op {
+                let launched = LastLaunch { binary, kernel };
+                self.device.launched(launched);
+                stream.launched(launched);
+            }
+            let end = mark_end(&queue);
+            for used in uses {
+                guards[index(used)].note(&end, used.access);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn dropped() -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        "a buffer this graph uses was dropped; capture the work again with live buffers",
+    )
+}
+
+/// Queues one captured operation on `stream`.
+///
+/// # Safety
+/// As [`Graph::launch`]; the operation's buffers are alive.
+unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &Stream) -> Result<()> {
+    match op {
+        Op::Launch {
+            function,
+            grid,
+            block,
+            shared,
+            params,
+            sizes,
+            ..
+        } => {
+            let mut values = params.clone();
+            let mut pointers: Vec<*mut c_void> = values
+                .iter_mut()
+                .map(|value| (value as *mut u64).cast())
+                .collect();
+            // SAFETY: the parameters as captured (each in an aligned 8-byte slot, its size
+            // unchanged); the caller guarantees the rest.
+            unsafe {
+                driver.launch(
+                    *function,
+                    *grid,
+                    *block,
+                    *shared,
+                    stream.raw(),
+                    &mut pointers,
+                    sizes,
+                )
+            }
+        }
+        Op::Copy {
+            target,
+            source,
+            bytes,
+        } => {
+            // SAFETY: two ranges of live buffers, checked when captured; both stay allocated
+            // until the copy has run (their drop waits for the mark noted after it).
+            unsafe { driver.copy_on_device_async(*target, *source, *bytes, stream.raw()) }
+        }
+        Op::Fill {
+            target,
+            pattern,
+            count,
+        } => {
+            // SAFETY: as above, for the filled range.
+            unsafe { driver.fill_async(*target, *pattern, *count, stream.raw()) }
+        }
+    }
+}
