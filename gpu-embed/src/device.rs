@@ -40,6 +40,9 @@ struct Inner {
     last_launch: LastLaunchSlot,
     /// Buffers' work is no longer ordered across streams (`Device::disable_tracking`).
     untracked: AtomicBool,
+    /// The stream the whole-buffer helpers queue on (`Device::helper_stream`). It holds the
+    /// device, so the device is never freed: devices live as long as the process anyway.
+    helper: OnceLock<Stream>,
 }
 
 /// A device's driver, the device current on the thread while this lives (`Device::current`).
@@ -257,6 +260,7 @@ impl Device {
                 found,
                 modules: Mutex::new(HashMap::new()),
                 untracked: AtomicBool::new(false),
+                helper: OnceLock::new(),
                 last_launch: LastLaunchSlot::default(),
             }),
         }
@@ -344,6 +348,21 @@ impl Device {
     /// work).
     pub(crate) fn orders_all_work(&self) -> bool {
         self.inner.found.driver.orders_all_work()
+    }
+
+    /// The stream the whole-buffer helpers (`to_vec`, `fill`, `copy_from`, ...) queue on, made
+    /// the first time: a stream of its own, so a helper waits for its buffer's work only (the
+    /// buffers' tracking orders it), not for every stream as the default stream would.
+    pub(crate) fn helper_stream(&self) -> Result<&Stream> {
+        if let Some(stream) = self.inner.helper.get() {
+            return Ok(stream);
+        }
+        // Two threads may both make one: the first kept, the other dropped.
+        let _ = self.inner.helper.set(self.create_stream()?);
+        self.inner
+            .helper
+            .get()
+            .ok_or_else(|| Error::new(ErrorKind::Driver, "the helper stream was not kept"))
     }
 
     /// Whether buffers' work is ordered across streams (see [`Device::disable_tracking`]).

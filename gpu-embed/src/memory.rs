@@ -48,19 +48,10 @@ impl<T: Pod> DeviceBuffer<T> {
             .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "buffer size overflows"))
     }
 
-    /// `len` zeroed elements.
+    /// `len` zeroed elements (zeroed on the device's helper stream: work that uses the buffer
+    /// waits for it, nothing else does).
     pub fn alloc(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
-        // SAFETY: every byte is set before the buffer is handed out.
-        let buffer = unsafe { DeviceBuffer::alloc_uninit(device, len)? };
-        let bytes = Self::bytes(len)?;
-        if bytes > 0 {
-            let driver = device.current()?;
-            // SAFETY: the buffer holds `bytes` bytes of this device's memory.
-            unsafe { driver.fill(buffer.ptr, Pattern::U8(0), bytes) }
-                .map_err(|e| device.context(e))?;
-            buffer.queued(Access::Write);
-        }
-        Ok(buffer)
+        DeviceBuffer::alloc_on(device.helper_stream()?, len)
     }
 
     /// `len` zeroed elements, zeroed in `stream`'s order: nothing waits for other streams or the
@@ -98,11 +89,15 @@ impl<T: Pod> DeviceBuffer<T> {
         })
     }
 
-    /// Notes work queued on the default stream that uses the buffer (the default stream
-    /// already follows every stream's earlier work, so nothing waits before it).
-    fn queued(&self, access: Access) {
-        let end = mark_end(&Queue::Default(&self.device));
-        lock(&self.tracking).note(&end, access);
+    /// The stream the whole-buffer helpers queue on: the device's helper stream, which waits
+    /// for this buffer's own work only (not for unrelated streams, as the default stream
+    /// would). A buffer whose address was handed out first waits for its whole device: a
+    /// kernel given the address may still be using it, and nobody tracked that.
+    fn helper(&self) -> Result<&Stream> {
+        if lock(&self.tracking).escaped() {
+            self.device.synchronize()?;
+        }
+        self.device.helper_stream()
     }
 
     /// The buffer's work tracking, for the views, spans and graphs of this crate.
@@ -123,51 +118,21 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(buffer)
     }
 
-    /// Sets every element to `value`, on the device: elements of 1, 2 or 4 bytes (and any value
-    /// whose bytes are all equal) by the driver's memset of that width, others by a copy.
+    /// Sets every element to `value`, on the device's helper stream (see
+    /// [`Stream::fill`]): after the buffer's earlier work, before its later work.
     pub fn fill(&mut self, value: T) -> Result<()> {
-        if self.ptr == 0 {
-            // No bytes: empty, or elements of a zero-sized type.
-            return Ok(());
-        }
-        let Some((pattern, count)) = pattern_of(value, self.len) else {
-            return self.copy_from(&vec![value; self.len]);
-        };
-        event!(
-            debug,
-            device = self.device.name(),
-            bytes = self.len * size_of::<T>(),
-            "fill"
-        );
-        let driver = self.device.current()?;
-        // SAFETY: the buffer holds `count` elements of the pattern's size, aligned to it (device
-        // allocations are at least 256-byte aligned, and `T`'s size is the pattern's).
-        unsafe { driver.fill(self.ptr, pattern, count) }.map_err(|e| self.device.context(e))?;
-        self.queued(Access::Write);
-        Ok(())
+        self.helper()?.fill(self, value)
     }
 
-    /// Overwrites the buffer with `data` (of the same length).
+    /// Overwrites the buffer with `data` (of the same length), after the buffer's earlier work;
+    /// returns when the copy is done.
     pub fn copy_from(&mut self, data: &[T]) -> Result<()> {
         self.check_len(data.len())?;
-        if self.ptr == 0 {
-            return Ok(());
-        }
-        event!(
-            debug,
-            device = self.device.name(),
-            bytes = size_of_val(data),
-            "copy to device"
-        );
-        let driver = self.device.current()?;
-        // SAFETY: both ranges are `len` elements long.
-        unsafe { driver.copy_to_device(self.ptr, data.as_ptr().cast(), size_of_val(data)) }
-            .map_err(|e| self.device.context(e))?;
-        self.queued(Access::Write);
-        Ok(())
+        self.helper()?.copy_to_device(self, data)
     }
 
-    /// Overwrites the buffer with `source` (of the same length and device), on the device.
+    /// Overwrites the buffer with `source` (of the same length and device), on the device's
+    /// helper stream: after both buffers' earlier work, before their later work.
     pub fn copy_from_buffer(&mut self, source: &DeviceBuffer<T>) -> Result<()> {
         self.check_len(source.len)?;
         if !source.device.is_same(&self.device) {
@@ -180,23 +145,8 @@ impl<T: Pod> DeviceBuffer<T> {
                 ),
             ));
         }
-        if self.ptr == 0 {
-            return Ok(());
-        }
-        event!(
-            debug,
-            device = self.device.name(),
-            bytes = self.len * size_of::<T>(),
-            "copy on device"
-        );
-        let driver = self.device.current()?;
-        // SAFETY: two distinct buffers (`&mut self` and `&source`) of `len` elements.
-        unsafe { driver.copy_on_device(self.ptr, source.ptr, self.len * size_of::<T>()) }
-            .map_err(|e| self.device.context(e))?;
-        let end = mark_end(&Queue::Default(&self.device));
-        lock(&self.tracking).note(&end, Access::Write);
-        lock(&source.tracking).note(&end, Access::Read);
-        Ok(())
+        source.helper()?;
+        self.helper()?.copy(self, source)
     }
 
     /// Takes ownership of `len` elements of device memory allocated elsewhere (by `cudarc`, a
@@ -229,22 +179,11 @@ impl<T: Pod> DeviceBuffer<T> {
         DevicePtr(this.ptr)
     }
 
-    /// Copies the buffer into `out` (of the same length).
+    /// Copies the buffer into `out` (of the same length) after the buffer's earlier work;
+    /// returns when the copy is done.
     pub fn copy_to(&self, out: &mut [T]) -> Result<()> {
         self.check_len(out.len())?;
-        if self.ptr == 0 {
-            return Ok(());
-        }
-        event!(
-            debug,
-            device = self.device.name(),
-            bytes = size_of_val(out),
-            "copy to host"
-        );
-        let driver = self.device.current()?;
-        // SAFETY: both ranges are `len` elements long; the driver writes plain bytes of `T`.
-        unsafe { driver.copy_to_host(out.as_mut_ptr().cast(), self.ptr, size_of_val(out)) }
-            .map_err(|e| self.device.context(e))
+        self.helper()?.copy_to_host(out, self)
     }
 
     /// The buffer's contents.
@@ -269,11 +208,15 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.device
     }
 
-    /// The buffer's device address, for kernels that take a pointer. Work through the address
-    /// is not tracked, so from now on dropping the buffer waits for its whole device (as for
-    /// memory of unknown use).
+    /// The buffer's device address, for kernels that take a pointer, once the work queued on
+    /// the buffer so far has run (a kernel given the address on any stream sees its results).
+    /// Work through the address is not tracked, so from now on the buffer's helpers and its
+    /// drop wait for its whole device (as for memory of unknown use).
     pub fn device_ptr(&self) -> DevicePtr {
-        lock(&self.tracking).escape();
+        let mut tracking = lock(&self.tracking);
+        // A failed wait leaves a device that reports a fault at its next synchronization.
+        let _ = tracking.wait_all(&self.device);
+        tracking.escape();
         DevicePtr(self.ptr)
     }
 

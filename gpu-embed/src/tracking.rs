@@ -166,6 +166,11 @@ impl Tracking {
         self.retired
     }
 
+    /// Whether work on the buffer may be unrecorded (its address was handed out).
+    pub(crate) fn escaped(&self) -> bool {
+        self.escaped
+    }
+
     /// Work on the buffer from now on may be unrecorded (its address was handed out).
     pub(crate) fn escape(&mut self) {
         self.escaped = true;

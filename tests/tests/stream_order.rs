@@ -87,6 +87,7 @@ fn dropping_a_buffer_waits_for_its_own_work_not_for_other_streams() {
     // B's queued work has not run: dropping x waited for A's work on x only.
     assert!(!b_done.query().unwrap());
     assert_eq!(y.to_vec().unwrap(), vec![5.0; 1000]);
+    b.synchronize().unwrap();
     assert!(b_done.query().unwrap());
 }
 
@@ -105,4 +106,28 @@ fn a_buffer_whose_address_was_handed_out_waits_for_the_whole_device() {
     b.record(&b_done).unwrap();
     drop(x);
     assert!(b_done.query().unwrap(), "the drop waited for every stream");
+}
+
+#[test]
+fn a_buffers_helpers_wait_for_its_own_work_not_for_unrelated_streams() {
+    let _alone = alone();
+    let host = Device::host();
+    let (a, b) = (host.create_stream().unwrap(), host.create_stream().unwrap());
+    let x = DeviceBuffer::<f32>::alloc(&host, 1000).unwrap();
+    let y = DeviceBuffer::<f32>::alloc(&host, 1000).unwrap();
+    a.fill(&x, 4.0).unwrap();
+    b.fill(&y, 5.0).unwrap();
+    let b_done = host.create_event().unwrap();
+    b.record(&b_done).unwrap();
+    // x's helpers wait for A's fill of x, and for nothing on B.
+    assert_eq!(x.to_vec().unwrap(), vec![4.0; 1000]);
+    assert!(!b_done.query().unwrap(), "reading x ran stream B's work");
+    let mut z = DeviceBuffer::<f32>::alloc(&host, 1000).unwrap();
+    z.copy_from_buffer(&x).unwrap();
+    z.fill(1.0).unwrap();
+    assert_eq!(z.to_vec().unwrap(), vec![1.0; 1000]);
+    assert!(!b_done.query().unwrap());
+    assert_eq!(y.to_vec().unwrap(), vec![5.0; 1000]);
+    b.synchronize().unwrap();
+    assert!(b_done.query().unwrap());
 }
