@@ -51,7 +51,13 @@ impl<T: Pod> DeviceBuffer<T> {
     /// `len` zeroed elements (zeroed on the device's helper stream: work that uses the buffer
     /// waits for it, nothing else does).
     pub fn alloc(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
-        DeviceBuffer::alloc_on(device.helper_stream()?, len)
+        let helper = device.helper_stream()?;
+        let buffer = DeviceBuffer::alloc_on(helper, len)?;
+        if !device.tracks() {
+            // Nothing would order other streams after the zeroing: it is done on return.
+            helper.synchronize()?;
+        }
+        Ok(buffer)
     }
 
     /// `len` zeroed elements, zeroed in `stream`'s order: nothing waits for other streams or the
@@ -91,13 +97,24 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// The stream the whole-buffer helpers queue on: the device's helper stream, which waits
     /// for this buffer's own work only (not for unrelated streams, as the default stream
-    /// would). A buffer whose address was handed out first waits for its whole device: a
-    /// kernel given the address may still be using it, and nobody tracked that.
+    /// would). A buffer whose address was handed out, or on a device whose tracking is off,
+    /// first waits for its whole device: nobody tracked what may still be using it.
     fn helper(&self) -> Result<&Stream> {
-        if lock(&self.tracking).escaped() {
+        if lock(&self.tracking).escaped() || !self.device.tracks() {
             self.device.synchronize()?;
         }
         self.device.helper_stream()
+    }
+
+    /// Runs `operation` on the helper stream; on a device whose tracking is off (so nothing
+    /// orders other streams after it), waits for it before returning.
+    fn on_helper(&self, operation: impl FnOnce(&Stream) -> Result<()>) -> Result<()> {
+        let helper = self.helper()?;
+        operation(helper)?;
+        if !self.device.tracks() {
+            helper.synchronize()?;
+        }
+        Ok(())
     }
 
     /// The buffer's work tracking, for the views, spans and graphs of this crate.
@@ -121,7 +138,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Sets every element to `value`, on the device's helper stream (see
     /// [`Stream::fill`]): after the buffer's earlier work, before its later work.
     pub fn fill(&mut self, value: T) -> Result<()> {
-        self.helper()?.fill(self, value)
+        self.on_helper(|helper| helper.fill(self, value))
     }
 
     /// Overwrites the buffer with `data` (of the same length), after the buffer's earlier work;
@@ -146,7 +163,7 @@ impl<T: Pod> DeviceBuffer<T> {
             ));
         }
         source.helper()?;
-        self.helper()?.copy(self, source)
+        self.on_helper(|helper| helper.copy(self, source))
     }
 
     /// Takes ownership of `len` elements of device memory allocated elsewhere (by `cudarc`, a
