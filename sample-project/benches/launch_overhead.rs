@@ -36,6 +36,24 @@ fn main() {
     device.synchronize().unwrap();
     let stub_time = start.elapsed() / LAUNCHES;
 
+    // The same launches captured once on a stream and replayed as a graph.
+    let stream = device.create_stream().unwrap();
+    let on_stream = LaunchConfig {
+        stream: Some(&stream),
+        ..config
+    };
+    stream.begin_capture().unwrap();
+    for _ in 0..LAUNCHES {
+        // SAFETY: as above.
+        unsafe { vadd::vadd(&device, &on_stream, &a, &b, &c, N) }.unwrap();
+    }
+    let graph = stream.end_capture().unwrap();
+    let start = Instant::now();
+    // SAFETY: the captured launches read a and b and write c, all alive, N elements each.
+    unsafe { graph.launch(&stream) }.unwrap();
+    stream.synchronize().unwrap();
+    let replay_time = start.elapsed() / LAUNCHES;
+
     println!(
         "per launch, {LAUNCHES} launches of vadd ({N} elements) on {}:",
         device.name()
@@ -43,6 +61,10 @@ fn main() {
     println!(
         "  include_gpu_binary! stub  {:>8.2} us",
         stub_time.as_secs_f64() * 1e6
+    );
+    println!(
+        "  graph replay              {:>8.2} us",
+        replay_time.as_secs_f64() * 1e6
     );
     if device.vendor() != gpu_embed::Vendor::Nvptx {
         println!("  (the raw-driver comparison is written against the CUDA driver API only)");
