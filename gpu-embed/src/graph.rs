@@ -308,17 +308,26 @@ impl Graph {
         if guards.iter().any(|guard| guard.retired()) {
             return Err(dropped());
         }
-        let index = |used: &Use| {
-            buffers
-                .iter()
-                .position(|b| std::ptr::eq(Arc::as_ptr(b), used.tracking.as_ptr()))
-                .unwrap_or_default()
-        };
+        // Each operation's buffers as indices into `guards` (every one was found above).
+        let slots: Vec<Vec<usize>> = self
+            .ops
+            .iter()
+            .map(|(_, uses)| {
+                uses.iter()
+                    .map(|used| {
+                        buffers
+                            .iter()
+                            .position(|b| std::ptr::eq(Arc::as_ptr(b), used.tracking.as_ptr()))
+                            .ok_or_else(dropped)
+                    })
+                    .collect()
+            })
+            .collect::<Result<_>>()?;
         let queue = Queue::Stream(stream);
         let driver = self.device.current()?;
-        for (op, uses) in &self.ops {
-            for used in uses {
-                guards[index(used)].before(&queue, used.access)?;
+        for ((op, uses), slots) in self.ops.iter().zip(&slots) {
+            for (used, &slot) in uses.iter().zip(slots) {
+                guards[slot].before(&queue, used.access)?;
             }
             // SAFETY: the operation as it was captured, its buffers alive and locked; the
             // caller guarantees what its launch's own contract asked (see `# Safety`).
@@ -329,8 +338,8 @@ impl Graph {
                 stream.launched(launched);
             }
             let end = mark_end(&queue);
-            for used in uses {
-                guards[index(used)].note(&end, used.access);
+            for (used, &slot) in uses.iter().zip(slots) {
+                guards[slot].note(&end, used.access);
             }
         }
         Ok(())
