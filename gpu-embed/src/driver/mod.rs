@@ -14,6 +14,7 @@ pub mod sys;
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use std::ffi::{c_void, CStr, CString};
+use std::sync::Arc;
 
 /// An opaque driver handle (context, module, function, stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,36 @@ pub(crate) struct Handle(pub *mut c_void);
 unsafe impl Send for Handle {}
 // SAFETY: as above: the drivers synchronize calls on one handle from several threads.
 unsafe impl Sync for Handle {}
+
+/// A driver object the runtime holds by handle (the host's and Vulkan's streams and events):
+/// the handle owns one reference of the `Arc`.
+pub(crate) fn into_handle<T>(object: Arc<T>) -> Handle {
+    Handle(Arc::into_raw(object).cast_mut().cast())
+}
+
+/// A new reference to the object behind `handle`.
+///
+/// # Safety
+/// `handle` came from [`into_handle`] with this `T` and was not released yet: the safe API
+/// releases a stream or event only on its drop, after its last use.
+pub(crate) unsafe fn borrow_handle<T>(handle: Handle) -> Arc<T> {
+    let raw = handle.0.cast::<T>().cast_const();
+    // SAFETY: the handle's reference keeps the object alive (the caller guarantees it is not
+    // released); the count taken here is returned when the new `Arc` drops.
+    unsafe {
+        Arc::increment_strong_count(raw);
+        Arc::from_raw(raw)
+    }
+}
+
+/// Gives back the handle's reference (the object lives on while queued work holds others).
+///
+/// # Safety
+/// As [`borrow_handle`]; the handle is not used afterwards.
+pub(crate) unsafe fn release_handle<T>(handle: Handle) -> Arc<T> {
+    // SAFETY: the handle's own reference, taken back once (the caller guarantees it).
+    unsafe { Arc::from_raw(handle.0.cast::<T>().cast_const()) }
+}
 
 /// A device as a driver found it.
 pub(crate) struct FoundDevice {

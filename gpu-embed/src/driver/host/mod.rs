@@ -11,6 +11,7 @@
 mod image;
 mod stream;
 
+use super::{borrow_handle, into_handle, release_handle};
 use super::{DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
@@ -746,7 +747,7 @@ impl Driver for Host {
     }
 
     fn create_stream(&self) -> Result<Handle> {
-        Ok(Handle(Arc::into_raw(HostStream::new()).cast_mut().cast()))
+        Ok(into_handle(HostStream::new()))
     }
 
     fn synchronize_stream(&self, stream: Handle) -> Result<()> {
@@ -758,7 +759,7 @@ impl Driver for Host {
             // Its work still runs; failures have nobody left to hear them.
             let _ = queue.drain();
             // SAFETY: made by `create_stream`; not used afterwards.
-            drop(unsafe { Arc::from_raw(stream.0.cast::<HostStream>().cast_const()) });
+            drop(unsafe { release_handle::<HostStream>(stream) });
         }
     }
 
@@ -768,8 +769,7 @@ impl Driver for Host {
     }
 
     fn create_event(&self) -> Result<Handle> {
-        let event = Arc::new(HostEvent::default());
-        Ok(Handle(Arc::into_raw(event).cast_mut().cast()))
+        Ok(into_handle(Arc::new(HostEvent::default())))
     }
 
     fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
@@ -795,7 +795,7 @@ impl Driver for Host {
 
     fn destroy_event(&self, event: Handle) {
         // SAFETY: made by `create_event`; not used afterwards.
-        drop(unsafe { Arc::from_raw(event.0.cast::<HostEvent>().cast_const()) });
+        drop(unsafe { release_handle::<HostEvent>(event) });
     }
 }
 
@@ -820,24 +820,13 @@ unsafe fn fill_now(target: u64, pattern: Pattern, count: usize) {
 
 /// The stream a handle names (null: the default stream), as a new reference.
 fn stream_of(stream: Handle) -> Option<Arc<HostStream>> {
-    let raw = stream.0.cast::<HostStream>().cast_const();
-    (!raw.is_null()).then(|| {
-        // SAFETY: a live stream made by `create_stream` (the safe API destroys it only on drop,
-        // after its last use); the count taken here is returned when the `Arc` drops.
-        unsafe {
-            Arc::increment_strong_count(raw);
-            Arc::from_raw(raw)
-        }
-    })
+    // SAFETY: a live stream made by `create_stream`.
+    (!stream.0.is_null()).then(|| unsafe { borrow_handle(stream) })
 }
 
 fn event_of(event: Handle) -> Arc<HostEvent> {
-    let raw = event.0.cast::<HostEvent>().cast_const();
-    // SAFETY: as for streams.
-    unsafe {
-        Arc::increment_strong_count(raw);
-        Arc::from_raw(raw)
-    }
+    // SAFETY: a live event made by `create_event`.
+    unsafe { borrow_handle(event) }
 }
 
 /// A queued launch's copied parameter values.

@@ -77,6 +77,7 @@ mod setup;
 mod stream;
 mod transfer;
 
+use super::{borrow_handle, into_handle, release_handle};
 use super::{DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
@@ -122,6 +123,11 @@ fn validation_requested() -> bool {
 }
 
 /// Records the validation layer's warnings and errors.
+///
+/// # Safety
+/// Called by the Vulkan loader only, as `VK_EXT_debug_utils` specifies: `data` is null or
+/// points at a callback data structure whose message is a NUL-terminated string, valid for the
+/// call.
 unsafe extern "system" fn on_message(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
     _types: vk::DebugUtilsMessageTypeFlagsEXT,
@@ -413,25 +419,16 @@ fn gpu_of(handle: Handle) -> &'static Gpu {
 
 /// The stream a handle names (null: the device's default stream), as a new reference.
 fn stream_of(gpu: &'static Gpu, stream: Handle) -> Arc<Stream> {
-    let raw = stream.0.cast::<Stream>().cast_const();
-    if raw.is_null() {
+    if stream.0.is_null() {
         return Arc::clone(gpu.default_stream());
     }
-    // SAFETY: a live stream made by `create_stream` (the safe API destroys it only on drop,
-    // after its last use); the count taken here is returned when the `Arc` drops.
-    unsafe {
-        Arc::increment_strong_count(raw);
-        Arc::from_raw(raw)
-    }
+    // SAFETY: a live stream made by `create_stream`.
+    unsafe { borrow_handle(stream) }
 }
 
 fn event_of(event: Handle) -> Arc<Event> {
-    let raw = event.0.cast::<Event>().cast_const();
-    // SAFETY: as for streams: a live event made by `create_event`.
-    unsafe {
-        Arc::increment_strong_count(raw);
-        Arc::from_raw(raw)
-    }
+    // SAFETY: a live event made by `create_event`.
+    unsafe { borrow_handle(event) }
 }
 
 impl Driver for Vulkan {
@@ -633,7 +630,7 @@ impl Driver for Vulkan {
     fn create_stream(&self) -> Result<Handle> {
         let gpu = current()?;
         let stream = gpu.streams.create(&gpu.core, &gpu.table)?;
-        Ok(Handle(Arc::into_raw(stream).cast_mut().cast()))
+        Ok(into_handle(stream))
     }
 
     fn synchronize_stream(&self, stream: Handle) -> Result<()> {
@@ -646,7 +643,7 @@ impl Driver for Vulkan {
         }
         // SAFETY: made by `create_stream`; not used afterwards. Its work still runs (the
         // submissions that wait on its semaphore keep it alive).
-        let stream = unsafe { Arc::from_raw(stream.0.cast::<Stream>().cast_const()) };
+        let stream = unsafe { release_handle::<Stream>(stream) };
         let _ = stream.synchronize();
     }
 
@@ -658,7 +655,7 @@ impl Driver for Vulkan {
 
     fn create_event(&self) -> Result<Handle> {
         let event = Event::new(&current()?.core)?;
-        Ok(Handle(Arc::into_raw(event).cast_mut().cast()))
+        Ok(into_handle(event))
     }
 
     fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
@@ -681,6 +678,6 @@ impl Driver for Vulkan {
     fn destroy_event(&self, event: Handle) {
         // SAFETY: made by `create_event`; not used afterwards (queued work holds its own
         // reference until it has run).
-        drop(unsafe { Arc::from_raw(event.0.cast::<Event>().cast_const()) });
+        drop(unsafe { release_handle::<Event>(event) });
     }
 }
