@@ -192,7 +192,7 @@ pub(super) fn serialize(
         "builtin.module(gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)))",
         "preparing the SPIR-V module",
     )?;
-    let (_, capabilities, extensions) = vce(&spirv)?;
+    let (capabilities, extensions) = vce(&spirv)?;
     // `spirv-update-vce` lowers the version to the oldest the instructions need, but
     // `spirv-lower-abi-attrs` listed every global in the entry points' interfaces as SPIR-V 1.4
     // wants for a target of 1.4 or later, which an older version forbids: keep the target's.
@@ -438,9 +438,9 @@ fn workgroup_size_of(spirv: &OperationRef, name: &str) -> Result<[u32; 3]> {
     }
 }
 
-/// The version, capabilities and extensions `spirv-update-vce` left on the SPIR-V module
+/// The capabilities and extensions `spirv-update-vce` left on the SPIR-V module
 /// (`#spirv.vce<v1.0, [Shader], [SPV_KHR_storage_buffer_storage_class]>`).
-fn vce(spirv: &OperationRef) -> Result<(String, Vec<String>, Vec<String>)> {
+fn vce(spirv: &OperationRef) -> Result<(Vec<String>, Vec<String>)> {
     let text = spirv
         .attribute("vce_triple")
         .map(|a| a.to_string())
@@ -449,13 +449,6 @@ fn vce(spirv: &OperationRef) -> Result<(String, Vec<String>, Vec<String>)> {
         .split_once('<')
         .map(|(_, rest)| rest.trim_end_matches('>'))
         .unwrap_or_default();
-    let version = inner
-        .split(',')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .trim_start_matches('v')
-        .to_string();
     let lists: Vec<Vec<String>> = inner
         .split('[')
         .skip(1)
@@ -470,7 +463,7 @@ fn vce(spirv: &OperationRef) -> Result<(String, Vec<String>, Vec<String>)> {
         })
         .collect();
     match lists.as_slice() {
-        [capabilities, extensions] => Ok((version, capabilities.clone(), extensions.clone())),
+        [capabilities, extensions] => Ok((capabilities.clone(), extensions.clone())),
         _ => Err(failed("reading the SPIR-V module's requirements")),
     }
 }
