@@ -158,7 +158,7 @@ fn inspect_describes_an_out_dir_with_the_objects_resource_usage() {
     );
     assert!(
         stdout.contains(
-            "launch: unsafe fn reduce::block_sum(device: &Device, config: &LaunchConfig, \
+            "launch: unsafe fn reduce::block_sum(queue: impl Into<Queue>, config: &LaunchConfig, \
              arg0: impl AsMemref<'views, f32, 1>"
         ),
         "{stdout}"

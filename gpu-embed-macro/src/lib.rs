@@ -55,8 +55,8 @@ use syn::{parse_macro_input, Ident};
 ///     /// any view of their element type and rank (a `DeviceBuffer` for rank 1). Its `# Safety`
 ///     /// section lists, argument by argument, what the stub checks and what is left to the
 ///     /// caller.
-///     pub unsafe fn vadd<'views>(
-///         device: &gpu_embed::Device,
+///     pub unsafe fn vadd<'views, 'queue>(
+///         queue: impl Into<gpu_embed::Queue<'queue>>, // a `&Stream`, or a `&Device`'s default stream
 ///         config: &gpu_embed::LaunchConfig,
 ///         a: impl gpu_embed::AsMemref<'views, f32, 1>,
 ///         b: impl gpu_embed::AsMemref<'views, f32, 1>,

@@ -38,7 +38,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
                 let view = format_ident!("view{index}");
                 checks.push(quote! {
                     let #view = ::gpu_embed::AsMemref::into_memref(#name)?;
-                    let #descriptor = ::gpu_embed::memref_descriptor(#view, &#ty, device, #label)?;
+                    let #descriptor = ::gpu_embed::memref_descriptor(#view, &#ty, queue.device(), #label)?;
                 });
                 uses.push(quote!(#view.tracked()));
                 values.push(quote!(#descriptor.allocated));
@@ -71,12 +71,13 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
     let doc = safety_doc(kernel, &names);
     Ok(quote! {
         #[doc = #doc]
-        pub unsafe fn #function<'views>(
-            device: &::gpu_embed::Device,
-            config: &::gpu_embed::LaunchConfig<'_>,
+        pub unsafe fn #function<'views, 'queue>(
+            queue: impl ::core::convert::Into<::gpu_embed::Queue<'queue>>,
+            config: &::gpu_embed::LaunchConfig,
             #(#arguments),*
         ) -> ::gpu_embed::Result<()> {
             const KERNEL: &str = #kernel_name;
+            let queue: ::gpu_embed::Queue<'queue> = queue.into();
             #(#checks)*
             #(#locals)*
             let mut params = [#(#pointers),*];
@@ -85,7 +86,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             // local lives until `launch` returns (a queued launch copies the values); the caller
             // guarantees what the function's `# Safety` section lists.
             unsafe {
-                ::gpu_embed::launch(device, &BINARY, KERNEL, config, &mut params, &sizes, &[#(#uses),*])
+                ::gpu_embed::launch(queue, &BINARY, KERNEL, config, &mut params, &sizes, &[#(#uses),*])
             }
         }
     })
@@ -93,7 +94,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
 
 /// Names the stub's own parameters and locals use, which an argument must not take (besides
 /// `param<n>`, `descriptor<n>` and `view<n>`).
-const RESERVED: &[&str] = &["device", "config", "params", "sizes", "KERNEL", "BINARY"];
+const RESERVED: &[&str] = &["queue", "config", "params", "sizes", "KERNEL", "BINARY"];
 
 /// Whether `name` is one of the stub's own parameters or locals.
 fn is_stub_local(name: &str) -> bool {
@@ -131,15 +132,15 @@ fn parameter_names(kernel: &Kernel) -> Vec<String> {
 /// `# Safety` list of what is left to the caller, argument by argument.
 fn safety_doc(kernel: &Kernel, names: &[String]) -> String {
     let mut doc = format!(
-        "Launches kernel `{}{}` on `device` with `config` (its grid, block, dynamic shared \
-         memory and stream).\n\n",
+        "Launches kernel `{}{}` on `queue` (a `&Stream`, or a `&Device` for its default stream) \
+         with `config` (its grid, block and dynamic shared memory).\n\n",
         kernel.name, kernel.signature
     );
     doc.push_str(
         "Checked here, before anything reaches the driver (an `Err`, never a launch): the \
          argument count and types and each memref's rank and element type (at compile time), \
-         each memref view's static sizes, layout (offset and strides) and device, the stream's \
-         device, and the grid, block and shared memory against the device's limits.\n\n\
+         each memref view's static sizes, layout (offset and strides) and device (the queue's), \
+         and the grid, block and shared memory against the device's limits.\n\n\
          # Safety\n\nThe kernel is code the compiler cannot see into: it may read and write \
          wherever its arguments lead it. The caller guarantees:\n\n",
     );
@@ -153,7 +154,7 @@ fn safety_doc(kernel: &Kernel, names: &[String]) -> String {
                 argument.ty
             ),
             gpu_manifest::ArgumentKind::Pointer => format!(
-                "- `{name}` (`{}`): the address of live memory of `device` (a buffer's \
+                "- `{name}` (`{}`): the address of live memory of the queue's device (a buffer's \
                  `device_ptr()`), large enough for every access the kernel makes through it, \
                  and kept allocated until the kernel has finished.\n",
                 argument.ty
@@ -221,7 +222,7 @@ mod tests {
             None,
             Some("in.0"),
             Some("0"),
-            Some("device"),
+            Some("queue"),
             Some("lhs"),
             Some("type"),
             Some("self"),
@@ -229,7 +230,7 @@ mod tests {
         ]));
         assert_eq!(
             names,
-            ["lhs", "arg1", "in_0", "_0", "device_4", "lhs_5", "type_", "self_", "params_8"]
+            ["lhs", "arg1", "in_0", "_0", "queue_4", "lhs_5", "type_", "self_", "params_8"]
         );
         for name in names {
             syn::parse_str::<syn::Ident>(&name).unwrap();

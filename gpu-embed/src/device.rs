@@ -7,6 +7,7 @@ use crate::driver::{
     cuda, hip, vulkan, DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
 use crate::select::{select, DeviceArch};
 use crate::trace::event;
 use std::collections::hash_map::{Entry, HashMap};
@@ -634,6 +635,12 @@ impl Stream {
     }
 }
 
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream({} of {})", self.id, self.device.name())
+    }
+}
+
 impl Drop for Stream {
     fn drop(&mut self) {
         if let Ok(driver) = self.device.current() {
@@ -733,5 +740,59 @@ mod tests {
         );
         assert!(parse_uuid("6c9a5b2e").is_err());
         assert!(parse_uuid("zz9a5b2e0f3d4c1a8e550123456789ab").is_err());
+    }
+}
+
+/// Where work goes: one of a device's streams, or the device's default stream. Launches take
+/// either (`&stream` or `&device`, through `Into`), so the device and the stream can never
+/// disagree.
+#[derive(Clone, Copy, Debug)]
+pub enum Queue<'a> {
+    /// The device's default stream, which CUDA and HIP order against every other stream.
+    Default(&'a Device),
+    /// A stream of its own device.
+    Stream(&'a Stream),
+}
+
+impl<'a> Queue<'a> {
+    /// The device the work runs on.
+    pub fn device(&self) -> &'a Device {
+        match self {
+            Queue::Default(device) => device,
+            Queue::Stream(stream) => stream.device(),
+        }
+    }
+
+    /// The stream, unless it is the device's default one.
+    pub fn stream(&self) -> Option<&'a Stream> {
+        match self {
+            Queue::Default(_) => None,
+            Queue::Stream(stream) => Some(stream),
+        }
+    }
+
+    /// The driver's stream handle (null: the default stream).
+    pub(crate) fn handle(&self) -> Handle {
+        self.stream()
+            .map_or(Handle(std::ptr::null_mut()), Stream::raw)
+    }
+
+    pub(crate) fn record(&self, event: &Event) -> Result<()> {
+        match self {
+            Queue::Default(device) => device.record(event),
+            Queue::Stream(stream) => stream.record(event),
+        }
+    }
+}
+
+impl<'a> From<&'a Device> for Queue<'a> {
+    fn from(device: &'a Device) -> Self {
+        Queue::Default(device)
+    }
+}
+
+impl<'a> From<&'a Stream> for Queue<'a> {
+    fn from(stream: &'a Stream) -> Self {
+        Queue::Stream(stream)
     }
 }

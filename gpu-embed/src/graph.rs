@@ -11,10 +11,10 @@
 //! HIP's graph APIs, which would also save the driver's per-launch work, are not used yet).
 
 use crate::binary::Binary;
-use crate::device::{Device, LastLaunch, Stream};
+use crate::device::{Device, LastLaunch, Queue, Stream};
 use crate::driver::{Handle, Pattern};
 use crate::error::{Error, ErrorKind, Result};
-use crate::tracking::{lock, mark_end, Access, Queue, Tracking};
+use crate::tracking::{lock, mark_end, Access, Tracking};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

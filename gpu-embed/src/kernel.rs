@@ -88,7 +88,7 @@ impl Kernel {
 
     /// A 1-D launch of enough blocks to cover `elements` threads, each block of the size
     /// occupancy suggests (a Vulkan kernel's compiled workgroup size), on the default stream.
-    pub fn config_for_elements(&self, elements: usize) -> Result<LaunchConfig<'static>> {
+    pub fn config_for_elements(&self, elements: usize) -> Result<LaunchConfig> {
         let block = match self.attributes.required_block {
             Some([x, 1, 1]) => x,
             Some(block) => {
@@ -116,7 +116,6 @@ impl Kernel {
             grid: [grid, 1, 1],
             block: [block, 1, 1],
             shared_mem_bytes: 0,
-            stream: None,
         })
     }
 }

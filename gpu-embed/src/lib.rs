@@ -68,7 +68,7 @@ mod tracking;
 pub use binary::{Binary, Format, HostBlocksEntry, HostEntry, HostKernel, Object, Vendor};
 pub use binary::{VulkanArgument, VulkanBinding, VulkanKernel};
 pub use bytemuck::Pod;
-pub use device::{Device, MemoryInfo, Stream};
+pub use device::{Device, MemoryInfo, Queue, Stream};
 /// The raw driver APIs (generated from `cuda.h` and the HIP headers), for calls the safe API
 /// does not make. Each `*Driver`/`*Runtime` struct loads a library and resolves every entry
 /// point at once.

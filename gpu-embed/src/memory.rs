@@ -4,12 +4,12 @@
 //! memory are a valid value of the element type (no `bool`, `char` or references), and a safe
 //! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
-use crate::device::{Device, Stream};
+use crate::device::{Device, Queue, Stream};
 use crate::driver::{Driver, Pattern};
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph;
 use crate::trace::event;
-use crate::tracking::{lock, mark_end, Access, After, Queue, Tracking};
+use crate::tracking::{lock, mark_end, Access, After, Tracking};
 use bytemuck::Pod;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};

@@ -20,12 +20,12 @@
 //!
 //! On the host backend page-locked memory is ordinary memory, with the same rules.
 
-use crate::device::{Device, Stream};
+use crate::device::{Device, Queue, Stream};
 use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
 use crate::trace::event;
-use crate::tracking::{mark_end, Access, Queue};
+use crate::tracking::{mark_end, Access};
 use bytemuck::Pod;
 use std::ffi::c_void;
 use std::marker::PhantomData;

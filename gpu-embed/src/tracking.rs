@@ -12,42 +12,11 @@
 //! Several threads using one buffer at once are ordered as each call finds the buffer: the
 //! checks and the marks are taken under the buffer's lock, the work is queued between them.
 
-use crate::device::{Device, Stream};
+use crate::device::{Device, Queue};
 use crate::driver::Handle;
 use crate::error::Result;
 use crate::event::Event;
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Where work is queued: a device's default stream, or one of its streams.
-#[derive(Clone, Copy)]
-pub(crate) enum Queue<'a> {
-    Default(&'a Device),
-    Stream(&'a Stream),
-}
-
-impl Queue<'_> {
-    fn device(&self) -> &Device {
-        match self {
-            Queue::Default(device) => device,
-            Queue::Stream(stream) => stream.device(),
-        }
-    }
-
-    /// The driver's stream handle (null: the default stream).
-    fn handle(&self) -> Handle {
-        match self {
-            Queue::Default(_) => Handle(std::ptr::null_mut()),
-            Queue::Stream(stream) => stream.raw(),
-        }
-    }
-
-    fn record(&self, event: &Event) -> Result<()> {
-        match self {
-            Queue::Default(device) => device.record(event),
-            Queue::Stream(stream) => stream.record(event),
-        }
-    }
-}
 
 /// How work uses a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,8 @@
 
 use gpu_embed::{
     memref_descriptor, Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, MemrefLayout,
-    MemrefType, MemrefView, Object, Stream, Vendor, VulkanArgument, VulkanBinding, VulkanKernel,
+    MemrefType, MemrefView, Object, Queue, Stream, Vendor, VulkanArgument, VulkanBinding,
+    VulkanKernel,
 };
 use std::ffi::c_void;
 
@@ -197,17 +198,18 @@ const STRIDED_1D: MemrefType<1> = MemrefType {
 ///
 /// # Safety
 /// `n` is at most each view's length.
-unsafe fn vadd(
-    device: &Device,
+unsafe fn vadd<'q>(
+    queue: impl Into<Queue<'q>>,
     config: &LaunchConfig,
     ty: &MemrefType<1>,
     views: [MemrefView<'_, f32, 1>; 3],
     n: i64,
 ) -> gpu_embed::Result<()> {
+    let queue = queue.into();
     let uses = views.map(|view| view.tracked());
     let mut descriptors = Vec::new();
     for (view, name) in views.into_iter().zip(["a", "b", "c"]) {
-        descriptors.push(memref_descriptor(view, ty, device, name)?);
+        descriptors.push(memref_descriptor(view, ty, queue.device(), name)?);
     }
     let mut n = n;
     let mut params: Vec<*mut c_void> = Vec::new();
@@ -221,7 +223,7 @@ unsafe fn vadd(
     params.push((&mut n as *mut i64).cast());
     let sizes = vec![8; params.len()];
     // SAFETY: the parameters are vadd's lowered signature; the caller keeps n in bounds.
-    unsafe { gpu_embed::launch(device, &VADD, "vadd", config, &mut params, &sizes, &uses) }
+    unsafe { gpu_embed::launch(queue, &VADD, "vadd", config, &mut params, &sizes, &uses) }
 }
 
 fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
@@ -353,7 +355,15 @@ fn eight_sixteen_and_sixty_four_bit_types_where_the_device_has_them() {
         ];
         // SAFETY: widen's lowered parameters; n elements in every view.
         let launched = unsafe {
-            gpu_embed::launch(device, &WIDEN, "widen", &config, &mut params, &sizes, &uses)
+            gpu_embed::launch(
+                device.into(),
+                &WIDEN,
+                "widen",
+                &config,
+                &mut params,
+                &sizes,
+                &uses,
+            )
         };
         if let Err(error) = &launched {
             // A device without the features says which; lavapipe has them all.
@@ -395,12 +405,11 @@ fn scale2d(
         grid: [3, 5, 1],
         block: [8, 8, 1],
         shared_mem_bytes: 0,
-        stream: None,
     };
     // SAFETY: scale2d's lowered parameters; both views are 40x24 (checked against the type).
     unsafe {
         gpu_embed::launch(
-            device,
+            device.into(),
             &SCALE2D,
             "scale2d",
             &config,
@@ -497,18 +506,20 @@ fn threads_share_the_device() {
                             DeviceBuffer::from_slice(device, &b).unwrap(),
                         );
                         let dc = DeviceBuffer::<f32>::alloc(device, n).unwrap();
-                        let mut config = LaunchConfig::for_elements(n, 64);
+                        let config = LaunchConfig::for_elements(n, 64);
                         // Half the launches on the default stream.
-                        if round % 2 == 0 {
-                            config.stream = Some(&stream);
-                        }
+                        let queue = if round % 2 == 0 {
+                            Queue::Stream(&stream)
+                        } else {
+                            Queue::Default(device)
+                        };
                         let views = [
                             da.slice(0..n).unwrap(),
                             db.slice(0..n).unwrap(),
                             dc.slice(0..n).unwrap(),
                         ];
                         // SAFETY: n elements in each view.
-                        unsafe { vadd(device, &config, &DYNAMIC_1D, views, n as i64) }.unwrap();
+                        unsafe { vadd(queue, &config, &DYNAMIC_1D, views, n as i64) }.unwrap();
                         // In odd rounds the copy runs on another stream than the launch: the
                         // default stream's rule orders it (a stream's work waits for the
                         // default stream's earlier work).
@@ -734,7 +745,7 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
         // SAFETY: refused before anything runs.
         let error = unsafe {
             gpu_embed::launch(
-                device,
+                device.into(),
                 &KERNEL_CAPABILITY,
                 "vadd",
                 &config,
@@ -751,14 +762,30 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
         );
         // SAFETY: as above.
         let error = unsafe {
-            gpu_embed::launch(device, &FUTURE, "vadd", &config, &mut params, &sizes, &[])
+            gpu_embed::launch(
+                device.into(),
+                &FUTURE,
+                "vadd",
+                &config,
+                &mut params,
+                &sizes,
+                &[],
+            )
         }
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::NoFittingObject);
         assert!(error.message().contains("vulkan9.9"), "{error}");
         // SAFETY: as above.
         let error = unsafe {
-            gpu_embed::launch(device, &OVERLONG, "vadd", &config, &mut params, &sizes, &[])
+            gpu_embed::launch(
+                device.into(),
+                &OVERLONG,
+                "vadd",
+                &config,
+                &mut params,
+                &sizes,
+                &[],
+            )
         }
         .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
@@ -795,7 +822,7 @@ fn a_freed_address_is_an_error_not_a_crash() {
         // SAFETY: the address is stale on purpose: the driver must refuse it.
         let error = unsafe {
             gpu_embed::launch(
-                device,
+                device.into(),
                 &VADD,
                 "vadd",
                 &LaunchConfig::for_elements(n, 64),
@@ -846,15 +873,14 @@ fn stream_b_reads_what_stream_a_wrote_after_an_event() {
         let written = device.create_event().unwrap();
         for round in 0..3u32 {
             a.fill(&filled, round + 7).unwrap();
-            let mut config = LaunchConfig::for_elements(n, 64);
-            config.stream = Some(&a);
+            let config = LaunchConfig::for_elements(n, 64);
             let views = [
                 dx.slice(0..n).unwrap(),
                 dy.slice(0..n).unwrap(),
                 sum.slice(0..n).unwrap(),
             ];
             // SAFETY: n elements in each view.
-            unsafe { vadd(device, &config, &DYNAMIC_1D, views, n as i64) }.unwrap();
+            unsafe { vadd(&a, &config, &DYNAMIC_1D, views, n as i64) }.unwrap();
             a.record(&written).unwrap();
             b.wait(&written).unwrap();
             b.copy(&copy, &sum).unwrap();

@@ -262,7 +262,7 @@ impl ArgumentKind {
 #[cfg(feature = "call-syntax")]
 impl Kernel {
     /// The launch function `include_gpu_binary!` generates for this kernel, as Rust source
-    /// (without `::gpu_embed::` paths): `unsafe fn vadd(device: &Device, config: &LaunchConfig,
+    /// (without `::gpu_embed::` paths): `unsafe fn vadd(queue: impl Into<Queue>, config: &LaunchConfig,
     /// arg0: impl AsMemref<'views, f32, 1>, ...) -> Result<()>`; arguments Rust cannot pass show
     /// their MLIR type.
     pub fn rust_signature(&self) -> String {
@@ -276,7 +276,7 @@ impl Kernel {
             })
             .collect();
         format!(
-            "unsafe fn {}(device: &Device, config: &LaunchConfig{}{}) -> Result<()>",
+            "unsafe fn {}(queue: impl Into<Queue>, config: &LaunchConfig{}{}) -> Result<()>",
             call::stub_name(&self.name),
             if arguments.is_empty() { "" } else { ", " },
             arguments.join(", ")

@@ -104,7 +104,6 @@ fn main() {
         grid: [tiles, tiles, 1],
         block: [16, 16, 1],
         shared_mem_bytes: 0,
-        stream: None,
     };
     let kernel = best(|| {
         // SAFETY: every thread reads below n x n and writes its own element of c.

@@ -46,17 +46,14 @@ fn chunks(device: &Device) -> gpu_embed::Result<Vec<Chunk>> {
 }
 
 /// Every chunk: in, add, out, on `streams[i % streams.len()]`; then waits for all.
-fn run(device: &Device, streams: &[Stream], chunks: &mut [Chunk]) -> gpu_embed::Result<()> {
+fn run(streams: &[Stream], chunks: &mut [Chunk]) -> gpu_embed::Result<()> {
     for (i, chunk) in chunks.iter_mut().enumerate() {
         let stream = &streams[i % streams.len()];
         stream.copy_pinned_to_device(&chunk.da, &chunk.a)?;
         stream.copy_pinned_to_device(&chunk.db, &chunk.b)?;
-        let config = LaunchConfig {
-            stream: Some(stream),
-            ..LaunchConfig::for_elements(CHUNK, 256)
-        };
+        let config = LaunchConfig::for_elements(CHUNK, 256);
         // SAFETY: vadd reads da, db and writes dc, CHUNK elements each.
-        unsafe { vadd::vadd(device, &config, &chunk.da, &chunk.db, &chunk.dc, CHUNK) }?;
+        unsafe { vadd::vadd(stream, &config, &chunk.da, &chunk.db, &chunk.dc, CHUNK) }?;
         stream.copy_device_to_pinned(&mut chunk.c, &chunk.dc)?;
     }
     streams.iter().try_for_each(Stream::synchronize)
@@ -76,12 +73,9 @@ fn temporaries(
     for i in 0..TEMPORARIES {
         let stream = &streams[i % 2];
         let temporary = DeviceBuffer::<f32>::alloc_on(stream, TEMPORARY)?;
-        let config = LaunchConfig {
-            stream: Some(stream),
-            ..LaunchConfig::for_elements(TEMPORARY, 256)
-        };
+        let config = LaunchConfig::for_elements(TEMPORARY, 256);
         // SAFETY: vadd reads x twice and writes the temporary, TEMPORARY elements each.
-        unsafe { vadd::vadd(device, &config, x, x, &temporary, TEMPORARY) }?;
+        unsafe { vadd::vadd(stream, &config, x, x, &temporary, TEMPORARY) }?;
         if device_wide {
             device.synchronize()?;
         }
@@ -121,12 +115,12 @@ fn measure(device: &Device) -> gpu_embed::Result<()> {
     let one = [device.create_stream()?];
     let two = [device.create_stream()?, device.create_stream()?];
     // Warm-up, then the two alternate, so drift in the machine's speed hits both alike.
-    run(device, &one, &mut chunks)?;
-    run(device, &two, &mut chunks)?;
+    run(&one, &mut chunks)?;
+    run(&two, &mut chunks)?;
     let (mut serial, mut overlapped) = (Duration::MAX, Duration::MAX);
     for _ in 0..ROUNDS {
-        serial = serial.min(timed(|| run(device, &one, &mut chunks))?);
-        overlapped = overlapped.min(timed(|| run(device, &two, &mut chunks))?);
+        serial = serial.min(timed(|| run(&one, &mut chunks))?);
+        overlapped = overlapped.min(timed(|| run(&two, &mut chunks))?);
     }
     for (i, chunk) in chunks.iter().enumerate() {
         let (a, b, c) = (

@@ -39,14 +39,10 @@ fn main() {
 
     // The same launches, captured on a stream of the device, replayed as a graph.
     let stream = device.create_stream().unwrap();
-    let on_stream = LaunchConfig {
-        stream: Some(&stream),
-        ..config
-    };
     stream.begin_capture().unwrap();
     for _ in 0..LAUNCHES {
         // SAFETY: as above.
-        unsafe { vadd::vadd(&device, &on_stream, &a, &b, &c, N) }.unwrap();
+        unsafe { vadd::vadd(&stream, &config, &a, &b, &c, N) }.unwrap();
     }
     let graph = stream.end_capture().unwrap();
     let mut stub_times = Vec::new();

@@ -29,12 +29,9 @@ fn main() -> gpu_embed::Result<()> {
     copies.record(&inputs_ready)?;
 
     compute.wait(&inputs_ready)?;
-    let config = LaunchConfig {
-        stream: Some(&compute),
-        ..LaunchConfig::for_elements(n, 256)
-    };
+    let config = LaunchConfig::for_elements(n, 256);
     // SAFETY: vadd reads da and db and writes dc, n elements each.
-    unsafe { vadd::vadd(&device, &config, &da, &db, &dc, n)? };
+    unsafe { vadd::vadd(&compute, &config, &da, &db, &dc, n)? };
     compute.record(&sum_ready)?;
 
     copies.wait(&sum_ready)?;

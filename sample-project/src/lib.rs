@@ -163,7 +163,6 @@ pub fn run_block_sum(device: &Device) -> Result<Run> {
         grid: [blocks as u32, 1, 1],
         block: [256, 1, 1],
         shared_mem_bytes: 0,
-        stream: None,
     };
     ready(device, &reduce::BINARY, "block_sum")?;
     // SAFETY: block b reads x[256 b .. 256 b + 256] and writes out[b]; out holds one per block.
@@ -273,7 +272,6 @@ pub fn run_matmul(device: &Device) -> Result<Run> {
         grid: [tiles, tiles, 1],
         block: [16, 16, 1],
         shared_mem_bytes: 0,
-        stream: None,
     };
     let (va, vb, vc) = (da.view([n, n])?, db.view([n, n])?, dc.view([n, n])?);
     ready(device, &matmul::BINARY, "matmul")?;

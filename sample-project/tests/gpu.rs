@@ -72,7 +72,6 @@ fn bad_launch_configs_are_errors() {
             grid,
             block,
             shared_mem_bytes: 0,
-            stream: None,
         };
         // SAFETY: rejected before launching.
         let error =

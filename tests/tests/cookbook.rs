@@ -34,7 +34,6 @@ fn each_gpu_module_of_a_file_is_its_own_rust_module() -> gpu_embed::Result<()> {
         grid: [blocks, rows as u32, 1],
         block: [64, 1, 1],
         shared_mem_bytes: 0,
-        stream: None,
     };
     // SAFETY: the kernel writes y[r][c] for r < rows, c < cols; both views cover the buffers.
     unsafe {

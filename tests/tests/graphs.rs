@@ -9,22 +9,18 @@ const N: usize = 1000;
 
 /// x *= 2; y = x; x += 0 (a fill of z with 1.5); x *= 3 — as direct calls or into a capture.
 fn work(
-    device: &Device,
     stream: &Stream,
     x: &DeviceBuffer<f32>,
     y: &DeviceBuffer<f32>,
     z: &DeviceBuffer<f32>,
 ) -> gpu_embed::Result<()> {
-    let config = LaunchConfig {
-        stream: Some(stream),
-        ..LaunchConfig::for_elements(N, 128)
-    };
+    let config = LaunchConfig::for_elements(N, 128);
     // SAFETY: the kernel updates x[i] for i < N; x holds N elements.
-    unsafe { vk::scale(device, &config, x, 2.0, N)? };
+    unsafe { vk::scale(stream, &config, x, 2.0, N)? };
     stream.copy(y, x)?;
     stream.fill(z, 1.5)?;
     // SAFETY: as above.
-    unsafe { vk::scale(device, &config, x, 3.0, N)? };
+    unsafe { vk::scale(stream, &config, x, 3.0, N)? };
     Ok(())
 }
 
@@ -37,8 +33,8 @@ fn check_graph_on(device: &Device) {
         DeviceBuffer::<f32>::alloc(device, N).unwrap(),
         DeviceBuffer::<f32>::alloc(device, N).unwrap(),
     );
-    work(device, &stream, &x, &y, &z).unwrap();
-    work(device, &stream, &x, &y, &z).unwrap();
+    work(&stream, &x, &y, &z).unwrap();
+    work(&stream, &x, &y, &z).unwrap();
     let direct = (
         x.to_vec().unwrap(),
         y.to_vec().unwrap(),
@@ -51,7 +47,7 @@ fn check_graph_on(device: &Device) {
         DeviceBuffer::<f32>::alloc(device, N).unwrap(),
     );
     stream.begin_capture().unwrap();
-    work(device, &stream, &gx, &gy, &gz).unwrap();
+    work(&stream, &gx, &gy, &gz).unwrap();
     let graph: Graph = stream.end_capture().unwrap();
     assert_eq!(graph.len(), 4);
     // Capturing ran nothing.

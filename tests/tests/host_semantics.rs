@@ -15,12 +15,11 @@ fn memcheck() {
     memcheck::memcheck_this_binary();
 }
 
-fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig<'static> {
+fn config(grid: [u32; 3], block: [u32; 3], shared_mem_bytes: u32) -> LaunchConfig {
     LaunchConfig {
         grid,
         block,
         shared_mem_bytes,
-        stream: None,
     }
 }
 
@@ -362,7 +361,7 @@ mod memrefs {
 /// program did not ask for is visible, not hidden by timing.
 mod streams {
     use super::config;
-    use gpu_embed::{f16, Device, DeviceBuffer, LaunchConfig, PinnedBuffer};
+    use gpu_embed::{f16, Device, DeviceBuffer, PinnedBuffer};
     use gpu_tests::semantics;
 
     crate::on_every_device!(
@@ -470,12 +469,9 @@ mod streams {
         let x = DeviceBuffer::<f32>::alloc(device, 1024).unwrap();
         let y = DeviceBuffer::<f32>::alloc(device, 1024).unwrap();
         stream.copy_to_device(&x, &input).unwrap();
-        let launch = LaunchConfig {
-            stream: Some(&stream),
-            ..config([4, 1, 1], [256, 1, 1], 0)
-        };
+        let launch = config([4, 1, 1], [256, 1, 1], 0);
         // SAFETY: 4 blocks of 256 threads over 1024 elements of each buffer.
-        unsafe { semantics::reverse(device, &launch, &x, &y) }.unwrap();
+        unsafe { semantics::reverse(&stream, &launch, &x, &y) }.unwrap();
         let mut out = vec![0.0f32; 1024];
         stream.copy_to_host(&mut out, &y).unwrap();
         let want: Vec<f32> = input
@@ -535,7 +531,7 @@ mod streams {
 }
 
 /// Runs a `barriers` kernel over `blocks` blocks of 64 threads.
-fn blocks_of_64(blocks: u32) -> LaunchConfig<'static> {
+fn blocks_of_64(blocks: u32) -> LaunchConfig {
     config([blocks, 1, 1], [64, 1, 1], 0)
 }
 

@@ -8,7 +8,7 @@ use gpu_tests::vk;
 use gpu_tests::vulkan_devices;
 
 /// scale(x, 2.5, n) through a configuration the kernel handle chose.
-fn scale_with_a_chosen_config(device: &Device) -> gpu_embed::Result<LaunchConfig<'static>> {
+fn scale_with_a_chosen_config(device: &Device) -> gpu_embed::Result<LaunchConfig> {
     vk::BINARY.load(device)?;
     let kernel = vk::BINARY.kernel(device, "scale")?;
     let n = 1000;
@@ -68,7 +68,6 @@ fn launches_are_checked_against_the_kernels_own_limits() {
             grid: [1, 1, 1],
             block: [64, 1, 1],
             shared_mem_bytes: dynamic,
-            stream: None,
         };
         if declared > 0 {
             // SAFETY: the launch is refused before the kernel runs.

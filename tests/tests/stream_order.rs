@@ -42,13 +42,10 @@ fn a_copy_on_one_stream_sees_what_another_stream_wrote() {
 }
 
 /// `x *= factor` on `stream` (the tests kernel `vk::scale`, built for the host too).
-fn scale_on(device: &Device, stream: &gpu_embed::Stream, x: &DeviceBuffer<f32>, factor: f32) {
-    let config = LaunchConfig {
-        stream: Some(stream),
-        ..LaunchConfig::for_elements(x.len(), 128)
-    };
+fn scale_on(stream: &gpu_embed::Stream, x: &DeviceBuffer<f32>, factor: f32) {
+    let config = LaunchConfig::for_elements(x.len(), 128);
     // SAFETY: the kernel updates x[i] for i < len; x holds len elements.
-    unsafe { gpu_tests::vk::scale(device, &config, x, factor, x.len()) }.unwrap();
+    unsafe { gpu_tests::vk::scale(stream, &config, x, factor, x.len()) }.unwrap();
 }
 
 #[test]
@@ -60,13 +57,13 @@ fn a_kernel_on_one_stream_sees_what_another_stream_wrote_without_a_user_event() 
     let x = DeviceBuffer::<f32>::alloc(&host, n).unwrap();
     // Queued on A (host streams run lazily: nothing has run yet), then a kernel on B reading it.
     a.fill(&x, 3.0).unwrap();
-    scale_on(&host, &b, &x, 2.0);
+    scale_on(&b, &x, 2.0);
     let mut out = vec![0.0f32; n];
     // Only B is asked for; it waited for A's fill on its own.
     b.copy_to_host(&mut out, &x).unwrap();
     assert_eq!(out, vec![6.0; n]);
     // And a write on A after B's read and write waits for them: 6 * 10, not 3 * 10 or 3.
-    scale_on(&host, &a, &x, 10.0);
+    scale_on(&a, &x, 10.0);
     a.copy_to_host(&mut out, &x).unwrap();
     assert_eq!(out, vec![60.0; n]);
 }
@@ -79,7 +76,7 @@ fn dropping_a_buffer_waits_for_its_own_work_not_for_other_streams() {
     let x = DeviceBuffer::<f32>::alloc(&host, 1000).unwrap();
     let y = DeviceBuffer::<f32>::alloc(&host, 1000).unwrap();
     a.fill(&x, 1.0).unwrap();
-    scale_on(&host, &a, &x, 2.0);
+    scale_on(&a, &x, 2.0);
     b.fill(&y, 5.0).unwrap();
     let b_done = host.create_event().unwrap();
     b.record(&b_done).unwrap();

@@ -33,12 +33,9 @@ fn loads_launches_copies_synchronizations_and_frees_are_traced() {
         let host = Device::host();
         let stream = host.create_stream().unwrap();
         let x = DeviceBuffer::from_slice(&host, &[1.0f32; 300]).unwrap();
-        let config = LaunchConfig {
-            stream: Some(&stream),
-            ..LaunchConfig::for_elements(300, 128)
-        };
+        let config = LaunchConfig::for_elements(300, 128);
         // SAFETY: the kernel updates x[i] for i < 300; x holds 300 elements.
-        unsafe { gpu_tests::vk::scale(&host, &config, &x, 2.0, 300) }.unwrap();
+        unsafe { gpu_tests::vk::scale(&stream, &config, &x, 2.0, 300) }.unwrap();
         stream.synchronize().unwrap();
         assert_eq!(x.to_vec().unwrap(), vec![2.0; 300]);
     });

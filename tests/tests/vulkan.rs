@@ -22,12 +22,11 @@ fn on_vulkan_and_host(test: impl Fn(&Device) -> Result<()>) {
     }
 }
 
-fn block(x: u32) -> LaunchConfig<'static> {
+fn block(x: u32) -> LaunchConfig {
     LaunchConfig {
         grid: [1, 1, 1],
         block: [x, 1, 1],
         shared_mem_bytes: 0,
-        stream: None,
     }
 }
 

@@ -8,7 +8,7 @@ fn main() {
     assert_eq!(ui_kernels::BINARY.kernels(), ["scale"]);
     // `scale(f32, memref<?xf32>, index)`: a float, a buffer or 1-D view of f32, a usize.
     let _typed = |device: &gpu_embed::Device,
-                  config: &gpu_embed::LaunchConfig<'_>,
+                  config: &gpu_embed::LaunchConfig,
                   x: &gpu_embed::DeviceBuffer<f32>|
      -> gpu_embed::Result<()> {
         let view = x.view([x.len()])?;
