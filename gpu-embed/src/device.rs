@@ -115,6 +115,22 @@ struct Loaded {
 pub(crate) struct LoadedFunction {
     pub handle: Handle,
     pub attributes: KernelAttributes,
+    /// The dynamic shared memory the function was opted into beyond the default, in bytes.
+    opted_in: Arc<Mutex<u32>>,
+}
+
+impl LoadedFunction {
+    /// Opts the function into `bytes` of dynamic shared memory per block unless it has that
+    /// much already. The allowance only grows (under the lock), so a launch another thread
+    /// prepared keeps what it asked for.
+    pub(crate) fn allow_dynamic_shared(&self, driver: &dyn Driver, bytes: u32) -> Result<()> {
+        let mut opted_in = self.opted_in.lock().unwrap_or_else(|p| p.into_inner());
+        if bytes > *opted_in {
+            driver.allow_dynamic_shared(self.handle, bytes)?;
+            *opted_in = bytes;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Device {
@@ -419,7 +435,11 @@ impl Device {
         let attributes = driver
             .attributes(handle, self.limits())
             .map_err(in_object)?;
-        let function = LoadedFunction { handle, attributes };
+        let function = LoadedFunction {
+            handle,
+            attributes,
+            opted_in: Arc::default(),
+        };
         loaded.functions.insert(kernel, function.clone());
         Ok(function)
     }

@@ -2,14 +2,18 @@
 //!
 //! Between [`Stream::begin_capture`] and [`Stream::end_capture`], the launches, device-to-device
 //! copies and fills queued on the stream are recorded instead of run: a launch with a copy of
-//! its parameter values, each operation with the buffers it uses. [`Graph::launch`] queues them
-//! again, in order, on any stream of the device, as the direct calls would: each operation
-//! waits for other streams' work on its buffers and marks them (`tracking.rs`), so tracking
-//! holds during replays too (cudarc's tracking breaks CUDA's stream capture, cudarc #590). A
-//! graph holds its buffers weakly: a replay after one of them was dropped is an error, never a
-//! launch on freed memory. The replay is the runtime's own, the same on every driver (CUDA's and
-//! HIP's graph APIs, which would also save the driver's per-launch work, are not used yet).
-
+//! its parameter values, each operation with the buffers it uses. On CUDA and HIP,
+//! `end_capture` also queues the recorded work once on a capturing stream of the driver and
+//! instantiates the driver's own graph (`cuGraphInstantiate`, `hipGraphInstantiate`), so a
+//! replay is one `cuGraphLaunch` without the driver's per-launch work; elsewhere (the host,
+//! Vulkan) the runtime queues the operations again itself.
+//!
+//! [`Graph::launch`] keeps the buffers' tracking either way: the replay waits for other
+//! streams' work on its buffers and marks them (`tracking.rs`), per operation or, for a
+//! driver's graph, once around the whole graph. cudarc's tracking, by contrast, breaks CUDA's
+//! stream capture (cudarc #590): here no event is recorded into a driver's capture. A graph
+//! holds its buffers weakly: a replay after one of them was dropped is an error, never a launch
+//! on freed memory.
 use crate::binary::Binary;
 use crate::device::{Device, LastLaunch, Queue, Stream};
 use crate::driver::{Handle, Pattern};
@@ -234,9 +238,26 @@ impl Stream {
             .as_mut()
             .and_then(|captures| captures.remove(&self.id()))
             .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the stream is not capturing"))?;
+        let device = self.device().clone();
+        let executable = if ops.is_empty() {
+            None
+        } else {
+            let driver = device.current()?;
+            let mut queue_all = |stream: Handle| {
+                ops.iter().try_for_each(|(op, _)| {
+                    // SAFETY: queued on a capturing stream, where nothing runs: the driver's
+                    // graph only records it (its memory is checked at each replay).
+                    unsafe { replay(&*driver, op, stream) }
+                })
+            };
+            driver
+                .instantiate_graph(&mut queue_all)
+                .map_err(|e| device.context(e))?
+        };
         Ok(Graph {
-            device: self.device().clone(),
+            device,
             ops,
+            executable,
         })
     }
 }
@@ -245,6 +266,16 @@ impl Stream {
 pub struct Graph {
     device: Device,
     ops: Ops,
+    /// The driver's instantiated graph of `ops` (CUDA, HIP).
+    executable: Option<Handle>,
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if let (Some(executable), Ok(driver)) = (self.executable, self.device.current()) {
+            driver.destroy_graph(executable);
+        }
+    }
 }
 
 impl std::fmt::Debug for Graph {
@@ -325,13 +356,45 @@ impl Graph {
             .collect::<Result<_>>()?;
         let queue = Queue::Stream(stream);
         let driver = self.device.current()?;
+        if let Some(executable) = self.executable {
+            // One launch of the driver's graph: each buffer waits once, for what its strongest
+            // use in the graph must follow, and is marked once, after the whole graph.
+            let mut access = vec![Access::Read; buffers.len()];
+            for ((_, uses), slots) in self.ops.iter().zip(&slots) {
+                for (used, &slot) in uses.iter().zip(slots) {
+                    if used.access == Access::Write {
+                        access[slot] = Access::Write;
+                    }
+                }
+            }
+            for (guard, &access) in guards.iter().zip(&access) {
+                guard.before(&queue, access)?;
+            }
+            // SAFETY: the graph's buffers are alive and locked; the caller guarantees what the
+            // captured launches' contracts asked (see `# Safety`).
+            unsafe { driver.launch_graph(executable, stream.raw()) }
+                .map_err(|e| self.device.context(e))?;
+            let last_launch = self.ops.iter().rev().find_map(|(op, _)| match op {
+                Op::Launch { binary, kernel, .. } => Some(LastLaunch { binary, kernel }),
+                _ => None,
+            });
+            if let Some(launched) = last_launch {
+                self.device.launched(launched);
+                stream.launched(launched);
+            }
+            let end = mark_end(&queue);
+            for (guard, &access) in guards.iter_mut().zip(&access) {
+                guard.note(&end, access);
+            }
+            return Ok(());
+        }
         for ((op, uses), slots) in self.ops.iter().zip(&slots) {
             for (used, &slot) in uses.iter().zip(slots) {
                 guards[slot].before(&queue, used.access)?;
             }
             // SAFETY: the operation as it was captured, its buffers alive and locked; the
             // caller guarantees what its launch's own contract asked (see `# Safety`).
-            unsafe { replay(&*driver, op, stream) }.map_err(|e| self.device.context(e))?;
+            unsafe { replay(&*driver, op, stream.raw()) }.map_err(|e| self.device.context(e))?;
             if let Op::Launch { binary, kernel, .. } = op {
                 let launched = LastLaunch { binary, kernel };
                 self.device.launched(launched);
@@ -353,11 +416,11 @@ fn dropped() -> Error {
     )
 }
 
-/// Queues one captured operation on `stream`.
+/// Queues one captured operation on `stream` (a driver's stream of the graph's device).
 ///
 /// # Safety
-/// As [`Graph::launch`]; the operation's buffers are alive.
-unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &Stream) -> Result<()> {
+/// As [`Graph::launch`]; the operation's buffers are alive (or `stream` is capturing).
+unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: Handle) -> Result<()> {
     match op {
         Op::Launch {
             function,
@@ -381,7 +444,7 @@ unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &Stream) -
                     *grid,
                     *block,
                     *shared,
-                    stream.raw(),
+                    stream,
                     &mut pointers,
                     sizes,
                 )
@@ -394,7 +457,7 @@ unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &Stream) -
         } => {
             // SAFETY: two ranges of live buffers, checked when captured; both stay allocated
             // until the copy has run (their drop waits for the mark noted after it).
-            unsafe { driver.copy_on_device_async(*target, *source, *bytes, stream.raw()) }
+            unsafe { driver.copy_on_device_async(*target, *source, *bytes, stream) }
         }
         Op::Fill {
             target,
@@ -402,7 +465,7 @@ unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &Stream) -
             count,
         } => {
             // SAFETY: as above, for the filled range.
-            unsafe { driver.fill_async(*target, *pattern, *count, stream.raw()) }
+            unsafe { driver.fill_async(*target, *pattern, *count, stream) }
         }
     }
 }

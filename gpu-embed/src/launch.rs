@@ -69,11 +69,11 @@ impl LaunchConfig {
                 ));
             }
         }
-        if u64::from(self.shared_mem_bytes) > limits.shared_memory_per_block {
+        if u64::from(self.shared_mem_bytes) > limits.shared_memory_per_block_optin {
             return refuse(format!(
                 "{} bytes of dynamic shared memory; the device allows at most {} per block \
-                 (shared_memory_per_block)",
-                self.shared_mem_bytes, limits.shared_memory_per_block
+                 (shared_memory_per_block_optin)",
+                self.shared_mem_bytes, limits.shared_memory_per_block_optin
             ));
         }
         Ok(())
@@ -118,7 +118,7 @@ impl LaunchConfig {
         let shared = attributes
             .static_shared_bytes
             .saturating_add(u64::from(self.shared_mem_bytes));
-        let limit = device.limits().shared_memory_per_block;
+        let limit = device.limits().shared_memory_per_block_optin;
         if shared > limit {
             return refuse(format!(
                 "{} bytes of shared memory per block ({} the kernel declares + {} dynamic); the \
@@ -169,6 +169,13 @@ pub unsafe fn launch(
     let driver = device.current()?;
     let function = device.function(&*driver, binary, kernel)?;
     config.check_for_kernel(kernel, device, &function.attributes)?;
+    let shared = function
+        .attributes
+        .static_shared_bytes
+        .saturating_add(u64::from(config.shared_mem_bytes));
+    if shared > device.limits().shared_memory_per_block {
+        function.allow_dynamic_shared(&*driver, config.shared_mem_bytes)?;
+    }
     let function = function.handle;
     if let Some(stream) = queue.stream().filter(|stream| graph::capturing(stream)) {
         let uses: Vec<_> = uses.iter().map(|used| used.tracking).collect();

@@ -70,6 +70,19 @@ const CUDA_FUNCTIONS: &[&str] = &[
     "cuEventSynchronize",
     "cuEventElapsedTime",
     "cuEventDestroy_v2",
+    // More than 48 KiB of dynamic shared memory is opted into per function.
+    "cuFuncSetAttribute",
+    // Graphs: the captured work queued once on a capturing stream, instantiated, relaunched.
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphExecDestroy",
+    "cuGraphDestroy",
+    // Peers and managed memory.
+    "cuCtxEnablePeerAccess",
+    "cuMemcpyPeerAsync",
+    "cuMemAllocManaged",
 ];
 
 /// The HIP runtime API entry points the runtime uses, in HIP 5.2 and every later release.
@@ -118,6 +131,18 @@ const HIP_FUNCTIONS: &[&str] = &[
     "hipEventSynchronize",
     "hipEventElapsedTime",
     "hipEventDestroy",
+    // Graphs, peers and managed memory, as for CUDA (AMD has no shared memory opt-in: a block
+    // may use all of it).
+    "hipStreamCreateWithFlags",
+    "hipStreamBeginCapture",
+    "hipStreamEndCapture",
+    "hipGraphInstantiate",
+    "hipGraphLaunch",
+    "hipGraphExecDestroy",
+    "hipGraphDestroy",
+    "hipDeviceEnablePeerAccess",
+    "hipMemcpyPeerAsync",
+    "hipMallocManaged",
 ];
 
 fn exact(names: &[&str]) -> String {
@@ -200,7 +225,9 @@ fn cuda() -> String {
     .allowlist_var("CUDA_VERSION")
     .allowlist_var("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_(MAJOR|MINOR)")
     .allowlist_var("CUDA_SUCCESS")
-    .allowlist_var("CUDA_ERROR_NOT_READY");
+    .allowlist_var("CUDA_ERROR_NOT_READY")
+    .allowlist_type("CUmemAttach_flags_enum")
+    .allowlist_type("CUstream_flags_enum");
     generate(
         builder,
         provenance("cuda.h of the nvidia-cuda-runtime-cu12 12.9.79 wheel"),
@@ -216,7 +243,9 @@ fn hip() -> String {
     .clang_arg("-D__HIP_PLATFORM_AMD__")
     .allowlist_function(exact(HIP_FUNCTIONS))
     .allowlist_var("hipSuccess")
-    .allowlist_var("hipErrorNotReady");
+    .allowlist_var("hipErrorNotReady")
+    .allowlist_var("hipMemAttachGlobal")
+    .allowlist_var("hipStreamNonBlocking");
     generate(
         builder,
         provenance("hip/hip_runtime_api.h of Debian 12's libamdhip64-dev 5.2.3"),

@@ -1,5 +1,6 @@
 //! Graphs: launches, device copies and fills captured on a stream and replayed, with the same
-//! results as the direct calls, on the host and on every Vulkan device (lavapipe here); a replay
+//! results as the direct calls, on the host, on every Vulkan device (lavapipe here) and on an
+//! NVIDIA GPU (the driver's own graph; ignored without one); a replay
 //! after a buffer it uses was dropped is an error; tracking holds across replays.
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, Graph, LaunchConfig, Stream};
@@ -89,6 +90,15 @@ fn a_captured_graph_replays_like_the_direct_calls_on_vulkan() {
         check_graph_on(&device);
         assert!(gpu_embed::take_vulkan_validation_messages().is_empty());
     }
+}
+
+/// On CUDA the graph is the driver's own (`cuGraphInstantiate`, one `cuGraphLaunch` per replay):
+/// the same results, the same refusal after a drop.
+#[test]
+#[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
+fn a_captured_graph_replays_like_the_direct_calls_on_a_gpu() {
+    let device = Device::default_gpu().expect("a GPU");
+    check_graph_on(&device);
 }
 
 #[test]

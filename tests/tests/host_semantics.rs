@@ -151,6 +151,55 @@ fn dynamic_shared_memory_is_sized_at_launch() {
     );
 }
 
+/// More dynamic shared memory than a block gets without asking (48 KiB on NVIDIA GPUs): the
+/// launch opts the kernel in itself (`cuFuncSetAttribute`), up to the device's opt-in limit;
+/// one byte more is refused before the driver sees it.
+#[test]
+#[ignore = "needs a GPU; run scripts/gpu-tests.sh on a GPU machine"]
+fn dynamic_shared_memory_beyond_the_default_is_opted_into() {
+    let device = Device::default_gpu().expect("a GPU");
+    let limits = device.limits().clone();
+    let most = u32::try_from(limits.shared_memory_per_block_optin).unwrap();
+    assert!(
+        limits.shared_memory_per_block_optin > limits.shared_memory_per_block,
+        "{limits:?}"
+    );
+    let input: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let x = DeviceBuffer::from_slice(&device, &input).unwrap();
+    let y = DeviceBuffer::<f32>::alloc(&device, 1024).unwrap();
+    // SAFETY: one block of 1024 threads over 1024 elements; the kernel uses 4 KiB of the
+    // shared memory asked for.
+    unsafe {
+        semantics::reverse_dynamic(
+            &device,
+            &config([1, 1, 1], [1024, 1, 1], most),
+            &x,
+            &y,
+            1024,
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        y.to_vec().unwrap(),
+        input.iter().rev().copied().collect::<Vec<_>>()
+    );
+    // SAFETY: refused before the kernel runs.
+    let error = unsafe {
+        semantics::reverse_dynamic(
+            &device,
+            &config([1, 1, 1], [1024, 1, 1], most + 1),
+            &x,
+            &y,
+            1024,
+        )
+    }
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("shared_memory_per_block_optin"),
+        "{error}"
+    );
+}
+
 #[test]
 fn launch_configurations_a_gpu_rejects_are_errors() {
     let host = Device::host();

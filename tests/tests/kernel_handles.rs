@@ -63,7 +63,7 @@ fn launches_are_checked_against_the_kernels_own_limits() {
         let kernel = vk::BINARY.kernel(device, "block_max").unwrap();
         let declared = kernel.attributes().static_shared_bytes;
         // Dynamic shared memory that fits the device alone but not with what the kernel declares.
-        let dynamic = (device.limits().shared_memory_per_block - declared + 1) as u32;
+        let dynamic = (device.limits().shared_memory_per_block_optin - declared + 1) as u32;
         let config = LaunchConfig {
             grid: [1, 1, 1],
             block: [64, 1, 1],

@@ -105,6 +105,7 @@ impl Cuda {
             unsafe { (self.api.cuDeviceTotalMem_v2)(&mut total, device) },
             || "cuDeviceTotalMem".into(),
         )?;
+        let shared = attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?;
         Ok(DeviceLimits {
             multiprocessors: attribute(sys::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             warp_size: attribute(sys::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
@@ -119,9 +120,14 @@ impl Cuda {
                 attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
                 attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
-            shared_memory_per_block: u64::from(attribute(
-                sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
-            )?),
+            shared_memory_per_block: u64::from(shared),
+            shared_memory_per_block_optin: u64::from(
+                attribute(sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?.max(shared),
+            ),
+            // Without concurrent access, the host may not touch managed memory while any
+            // kernel runs on the device, which no borrow can promise: treated as none.
+            managed_memory: attribute(sys::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)? != 0
+                && attribute(sys::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)? != 0,
             total_memory: total as u64,
         })
     }
@@ -315,6 +321,21 @@ impl Driver for Cuda {
         Ok((block.max(1) as u32, grid.max(1) as u32))
     }
 
+    fn allow_dynamic_shared(&self, function: Handle, bytes: u32) -> Result<()> {
+        let value = i32::try_from(bytes).unwrap_or(i32::MAX);
+        self.check(
+            // SAFETY: a function of a loaded module on the current context.
+            unsafe {
+                (self.api.cuFuncSetAttribute)(
+                    function.0.cast(),
+                    sys::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    value,
+                )
+            },
+            || format!("opting into {bytes} bytes of dynamic shared memory (cuFuncSetAttribute)"),
+        )
+    }
+
     unsafe fn launch(
         &self,
         function: Handle,
@@ -354,6 +375,50 @@ impl Driver for Cuda {
             || format!("allocating {bytes} bytes"),
         )?;
         Ok(pointer)
+    }
+
+    fn alloc_managed(&self, bytes: usize) -> Result<u64> {
+        let mut pointer = 0;
+        self.check(
+            // SAFETY: a valid out-pointer; memory any stream may use.
+            unsafe { (self.api.cuMemAllocManaged)(&mut pointer, bytes, sys::CU_MEM_ATTACH_GLOBAL) },
+            || format!("allocating {bytes} bytes of managed memory"),
+        )?;
+        Ok(pointer)
+    }
+
+    fn enable_peer_access(&self, peer: Handle) -> Result<()> {
+        // SAFETY: a retained primary context of another device.
+        match unsafe { (self.api.cuCtxEnablePeerAccess)(peer.0.cast(), 0) } {
+            sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            result => self.check(result, || {
+                "enabling peer access (cuCtxEnablePeerAccess)".into()
+            }),
+        }
+    }
+
+    unsafe fn copy_peer_async(
+        &self,
+        (target, target_device): (u64, Handle),
+        (source, source_device): (u64, Handle),
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<bool> {
+        self.check(
+            // SAFETY: the caller guarantees both ranges; the devices are primary contexts.
+            unsafe {
+                (self.api.cuMemcpyPeerAsync)(
+                    target,
+                    target_device.0.cast(),
+                    source,
+                    source_device.0.cast(),
+                    bytes,
+                    stream.0.cast(),
+                )
+            },
+            || "copying between devices (cuMemcpyPeerAsync)".into(),
+        )?;
+        Ok(true)
     }
 
     fn free(&self, pointer: u64) {
@@ -499,6 +564,62 @@ impl Driver for Cuda {
     fn destroy_event(&self, event: Handle) {
         // SAFETY: not used afterwards.
         unsafe { (self.api.cuEventDestroy_v2)(event.0.cast()) };
+    }
+
+    fn instantiate_graph(
+        &self,
+        record: &mut dyn FnMut(Handle) -> Result<()>,
+    ) -> Result<Option<Handle>> {
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer. Non-blocking: work on the legacy default stream by
+        // other threads cannot join (and so break) the capture.
+        self.check(
+            unsafe { (self.api.cuStreamCreate)(&mut stream, sys::CU_STREAM_NON_BLOCKING) },
+            || "cuStreamCreate".into(),
+        )?;
+        // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
+        // against the capture.
+        let begun = self.check(
+            unsafe {
+                (self.api.cuStreamBeginCapture_v2)(stream, sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            },
+            || "cuStreamBeginCapture".into(),
+        );
+        let recorded = begun.and_then(|()| {
+            let recorded = record(Handle(stream.cast()));
+            let mut graph = std::ptr::null_mut();
+            // SAFETY: the capturing stream and a valid out-pointer; ends the capture even
+            // after a failed `record`.
+            let ended = self.check(
+                unsafe { (self.api.cuStreamEndCapture)(stream, &mut graph) },
+                || "cuStreamEndCapture".into(),
+            );
+            recorded.and(ended).map(|()| graph)
+        });
+        // SAFETY: not used afterwards.
+        unsafe { (self.api.cuStreamDestroy_v2)(stream) };
+        let graph = recorded?;
+        let mut executable = std::ptr::null_mut();
+        // SAFETY: the captured graph; the instance does not need it afterwards.
+        let instantiated =
+            unsafe { (self.api.cuGraphInstantiateWithFlags)(&mut executable, graph, 0) };
+        // SAFETY: the graph is not used afterwards.
+        unsafe { (self.api.cuGraphDestroy)(graph) };
+        self.check(instantiated, || "cuGraphInstantiate".into())?;
+        Ok(Some(Handle(executable.cast())))
+    }
+
+    unsafe fn launch_graph(&self, graph: Handle, stream: Handle) -> Result<()> {
+        // SAFETY: as the caller guarantees.
+        self.check(
+            unsafe { (self.api.cuGraphLaunch)(graph.0.cast(), stream.0.cast()) },
+            || "cuGraphLaunch".into(),
+        )
+    }
+
+    fn destroy_graph(&self, graph: Handle) {
+        // SAFETY: not used afterwards; the driver frees it once queued launches have run.
+        unsafe { (self.api.cuGraphExecDestroy)(graph.0.cast()) };
     }
 
     unsafe fn copy_to_device_async(

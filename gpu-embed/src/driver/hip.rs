@@ -47,6 +47,9 @@ macro_rules! limits_of {
             max_block: p.maxThreadsDim.map(unsigned),
             max_grid: p.maxGridSize.map(unsigned),
             shared_memory_per_block: p.sharedMemPerBlock as u64,
+            // AMD GPUs have no opt-in: a block may use all its LDS.
+            shared_memory_per_block_optin: p.sharedMemPerBlock as u64,
+            managed_memory: p.managedMemory != 0 && p.concurrentManagedAccess != 0,
             total_memory: p.totalGlobalMem as u64,
         }
     }};
@@ -350,6 +353,52 @@ impl Driver for Hip {
         Ok(pointer as u64)
     }
 
+    fn alloc_managed(&self, bytes: usize) -> Result<u64> {
+        let mut pointer = std::ptr::null_mut();
+        self.check(
+            // SAFETY: a valid out-pointer; memory any stream may use.
+            unsafe { (self.api.hipMallocManaged)(&mut pointer, bytes, sys::hipMemAttachGlobal) },
+            || format!("allocating {bytes} bytes of managed memory"),
+        )?;
+        Ok(pointer as u64)
+    }
+
+    fn enable_peer_access(&self, peer: Handle) -> Result<()> {
+        let ordinal = peer.0 as usize as c_int;
+        // SAFETY: the ordinal of a device the runtime reported.
+        match unsafe { (self.api.hipDeviceEnablePeerAccess)(ordinal, 0) } {
+            sys::hipErrorPeerAccessAlreadyEnabled => Ok(()),
+            result => self.check(result, || {
+                format!("enabling peer access to device {ordinal} (hipDeviceEnablePeerAccess)")
+            }),
+        }
+    }
+
+    unsafe fn copy_peer_async(
+        &self,
+        (target, target_device): (u64, Handle),
+        (source, source_device): (u64, Handle),
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<bool> {
+        self.check(
+            // SAFETY: the caller guarantees both ranges; the devices are ordinals the runtime
+            // reported.
+            unsafe {
+                (self.api.hipMemcpyPeerAsync)(
+                    target as *mut c_void,
+                    target_device.0 as usize as c_int,
+                    source as *const c_void,
+                    source_device.0 as usize as c_int,
+                    bytes,
+                    stream.0.cast(),
+                )
+            },
+            || "copying between devices (hipMemcpyPeerAsync)".into(),
+        )?;
+        Ok(true)
+    }
+
     fn free(&self, pointer: u64) {
         // SAFETY: allocated by `alloc`; a failure here has nowhere to go.
         unsafe { (self.api.hipFree)(pointer as *mut c_void) };
@@ -429,6 +478,73 @@ impl Driver for Hip {
             "hipStreamCreate".into()
         })?;
         Ok(Handle(stream.cast()))
+    }
+
+    fn instantiate_graph(
+        &self,
+        record: &mut dyn FnMut(Handle) -> Result<()>,
+    ) -> Result<Option<Handle>> {
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer. Non-blocking: work on the default stream by other
+        // threads cannot join (and so break) the capture.
+        self.check(
+            unsafe { (self.api.hipStreamCreateWithFlags)(&mut stream, sys::hipStreamNonBlocking) },
+            || "hipStreamCreateWithFlags".into(),
+        )?;
+        // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
+        // against the capture.
+        let begun = self.check(
+            unsafe {
+                (self.api.hipStreamBeginCapture)(stream, sys::hipStreamCaptureModeThreadLocal)
+            },
+            || "hipStreamBeginCapture".into(),
+        );
+        let recorded = begun.and_then(|()| {
+            let recorded = record(Handle(stream.cast()));
+            let mut graph = std::ptr::null_mut();
+            // SAFETY: the capturing stream and a valid out-pointer; ends the capture even
+            // after a failed `record`.
+            let ended = self.check(
+                unsafe { (self.api.hipStreamEndCapture)(stream, &mut graph) },
+                || "hipStreamEndCapture".into(),
+            );
+            recorded.and(ended).map(|()| graph)
+        });
+        // SAFETY: not used afterwards.
+        unsafe { (self.api.hipStreamDestroy)(stream) };
+        let graph = recorded?;
+        let mut executable = std::ptr::null_mut();
+        // SAFETY: the captured graph, no error node or log wanted; the instance does not need
+        // the graph afterwards.
+        let instantiated = unsafe {
+            (self.api.hipGraphInstantiate)(
+                &mut executable,
+                graph,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        // SAFETY: the graph is not used afterwards.
+        unsafe { (self.api.hipGraphDestroy)(graph) };
+        self.check(instantiated, || "hipGraphInstantiate".into())?;
+        Ok(Some(Handle(executable.cast())))
+    }
+
+    unsafe fn launch_graph(&self, graph: Handle, stream: Handle) -> Result<()> {
+        // SAFETY: as the caller guarantees.
+        self.check(
+            unsafe { (self.api.hipGraphLaunch)(graph.0.cast(), stream.0.cast()) },
+            || "hipGraphLaunch".into(),
+        )
+    }
+
+    fn destroy_graph(&self, graph: Handle) {
+        // HIP does not say that an instance still running may be destroyed: wait for it (a
+        // failure has nowhere to go from here).
+        let _ = self.synchronize();
+        // SAFETY: not used afterwards.
+        unsafe { (self.api.hipGraphExecDestroy)(graph.0.cast()) };
     }
 
     fn synchronize_stream(&self, stream: Handle) -> Result<()> {

@@ -89,8 +89,17 @@ pub struct DeviceLimits {
     pub max_block: [u32; 3],
     /// Largest grid size in x, y, z (in blocks).
     pub max_grid: [u32; 3],
-    /// Shared (workgroup, LDS) memory one block may use, in bytes.
+    /// Shared (workgroup, LDS) memory one block may use without asking, in bytes (48 KiB on
+    /// NVIDIA GPUs).
     pub shared_memory_per_block: u64,
+    /// Shared memory one block may use when its kernel opts in, in bytes: more than
+    /// `shared_memory_per_block` on NVIDIA GPUs since Volta (a launch that asks for it opts in
+    /// itself, `cuFuncSetAttribute`); the same elsewhere.
+    pub shared_memory_per_block_optin: u64,
+    /// Whether the device has managed memory the host may use while kernels run
+    /// (`DeviceBuffer::alloc_managed`): CUDA's and HIP's concurrent managed access; the host
+    /// device, whose memory is the host's.
+    pub managed_memory: bool,
     /// Device memory, in bytes (on Vulkan, the device-local heaps).
     pub total_memory: u64,
 }
@@ -167,6 +176,12 @@ pub(crate) trait Driver: Sync {
         dynamic_shared: u32,
         limits: &DeviceLimits,
     ) -> Result<(u32, u32)>;
+    /// Lets `function` take `bytes` of dynamic shared memory per block, beyond the default
+    /// (`cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`); a driver without the opt-in lets
+    /// every kernel use all of it.
+    fn allow_dynamic_shared(&self, _function: Handle, _bytes: u32) -> Result<()> {
+        Ok(())
+    }
     /// `param_sizes` are the parameters' sizes in bytes (a queued host launch copies the values).
     ///
     /// # Safety
@@ -183,7 +198,42 @@ pub(crate) trait Driver: Sync {
         param_sizes: &[usize],
     ) -> Result<()>;
     fn alloc(&self, bytes: usize) -> Result<u64>;
+    /// `bytes` of managed memory, which the host may read and write at the same address while
+    /// no queued work uses it (`cuMemAllocManaged`, `hipMallocManaged`), freed by `free`.
+    fn alloc_managed(&self, bytes: usize) -> Result<u64> {
+        let _ = bytes;
+        Err(Error::new(
+            ErrorKind::NotSupported,
+            "this driver has no managed memory",
+        ))
+    }
     fn free(&self, pointer: u64);
+    /// Lets the current device's kernels use `peer`'s memory (`cuCtxEnablePeerAccess`,
+    /// `hipDeviceEnablePeerAccess`); enabled already is no error.
+    fn enable_peer_access(&self, peer: Handle) -> Result<()> {
+        let _ = peer;
+        Err(Error::new(
+            ErrorKind::NotSupported,
+            "this driver has no peer access between devices",
+        ))
+    }
+    /// Queues on `stream` (of the current device, `target_device`) a copy of `bytes` from
+    /// `source` on `source_device` (another device of this driver) to `target`
+    /// (`cuMemcpyPeerAsync`); `Ok(false)` where the driver has no peer copies (the caller then
+    /// stages the bytes through the host).
+    ///
+    /// # Safety
+    /// Both ranges hold `bytes` bytes of their devices and stay allocated until the copy ran.
+    unsafe fn copy_peer_async(
+        &self,
+        (target, target_device): (u64, Handle),
+        (source, source_device): (u64, Handle),
+        bytes: usize,
+        stream: Handle,
+    ) -> Result<bool> {
+        let _ = (target, target_device, source, source_device, bytes, stream);
+        Ok(false)
+    }
     /// # Safety
     /// `source` must hold `bytes` readable bytes and `target` that many device bytes.
     unsafe fn copy_to_device(&self, target: u64, source: *const c_void, bytes: usize)
@@ -274,6 +324,32 @@ pub(crate) trait Driver: Sync {
     /// Milliseconds from `start` to `end`, both recorded and finished.
     fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32>;
     fn destroy_event(&self, event: Handle);
+    /// A graph of the driver's own (`cuGraphInstantiate`, `hipGraphInstantiate`) of the work
+    /// `record` queues on the stream it is given, which captures instead of running; `None`
+    /// where the driver has no graphs (the runtime then replays the work itself).
+    fn instantiate_graph(
+        &self,
+        record: &mut dyn FnMut(Handle) -> Result<()>,
+    ) -> Result<Option<Handle>> {
+        let _ = record;
+        Ok(None)
+    }
+    /// Queues an instantiated graph on `stream`.
+    ///
+    /// # Safety
+    /// `graph` came from `instantiate_graph` and is not destroyed; the memory its work uses is
+    /// allocated and stays so until the stream has run it.
+    unsafe fn launch_graph(&self, graph: Handle, stream: Handle) -> Result<()> {
+        let _ = (graph, stream);
+        Err(Error::new(
+            ErrorKind::NotSupported,
+            "this driver has no graphs",
+        ))
+    }
+    /// Destroys an instantiated graph (launches of it still queued run to the end).
+    fn destroy_graph(&self, graph: Handle) {
+        let _ = graph;
+    }
 }
 
 /// A kernel name as the drivers take it.

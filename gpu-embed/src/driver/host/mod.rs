@@ -174,6 +174,9 @@ impl Host {
                 max_block: [1024, 1024, 64],
                 max_grid: [u32::MAX, u32::MAX, u32::MAX],
                 shared_memory_per_block: u64::from(DYNAMIC_SHARED_BYTES),
+                shared_memory_per_block_optin: u64::from(DYNAMIC_SHARED_BYTES),
+                // Its buffers are the host's own memory.
+                managed_memory: true,
                 total_memory: host_memory().total,
             },
             cpu: true,

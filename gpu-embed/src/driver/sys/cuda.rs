@@ -39,6 +39,18 @@ pub struct CUstream_st {
 }
 pub type CUstream = *mut CUstream_st;
 #[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct CUgraph_st {
+    _unused: [u8; 0],
+}
+pub type CUgraph = *mut CUgraph_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct CUgraphExec_st {
+    _unused: [u8; 0],
+}
+pub type CUgraphExec = *mut CUgraphExec_st;
+#[repr(C)]
 #[derive(Debug, Default, Copy, Clone)]
 pub struct CUuuid_st {
     pub bytes: [::std::os::raw::c_char; 16usize],
@@ -52,6 +64,13 @@ const _: () = {
     ][::std::mem::offset_of!(CUuuid_st, bytes) - 0usize];
 };
 pub type CUuuid = CUuuid_st;
+pub const CU_MEM_ATTACH_GLOBAL: CUmemAttach_flags_enum = 1;
+pub const CU_MEM_ATTACH_HOST: CUmemAttach_flags_enum = 2;
+pub const CU_MEM_ATTACH_SINGLE: CUmemAttach_flags_enum = 4;
+pub type CUmemAttach_flags_enum = ::std::os::raw::c_uint;
+pub const CU_STREAM_DEFAULT: CUstream_flags_enum = 0;
+pub const CU_STREAM_NON_BLOCKING: CUstream_flags_enum = 1;
+pub type CUstream_flags_enum = ::std::os::raw::c_uint;
 pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUdevice_attribute_enum = 1;
 pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: CUdevice_attribute_enum = 2;
 pub const CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: CUdevice_attribute_enum = 3;
@@ -223,6 +242,11 @@ pub const CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: CUfunction_att
 pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute_enum = 16;
 pub type CUfunction_attribute_enum = ::std::os::raw::c_uint;
 pub use self::CUfunction_attribute_enum as CUfunction_attribute;
+pub const CU_STREAM_CAPTURE_MODE_GLOBAL: CUstreamCaptureMode_enum = 0;
+pub const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: CUstreamCaptureMode_enum = 1;
+pub const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode_enum = 2;
+pub type CUstreamCaptureMode_enum = ::std::os::raw::c_uint;
+pub use self::CUstreamCaptureMode_enum as CUstreamCaptureMode;
 pub const CUDA_SUCCESS: cudaError_enum = 0;
 pub const CUDA_ERROR_INVALID_VALUE: cudaError_enum = 1;
 pub const CUDA_ERROR_OUT_OF_MEMORY: cudaError_enum = 2;
@@ -401,6 +425,11 @@ pub struct CudaDriver {
         bytesize: usize,
     ) -> CUresult,
     pub cuMemFreeHost: unsafe extern "C" fn(p: *mut ::std::os::raw::c_void) -> CUresult,
+    pub cuMemAllocManaged: unsafe extern "C" fn(
+        dptr: *mut CUdeviceptr,
+        bytesize: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> CUresult,
     pub cuMemHostRegister_v2: unsafe extern "C" fn(
         p: *mut ::std::os::raw::c_void,
         bytesize: usize,
@@ -423,6 +452,14 @@ pub struct CudaDriver {
         dstDevice: CUdeviceptr,
         srcDevice: CUdeviceptr,
         ByteCount: usize,
+    ) -> CUresult,
+    pub cuMemcpyPeerAsync: unsafe extern "C" fn(
+        dstDevice: CUdeviceptr,
+        dstContext: CUcontext,
+        srcDevice: CUdeviceptr,
+        srcContext: CUcontext,
+        ByteCount: usize,
+        hStream: CUstream,
     ) -> CUresult,
     pub cuMemcpyHtoDAsync_v2: unsafe extern "C" fn(
         dstDevice: CUdeviceptr,
@@ -484,6 +521,14 @@ pub struct CudaDriver {
         hEvent: CUevent,
         Flags: ::std::os::raw::c_uint,
     ) -> CUresult,
+    pub cuStreamBeginCapture_v2: unsafe extern "C" fn(
+        hStream: CUstream,
+        mode: CUstreamCaptureMode,
+    ) -> CUresult,
+    pub cuStreamEndCapture: unsafe extern "C" fn(
+        hStream: CUstream,
+        phGraph: *mut CUgraph,
+    ) -> CUresult,
     pub cuStreamSynchronize: unsafe extern "C" fn(hStream: CUstream) -> CUresult,
     pub cuStreamDestroy_v2: unsafe extern "C" fn(hStream: CUstream) -> CUresult,
     pub cuEventCreate: unsafe extern "C" fn(
@@ -507,6 +552,11 @@ pub struct CudaDriver {
         attrib: CUfunction_attribute,
         hfunc: CUfunction,
     ) -> CUresult,
+    pub cuFuncSetAttribute: unsafe extern "C" fn(
+        hfunc: CUfunction,
+        attrib: CUfunction_attribute,
+        value: ::std::os::raw::c_int,
+    ) -> CUresult,
     pub cuLaunchKernel: unsafe extern "C" fn(
         f: CUfunction,
         gridDimX: ::std::os::raw::c_uint,
@@ -520,6 +570,17 @@ pub struct CudaDriver {
         kernelParams: *mut *mut ::std::os::raw::c_void,
         extra: *mut *mut ::std::os::raw::c_void,
     ) -> CUresult,
+    pub cuGraphInstantiateWithFlags: unsafe extern "C" fn(
+        phGraphExec: *mut CUgraphExec,
+        hGraph: CUgraph,
+        flags: ::std::os::raw::c_ulonglong,
+    ) -> CUresult,
+    pub cuGraphLaunch: unsafe extern "C" fn(
+        hGraphExec: CUgraphExec,
+        hStream: CUstream,
+    ) -> CUresult,
+    pub cuGraphExecDestroy: unsafe extern "C" fn(hGraphExec: CUgraphExec) -> CUresult,
+    pub cuGraphDestroy: unsafe extern "C" fn(hGraph: CUgraph) -> CUresult,
     pub cuOccupancyMaxPotentialBlockSize: unsafe extern "C" fn(
         minGridSize: *mut ::std::os::raw::c_int,
         blockSize: *mut ::std::os::raw::c_int,
@@ -527,6 +588,10 @@ pub struct CudaDriver {
         blockSizeToDynamicSMemSize: CUoccupancyB2DSize,
         dynamicSMemSize: usize,
         blockSizeLimit: ::std::os::raw::c_int,
+    ) -> CUresult,
+    pub cuCtxEnablePeerAccess: unsafe extern "C" fn(
+        peerContext: CUcontext,
+        Flags: ::std::os::raw::c_uint,
     ) -> CUresult,
 }
 impl CudaDriver {
@@ -576,6 +641,7 @@ impl CudaDriver {
         let cuMemFree_v2 = __library.get(b"cuMemFree_v2\0").map(|sym| *sym)?;
         let cuMemAllocHost_v2 = __library.get(b"cuMemAllocHost_v2\0").map(|sym| *sym)?;
         let cuMemFreeHost = __library.get(b"cuMemFreeHost\0").map(|sym| *sym)?;
+        let cuMemAllocManaged = __library.get(b"cuMemAllocManaged\0").map(|sym| *sym)?;
         let cuMemHostRegister_v2 = __library
             .get(b"cuMemHostRegister_v2\0")
             .map(|sym| *sym)?;
@@ -585,6 +651,7 @@ impl CudaDriver {
         let cuMemcpyHtoD_v2 = __library.get(b"cuMemcpyHtoD_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoH_v2 = __library.get(b"cuMemcpyDtoH_v2\0").map(|sym| *sym)?;
         let cuMemcpyDtoD_v2 = __library.get(b"cuMemcpyDtoD_v2\0").map(|sym| *sym)?;
+        let cuMemcpyPeerAsync = __library.get(b"cuMemcpyPeerAsync\0").map(|sym| *sym)?;
         let cuMemcpyHtoDAsync_v2 = __library
             .get(b"cuMemcpyHtoDAsync_v2\0")
             .map(|sym| *sym)?;
@@ -602,6 +669,10 @@ impl CudaDriver {
         let cuMemsetD32Async = __library.get(b"cuMemsetD32Async\0").map(|sym| *sym)?;
         let cuStreamCreate = __library.get(b"cuStreamCreate\0").map(|sym| *sym)?;
         let cuStreamWaitEvent = __library.get(b"cuStreamWaitEvent\0").map(|sym| *sym)?;
+        let cuStreamBeginCapture_v2 = __library
+            .get(b"cuStreamBeginCapture_v2\0")
+            .map(|sym| *sym)?;
+        let cuStreamEndCapture = __library.get(b"cuStreamEndCapture\0").map(|sym| *sym)?;
         let cuStreamSynchronize = __library
             .get(b"cuStreamSynchronize\0")
             .map(|sym| *sym)?;
@@ -613,9 +684,19 @@ impl CudaDriver {
         let cuEventDestroy_v2 = __library.get(b"cuEventDestroy_v2\0").map(|sym| *sym)?;
         let cuEventElapsedTime = __library.get(b"cuEventElapsedTime\0").map(|sym| *sym)?;
         let cuFuncGetAttribute = __library.get(b"cuFuncGetAttribute\0").map(|sym| *sym)?;
+        let cuFuncSetAttribute = __library.get(b"cuFuncSetAttribute\0").map(|sym| *sym)?;
         let cuLaunchKernel = __library.get(b"cuLaunchKernel\0").map(|sym| *sym)?;
+        let cuGraphInstantiateWithFlags = __library
+            .get(b"cuGraphInstantiateWithFlags\0")
+            .map(|sym| *sym)?;
+        let cuGraphLaunch = __library.get(b"cuGraphLaunch\0").map(|sym| *sym)?;
+        let cuGraphExecDestroy = __library.get(b"cuGraphExecDestroy\0").map(|sym| *sym)?;
+        let cuGraphDestroy = __library.get(b"cuGraphDestroy\0").map(|sym| *sym)?;
         let cuOccupancyMaxPotentialBlockSize = __library
             .get(b"cuOccupancyMaxPotentialBlockSize\0")
+            .map(|sym| *sym)?;
+        let cuCtxEnablePeerAccess = __library
+            .get(b"cuCtxEnablePeerAccess\0")
             .map(|sym| *sym)?;
         Ok(CudaDriver {
             __library,
@@ -643,11 +724,13 @@ impl CudaDriver {
             cuMemFree_v2,
             cuMemAllocHost_v2,
             cuMemFreeHost,
+            cuMemAllocManaged,
             cuMemHostRegister_v2,
             cuMemHostUnregister,
             cuMemcpyHtoD_v2,
             cuMemcpyDtoH_v2,
             cuMemcpyDtoD_v2,
+            cuMemcpyPeerAsync,
             cuMemcpyHtoDAsync_v2,
             cuMemcpyDtoHAsync_v2,
             cuMemcpyDtoDAsync_v2,
@@ -659,6 +742,8 @@ impl CudaDriver {
             cuMemsetD32Async,
             cuStreamCreate,
             cuStreamWaitEvent,
+            cuStreamBeginCapture_v2,
+            cuStreamEndCapture,
             cuStreamSynchronize,
             cuStreamDestroy_v2,
             cuEventCreate,
@@ -668,8 +753,14 @@ impl CudaDriver {
             cuEventDestroy_v2,
             cuEventElapsedTime,
             cuFuncGetAttribute,
+            cuFuncSetAttribute,
             cuLaunchKernel,
+            cuGraphInstantiateWithFlags,
+            cuGraphLaunch,
+            cuGraphExecDestroy,
+            cuGraphDestroy,
             cuOccupancyMaxPotentialBlockSize,
+            cuCtxEnablePeerAccess,
         })
     }
     pub unsafe fn cuGetErrorName(
@@ -806,6 +897,14 @@ impl CudaDriver {
     pub unsafe fn cuMemFreeHost(&self, p: *mut ::std::os::raw::c_void) -> CUresult {
         (self.cuMemFreeHost)(p)
     }
+    pub unsafe fn cuMemAllocManaged(
+        &self,
+        dptr: *mut CUdeviceptr,
+        bytesize: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> CUresult {
+        (self.cuMemAllocManaged)(dptr, bytesize, flags)
+    }
     pub unsafe fn cuMemHostRegister_v2(
         &self,
         p: *mut ::std::os::raw::c_void,
@@ -843,6 +942,25 @@ impl CudaDriver {
         ByteCount: usize,
     ) -> CUresult {
         (self.cuMemcpyDtoD_v2)(dstDevice, srcDevice, ByteCount)
+    }
+    pub unsafe fn cuMemcpyPeerAsync(
+        &self,
+        dstDevice: CUdeviceptr,
+        dstContext: CUcontext,
+        srcDevice: CUdeviceptr,
+        srcContext: CUcontext,
+        ByteCount: usize,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self
+            .cuMemcpyPeerAsync)(
+            dstDevice,
+            dstContext,
+            srcDevice,
+            srcContext,
+            ByteCount,
+            hStream,
+        )
     }
     pub unsafe fn cuMemcpyHtoDAsync_v2(
         &self,
@@ -937,6 +1055,20 @@ impl CudaDriver {
     ) -> CUresult {
         (self.cuStreamWaitEvent)(hStream, hEvent, Flags)
     }
+    pub unsafe fn cuStreamBeginCapture_v2(
+        &self,
+        hStream: CUstream,
+        mode: CUstreamCaptureMode,
+    ) -> CUresult {
+        (self.cuStreamBeginCapture_v2)(hStream, mode)
+    }
+    pub unsafe fn cuStreamEndCapture(
+        &self,
+        hStream: CUstream,
+        phGraph: *mut CUgraph,
+    ) -> CUresult {
+        (self.cuStreamEndCapture)(hStream, phGraph)
+    }
     pub unsafe fn cuStreamSynchronize(&self, hStream: CUstream) -> CUresult {
         (self.cuStreamSynchronize)(hStream)
     }
@@ -978,6 +1110,14 @@ impl CudaDriver {
     ) -> CUresult {
         (self.cuFuncGetAttribute)(pi, attrib, hfunc)
     }
+    pub unsafe fn cuFuncSetAttribute(
+        &self,
+        hfunc: CUfunction,
+        attrib: CUfunction_attribute,
+        value: ::std::os::raw::c_int,
+    ) -> CUresult {
+        (self.cuFuncSetAttribute)(hfunc, attrib, value)
+    }
     pub unsafe fn cuLaunchKernel(
         &self,
         f: CUfunction,
@@ -1007,6 +1147,27 @@ impl CudaDriver {
             extra,
         )
     }
+    pub unsafe fn cuGraphInstantiateWithFlags(
+        &self,
+        phGraphExec: *mut CUgraphExec,
+        hGraph: CUgraph,
+        flags: ::std::os::raw::c_ulonglong,
+    ) -> CUresult {
+        (self.cuGraphInstantiateWithFlags)(phGraphExec, hGraph, flags)
+    }
+    pub unsafe fn cuGraphLaunch(
+        &self,
+        hGraphExec: CUgraphExec,
+        hStream: CUstream,
+    ) -> CUresult {
+        (self.cuGraphLaunch)(hGraphExec, hStream)
+    }
+    pub unsafe fn cuGraphExecDestroy(&self, hGraphExec: CUgraphExec) -> CUresult {
+        (self.cuGraphExecDestroy)(hGraphExec)
+    }
+    pub unsafe fn cuGraphDestroy(&self, hGraph: CUgraph) -> CUresult {
+        (self.cuGraphDestroy)(hGraph)
+    }
     pub unsafe fn cuOccupancyMaxPotentialBlockSize(
         &self,
         minGridSize: *mut ::std::os::raw::c_int,
@@ -1025,5 +1186,12 @@ impl CudaDriver {
             dynamicSMemSize,
             blockSizeLimit,
         )
+    }
+    pub unsafe fn cuCtxEnablePeerAccess(
+        &self,
+        peerContext: CUcontext,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult {
+        (self.cuCtxEnablePeerAccess)(peerContext, Flags)
     }
 }

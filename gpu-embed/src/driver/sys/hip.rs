@@ -149,6 +149,8 @@ where
         }
     }
 }
+pub const hipStreamNonBlocking: u32 = 1;
+pub const hipMemAttachGlobal: u32 = 1;
 #[repr(C)]
 #[repr(align(4))]
 #[derive(Debug, Default, Copy, Clone)]
@@ -1400,6 +1402,28 @@ pub struct ihipEvent_t {
     _unused: [u8; 0],
 }
 pub type hipEvent_t = *mut ihipEvent_t;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct ihipGraph {
+    _unused: [u8; 0],
+}
+pub type hipGraph_t = *mut ihipGraph;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct hipGraphNode {
+    _unused: [u8; 0],
+}
+pub type hipGraphNode_t = *mut hipGraphNode;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct hipGraphExec {
+    _unused: [u8; 0],
+}
+pub type hipGraphExec_t = *mut hipGraphExec;
+pub const hipStreamCaptureModeGlobal: hipStreamCaptureMode = 0;
+pub const hipStreamCaptureModeThreadLocal: hipStreamCaptureMode = 1;
+pub const hipStreamCaptureModeRelaxed: hipStreamCaptureMode = 2;
+pub type hipStreamCaptureMode = ::std::os::raw::c_uint;
 pub struct HipRuntime {
     __library: ::libloading::Library,
     pub hipInit: unsafe extern "C" fn(flags: ::std::os::raw::c_uint) -> hipError_t,
@@ -1428,6 +1452,10 @@ pub struct HipRuntime {
         hip_error: hipError_t,
     ) -> *const ::std::os::raw::c_char,
     pub hipStreamCreate: unsafe extern "C" fn(stream: *mut hipStream_t) -> hipError_t,
+    pub hipStreamCreateWithFlags: unsafe extern "C" fn(
+        stream: *mut hipStream_t,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
     pub hipStreamDestroy: unsafe extern "C" fn(stream: hipStream_t) -> hipError_t,
     pub hipStreamSynchronize: unsafe extern "C" fn(stream: hipStream_t) -> hipError_t,
     pub hipStreamWaitEvent: unsafe extern "C" fn(
@@ -1454,6 +1482,11 @@ pub struct HipRuntime {
     ) -> hipError_t,
     pub hipHostMalloc: unsafe extern "C" fn(
         ptr: *mut *mut ::std::os::raw::c_void,
+        size: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
+    pub hipMallocManaged: unsafe extern "C" fn(
+        dev_ptr: *mut *mut ::std::os::raw::c_void,
         size: usize,
         flags: ::std::os::raw::c_uint,
     ) -> hipError_t,
@@ -1539,6 +1572,18 @@ pub struct HipRuntime {
         free: *mut usize,
         total: *mut usize,
     ) -> hipError_t,
+    pub hipDeviceEnablePeerAccess: unsafe extern "C" fn(
+        peerDeviceId: ::std::os::raw::c_int,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
+    pub hipMemcpyPeerAsync: unsafe extern "C" fn(
+        dst: *mut ::std::os::raw::c_void,
+        dstDeviceId: ::std::os::raw::c_int,
+        src: *const ::std::os::raw::c_void,
+        srcDevice: ::std::os::raw::c_int,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t,
     pub hipModuleUnload: unsafe extern "C" fn(module: hipModule_t) -> hipError_t,
     pub hipModuleGetFunction: unsafe extern "C" fn(
         function: *mut hipFunction_t,
@@ -1574,6 +1619,29 @@ pub struct HipRuntime {
         dynSharedMemPerBlk: usize,
         blockSizeLimit: ::std::os::raw::c_int,
     ) -> hipError_t,
+    pub hipStreamBeginCapture: unsafe extern "C" fn(
+        stream: hipStream_t,
+        mode: hipStreamCaptureMode,
+    ) -> hipError_t,
+    pub hipStreamEndCapture: unsafe extern "C" fn(
+        stream: hipStream_t,
+        pGraph: *mut hipGraph_t,
+    ) -> hipError_t,
+    pub hipGraphDestroy: unsafe extern "C" fn(graph: hipGraph_t) -> hipError_t,
+    pub hipGraphInstantiate: unsafe extern "C" fn(
+        pGraphExec: *mut hipGraphExec_t,
+        graph: hipGraph_t,
+        pErrorNode: *mut hipGraphNode_t,
+        pLogBuffer: *mut ::std::os::raw::c_char,
+        bufferSize: usize,
+    ) -> hipError_t,
+    pub hipGraphLaunch: unsafe extern "C" fn(
+        graphExec: hipGraphExec_t,
+        stream: hipStream_t,
+    ) -> hipError_t,
+    pub hipGraphExecDestroy: unsafe extern "C" fn(
+        graphExec: hipGraphExec_t,
+    ) -> hipError_t,
 }
 impl HipRuntime {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -1604,6 +1672,9 @@ impl HipRuntime {
             .map(|sym| *sym)?;
         let hipGetErrorName = __library.get(b"hipGetErrorName\0").map(|sym| *sym)?;
         let hipStreamCreate = __library.get(b"hipStreamCreate\0").map(|sym| *sym)?;
+        let hipStreamCreateWithFlags = __library
+            .get(b"hipStreamCreateWithFlags\0")
+            .map(|sym| *sym)?;
         let hipStreamDestroy = __library.get(b"hipStreamDestroy\0").map(|sym| *sym)?;
         let hipStreamSynchronize = __library
             .get(b"hipStreamSynchronize\0")
@@ -1621,6 +1692,7 @@ impl HipRuntime {
         let hipEventQuery = __library.get(b"hipEventQuery\0").map(|sym| *sym)?;
         let hipMalloc = __library.get(b"hipMalloc\0").map(|sym| *sym)?;
         let hipHostMalloc = __library.get(b"hipHostMalloc\0").map(|sym| *sym)?;
+        let hipMallocManaged = __library.get(b"hipMallocManaged\0").map(|sym| *sym)?;
         let hipHostRegister = __library.get(b"hipHostRegister\0").map(|sym| *sym)?;
         let hipHostUnregister = __library.get(b"hipHostUnregister\0").map(|sym| *sym)?;
         let hipFree = __library.get(b"hipFree\0").map(|sym| *sym)?;
@@ -1638,6 +1710,10 @@ impl HipRuntime {
         let hipMemsetD32 = __library.get(b"hipMemsetD32\0").map(|sym| *sym)?;
         let hipMemsetD32Async = __library.get(b"hipMemsetD32Async\0").map(|sym| *sym)?;
         let hipMemGetInfo = __library.get(b"hipMemGetInfo\0").map(|sym| *sym)?;
+        let hipDeviceEnablePeerAccess = __library
+            .get(b"hipDeviceEnablePeerAccess\0")
+            .map(|sym| *sym)?;
+        let hipMemcpyPeerAsync = __library.get(b"hipMemcpyPeerAsync\0").map(|sym| *sym)?;
         let hipModuleUnload = __library.get(b"hipModuleUnload\0").map(|sym| *sym)?;
         let hipModuleGetFunction = __library
             .get(b"hipModuleGetFunction\0")
@@ -1652,6 +1728,20 @@ impl HipRuntime {
         let hipModuleOccupancyMaxPotentialBlockSize = __library
             .get(b"hipModuleOccupancyMaxPotentialBlockSize\0")
             .map(|sym| *sym)?;
+        let hipStreamBeginCapture = __library
+            .get(b"hipStreamBeginCapture\0")
+            .map(|sym| *sym)?;
+        let hipStreamEndCapture = __library
+            .get(b"hipStreamEndCapture\0")
+            .map(|sym| *sym)?;
+        let hipGraphDestroy = __library.get(b"hipGraphDestroy\0").map(|sym| *sym)?;
+        let hipGraphInstantiate = __library
+            .get(b"hipGraphInstantiate\0")
+            .map(|sym| *sym)?;
+        let hipGraphLaunch = __library.get(b"hipGraphLaunch\0").map(|sym| *sym)?;
+        let hipGraphExecDestroy = __library
+            .get(b"hipGraphExecDestroy\0")
+            .map(|sym| *sym)?;
         Ok(HipRuntime {
             __library,
             hipInit,
@@ -1664,6 +1754,7 @@ impl HipRuntime {
             hipGetDeviceProperties,
             hipGetErrorName,
             hipStreamCreate,
+            hipStreamCreateWithFlags,
             hipStreamDestroy,
             hipStreamSynchronize,
             hipStreamWaitEvent,
@@ -1675,6 +1766,7 @@ impl HipRuntime {
             hipEventQuery,
             hipMalloc,
             hipHostMalloc,
+            hipMallocManaged,
             hipHostRegister,
             hipHostUnregister,
             hipFree,
@@ -1692,12 +1784,20 @@ impl HipRuntime {
             hipMemsetD32,
             hipMemsetD32Async,
             hipMemGetInfo,
+            hipDeviceEnablePeerAccess,
+            hipMemcpyPeerAsync,
             hipModuleUnload,
             hipModuleGetFunction,
             hipFuncGetAttribute,
             hipModuleLoadData,
             hipModuleLaunchKernel,
             hipModuleOccupancyMaxPotentialBlockSize,
+            hipStreamBeginCapture,
+            hipStreamEndCapture,
+            hipGraphDestroy,
+            hipGraphInstantiate,
+            hipGraphLaunch,
+            hipGraphExecDestroy,
         })
     }
     pub unsafe fn hipInit(&self, flags: ::std::os::raw::c_uint) -> hipError_t {
@@ -1749,6 +1849,13 @@ impl HipRuntime {
     }
     pub unsafe fn hipStreamCreate(&self, stream: *mut hipStream_t) -> hipError_t {
         (self.hipStreamCreate)(stream)
+    }
+    pub unsafe fn hipStreamCreateWithFlags(
+        &self,
+        stream: *mut hipStream_t,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipStreamCreateWithFlags)(stream, flags)
     }
     pub unsafe fn hipStreamDestroy(&self, stream: hipStream_t) -> hipError_t {
         (self.hipStreamDestroy)(stream)
@@ -1805,6 +1912,14 @@ impl HipRuntime {
         flags: ::std::os::raw::c_uint,
     ) -> hipError_t {
         (self.hipHostMalloc)(ptr, size, flags)
+    }
+    pub unsafe fn hipMallocManaged(
+        &self,
+        dev_ptr: *mut *mut ::std::os::raw::c_void,
+        size: usize,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipMallocManaged)(dev_ptr, size, flags)
     }
     pub unsafe fn hipHostRegister(
         &self,
@@ -1935,6 +2050,24 @@ impl HipRuntime {
     ) -> hipError_t {
         (self.hipMemGetInfo)(free, total)
     }
+    pub unsafe fn hipDeviceEnablePeerAccess(
+        &self,
+        peerDeviceId: ::std::os::raw::c_int,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipDeviceEnablePeerAccess)(peerDeviceId, flags)
+    }
+    pub unsafe fn hipMemcpyPeerAsync(
+        &self,
+        dst: *mut ::std::os::raw::c_void,
+        dstDeviceId: ::std::os::raw::c_int,
+        src: *const ::std::os::raw::c_void,
+        srcDevice: ::std::os::raw::c_int,
+        sizeBytes: usize,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipMemcpyPeerAsync)(dst, dstDeviceId, src, srcDevice, sizeBytes, stream)
+    }
     pub unsafe fn hipModuleUnload(&self, module: hipModule_t) -> hipError_t {
         (self.hipModuleUnload)(module)
     }
@@ -2006,5 +2139,42 @@ impl HipRuntime {
             dynSharedMemPerBlk,
             blockSizeLimit,
         )
+    }
+    pub unsafe fn hipStreamBeginCapture(
+        &self,
+        stream: hipStream_t,
+        mode: hipStreamCaptureMode,
+    ) -> hipError_t {
+        (self.hipStreamBeginCapture)(stream, mode)
+    }
+    pub unsafe fn hipStreamEndCapture(
+        &self,
+        stream: hipStream_t,
+        pGraph: *mut hipGraph_t,
+    ) -> hipError_t {
+        (self.hipStreamEndCapture)(stream, pGraph)
+    }
+    pub unsafe fn hipGraphDestroy(&self, graph: hipGraph_t) -> hipError_t {
+        (self.hipGraphDestroy)(graph)
+    }
+    pub unsafe fn hipGraphInstantiate(
+        &self,
+        pGraphExec: *mut hipGraphExec_t,
+        graph: hipGraph_t,
+        pErrorNode: *mut hipGraphNode_t,
+        pLogBuffer: *mut ::std::os::raw::c_char,
+        bufferSize: usize,
+    ) -> hipError_t {
+        (self.hipGraphInstantiate)(pGraphExec, graph, pErrorNode, pLogBuffer, bufferSize)
+    }
+    pub unsafe fn hipGraphLaunch(
+        &self,
+        graphExec: hipGraphExec_t,
+        stream: hipStream_t,
+    ) -> hipError_t {
+        (self.hipGraphLaunch)(graphExec, stream)
+    }
+    pub unsafe fn hipGraphExecDestroy(&self, graphExec: hipGraphExec_t) -> hipError_t {
+        (self.hipGraphExecDestroy)(graphExec)
     }
 }

@@ -402,6 +402,9 @@ fn device_limits(
         max_block: limits.max_compute_work_group_size,
         max_grid: limits.max_compute_work_group_count,
         shared_memory_per_block: u64::from(limits.max_compute_shared_memory_size),
+        shared_memory_per_block_optin: u64::from(limits.max_compute_shared_memory_size),
+        // Buffers live behind the allocation table's synthetic addresses, not the host's.
+        managed_memory: false,
         total_memory,
     }
 }
