@@ -325,6 +325,43 @@ impl Device {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// Lets this device's kernels read and write `peer`'s memory directly (NVLink or PCIe
+    /// peer-to-peer: `cuCtxEnablePeerAccess`, `hipDeviceEnablePeerAccess`); enabled already is
+    /// no error. Peer copies ([`Stream::copy_from_peer`]) need no access: without it the driver
+    /// routes them through the host. An error between devices of different drivers, for the
+    /// host and Vulkan devices, and where the two GPUs cannot reach each other.
+    pub fn enable_peer_access(&self, peer: &Device) -> Result<()> {
+        if self.is_same(peer) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{} is the device itself, not a peer", peer.name()),
+            ));
+        }
+        if self.vendor() != peer.vendor() {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "peer access between {} and {}: only two GPUs of one driver (CUDA or HIP) \
+                     reach each other's memory",
+                    self.name(),
+                    peer.name()
+                ),
+            ));
+        }
+        self.current()?
+            .enable_peer_access(peer.inner.found.raw)
+            .map_err(|e| {
+                e.map_message(|message| {
+                    format!("{message}: from {} to {}", self.name(), peer.name())
+                })
+            })
+    }
+
+    /// The driver's handle of the device (CUDA: its primary context; HIP: its ordinal).
+    pub(crate) fn handle(&self) -> Handle {
+        self.inner.found.raw
+    }
+
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<()> {
         event!(debug, device = self.name(), "synchronize device");

@@ -339,6 +339,13 @@ impl Graph {
         if guards.iter().any(|guard| guard.retired()) {
             return Err(dropped());
         }
+        if guards.iter().any(|guard| guard.on_host()) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "a managed buffer this graph uses is borrowed on the host \
+                 (DeviceBuffer::host_slice); replay the graph once that slice is dropped",
+            ));
+        }
         // Each operation's buffers as indices into `guards` (every one was found above).
         let slots: Vec<Vec<usize>> = self
             .ops

@@ -84,7 +84,7 @@ pub use graph::Graph;
 pub use half::{bf16, f16};
 pub use kernel::Kernel;
 pub use launch::{launch, LaunchConfig};
-pub use memory::{DeviceBuffer, DevicePtr, DeviceRange};
+pub use memory::{DeviceBuffer, DevicePtr, DeviceRange, HostSlice};
 #[doc(hidden)]
 pub use memref::{memref_descriptor, MemrefDescriptor, MemrefLayout, MemrefType};
 pub use memref::{AsMemref, MemrefView};

@@ -39,6 +39,8 @@ pub struct DeviceBuffer<T: Pod> {
     len: usize,
     /// The work queued on it (`tracking.rs`), shared with the graphs that replay work on it.
     tracking: Arc<Mutex<Tracking>>,
+    /// Managed memory, which the host may use at the same address (`alloc_managed`).
+    managed: bool,
     _element: PhantomData<T>,
 }
 
@@ -91,7 +93,94 @@ impl<T: Pod> DeviceBuffer<T> {
             ptr,
             len,
             tracking: Arc::default(),
+            managed: false,
             _element: PhantomData,
+        })
+    }
+
+    /// `len` zeroed elements of managed memory: one address that kernels on the device and
+    /// the host both use (`cuMemAllocManaged`, `hipMallocManaged`; ordinary memory on the host
+    /// device), read and written on the host through [`DeviceBuffer::host_slice`] without a
+    /// copy. An error on a device without managed memory the host may use while kernels run
+    /// (`DeviceLimits::managed_memory`: CUDA's and HIP's concurrent managed access; not Vulkan).
+    pub fn alloc_managed(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
+        if !device.limits().managed_memory {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "{} has no managed memory the host may use while kernels run (CUDA's and \
+                     HIP's concurrent managed access); allocate with DeviceBuffer::alloc and copy",
+                    device.name()
+                ),
+            ));
+        }
+        let bytes = Self::bytes(len)?;
+        let ptr = if bytes > 0 {
+            device
+                .current()?
+                .alloc_managed(bytes)
+                .map_err(|e| device.context(e))?
+        } else {
+            0
+        };
+        let mut buffer = DeviceBuffer {
+            device: device.clone(),
+            ptr,
+            len,
+            tracking: Arc::default(),
+            managed: true,
+            _element: PhantomData,
+        };
+        buffer.host_slice()?.fill(T::zeroed());
+        Ok(buffer)
+    }
+
+    /// The elements of a managed buffer ([`DeviceBuffer::alloc_managed`]) as a host slice, once
+    /// the work queued on the buffer has run: the host reads and writes the memory kernels use,
+    /// without a copy. While the slice lives nothing else can use the buffer (it is borrowed
+    /// mutably; a graph that replays work on it refuses to). An error for memory that is not
+    /// managed, and when waiting for the buffer's work failed.
+    pub fn host_slice(&mut self) -> Result<HostSlice<'_, T>> {
+        if !self.managed {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "this buffer on {} is not managed memory (DeviceBuffer::alloc_managed): \
+                     read it with to_vec or copy_to, write it with copy_from",
+                    self.device.name()
+                ),
+            ));
+        }
+        {
+            let mut tracking = lock(&self.tracking);
+            if !tracking.wait_all(&self.device) {
+                return Err(Error::new(
+                    ErrorKind::Driver,
+                    format!(
+                        "waiting for the work on a managed buffer of {} failed (see the \
+                         device's next synchronization)",
+                        self.device.name()
+                    ),
+                ));
+            }
+            tracking.set_on_host(true);
+        }
+        let elements = if self.len == 0 {
+            std::ptr::NonNull::<T>::dangling().as_ptr()
+        } else {
+            self.ptr as *mut T
+        };
+        // SAFETY: managed memory of `len` elements (or none: a dangling, aligned pointer),
+        // which the host may use at its device address while kernels run elsewhere on the device
+        // (concurrent managed access, checked at allocation), aligned for `T` (the drivers align
+        // allocations to 256 bytes, the host driver to its ALIGNMENT), initialized (zeroed at
+        // allocation, `Pod` ever since). No queued work uses it (waited for above), and none can
+        // be queued while the slice lives: launches and copies borrow the buffer, graphs see the
+        // host's borrow and refuse to replay.
+        let elements = unsafe { std::slice::from_raw_parts_mut(elements, self.len) };
+        Ok(HostSlice {
+            elements,
+            tracking: &self.tracking,
         })
     }
 
@@ -180,6 +269,7 @@ impl<T: Pod> DeviceBuffer<T> {
             ptr: ptr.0,
             len,
             tracking: Arc::default(),
+            managed: false,
             _element: PhantomData,
         }
     }
@@ -249,6 +339,40 @@ impl<T: Pod> DeviceBuffer<T> {
                 ),
             ))
         }
+    }
+}
+
+/// A managed buffer's elements on the host ([`DeviceBuffer::host_slice`]).
+pub struct HostSlice<'a, T: Pod> {
+    elements: &'a mut [T],
+    tracking: &'a Mutex<Tracking>,
+}
+
+impl<T: Pod> std::ops::Deref for HostSlice<'_, T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        self.elements
+    }
+}
+
+impl<T: Pod> std::ops::DerefMut for HostSlice<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.elements
+    }
+}
+
+impl<T: Pod> Drop for HostSlice<'_, T> {
+    /// The buffer may be used by the device again (a slice leaked with `mem::forget` leaves
+    /// graphs refusing to replay work on it, never running it under the host's borrow).
+    fn drop(&mut self) {
+        lock(self.tracking).set_on_host(false);
+    }
+}
+
+impl<T: Pod + std::fmt::Debug> std::fmt::Debug for HostSlice<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.elements.fmt(f)
     }
 }
 
@@ -517,6 +641,73 @@ impl Stream {
         target.note(&end, Access::Write);
         source.note(&end, Access::Read);
         Ok(())
+    }
+
+    /// Copies `source`, on another device, into `target` (of the same length, on this stream's
+    /// device), in this stream's order.
+    ///
+    /// Between two GPUs of one driver (CUDA, HIP) it is one queued peer copy
+    /// (`cuMemcpyPeerAsync`, `hipMemcpyPeerAsync`: direct over NVLink or PCIe, through the host
+    /// where the two cannot reach each other): the source's last write is waited for first, on
+    /// the host (its events belong to its own device), and the source's drop and later writes
+    /// wait for the copy. Between devices of different drivers (a GPU and the host, two Vulkan
+    /// devices), the elements go through host memory, and the copy is done when this returns.
+    pub fn copy_from_peer<T: Pod>(
+        &self,
+        target: &impl DeviceRange<T>,
+        source: &impl DeviceRange<T>,
+    ) -> Result<()> {
+        let (target_span, source_span) = (target.span()?, source.span()?);
+        target_span.check(self, source_span.len, "copying from another device")?;
+        if source_span.device.is_same(self.device()) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "copying from another device: both ranges live on {}; use Stream::copy",
+                    self.device().name()
+                ),
+            ));
+        }
+        let bytes = target_span.bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        if graph::capturing(self) {
+            return Err(graph::not_capturable("a copy between devices"));
+        }
+        if source_span.device.vendor() == self.device().vendor() {
+            lock(source_span.tracking).wait_write(source_span.device)?;
+            target_span.before(self, Access::Write)?;
+            let driver = self.device().current()?;
+            // SAFETY: `len` elements on both sides, each on its device; both outlive the queued
+            // copy (their drops wait for the mark noted below).
+            let queued = unsafe {
+                driver.copy_peer_async(
+                    (target_span.ptr, self.device().handle()),
+                    (source_span.ptr, source_span.device.handle()),
+                    bytes,
+                    self.raw(),
+                )
+            }
+            .map_err(|e| self.device().context(e))?;
+            if queued {
+                event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes, "copy from peer");
+                let end = mark_end(&Queue::Stream(self));
+                if !matches!(end, After::Mark(_)) {
+                    // Nothing the source's device could wait for: the copy is done on return.
+                    self.synchronize()?;
+                }
+                target_span.note(&end, Access::Write);
+                source_span.note(&end, Access::Read);
+                return Ok(());
+            }
+        }
+        let mut staged = vec![T::zeroed(); source_span.len];
+        source_span
+            .device
+            .helper_stream()?
+            .copy_to_host(&mut staged, source)?;
+        self.copy_to_device(target, &staged)
     }
 
     /// Sets every element of `target` to `value` in the stream's order: a queued memset of 1, 2

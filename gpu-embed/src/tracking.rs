@@ -76,6 +76,8 @@ pub(crate) struct Tracking {
     escaped: bool,
     /// The buffer is being dropped: nothing may queue work on it any more.
     retired: bool,
+    /// The host holds a slice of the (managed) buffer: graphs refuse to replay work on it.
+    on_host: bool,
 }
 
 impl Tracking {
@@ -96,11 +98,25 @@ impl Tracking {
             Access::Write => &self.reads[..],
         };
         for mark in self.write.iter().chain(reads) {
-            if mark.queue != handle {
+            if !mark.event.device().is_same(device) {
+                // A peer copy's mark, of the device that ran it: the host waits for it.
+                mark.event.synchronize()?;
+            } else if mark.queue != handle {
                 stream.wait(&mark.event)?;
             }
         }
         Ok(())
+    }
+
+    /// Waits, on the host, for the buffer's last write (for the whole device when its work
+    /// may be unrecorded): what a peer copy from it must follow.
+    pub(crate) fn wait_write(&self, device: &Device) -> Result<()> {
+        if self.escaped {
+            return device.synchronize();
+        }
+        self.write
+            .iter()
+            .try_for_each(|mark| mark.event.synchronize())
     }
 
     /// Notes that an operation using the buffer with `access` ended at `after`.
@@ -133,6 +149,16 @@ impl Tracking {
     /// Whether the buffer is being dropped.
     pub(crate) fn retired(&self) -> bool {
         self.retired
+    }
+
+    /// Notes whether the host holds a slice of the buffer (`DeviceBuffer::host_slice`).
+    pub(crate) fn set_on_host(&mut self, on_host: bool) {
+        self.on_host = on_host;
+    }
+
+    /// Whether the host holds a slice of the buffer.
+    pub(crate) fn on_host(&self) -> bool {
+        self.on_host
     }
 
     /// Whether work on the buffer may be unrecorded (its address was handed out).

@@ -583,6 +583,11 @@ impl Driver for Host {
         Ok(())
     }
 
+    fn alloc_managed(&self, bytes: usize) -> Result<u64> {
+        // The host device's memory is the host's own.
+        self.alloc(bytes)
+    }
+
     fn alloc(&self, bytes: usize) -> Result<u64> {
         // The size is checked before any arithmetic: the header must fit, and a `Layout` is at
         // most `isize::MAX` bytes.
