@@ -1,5 +1,7 @@
 //! Launch overhead: the typed stub (`vadd::vadd`) against a raw CUDA driver launch of the same
-//! kernel object, same arguments, in one run (on AMD GPUs: the stub alone). Builds everywhere; measures where a GPU is present.
+//! kernel object, same arguments, in one run (on AMD GPUs: the stub alone); a graph replay of
+//! the same launches; and the stub again with buffer tracking off, which prices the tracking
+//! (candle measured ~10% for cudarc's, candle #2999). On the first GPU, else on the host device.
 //!
 //!     cargo bench -p sample-project --bench launch_overhead
 
@@ -16,8 +18,8 @@ fn main() {
     let device = match Device::default_gpu() {
         Ok(device) => device,
         Err(error) => {
-            println!("launch_overhead: no GPU, nothing to measure ({error})");
-            return;
+            println!("launch_overhead: no GPU ({error}); measuring the host device");
+            Device::host()
         }
     };
     let a = DeviceBuffer::from_slice(&device, &vec![1.0f32; N]).unwrap();
@@ -35,6 +37,14 @@ fn main() {
     }
     device.synchronize().unwrap();
     let stub_time = start.elapsed() / LAUNCHES;
+    let time_stub = || {
+        let start = Instant::now();
+        for _ in 0..LAUNCHES {
+            stub();
+        }
+        device.synchronize().unwrap();
+        start.elapsed() / LAUNCHES
+    };
 
     // The same launches captured once on a stream and replayed as a graph.
     let stream = device.create_stream().unwrap();
@@ -61,6 +71,28 @@ fn main() {
     println!(
         "  graph replay              {:>8.2} us",
         replay_time.as_secs_f64() * 1e6
+    );
+    // Tracking costs an event per launch where the driver does not order all work itself.
+    // Five rounds each, medians; tracking off last, as it stays off.
+    let mut tracked = Vec::new();
+    for _ in 0..5 {
+        tracked.push(time_stub());
+    }
+    // SAFETY: from here on one stream (the default one) uses the buffers: nothing to order.
+    unsafe { device.disable_tracking() };
+    let mut untracked = Vec::new();
+    for _ in 0..5 {
+        untracked.push(time_stub());
+    }
+    let median = |times: &mut Vec<std::time::Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let (tracked, untracked) = (median(&mut tracked), median(&mut untracked));
+    println!(
+        "  stub, tracking off        {:>8.2} us (tracked/untracked {:.2}x)",
+        untracked.as_secs_f64() * 1e6,
+        tracked.as_secs_f64() / untracked.as_secs_f64()
     );
     if device.vendor() != gpu_embed::Vendor::Nvptx {
         println!("  (the raw-driver comparison is written against the CUDA driver API only)");
