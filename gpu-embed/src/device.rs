@@ -380,6 +380,7 @@ impl Device {
             raw,
             last_launch: LastLaunchSlot::default(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            alive: Arc::new(()),
         })
     }
 
@@ -645,6 +646,9 @@ pub struct Stream {
     last_launch: LastLaunchSlot,
     /// Unique in the process (a driver may hand a dropped stream's handle out again).
     id: u64,
+    /// Lives as long as the stream: a capture left open by a dropped stream is found by its
+    /// weak references and discarded (`graph.rs`).
+    alive: Arc<()>,
 }
 
 impl Stream {
@@ -662,6 +666,11 @@ impl Stream {
     /// The stream's identity in this process.
     pub(crate) fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Whether the stream still exists, for what outlives it.
+    pub(crate) fn liveness(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.alive)
     }
 
     /// Remembers a kernel launched on the stream.

@@ -58,10 +58,16 @@ enum Op {
 /// Captured operations, each with the buffers it uses.
 type Ops = Vec<(Op, Vec<Use>)>;
 
-/// The operations being captured, by stream id.
-static CAPTURES: Mutex<Option<HashMap<u64, Ops>>> = Mutex::new(None);
+/// One stream's capture: the operations so far, and whether the stream still exists.
+struct Capture {
+    stream: Weak<()>,
+    ops: Ops,
+}
 
-fn captures() -> MutexGuard<'static, Option<HashMap<u64, Ops>>> {
+/// The operations being captured, by stream id.
+static CAPTURES: Mutex<Option<HashMap<u64, Capture>>> = Mutex::new(None);
+
+fn captures() -> MutexGuard<'static, Option<HashMap<u64, Capture>>> {
     CAPTURES
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -86,11 +92,11 @@ pub(crate) fn not_capturable(what: &str) -> Error {
 }
 
 fn record(stream: &Stream, op: Op, uses: Vec<Use>) {
-    if let Some(ops) = captures()
+    if let Some(capture) = captures()
         .as_mut()
         .and_then(|captures| captures.get_mut(&stream.id()))
     {
-        ops.push((op, uses));
+        capture.ops.push((op, uses));
     }
 }
 
@@ -222,13 +228,19 @@ impl Stream {
     pub fn begin_capture(&self) -> Result<()> {
         let mut captures = captures();
         let captures = captures.get_or_insert_with(HashMap::new);
+        // Captures of streams dropped while capturing go now.
+        captures.retain(|_, capture| capture.stream.strong_count() > 0);
         if captures.contains_key(&self.id()) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "the stream is capturing already",
             ));
         }
-        captures.insert(self.id(), Vec::new());
+        let capture = Capture {
+            stream: self.liveness(),
+            ops: Vec::new(),
+        };
+        captures.insert(self.id(), capture);
         Ok(())
     }
 
@@ -237,7 +249,8 @@ impl Stream {
         let ops = captures()
             .as_mut()
             .and_then(|captures| captures.remove(&self.id()))
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the stream is not capturing"))?;
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the stream is not capturing"))?
+            .ops;
         let device = self.device().clone();
         let executable = if ops.is_empty() {
             None
@@ -474,5 +487,23 @@ unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: Handle) ->
             // SAFETY: as above, for the filled range.
             unsafe { driver.fill_async(*target, *pattern, *count, stream) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capture_left_open_by_a_dropped_stream_is_discarded() {
+        let host = Device::host();
+        let dropped = host.create_stream().unwrap();
+        dropped.begin_capture().unwrap();
+        let id = dropped.id();
+        drop(dropped);
+        let stream = host.create_stream().unwrap();
+        stream.begin_capture().unwrap();
+        assert!(!captures().as_ref().unwrap().contains_key(&id));
+        assert!(stream.end_capture().unwrap().is_empty());
     }
 }
