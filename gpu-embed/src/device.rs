@@ -44,7 +44,13 @@ struct Inner {
     /// The stream the whole-buffer helpers queue on (`Device::helper_stream`). It holds the
     /// device, so the device is never freed: devices live as long as the process anyway.
     helper: OnceLock<Stream>,
+    /// Tracking's marker events nothing holds any more, to record again
+    /// (`Driver::create_marker_event`): an operation then costs a recording, not a creation.
+    markers: Mutex<Vec<Handle>>,
 }
+
+/// Marker events kept per device at most; more are destroyed.
+const POOLED_MARKERS: usize = 256;
 
 /// A device's driver, the device current on the thread while this lives (`Device::current`).
 pub(crate) struct Current {
@@ -278,6 +284,7 @@ impl Device {
                 modules: Mutex::new(HashMap::new()),
                 untracked: AtomicBool::new(false),
                 helper: OnceLock::new(),
+                markers: Mutex::default(),
                 last_launch: LastLaunchSlot::default(),
             }),
         }
@@ -318,6 +325,26 @@ impl Device {
     /// at gpu-embed's own state of the device, which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
         self.inner.found.raw.0
+    }
+
+    /// A marker event from the device's pool, if it has one.
+    pub(crate) fn pooled_marker(&self) -> Option<Handle> {
+        self.inner
+            .markers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+    }
+
+    /// Keeps a marker event nothing holds for the next operation; `false` when the pool is
+    /// full (the caller destroys it).
+    pub(crate) fn pool_marker(&self, marker: Handle) -> bool {
+        let mut markers = self.inner.markers.lock().unwrap_or_else(|p| p.into_inner());
+        if markers.len() < POOLED_MARKERS {
+            markers.push(marker);
+            return true;
+        }
+        false
     }
 
     /// Whether both handles are the same device.

@@ -18,6 +18,8 @@ pub struct Event {
     raw: Handle,
     /// The last kernel launched before the last recording, to name in a fault it reports.
     after_launch: LastLaunchSlot,
+    /// A marker event of tracking (`Device::marker_event`): back to the device's pool on drop.
+    marker: bool,
 }
 
 impl Device {
@@ -31,6 +33,25 @@ impl Device {
             device: self.clone(),
             raw,
             after_launch: LastLaunchSlot::default(),
+            marker: false,
+        })
+    }
+
+    /// An event for buffers' tracking (`tracking.rs`), never timed: one of the device's pooled
+    /// marker events where its driver has them (CUDA, HIP), else a new ordinary event.
+    pub(crate) fn marker_event(&self) -> Result<Event> {
+        let raw = match self.pooled_marker() {
+            Some(raw) => raw,
+            None => match self.current()?.create_marker_event() {
+                Some(created) => created.map_err(|e| self.context(e))?,
+                None => return self.create_event(),
+            },
+        };
+        Ok(Event {
+            device: self.clone(),
+            raw,
+            after_launch: LastLaunchSlot::default(),
+            marker: true,
         })
     }
 
@@ -144,6 +165,9 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
+        if self.marker && self.device.pool_marker(self.raw) {
+            return;
+        }
         if let Ok(driver) = self.device.current() {
             driver.destroy_event(self.raw);
         }

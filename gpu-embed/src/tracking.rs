@@ -55,7 +55,7 @@ pub(crate) fn mark_end(queue: &Queue) -> After {
         return After::Ordered;
     }
     let event = device
-        .create_event()
+        .marker_event()
         .and_then(|event| queue.record(&event).map(|()| event));
     match event {
         Ok(event) => After::Mark(Mark {

@@ -134,6 +134,8 @@ const HIP_FUNCTIONS: &[&str] = &[
     // Graphs, peers and managed memory, as for CUDA (AMD has no shared memory opt-in: a block
     // may use all of it).
     "hipStreamCreateWithFlags",
+    // Tracking's events, which are never timed.
+    "hipEventCreateWithFlags",
     "hipStreamBeginCapture",
     "hipStreamEndCapture",
     "hipGraphInstantiate",
@@ -227,7 +229,8 @@ fn cuda() -> String {
     .allowlist_var("CUDA_SUCCESS")
     .allowlist_var("CUDA_ERROR_NOT_READY")
     .allowlist_type("CUmemAttach_flags_enum")
-    .allowlist_type("CUstream_flags_enum");
+    .allowlist_type("CUstream_flags_enum")
+    .allowlist_type("CUevent_flags_enum");
     generate(
         builder,
         provenance("cuda.h of the nvidia-cuda-runtime-cu12 12.9.79 wheel"),
@@ -245,7 +248,8 @@ fn hip() -> String {
     .allowlist_var("hipSuccess")
     .allowlist_var("hipErrorNotReady")
     .allowlist_var("hipMemAttachGlobal")
-    .allowlist_var("hipStreamNonBlocking");
+    .allowlist_var("hipStreamNonBlocking")
+    .allowlist_var("hipEventDisableTiming");
     generate(
         builder,
         provenance("hip/hip_runtime_api.h of Debian 12's libamdhip64-dev 5.2.3"),

@@ -525,6 +525,16 @@ impl Driver for Cuda {
         Ok(Handle(event.cast()))
     }
 
+    fn create_marker_event(&self) -> Option<Result<Handle>> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        let created = self.check(
+            unsafe { (self.api.cuEventCreate)(&mut event, sys::CU_EVENT_DISABLE_TIMING) },
+            || "cuEventCreate".into(),
+        );
+        Some(created.map(|()| Handle(event.cast())))
+    }
+
     fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
         // SAFETY: a live event and stream (or null) of the current context.
         self.check(

@@ -577,6 +577,16 @@ impl Driver for Hip {
         Ok(Handle(event.cast()))
     }
 
+    fn create_marker_event(&self) -> Option<Result<Handle>> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        let created = self.check(
+            unsafe { (self.api.hipEventCreateWithFlags)(&mut event, sys::hipEventDisableTiming) },
+            || "hipEventCreateWithFlags".into(),
+        );
+        Some(created.map(|()| Handle(event.cast())))
+    }
+
     fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
         // SAFETY: a live event and stream (or null) of the current device.
         self.check(

@@ -316,6 +316,14 @@ pub(crate) trait Driver: Sync {
     /// Makes `stream` (null: the default stream) wait for `event`'s last recording.
     fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()>;
     fn create_event(&self) -> Result<Handle>;
+    /// An event only waited for, never timed (`CU_EVENT_DISABLE_TIMING`: cheaper to record and
+    /// to wait for), for buffers' tracking; `None` where the driver has no such kind, or where
+    /// a wait queued on an event may see a later recording of it (the host's lazy queues): the
+    /// caller then makes a new ordinary event each time. Such events are pooled and recorded
+    /// again once nothing holds them, as a queued wait has taken its recording already.
+    fn create_marker_event(&self) -> Option<Result<Handle>> {
+        None
+    }
     /// Records `event` on `stream` (null: the default stream).
     fn record_event(&self, event: Handle, stream: Handle) -> Result<()>;
     /// Whether the work before the event's last recording has finished.

@@ -150,6 +150,7 @@ where
     }
 }
 pub const hipStreamNonBlocking: u32 = 1;
+pub const hipEventDisableTiming: u32 = 2;
 pub const hipMemAttachGlobal: u32 = 1;
 #[repr(C)]
 #[repr(align(4))]
@@ -1463,6 +1464,10 @@ pub struct HipRuntime {
         event: hipEvent_t,
         flags: ::std::os::raw::c_uint,
     ) -> hipError_t,
+    pub hipEventCreateWithFlags: unsafe extern "C" fn(
+        event: *mut hipEvent_t,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
     pub hipEventCreate: unsafe extern "C" fn(event: *mut hipEvent_t) -> hipError_t,
     pub hipEventRecord: unsafe extern "C" fn(
         event: hipEvent_t,
@@ -1680,6 +1685,9 @@ impl HipRuntime {
             .get(b"hipStreamSynchronize\0")
             .map(|sym| *sym)?;
         let hipStreamWaitEvent = __library.get(b"hipStreamWaitEvent\0").map(|sym| *sym)?;
+        let hipEventCreateWithFlags = __library
+            .get(b"hipEventCreateWithFlags\0")
+            .map(|sym| *sym)?;
         let hipEventCreate = __library.get(b"hipEventCreate\0").map(|sym| *sym)?;
         let hipEventRecord = __library.get(b"hipEventRecord\0").map(|sym| *sym)?;
         let hipEventDestroy = __library.get(b"hipEventDestroy\0").map(|sym| *sym)?;
@@ -1758,6 +1766,7 @@ impl HipRuntime {
             hipStreamDestroy,
             hipStreamSynchronize,
             hipStreamWaitEvent,
+            hipEventCreateWithFlags,
             hipEventCreate,
             hipEventRecord,
             hipEventDestroy,
@@ -1870,6 +1879,13 @@ impl HipRuntime {
         flags: ::std::os::raw::c_uint,
     ) -> hipError_t {
         (self.hipStreamWaitEvent)(stream, event, flags)
+    }
+    pub unsafe fn hipEventCreateWithFlags(
+        &self,
+        event: *mut hipEvent_t,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipEventCreateWithFlags)(event, flags)
     }
     pub unsafe fn hipEventCreate(&self, event: *mut hipEvent_t) -> hipError_t {
         (self.hipEventCreate)(event)
