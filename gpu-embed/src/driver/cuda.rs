@@ -581,15 +581,15 @@ impl Driver for Cuda {
         record: &mut dyn FnMut(Handle) -> Result<()>,
     ) -> Result<Option<Handle>> {
         let mut stream = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer. Non-blocking: work on the legacy default stream by
-        // other threads cannot join (and so break) the capture.
         self.check(
+            // SAFETY: a valid out-pointer. Non-blocking: work on the legacy default stream by
+            // other threads cannot join (and so break) the capture.
             unsafe { (self.api.cuStreamCreate)(&mut stream, sys::CU_STREAM_NON_BLOCKING) },
             || "cuStreamCreate".into(),
         )?;
-        // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
-        // against the capture.
         let begun = self.check(
+            // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
+            // against the capture.
             unsafe {
                 (self.api.cuStreamBeginCapture_v2)(stream, sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             },

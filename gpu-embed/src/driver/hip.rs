@@ -485,15 +485,15 @@ impl Driver for Hip {
         record: &mut dyn FnMut(Handle) -> Result<()>,
     ) -> Result<Option<Handle>> {
         let mut stream = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer. Non-blocking: work on the default stream by other
-        // threads cannot join (and so break) the capture.
         self.check(
+            // SAFETY: a valid out-pointer. Non-blocking: work on the default stream by other
+            // threads cannot join (and so break) the capture.
             unsafe { (self.api.hipStreamCreateWithFlags)(&mut stream, sys::hipStreamNonBlocking) },
             || "hipStreamCreateWithFlags".into(),
         )?;
-        // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
-        // against the capture.
         let begun = self.check(
+            // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
+            // against the capture.
             unsafe {
                 (self.api.hipStreamBeginCapture)(stream, sys::hipStreamCaptureModeThreadLocal)
             },
