@@ -2,7 +2,8 @@
 # Installs what building and testing this workspace needs on Debian 12, skipping what is there:
 # LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, Debian's HIP
 # runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the Vulkan loader, the
-# Khronos validation layer and spirv-val (the Vulkan target's tests), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
+# Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
+# loader (the host target's peer in benches/host_vs_peers.rs), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
 # wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
 # installed) under /opt/gpu-build/hip6 for the driver-binding tests, and MLIR's GPU integration
 # tests from Debian's LLVM source. Safe to run again.
@@ -10,7 +11,8 @@ set -euo pipefail
 
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip
-          valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools)
+          valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools
+          pocl-opencl-icd ocl-icd-libopencl1)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

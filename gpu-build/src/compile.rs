@@ -263,6 +263,7 @@ fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<Lowered
             Lowering::Mlir {
                 pipeline,
                 kernel_attribute,
+                ..
             } => {
                 let indexed: Vec<_> = unit.modules.iter().map(|m| (m.index, &m.desc)).collect();
                 lower_to_llvm(

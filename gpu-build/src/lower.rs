@@ -41,11 +41,14 @@ fn pipeline(vendor_dialect_pass: Option<&str>, vendor_pass: &str) -> String {
 }
 
 /// How a gpu.module becomes LLVM IR for a target. Targets with the same lowering (every NVPTX
-/// chip and the host; AMDGPU chips with the same chipset) share one lowered module.
+/// chip; AMDGPU chips with the same chipset) share one lowered module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Lowering {
-    /// An MLIR pass pipeline, then the translation with this kernel attribute.
+    /// The vendor's preparation (`LlvmTarget::prepare_for_lowering`), an MLIR pass pipeline,
+    /// then the translation with this kernel attribute. The host runs NVVM's pipeline but
+    /// prepares the module its own way, so it shares no lowering with NVPTX chips.
     Mlir {
+        vendor: Vendor,
         pipeline: String,
         kernel_attribute: &'static str,
     },
@@ -68,6 +71,7 @@ impl Lowering {
         }
         let processor = target.parse_chip(&spec.chip)?.processor;
         Ok(Lowering::Mlir {
+            vendor: spec.vendor,
             pipeline: pipeline(llvm.vendor_dialect_pass(), &llvm.lowering_pass(&processor)),
             kernel_attribute: llvm.kernel_attribute(),
         })

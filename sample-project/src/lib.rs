@@ -25,6 +25,15 @@ gpu_embed::include_gpu_binary!(
     "kernels/matmul.mlir",
     targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
 );
+// The host target's benchmark against PoCL and rayon (`benches/host_vs_peers.rs`).
+gpu_embed::include_gpu_binary!(
+    "kernels/stencil.mlir",
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+);
+gpu_embed::include_gpu_binary!(
+    "kernels/block_total.mlir",
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+);
 
 /// Every embedded gpu.module.
 pub static BINARIES: [&Binary; 5] = [

@@ -30,6 +30,7 @@
 //! barrier function pointers.
 
 mod assert;
+mod block_reduce;
 mod fission;
 mod ir;
 mod mma;
@@ -221,9 +222,11 @@ impl LlvmTarget for Host {
     }
 
     /// TMA descriptors become pointers before the NVVM lowering (see
-    /// `pass_tensor_maps_as_pointers`).
+    /// `pass_tensor_maps_as_pointers`), and block reductions go through workgroup memory
+    /// instead of warp shuffles (`block_reduce.rs`).
     fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
         pass_tensor_maps_as_pointers(context, gpu_module);
+        block_reduce::all_reduce_through_workgroup_memory(context, gpu_module);
     }
 
     /// The host starts from the NVVM lowering (with `redux.sync` for `gpu.subgroup_reduce`, as
