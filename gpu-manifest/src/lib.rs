@@ -49,6 +49,12 @@ pub mod host_abi {
     pub const ASSERT_OFFSET: usize = 64;
     /// Dynamic shared memory a host launch may use (gpu-build reserves this much per thread).
     pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
+    /// The most threads a block of a host launch has.
+    pub const MAX_THREADS: u32 = 1024;
+    /// The most blocks a host launch has along each grid dimension (CUDA's limit for x): ids
+    /// and sizes then fit a non-negative `i32`, which gpu-build tells LLVM (the ranges let it
+    /// prove thread indices never wrap, as guards on them need).
+    pub const MAX_GRID: u32 = i32::MAX as u32;
     /// Threads per subgroup (warp) of a host launch: shuffles, subgroup reductions and MMA
     /// fragments run over groups of this many consecutive threads, as on NVIDIA GPUs.
     pub const SUBGROUP_SIZE: u32 = 32;

@@ -216,6 +216,11 @@ fn launch_configurations_a_gpu_rejects_are_errors() {
             config([1, 1, 1], [256, 1, 1], 64 * 1024 + 1),
             "65537 bytes of dynamic shared memory; the device allows at most 65536 per block",
         ),
+        // The host's ids fit a non-negative i32 (what its compiled kernels assume).
+        (
+            config([1 << 31, 1, 1], [1, 1, 1], 0),
+            "grid x of 2147483648 blocks; the device allows at most 2147483647 (max_grid)",
+        ),
     ];
     for (config, why) in bad {
         // SAFETY: rejected before the kernel runs.

@@ -212,8 +212,8 @@ fn every_stub_passes_what_every_object_declares() {
             }
         }
     }
-    // Sample: 6 kernels; memrefs: 5; names: 3 (AMDGPU only).
-    assert_eq!(checked, (11, 14), "(PTX, hsaco) kernel checks");
+    // Sample: 9 kernels; memrefs: 5; names: 3 (AMDGPU only).
+    assert_eq!(checked, (14, 17), "(PTX, hsaco) kernel checks");
 }
 
 /// A manifest that lies about a kernel's parameters fails the check, for both object kinds.

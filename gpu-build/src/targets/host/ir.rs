@@ -8,7 +8,7 @@ use crate::targets::interface::Job;
 use gpu_manifest::host_abi;
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{Linkage, Module};
-use inkwell::values::{AsValueRef, FunctionValue, GlobalValue, IntValue, PointerValue};
+use inkwell::values::{AsValueRef, BasicValue, FunctionValue, GlobalValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
 
 /// The ids' bytes in the context: `host_abi::ID_SLOTS` `u32`s.
@@ -98,6 +98,22 @@ pub(crate) fn id_reader<'ll>(
     let id = builder
         .build_load(i32_type, id_pointer, "value")
         .map_err(builder_error)?;
+    // What the runtime guarantees of each id (`host_abi`: its launches are checked against
+    // these limits), for LLVM: thread ids, block sizes, block ids, grid sizes.
+    let (low, high) = match slot {
+        0..=2 => (0u32, host_abi::MAX_THREADS),
+        3..=5 => (1, host_abi::MAX_THREADS + 1),
+        6..=8 => (0, host_abi::MAX_GRID),
+        _ => (1, host_abi::MAX_GRID + 1),
+    };
+    let range = job.llvm.metadata_node(&[
+        i32_type.const_int(u64::from(low), false).into(),
+        i32_type.const_int(u64::from(high), false).into(),
+    ]);
+    if let Some(load) = id.as_instruction_value() {
+        load.set_metadata(range, job.llvm.get_kind_id("range"))
+            .map_err(|e| Error::new(ErrorKind::Codegen, format!("marking an id's range: {e:?}")))?;
+    }
     builder.build_return(Some(&id)).map_err(builder_error)?;
     Ok(function)
 }

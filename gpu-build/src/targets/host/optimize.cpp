@@ -4,11 +4,20 @@
 //
 // The pass: a thread loop whose body starts with `if (id < bound) { work }`, with `bound` the same
 // for the whole loop, does nothing from the first thread that fails the test on (the test stays
-// false for every later thread, and what is left of an iteration has no effect), so it leaves the
-// loop there. GPU kernels guard work this way everywhere (`if (tid < stride)` in tree
-// reductions, `if (i < n)` bounds checks); without this, a halving reduction step walks all 256
-// threads of a block to run 1, 2, 4, ... of them. LLVM's loop-bound-split would split such loops
-// but accepts neither a one-sided `if` nor an id wider than the loop counter.
+// false for every later thread, and what is left of an iteration has no effect). GPU kernels
+// guard work this way everywhere (`if (tid < stride)` in tree reductions, `if (i < n)` bounds
+// checks). Two changes follow from it:
+//
+// - Versioning: when the test holds for the loop's last thread, it holds for all of them, so a
+//   copy of the loop without the test runs instead, which the vectorizer can take (a store
+//   behind a test cannot be vectorized without masked stores). `if (i < n)` passes in every
+//   block but the last, so saxpy's thread loops run vectorized.
+// - Exit: otherwise the loop leaves at the first thread that fails the test; without this, a
+//   halving reduction step walks all 256 threads of a block to run 1, 2, 4, ... of them.
+//
+// LLVM's loop-bound-split would split such loops but accepts neither a one-sided `if` nor an id
+// wider than the loop counter, and IRCE finds the check but not the iteration space of a thread
+// id computed from the block's.
 
 #include "llvm-c/Core.h"
 #include "llvm-c/TargetMachine.h"
@@ -21,7 +30,12 @@
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 
 #include <cstring>
 #include <string>
@@ -77,6 +91,103 @@ bool inSubloop(const Loop &L, const BasicBlock *B) {
     if (sub->contains(B))
       return true;
   return false;
+}
+
+// The metadata marking a loop versioned already (the original keeps its test; both copies are
+// left alone afterwards).
+const char *const VersionedMark = "gpu_build.versioned_at_guard";
+
+bool versioned(const Loop &L) {
+  const BasicBlock *latch = L.getLoopLatch();
+  return latch && latch->getTerminator()->getMetadata(VersionedMark);
+}
+
+void markVersioned(BasicBlock *latch) {
+  LLVMContext &context = latch->getContext();
+  latch->getTerminator()->setMetadata(VersionedMark, MDNode::get(context, {}));
+}
+
+// Whether the loop's shape is one both changes handle: a preheader, one latch that is its only
+// exit, a header ending in the guard, no value used after the loop.
+bool guardedLoop(Loop &L, BranchInst *&guard) {
+  BasicBlock *header = L.getHeader();
+  BasicBlock *latch = L.getLoopLatch();
+  if (!latch || !L.getUniqueExitBlock() || !L.getLoopPreheader() || L.getExitingBlock() != latch)
+    return false;
+  guard = dyn_cast<BranchInst>(header->getTerminator());
+  if (!guard || !guard->isConditional() || header == latch)
+    return false;
+  for (BasicBlock *B : L.blocks())
+    for (Instruction &I : *B)
+      for (User *user : I.users())
+        if (!L.contains(cast<Instruction>(user)->getParent()))
+          return false;
+  return true;
+}
+
+// Runs a copy of `L` without its guard when the guard holds at the last iteration (and so at
+// every one: it turns only once, from true to false). Returns whether it did.
+bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
+  BranchInst *guard;
+  if (versioned(L) || !L.isInnermost() || !guardedLoop(L, guard))
+    return false;
+  bool eventually;
+  if (!monotoneGuard(guard, L, SE, eventually) || eventually)
+    return false;
+  BasicBlock *header = L.getHeader();
+  BasicBlock *work = guard->getSuccessor(0);
+  BasicBlock *idle = guard->getSuccessor(1);
+  if (!L.contains(work) || !L.contains(idle) || work == idle || work->getSinglePredecessor() != header)
+    return false;
+  const SCEV *lastIteration = SE.getBackedgeTakenCount(&L);
+  if (isa<SCEVCouldNotCompute>(lastIteration))
+    return false;
+  // The guard's operands at the last iteration, computed in the preheader.
+  auto *compare = cast<ICmpInst>(guard->getCondition());
+  BasicBlock *preheader = L.getLoopPreheader();
+  SCEVExpander expander(SE, "guard");
+  Value *operands[2];
+  for (unsigned i = 0; i < 2; ++i) {
+    const SCEV *operand = SE.getSCEV(compare->getOperand(i));
+    if (const auto *rec = dyn_cast<SCEVAddRecExpr>(operand); rec && rec->getLoop() == &L) {
+      const SCEV *iteration = SE.getTruncateOrZeroExtend(lastIteration, rec->getType());
+      operand = rec->evaluateAtIteration(iteration, SE);
+    }
+    if (!SE.isLoopInvariant(operand, &L) || !expander.isSafeToExpand(operand))
+      return false;
+    operands[i] = expander.expandCodeFor(operand, compare->getOperand(i)->getType(),
+                                         preheader->getTerminator());
+  }
+  IRBuilder<> builder(preheader->getTerminator());
+  Value *always = builder.CreateICmp(compare->getPredicate(), operands[0], operands[1], "always");
+  // The copy, in a preheader of its own that the original preheader branches to when the guard
+  // always holds.
+  BasicBlock *exit = L.getUniqueExitBlock();
+  BasicBlock *latch = L.getLoopLatch();
+  ValueToValueMapTy map;
+  SmallVector<BasicBlock *, 16> blocks;
+  Loop *copy = cloneLoopWithPreheader(header, preheader, &L, map, ".unguarded", &LI, &DT, blocks);
+  remapInstructionsInBlocks(blocks, map);
+  auto *copyPreheader = cast<BasicBlock>(map[preheader]);
+  // The clone's preheader branches to the original header: to its own.
+  copyPreheader->getTerminator()->replaceUsesOfWith(header, cast<BasicBlock>(map[header]));
+  for (PHINode &phi : exit->phis())
+    phi.addIncoming(phi.getIncomingValueForBlock(latch), cast<BasicBlock>(map[latch]));
+  auto *copyGuard = cast<BranchInst>(map[guard]);
+  auto *copyIdle = cast<BasicBlock>(map[idle]);
+  copyIdle->removePredecessor(copyGuard->getParent());
+  BranchInst::Create(cast<BasicBlock>(map[work]), copyGuard->getIterator());
+  copyGuard->eraseFromParent();
+  Instruction *entry = preheader->getTerminator();
+  BranchInst::Create(copyPreheader, header, always, entry->getIterator());
+  entry->eraseFromParent();
+  // The original keeps a preheader of its own, which the exit change needs.
+  SplitEdge(preheader, header, nullptr, nullptr);
+  markVersioned(latch);
+  markVersioned(cast<BasicBlock>(map[latch]));
+  (void)copy;
+  SE.forgetLoop(&L);
+  return true;
 }
 
 // Makes `L` leave at its header's guard once the guard has turned for good, when everything
@@ -150,7 +261,7 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
       auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
       bool once = false;
       for (Loop *L : LI.getLoopsInPreorder())
-        if (exitAtGuard(*L, DT, SE)) {
+        if (versionAtGuard(*L, LI, DT, SE) || exitAtGuard(*L, DT, SE)) {
           once = true;
           break;
         }

@@ -30,8 +30,8 @@ use inkwell::IntPredicate;
 
 /// Threads per subgroup on the host (what `gpu-embed`'s host device reports as its warp size).
 pub(crate) const SUBGROUP_SIZE: u64 = gpu_manifest::host_abi::SUBGROUP_SIZE as u64;
-/// The most threads a block has on the host (`gpu-embed`'s host device limits).
-pub(super) const MAX_THREADS: u32 = 1024;
+/// The most threads a block has on the host (`host_abi`, which the runtime enforces).
+pub(super) const MAX_THREADS: u32 = gpu_manifest::host_abi::MAX_THREADS;
 const EXCHANGE_VARIABLE: &str = "__gpu_host_exchange";
 
 /// The shuffle modes.

@@ -170,9 +170,9 @@ impl Host {
                 // Subgroup operations run over subgroups of 32 threads (gpu-build's host
                 // target), as on NVIDIA GPUs.
                 warp_size: host_abi::SUBGROUP_SIZE,
-                max_threads_per_block: 1024,
-                max_block: [1024, 1024, 64],
-                max_grid: [u32::MAX, u32::MAX, u32::MAX],
+                max_threads_per_block: host_abi::MAX_THREADS,
+                max_block: [host_abi::MAX_THREADS, host_abi::MAX_THREADS, 64],
+                max_grid: [host_abi::MAX_GRID; 3],
                 shared_memory_per_block: u64::from(DYNAMIC_SHARED_BYTES),
                 shared_memory_per_block_optin: u64::from(DYNAMIC_SHARED_BYTES),
                 // Its buffers are the host's own memory.
@@ -236,6 +236,38 @@ fn check_shared_memory(shared: u32) -> Result<()> {
     Ok(())
 }
 
+/// The shape every host launch has, whichever way it came (`LaunchConfig` checks it against the
+/// device's limits first; `mgpu` launches come straight here): the compiled kernels rely on it
+/// (gpu-build marks the ids' ranges for LLVM from `host_abi`).
+fn check_shape(grid: [u32; 3], block: [u32; 3]) -> Result<()> {
+    let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("grid {grid:?} and block {block:?} must not have a zero dimension"),
+        ));
+    }
+    if threads > u64::from(host_abi::MAX_THREADS) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "a block of {threads} threads; the host target runs at most {}",
+                host_abi::MAX_THREADS
+            ),
+        ));
+    }
+    if grid.iter().any(|&d| d > host_abi::MAX_GRID) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "a grid of {grid:?} blocks; the host target runs at most {} along each dimension",
+                host_abi::MAX_GRID
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Runs `kernel` over the whole grid.
 fn launch_grid(
     kernel: &HostKernel,
@@ -245,6 +277,7 @@ fn launch_grid(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     check_shared_memory(shared)?;
+    check_shape(grid, block)?;
     let blocks: u64 = grid.iter().map(|&d| u64::from(d)).product();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let workers = blocks.min(cores) as usize;
@@ -860,4 +893,19 @@ unsafe fn queue_copy(queue: &HostStream, source: *const u8, target: *mut u8, byt
         exclusive(|| unsafe { std::ptr::copy(source.0.cast_const(), target.0, bytes) });
         Ok(())
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_host_launch_keeps_its_ids_within_a_non_negative_i32() {
+        assert!(check_shape([host_abi::MAX_GRID, 1, 1], [host_abi::MAX_THREADS, 1, 1]).is_ok());
+        let error = check_shape([1, host_abi::MAX_GRID + 1, 1], [1, 1, 1]).unwrap_err();
+        assert!(error.message().contains("at most 2147483647"), "{error}");
+        let error = check_shape([1, 1, 1], [32, 33, 1]).unwrap_err();
+        assert!(error.message().contains("1056 threads"), "{error}");
+        assert!(check_shape([1, 0, 1], [1, 1, 1]).is_err());
+    }
 }

@@ -1,0 +1,646 @@
+//! The host target against what a user would run GPU-style kernels with on a CPU instead, in one
+//! run: PoCL (OpenCL C kernels written to match the MLIR ones line for line, `peers/kernels.cl`,
+//! built before timing), idiomatic rayon on the same threads, and single-threaded Rust. Kernels:
+//! saxpy over 2^24 floats (with the memory-bandwidth floor, a plain threaded triad over the same
+//! bytes), the block reduction (a tree in workgroup memory), the tiled 512 x 512 matmul, a 2-D
+//! 5-point stencil, a block sum with `gpu.all_reduce`, and the launch latency of an empty kernel.
+//!
+//! Only the kernels are timed (inputs resident); rounds alternate between the contenders and
+//! each figure is the median. Every result is checked against the Rust reference first. PoCL's
+//! columns say why they are empty where it cannot be loaded.
+//!
+//!     cargo bench -p sample-project --bench host_vs_peers
+//!
+//! Besides the table, one line per kernel for scripts: `ratio KERNEL host/pocl 0.93x host/rayon
+//! 1.05x`.
+
+#[path = "peers/pocl.rs"]
+mod pocl;
+
+use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
+use pocl::{arg, Pocl};
+use rayon::prelude::*;
+use sample_project::{block_total, matmul, reduce, saxpy, stencil};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 9;
+const SAXPY_N: usize = 1 << 24;
+const MATMUL_N: usize = 512;
+const GRID: usize = 2048;
+const LAUNCHES: u32 = 1000;
+
+/// One contender's run of one kernel.
+type Run<'a> = Box<dyn FnMut() + 'a>;
+
+/// The median time of each contender, over `ROUNDS` rounds that run each once, in turn.
+fn alternate(runs: &mut [Option<Run>]) -> Vec<Option<Duration>> {
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); runs.len()];
+    for run in runs.iter_mut().flatten() {
+        run();
+    }
+    for _ in 0..ROUNDS {
+        for (run, times) in runs.iter_mut().zip(&mut times) {
+            if let Some(run) = run {
+                let start = Instant::now();
+                run();
+                times.push(start.elapsed());
+            }
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut times| {
+            times.sort();
+            times.get(times.len() / 2).copied()
+        })
+        .collect()
+}
+
+/// A row of the table: host target, PoCL, rayon, one thread.
+struct Row {
+    name: String,
+    key: &'static str,
+    times: Vec<Option<Duration>>,
+    unit: Unit,
+}
+
+#[derive(Clone, Copy)]
+enum Unit {
+    Milliseconds,
+    Microseconds,
+}
+
+impl Unit {
+    fn show(self, time: Option<Duration>) -> String {
+        match (self, time) {
+            (_, None) => "-".to_string(),
+            (Unit::Milliseconds, Some(t)) => format!("{:.2} ms", t.as_secs_f64() * 1e3),
+            (Unit::Microseconds, Some(t)) => format!("{:.2} us", t.as_secs_f64() * 1e6),
+        }
+    }
+}
+
+fn ratio(host: Option<Duration>, other: Option<Duration>) -> String {
+    match (host, other) {
+        (Some(h), Some(o)) => format!("{:.2}x", h.as_secs_f64() / o.as_secs_f64()),
+        _ => "n/a".to_string(),
+    }
+}
+
+/// Each element of `got` within `tolerance` (relative) of `want`.
+fn check(what: &str, got: &[f32], want: &[f64], tolerance: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (f64::from(g) - w).abs() <= w.abs() * tolerance + 1e-6,
+            "{what}: element {i} is {g}, the reference {w}"
+        );
+    }
+}
+
+fn main() {
+    let host = Device::host();
+    let threads = rayon::current_num_threads();
+    let pocl = match Pocl::new() {
+        Ok(pocl) => Some(pocl),
+        Err(why) => {
+            println!("PoCL rows skipped: {why}");
+            None
+        }
+    };
+    println!(
+        "host target ({}) vs PoCL ({}) vs rayon ({threads} threads) vs one thread; medians of \
+         {ROUNDS} alternating rounds, kernels only",
+        host.name(),
+        pocl.as_ref().map_or("absent", |p| p.name.as_str()),
+    );
+    let mut rows = Vec::new();
+    rows.extend(saxpy_rows(&host, pocl.as_ref()));
+    rows.push(block_sum_row(&host, pocl.as_ref()));
+    rows.push(matmul_row(&host, pocl.as_ref()));
+    rows.push(stencil_row(&host, pocl.as_ref()));
+    rows.push(block_total_row(&host, pocl.as_ref()));
+    rows.extend(launch_rows(&host, pocl.as_ref()));
+
+    println!(
+        "\n{:<34} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "kernel", "host target", "PoCL", "rayon", "one thread", "host/PoCL", "host/rayon"
+    );
+    for row in &rows {
+        let [host, pocl, rayon, serial] = [0, 1, 2, 3].map(|i| row.times[i]);
+        println!(
+            "{:<34} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
+            row.name,
+            row.unit.show(host),
+            row.unit.show(pocl),
+            row.unit.show(rayon),
+            row.unit.show(serial),
+            ratio(host, pocl),
+            ratio(host, rayon)
+        );
+    }
+    println!();
+    let time_of = |key: &str| {
+        rows.iter()
+            .find(|row| row.key == key)
+            .and_then(|row| row.times[0])
+    };
+    println!(
+        "ratio saxpy host/floor {}",
+        ratio(time_of("saxpy"), time_of("saxpy-floor"))
+    );
+    for row in rows.iter().filter(|row| row.key != "saxpy-floor") {
+        println!(
+            "ratio {} host/pocl {} host/rayon {}",
+            row.key,
+            ratio(row.times[0], row.times[1]),
+            ratio(row.times[0], row.times[2])
+        );
+    }
+}
+
+/// saxpy, and the memory-bandwidth floor over the same bytes.
+fn saxpy_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
+    let n = SAXPY_N;
+    let a = 2.5f32;
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let y0 = vec![1.0f32; n];
+    let want: Vec<f64> = x.iter().map(|&x| f64::from(a * x + 1.0)).collect();
+
+    let dx = DeviceBuffer::from_slice(host, &x).unwrap();
+    let mut dy = DeviceBuffer::from_slice(host, &y0).unwrap();
+    let config = LaunchConfig::for_elements(n, 256);
+    let (px, py) = (dx.device_ptr(), dy.device_ptr());
+    let host_run = || {
+        // SAFETY: saxpy touches x[i] and y[i] for i < n; both buffers hold n elements.
+        unsafe { saxpy::saxpy(host, &config, a, px, py, n as i64) }.unwrap();
+        host.synchronize().unwrap();
+    };
+    let mut host_run: Run = Box::new(host_run);
+    host_run();
+    check(
+        "saxpy on the host target",
+        &dy.to_vec().unwrap(),
+        &want,
+        1e-6,
+    );
+    dy.copy_from(&y0).unwrap();
+
+    let pocl_run = pocl.map(|pocl| {
+        let (cx, mut cy) = (pocl.buffer(&x), pocl.buffer(&y0));
+        let kernel = pocl.kernel("saxpy");
+        arg(&kernel, 0, &a);
+        arg(&kernel, 1, &cx);
+        arg(&kernel, 2, &cy);
+        arg(&kernel, 3, &(n as i64));
+        pocl.enqueue(&kernel, &[n], &[256]);
+        pocl.finish();
+        let mut out = vec![0.0; n];
+        pocl.read(&cy, &mut out);
+        check("saxpy on PoCL", &out, &want, 1e-6);
+        pocl.write(&mut cy, &y0);
+        Box::new(move || {
+            let _keep = (&cx, &cy);
+            pocl.enqueue(&kernel, &[n], &[256]);
+            pocl.finish();
+        }) as Run
+    });
+
+    let mut y_rayon = y0.clone();
+    y_rayon
+        .par_iter_mut()
+        .zip(&x)
+        .for_each(|(y, x)| *y += a * x);
+    check("saxpy with rayon", &y_rayon, &want, 1e-6);
+    let rayon_run: Run = Box::new(|| {
+        y_rayon
+            .par_iter_mut()
+            .zip(&x)
+            .for_each(|(y, x)| *y += a * x);
+    });
+    let mut y_serial = y0.clone();
+    let serial_run: Run = Box::new(|| {
+        for (y, x) in y_serial.iter_mut().zip(&x) {
+            *y += a * x;
+        }
+        black_box(&mut y_serial);
+    });
+    let mut runs = [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)];
+    let times = alternate(&mut runs);
+    drop(runs);
+
+    // The floor: the same loop over the same bytes, one contiguous part per thread.
+    let mut y_floor = y0.clone();
+    let parts = threads_of_the_host();
+    let chunk = n.div_ceil(parts);
+    let floor_run: Run = Box::new(|| {
+        std::thread::scope(|scope| {
+            for (ys, xs) in y_floor.chunks_mut(chunk).zip(x.chunks(chunk)) {
+                scope.spawn(move || {
+                    for (y, x) in ys.iter_mut().zip(xs) {
+                        *y += a * x;
+                    }
+                });
+            }
+        });
+    });
+    let floor = alternate(&mut [Some(floor_run)])[0];
+    vec![
+        Row {
+            name: "saxpy, 2^24 floats".into(),
+            key: "saxpy",
+            times,
+            unit: Unit::Milliseconds,
+        },
+        Row {
+            name: format!("  memory floor: triad, {parts} threads"),
+            key: "saxpy-floor",
+            times: vec![floor, None, None, None],
+            unit: Unit::Milliseconds,
+        },
+    ]
+}
+
+fn threads_of_the_host() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Per-block sums of `values` in f64, the reference of both block reductions.
+fn block_sums(values: &[f32]) -> Vec<f64> {
+    values
+        .chunks(256)
+        .map(|c| c.iter().map(|&v| f64::from(v)).sum())
+        .collect()
+}
+
+/// The rayon and one-thread block sums.
+fn rust_block_sums<'a>(
+    values: &'a [f32],
+    rayon_out: &'a mut [f32],
+    serial_out: &'a mut [f32],
+) -> [Run<'a>; 2] {
+    [
+        Box::new(move || {
+            values
+                .par_chunks(256)
+                .zip(rayon_out.par_iter_mut())
+                .for_each(|(chunk, out)| *out = chunk.iter().sum());
+        }),
+        Box::new(move || {
+            for (chunk, out) in values.chunks(256).zip(serial_out.iter_mut()) {
+                *out = chunk.iter().sum();
+            }
+            black_box(&mut *serial_out);
+        }),
+    ]
+}
+
+/// The block reduction (`reduce.mlir`: a tree in workgroup memory).
+fn block_sum_row(host: &Device, pocl: Option<&Pocl>) -> Row {
+    block_reduction_row(
+        host,
+        pocl,
+        "block reduction (tree), 2^24",
+        "block_sum",
+        |config, values, partial, n| {
+            // SAFETY: block_sum reads in[i] for i < n and writes out[block] for each block.
+            unsafe { reduce::block_sum(host, config, values, partial, n) }.unwrap();
+        },
+    )
+}
+
+/// The block sum with `gpu.all_reduce` (`block_total.mlir`).
+fn block_total_row(host: &Device, pocl: Option<&Pocl>) -> Row {
+    block_reduction_row(
+        host,
+        pocl,
+        "block sum (all_reduce), 2^24",
+        "block_total",
+        |config, values, partial, n| {
+            // SAFETY: block_total reads in[i] for i < n and writes out[block] for each block.
+            unsafe { block_total::block_total(host, config, values, partial, n) }.unwrap();
+        },
+    )
+}
+
+fn block_reduction_row(
+    host: &Device,
+    pocl: Option<&Pocl>,
+    name: &str,
+    key: &'static str,
+    launch: impl Fn(&LaunchConfig, &DeviceBuffer<f32>, &DeviceBuffer<f32>, usize),
+) -> Row {
+    let n = SAXPY_N;
+    let blocks = n / 256;
+    let values: Vec<f32> = (0..n).map(|i| (i % 100) as f32 * 0.25).collect();
+    let want = block_sums(&values);
+    let dvalues = DeviceBuffer::from_slice(host, &values).unwrap();
+    let partial = DeviceBuffer::<f32>::alloc(host, blocks).unwrap();
+    let config = LaunchConfig::for_elements(n, 256);
+    let host_run = || {
+        launch(&config, &dvalues, &partial, n);
+        host.synchronize().unwrap();
+    };
+    host_run();
+    check(
+        &format!("{key} on the host target"),
+        &partial.to_vec().unwrap(),
+        &want,
+        1e-5,
+    );
+    let host_run: Run = Box::new(host_run);
+
+    let pocl_run = pocl.map(|pocl| {
+        let (cin, cout) = (pocl.buffer(&values), pocl.buffer(&vec![0.0; blocks]));
+        let kernel = pocl.kernel(key);
+        arg(&kernel, 0, &cin);
+        arg(&kernel, 1, &cout);
+        arg(&kernel, 2, &(n as u64));
+        pocl.enqueue(&kernel, &[n], &[256]);
+        pocl.finish();
+        let mut out = vec![0.0; blocks];
+        pocl.read(&cout, &mut out);
+        check(&format!("{key} on PoCL"), &out, &want, 1e-5);
+        Box::new(move || {
+            let _keep = (&cin, &cout);
+            pocl.enqueue(&kernel, &[n], &[256]);
+            pocl.finish();
+        }) as Run
+    });
+    let (mut rayon_out, mut serial_out) = (vec![0.0f32; blocks], vec![0.0f32; blocks]);
+    let [rayon_run, serial_run] = rust_block_sums(&values, &mut rayon_out, &mut serial_out);
+    let mut runs = [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)];
+    let times = alternate(&mut runs);
+    drop(runs);
+    check(&format!("{key} with rayon"), &rayon_out, &want, 1e-5);
+    check(&format!("{key} on one thread"), &serial_out, &want, 1e-5);
+    Row {
+        name: name.into(),
+        key,
+        times,
+        unit: Unit::Milliseconds,
+    }
+}
+
+/// The tiled matmul (`matmul.mlir`).
+fn matmul_row(host: &Device, pocl: Option<&Pocl>) -> Row {
+    let n = MATMUL_N;
+    let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let want: Vec<f64> = sample_project::matmul_reference(&a, &b, n);
+    let (da, db) = (
+        DeviceBuffer::from_slice(host, &a).unwrap(),
+        DeviceBuffer::from_slice(host, &b).unwrap(),
+    );
+    let dc = DeviceBuffer::<f32>::alloc(host, n * n).unwrap();
+    let tiles = (n / 16) as u32;
+    let config = LaunchConfig {
+        grid: [tiles, tiles, 1],
+        block: [16, 16, 1],
+        shared_mem_bytes: 0,
+    };
+    let host_run = || {
+        let (va, vb, vc) = (
+            da.view([n, n]).unwrap(),
+            db.view([n, n]).unwrap(),
+            dc.view([n, n]).unwrap(),
+        );
+        // SAFETY: every thread reads below n x n and writes its own element of c.
+        unsafe { matmul::matmul(host, &config, va, vb, vc) }.unwrap();
+        host.synchronize().unwrap();
+    };
+    host_run();
+    check(
+        "matmul on the host target",
+        &dc.to_vec().unwrap(),
+        &want,
+        0.0,
+    );
+    let host_run: Run = Box::new(host_run);
+
+    let pocl_run = pocl.map(|pocl| {
+        let (ca, cb, cc) = (
+            pocl.buffer(&a),
+            pocl.buffer(&b),
+            pocl.buffer(&vec![0.0; n * n]),
+        );
+        let kernel = pocl.kernel("matmul");
+        arg(&kernel, 0, &ca);
+        arg(&kernel, 1, &cb);
+        arg(&kernel, 2, &cc);
+        arg(&kernel, 3, &(n as u64));
+        arg(&kernel, 4, &(n as u64));
+        pocl.enqueue(&kernel, &[n, n], &[16, 16]);
+        pocl.finish();
+        let mut out = vec![0.0; n * n];
+        pocl.read(&cc, &mut out);
+        check("matmul on PoCL", &out, &want, 0.0);
+        Box::new(move || {
+            let _keep = (&ca, &cb, &cc);
+            pocl.enqueue(&kernel, &[n, n], &[16, 16]);
+            pocl.finish();
+        }) as Run
+    });
+    let row_of = |row: usize, c_row: &mut [f32]| {
+        c_row.iter_mut().for_each(|v| *v = 0.0);
+        for k in 0..n {
+            let aik = a[row * n + k];
+            for (cij, bkj) in c_row.iter_mut().zip(&b[k * n..(k + 1) * n]) {
+                *cij += aik * bkj;
+            }
+        }
+    };
+    let (mut c_rayon, mut c_serial) = (vec![0.0f32; n * n], vec![0.0f32; n * n]);
+    let rayon_run: Run = Box::new(|| {
+        c_rayon
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(row, c_row)| row_of(row, c_row));
+    });
+    let serial_run: Run = Box::new(|| {
+        c_serial
+            .chunks_mut(n)
+            .enumerate()
+            .for_each(|(row, c_row)| row_of(row, c_row));
+        black_box(&mut c_serial);
+    });
+    let mut runs = [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)];
+    let times = alternate(&mut runs);
+    drop(runs);
+    check("matmul with rayon", &c_rayon, &want, 0.0);
+    check("matmul on one thread", &c_serial, &want, 0.0);
+    Row {
+        name: format!("tiled matmul, {n} x {n}"),
+        key: "matmul",
+        times,
+        unit: Unit::Milliseconds,
+    }
+}
+
+/// One Jacobi step of the 5-point stencil (`stencil.mlir`), row `row` of `out`.
+fn jacobi_row(input: &[f32], out: &mut [f32], row: usize, rows: usize, cols: usize) {
+    let at = |r: usize, c: usize| input[r * cols + c];
+    for (col, out) in out.iter_mut().enumerate() {
+        let centre = at(row, col);
+        *out = if row == 0 || row >= rows - 1 || col == 0 || col >= cols - 1 {
+            centre
+        } else {
+            let ud = at(row - 1, col) + at(row + 1, col);
+            let we = at(row, col - 1) + at(row, col + 1);
+            centre * 0.5 + (ud + we) * 0.125
+        };
+    }
+}
+
+fn stencil_row(host: &Device, pocl: Option<&Pocl>) -> Row {
+    let (rows, cols) = (GRID, GRID);
+    let input: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7) % 13) as f32 * 0.5)
+        .collect();
+    let mut reference = vec![0.0f32; rows * cols];
+    for (row, out) in reference.chunks_mut(cols).enumerate() {
+        jacobi_row(&input, out, row, rows, cols);
+    }
+    let want: Vec<f64> = reference.iter().map(|&v| f64::from(v)).collect();
+    let din = DeviceBuffer::from_slice(host, &input).unwrap();
+    let dout = DeviceBuffer::<f32>::alloc(host, rows * cols).unwrap();
+    let config = LaunchConfig {
+        grid: [(cols / 16) as u32, (rows / 16) as u32, 1],
+        block: [16, 16, 1],
+        shared_mem_bytes: 0,
+    };
+    let host_run = || {
+        let (vin, vout) = (
+            din.view([rows, cols]).unwrap(),
+            dout.view([rows, cols]).unwrap(),
+        );
+        // SAFETY: every thread reads its element and its neighbours inside the grid and writes
+        // its own element.
+        unsafe { stencil::jacobi(host, &config, vin, vout) }.unwrap();
+        host.synchronize().unwrap();
+    };
+    host_run();
+    check(
+        "stencil on the host target",
+        &dout.to_vec().unwrap(),
+        &want,
+        1e-6,
+    );
+    let host_run: Run = Box::new(host_run);
+    let pocl_run = pocl.map(|pocl| {
+        let (cin, cout) = (pocl.buffer(&input), pocl.buffer(&vec![0.0; rows * cols]));
+        let kernel = pocl.kernel("jacobi");
+        arg(&kernel, 0, &cin);
+        arg(&kernel, 1, &cout);
+        arg(&kernel, 2, &(rows as u64));
+        arg(&kernel, 3, &(cols as u64));
+        pocl.enqueue(&kernel, &[cols, rows], &[16, 16]);
+        pocl.finish();
+        let mut out = vec![0.0; rows * cols];
+        pocl.read(&cout, &mut out);
+        check("stencil on PoCL", &out, &want, 1e-6);
+        Box::new(move || {
+            let _keep = (&cin, &cout);
+            pocl.enqueue(&kernel, &[cols, rows], &[16, 16]);
+            pocl.finish();
+        }) as Run
+    });
+    let (mut out_rayon, mut out_serial) = (vec![0.0f32; rows * cols], vec![0.0f32; rows * cols]);
+    let rayon_run: Run = Box::new(|| {
+        out_rayon
+            .par_chunks_mut(cols)
+            .enumerate()
+            .for_each(|(row, out)| jacobi_row(&input, out, row, rows, cols));
+    });
+    let serial_run: Run = Box::new(|| {
+        for (row, out) in out_serial.chunks_mut(cols).enumerate() {
+            jacobi_row(&input, out, row, rows, cols);
+        }
+        black_box(&mut out_serial);
+    });
+    let mut runs = [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)];
+    let times = alternate(&mut runs);
+    drop(runs);
+    check("stencil with rayon", &out_rayon, &want, 0.0);
+    Row {
+        name: format!("5-point stencil, {rows} x {cols}"),
+        key: "stencil",
+        times,
+        unit: Unit::Milliseconds,
+    }
+}
+
+/// An empty one-block kernel: per launch waited for, and per launch of 1000 queued.
+fn launch_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
+    let one = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem_bytes: 0,
+    };
+    let stream = host.create_stream().unwrap();
+    let host_sync: Run = Box::new(|| {
+        for _ in 0..LAUNCHES {
+            // SAFETY: the kernel does nothing.
+            unsafe { block_total::nothing(host, &one) }.unwrap();
+            host.synchronize().unwrap();
+        }
+    });
+    let host_queued: Run = Box::new(|| {
+        for _ in 0..LAUNCHES {
+            // SAFETY: as above.
+            unsafe { block_total::nothing(&stream, &one) }.unwrap();
+        }
+        stream.synchronize().unwrap();
+    });
+    let (pocl_sync, pocl_queued) = match pocl {
+        Some(pocl) => {
+            let kernel = pocl.kernel("nothing");
+            let queued = pocl.kernel("nothing");
+            (
+                Some(Box::new(move || {
+                    for _ in 0..LAUNCHES {
+                        pocl.enqueue(&kernel, &[1], &[1]);
+                        pocl.finish();
+                    }
+                }) as Run),
+                Some(Box::new(move || {
+                    for _ in 0..LAUNCHES {
+                        pocl.enqueue(&queued, &[1], &[1]);
+                    }
+                    pocl.finish();
+                }) as Run),
+            )
+        }
+        None => (None, None),
+    };
+    let rayon_sync: Run = Box::new(|| {
+        for _ in 0..LAUNCHES {
+            rayon::scope(|scope| scope.spawn(|_| black_box(())));
+        }
+    });
+    let per = |times: Vec<Option<Duration>>| -> Vec<Option<Duration>> {
+        times.into_iter().map(|t| t.map(|t| t / LAUNCHES)).collect()
+    };
+    let sync = per(alternate(&mut [
+        Some(host_sync),
+        pocl_sync,
+        Some(rayon_sync),
+        None,
+    ]));
+    let queued = per(alternate(&mut [Some(host_queued), pocl_queued, None, None]));
+    vec![
+        Row {
+            name: "empty kernel, launch + wait".into(),
+            key: "launch-wait",
+            times: sync,
+            unit: Unit::Microseconds,
+        },
+        Row {
+            name: "empty kernel, per launch of 1000".into(),
+            key: "launch-queued",
+            times: queued,
+            unit: Unit::Microseconds,
+        },
+    ]
+}
