@@ -228,9 +228,11 @@ pub unsafe fn launch(
         shared = config.shared_mem_bytes,
         "launch"
     );
-    let end = mark_end(&queue);
-    for used in uses {
-        lock(used.tracking).note(&end, Access::Write);
+    if !uses.is_empty() {
+        let end = mark_end(&queue);
+        for used in uses {
+            lock(used.tracking).note(&end, Access::Write);
+        }
     }
     let launched = LastLaunch { binary, kernel };
     device.launched(launched);

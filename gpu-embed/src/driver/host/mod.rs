@@ -22,7 +22,7 @@ use image::LoadedImage;
 use std::alloc::Layout;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use stream::{drain_all, exclusive, HostEvent, HostStream};
 
 /// What a host module handle points at: the kernels of an object linked into the program, or
@@ -159,7 +159,7 @@ pub(crate) static HOST: Host = Host;
 
 impl Host {
     pub(crate) fn device(&'static self) -> FoundDevice {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = cores();
         FoundDevice {
             driver: self,
             raw: Handle(std::ptr::null_mut()),
@@ -268,6 +268,13 @@ fn check_shape(grid: [u32; 3], block: [u32; 3]) -> Result<()> {
     Ok(())
 }
 
+/// The hardware threads the host device runs blocks on, read once: the standard library reads
+/// the cgroup quota files on every call, which cost an empty launch most of its time.
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Runs `kernel` over the whole grid.
 fn launch_grid(
     kernel: &HostKernel,
@@ -279,7 +286,7 @@ fn launch_grid(
     check_shared_memory(shared)?;
     check_shape(grid, block)?;
     let blocks: u64 = grid.iter().map(|&d| u64::from(d)).product();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let cores = cores() as u64;
     let workers = blocks.min(cores) as usize;
     let next = AtomicU64::new(0);
     let failure: Mutex<Option<Error>> = Mutex::new(None);
