@@ -362,6 +362,7 @@ pub(crate) fn compile_build(
     }
     let scratch = start_build(out_dir)?;
     let chip_overrides = chip_overrides(cargo);
+    let host_features = host_features(cargo);
     let options = BuildContext {
         opt_level: build.opt_level,
         chip_overrides: &chip_overrides,
@@ -371,6 +372,7 @@ pub(crate) fn compile_build(
         scratch: scratch.path(),
         timings: &timings,
         host_triple: build.host_triple.as_deref(),
+        host_features: host_features.as_deref(),
         progress: build.progress,
     };
     let cache = Cache::open(&build.cache, out_dir, cargo)?;
@@ -405,6 +407,36 @@ pub(crate) fn compile_build(
 /// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...` (each target's
 /// `chip_override_variable`): chips that replace every module's chips for that target (for CI
 /// and packagers).
+/// The build machine's CPU features (LLVM's list) when the crate is compiled with
+/// `-C target-cpu=native` (cargo's `CARGO_ENCODED_RUSTFLAGS`): host kernels then use the same
+/// instructions as the crate's own code (AVX2, AVX-512 ...) and, like it, run on this machine's
+/// kind of CPU only. Any other `target-cpu` leaves host kernels at the triple's baseline.
+pub(crate) fn host_features(cargo: &CargoOutput) -> Option<String> {
+    let flags = cargo.env("CARGO_ENCODED_RUSTFLAGS")?;
+    wants_native_cpu(&flags.to_string_lossy()).then(|| {
+        inkwell::targets::TargetMachine::get_host_cpu_features()
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+/// Whether rustc flags (cargo's encoding: separated by 0x1f) end up at `-C target-cpu=native`
+/// (the last `target-cpu` wins, as in rustc).
+fn wants_native_cpu(encoded: &str) -> bool {
+    let mut flags = encoded.split('\x1f');
+    let mut native = false;
+    while let Some(flag) = flags.next() {
+        let setting = match flag {
+            "-C" | "--codegen" => flags.next().unwrap_or_default(),
+            other => other.strip_prefix("-C").unwrap_or_default(),
+        };
+        if let Some(cpu) = setting.strip_prefix("target-cpu=") {
+            native = cpu == "native";
+        }
+    }
+    native
+}
+
 pub(crate) fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
     all()
         .filter_map(|target| Some((target.vendor(), target.chip_override_variable()?)))
@@ -541,4 +573,20 @@ fn assemble(plans: &[FilePlan], outputs: Vec<TaskOutput>) -> Result<Vec<Compiled
         }
     }
     Ok(modules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_cpu_native_is_read_from_cargos_rustflags() {
+        assert!(wants_native_cpu("-C\x1ftarget-cpu=native"));
+        assert!(wants_native_cpu("-Ctarget-cpu=native\x1f-Copt-level=3"));
+        assert!(!wants_native_cpu(
+            "-Ctarget-cpu=native\x1f-C\x1ftarget-cpu=x86-64-v3"
+        ));
+        assert!(!wants_native_cpu("--cfg\x1ffoo"));
+        assert!(!wants_native_cpu(""));
+    }
 }

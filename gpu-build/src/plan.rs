@@ -33,6 +33,10 @@ pub(crate) struct BuildContext<'a> {
     pub timings: &'a Timings,
     /// The host objects' target triple, when not cargo's `TARGET` (or LLVM's default).
     pub host_triple: Option<&'a str>,
+    /// The CPU features host objects are compiled with when their target names none: the
+    /// build machine's, where rustc compiles the crate with `-C target-cpu=native`
+    /// (`compile::host_features`); none (the triple's baseline, as rustc's default) otherwise.
+    pub host_features: Option<&'a str>,
     /// Print a line per (module, target) done, on stderr.
     pub progress: bool,
 }
@@ -91,6 +95,12 @@ pub(crate) fn resolve_targets(
     }
     if let Some(level) = options.opt_level {
         specs.iter_mut().for_each(|spec| spec.opt_level = level);
+    }
+    if let Some(features) = options.host_features {
+        specs
+            .iter_mut()
+            .filter(|spec| target(spec.vendor).chip_is_triple() && spec.features.is_empty())
+            .for_each(|spec| spec.features = features.to_string());
     }
     let mut unique: Vec<TargetSpec> = Vec::new();
     for spec in specs {
@@ -363,6 +373,7 @@ mod tests {
         ];
         let timings = Timings::default();
         let options = |opt_level, chip_overrides| BuildContext {
+            host_features: None,
             opt_level,
             chip_overrides,
             base_dir: Path::new("."),
@@ -413,5 +424,23 @@ mod tests {
                 spec(Vendor::Nvptx, "sm_89", 3)
             ]
         );
+        // The build machine's features reach host targets that name none, nothing else.
+        let native = BuildContext {
+            host_features: Some("+avx2,+fma"),
+            ..options(None, &[])
+        };
+        let own = TargetSpec {
+            features: "+sse4.2".into(),
+            ..spec(Vendor::Host, "x86_64-unknown-linux-gnu", 2)
+        };
+        let targets = [
+            spec(Vendor::Host, "aarch64-unknown-linux-gnu", 2),
+            own.clone(),
+            spec(Vendor::Nvptx, "sm_80", 3),
+        ];
+        let resolved = resolve_targets(&targets, &[], &native);
+        assert_eq!(resolved[0].features, "+avx2,+fma");
+        assert_eq!(resolved[1], own);
+        assert_eq!(resolved[2], spec(Vendor::Nvptx, "sm_80", 3));
     }
 }
