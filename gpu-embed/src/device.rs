@@ -7,7 +7,6 @@ use crate::driver::{
     cuda, hip, vulkan, DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::event::Event;
 use crate::select::{select, DeviceArch};
 use crate::trace::event;
 use std::collections::hash_map::{Entry, HashMap};
@@ -868,13 +867,6 @@ impl<'a> Queue<'a> {
     pub(crate) fn handle(&self) -> Handle {
         self.stream()
             .map_or(Handle(std::ptr::null_mut()), Stream::raw)
-    }
-
-    pub(crate) fn record(&self, event: &Event) -> Result<()> {
-        match self {
-            Queue::Default(device) => device.record(event),
-            Queue::Stream(stream) => stream.record(event),
-        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! every stream has run its queue. On Vulkan, an event is a point on its stream's timeline
 //! semaphore with a timestamp query written there (`driver/vulkan/stream.rs`).
 
-use crate::device::{name_faulting_launch, Device, LastLaunchSlot, Stream};
+use crate::device::{name_faulting_launch, Device, LastLaunchSlot, Queue, Stream};
 use crate::driver::Handle;
 use crate::error::{Error, ErrorKind, Result};
 use std::time::Duration;
@@ -64,6 +64,16 @@ impl Device {
         // The default stream waits for every stream: any launch may come before the recording.
         event.after_launch.set(self.last_launch());
         Ok(())
+    }
+}
+
+impl Queue<'_> {
+    /// Records `event` after all work submitted so far on the queue.
+    pub(crate) fn record(&self, event: &Event) -> Result<()> {
+        match self {
+            Queue::Default(device) => device.record(event),
+            Queue::Stream(stream) => stream.record(event),
+        }
     }
 }
 
