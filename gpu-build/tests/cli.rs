@@ -67,8 +67,16 @@ fn compile_writes_what_the_build_script_writes() {
     let (script, cli) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     build_script_outputs(script.path());
     let sample = workspace().join("sample-project");
-    let kernels =
-        ["vadd", "saxpy", "reduce", "math", "matmul"].map(|k| format!("kernels/{k}.mlir"));
+    let kernels = [
+        "vadd",
+        "saxpy",
+        "reduce",
+        "math",
+        "matmul",
+        "stencil",
+        "block_total",
+    ]
+    .map(|k| format!("kernels/{k}.mlir"));
     let mut args = vec!["compile", "--crate-name", "sample-project", "--no-cache"];
     let out = cli.path().to_str().unwrap();
     let base = sample.to_str().unwrap();
@@ -90,7 +98,7 @@ fn compile_writes_what_the_build_script_writes() {
     let (ok, _, stderr) = gpu_build(&args);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("wrote 37 objects of 5 gpu.modules"),
+        stderr.contains("wrote 51 objects of 7 gpu.modules"),
         "{stderr}"
     );
     let (ours, theirs) = (tree(cli.path()), tree(script.path()));
