@@ -143,6 +143,31 @@ fn kernels_are_split_at_their_barriers_unless_a_barrier_depends_on_the_thread() 
     );
 }
 
+/// `gpu.all_reduce` (every operation, and the region form) goes through workgroup memory with
+/// barriers the whole block reaches (`block_reduce.rs`): thread loops, not coroutines, where
+/// MLIR's shuffle lowering (its second stage runs in the first warp only) needed coroutines.
+#[test]
+fn all_reduce_kernels_run_as_thread_loops() {
+    let out = tempfile::tempdir().unwrap();
+    let mut build = build_in(out.path());
+    let report = build
+        .kernel(workspace().join("tests/kernels/subgroups.mlir"))
+        .kernel(workspace().join("sample-project/kernels/block_total.mlir"))
+        .target(Vendor::Host, &[])
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    for module in &report.manifest.modules {
+        let host = module.objects[0].host.as_ref().expect("host entries");
+        assert!(
+            host.coroutine_kernels.is_empty(),
+            "{}: {:?}",
+            module.name,
+            host.coroutine_kernels
+        );
+    }
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+}
+
 #[test]
 fn dynamic_shared_memory_gets_its_full_size_in_thread_local_storage() {
     // MLIR 22 names the zero-length global of `gpu.dynamic_shared_memory` `__dynamic_shmem__0`;
