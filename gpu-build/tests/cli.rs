@@ -255,3 +255,48 @@ fn bad_arguments_are_clear_errors() {
     let (ok, _, stderr) = gpu_build(&["compile", "--help"]);
     assert!(ok, "{stderr}");
 }
+
+/// A thread loop behind a guard that passes every thread of most blocks (`i < n` in the tree
+/// reduction's first region, whose other side stores a zero) runs an unguarded copy there
+/// (`optimize.cpp`'s versioning), which the vectorizer takes: block_sum's host code has a
+/// `.unguarded` loop that enters a vector body. Without the versioning it has none.
+#[test]
+fn a_thread_loop_guarded_by_a_bounds_check_is_versioned_and_vectorized_on_the_host() {
+    let out = tempfile::tempdir().unwrap();
+    let sample = workspace().join("sample-project");
+    let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+        .args(["compile", "-t", "host", "--no-cache", "--base-dir"])
+        .arg(&sample)
+        .arg("--out")
+        .arg(out.path())
+        .arg("kernels/reduce.mlir")
+        .env_remove("TARGET")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env("GPU_BUILD_DUMP", "llvm")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dumps = out.path().join("gpu-build/kernels_reduce_mlir/reduce");
+    let optimized = std::fs::read_dir(&dumps)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".opt.ll"))
+        .expect("the optimized LLVM IR dump");
+    let ir = std::fs::read_to_string(optimized).unwrap();
+    let mut blocks = ir.split("\n\n");
+    let versioned_then_vectorized = blocks.any(|block| {
+        block
+            .lines()
+            .next()
+            .is_some_and(|label| label.contains(".unguarded") && label.contains(':'))
+            && block.contains("label %vector.body")
+    });
+    assert!(
+        versioned_then_vectorized,
+        "no unguarded copy of a thread loop enters a vector body"
+    );
+}

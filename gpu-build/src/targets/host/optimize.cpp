@@ -9,11 +9,14 @@
 // checks). Two changes follow from it:
 //
 // - Versioning: when the test holds for the loop's last thread, it holds for all of them, so a
-//   copy of the loop without the test runs instead, which the vectorizer can take (a store
-//   behind a test cannot be vectorized without masked stores). `if (i < n)` passes in every
-//   block but the last, so saxpy's thread loops run vectorized.
-// - Exit: otherwise the loop leaves at the first thread that fails the test; without this, a
-//   halving reduction step walks all 256 threads of a block to run 1, 2, 4, ... of them.
+//   copy of the loop without the test runs instead, which the vectorizer can take (a load or
+//   store behind a test cannot be vectorized without masked ones). The tree reduction's
+//   `tile[t] = i < n ? in[i] : 0` passes in every block but the last, so its first thread loop
+//   runs vectorized there.
+// - Exit: otherwise, when the side the test turns away does nothing, the loop leaves at the
+//   first thread that fails the test: a halving reduction step no longer walks all 256 threads
+//   of a block to run 1, 2, 4, ... of them, and saxpy's `if (i < n)` loop gets an exit LLVM can
+//   count (with the ids' ranges, see ir.rs), so it vectorizes.
 //
 // LLVM's loop-bound-split would split such loops but accepts neither a one-sided `if` nor an id
 // wider than the loop counter, and IRCE finds the check but not the iteration space of a thread
