@@ -6,7 +6,7 @@
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::report::Report;
-use crate::targets::support::toolkit::{find_ld_lld, shared_library};
+use crate::toolkit::{find_ld_lld, shared_library};
 use gpu_manifest::{host_image, GpuModule, Manifest};
 
 /// The host image of `module` (one of `report`'s modules, built for the host).

@@ -101,6 +101,8 @@ mod plan;
 #[cfg(feature = "compiler")]
 mod targets;
 #[cfg(feature = "compiler")]
+mod toolkit;
+#[cfg(feature = "compiler")]
 mod up_to_date;
 
 pub use builder::Build;

@@ -10,9 +10,9 @@ use crate::llvm_errors::Diagnostics;
 use crate::targets::interface::{Compiled, Dumps, Job, ObjectSettings, TargetSpec};
 use crate::targets::support::link;
 use crate::targets::support::llvm::report_diagnostics;
-use crate::targets::support::toolkit::Toolkits;
 use crate::targets::{initialize_llvm, llvm_target};
 use crate::timing::Stage;
+use crate::toolkit::Toolkits;
 use inkwell::context::Context;
 use inkwell::llvm_sys::core::{
     LLVMDisposeMessage, LLVMGetElementType, LLVMGetIntTypeWidth, LLVMGetOperand, LLVMGetTypeKind,

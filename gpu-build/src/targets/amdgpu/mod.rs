@@ -10,8 +10,8 @@ use crate::targets::attr::Value;
 use crate::targets::interface::{Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_object, optimize};
-use crate::targets::support::toolkit::{shared_library, Toolkits};
 use crate::timing::Stage;
+use crate::toolkit::{shared_library, Toolkits};
 use flags::AmdgpuFlags;
 use gpu_manifest::{Format, Vendor};
 use inkwell::attributes::AttributeLoc;
@@ -386,7 +386,7 @@ mod tests {
     #[test]
     fn isa_versions_match_the_device_libraries() {
         let dir = std::path::Path::new("/usr/lib")
-            .join(crate::targets::support::toolkit::multiarch())
+            .join(crate::toolkit::multiarch())
             .join("amdgcn/bitcode");
         for (chip, file) in [("gfx90a", "90a"), ("gfx1030", "1030"), ("gfx906", "906")] {
             let text = std::process::Command::new("llvm-dis-22")

@@ -5,7 +5,7 @@
 //! `rocm-device-libs` (`/usr/lib/<multiarch>/amdgcn/bitcode`) and `lld-22` (`ld.lld-22`).
 
 use crate::cargo::CargoOutput;
-use crate::targets::support::toolkit::{
+use crate::toolkit::{
     env_roots, file_identity, find_ld_lld, join_all, multiarch, program_identity, Probe, Toolkits,
 };
 use gpu_manifest::Vendor;

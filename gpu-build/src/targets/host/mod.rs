@@ -46,7 +46,7 @@ use crate::targets::nvptx::lowering::{
     nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING,
 };
 use crate::targets::support::llvm::{emit_object, verify_optimized};
-use crate::targets::support::toolkit::Toolkits;
+use crate::toolkit::Toolkits;
 use fission::{fission, Fission, Regions, DONE};
 use gpu_manifest::host_abi;
 use gpu_manifest::Format;

@@ -23,8 +23,8 @@ use crate::targets::interface::{
 };
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_checked, optimize};
-use crate::targets::support::toolkit::Toolkits;
 use crate::timing::Stage;
+use crate::toolkit::Toolkits;
 use flags::NvptxFlags;
 use gpu_manifest::{Format, Vendor};
 use inkwell::attributes::AttributeLoc;

@@ -6,7 +6,7 @@
 //! `nvidia-cuda-nvcc-cu12` (`site-packages/nvidia/cuda_nvcc`) and Debian's `nvidia-cuda-toolkit`.
 
 use crate::cargo::CargoOutput;
-use crate::targets::support::toolkit::{
+use crate::toolkit::{
     env_roots, file_identity, join_all, on_path, program_identity, Probe, Toolkits,
 };
 use gpu_manifest::Vendor;

@@ -1,7 +1,6 @@
-//! What targets share, below every target: chip parsing, bitcode linking, the LLVM steps, and
-//! finding and running external tools.
+//! What targets share, below every target: chip parsing, bitcode linking and the LLVM steps
+//! (finding and running external tools is `crate::toolkit`, below the target interface).
 
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;
-pub(crate) mod toolkit;

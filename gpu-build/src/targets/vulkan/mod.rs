@@ -15,7 +15,7 @@ mod lowering;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
-use crate::targets::support::toolkit::Toolkits;
+use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
 use melior::ir::OperationRef;
 
