@@ -193,6 +193,9 @@ impl Cuda {
     }
 }
 
+/// Each `unsafe fn` here has the contract its declaration in [`Driver`] states under
+/// `# Safety`; each `unsafe` block inside says why that contract (or the driver's own state)
+/// makes its call sound.
 impl Driver for Cuda {
     fn vendor(&self) -> Vendor {
         Vendor::Nvptx

@@ -200,6 +200,9 @@ impl Hip {
     }
 }
 
+/// Each `unsafe fn` here has the contract its declaration in [`Driver`] states under
+/// `# Safety`; each `unsafe` block inside says why that contract (or the driver's own state)
+/// makes its call sound.
 impl Driver for Hip {
     fn vendor(&self) -> Vendor {
         Vendor::Amdgpu

@@ -514,6 +514,9 @@ fn run_block_with_barriers(
     }
 }
 
+/// Each `unsafe fn` here has the contract its declaration in [`Driver`] states under
+/// `# Safety`; each `unsafe` block inside says why that contract (or the driver's own state)
+/// makes its call sound.
 impl Driver for Host {
     fn vendor(&self) -> Vendor {
         Vendor::Host

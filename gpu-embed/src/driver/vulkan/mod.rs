@@ -431,6 +431,9 @@ fn event_of(event: Handle) -> Arc<Event> {
     unsafe { borrow_handle(event) }
 }
 
+/// Each `unsafe fn` here has the contract its declaration in [`Driver`] states under
+/// `# Safety`; each `unsafe` block inside says why that contract (or the driver's own state)
+/// makes its call sound.
 impl Driver for Vulkan {
     fn orders_all_work(&self) -> bool {
         // One queue, each submission behind a full barrier (`stream.rs`); a freed allocation
