@@ -52,3 +52,13 @@ pub fn vulkan_devices() -> Vec<gpu_embed::Device> {
     }
     devices
 }
+
+/// One test at a time in the calling test binary, while the guard lives: for tests whose outcome
+/// depends on host streams running lazily (a default-stream operation in a concurrent test
+/// would run every queued stream).
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -5,7 +5,7 @@
 //! operation in a concurrent test would run every queued stream), and again under memcheck.
 
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
-use std::sync::{Mutex, MutexGuard};
+use gpu_tests::one_at_a_time as alone;
 
 #[path = "../../gpu-embed/tests/common/memcheck.rs"]
 mod memcheck;
@@ -15,14 +15,6 @@ mod memcheck;
 fn memcheck() {
     let _alone = alone();
     memcheck::memcheck_this_binary();
-}
-
-/// One test at a time in this binary.
-fn alone() -> MutexGuard<'static, ()> {
-    static ALONE: Mutex<()> = Mutex::new(());
-    ALONE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[test]

@@ -3,15 +3,7 @@
 //! host streams running lazily, so they run one at a time.
 
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
-use std::sync::{Mutex, MutexGuard};
-
-/// One test at a time in this binary.
-fn alone() -> MutexGuard<'static, ()> {
-    static ALONE: Mutex<()> = Mutex::new(());
-    ALONE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use gpu_tests::one_at_a_time as alone;
 
 #[test]
 fn without_tracking_a_kernel_on_another_stream_can_see_the_old_data() {
