@@ -87,7 +87,7 @@ pub(crate) fn location(source: &SourceFile, location: Location) -> SourceLocatio
 
 /// The op's `sym_name`. Read through the C API: melior's `StringRef::as_str` makes a slice from
 /// the null pointer MLIR returns for an empty string, which is undefined behaviour.
-pub(crate) fn symbol_name(op: &OperationRef) -> Option<String> {
+pub(crate) fn symbol_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
     let attribute = StringAttribute::try_from(op.attribute("sym_name").ok()?).ok()?;
     // SAFETY: a string attribute of a live operation; its bytes live as long as the context.
     let value = unsafe { mlir_sys::mlirStringAttrGetValue(attribute.to_raw()) };

@@ -20,6 +20,7 @@
 //! result is written after its own first barrier: no third barrier is needed. A reduction with a
 //! region (a custom combiner) gets its own helper, which calls the region made a function.
 
+use crate::frontend::mlir::symbol_name;
 use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRefMut};
 use melior::ir::operation::{WalkOrder, WalkResult};
@@ -77,17 +78,19 @@ pub(super) fn all_reduce_through_workgroup_memory(context: &Context, gpu_module:
             let mut next = parsed.body().first_operation();
             while let Some(op) = next {
                 next = op.next_in_block();
-                let defined = symbol(&op);
-                if appended.contains(&defined) {
-                    continue;
+                let defined = symbol_name(&op);
+                if let Some(defined) = defined.clone() {
+                    if appended.contains(&defined) {
+                        continue;
+                    }
+                    appended.push(defined);
                 }
-                appended.push(defined);
                 // SAFETY: a fresh copy of an operation of the parsed module, owned by the
                 // `Operation` until the gpu.module's body takes it.
                 let copy = body.append_operation(unsafe {
                     melior::ir::Operation::from_raw(mlir_sys::mlirOperationClone(op.to_raw()))
                 });
-                if combiner.is_some() && symbol(&copy) == combiner.as_deref().unwrap_or_default() {
+                if combiner.is_some() && defined == combiner {
                     let (Ok(function), Ok(region)) = (copy.region(0), {
                         // SAFETY: the reduction, found above and not erased yet.
                         unsafe { melior::ir::OperationRef::from_raw(reduction.op) }.region(0)
@@ -255,13 +258,6 @@ fn helper(kind: &str, ty: &str, name: &str, combiner: Option<&str>) -> Option<St
 }}
 "#
     ))
-}
-
-/// The `sym_name` of `op`, without quotes.
-fn symbol<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
-    op.attribute("sym_name")
-        .map(|a| a.to_string().trim_matches('"').to_string())
-        .unwrap_or_default()
 }
 
 /// The `gpu.yield` ending the combiner's body (taken from the reduction's region) becomes the

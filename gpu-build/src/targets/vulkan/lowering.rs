@@ -17,6 +17,7 @@
 
 use super::abi::{bindings, ConvertedArgument};
 use crate::error::{Error, ErrorKind, Result};
+use crate::frontend::mlir::symbol_name;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use gpu_manifest::{Format, Kernel, VulkanEntries, VulkanKernel};
 use melior::ir::attribute::{Attribute, AttributeLike, TypeAttribute};
@@ -70,13 +71,6 @@ fn ops_named<'c: 'a, 'a>(root: &impl OperationLike<'c, 'a>, name: &str) -> Vec<M
     found
 }
 
-/// The `sym_name` of `op`, without quotes.
-fn symbol<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
-    op.attribute("sym_name")
-        .map(|a| a.to_string().trim_matches('"').to_string())
-        .unwrap_or_default()
-}
-
 pub(super) fn serialize(
     context: &Context,
     gpu_module: &OperationRef,
@@ -118,7 +112,7 @@ pub(super) fn serialize(
         if !function.has_attribute("gpu.kernel") {
             continue;
         }
-        let name = symbol(&function);
+        let name = symbol_name(&function).unwrap_or_default();
         let location = kernels
             .iter()
             .zip(locations)
@@ -370,7 +364,7 @@ fn spirv_function(spirv: &OperationRef, name: &str) -> Result<MlirOperation> {
         .into_iter()
         .find(|&raw| {
             // SAFETY: a live op of the SPIR-V module.
-            symbol(&unsafe { OperationRef::from_raw(raw) }) == name
+            symbol_name(&unsafe { OperationRef::from_raw(raw) }).as_deref() == Some(name)
         })
         .ok_or_else(|| failed(&format!("finding kernel `{name}` in the SPIR-V module")))
 }
