@@ -169,7 +169,7 @@ bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &S
   BasicBlock *latch = L.getLoopLatch();
   ValueToValueMapTy map;
   SmallVector<BasicBlock *, 16> blocks;
-  Loop *copy = cloneLoopWithPreheader(header, preheader, &L, map, ".unguarded", &LI, &DT, blocks);
+  cloneLoopWithPreheader(header, preheader, &L, map, ".unguarded", &LI, &DT, blocks);
   remapInstructionsInBlocks(blocks, map);
   auto *copyPreheader = cast<BasicBlock>(map[preheader]);
   // The clone's preheader branches to the original header: to its own.
@@ -188,7 +188,6 @@ bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &S
   SplitEdge(preheader, header, nullptr, nullptr);
   markVersioned(latch);
   markVersioned(cast<BasicBlock>(map[latch]));
-  (void)copy;
   SE.forgetLoop(&L);
   return true;
 }
