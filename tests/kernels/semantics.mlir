@@ -162,5 +162,70 @@ module attributes {gpu.container_module} {
       memref.store %v, %out[%i] : memref<?xi32>
       gpu.return
     }
+      // out[i] = 2 * in[i] where lo <= i < hi (signed) and i != skip, else -1: a guard that
+    // combines comparisons of the thread's id, which the host versions its thread loops on (a
+    // copy without the test runs where every thread of the loop passes it).
+    gpu.func @window(%in: memref<?xf32>, %out: memref<?xf32>, %lo: index, %hi: index, %skip: index) kernel {
+      %i = gpu.global_id x
+      %two = arith.constant 2.0 : f32
+      %none = arith.constant -1.0 : f32
+      %above = arith.cmpi sge, %i, %lo : index
+      %below = arith.cmpi slt, %i, %hi : index
+      %other = arith.cmpi ne, %i, %skip : index
+      %inside = arith.andi %above, %below : i1
+      %take = arith.andi %inside, %other : i1
+      scf.if %take {
+        %v = memref.load %in[%i] : memref<?xf32>
+        %w = arith.mulf %v, %two : f32
+        memref.store %w, %out[%i] : memref<?xf32>
+      } else {
+        memref.store %none, %out[%i] : memref<?xf32>
+      }
+      gpu.return
+    }
+    // One Jacobi step on a rows x cols grid: the border copied, the interior 0.5 * itself plus
+    // 0.125 * its four neighbours (the sample's stencil; its border test is `x == 0 || x >=
+    // cols - 1`, the same for all threads of a block but the grid's first and last).
+    gpu.func @jacobi(%in: memref<?x?xf32>, %out: memref<?x?xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %half = arith.constant 0.5 : f32
+      %eighth = arith.constant 0.125 : f32
+      %rows = memref.dim %in, %c0 : memref<?x?xf32>
+      %cols = memref.dim %in, %c1 : memref<?x?xf32>
+      %col = gpu.global_id x
+      %row = gpu.global_id y
+      %last_row = arith.subi %rows, %c1 : index
+      %last_col = arith.subi %cols, %c1 : index
+      %top = arith.cmpi eq, %row, %c0 : index
+      %bottom = arith.cmpi uge, %row, %last_row : index
+      %left = arith.cmpi eq, %col, %c0 : index
+      %right = arith.cmpi uge, %col, %last_col : index
+      %vertical = arith.ori %top, %bottom : i1
+      %horizontal = arith.ori %left, %right : i1
+      %border = arith.ori %vertical, %horizontal : i1
+      %centre = memref.load %in[%row, %col] : memref<?x?xf32>
+      %value = scf.if %border -> f32 {
+        scf.yield %centre : f32
+      } else {
+        %up_row = arith.subi %row, %c1 : index
+        %down_row = arith.addi %row, %c1 : index
+        %left_col = arith.subi %col, %c1 : index
+        %right_col = arith.addi %col, %c1 : index
+        %up = memref.load %in[%up_row, %col] : memref<?x?xf32>
+        %down = memref.load %in[%down_row, %col] : memref<?x?xf32>
+        %west = memref.load %in[%row, %left_col] : memref<?x?xf32>
+        %east = memref.load %in[%row, %right_col] : memref<?x?xf32>
+        %ud = arith.addf %up, %down : f32
+        %we = arith.addf %west, %east : f32
+        %around = arith.addf %ud, %we : f32
+        %scaled = arith.mulf %around, %eighth : f32
+        %kept = arith.mulf %centre, %half : f32
+        %next = arith.addf %kept, %scaled : f32
+        scf.yield %next : f32
+      }
+      memref.store %value, %out[%row, %col] : memref<?x?xf32>
+      gpu.return
+    }
   }
 }

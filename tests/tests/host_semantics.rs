@@ -1174,3 +1174,87 @@ fn subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores(device: &D
         assert_eq!(&d[t * 64..(t + 1) * 64], &want[..], "f64 tile {t}");
     }
 }
+
+/// Thread loops versioned on a guard that combines comparisons of the thread id (signed and
+/// unsigned, `==` and `!=`): blocks where every thread passes run a copy without the test,
+/// blocks where only some do keep it; both give each thread its own answer.
+#[test]
+fn guards_combining_id_comparisons_select_the_same_threads_in_every_block() {
+    let host = Device::host();
+    let n = 512usize;
+    let input: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
+    let x = DeviceBuffer::from_slice(&host, &input).unwrap();
+    let y = DeviceBuffer::<f32>::alloc(&host, n).unwrap();
+    // (lo, hi, skip) as signed indices: every block inside; edges inside blocks; a skipped
+    // thread inside an otherwise passing block; a negative lower bound (a signed test); none.
+    let cases: [(isize, isize, isize); 6] = [
+        (0, 512, 1000),
+        (64, 448, 200),
+        (13, 500, 13),
+        (-5, 100, 64),
+        (300, 200, 0),
+        (0, 511, -1),
+    ];
+    for (lo, hi, skip) in cases {
+        // SAFETY: 8 blocks of 64 threads, each reading and writing its own element of 512.
+        unsafe {
+            semantics::window(
+                &host,
+                &config([8, 1, 1], [64, 1, 1], 0),
+                &x,
+                &y,
+                lo as usize,
+                hi as usize,
+                skip as usize,
+            )
+        }
+        .unwrap();
+        let want: Vec<f32> = (0..n as isize)
+            .map(|i| {
+                if i >= lo && i < hi && i != skip {
+                    2.0 * input[i as usize]
+                } else {
+                    -1.0
+                }
+            })
+            .collect();
+        assert_same(&y.to_vec().unwrap(), &want, &format!("lo {lo} hi {hi} skip {skip}"));
+    }
+}
+
+/// The sample's 5-point stencil on a grid whose border columns and rows fall in the first and
+/// last blocks only: interior blocks run the copy of the thread loop without the border test.
+#[test]
+fn a_stencil_treats_the_border_and_the_interior_apart_in_every_block() {
+    let host = Device::host();
+    let (rows, cols) = (48usize, 80usize);
+    let input: Vec<f32> = (0..rows * cols).map(|i| ((i * 7) % 13) as f32 * 0.5).collect();
+    let at = |r: usize, c: usize| input[r * cols + c];
+    let want: Vec<f32> = (0..rows * cols)
+        .map(|i| {
+            let (row, col) = (i / cols, i % cols);
+            if row == 0 || row >= rows - 1 || col == 0 || col >= cols - 1 {
+                at(row, col)
+            } else {
+                let ud = at(row - 1, col) + at(row + 1, col);
+                let we = at(row, col - 1) + at(row, col + 1);
+                at(row, col) * 0.5 + (ud + we) * 0.125
+            }
+        })
+        .collect();
+    let x = DeviceBuffer::from_slice(&host, &input).unwrap();
+    let y = DeviceBuffer::<f32>::alloc(&host, rows * cols).unwrap();
+    let (vx, vy) = (x.view([rows, cols]).unwrap(), y.view([rows, cols]).unwrap());
+    // SAFETY: a (5, 3) grid of 16 x 16 blocks covers the 48 x 80 grid exactly; every thread
+    // reads its element and, inside the border, its four neighbours, and writes its own.
+    unsafe { semantics::jacobi(&host, &config([5, 3, 1], [16, 16, 1], 0), vx, vy) }.unwrap();
+    assert_same(&y.to_vec().unwrap(), &want, "the stencil");
+}
+
+/// Fails naming the first element that differs (a whole buffer is too long to read).
+fn assert_same(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!("{what}: element {i} is {}, not {}", got[i], want[i]);
+    }
+}

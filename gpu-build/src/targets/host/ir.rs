@@ -8,7 +8,9 @@ use crate::targets::interface::Job;
 use gpu_manifest::host_abi;
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{Linkage, Module};
-use inkwell::values::{AsValueRef, BasicValue, FunctionValue, GlobalValue, IntValue, PointerValue};
+use inkwell::values::{
+    AsValueRef, BasicValue, FunctionValue, GlobalValue, InstructionValue, IntValue, PointerValue,
+};
 use inkwell::AddressSpace;
 
 /// The ids' bytes in the context: `host_abi::ID_SLOTS` `u32`s.
@@ -98,24 +100,35 @@ pub(crate) fn id_reader<'ll>(
     let id = builder
         .build_load(i32_type, id_pointer, "value")
         .map_err(builder_error)?;
-    // What the runtime guarantees of each id (`host_abi`: its launches are checked against
-    // these limits), for LLVM: thread ids, block sizes, block ids, grid sizes.
+    if let Some(load) = id.as_instruction_value() {
+        mark_id_range(job, load, slot)?;
+    }
+    builder.build_return(Some(&id)).map_err(builder_error)?;
+    Ok(function)
+}
+
+/// Marks `load`, a read of id `slot` of the context, with the range the runtime guarantees
+/// (`host_abi`: its launches are checked against these limits), for LLVM: thread ids, block
+/// sizes, block ids, grid sizes. A size known not to be zero lets LLVM compute with the
+/// divisions that turn a linear block index into block ids outside the loops that need them.
+pub(crate) fn mark_id_range<'ll>(
+    job: &Job<'_, 'll>,
+    load: InstructionValue<'ll>,
+    slot: u64,
+) -> Result<()> {
     let (low, high) = match slot {
         0..=2 => (0u32, host_abi::MAX_THREADS),
         3..=5 => (1, host_abi::MAX_THREADS + 1),
         6..=8 => (0, host_abi::MAX_GRID),
         _ => (1, host_abi::MAX_GRID + 1),
     };
+    let i32_type = job.llvm.i32_type();
     let range = job.llvm.metadata_node(&[
         i32_type.const_int(u64::from(low), false).into(),
         i32_type.const_int(u64::from(high), false).into(),
     ]);
-    if let Some(load) = id.as_instruction_value() {
-        load.set_metadata(range, job.llvm.get_kind_id("range"))
-            .map_err(|e| Error::new(ErrorKind::Codegen, format!("marking an id's range: {e:?}")))?;
-    }
-    builder.build_return(Some(&id)).map_err(builder_error)?;
-    Ok(function)
+    load.set_metadata(range, job.llvm.get_kind_id("range"))
+        .map_err(|e| Error::new(ErrorKind::Codegen, format!("marking an id's range: {e:?}")))
 }
 
 /// A barrier of type `ty` named `name`: a call back into the scheduler through the function

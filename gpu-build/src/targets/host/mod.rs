@@ -846,11 +846,15 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             }
         };
         let load = |slot: u64, name: &str| -> Result<IntValue<'ll>> {
-            Ok(self
+            let value = self
                 .builder
                 .build_load(i32_type, self.id_slot(slot, true)?, name)
                 .map_err(builder_error)?
-                .into_int_value())
+                .into_int_value();
+            if let Some(load) = value.as_instruction() {
+                ir::mark_id_range(self.job, load, slot)?;
+            }
+            Ok(value)
         };
         let mut sizes = Vec::new();
         for slot in 3..6 {

@@ -41,6 +41,7 @@
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 #include <cstring>
+#include <functional>
 #include <string>
 
 using namespace llvm;
@@ -128,43 +129,172 @@ bool guardedLoop(Loop &L, BranchInst *&guard) {
   return true;
 }
 
-// Runs a copy of `L` without its guard when the guard holds at the last iteration (and so at
-// every one: it turns only once, from true to false). Returns whether it did.
+// The comparisons a branch condition is built from with and, or, not and freeze (as `a || b`
+// reaches LLVM: `or`, or `select a, true, b`). False when the condition uses anything else that
+// the loop computes.
+bool conditionLeaves(Value *condition, const Loop &L, SmallVectorImpl<ICmpInst *> &leaves,
+                     unsigned depth = 0) {
+  auto *I = dyn_cast<Instruction>(condition);
+  if (!I || !L.contains(I->getParent()))
+    return true; // the same in every iteration
+  if (depth > 8 || !condition->getType()->isIntegerTy(1))
+    return false;
+  if (auto *compare = dyn_cast<ICmpInst>(I)) {
+    leaves.push_back(compare);
+    return true;
+  }
+  if (isa<FreezeInst>(I))
+    return conditionLeaves(I->getOperand(0), L, leaves, depth + 1);
+  if (I->getOpcode() == Instruction::And || I->getOpcode() == Instruction::Or ||
+      I->getOpcode() == Instruction::Xor || isa<SelectInst>(I)) {
+    for (Value *operand : I->operands())
+      if (!conditionLeaves(operand, L, leaves, depth + 1))
+        return false;
+    return true;
+  }
+  return false;
+}
+
+// A comparison of the guard's condition over the loop: its operands at the first and at the last
+// iteration, and the tests whose values at both ends decide whether it keeps one value for the
+// whole loop (each test is monotone over the loop: it changes at most once).
+struct Leaf {
+  ICmpInst *compare;
+  const SCEV *first[2], *last[2];
+  SmallVector<ICmpInst::Predicate, 2> tests;
+};
+
+// `compare`'s operands must be loop-invariant or an increasing affine AddRec of `L` that does not
+// wrap in the sense the tests need.
+bool describeLeaf(ICmpInst *compare, const Loop &L, ScalarEvolution &SE, const SCEV *lastIteration,
+                  Leaf &leaf) {
+  if (!SE.isSCEVable(compare->getOperand(0)->getType()))
+    return false;
+  leaf.compare = compare;
+  const SCEVAddRecExpr *rec = nullptr;
+  for (unsigned i = 0; i < 2; ++i) {
+    const SCEV *operand = SE.getSCEV(compare->getOperand(i));
+    leaf.first[i] = leaf.last[i] = operand;
+    if (SE.isLoopInvariant(operand, &L))
+      continue;
+    const auto *addRec = dyn_cast<SCEVAddRecExpr>(operand);
+    if (!addRec || addRec->getLoop() != &L || !addRec->isAffine() || rec)
+      return false;
+    rec = addRec;
+    leaf.first[i] = addRec->getStart();
+    leaf.last[i] = addRec->evaluateAtIteration(
+        SE.getTruncateOrZeroExtend(lastIteration, addRec->getType()), SE);
+  }
+  if (!rec) {
+    leaf.tests.push_back(compare->getPredicate()); // loop-invariant: one value anyway
+    return true;
+  }
+  const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(SE));
+  if (!step || !step->getAPInt().isStrictlyPositive())
+    return false;
+  bool unsignedNoWrap = rec->hasNoUnsignedWrap() ||
+                        (rec->hasNoSignedWrap() && SE.isKnownNonNegative(rec->getStart()));
+  bool signedNoWrap = rec->hasNoSignedWrap();
+  ICmpInst::Predicate predicate = compare->getPredicate();
+  if (ICmpInst::isEquality(predicate)) {
+    // x == c is x <= c and x >= c: one value for the loop when x < c and x > c each keep theirs.
+    if (unsignedNoWrap)
+      leaf.tests = {ICmpInst::ICMP_ULT, ICmpInst::ICMP_UGT};
+    else if (signedNoWrap)
+      leaf.tests = {ICmpInst::ICMP_SLT, ICmpInst::ICMP_SGT};
+    else
+      return false;
+    return true;
+  }
+  if (ICmpInst::isUnsigned(predicate) ? !unsignedNoWrap : !signedNoWrap)
+    return false;
+  leaf.tests.push_back(predicate);
+  return true;
+}
+
+// The instructions a block runs that are its own (it is reached from the header only), as a
+// measure of which side of the guard does the loop's work.
+unsigned ownWork(BasicBlock *B, BasicBlock *header) {
+  return B->getSinglePredecessor() == header ? B->size() : 0;
+}
+
+// When the header's branch condition keeps one value for the whole loop and that value sends
+// every thread to the side that does the work, runs a copy of `L` without the branch (which
+// the vectorizer can take: a load behind a test cannot be vectorized without masked loads). The
+// condition may combine comparisons of thread ids with and, or and not: a 2-D stencil's
+// `x == 0 || x >= cols - 1` is false for all threads of every block but the grid's first and
+// last column, and a bounds check `i < n` holds in every block but the last. Each comparison is
+// monotone over the loop (or, for ==, two monotone tests), so its values at the first and the
+// last thread tell whether it changes. Returns whether it versioned.
 bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
   BranchInst *guard;
   if (versioned(L) || !L.isInnermost() || !guardedLoop(L, guard))
     return false;
-  bool eventually;
-  if (!monotoneGuard(guard, L, SE, eventually) || eventually)
-    return false;
   BasicBlock *header = L.getHeader();
-  BasicBlock *work = guard->getSuccessor(0);
-  BasicBlock *idle = guard->getSuccessor(1);
-  if (!L.contains(work) || !L.contains(idle) || work == idle || work->getSinglePredecessor() != header)
+  unsigned workSide = ownWork(guard->getSuccessor(1), header) > ownWork(guard->getSuccessor(0), header);
+  BasicBlock *work = guard->getSuccessor(workSide);
+  BasicBlock *idle = guard->getSuccessor(1 - workSide);
+  if (!L.contains(work) || !L.contains(idle) || work == idle || ownWork(work, header) == 0)
     return false;
   const SCEV *lastIteration = SE.getBackedgeTakenCount(&L);
   if (isa<SCEVCouldNotCompute>(lastIteration))
     return false;
-  // The guard's operands at the last iteration, computed in the preheader.
-  auto *compare = cast<ICmpInst>(guard->getCondition());
-  BasicBlock *preheader = L.getLoopPreheader();
+  SmallVector<ICmpInst *, 4> compares;
+  if (!conditionLeaves(guard->getCondition(), L, compares) || compares.empty())
+    return false;
+
+  SmallVector<Leaf, 4> leaves(compares.size());
   SCEVExpander expander(SE, "guard");
-  Value *operands[2];
-  for (unsigned i = 0; i < 2; ++i) {
-    const SCEV *operand = SE.getSCEV(compare->getOperand(i));
-    if (const auto *rec = dyn_cast<SCEVAddRecExpr>(operand); rec && rec->getLoop() == &L) {
-      const SCEV *iteration = SE.getTruncateOrZeroExtend(lastIteration, rec->getType());
-      operand = rec->evaluateAtIteration(iteration, SE);
-    }
-    if (!SE.isLoopInvariant(operand, &L) || !expander.isSafeToExpand(operand))
+  for (unsigned i = 0; i < compares.size(); ++i) {
+    if (!describeLeaf(compares[i], L, SE, lastIteration, leaves[i]))
       return false;
-    operands[i] = expander.expandCodeFor(operand, compare->getOperand(i)->getType(),
-                                         preheader->getTerminator());
+    for (unsigned j = 0; j < 2; ++j)
+      for (const SCEV *end : {leaves[i].first[j], leaves[i].last[j]})
+        if (!SE.isLoopInvariant(end, &L) || !expander.isSafeToExpand(end))
+          return false;
   }
-  IRBuilder<> builder(preheader->getTerminator());
-  Value *always = builder.CreateICmp(compare->getPredicate(), operands[0], operands[1], "always");
-  // The copy, in a preheader of its own that the original preheader branches to when the guard
-  // always holds.
+  // In the preheader: whether every comparison keeps its value over the loop, and the
+  // condition's value at the first thread, with each comparison's at its first thread.
+  // A preheader of the loop's own (the one LoopSimplify gives may be an outer loop's header,
+  // whose phis a copy must not duplicate).
+  BasicBlock *preheader = SplitEdge(L.getLoopPreheader(), header, &DT, &LI, nullptr, "version");
+  Instruction *at = preheader->getTerminator();
+  IRBuilder<> builder(at);
+  Value *uniform = builder.getTrue();
+  ValueToValueMapTy firstThread;
+  for (Leaf &leaf : leaves) {
+    Value *first[2], *last[2];
+    for (unsigned j = 0; j < 2; ++j) {
+      Type *type = leaf.compare->getOperand(j)->getType();
+      first[j] = expander.expandCodeFor(leaf.first[j], type, at);
+      last[j] = expander.expandCodeFor(leaf.last[j], type, at);
+    }
+    for (ICmpInst::Predicate test : leaf.tests) {
+      Value *same = builder.CreateICmpEQ(builder.CreateICmp(test, first[0], first[1]),
+                                         builder.CreateICmp(test, last[0], last[1]));
+      uniform = builder.CreateAnd(uniform, same, "uniform");
+    }
+    firstThread[leaf.compare] = builder.CreateICmp(leaf.compare->getPredicate(), first[0], first[1]);
+  }
+  std::function<Value *(Value *)> atFirstThread = [&](Value *value) -> Value * {
+    if (auto mapped = firstThread.find(value); mapped != firstThread.end())
+      return mapped->second;
+    auto *I = dyn_cast<Instruction>(value);
+    if (!I || !L.contains(I->getParent()))
+      return value;
+    Instruction *copy = I->clone();
+    for (Use &operand : copy->operands())
+      operand.set(atFirstThread(operand.get()));
+    builder.Insert(copy);
+    firstThread[I] = copy;
+    return copy;
+  };
+  Value *condition = atFirstThread(guard->getCondition());
+  if (workSide == 1)
+    condition = builder.CreateNot(condition);
+  Value *always = builder.CreateAnd(uniform, condition, "always");
+  // The copy, in a preheader of its own that the original preheader branches to when every
+  // thread takes the work side.
   BasicBlock *exit = L.getUniqueExitBlock();
   BasicBlock *latch = L.getLoopLatch();
   ValueToValueMapTy map;
@@ -181,9 +311,8 @@ bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &S
   copyIdle->removePredecessor(copyGuard->getParent());
   BranchInst::Create(cast<BasicBlock>(map[work]), copyGuard->getIterator());
   copyGuard->eraseFromParent();
-  Instruction *entry = preheader->getTerminator();
-  BranchInst::Create(copyPreheader, header, always, entry->getIterator());
-  entry->eraseFromParent();
+  BranchInst::Create(copyPreheader, header, always, at->getIterator());
+  at->eraseFromParent();
   // The original keeps a preheader of its own, which the exit change needs.
   SplitEdge(preheader, header, nullptr, nullptr);
   markVersioned(latch);
@@ -235,13 +364,14 @@ bool exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
           return false;
     }
   }
+  // Checked before anything changes: a loop left half changed would stale every analysis.
   for (PHINode &phi : exit->phis()) {
-    Value *value = phi.getIncomingValueForBlock(latch);
-    auto *defined = dyn_cast<Instruction>(value);
+    auto *defined = dyn_cast<Instruction>(phi.getIncomingValueForBlock(latch));
     if (defined && L.contains(defined->getParent()))
       return false;
-    phi.addIncoming(value, header);
   }
+  for (PHINode &phi : exit->phis())
+    phi.addIncoming(phi.getIncomingValueForBlock(latch), header);
   idle->removePredecessor(header);
   guard->setSuccessor(eventually ? 0 : 1, exit);
   SE.forgetLoop(&L);
