@@ -3,7 +3,8 @@
 # LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, Debian's HIP
 # runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the Vulkan loader, the
 # Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
-# loader (the host target's peer in benches/host_vs_peers.rs), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
+# loader (the host target's peer in benches/host_vs_peers.rs), the stores the shared-cache tests
+# start on loopback (redis-server, nginx with its WebDAV modules, moto's S3 server from PyPI), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
 # wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
 # installed) under /opt/gpu-build/hip6 for the driver-binding tests, and MLIR's GPU integration
 # tests from Debian's LLVM source. Safe to run again.
@@ -12,7 +13,8 @@ set -euo pipefail
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip
           valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools
-          pocl-opencl-icd ocl-icd-libopencl1)
+          pocl-opencl-icd ocl-icd-libopencl1
+          redis-server nginx libnginx-mod-http-dav-ext)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -33,6 +35,12 @@ pip_install() {
 if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("nvidia.cuda_nvcc") is None)' 2>/dev/null; then
   echo "setup: installing nvidia-cuda-nvcc-cu12 (ptxas, libdevice) from PyPI" >&2
   pip_install nvidia-cuda-nvcc-cu12
+fi
+# An S3-compatible server for the shared-cache tests (tests/tests/remote_cache.rs); pinned.
+moto=moto[server]==5.1.0
+if ! "$python" -m pip show moto 2>/dev/null | grep -x "Version: ${moto#*==}" >/dev/null; then
+  echo "setup: installing $moto (an S3 server for the shared-cache tests) from PyPI" >&2
+  pip_install "$moto"
 fi
 # cuda.h for the CUDA driver bindings (gpu-embed/tests/bindings.rs); pinned: the checked-in
 # bindings are generated from exactly this header.

@@ -1,6 +1,6 @@
 //! The build-script API: an explicit builder in the style of `cc::Build`.
 
-use crate::cache_setting::CacheSetting;
+use crate::cache_setting::{CacheSetting, RemoteSetting};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::report::{Paths, Report};
@@ -33,6 +33,7 @@ pub struct Build {
     out_dir: Option<PathBuf>,
     base_dir: Option<PathBuf>,
     pub(crate) cache: CacheSetting,
+    pub(crate) remote_cache: RemoteSetting,
     prebuilt_dir: Option<PathBuf>,
     write_prebuilt: bool,
     use_prebuilt: bool,
@@ -108,6 +109,24 @@ impl Build {
     /// What relative kernel and `link` paths are relative to; defaults to `$CARGO_MANIFEST_DIR`.
     pub fn base_dir(&mut self, dir: impl AsRef<Path>) -> &mut Build {
         self.base_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// A shared store under the local object cache, which the builds of a team or a CI fleet
+    /// fill and read: `redis://host:port[/db]`, `s3://bucket/prefix`, `webdav://host/path` (or
+    /// `webdavs://`, `https://`), `file:///shared/path`. Overrides `GPU_BUILD_CACHE_URL`.
+    /// Credentials come from the store's usual environment variables (see the crate docs).
+    #[cfg(feature = "remote-cache")]
+    pub fn remote_cache(&mut self, address: impl Into<String>) -> &mut Build {
+        self.remote_cache.url = Some(address.into());
+        self
+    }
+
+    /// Whether the shared store is only read, never written (builds of untrusted code, such as
+    /// pull requests from forks). Overrides `GPU_BUILD_CACHE_READ_ONLY`.
+    #[cfg(feature = "remote-cache")]
+    pub fn remote_cache_read_only(&mut self, read_only: bool) -> &mut Build {
+        self.remote_cache.read_only = Some(read_only);
         self
     }
 
@@ -276,6 +295,7 @@ impl Build {
             opt_level: self.opt_level,
             host_triple: self.host_triple.clone(),
             cache: self.cache.clone(),
+            remote_cache: self.remote_cache.clone(),
             progress: self.progress,
         }
     }

@@ -15,3 +15,12 @@ pub enum CacheSetting {
     /// No cache.
     Off,
 }
+
+/// The shared store under the local cache (feature `remote-cache`): from `Build::remote_cache`
+/// and `Build::remote_cache_read_only`, else (with the default cache setting)
+/// `GPU_BUILD_CACHE_URL` and `GPU_BUILD_CACHE_READ_ONLY`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct RemoteSetting {
+    pub url: Option<String>,
+    pub read_only: Option<bool>,
+}

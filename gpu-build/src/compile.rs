@@ -62,6 +62,8 @@ pub(crate) struct Compilation {
     pub compiled: usize,
     /// (module, target) pairs taken from the cache.
     pub cache_hits: usize,
+    /// Of those, the ones the shared store had (and the local cache did not).
+    pub remote_hits: usize,
 }
 
 /// Compiles every module of `plans` for every target.
@@ -84,24 +86,34 @@ pub(crate) fn compile_all(
         None => tasks.iter().map(|_| None).collect(),
     };
     let mut outputs: Vec<Option<TaskOutput>> = options.timings.time(Stage::Cache, || {
+        let Some(cache) = cache else {
+            return tasks.iter().map(|_| None).collect();
+        };
+        let wanted: Vec<Option<&Key>> = keys.iter().map(Option::as_ref).collect();
+        let found = cache.get_many(&wanted, cargo);
         tasks
             .iter()
             .zip(&keys)
-            .map(|(task, key)| {
-                let (cache, key) = (cache?, key.as_ref()?);
-                let found = cache.get(key, cargo);
-                cache.note(cargo, || {
-                    format!(
-                        "gpu-build cache {}: {} @{} for {} {} ({})",
-                        if found.is_some() { "hit" } else { "miss" },
-                        task.file.source.display,
-                        task.module.desc.name,
-                        task.spec.vendor,
-                        task.spec.chip,
-                        key.short()
-                    )
-                });
-                found
+            .zip(found)
+            .map(|((task, key), found)| {
+                if let Some(key) = key {
+                    cache.note(cargo, || {
+                        format!(
+                            "gpu-build cache {}: {} @{} for {} {} ({})",
+                            match &found {
+                                Some(found) if found.remote => "remote hit",
+                                Some(_) => "local hit",
+                                None => "miss",
+                            },
+                            task.file.source.display,
+                            task.module.desc.name,
+                            task.spec.vendor,
+                            task.spec.chip,
+                            key.short()
+                        )
+                    });
+                }
+                found.map(|found| found.output)
             })
             .collect()
     });
@@ -132,6 +144,10 @@ pub(crate) fn compile_all(
             Ok((task, &lowered[position]))
         })
         .collect::<Result<_>>()?;
+    let task_key = |task: &Task| {
+        let index = tasks.iter().position(|t| std::ptr::eq(t, task))?;
+        keys[index].as_ref()
+    };
     let done = std::sync::atomic::AtomicUsize::new(cache_hits);
     let built = run_all(&jobs, |(task, lowered)| {
         let (result, warnings) =
@@ -147,23 +163,29 @@ pub(crate) fn compile_all(
                 task.spec.chip
             );
         }
-        result.map(|compiled| TaskOutput {
+        let output = result.map(|compiled| TaskOutput {
             kernels: lowered.kernels.clone(),
             compiled,
             warnings,
-        })
-    })?;
-    for (index, output) in misses.iter().zip(built) {
-        if let (Some(cache), Some(key)) = (cache, &keys[*index]) {
+        })?;
+        // Stored as soon as it is compiled, so that uploads to a shared store run while the
+        // other tasks compile.
+        if let (Some(cache), Some(key)) = (cache, task_key(task)) {
             options
                 .timings
                 .time(Stage::Cache, || cache.put(key, &output, cargo));
         }
+        Ok(output)
+    })?;
+    for (index, output) in misses.iter().zip(built) {
         outputs[*index] = Some(output);
     }
     if let Some(cache) = cache.filter(|_| !misses.is_empty()) {
         options.timings.time(Stage::Cache, || cache.evict());
     }
+    let remote_hits = cache.map_or(0, |cache| {
+        options.timings.time(Stage::Cache, || cache.finish(cargo))
+    });
     let outputs = outputs
         .into_iter()
         .map(|output| output.ok_or_else(|| internal("a task without a result")))
@@ -172,6 +194,7 @@ pub(crate) fn compile_all(
         modules: assemble(plans, outputs)?,
         compiled: misses.len(),
         cache_hits,
+        remote_hits,
     })
 }
 
@@ -375,7 +398,7 @@ pub(crate) fn compile_build(
         host_features: host_features.as_deref(),
         progress: build.progress,
     };
-    let cache = Cache::open(&build.cache, out_dir, cargo)?;
+    let cache = Cache::open(&build.cache, &build.remote_cache, out_dir, cargo)?;
 
     let plans = run_all(&build.kernels, |(path, requests)| {
         let requests = requests.as_deref().unwrap_or(&build.requests);
@@ -400,6 +423,7 @@ pub(crate) fn compile_build(
     let mut report = Report::new(manifest, out_dir);
     report.compiled = compilation.compiled;
     report.cache_hits = compilation.cache_hits;
+    report.remote_hits = compilation.remote_hits;
     report.timings = timings.snapshot();
     Ok(report)
 }

@@ -106,6 +106,12 @@ mod toolkit;
 mod up_to_date;
 
 pub use builder::Build;
+#[cfg(feature = "remote-cache")]
+pub use cache::admin::clear_remote_cache;
+#[cfg(feature = "compiler")]
+pub use cache::admin::{CacheDir, Verified};
+#[cfg(feature = "compiler")]
+pub use cache::stats::{CacheStats, StoreStats};
 pub use cache_setting::CacheSetting;
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};

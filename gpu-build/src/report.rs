@@ -23,6 +23,9 @@ pub struct Report {
     pub compiled: usize,
     /// (gpu.module, target) pairs taken from the object cache instead.
     pub cache_hits: usize,
+    /// Of those, the ones the shared store had and the local cache did not (feature
+    /// `remote-cache`).
+    pub remote_hits: usize,
     /// Where the time went, per stage, summed over threads.
     pub timings: StageTimes,
     /// Warnings also printed as `cargo::warning` lines.
@@ -41,6 +44,7 @@ impl Report {
             prebuilt: false,
             compiled: 0,
             cache_hits: 0,
+            remote_hits: 0,
             timings: StageTimes::default(),
             warnings: Vec::new(),
             cargo_directives: Vec::new(),

@@ -3,7 +3,7 @@
 //! `Build` into plain data the compiler and the prebuilt-object path read (the latter checks that
 //! a crate's shipped objects answer the same request).
 
-use crate::cache_setting::CacheSetting;
+use crate::cache_setting::{CacheSetting, RemoteSetting};
 use gpu_manifest::Vendor;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -39,6 +39,7 @@ pub(crate) struct BuildInputs {
     /// The host target's triple, when not the build machine's.
     pub host_triple: Option<String>,
     pub cache: CacheSetting,
+    pub remote_cache: RemoteSetting,
     /// Whether to print what is being compiled.
     pub progress: bool,
 }

@@ -6,9 +6,11 @@
 //! - `inspect`: a manifest, an `OUT_DIR` or one object: modules, kernels with their launch
 //!   functions, objects, and each kernel's resource usage as the object records it.
 //! - `prebuild`: a crate's prebuilt folder, so it builds for users without LLVM.
+//! - `cache`: the object cache's statistics per store, a check of its entries, emptying it.
 //! - `run`: a whole MLIR program (host code and kernels) executed on a GPU or the host, as
 //!   `mlir-runner` does, with gpu-build's compiler and gpu-embed's runtime.
 
+mod cache;
 mod inspect;
 mod resources;
 mod run;
@@ -71,6 +73,15 @@ enum Command {
         /// `manifest.json`, a directory holding `gpu-build/manifest.json`, or an object file.
         path: PathBuf,
     },
+    /// The object cache: statistics per store, a check of every entry, emptying it.
+    Cache {
+        #[command(subcommand)]
+        action: cache::CacheAction,
+        /// The cache directory (default: GPU_BUILD_CACHE_DIR, else the cargo target
+        /// directory's `gpu-build-cache`).
+        #[arg(long, global = true, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Write a crate's prebuilt folder (`gpu-prebuilt/`) from its `include_gpu_binary!` calls.
     Prebuild {
         /// The crate's directory (holding Cargo.toml).
@@ -114,6 +125,7 @@ fn main() -> ExitCode {
         Command::Compile(args) => compile(&args),
         Command::Inspect { path } => inspect::inspect(&path).map(|text| print!("{text}")),
         Command::Prebuild { crate_dir } => prebuild(&crate_dir),
+        Command::Cache { action, dir } => cache::cache(&action, dir),
         Command::Run {
             file,
             device,

@@ -21,11 +21,18 @@
 //! a hit refreshes) are removed until the cache is under 80% of its limit.
 //!
 //! Settings: `GPU_BUILD_CACHE_DIR` (location), `GPU_BUILD_CACHE=off` (disable),
-//! `GPU_BUILD_CACHE_SIZE_MB` (limit, default 1024), `GPU_BUILD_VERBOSE=1` (a line per hit and
-//! miss). Without `GPU_BUILD_CACHE_DIR` the cache is `<cargo target dir>/gpu-build-cache`, found
-//! from `OUT_DIR`; outside cargo's layout there is no cache unless one is asked for.
+//! `GPU_BUILD_CACHE_SIZE_MB` (limit, default 1024), `GPU_BUILD_VERBOSE=1` (a line per local hit,
+//! remote hit and miss). Without `GPU_BUILD_CACHE_DIR` the cache is `<cargo target
+//! dir>/gpu-build-cache`, found from `OUT_DIR`; outside cargo's layout there is no cache unless
+//! one is asked for.
+//!
+//! Under the local cache, a shared store (feature `remote-cache`, `remote.rs`):
+//! `GPU_BUILD_CACHE_URL` (or `Build::remote_cache`), `GPU_BUILD_CACHE_READ_ONLY=1`. Lookups go
+//! to the local cache first, then to the store for what it lacks (all at once); a remote hit is
+//! checked like a local entry and written to the local cache; a compiled object goes to both.
+//! Counts per store are kept in `<cache>/stats.json` (`stats.rs`).
 
-use crate::cache_setting::CacheSetting;
+use crate::cache_setting::{CacheSetting, RemoteSetting};
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
@@ -33,9 +40,17 @@ use crate::util::sha256_hex;
 use gpu_manifest::{Format, HostEntries, Kernel, VulkanEntries};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use stats::StoreStats;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
+
+pub mod admin;
+#[cfg(feature = "remote-cache")]
+mod remote;
+pub mod stats;
 
 const MAGIC: &[u8] = b"gpu-build cache entry 1\n";
 const DEFAULT_LIMIT_MB: u64 = 1024;
@@ -106,18 +121,42 @@ struct Header {
     artifacts: Vec<(Format, String, u64)>,
 }
 
-/// An open cache directory.
+/// An open cache directory, and the shared store under it, if any.
 #[derive(Debug)]
 pub(crate) struct Cache {
+    /// The cache's own folder (`stats.json`), above `dir`.
+    root: PathBuf,
+    /// Where the entries are (`<root>/v1`).
     dir: PathBuf,
     limit_bytes: u64,
     verbose: bool,
+    local: LocalCounters,
+    #[cfg(feature = "remote-cache")]
+    remote: Option<remote::RemoteStore>,
+}
+
+/// What a build did with the local cache.
+#[derive(Debug, Default)]
+struct LocalCounters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    rejected: AtomicU64,
+    bytes_read: AtomicU64,
+    writes: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+/// An entry found for a task, and where.
+pub(crate) struct Found {
+    pub output: TaskOutput,
+    pub remote: bool,
 }
 
 impl Cache {
     /// The cache this build uses, if any.
     pub fn open(
         setting: &CacheSetting,
+        remote: &RemoteSetting,
         out_dir: &Path,
         cargo: &CargoOutput,
     ) -> Result<Option<Cache>> {
@@ -162,10 +201,16 @@ impl Cache {
                 }
             }
         };
+        #[cfg(not(feature = "remote-cache"))]
+        warn_without_remote(setting, remote, cargo);
         Ok(Some(Cache {
             dir: dir.join("v1"),
+            root: dir,
             limit_bytes: limit_mb.saturating_mul(1 << 20),
             verbose,
+            local: LocalCounters::default(),
+            #[cfg(feature = "remote-cache")]
+            remote: open_remote(setting, remote, cargo)?,
         }))
     }
 
@@ -180,12 +225,75 @@ impl Cache {
         }
     }
 
-    /// The entry for `key`, if there is an intact one. A damaged entry is removed.
-    pub fn get(&self, key: &Key, cargo: &CargoOutput) -> Option<TaskOutput> {
+    /// The entries for `keys` (`None` for a task without a key), from the local cache, else
+    /// from the shared store (each checked against its hash and key text, and then kept
+    /// locally). A damaged local entry is removed; a damaged or foreign remote one is a miss,
+    /// which the compiled object then replaces.
+    #[cfg_attr(not(feature = "remote-cache"), allow(unused_mut))]
+    pub fn get_many(&self, keys: &[Option<&Key>], cargo: &CargoOutput) -> Vec<Option<Found>> {
+        let mut found: Vec<Option<Found>> = keys
+            .iter()
+            .map(|key| {
+                let output = self.get_local(key.as_ref()?, cargo)?;
+                Some(Found {
+                    output,
+                    remote: false,
+                })
+            })
+            .collect();
+        #[cfg(feature = "remote-cache")]
+        if let Some(store) = &self.remote {
+            let wanted: Vec<(usize, &Key)> = keys
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| found[*index].is_none())
+                .filter_map(|(index, key)| Some((index, (*key)?)))
+                .collect();
+            let digests: Vec<&str> = wanted.iter().map(|(_, key)| key.digest.as_str()).collect();
+            for ((index, key), bytes) in wanted.iter().zip(store.read_many(&digests)) {
+                let Some(bytes) = bytes else {
+                    store.counters.misses.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                match decode(&bytes, key) {
+                    Some(output) => {
+                        store.counters.hits.fetch_add(1, Ordering::Relaxed);
+                        self.put_local(key, &bytes, cargo);
+                        found[*index] = Some(Found {
+                            output,
+                            remote: true,
+                        });
+                    }
+                    None => {
+                        store.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                        self.note(cargo, || {
+                            format!(
+                                "gpu-build cache: the entry {} in {} is damaged or belongs to \
+                                 another key; not used, compiling again",
+                                key.short(),
+                                store.name
+                            )
+                        });
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// The local entry for `key`, if there is an intact one. A damaged entry is removed.
+    fn get_local(&self, key: &Key, cargo: &CargoOutput) -> Option<TaskOutput> {
         let path = self.entry_path(key);
-        let bytes = std::fs::read(&path).ok()?;
+        let Ok(bytes) = std::fs::read(&path) else {
+            self.local.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
         match decode(&bytes, key) {
             Some(output) => {
+                self.local.hits.fetch_add(1, Ordering::Relaxed);
+                self.local
+                    .bytes_read
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
                 // Refreshed for least-recently-used eviction; a read-only cache still works.
                 if let Ok(file) = std::fs::File::options().append(true).open(&path) {
                     let _ = file.set_modified(SystemTime::now());
@@ -193,6 +301,7 @@ impl Cache {
                 Some(output)
             }
             None => {
+                self.local.rejected.fetch_add(1, Ordering::Relaxed);
                 self.note(cargo, || {
                     format!(
                         "gpu-build cache: entry {} is damaged; removed it and compiling again",
@@ -205,17 +314,84 @@ impl Cache {
         }
     }
 
-    /// Stores `output` under `key`. A cache that cannot be written is a warning, never a failed
-    /// build.
+    /// Stores `output` under `key`, locally and (in the background) in the shared store. A
+    /// cache that cannot be written is a warning, never a failed build.
     pub fn put(&self, key: &Key, output: &TaskOutput, cargo: &CargoOutput) {
+        let bytes = encode(key, output);
+        self.put_local(key, &bytes, cargo);
+        #[cfg(feature = "remote-cache")]
+        if let Some(store) = &self.remote {
+            store.write(&key.digest, bytes);
+        }
+    }
+
+    fn put_local(&self, key: &Key, bytes: &[u8], cargo: &CargoOutput) {
         let path = self.entry_path(key);
-        if let Err(e) = write_entry(&path, &encode(key, output)) {
-            cargo.warn(format!(
+        match write_entry(&path, bytes) {
+            Ok(()) => {
+                self.local.writes.fetch_add(1, Ordering::Relaxed);
+                self.local
+                    .bytes_written
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            }
+            Err(e) => cargo.warn(format!(
                 "gpu-build cache: cannot store an entry in {}: {e} (the build is not affected; \
                  set GPU_BUILD_CACHE=off to stop trying)",
                 self.dir.display()
-            ));
+            )),
         }
+    }
+
+    /// Ends the build's use of the cache: waits for the shared store's uploads, says once if
+    /// the store failed, and adds this build's counts to the cache's statistics. Returns the
+    /// number of remote hits.
+    #[cfg_attr(not(feature = "remote-cache"), allow(unused_variables, unused_mut))]
+    pub fn finish(&self, cargo: &CargoOutput) -> usize {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let mut counts = BTreeMap::from([(
+            stats::LOCAL.to_string(),
+            StoreStats {
+                builds: 1,
+                hits: load(&self.local.hits),
+                misses: load(&self.local.misses),
+                rejected: load(&self.local.rejected),
+                bytes_read: load(&self.local.bytes_read),
+                writes: load(&self.local.writes),
+                bytes_written: load(&self.local.bytes_written),
+                failures: 0,
+            },
+        )]);
+        let mut remote_hits = 0;
+        #[cfg(feature = "remote-cache")]
+        if let Some(store) = &self.remote {
+            store.flush();
+            let failure = store.failure();
+            if let Some(why) = &failure {
+                cargo.warn(format!(
+                    "gpu-build cache: the shared store {} failed ({why}); this build compiled \
+                     what the local cache lacked{} (the build is not affected)",
+                    store.name,
+                    if store.read_only { "" } else { " and stored nothing more there" }
+                ));
+            }
+            let c = &store.counters;
+            remote_hits = load(&c.hits) as usize;
+            counts.insert(
+                store.name.clone(),
+                StoreStats {
+                    builds: 1,
+                    hits: load(&c.hits),
+                    misses: load(&c.misses),
+                    rejected: load(&c.rejected),
+                    bytes_read: load(&c.bytes_read),
+                    writes: load(&c.uploads),
+                    bytes_written: load(&c.bytes_written),
+                    failures: u64::from(failure.is_some()),
+                },
+            );
+        }
+        stats::record(&self.root, &counts);
+        remote_hits
     }
 
     /// Removes the least recently used entries while the cache is over its limit.
@@ -249,6 +425,62 @@ impl Cache {
             let _ = std::fs::remove_file(&path);
             total = total.saturating_sub(len);
         }
+    }
+}
+
+/// The shared store a build asked for, opened (nothing is contacted yet). An address that is
+/// not one is an error: the build was asked for something it cannot do.
+#[cfg(feature = "remote-cache")]
+fn open_remote(
+    setting: &CacheSetting,
+    remote: &RemoteSetting,
+    cargo: &CargoOutput,
+) -> Result<Option<remote::RemoteStore>> {
+    // With an explicit cache directory, the environment is not consulted (as for the directory).
+    let from_env = matches!(setting, CacheSetting::Default);
+    let env = |name: &str| {
+        cargo
+            .env(name)
+            .map(|value| value.to_string_lossy().into_owned())
+    };
+    let Some(address) = remote
+        .url
+        .clone()
+        .or_else(|| from_env.then(|| env("GPU_BUILD_CACHE_URL")).flatten())
+    else {
+        return Ok(None);
+    };
+    let read_only = match remote.read_only {
+        Some(read_only) => read_only,
+        None if from_env => match env("GPU_BUILD_CACHE_READ_ONLY").as_deref() {
+            None | Some("0" | "false" | "no" | "off") => false,
+            Some("1" | "true" | "yes" | "on") => true,
+            Some(other) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("GPU_BUILD_CACHE_READ_ONLY: unknown value `{other}`; use `1` or `0`"),
+                ))
+            }
+        },
+        None => false,
+    };
+    remote::RemoteStore::open(&address, read_only, &env)
+        .map(Some)
+        .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("GPU_BUILD_CACHE_URL: {e}")))
+}
+
+/// Without the `remote-cache` feature, a shared store asked for is a warning that says how to
+/// get one.
+#[cfg(not(feature = "remote-cache"))]
+fn warn_without_remote(setting: &CacheSetting, remote: &RemoteSetting, cargo: &CargoOutput) {
+    let asked = remote.url.is_some()
+        || (matches!(setting, CacheSetting::Default) && cargo.env("GPU_BUILD_CACHE_URL").is_some());
+    if asked {
+        cargo.warn(
+            "gpu-build cache: GPU_BUILD_CACHE_URL is set, but this gpu-build was built without \
+             its `remote-cache` feature, so only the local cache is used; add \
+             `features = [\"remote-cache\"]` to the gpu-build build-dependency",
+        );
     }
 }
 
@@ -299,6 +531,15 @@ fn encode(key: &Key, output: &TaskOutput) -> Vec<u8> {
     let digest = Sha256::digest(&bytes);
     bytes.extend(digest);
     bytes
+}
+
+/// The key text an entry's body (without its trailing hash) was stored under.
+fn key_text(body: &[u8]) -> Option<String> {
+    let rest = body.strip_prefix(MAGIC)?;
+    let (length, rest) = rest.split_at_checked(8)?;
+    let length = usize::try_from(u64::from_le_bytes(length.try_into().ok()?)).ok()?;
+    let header: Header = serde_json::from_slice(rest.get(..length)?).ok()?;
+    Some(header.key)
 }
 
 /// The entry's contents, if it is whole and was stored under exactly `key`.
@@ -428,9 +669,13 @@ mod tests {
     fn eviction_removes_the_least_recently_used() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache {
+            root: dir.path().to_path_buf(),
             dir: dir.path().to_path_buf(),
             limit_bytes: 2500,
             verbose: false,
+            local: LocalCounters::default(),
+            #[cfg(feature = "remote-cache")]
+            remote: None,
         };
         let now = SystemTime::now();
         for (index, age) in [(0u8, 30u64), (1, 10), (2, 20)] {
