@@ -256,47 +256,104 @@ fn bad_arguments_are_clear_errors() {
     assert!(ok, "{stderr}");
 }
 
-/// A thread loop behind a guard that passes every thread of most blocks (`i < n` in the tree
-/// reduction's first region, whose other side stores a zero) runs an unguarded copy there
-/// (`optimize.cpp`'s versioning), which the vectorizer takes: block_sum's host code has a
-/// `.unguarded` loop that enters a vector body. Without the versioning it has none.
+/// A thread loop behind a guard that passes every thread of most blocks runs an unguarded copy
+/// there (`optimize.cpp`'s versioning), which the vectorizer takes: the tree reduction's `i < n`
+/// (whose other side stores a zero) and the stencil's border test `x == 0 || x >= cols - 1`
+/// (comparisons combined with `or`, one of them `==`) each leave a `.unguarded` loop that enters
+/// a vector body. Without the versioning neither has one (baseline x86-64 has no masked loads).
 #[test]
-fn a_thread_loop_guarded_by_a_bounds_check_is_versioned_and_vectorized_on_the_host() {
-    let out = tempfile::tempdir().unwrap();
-    let sample = workspace().join("sample-project");
+fn thread_loops_guarded_by_id_tests_are_versioned_and_vectorized_on_the_host() {
+    for (file, module) in [("reduce.mlir", "reduce"), ("stencil.mlir", "stencil")] {
+        let out = tempfile::tempdir().unwrap();
+        let sample = workspace().join("sample-project");
+        let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+            .args(["compile", "-t", "host", "--no-cache", "--base-dir"])
+            .arg(&sample)
+            .arg("--out")
+            .arg(out.path())
+            .arg(format!("kernels/{file}"))
+            .env_remove("TARGET")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env("GPU_BUILD_DUMP", "llvm")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let dumps = out
+            .path()
+            .join(format!("gpu-build/kernels_{module}_mlir/{module}"));
+        let optimized = std::fs::read_dir(&dumps)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| path.to_string_lossy().ends_with(".opt.ll"))
+            .expect("the optimized LLVM IR dump");
+        let ir = std::fs::read_to_string(optimized).unwrap();
+        let mut blocks = ir.split("\n\n");
+        let versioned_then_vectorized = blocks.any(|block| {
+            block
+                .lines()
+                .next()
+                .is_some_and(|label| label.contains(".unguarded") && label.contains(':'))
+                && block.contains("label %vector.body")
+        });
+        assert!(
+            versioned_then_vectorized,
+            "{file}: no unguarded copy of a thread loop enters a vector body"
+        );
+    }
+}
+
+/// `gpu-build cache`: statistics after a build, every entry re-hashed (a damaged one found and
+/// removed), emptied.
+#[test]
+fn cache_stats_verify_and_clear() {
+    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dir = cache.path().to_str().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
-        .args(["compile", "-t", "host", "--no-cache", "--base-dir"])
-        .arg(&sample)
+        .args(["compile", "-t", "host", "-t", "nvptx:sm_80", "--base-dir"])
+        .arg(workspace().join("sample-project"))
         .arg("--out")
         .arg(out.path())
-        .arg("kernels/reduce.mlir")
+        .arg("kernels/vadd.mlir")
         .env_remove("TARGET")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env("GPU_BUILD_DUMP", "llvm")
+        .env("GPU_BUILD_CACHE_DIR", dir)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let (ok, stats, stderr) = gpu_build(&["cache", "stats", "--dir", dir]);
+    assert!(ok, "{stderr}");
+    let local = stats.lines().find(|l| l.starts_with("local")).expect(&stats);
+    let columns: Vec<&str> = local.split_whitespace().collect();
+    // store, builds, hits, misses, rejected, read (2 words), writes, written (2), failures.
+    assert_eq!(
+        (columns[1], columns[2], columns[3], columns[7]),
+        ("1", "0", "2", "2"),
+        "{stats}"
     );
-    let dumps = out.path().join("gpu-build/kernels_reduce_mlir/reduce");
-    let optimized = std::fs::read_dir(&dumps)
+    let (ok, verified, stderr) = gpu_build(&["cache", "verify", "--dir", dir]);
+    assert!(ok, "{stderr}");
+    assert!(verified.contains("2 entries intact"), "{verified}");
+    // Damage one entry: verify finds it and removes it.
+    let entry = walkdir::WalkDir::new(cache.path().join("v1"))
+        .into_iter()
+        .map(|e| e.unwrap())
+        .find(|e| e.file_type().is_file())
         .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.to_string_lossy().ends_with(".opt.ll"))
-        .expect("the optimized LLVM IR dump");
-    let ir = std::fs::read_to_string(optimized).unwrap();
-    let mut blocks = ir.split("\n\n");
-    let versioned_then_vectorized = blocks.any(|block| {
-        block
-            .lines()
-            .next()
-            .is_some_and(|label| label.contains(".unguarded") && label.contains(':'))
-            && block.contains("label %vector.body")
-    });
+        .into_path();
+    let mut bytes = std::fs::read(&entry).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&entry, bytes).unwrap();
+    let (_, verified, _) = gpu_build(&["cache", "verify", "--dir", dir]);
     assert!(
-        versioned_then_vectorized,
-        "no unguarded copy of a thread loop enters a vector body"
+        verified.contains("1 entries intact") && verified.contains("1 damaged and removed"),
+        "{verified}"
     );
+    assert!(!entry.exists());
+    let (ok, cleared, stderr) = gpu_build(&["cache", "clear", "--dir", dir]);
+    assert!(ok && cleared.contains("removed 1 entries"), "{cleared}{stderr}");
+    let (_, stats, _) = gpu_build(&["cache", "stats", "--dir", dir]);
+    assert!(stats.contains("no builds recorded yet"), "{stats}");
 }
