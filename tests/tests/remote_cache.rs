@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 const PAIRS: usize = 4;
 
 /// A build of the two kernels into `out` with the local cache `local` over the store `store`.
+/// With `GPU_BUILD_VERBOSE=1` (set for this whole binary: it only adds notes to the
+/// directives), a line per local hit, remote hit and miss.
 fn build(out: &Path, local: &Path, store: &str, read_only: bool) -> Report {
+    std::env::set_var("GPU_BUILD_VERBOSE", "1");
     let mut build: Build = build_in(out);
     build
         .base_dir(workspace().join("sample-project"))
@@ -75,6 +78,20 @@ fn two_runners_share(store: &str) {
     // The remote hits went into the second runner's local cache: a third build there is local.
     let third = build(dirs[4].path(), dirs[3].path(), store, false);
     assert_eq!((third.cache_hits, third.remote_hits), (PAIRS, 0), "{store}");
+    let lines = |report: &Report, what: &str| {
+        let prefix = format!("cargo::warning=gpu-build cache {what}: ");
+        report
+            .cargo_directives
+            .iter()
+            .filter(|line| line.starts_with(&prefix))
+            .count()
+    };
+    assert_eq!(
+        [lines(&first, "miss"), lines(&second, "remote hit"), lines(&third, "local hit")],
+        [PAIRS; 3],
+        "{store}: GPU_BUILD_VERBOSE names each lookup: {:?}",
+        second.cargo_directives
+    );
     let stats = CacheDir::new(dirs[3].path()).stats();
     let remote = stats
         .stores
