@@ -406,22 +406,34 @@ fn a_store_that_never_answers_costs_at_most_a_second_and_no_credentials_leak() {
     }
 }
 
-/// Forwards connections to `target` until more than `budget` bytes went to it, then cuts every
-/// connection and stops listening: a store that dies during a build.
-fn dying_proxy(target: u16, budget: u64) -> u16 {
+/// What a store does once it breaks.
+#[derive(Clone, Copy, PartialEq)]
+enum Breaks {
+    /// Every connection cut, later ones refused: a killed server.
+    Dies,
+    /// Connections kept open and new ones accepted, nothing answered: a hung server.
+    Hangs,
+}
+
+/// Forwards connections to `target` until more than `budget` bytes went to it, then breaks.
+fn breaking_proxy(target: u16, budget: u64, breaks: Breaks) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let sent = Arc::new(AtomicU64::new(0));
-    let dead = Arc::new(AtomicBool::new(false));
+    let broken = Arc::new(AtomicBool::new(false));
     let streams: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
     std::thread::spawn(move || {
         listener.set_nonblocking(true).unwrap();
-        while !dead.load(Ordering::SeqCst) {
+        while !(breaks == Breaks::Dies && broken.load(Ordering::SeqCst)) {
             let Ok((client, _)) = listener.accept() else {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             };
             client.set_nonblocking(false).unwrap();
+            if broken.load(Ordering::SeqCst) {
+                streams.lock().unwrap().push(client);
+                continue;
+            }
             let server = TcpStream::connect(("127.0.0.1", target)).unwrap();
             streams.lock().unwrap().extend([
                 client.try_clone().unwrap(),
@@ -431,26 +443,31 @@ fn dying_proxy(target: u16, budget: u64) -> u16 {
                 (client.try_clone().unwrap(), server.try_clone().unwrap(), true),
                 (server, client, false),
             ] {
-                let (sent, dead, streams) = (sent.clone(), dead.clone(), streams.clone());
+                let (sent, broken, streams) = (sent.clone(), broken.clone(), streams.clone());
                 std::thread::spawn(move || {
                     let mut buffer = [0u8; 65536];
                     while let Ok(n) = from.read(&mut buffer) {
-                        if n == 0 || to.write_all(&buffer[..n]).is_err() {
+                        if n == 0 || broken.load(Ordering::SeqCst) {
                             break;
                         }
                         if count && sent.fetch_add(n as u64, Ordering::SeqCst) + n as u64 > budget
                         {
-                            dead.store(true, Ordering::SeqCst);
-                            for stream in streams.lock().unwrap().iter() {
-                                let _ = stream.shutdown(Shutdown::Both);
+                            broken.store(true, Ordering::SeqCst);
+                            if breaks == Breaks::Dies {
+                                for stream in streams.lock().unwrap().iter() {
+                                    let _ = stream.shutdown(Shutdown::Both);
+                                }
                             }
+                            break;
+                        }
+                        if to.write_all(&buffer[..n]).is_err() {
                             break;
                         }
                     }
                 });
             }
         }
-        // The listener is dropped here: later connections are refused.
+        // A killed server's listener goes: later connections are refused.
     });
     port
 }
@@ -461,7 +478,7 @@ fn a_store_killed_during_the_build_is_a_warning_and_the_build_succeeds() {
         return;
     };
     // Dies during the first upload (an entry is several KB; lookups are a few hundred bytes).
-    let port = dying_proxy(server.port, 2048);
+    let port = breaking_proxy(server.port, 2048, Breaks::Dies);
     let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
     let report = build(
         dirs[0].path(),
@@ -477,4 +494,33 @@ fn a_store_killed_during_the_build_is_a_warning_and_the_build_succeeds() {
     );
     // The local cache has everything.
     assert_eq!(CacheDir::new(dirs[1].path()).verify().intact, PAIRS);
+}
+
+/// A store that answers the lookups, then goes silent during the first upload: the end of the
+/// build waits for uploads only while they make progress.
+#[test]
+fn a_store_that_hangs_during_the_build_costs_at_most_a_second() {
+    let test = "a_store_that_hangs_during_the_build";
+    let (Some(redis), Some(webdav)) = (redis(test), webdav(test)) else {
+        return;
+    };
+    for (scheme, server) in [("redis", redis.port), ("webdav", webdav.port)] {
+        let port = breaking_proxy(server, 2048, Breaks::Hangs);
+        let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+        let address = format!("{scheme}://127.0.0.1:{port}/0");
+        let report = build(dirs[0].path(), dirs[1].path(), &address, false);
+        assert_eq!(report.compiled, PAIRS);
+        let warning = report.warnings.join("\n");
+        // Whichever gives up first, the store's client (Redis has a response timeout of its
+        // own) or the end of the build's wait for progress, the build says the store failed.
+        assert!(
+            warning.contains(&format!("the shared store {address} failed (")),
+            "{warning}"
+        );
+        let cache_time = report.timings.get(Stage::Cache);
+        assert!(
+            cache_time <= Duration::from_secs(1),
+            "{scheme}: the hung store cost {cache_time:?}"
+        );
+    }
 }

@@ -11,8 +11,9 @@
 //! (a store that accepts connections and never answers costs that once); any failure or timeout
 //! marks the store failed for the rest of the build, which then compiles what the local cache
 //! lacks and stores nothing remotely, and says why once. Writes run on the store's own threads
-//! while the build goes on (at most `UPLOADS_AT_ONCE` at a time) and are waited for, up to
-//! `FLUSH_DEADLINE`, before the build returns.
+//! while the build goes on (at most `UPLOADS_AT_ONCE` at a time) and are waited for before the
+//! build returns, for as long as they make progress: when none finishes for `STALL`, the store
+//! is given up on (one that answered and then went silent costs that much once).
 
 use opendal::{services, ErrorKind, Operator};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,8 +29,8 @@ const FIRST_ANSWER: Duration = Duration::from_millis(800);
 const READ_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long one upload may take.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the end of a build waits for the uploads still running.
-const FLUSH_DEADLINE: Duration = Duration::from_secs(60);
+/// How long the end of a build waits for the next upload to finish.
+const STALL: Duration = Duration::from_millis(800);
 /// Uploads running at once; the rest wait their turn on the store's threads.
 const UPLOADS_AT_ONCE: usize = 4;
 
@@ -48,7 +49,8 @@ pub(crate) struct RemoteCounters {
 /// An open store.
 pub(crate) struct RemoteStore {
     operator: Operator,
-    runtime: Runtime,
+    /// Taken only when the store is dropped (see `Drop`).
+    runtime: Option<Runtime>,
     /// The store's address without credentials, for messages and statistics.
     pub name: String,
     pub read_only: bool,
@@ -94,7 +96,7 @@ impl RemoteStore {
             .map_err(|e| format!("cannot start the threads that talk to the store: {e}"))?;
         Ok(RemoteStore {
             operator,
-            runtime,
+            runtime: Some(runtime),
             name,
             read_only,
             answered: AtomicBool::new(false),
@@ -104,6 +106,11 @@ impl RemoteStore {
             upload_slots: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
             counters: RemoteCounters::default(),
         })
+    }
+
+    fn runtime(&self) -> &Runtime {
+        // Present from `open` until `drop`.
+        self.runtime.as_ref().expect("the store's runtime")
     }
 
     /// Why the store was given up on during this build, if it was.
@@ -134,7 +141,7 @@ impl RemoteStore {
             let path = entry_path(digest);
             async move { tokio::time::timeout(limit, operator.read(&path)).await }
         });
-        let results = self.runtime.block_on(async {
+        let results = self.runtime().block_on(async {
             let handles: Vec<_> = reads.map(|read| tokio::spawn(read)).collect();
             let mut results = Vec::with_capacity(handles.len());
             for handle in handles {
@@ -184,7 +191,7 @@ impl RemoteStore {
         let operator = self.operator.clone();
         let path = entry_path(digest);
         let slots = self.upload_slots.clone();
-        let upload = self.runtime.spawn(async move {
+        let upload = self.runtime().spawn(async move {
             let _slot = slots
                 .acquire_owned()
                 .await
@@ -204,25 +211,27 @@ impl RemoteStore {
         }
     }
 
-    /// Waits for the uploads still running, up to `FLUSH_DEADLINE` in all; after the store
-    /// failed, the rest are abandoned.
+    /// Waits for the uploads still running while they make progress: when none finishes for
+    /// `STALL`, the store is given up on and the rest are abandoned (a later build stores
+    /// them).
     pub fn flush(&self) {
         let uploads = match self.uploads.lock() {
             Ok(mut uploads) => std::mem::take(&mut *uploads),
             Err(_) => return,
         };
-        let deadline = Instant::now() + FLUSH_DEADLINE;
+        let mut progress = Instant::now();
         for upload in uploads {
             if self.failed.load(Ordering::SeqCst) {
                 upload.abort();
                 continue;
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = (progress + STALL).saturating_duration_since(Instant::now());
             match self
-                .runtime
+                .runtime()
                 .block_on(async { tokio::time::timeout(left, upload).await })
             {
                 Ok(Ok(Ok(length))) => {
+                    progress = Instant::now();
                     self.answered.store(true, Ordering::SeqCst);
                     self.counters.uploads.fetch_add(1, Ordering::Relaxed);
                     self.counters
@@ -232,8 +241,8 @@ impl RemoteStore {
                 Ok(Ok(Err(why))) => self.give_up(why),
                 Ok(Err(e)) => self.give_up(format!("an upload stopped: {e}")),
                 Err(_) => self.give_up(format!(
-                    "uploads were still running {} s after the build",
-                    FLUSH_DEADLINE.as_secs()
+                    "no upload finished within {} ms at the end of the build",
+                    STALL.as_millis()
                 )),
             }
         }
@@ -241,7 +250,7 @@ impl RemoteStore {
 
     /// Removes every entry (`gpu-build cache clear --remote`).
     pub fn clear(&self) -> Result<(), String> {
-        self.runtime
+        self.runtime()
             .block_on(async {
                 tokio::time::timeout(READ_TIMEOUT, self.operator.delete_with("v1/").recursive(true)).await
             })
@@ -252,9 +261,13 @@ impl RemoteStore {
 
 impl Drop for RemoteStore {
     fn drop(&mut self) {
-        // Connections a dead store never closes must not hold up the end of the build.
+        // Requests a dead store never answers must not hold up the end of the build: the
+        // runtime is left to stop on its own instead of waiting for them.
         if let Ok(mut uploads) = self.uploads.lock() {
             uploads.drain(..).for_each(|upload| upload.abort());
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
         }
     }
 }
