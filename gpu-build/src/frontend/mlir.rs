@@ -6,10 +6,11 @@ use super::{Crasher, GpuModuleDesc, KernelDesc, VendorOp};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::parse_target_list;
 use crate::targets::interface::TargetSpec;
+use crate::targets::support::mlir::symbol_name;
 use crate::targets::{kernel_attributes, lowering_crash, targets_of_op};
 use gpu_manifest::{Argument, ArgumentKind, Element, Layout};
 use melior::dialect::DialectRegistry;
-use melior::ir::attribute::{AttributeLike, StringAttribute, TypeAttribute};
+use melior::ir::attribute::TypeAttribute;
 use melior::ir::operation::{OperationLike, WalkOrder, WalkResult};
 use melior::ir::r#type::{FunctionType, TypeLike};
 use melior::ir::{BlockLike, Location, Module, OperationRef, RegionLike, ValueLike};
@@ -83,20 +84,6 @@ pub(crate) fn location(source: &SourceFile, location: Location) -> SourceLocatio
         line,
         column,
     }
-}
-
-/// The op's `sym_name`. Read through the C API: melior's `StringRef::as_str` makes a slice from
-/// the null pointer MLIR returns for an empty string, which is undefined behaviour.
-pub(crate) fn symbol_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
-    let attribute = StringAttribute::try_from(op.attribute("sym_name").ok()?).ok()?;
-    // SAFETY: a string attribute of a live operation; its bytes live as long as the context.
-    let value = unsafe { mlir_sys::mlirStringAttrGetValue(attribute.to_raw()) };
-    if value.length == 0 || value.data.is_null() {
-        return Some(String::new());
-    }
-    // SAFETY: MLIR's string ref: `length` bytes at `data`.
-    let bytes = unsafe { std::slice::from_raw_parts(value.data.cast::<u8>(), value.length) };
-    Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
 /// Name, targets, kernels and vendor-specific ops of one `gpu.module`.

@@ -20,7 +20,7 @@
 //! result is written after its own first barrier: no third barrier is needed. A reduction with a
 //! region (a custom combiner) gets its own helper, which calls the region made a function.
 
-use crate::frontend::mlir::symbol_name;
+use crate::targets::support::mlir::symbol_name;
 use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRefMut};
 use melior::ir::operation::{WalkOrder, WalkResult};

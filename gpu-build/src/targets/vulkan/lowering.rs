@@ -17,7 +17,7 @@
 
 use super::abi::{bindings, ConvertedArgument};
 use crate::error::{Error, ErrorKind, Result};
-use crate::frontend::mlir::symbol_name;
+use crate::targets::support::mlir::symbol_name;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use gpu_manifest::{Format, Kernel, VulkanEntries, VulkanKernel};
 use melior::ir::attribute::{Attribute, AttributeLike, TypeAttribute};
