@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA or AMD GPU and its driver: build, run every GPU test and the sample
+# On a machine with an NVIDIA or AMD GPU, its driver and a Rust toolchain (a bare GPU machine gets
+# scripts/gpu-bundle.sh's bundle instead): build, run every GPU test and the sample
 # project, measure launch overhead, and print a summary. Exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,8 @@ cargo test -p gpu-embed --test contexts -- --ignored --nocapture 2>&1 | tee -a "
 cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test kernel_handles -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo test -p gpu-tests --test device_lookup -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test graphs -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test peers_and_managed -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 # MLIR's GPU integration tests and ours as whole programs (`gpu-build run`) on the GPU.
 cargo test -p gpu-build --features cli --test run -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo run -p sample-project || status=1
