@@ -4,7 +4,8 @@
 # runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the Vulkan loader, the
 # Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
 # loader (the host target's peer in benches/host_vs_peers.rs), the stores the shared-cache tests
-# start on loopback (redis-server, nginx with its WebDAV modules, moto's S3 server from PyPI), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
+# start on loopback (redis-server, nginx with its WebDAV modules, moto's S3 server from PyPI), the
+# Level Zero loader and headers (Intel GPUs: bindings and discovery), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
 # wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
 # installed) under /opt/gpu-build/hip6 for the driver-binding tests, and MLIR's GPU integration
 # tests from Debian's LLVM source. Safe to run again.
@@ -14,7 +15,8 @@ packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip
           valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools
           pocl-opencl-icd ocl-icd-libopencl1
-          redis-server nginx libnginx-mod-http-dav-ext)
+          redis-server nginx libnginx-mod-http-dav-ext
+          libze1 libze-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -4,7 +4,7 @@
 use crate::binary::{Binary, Vendor};
 use crate::driver::host::HOST;
 use crate::driver::{
-    cuda, hip, vulkan, DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes,
+    cuda, hip, level_zero, vulkan, DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
@@ -577,6 +577,8 @@ fn find_gpus() -> Discovery {
     let probes = vec![
         cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
         hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        // Intel GPUs: found and named, not yet used (see `driver/level_zero.rs`).
+        level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
         vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ];
     let probes: Vec<Probe<Device>> = probes

@@ -6,10 +6,12 @@
 //!   `hipDeviceProp_t` is the layout ROCm 5 runtimes fill;
 //! - `hip_r0600.rs`: `hipDeviceProp_tR0600` and `hipGetDevicePropertiesR0600` from the ROCm 6
 //!   headers of Debian's `libamdhip64-dev` 6.x (unstable), the layout ROCm 6 and later fill.
+//! - `level_zero.rs`: `level_zero/ze_api.h` of Debian 12's `libze-dev` 1.8.12 (Intel GPUs; the
+//!   loader, `libze_loader.so.1`, is `libze1`).
 //!
-//! The first test regenerates all three and fails on any difference; the second checks that the
-//! real HIP runtimes Debian ships (5.2 installed, 6.x unpacked) export every entry point the
-//! bindings resolve. To update them after changing
+//! The first test regenerates them all and fails on any difference; the others check that the
+//! real HIP runtimes Debian ships (5.2 installed, 6.x unpacked) and the real Level Zero loader
+//! export every entry point the bindings resolve. To update them after changing
 //! what is bound (or the headers): `scripts/regenerate-bindings.sh`.
 
 use std::path::{Path, PathBuf};
@@ -147,6 +149,61 @@ const HIP_FUNCTIONS: &[&str] = &[
     "hipMallocManaged",
 ];
 
+/// The Level Zero entry points a driver for Intel GPUs needs: discovery, contexts, memory,
+/// command queues and lists (streams), events, modules from SPIR-V, kernels and their launches.
+/// All are in Level Zero 1.0, so every loader and driver has them.
+const LEVEL_ZERO_FUNCTIONS: &[&str] = &[
+    "zeInit",
+    "zeDriverGet",
+    "zeDriverGetApiVersion",
+    "zeDriverGetProperties",
+    "zeDeviceGet",
+    "zeDeviceGetProperties",
+    "zeDeviceGetComputeProperties",
+    "zeDeviceGetMemoryProperties",
+    "zeContextCreate",
+    "zeContextDestroy",
+    "zeMemAllocDevice",
+    "zeMemAllocHost",
+    "zeMemAllocShared",
+    "zeMemFree",
+    "zeCommandQueueCreate",
+    "zeCommandQueueDestroy",
+    "zeCommandQueueExecuteCommandLists",
+    "zeCommandQueueSynchronize",
+    "zeCommandListCreate",
+    "zeCommandListCreateImmediate",
+    "zeCommandListDestroy",
+    "zeCommandListClose",
+    "zeCommandListReset",
+    "zeCommandListAppendBarrier",
+    "zeCommandListAppendMemoryCopy",
+    "zeCommandListAppendMemoryFill",
+    "zeCommandListAppendLaunchKernel",
+    "zeCommandListAppendSignalEvent",
+    "zeCommandListAppendWaitOnEvents",
+    "zeEventPoolCreate",
+    "zeEventPoolDestroy",
+    "zeEventCreate",
+    "zeEventDestroy",
+    "zeEventHostSynchronize",
+    "zeEventQueryStatus",
+    "zeEventHostReset",
+    "zeModuleCreate",
+    "zeModuleDestroy",
+    "zeModuleBuildLogGetString",
+    "zeModuleBuildLogDestroy",
+    "zeKernelCreate",
+    "zeKernelDestroy",
+    "zeKernelSetArgumentValue",
+    "zeKernelSetGroupSize",
+    "zeKernelSuggestGroupSize",
+    "zeKernelGetProperties",
+];
+
+/// Where Debian's `libze-dev` puts the Level Zero headers.
+const LEVEL_ZERO_INCLUDE: &str = "/usr/include";
+
 fn exact(names: &[&str]) -> String {
     format!("^({})$", names.join("|"))
 }
@@ -279,6 +336,23 @@ fn hip_r0600() -> String {
     )
 }
 
+fn level_zero() -> String {
+    let builder = builder(
+        &header(LEVEL_ZERO_INCLUDE, "level_zero/ze_api.h", "libze-dev"),
+        "LevelZeroLoader",
+        LEVEL_ZERO_INCLUDE,
+    )
+    .allowlist_function(exact(LEVEL_ZERO_FUNCTIONS))
+    .allowlist_var("ZE_RESULT_.*")
+    .allowlist_type("_ze_init_flag_t")
+    .allowlist_var("ZE_STRUCTURE_TYPE_.*")
+    .allowlist_var("ZE_API_VERSION_CURRENT");
+    generate(
+        builder,
+        provenance("level_zero/ze_api.h of Debian 12's libze-dev 1.8.12"),
+    )
+}
+
 #[test]
 fn checked_in_bindings_match_the_headers() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/driver/sys");
@@ -288,6 +362,7 @@ fn checked_in_bindings_match_the_headers() {
         ("cuda.rs", cuda()),
         ("hip.rs", hip()),
         ("hip_r0600.rs", hip_r0600()),
+        ("level_zero.rs", level_zero()),
     ] {
         let path = dir.join(file);
         if regenerate {
@@ -341,4 +416,19 @@ fn the_real_hip_runtimes_export_what_the_bindings_load() {
     assert!(!exported_symbols(&hip5)
         .iter()
         .any(|s| s == "hipGetDevicePropertiesR0600"));
+}
+
+#[test]
+fn the_real_level_zero_loader_exports_what_the_bindings_load() {
+    let loader = Path::new("/usr/lib")
+        .join(multiarch())
+        .join("libze_loader.so.1");
+    let symbols = exported_symbols(&loader);
+    for function in LEVEL_ZERO_FUNCTIONS {
+        assert!(
+            symbols.iter().any(|s| s == function),
+            "{} does not export {function}",
+            loader.display()
+        );
+    }
 }

@@ -1,11 +1,12 @@
 //! Vendor drivers, loaded at run time: CUDA (`libcuda.so.1`), HIP (`libamdhip64.so`) and Vulkan
-//! (`libvulkan.so.1`); and the host. Each
+//! (`libvulkan.so.1`); and the host; Level Zero (`libze_loader.so.1`) for discovery only. Each
 //! implements [`Driver`], the few calls the runtime needs, with every failure turned into an
 //! [`Error`](crate::Error) carrying the driver's error name.
 
 pub(crate) mod cuda;
 pub(crate) mod hip;
 pub(crate) mod host;
+pub(crate) mod level_zero;
 pub(crate) mod vulkan;
 // Generated from the vendors' headers, which document every item.
 #[allow(missing_docs)]

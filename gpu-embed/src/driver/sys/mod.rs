@@ -11,3 +11,6 @@ pub mod hip;
 #[rustfmt::skip]
 #[allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 pub mod hip_r0600;
+#[rustfmt::skip]
+#[allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+pub mod level_zero;
