@@ -322,10 +322,17 @@ fn cache_stats_verify_and_clear() {
         .env("GPU_BUILD_CACHE_DIR", dir)
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let (ok, stats, stderr) = gpu_build(&["cache", "stats", "--dir", dir]);
     assert!(ok, "{stderr}");
-    let local = stats.lines().find(|l| l.starts_with("local")).expect(&stats);
+    let local = stats
+        .lines()
+        .find(|l| l.starts_with("local"))
+        .expect(&stats);
     let columns: Vec<&str> = local.split_whitespace().collect();
     // store, builds, hits, misses, rejected, read (2 words), writes, written (2), failures.
     assert_eq!(
@@ -353,7 +360,10 @@ fn cache_stats_verify_and_clear() {
     );
     assert!(!entry.exists());
     let (ok, cleared, stderr) = gpu_build(&["cache", "clear", "--dir", dir]);
-    assert!(ok && cleared.contains("removed 1 entries"), "{cleared}{stderr}");
+    assert!(
+        ok && cleared.contains("removed 1 entries"),
+        "{cleared}{stderr}"
+    );
     let (_, stats, _) = gpu_build(&["cache", "stats", "--dir", dir]);
     assert!(stats.contains("no builds recorded yet"), "{stats}");
 }

@@ -68,7 +68,8 @@ fn the_level_zero_loader_loads_and_discovery_says_why_it_found_no_device() {
             println!("{error}");
             let message = error.message();
             assert!(
-                message.contains("libze_loader.so.1: the loader found no Level Zero driver (zeInit: ")
+                message
+                    .contains("libze_loader.so.1: the loader found no Level Zero driver (zeInit: ")
                     || message.contains("libze_loader.so.1: found "),
                 "{error}"
             );

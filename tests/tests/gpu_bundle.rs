@@ -54,10 +54,16 @@ fn the_gpu_bundle_builds_and_runs_away_from_the_build_tree() {
     println!("{report}");
     assert!(ok, "{report}");
     let last = report.lines().last().unwrap_or_default();
-    assert!(last.ends_with(" 0 failed, 13 skipped") || !no_gpu(), "{report}");
+    assert!(
+        last.ends_with(" 0 failed, 13 skipped") || !no_gpu(),
+        "{report}"
+    );
     for line in report.lines().filter(|l| l.contains("gpu: ")) {
         if no_gpu() {
-            assert!(line.starts_with("SKIP") && line.ends_with("(no device)"), "{line}");
+            assert!(
+                line.starts_with("SKIP") && line.ends_with("(no device)"),
+                "{line}"
+            );
         }
     }
     assert!(report.contains("PASS  host: host_semantics"), "{report}");
@@ -68,7 +74,11 @@ fn the_gpu_bundle_builds_and_runs_away_from_the_build_tree() {
     assert!(!ok, "{report}");
     assert!(report.contains("FAIL  host: device"), "{report}");
     assert!(
-        report.lines().last().unwrap_or_default().contains(" 1 failed"),
+        report
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .contains(" 1 failed"),
         "{report}"
     );
 }

@@ -1218,7 +1218,11 @@ fn guards_combining_id_comparisons_select_the_same_threads_in_every_block() {
                 }
             })
             .collect();
-        assert_same(&y.to_vec().unwrap(), &want, &format!("lo {lo} hi {hi} skip {skip}"));
+        assert_same(
+            &y.to_vec().unwrap(),
+            &want,
+            &format!("lo {lo} hi {hi} skip {skip}"),
+        );
     }
 }
 
@@ -1228,7 +1232,9 @@ fn guards_combining_id_comparisons_select_the_same_threads_in_every_block() {
 fn a_stencil_treats_the_border_and_the_interior_apart_in_every_block() {
     let host = Device::host();
     let (rows, cols) = (48usize, 80usize);
-    let input: Vec<f32> = (0..rows * cols).map(|i| ((i * 7) % 13) as f32 * 0.5).collect();
+    let input: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7) % 13) as f32 * 0.5)
+        .collect();
     let at = |r: usize, c: usize| input[r * cols + c];
     let want: Vec<f32> = (0..rows * cols)
         .map(|i| {

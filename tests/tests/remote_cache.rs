@@ -87,7 +87,11 @@ fn two_runners_share(store: &str) {
             .count()
     };
     assert_eq!(
-        [lines(&first, "miss"), lines(&second, "remote hit"), lines(&third, "local hit")],
+        [
+            lines(&first, "miss"),
+            lines(&second, "remote hit"),
+            lines(&third, "local hit")
+        ],
         [PAIRS; 3],
         "{store}: GPU_BUILD_VERBOSE names each lookup: {:?}",
         second.cargo_directives
@@ -143,7 +147,10 @@ fn wait_for_port(port: u16, child: &mut Child, what: &str) {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("{what} exited at start: {status}");
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "{what} did not start");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what} did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -153,7 +160,14 @@ fn redis(test: &str) -> Option<Server> {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let mut child = Command::new(program)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
         .args(["--appendonly", "no", "--dir"])
         .arg(dir.path())
         .stdout(Stdio::null())
@@ -239,7 +253,14 @@ fn s3(test: &str) -> Option<Server> {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let mut child = Command::new(python)
-        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+        .args([
+            "-m",
+            "moto.server",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -258,7 +279,10 @@ fn s3(test: &str) -> Option<Server> {
     .unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "creating the bucket: {answer}");
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "creating the bucket: {answer}"
+    );
     Some(Server {
         child,
         port,
@@ -338,7 +362,10 @@ fn damaged_and_foreign_entries_are_detected_recompiled_and_replaced() {
     // Replaced in the store by what this build compiled.
     let now: Vec<Vec<u8>> = entries.iter().map(|p| std::fs::read(p).unwrap()).collect();
     assert_eq!(now, originals, "the store holds intact entries again");
-    assert_eq!(CacheDir::new(store.path()).verify().removed, Vec::<PathBuf>::new());
+    assert_eq!(
+        CacheDir::new(store.path()).verify().removed,
+        Vec::<PathBuf>::new()
+    );
 }
 
 #[test]
@@ -348,13 +375,31 @@ fn read_only_mode_reads_and_writes_nothing() {
     let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
     let untrusted = build(dirs[0].path(), dirs[1].path(), &address, true);
     assert_eq!(untrusted.compiled, PAIRS);
-    assert_eq!(store_entries(store.path()), Vec::<PathBuf>::new(), "nothing written");
+    assert_eq!(
+        store_entries(store.path()),
+        Vec::<PathBuf>::new(),
+        "nothing written"
+    );
     // A store filled by a trusted build still serves a read-only one.
-    build(dirs[2].path(), tempfile::tempdir().unwrap().path(), &address, false);
+    build(
+        dirs[2].path(),
+        tempfile::tempdir().unwrap().path(),
+        &address,
+        false,
+    );
     let before = files(store.path());
-    let reader = build(dirs[3].path(), tempfile::tempdir().unwrap().path(), &address, true);
+    let reader = build(
+        dirs[3].path(),
+        tempfile::tempdir().unwrap().path(),
+        &address,
+        true,
+    );
     assert_eq!(reader.remote_hits, PAIRS);
-    assert_eq!(files(store.path()), before, "a read-only build changes nothing there");
+    assert_eq!(
+        files(store.path()),
+        before,
+        "a read-only build changes nothing there"
+    );
 }
 
 /// A server that accepts connections and never answers.
@@ -392,11 +437,16 @@ fn a_store_that_never_answers_costs_at_most_a_second_and_no_credentials_leak() {
         );
         let warning = report.warnings.join("\n");
         assert!(
-            warning.contains(&format!("{scheme}://127.0.0.1:{port}/0 failed (no answer within")),
+            warning.contains(&format!(
+                "{scheme}://127.0.0.1:{port}/0 failed (no answer within"
+            )),
             "{scheme}: {warning}"
         );
         assert!(!warning.contains("s3cret"), "{warning}");
-        for (path, bytes) in files(dirs[0].path()).into_iter().chain(files(dirs[1].path())) {
+        for (path, bytes) in files(dirs[0].path())
+            .into_iter()
+            .chain(files(dirs[1].path()))
+        {
             assert!(
                 !bytes.windows(6).any(|w| w == b"s3cret"),
                 "{}: holds the store's password",
@@ -435,12 +485,16 @@ fn breaking_proxy(target: u16, budget: u64, breaks: Breaks) -> u16 {
                 continue;
             }
             let server = TcpStream::connect(("127.0.0.1", target)).unwrap();
-            streams.lock().unwrap().extend([
-                client.try_clone().unwrap(),
-                server.try_clone().unwrap(),
-            ]);
+            streams
+                .lock()
+                .unwrap()
+                .extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
             for (mut from, mut to, count) in [
-                (client.try_clone().unwrap(), server.try_clone().unwrap(), true),
+                (
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    true,
+                ),
                 (server, client, false),
             ] {
                 let (sent, broken, streams) = (sent.clone(), broken.clone(), streams.clone());
@@ -450,8 +504,7 @@ fn breaking_proxy(target: u16, budget: u64, breaks: Breaks) -> u16 {
                         if n == 0 || broken.load(Ordering::SeqCst) {
                             break;
                         }
-                        if count && sent.fetch_add(n as u64, Ordering::SeqCst) + n as u64 > budget
-                        {
+                        if count && sent.fetch_add(n as u64, Ordering::SeqCst) + n as u64 > budget {
                             broken.store(true, Ordering::SeqCst);
                             if breaks == Breaks::Dies {
                                 for stream in streams.lock().unwrap().iter() {

@@ -371,7 +371,11 @@ impl Cache {
                     "gpu-build cache: the shared store {} failed ({why}); this build compiled \
                      what the local cache lacked{} (the build is not affected)",
                     store.name,
-                    if store.read_only { "" } else { " and stored nothing more there" }
+                    if store.read_only {
+                        ""
+                    } else {
+                        " and stored nothing more there"
+                    }
                 ));
             }
             let c = &store.counters;

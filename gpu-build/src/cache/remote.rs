@@ -252,7 +252,11 @@ impl RemoteStore {
     pub fn clear(&self) -> Result<(), String> {
         self.runtime()
             .block_on(async {
-                tokio::time::timeout(READ_TIMEOUT, self.operator.delete_with("v1/").recursive(true)).await
+                tokio::time::timeout(
+                    READ_TIMEOUT,
+                    self.operator.delete_with("v1/").recursive(true),
+                )
+                .await
             })
             .map_err(|_| format!("no answer within {} s", READ_TIMEOUT.as_secs()))?
             .map_err(|e| redact_error(&e))
@@ -397,8 +401,7 @@ fn fs_operator(path: &str) -> Result<(Operator, String), String> {
     let builder = services::Fs::default()
         .root(path)
         .atomic_write_dir(&root.join(".incoming").to_string_lossy());
-    let operator = Operator::new(builder)
-        .map_err(|e| format!("`{name}`: {}", redact_error(&e)))?;
+    let operator = Operator::new(builder).map_err(|e| format!("`{name}`: {}", redact_error(&e)))?;
     Ok((operator, name))
 }
 

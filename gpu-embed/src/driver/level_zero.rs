@@ -27,7 +27,10 @@ pub(crate) fn driver() -> std::result::Result<&'static LevelZero, String> {
         .map_err(Clone::clone)
 }
 
-fn resolve(library: Library, name: &'static str) -> std::result::Result<LevelZero, libloading::Error> {
+fn resolve(
+    library: Library,
+    name: &'static str,
+) -> std::result::Result<LevelZero, libloading::Error> {
     // SAFETY: the generated bindings give each entry point the type `ze_api.h` declares.
     let api = unsafe { sys::LevelZeroLoader::from_library(library)? };
     Ok(LevelZero { api, library: name })
@@ -104,13 +107,19 @@ impl LevelZero {
         for driver in drivers {
             let mut count = 0u32;
             // SAFETY: a driver handle the loader returned; a null array asks for the count.
-            let status = unsafe { self.api.zeDeviceGet(driver, &mut count, std::ptr::null_mut()) };
+            let status = unsafe {
+                self.api
+                    .zeDeviceGet(driver, &mut count, std::ptr::null_mut())
+            };
             if status != sys::ZE_RESULT_SUCCESS {
                 return Err(failed("zeDeviceGet", status));
             }
             let mut devices = vec![std::ptr::null_mut(); count as usize];
             // SAFETY: room for `count` handles.
-            let status = unsafe { self.api.zeDeviceGet(driver, &mut count, devices.as_mut_ptr()) };
+            let status = unsafe {
+                self.api
+                    .zeDeviceGet(driver, &mut count, devices.as_mut_ptr())
+            };
             if status != sys::ZE_RESULT_SUCCESS {
                 return Err(failed("zeDeviceGet", status));
             }

@@ -25,14 +25,15 @@ pub enum CacheAction {
 /// (`CARGO_TARGET_DIR`, else `./target`), as builds find it.
 pub fn cache_dir(dir: Option<PathBuf>) -> CacheDir {
     let env = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    CacheDir::new(dir.or_else(|| env("GPU_BUILD_CACHE_DIR").map(PathBuf::from)).unwrap_or_else(
-        || {
-            env("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("target"))
-                .join("gpu-build-cache")
-        },
-    ))
+    CacheDir::new(
+        dir.or_else(|| env("GPU_BUILD_CACHE_DIR").map(PathBuf::from))
+            .unwrap_or_else(|| {
+                env("CARGO_TARGET_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from("target"))
+                    .join("gpu-build-cache")
+            }),
+    )
 }
 
 pub fn cache(action: &CacheAction, dir: Option<PathBuf>) -> Result<(), String> {
@@ -46,7 +47,14 @@ pub fn cache(action: &CacheAction, dir: Option<PathBuf>) -> Result<(), String> {
             }
             println!(
                 "{:<40} {:>7} {:>9} {:>9} {:>9} {:>12} {:>8} {:>12} {:>9}",
-                "store", "builds", "hits", "misses", "rejected", "read", "writes", "written",
+                "store",
+                "builds",
+                "hits",
+                "misses",
+                "rejected",
+                "read",
+                "writes",
+                "written",
                 "failures"
             );
             for (store, s) in &stats.stores {
@@ -102,9 +110,11 @@ fn clear_remote() -> Result<(), String> {
 
 #[cfg(not(feature = "remote-cache"))]
 fn clear_remote() -> Result<(), String> {
-    Err("`--remote`: this gpu-build was built without its `remote-cache` feature \
+    Err(
+        "`--remote`: this gpu-build was built without its `remote-cache` feature \
          (cargo install gpu-build --features cli,remote-cache)"
-        .into())
+            .into(),
+    )
 }
 
 fn bytes(count: u64) -> String {

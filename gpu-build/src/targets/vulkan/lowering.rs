@@ -17,8 +17,8 @@
 
 use super::abi::{bindings, ConvertedArgument};
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::mlir::symbol_name;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
+use crate::targets::support::mlir::symbol_name;
 use gpu_manifest::{Format, Kernel, VulkanEntries, VulkanKernel};
 use melior::ir::attribute::{Attribute, AttributeLike, TypeAttribute};
 use melior::ir::operation::{
