@@ -4,23 +4,51 @@
 use gpu_embed::{Device, Vendor};
 use sample_project::{run_all, BINARIES, NOT_FOR_VULKAN};
 
+/// A table of every embedded object, its columns as wide as their longest value. Host objects
+/// are linked into this program rather than embedded as bytes, so their size column says so.
 fn print_embedded() {
-    println!(
-        "{:<10} {:<9} {:<8} {:<7} {:>8}   kernels",
-        "module", "vendor", "chip", "format", "bytes"
-    );
+    let mut rows = vec![[
+        "module".to_string(),
+        "vendor".to_string(),
+        "chip".to_string(),
+        "format".to_string(),
+        "bytes".to_string(),
+        "kernels".to_string(),
+    ]];
     for binary in BINARIES {
         for object in binary.objects() {
-            println!(
-                "{:<10} {:<9} {:<8} {:<7} {:>8}   {}",
-                binary.name(),
-                object.vendor().name(),
-                object.chip(),
+            let size = match object.vendor() {
+                Vendor::Host => "linked in".to_string(),
+                _ => object.bytes().len().to_string(),
+            };
+            rows.push([
+                binary.name().to_string(),
+                object.vendor().name().to_string(),
+                object.chip().to_string(),
                 object.format().to_string(),
-                object.bytes().len(),
-                binary.kernels().join(", ")
-            );
+                size,
+                binary.kernels().join(", "),
+            ]);
         }
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|column| rows.iter().map(|row| row[column].len()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        println!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:>w4$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+        );
     }
 }
 

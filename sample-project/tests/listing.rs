@@ -1,0 +1,32 @@
+//! The sample program's first screen: the table of embedded objects fits its longest values
+//! (every row's columns line up) and says what a host object is instead of a size of 0.
+
+use std::process::Command;
+
+#[test]
+fn the_table_of_objects_lines_up_and_names_host_objects_linked_in() {
+    let output = Command::new(env!("CARGO_BIN_EXE_sample-project"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let table: Vec<&str> = stdout
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .collect();
+    assert!(table[0].starts_with("module"), "{stdout}");
+    // Columns line up: the kernels column starts at the same place in every row.
+    let kernels_at = table[0].find("kernels").unwrap();
+    for row in &table[1..] {
+        let before = &row[..kernels_at];
+        assert!(before.ends_with("  "), "a column overflows: {row}");
+        let fields: Vec<&str> = before.split_whitespace().collect();
+        let size = fields[4..].join(" ");
+        if fields[1] == "host" {
+            assert_eq!(size, "linked in", "{row}");
+        } else {
+            assert!(size.parse::<usize>().is_ok_and(|n| n > 0), "{row}");
+        }
+    }
+    assert!(table.iter().any(|row| row.contains(" host ")), "{stdout}");
+}
