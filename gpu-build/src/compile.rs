@@ -125,7 +125,8 @@ pub(crate) fn compile_all(
 
     let units = lowering_units(&tasks, &misses);
     let lowered = run_all(&units, |unit| lower_unit(unit, options))?;
-    let jobs: Vec<(&Task, &Lowered)> = misses
+    // Each job with its cache key, to store what it compiles.
+    let jobs: Vec<(&Task, &Lowered, Option<&Key>)> = misses
         .iter()
         .map(|&index| {
             let task = &tasks[index];
@@ -141,15 +142,11 @@ pub(crate) fn compile_all(
                 .iter()
                 .position(|m| std::ptr::eq(*m, task.module))
                 .ok_or_else(|| internal("a module missing from its lowering"))?;
-            Ok((task, &lowered[position]))
+            Ok((task, &lowered[position], keys[index].as_ref()))
         })
         .collect::<Result<_>>()?;
-    let task_key = |task: &Task| {
-        let index = tasks.iter().position(|t| std::ptr::eq(t, task))?;
-        keys[index].as_ref()
-    };
     let done = std::sync::atomic::AtomicUsize::new(cache_hits);
-    let built = run_all(&jobs, |(task, lowered)| {
+    let built = run_all(&jobs, |(task, lowered, key)| {
         let (result, warnings) =
             cargo.capture_warnings(|| module_objects(task, lowered, options, toolkits, cargo));
         if options.progress && result.is_ok() {
@@ -170,7 +167,7 @@ pub(crate) fn compile_all(
         })?;
         // Stored as soon as it is compiled, so that uploads to a shared store run while the
         // other tasks compile.
-        if let (Some(cache), Some(key)) = (cache, task_key(task)) {
+        if let (Some(cache), Some(key)) = (cache, key) {
             options
                 .timings
                 .time(Stage::Cache, || cache.put(key, &output, cargo));

@@ -11,9 +11,17 @@ fn workspace() -> PathBuf {
 }
 
 fn gpu_build(args: &[&str]) -> (bool, String, String) {
+    gpu_build_with(args, &[])
+}
+
+/// `gpu-build ARGS` with the variables `env` set, outside of any cargo build (no `TARGET`, no
+/// rustc flags that would change the host objects).
+fn gpu_build_with(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
         .args(args)
+        .envs(env.iter().copied())
         .env_remove("TARGET")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .output()
         .unwrap();
     (
@@ -266,22 +274,22 @@ fn thread_loops_guarded_by_id_tests_are_versioned_and_vectorized_on_the_host() {
     for (file, module) in [("reduce.mlir", "reduce"), ("stencil.mlir", "stencil")] {
         let out = tempfile::tempdir().unwrap();
         let sample = workspace().join("sample-project");
-        let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
-            .args(["compile", "-t", "host", "--no-cache", "--base-dir"])
-            .arg(&sample)
-            .arg("--out")
-            .arg(out.path())
-            .arg(format!("kernels/{file}"))
-            .env_remove("TARGET")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env("GPU_BUILD_DUMP", "llvm")
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+        let kernel = format!("kernels/{file}");
+        let (ok, _, stderr) = gpu_build_with(
+            &[
+                "compile",
+                "-t",
+                "host",
+                "--no-cache",
+                "--base-dir",
+                sample.to_str().unwrap(),
+                "--out",
+                out.path().to_str().unwrap(),
+                &kernel,
+            ],
+            &[("GPU_BUILD_DUMP", "llvm")],
         );
+        assert!(ok, "{stderr}");
         let dumps = out
             .path()
             .join(format!("gpu-build/kernels_{module}_mlir/{module}"));
@@ -312,21 +320,23 @@ fn thread_loops_guarded_by_id_tests_are_versioned_and_vectorized_on_the_host() {
 fn cache_stats_verify_and_clear() {
     let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let dir = cache.path().to_str().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
-        .args(["compile", "-t", "host", "-t", "nvptx:sm_80", "--base-dir"])
-        .arg(workspace().join("sample-project"))
-        .arg("--out")
-        .arg(out.path())
-        .arg("kernels/vadd.mlir")
-        .env_remove("TARGET")
-        .env("GPU_BUILD_CACHE_DIR", dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let sample = workspace().join("sample-project");
+    let (ok, _, stderr) = gpu_build_with(
+        &[
+            "compile",
+            "-t",
+            "host",
+            "-t",
+            "nvptx:sm_80",
+            "--base-dir",
+            sample.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+            "kernels/vadd.mlir",
+        ],
+        &[("GPU_BUILD_CACHE_DIR", dir)],
     );
+    assert!(ok, "{stderr}");
     let (ok, stats, stderr) = gpu_build(&["cache", "stats", "--dir", dir]);
     assert!(ok, "{stderr}");
     let local = stats

@@ -141,17 +141,27 @@ fn program(name: &str, test: &str) -> Option<PathBuf> {
     found
 }
 
-fn wait_for_port(port: u16, child: &mut Child, what: &str) {
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("{what} exited at start: {status}");
+impl Server {
+    /// Starts `command`, a server listening on `port` with its files in `dir`, and waits until
+    /// it accepts connections.
+    fn start(command: &mut Command, port: u16, dir: tempfile::TempDir, what: &str) -> Server {
+        let mut child = command.spawn().unwrap();
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("{what} exited at start: {status}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{what} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "{what} did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
+        Server {
+            child,
+            port,
+            _dir: dir,
+        }
     }
 }
 
@@ -159,7 +169,8 @@ fn redis(test: &str) -> Option<Server> {
     let program = program("redis-server", test)?;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args([
             "--port",
             &port.to_string(),
@@ -170,15 +181,8 @@ fn redis(test: &str) -> Option<Server> {
         ])
         .args(["--appendonly", "no", "--dir"])
         .arg(dir.path())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_port(port, &mut child, "redis-server");
-    Some(Server {
-        child,
-        port,
-        _dir: dir,
-    })
+        .stdout(Stdio::null());
+    Some(Server::start(&mut command, port, dir, "redis-server"))
 }
 
 /// nginx serving a WebDAV folder (PUT, DELETE, MKCOL; PROPFIND from the dav-ext module).
@@ -222,20 +226,14 @@ http {{
         module = module.display()
     );
     std::fs::write(root.join("nginx.conf"), config).unwrap();
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .arg("-c")
         .arg(root.join("nginx.conf"))
         .arg("-p")
         .arg(root)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_port(port, &mut child, "nginx");
-    Some(Server {
-        child,
-        port,
-        _dir: dir,
-    })
+        .stderr(Stdio::null());
+    Some(Server::start(&mut command, port, dir, "nginx"))
 }
 
 /// moto's S3 server with the bucket `gpu-cache`, and AWS's variables pointing at it.
@@ -252,7 +250,8 @@ fn s3(test: &str) -> Option<Server> {
     }
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut child = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .args([
             "-m",
             "moto.server",
@@ -262,10 +261,8 @@ fn s3(test: &str) -> Option<Server> {
             &port.to_string(),
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_port(port, &mut child, "moto");
+        .stderr(Stdio::null());
+    let server = Server::start(&mut command, port, dir, "moto");
     // Test credentials for a local server; this binary's other tests read none of them.
     std::env::set_var("AWS_ACCESS_KEY_ID", "gpu-build-test");
     std::env::set_var("AWS_SECRET_ACCESS_KEY", "gpu-build-test-secret");
@@ -283,11 +280,7 @@ fn s3(test: &str) -> Option<Server> {
         answer.starts_with("HTTP/1.1 200"),
         "creating the bucket: {answer}"
     );
-    Some(Server {
-        child,
-        port,
-        _dir: dir,
-    })
+    Some(server)
 }
 
 #[test]

@@ -40,11 +40,10 @@ use crate::util::sha256_hex;
 use gpu_manifest::{Format, HostEntries, Kernel, VulkanEntries};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use stats::StoreStats;
+use stats::Counters;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 pub mod admin;
@@ -130,20 +129,9 @@ pub(crate) struct Cache {
     dir: PathBuf,
     limit_bytes: u64,
     verbose: bool,
-    local: LocalCounters,
+    local: Counters,
     #[cfg(feature = "remote-cache")]
     remote: Option<remote::RemoteStore>,
-}
-
-/// What a build did with the local cache.
-#[derive(Debug, Default)]
-struct LocalCounters {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    rejected: AtomicU64,
-    bytes_read: AtomicU64,
-    writes: AtomicU64,
-    bytes_written: AtomicU64,
 }
 
 /// An entry found for a task, and where.
@@ -208,7 +196,7 @@ impl Cache {
             root: dir,
             limit_bytes: limit_mb.saturating_mul(1 << 20),
             verbose,
-            local: LocalCounters::default(),
+            local: Counters::default(),
             #[cfg(feature = "remote-cache")]
             remote: open_remote(setting, remote, cargo)?,
         }))
@@ -252,12 +240,12 @@ impl Cache {
             let digests: Vec<&str> = wanted.iter().map(|(_, key)| key.digest.as_str()).collect();
             for ((index, key), bytes) in wanted.iter().zip(store.read_many(&digests)) {
                 let Some(bytes) = bytes else {
-                    store.counters.misses.fetch_add(1, Ordering::Relaxed);
+                    Counters::one(&store.counters.misses);
                     continue;
                 };
                 match decode(&bytes, key) {
                     Some(output) => {
-                        store.counters.hits.fetch_add(1, Ordering::Relaxed);
+                        Counters::one(&store.counters.hits);
                         self.put_local(key, &bytes, cargo);
                         found[*index] = Some(Found {
                             output,
@@ -265,7 +253,7 @@ impl Cache {
                         });
                     }
                     None => {
-                        store.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                        Counters::one(&store.counters.rejected);
                         self.note(cargo, || {
                             format!(
                                 "gpu-build cache: the entry {} in {} is damaged or belongs to \
@@ -285,15 +273,13 @@ impl Cache {
     fn get_local(&self, key: &Key, cargo: &CargoOutput) -> Option<TaskOutput> {
         let path = self.entry_path(key);
         let Ok(bytes) = std::fs::read(&path) else {
-            self.local.misses.fetch_add(1, Ordering::Relaxed);
+            Counters::one(&self.local.misses);
             return None;
         };
         match decode(&bytes, key) {
             Some(output) => {
-                self.local.hits.fetch_add(1, Ordering::Relaxed);
-                self.local
-                    .bytes_read
-                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                Counters::one(&self.local.hits);
+                Counters::bytes(&self.local.bytes_read, bytes.len());
                 // Refreshed for least-recently-used eviction; a read-only cache still works.
                 if let Ok(file) = std::fs::File::options().append(true).open(&path) {
                     let _ = file.set_modified(SystemTime::now());
@@ -301,7 +287,7 @@ impl Cache {
                 Some(output)
             }
             None => {
-                self.local.rejected.fetch_add(1, Ordering::Relaxed);
+                Counters::one(&self.local.rejected);
                 self.note(cargo, || {
                     format!(
                         "gpu-build cache: entry {} is damaged; removed it and compiling again",
@@ -329,10 +315,8 @@ impl Cache {
         let path = self.entry_path(key);
         match write_entry(&path, bytes) {
             Ok(()) => {
-                self.local.writes.fetch_add(1, Ordering::Relaxed);
-                self.local
-                    .bytes_written
-                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                Counters::one(&self.local.writes);
+                Counters::bytes(&self.local.bytes_written, bytes.len());
             }
             Err(e) => cargo.warn(format!(
                 "gpu-build cache: cannot store an entry in {}: {e} (the build is not affected; \
@@ -347,20 +331,7 @@ impl Cache {
     /// number of remote hits.
     #[cfg_attr(not(feature = "remote-cache"), allow(unused_variables, unused_mut))]
     pub fn finish(&self, cargo: &CargoOutput) -> usize {
-        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        let mut counts = BTreeMap::from([(
-            stats::LOCAL.to_string(),
-            StoreStats {
-                builds: 1,
-                hits: load(&self.local.hits),
-                misses: load(&self.local.misses),
-                rejected: load(&self.local.rejected),
-                bytes_read: load(&self.local.bytes_read),
-                writes: load(&self.local.writes),
-                bytes_written: load(&self.local.bytes_written),
-                failures: 0,
-            },
-        )]);
+        let mut counts = BTreeMap::from([(stats::LOCAL.to_string(), self.local.of_build(false))]);
         let mut remote_hits = 0;
         #[cfg(feature = "remote-cache")]
         if let Some(store) = &self.remote {
@@ -378,21 +349,9 @@ impl Cache {
                     }
                 ));
             }
-            let c = &store.counters;
-            remote_hits = load(&c.hits) as usize;
-            counts.insert(
-                store.name.clone(),
-                StoreStats {
-                    builds: 1,
-                    hits: load(&c.hits),
-                    misses: load(&c.misses),
-                    rejected: load(&c.rejected),
-                    bytes_read: load(&c.bytes_read),
-                    writes: load(&c.uploads),
-                    bytes_written: load(&c.bytes_written),
-                    failures: u64::from(failure.is_some()),
-                },
-            );
+            let build = store.counters.of_build(failure.is_some());
+            remote_hits = build.hits as usize;
+            counts.insert(store.name.clone(), build);
         }
         stats::record(&self.root, &counts);
         remote_hits
@@ -677,7 +636,7 @@ mod tests {
             dir: dir.path().to_path_buf(),
             limit_bytes: 2500,
             verbose: false,
-            local: LocalCounters::default(),
+            local: Counters::default(),
             #[cfg(feature = "remote-cache")]
             remote: None,
         };

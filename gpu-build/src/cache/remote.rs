@@ -15,8 +15,9 @@
 //! build returns, for as long as they make progress: when none finishes for `STALL`, the store
 //! is given up on (one that answered and then went silent costs that much once).
 
+use super::stats::Counters;
 use opendal::{services, ErrorKind, Operator};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
@@ -34,22 +35,10 @@ const STALL: Duration = Duration::from_millis(800);
 /// Uploads running at once; the rest wait their turn on the store's threads.
 const UPLOADS_AT_ONCE: usize = 4;
 
-/// What a build did with the store, for `GPU_BUILD_VERBOSE`, the report and `gpu-build cache
-/// stats`.
-#[derive(Debug, Default)]
-pub(crate) struct RemoteCounters {
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
-    pub rejected: AtomicU64,
-    pub bytes_read: AtomicU64,
-    pub uploads: AtomicU64,
-    pub bytes_written: AtomicU64,
-}
-
 /// An open store.
 pub(crate) struct RemoteStore {
     operator: Operator,
-    /// Taken only when the store is dropped (see `Drop`).
+    /// Present from `open` until the store is dropped (see `Drop`).
     runtime: Option<Runtime>,
     /// The store's address without credentials, for messages and statistics.
     pub name: String,
@@ -58,9 +47,10 @@ pub(crate) struct RemoteStore {
     /// Why the store was given up on, if it was.
     failure: Mutex<Option<String>>,
     failed: AtomicBool,
-    uploads: Mutex<Vec<JoinHandle<Result<u64, String>>>>,
+    uploads: Mutex<Vec<JoinHandle<Result<usize, String>>>>,
     upload_slots: Arc<Semaphore>,
-    pub counters: RemoteCounters,
+    /// What this build did with the store.
+    pub counters: Counters,
 }
 
 impl std::fmt::Debug for RemoteStore {
@@ -104,13 +94,8 @@ impl RemoteStore {
             failed: AtomicBool::new(false),
             uploads: Mutex::new(Vec::new()),
             upload_slots: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
-            counters: RemoteCounters::default(),
+            counters: Counters::default(),
         })
-    }
-
-    fn runtime(&self) -> &Runtime {
-        // Present from `open` until `drop`.
-        self.runtime.as_ref().expect("the store's runtime")
     }
 
     /// Why the store was given up on during this build, if it was.
@@ -128,6 +113,9 @@ impl RemoteStore {
     /// The entries stored under `digests`, read at the same time; `None` for each one the store
     /// does not have (or after it failed).
     pub fn read_many(&self, digests: &[&str]) -> Vec<Option<Vec<u8>>> {
+        let Some(runtime) = self.runtime.as_ref() else {
+            return vec![None; digests.len()];
+        };
         if digests.is_empty() || self.failed.load(Ordering::SeqCst) {
             return vec![None; digests.len()];
         }
@@ -141,7 +129,7 @@ impl RemoteStore {
             let path = entry_path(digest);
             async move { tokio::time::timeout(limit, operator.read(&path)).await }
         });
-        let results = self.runtime().block_on(async {
+        let results = runtime.block_on(async {
             let handles: Vec<_> = reads.map(|read| tokio::spawn(read)).collect();
             let mut results = Vec::with_capacity(handles.len());
             for handle in handles {
@@ -155,9 +143,7 @@ impl RemoteStore {
                 Ok(Ok(Ok(buffer))) => {
                     self.answered.store(true, Ordering::SeqCst);
                     let bytes = buffer.to_vec();
-                    self.counters
-                        .bytes_read
-                        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                    Counters::bytes(&self.counters.bytes_read, bytes.len());
                     Some(bytes)
                 }
                 Ok(Ok(Err(e))) if e.kind() == ErrorKind::NotFound => {
@@ -185,18 +171,21 @@ impl RemoteStore {
     /// Starts storing `bytes` under `digest` on the store's threads (nothing in read-only mode
     /// or after the store failed).
     pub fn write(&self, digest: &str, bytes: Vec<u8>) {
+        let Some(runtime) = self.runtime.as_ref() else {
+            return;
+        };
         if self.read_only || self.failed.load(Ordering::SeqCst) {
             return;
         }
         let operator = self.operator.clone();
         let path = entry_path(digest);
         let slots = self.upload_slots.clone();
-        let upload = self.runtime().spawn(async move {
+        let upload = runtime.spawn(async move {
             let _slot = slots
                 .acquire_owned()
                 .await
                 .map_err(|e| format!("an upload could not start: {e}"))?;
-            let length = bytes.len() as u64;
+            let length = bytes.len();
             match tokio::time::timeout(WRITE_TIMEOUT, operator.write(&path, bytes)).await {
                 Ok(Ok(_)) => Ok(length),
                 Ok(Err(e)) => Err(format!("storing an entry failed: {}", redact_error(&e))),
@@ -215,6 +204,9 @@ impl RemoteStore {
     /// `STALL`, the store is given up on and the rest are abandoned (a later build stores
     /// them).
     pub fn flush(&self) {
+        let Some(runtime) = self.runtime.as_ref() else {
+            return;
+        };
         let uploads = match self.uploads.lock() {
             Ok(mut uploads) => std::mem::take(&mut *uploads),
             Err(_) => return,
@@ -226,17 +218,12 @@ impl RemoteStore {
                 continue;
             }
             let left = (progress + STALL).saturating_duration_since(Instant::now());
-            match self
-                .runtime()
-                .block_on(async { tokio::time::timeout(left, upload).await })
-            {
+            match runtime.block_on(async { tokio::time::timeout(left, upload).await }) {
                 Ok(Ok(Ok(length))) => {
                     progress = Instant::now();
                     self.answered.store(true, Ordering::SeqCst);
-                    self.counters.uploads.fetch_add(1, Ordering::Relaxed);
-                    self.counters
-                        .bytes_written
-                        .fetch_add(length, Ordering::Relaxed);
+                    Counters::one(&self.counters.writes);
+                    Counters::bytes(&self.counters.bytes_written, length);
                 }
                 Ok(Ok(Err(why))) => self.give_up(why),
                 Ok(Err(e)) => self.give_up(format!("an upload stopped: {e}")),
@@ -250,7 +237,8 @@ impl RemoteStore {
 
     /// Removes every entry (`gpu-build cache clear --remote`).
     pub fn clear(&self) -> Result<(), String> {
-        self.runtime()
+        let runtime = self.runtime.as_ref().ok_or("the store is shutting down")?;
+        runtime
             .block_on(async {
                 tokio::time::timeout(
                     READ_TIMEOUT,
@@ -315,6 +303,8 @@ fn operator_for(address: &str, env: Environment) -> Result<(Operator, String), S
             .map(String::from)
             .or_else(|| env("GPU_BUILD_CACHE_PASSWORD"))
     };
+    // The store's folder for the entries: the address's path.
+    let root = format!("/{}/", url.path().trim_matches('/'));
     let host = || {
         url.host_str()
             .map(String::from)
@@ -349,7 +339,7 @@ fn operator_for(address: &str, env: Environment) -> Result<(Operator, String), S
                 .unwrap_or_else(|| "us-east-1".into());
             let mut builder = services::S3::default()
                 .bucket(&bucket)
-                .root(&format!("/{}/", url.path().trim_matches('/')))
+                .root(&root)
                 .region(&region);
             if let Some(endpoint) = env("AWS_ENDPOINT_URL_S3").or_else(|| env("AWS_ENDPOINT_URL")) {
                 builder = builder.endpoint(&endpoint);
@@ -366,9 +356,7 @@ fn operator_for(address: &str, env: Environment) -> Result<(Operator, String), S
                 if secure { "https" } else { "http" },
                 host()?
             );
-            let mut builder = services::Webdav::default()
-                .endpoint(&endpoint)
-                .root(&format!("/{}/", url.path().trim_matches('/')));
+            let mut builder = services::Webdav::default().endpoint(&endpoint).root(&root);
             if let Some(user) = user() {
                 builder = builder.username(&user);
             }

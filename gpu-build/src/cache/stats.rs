@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The name the local cache has among the stores.
 pub const LOCAL: &str = "local";
@@ -27,6 +28,44 @@ pub struct StoreStats {
     pub bytes_written: u64,
     /// Builds during which the store failed (unreachable, refusing, too slow).
     pub failures: u64,
+}
+
+/// What one build does with one store, counted as it goes (the compile threads share it).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub rejected: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub writes: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+impl Counters {
+    /// Counts one more of `counter`.
+    pub fn one(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds `bytes` to `counter`.
+    pub fn bytes(counter: &AtomicU64, bytes: usize) {
+        counter.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// The build's counts, as the statistics record them.
+    pub fn of_build(&self, failed: bool) -> StoreStats {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        StoreStats {
+            builds: 1,
+            hits: load(&self.hits),
+            misses: load(&self.misses),
+            rejected: load(&self.rejected),
+            bytes_read: load(&self.bytes_read),
+            writes: load(&self.writes),
+            bytes_written: load(&self.bytes_written),
+            failures: u64::from(failed),
+        }
+    }
 }
 
 impl StoreStats {

@@ -48,6 +48,35 @@ using namespace llvm;
 
 namespace {
 
+// In which senses an increasing AddRec never wraps over the loop.
+struct NoWrap {
+  bool asUnsigned = false;
+  bool asSigned = false;
+};
+
+// `S` as an affine AddRec of `L` with a positive constant step (a thread id, or an index made
+// from one, increasing over the loop), with the senses in which it does not wrap; null if it is
+// not one. No signed wrap from a non-negative start is no unsigned wrap either, which is what
+// sign-extended thread ids give.
+const SCEVAddRecExpr *increasing(const SCEV *S, const Loop &L, ScalarEvolution &SE,
+                                 NoWrap &noWrap) {
+  const auto *rec = dyn_cast<SCEVAddRecExpr>(S);
+  if (!rec || rec->getLoop() != &L || !rec->isAffine())
+    return nullptr;
+  const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(SE));
+  if (!step || !step->getAPInt().isStrictlyPositive())
+    return nullptr;
+  noWrap.asSigned = rec->hasNoSignedWrap();
+  noWrap.asUnsigned =
+      rec->hasNoUnsignedWrap() || (noWrap.asSigned && SE.isKnownNonNegative(rec->getStart()));
+  return rec;
+}
+
+// Whether a comparison of an increasing AddRec keeps its order in `predicate`'s sense.
+bool orderKept(ICmpInst::Predicate predicate, const NoWrap &noWrap) {
+  return ICmpInst::isUnsigned(predicate) ? noWrap.asUnsigned : noWrap.asSigned;
+}
+
 // Whether the branch `guard` (in `L`'s header) is `AddRec < bound` or `AddRec >= bound` for an
 // increasing AddRec of `L` that does not wrap: then once the condition takes the returned
 // direction, it keeps it for the rest of the loop. `eventually` is that direction.
@@ -62,19 +91,9 @@ bool monotoneGuard(BranchInst *guard, const Loop &L, ScalarEvolution &SE, bool &
     std::swap(lhs, rhs);
     predicate = CmpPredicate::getSwapped(predicate);
   }
-  const auto *rec = dyn_cast<SCEVAddRecExpr>(lhs);
-  if (!rec || rec->getLoop() != &L || !rec->isAffine() || !SE.isLoopInvariant(rhs, &L))
-    return false;
-  const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(SE));
-  if (!step || !step->getAPInt().isStrictlyPositive())
-    return false;
-  // Does not wrap in the compare's sense (no signed wrap from a non-negative start is no
-  // unsigned wrap either, which is what sign-extended thread ids give).
-  bool noWrap = ICmpInst::isUnsigned(predicate)
-                    ? rec->hasNoUnsignedWrap() ||
-                          (rec->hasNoSignedWrap() && SE.isKnownNonNegative(rec->getStart()))
-                    : rec->hasNoSignedWrap();
-  if (!noWrap)
+  NoWrap noWrap;
+  if (!increasing(lhs, L, SE, noWrap) || !SE.isLoopInvariant(rhs, &L) ||
+      !orderKept(predicate, noWrap))
     return false;
   switch (ICmpInst::getUnsignedPredicate(predicate)) {
   case ICmpInst::ICMP_ULT:
@@ -187,41 +206,34 @@ bool describeLeaf(ICmpInst *compare, const Loop &L, ScalarEvolution &SE, const S
     return false;
   leaf.compare = compare;
   const SCEVAddRecExpr *rec = nullptr;
+  NoWrap noWrap;
   for (unsigned i = 0; i < 2; ++i) {
     const SCEV *operand = SE.getSCEV(compare->getOperand(i));
     leaf.first[i] = leaf.last[i] = operand;
     if (SE.isLoopInvariant(operand, &L))
       continue;
-    const auto *addRec = dyn_cast<SCEVAddRecExpr>(operand);
-    if (!addRec || addRec->getLoop() != &L || !addRec->isAffine() || rec)
+    if (rec || !(rec = increasing(operand, L, SE, noWrap)))
       return false;
-    rec = addRec;
-    leaf.first[i] = addRec->getStart();
-    leaf.last[i] = addRec->evaluateAtIteration(
-        SE.getTruncateOrZeroExtend(lastIteration, addRec->getType()), SE);
+    leaf.first[i] = rec->getStart();
+    leaf.last[i] = rec->evaluateAtIteration(
+        SE.getTruncateOrZeroExtend(lastIteration, rec->getType()), SE);
   }
+  ICmpInst::Predicate predicate = compare->getPredicate();
   if (!rec) {
-    leaf.tests.push_back(compare->getPredicate()); // loop-invariant: one value anyway
+    leaf.tests.push_back(predicate); // loop-invariant: one value anyway
     return true;
   }
-  const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(SE));
-  if (!step || !step->getAPInt().isStrictlyPositive())
-    return false;
-  bool unsignedNoWrap = rec->hasNoUnsignedWrap() ||
-                        (rec->hasNoSignedWrap() && SE.isKnownNonNegative(rec->getStart()));
-  bool signedNoWrap = rec->hasNoSignedWrap();
-  ICmpInst::Predicate predicate = compare->getPredicate();
   if (ICmpInst::isEquality(predicate)) {
     // x == c is x <= c and x >= c: one value for the loop when x < c and x > c each keep theirs.
-    if (unsignedNoWrap)
+    if (noWrap.asUnsigned)
       leaf.tests = {ICmpInst::ICMP_ULT, ICmpInst::ICMP_UGT};
-    else if (signedNoWrap)
+    else if (noWrap.asSigned)
       leaf.tests = {ICmpInst::ICMP_SLT, ICmpInst::ICMP_SGT};
     else
       return false;
     return true;
   }
-  if (ICmpInst::isUnsigned(predicate) ? !unsignedNoWrap : !signedNoWrap)
+  if (!orderKept(predicate, noWrap))
     return false;
   leaf.tests.push_back(predicate);
   return true;
