@@ -47,7 +47,7 @@ skip() {
   echo "SKIP  $1 ($2)"
 }
 
-while read -r package test what; do
+while read -r test what; do
   binary="$here/bin/test-$test"
   [ -x "$binary" ] || { failed=$((failed + 1)); echo "FAIL  $test: missing from the bundle"; continue; }
   check "host: $test" "$logs/$test.host.log" "$binary" "${host_skips[@]}" --test-threads=1

@@ -24,16 +24,16 @@ limit_mib=48
 BASE_LIBRARIES="linux-vdso.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1 libc.so.6 libm.so.6
   libpthread.so.0 libdl.so.2 librt.so.1 libgcc_s.so.1 libstdc++.so.6"
 
-# Test binaries: package, test target, and what they check on a GPU.
+# Test binaries (test targets of the workspace), each with what it checks on a GPU.
 TESTS=(
-  "sample-project gpu launches: every sample kernel, every argument kind, checked against Rust"
-  "gpu-embed device device facts, fills, copies, slices, memrefs of rank 0-3 through stubs"
-  "gpu-embed contexts one context per device across threads"
-  "gpu-tests host_semantics memrefs of every rank and layout on the GPU"
-  "gpu-tests kernel_handles kernels by name, module selection by chip"
-  "gpu-tests device_lookup device discovery and the default device"
-  "gpu-tests graphs CUDA/HIP graphs captured and replayed"
-  "gpu-tests peers_and_managed peer copies, managed memory"
+  "gpu launches: every sample kernel, every argument kind, checked against Rust"
+  "device device facts, fills, copies, slices, memrefs of rank 0-3 through stubs"
+  "contexts one context per device across threads"
+  "host_semantics memrefs of every rank and layout on the GPU"
+  "kernel_handles kernels by name, module selection by chip"
+  "device_lookup device discovery and the default device"
+  "graphs CUDA/HIP graphs captured and replayed"
+  "peers_and_managed peer copies, managed memory"
 )
 
 rm -rf "$out"
@@ -58,7 +58,7 @@ for line in sys.stdin:
 artifacts=$(mktemp)
 tests=()
 for entry in "${TESTS[@]}"; do
-  read -r _ test _ <<<"$entry"
+  read -r test _ <<<"$entry"
   tests+=(--test "$test")
 done
 cargo test "${cargo_args[@]}" --no-run --workspace "${tests[@]}" | executables >>"$artifacts"
