@@ -131,6 +131,7 @@ pub(crate) fn module_to_object<'ll>(
         dumps,
         host: pre_linked.host,
         vulkan: None,
+        level_zero: None,
     })
 }
 

@@ -204,6 +204,7 @@ pub(crate) fn write_outputs(
                     sha256: sha256_hex(&artifact.bytes),
                     host: compiled.host.clone(),
                     vulkan: compiled.vulkan.clone(),
+                    level_zero: compiled.level_zero.clone(),
                 });
                 if compiled.host.is_some() {
                     host_objects.push(artifact.bytes);

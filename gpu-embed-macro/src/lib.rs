@@ -218,6 +218,7 @@ fn expand_module(
             Vendor::Amdgpu => quote!(::gpu_embed::Vendor::Amdgpu),
             Vendor::Host => quote!(::gpu_embed::Vendor::Host),
             Vendor::Vulkan => quote!(::gpu_embed::Vendor::Vulkan),
+            Vendor::LevelZero => quote!(::gpu_embed::Vendor::LevelZero),
         };
         let format = match object.format {
             gpu_manifest::Format::Isa => quote!(::gpu_embed::Format::Isa),

@@ -217,6 +217,7 @@ impl Object {
             (Vendor::Amdgpu, Format::Bin) => "hsaco",
             (Vendor::Host, _) => "native code",
             (Vendor::Vulkan, _) => "SPIR-V",
+            (Vendor::LevelZero, _) => "OpenCL SPIR-V",
         };
         format!("{} {} {kind}", self.vendor, self.chip)
     }

@@ -1132,7 +1132,8 @@ fn device_memref<T>(
     stride: i64,
 ) -> Memref1d<T> {
     let pointer = with_runtime(|_, driver| match driver.vendor() {
-        Vendor::Host | Vendor::Nvptx | Vendor::Vulkan => Ok(aligned),
+        // Level Zero's host allocations are shared: the same address on the device.
+        Vendor::Host | Vendor::Nvptx | Vendor::Vulkan | Vendor::LevelZero => Ok(aligned),
         Vendor::Amdgpu => Err(invalid(
             "the device address of registered host memory on AMD GPUs (hipHostGetDevicePointer \
              is not bound by gpu-embed)"

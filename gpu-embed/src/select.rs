@@ -83,6 +83,7 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         // Linked into this program, so built for the triple it runs on.
         Vendor::Host => candidates.into_iter().next(),
         Vendor::Vulkan => select_vulkan(candidates, &device.arch),
+        Vendor::LevelZero => select_level_zero(candidates, &device.arch),
     };
     chosen.ok_or_else(|| NoFit {
         device: format!("{} ({} {})", device.name, device.vendor, device.arch),
@@ -127,6 +128,26 @@ fn select_vulkan<'b>(
         .filter(|(version, _)| *version <= device)
         .max_by_key(|(version, _)| *version)
         .map(|(_, object)| object)
+}
+
+/// For a Level Zero device taking SPIR-V up to `arch` (`spirv1.2`), the object of the newest
+/// SPIR-V version it takes.
+fn select_level_zero<'b>(
+    candidates: impl Iterator<Item = &'b Object>,
+    arch: &str,
+) -> Option<&'b Object> {
+    let device = spirv_version(arch)?;
+    candidates
+        .filter_map(|o| Some((spirv_version(o.chip())?, o)))
+        .filter(|(version, _)| *version <= device)
+        .max_by_key(|(version, _)| *version)
+        .map(|(_, object)| object)
+}
+
+/// `spirv1.2` → (1, 2).
+fn spirv_version(chip: &str) -> Option<(u32, u32)> {
+    let (major, minor) = chip.strip_prefix("spirv")?.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 /// `vulkan1.2` → (1, 2).
@@ -216,6 +237,22 @@ mod tests {
         assert_eq!(chosen("vulkan1.1").unwrap(), b"spirv11");
         assert!(chosen("vulkan1.0").is_err());
         assert!(chosen("sm_80").is_err());
+    }
+
+    #[test]
+    fn level_zero_takes_the_newest_spirv_the_driver_takes() {
+        static SPIRV: [Object; 2] = [
+            Object::new(Vendor::LevelZero, "spirv1.0", Format::Bin, b"spirv10"),
+            Object::new(Vendor::LevelZero, "spirv1.3", Format::Bin, b"spirv13"),
+        ];
+        static BINARY: Binary = Binary::new("k", &SPIRV, &["k"]);
+        let chosen =
+            |arch: &str| select(&BINARY, &device(Vendor::LevelZero, arch)).map(|o| o.bytes());
+        assert_eq!(chosen("spirv1.4").unwrap(), b"spirv13");
+        assert_eq!(chosen("spirv1.3").unwrap(), b"spirv13");
+        assert_eq!(chosen("spirv1.2").unwrap(), b"spirv10");
+        assert!(chosen("spirv0.9").is_err());
+        assert!(chosen("vulkan1.3").is_err());
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub mod host_abi {
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
@@ -360,13 +360,28 @@ pub enum Vendor {
     /// Any Vulkan device (GPUs of every maker, Mesa's lavapipe on a CPU): SPIR-V through MLIR's
     /// SPIR-V conversion, run through the Vulkan API.
     Vulkan,
+    /// Intel GPUs through Level Zero (oneAPI's driver interface): OpenCL-style SPIR-V (physical
+    /// 64-bit pointers, the `Kernel` capability) through MLIR's SPIR-V conversion.
+    #[serde(rename = "levelzero")]
+    LevelZero,
 }
 
 impl Vendor {
     /// Every target, in declaration order (`vendor as usize` indexes it).
-    pub const ALL: [Vendor; 4] = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host, Vendor::Vulkan];
+    pub const ALL: [Vendor; 5] = [
+        Vendor::Nvptx,
+        Vendor::Amdgpu,
+        Vendor::Host,
+        Vendor::Vulkan,
+        Vendor::LevelZero,
+    ];
     /// The GPU vendors (every vendor but the host).
-    pub const GPUS: [Vendor; 3] = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Vulkan];
+    pub const GPUS: [Vendor; 4] = [
+        Vendor::Nvptx,
+        Vendor::Amdgpu,
+        Vendor::Vulkan,
+        Vendor::LevelZero,
+    ];
 
     /// The vendor `name` spells ([`Vendor::name`]), if any.
     pub fn from_name(name: &str) -> Option<Vendor> {
@@ -377,13 +392,15 @@ impl Vendor {
     /// `Build::target(vendor, &[])`) when the kernel file has no target attribute of its own: for
     /// NVIDIA a cubin for Turing, Ampere and Hopper and their PTX (which newer GPUs compile at
     /// load time); for AMD MI200, MI300 and RDNA3; for the host none (the build's own triple);
-    /// for Vulkan one SPIR-V object for Vulkan 1.1 and newer (subgroup operations need 1.1).
+    /// for Vulkan one SPIR-V object for Vulkan 1.1 and newer (subgroup operations need 1.1);
+    /// for Level Zero one SPIR-V 1.0 object (every Level Zero driver takes it).
     pub const fn default_chips(self) -> &'static [&'static str] {
         match self {
             Vendor::Nvptx => &["sm_75", "sm_80", "sm_90"],
             Vendor::Amdgpu => &["gfx90a", "gfx942", "gfx1100"],
             Vendor::Host => &[],
             Vendor::Vulkan => &["vulkan1.1"],
+            Vendor::LevelZero => &["spirv1.0"],
         }
     }
 
@@ -395,18 +412,21 @@ impl Vendor {
             "amd" | "rocm" | "rocdl" | "hip" | "hsaco" | "amdgcn" | "gfx" => Some(Vendor::Amdgpu),
             "cpu" | "x86" | "x86_64" | "aarch64" | "native" | "llvm" => Some(Vendor::Host),
             "vk" | "spirv" | "spir-v" | "lavapipe" | "moltenvk" => Some(Vendor::Vulkan),
+            "intel" | "ze" | "level_zero" | "level-zero" | "l0" | "oneapi" | "sycl" | "opencl"
+            | "xe" => Some(Vendor::LevelZero),
             _ => None,
         }
     }
 
     /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`,
-    /// `host`, `vulkan`.
+    /// `host`, `vulkan`, `levelzero`.
     pub fn name(self) -> &'static str {
         match self {
             Vendor::Nvptx => "nvptx",
             Vendor::Amdgpu => "amdgpu",
             Vendor::Host => "host",
             Vendor::Vulkan => "vulkan",
+            Vendor::LevelZero => "levelzero",
         }
     }
 }
@@ -463,6 +483,49 @@ pub struct Object {
     /// For Vulkan objects: what a device needs to run it and how arguments are bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vulkan: Option<VulkanEntries>,
+    /// For Level Zero objects: what a device needs to run it and what each kernel argument is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_zero: Option<LevelZeroEntries>,
+}
+
+/// A Level Zero (OpenCL-style SPIR-V) object's kernel ABI, read from the converted module: a
+/// memref argument is one pointer to its first element (the buffer's device address: the
+/// kernel knows its shape, so a memref's dynamic sizes must be passed as arguments too), a
+/// scalar its value, `index` 64 bits wide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelZeroEntries {
+    /// The SPIR-V version the module declares (`1.0`).
+    pub spirv_version: String,
+    /// The SPIR-V capabilities the module declares (`Addresses`, `Kernel`, `Int64`, ...).
+    pub capabilities: Vec<String>,
+    /// The SPIR-V extensions the module declares.
+    pub extensions: Vec<String>,
+    /// One per kernel of the module, in source order.
+    pub kernels: Vec<LevelZeroKernel>,
+}
+
+/// One OpenCL-style SPIR-V entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelZeroKernel {
+    /// The entry point's name (the kernel's).
+    pub name: String,
+    /// Workgroup (shared) memory the kernel declares, in bytes.
+    pub workgroup_memory: u64,
+    /// One per source argument, in order: what `zeKernelSetArgumentValue` gets for it.
+    pub arguments: Vec<LevelZeroArgument>,
+}
+
+/// What one Level Zero kernel argument is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LevelZeroArgument {
+    /// A memref: the device address of its first element (8 bytes).
+    Pointer,
+    /// A scalar of `bytes` bytes, by value.
+    Scalar {
+        /// Its size.
+        bytes: u32,
+    },
 }
 
 /// A Vulkan (SPIR-V) object's kernel ABI: what a device must support, and how each kernel's
@@ -717,6 +780,7 @@ mod tests {
                 sha256: "00".into(),
                 host: None,
                 vulkan: None,
+                level_zero: None,
             }],
         });
         let json = manifest.to_json().unwrap();

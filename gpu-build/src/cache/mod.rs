@@ -37,7 +37,7 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::util::sha256_hex;
-use gpu_manifest::{Format, HostEntries, Kernel, VulkanEntries};
+use gpu_manifest::{Format, HostEntries, Kernel, LevelZeroEntries, VulkanEntries};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use stats::Counters;
@@ -112,6 +112,8 @@ struct Header {
     host: Option<HostEntries>,
     #[serde(default)]
     vulkan: Option<VulkanEntries>,
+    #[serde(default)]
+    level_zero: Option<LevelZeroEntries>,
     linked: Option<String>,
     optimized: Option<String>,
     isa: Option<String>,
@@ -473,6 +475,7 @@ fn encode(key: &Key, output: &TaskOutput) -> Vec<u8> {
         kernels: output.kernels.clone(),
         host: compiled.host.clone(),
         vulkan: compiled.vulkan.clone(),
+        level_zero: compiled.level_zero.clone(),
         linked: compiled.dumps.linked.clone(),
         optimized: compiled.dumps.optimized.clone(),
         isa: compiled.dumps.isa.clone(),
@@ -543,6 +546,7 @@ fn decode(bytes: &[u8], key: &Key) -> Option<TaskOutput> {
             },
             host: header.host,
             vulkan: header.vulkan,
+            level_zero: header.level_zero,
         },
         warnings: header.warnings,
     })
@@ -580,6 +584,7 @@ mod tests {
                 dumps: Dumps::default(),
                 host: None,
                 vulkan: None,
+                level_zero: None,
             },
             warnings: vec!["ptxas: a warning".into()],
         }

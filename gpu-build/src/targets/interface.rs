@@ -141,6 +141,8 @@ pub(crate) struct Compiled {
     pub host: Option<gpu_manifest::HostEntries>,
     /// For the Vulkan target: what a device needs and how arguments are bound.
     pub vulkan: Option<gpu_manifest::VulkanEntries>,
+    /// For the Level Zero target: what a device needs and what each argument is.
+    pub level_zero: Option<gpu_manifest::LevelZeroEntries>,
 }
 
 /// Everything a vendor hook may need.

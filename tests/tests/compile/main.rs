@@ -12,6 +12,7 @@ mod child;
 mod cross_check;
 mod fuzz;
 mod host_objects;
+mod level_zero;
 mod pipeline;
 mod prebuilt;
 mod reliability;

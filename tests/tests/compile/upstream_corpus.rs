@@ -1,7 +1,8 @@
 //! MLIR 22's own GPU integration tests (llvm-project `mlir/test/Integration/GPU`, the CUDA,
-//! ROCM, SYCL and SPIRV folders), from Debian's source of the LLVM release we link
+//! ROCM, SYCL, LevelZero and SPIRV folders), from Debian's source of the LLVM release we link
 //! (`scripts/setup.sh` unpacks them): every program compiled with our compiler for NVPTX,
-//! AMDGPU and the host, and with `mlir-opt-22`'s own pipelines. Whatever upstream compiles, we
+//! AMDGPU, the host and Level Zero (its objects checked by `spirv-val`), and with
+//! `mlir-opt-22`'s own pipelines. Whatever upstream compiles, we
 //! compile; what we do not is listed below with the reason our error gives. Run with
 //! `--nocapture` for the table.
 
@@ -168,7 +169,7 @@ fn nvptx_chip(program: &str) -> &'static str {
 
 fn programs(corpus: &Path) -> Vec<String> {
     let mut programs = Vec::new();
-    for folder in ["CUDA", "ROCM", "SYCL", "SPIRV"] {
+    for folder in ["CUDA", "ROCM", "SYCL", "LevelZero", "SPIRV"] {
         for entry in walkdir::WalkDir::new(corpus.join(folder)) {
             let path = entry.unwrap().into_path();
             if path.extension().is_some_and(|e| e == "mlir") {
@@ -242,6 +243,14 @@ fn upstream_compiles(program: &str, vendor: Vendor, scheduled: &Path, outlined: 
             "-o",
             "/dev/null",
         ]),
+        // The SYCL and LevelZero tests' own pipeline, with the entry-point attribute they write
+        // by hand added by MLIR's test pass (the other programs have none).
+        Vendor::LevelZero => mlir_opt(&[
+            outlined.to_str().unwrap(),
+            "--pass-pipeline=builtin.module(spirv-attach-target{ver=v1.0 caps=Addresses,Int64,Kernel},gpu.module(test-spirv-entry-point-abi),convert-gpu-to-spirv{use-64bit-index=true},gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)),gpu-module-to-binary)",
+            "-o",
+            "/dev/null",
+        ]),
         // Not in this matrix: the Vulkan tests run through `gpu-build run` (gpu-build/tests/run.rs).
         Vendor::Host | Vendor::Vulkan => false,
     }
@@ -257,12 +266,12 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
     let programs = programs(corpus);
     assert!(programs.len() >= 40, "{programs:?}");
     let dir = tempfile::tempdir().unwrap();
-    let vendors = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host];
+    let vendors = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host, Vendor::LevelZero];
     let mut ours: BTreeMap<Vendor, usize> = BTreeMap::new();
     let mut upstream: BTreeMap<Vendor, usize> = BTreeMap::new();
     let mut problems = Vec::new();
     println!(
-        "{:<72} nvptx  amdgpu host   | mlir-opt: nvptx amdgpu",
+        "{:<72} nvptx  amdgpu host   levelzero | mlir-opt: nvptx amdgpu levelzero",
         "program"
     );
     for program in &programs {
@@ -276,9 +285,16 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
             match vendor {
                 Vendor::Nvptx => build.target(vendor, &[nvptx_chip(program)]),
                 Vendor::Amdgpu => build.target(vendor, &["gfx90a"]),
-                Vendor::Host | Vendor::Vulkan => build.target(vendor, &[]),
+                Vendor::Host | Vendor::Vulkan | Vendor::LevelZero => build.target(vendor, &[]),
             };
             let result = build.compile();
+            if let (Ok(report), Vendor::LevelZero) = (&result, vendor) {
+                for (object, bytes) in objects_of(report, vendor) {
+                    if let Err(why) = super::level_zero::spirv_val_opencl(&bytes, &object.chip) {
+                        problems.push(format!("{program}: spirv-val refuses its object: {why}"));
+                    }
+                }
+            }
             let expected = EXPECTED_FAILURES
                 .iter()
                 .find(|(p, v, _)| p == program && *v == vendor);
@@ -306,12 +322,14 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
         }
         let mark = |ok: bool| if ok { "ok" } else { "-" };
         println!(
-            "{program:<72} {:<6} {:<6} {:<6} | {:<15} {}",
+            "{program:<72} {:<6} {:<6} {:<6} {:<9} | {:<15} {:<6} {}",
             mark(row[0].0),
             mark(row[1].0),
             mark(row[2].0),
+            mark(row[3].0),
             mark(row[0].1),
-            mark(row[1].1)
+            mark(row[1].1),
+            mark(row[3].1)
         );
     }
     for vendor in vendors {

@@ -1,8 +1,9 @@
-//! What targets share, below every target: chip parsing, bitcode linking, the LLVM steps and
-//! reading MLIR ops (finding and running external tools is `crate::toolkit`, below the target
-//! interface).
+//! What targets share, below every target: chip parsing, bitcode linking, the LLVM steps,
+//! reading MLIR ops and the SPIR-V conversion steps (finding and running external tools is
+//! `crate::toolkit`, below the target interface).
 
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;
 pub(crate) mod mlir;
+pub(crate) mod spirv;

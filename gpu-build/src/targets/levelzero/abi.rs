@@ -1,0 +1,120 @@
+//! The Level Zero kernel ABI: which arguments an OpenCL-style SPIR-V kernel can take, and what
+//! each becomes (read back from the converted `spirv.func`): a memref a pointer to its first
+//! element, a scalar its value, `index` 64 bits wide.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::targets::support::spirv::scalar_bits;
+use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, LevelZeroArgument, Layout};
+use melior::ir::r#type::FunctionType;
+use melior::ir::TypeLike;
+
+/// Refuses, before any lowering, the arguments an OpenCL-style kernel cannot take, naming the
+/// argument and the way around.
+pub(super) fn check_arguments(kernels: &[Kernel], locations: &[String]) -> Result<()> {
+    for (kernel, location) in kernels.iter().zip(locations) {
+        for (index, argument) in kernel.arguments.iter().enumerate() {
+            if let Err(why) = check_argument(argument) {
+                let name = argument
+                    .name
+                    .as_deref()
+                    .map_or(String::new(), |name| format!(" `%{name}`"));
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{location}: error: kernel `{}` cannot be built for levelzero: argument \
+                         {index}{name} ({}): {why}",
+                        kernel.name, argument.ty
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
+    match &argument.kind {
+        ArgumentKind::Scalar { element } => check_element(*element, "pass it"),
+        ArgumentKind::Memref {
+            element,
+            shape,
+            layout,
+        } => {
+            check_element(*element, "use a memref of it")?;
+            if *layout != Layout::Identity {
+                return Err("a Level Zero kernel gets a memref as a pointer to its first \
+                            element, so it must have the identity layout; pass the underlying \
+                            memref and index it yourself"
+                    .to_string());
+            }
+            if shape.iter().skip(1).any(Option::is_none) {
+                return Err("a Level Zero kernel gets a memref as a bare pointer, so its \
+                            strides must be known when it is compiled and only its outermost \
+                            size may be dynamic; pass a memref<?xT> and index it row-major \
+                            (pass the sizes as index arguments), or give the inner sizes \
+                            statically"
+                    .to_string());
+            }
+            Ok(())
+        }
+        ArgumentKind::Pointer => Err("MLIR 22's SPIR-V conversion takes no LLVM pointers; \
+                                      pass a memref instead"
+            .to_string()),
+        ArgumentKind::UnrankedMemref => Err(
+            "a Level Zero kernel takes ranked memrefs only; give the memref a rank".to_string(),
+        ),
+        ArgumentKind::Other => Err("Level Zero kernels take memrefs and scalars only".to_string()),
+    }
+}
+
+fn check_element(element: Element, how: &str) -> std::result::Result<(), String> {
+    match element {
+        Element::I1 => Err(format!(
+            "OpenCL-style kernels cannot take or store `i1`; {how} as i8 or i32 and compare \
+             with 0"
+        )),
+        Element::Bf16 => Err(format!(
+            "SPIR-V for OpenCL has no bf16 arithmetic; {how} as f32 or f16"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// What each of `kernel`'s arguments became in its converted entry point (`ty`), checked
+/// against the source argument it stands for.
+pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<LevelZeroArgument>> {
+    let internal = |what: String| {
+        Error::new(
+            ErrorKind::Lowering,
+            format!("internal error: kernel `{}`: {what}", kernel.name),
+        )
+    };
+    if ty.input_count() != kernel.arguments.len() {
+        return Err(internal(format!(
+            "{} arguments, its SPIR-V entry point {}",
+            kernel.arguments.len(),
+            ty.input_count()
+        )));
+    }
+    kernel
+        .arguments
+        .iter()
+        .enumerate()
+        .map(|(index, argument)| {
+            let input = ty
+                .input(index)
+                .map_err(|_| internal(format!("reading SPIR-V argument {index}")))?;
+            let pointer = input.to_string().starts_with("!spirv.ptr<");
+            match (&argument.kind, pointer, scalar_bits(input)) {
+                (ArgumentKind::Memref { .. }, true, _) => Ok(LevelZeroArgument::Pointer),
+                (ArgumentKind::Scalar { .. }, false, Some(bits)) => Ok(LevelZeroArgument::Scalar {
+                    bytes: bits.div_ceil(8),
+                }),
+                _ => Err(internal(format!(
+                    "argument {index} ({}) became `{input}` in SPIR-V",
+                    argument.ty
+                ))),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,106 @@
+//! gpu.module → OpenCL-style SPIR-V, in process, on a copy of the module (the steps of
+//! `support/spirv.rs`): what upstream's SYCL and LevelZero tests run (`spirv-attach-target{ver=v1.0
+//! caps=Addresses,Int64,Kernel}`, `convert-gpu-to-spirv{use-64bit-index=true}`,
+//! `spirv-lower-abi-attrs`, `spirv-update-vce`, `gpu-module-to-binary`), with the entry-point
+//! attribute they write by hand supplied here. Unlike Vulkan, the workgroup size stays a launch
+//! parameter (no `LocalSize`), so `known_block_size` is a promise, not a requirement.
+
+use super::abi::arguments;
+use crate::error::Result;
+use crate::targets::interface::{Artifact, Compiled, Dumps};
+use crate::targets::support::mlir::symbol_name;
+use crate::targets::support::spirv::{
+    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
+    kernel_functions, keep_version, move_into_gpu_module, run, serialize as serialize_module,
+    spirv_function_type,
+};
+use gpu_manifest::{Format, Kernel, LevelZeroEntries, LevelZeroKernel};
+use melior::ir::attribute::Attribute;
+use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
+use melior::ir::OperationRef;
+use melior::Context;
+
+/// What a device may be asked for; `spirv-update-vce` keeps what the kernels use (upstream's
+/// tests offer the first three; the others are what kernels of 8- and 16-bit integers, halves,
+/// doubles and subgroup operations need).
+const CAPABILITIES: &str = "Addresses,Int64,Kernel,Int8,Int16,Float16,Float16Buffer,Float64,\
+    GroupNonUniform,GroupNonUniformVote,GroupNonUniformArithmetic,GroupNonUniformBallot,\
+    GroupNonUniformShuffle,GroupNonUniformShuffleRelative";
+
+pub(super) fn serialize(
+    context: &Context,
+    gpu_module: &OperationRef,
+    kernels: &[Kernel],
+    spirv_version: &str,
+) -> Result<Compiled> {
+    let target_env = format!(
+        "[#spirv.target_env<#spirv.vce<{spirv_version}, [{}], []>, api=OpenCL, \
+         #spirv.resource_limits<>>]",
+        CAPABILITIES.replace(',', ", ")
+    );
+    let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
+    let entry_point = Attribute::parse(context, "#spirv.entry_point_abi<>")
+        .ok_or_else(|| failed("making the entry point attribute"))?;
+    let mut workgroup_memory = Vec::new();
+    for raw in kernel_functions(&module) {
+        // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
+        // and not otherwise borrowed.
+        let mut function = unsafe { OperationRefMut::from_raw(raw) };
+        // Upstream's SYCL tests write one; keep theirs.
+        if !function.has_attribute("spirv.entry_point_abi") {
+            function.set_discardable_attribute("spirv.entry_point_abi", entry_point);
+        }
+        attributions_to_allocs(context, &mut function)?;
+        workgroup_memory.push((
+            symbol_name(&function).unwrap_or_default(),
+            alloc_bytes(&function),
+        ));
+    }
+    drop_uniform_flags(&module);
+
+    run(
+        context,
+        &mut module,
+        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,convert-math-to-spirv),\
+         convert-gpu-to-spirv{use-64bit-index=true})",
+        "converting to SPIR-V",
+    )?;
+    let spirv_module = move_into_gpu_module(&module)?;
+    // SAFETY: a live op of `module`.
+    let spirv = unsafe { OperationRef::from_raw(spirv_module) };
+    let mut entries = Vec::new();
+    for kernel in kernels {
+        entries.push(LevelZeroKernel {
+            name: kernel.name.clone(),
+            workgroup_memory: workgroup_memory
+                .iter()
+                .find(|(name, _)| *name == kernel.name)
+                .map_or(0, |(_, bytes)| *bytes),
+            arguments: arguments(kernel, spirv_function_type(&spirv, &kernel.name)?)?,
+        });
+    }
+    run(
+        context,
+        &mut module,
+        "builtin.module(gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)))",
+        "preparing the SPIR-V module",
+    )?;
+    let (capabilities, extensions) = keep_version(context, spirv_module, spirv_version)?;
+    let bytes = serialize_module(context, &mut module)?;
+    Ok(Compiled {
+        artifacts: vec![Artifact {
+            format: Format::Bin,
+            extension: "spv".to_string(),
+            bytes,
+        }],
+        dumps: Dumps::default(),
+        host: None,
+        vulkan: None,
+        level_zero: Some(LevelZeroEntries {
+            spirv_version: spirv_version.trim_start_matches('v').to_string(),
+            capabilities,
+            extensions,
+            kernels: entries,
+        }),
+    })
+}

@@ -1,0 +1,183 @@
+//! The Level Zero target's objects (OpenCL-style SPIR-V) checked with the Khronos SPIR-V
+//! validator (`spirv-val`) under OpenCL's rules, its kernel ABI in the manifest, and the clear
+//! error for every kernel it cannot express.
+
+use crate::common::*;
+use gpu_build::{ErrorKind, Vendor};
+use gpu_manifest::LevelZeroArgument;
+use std::process::Command;
+
+/// The validator's environment for an object of `chip`: OpenCL 2.2's rules take SPIR-V up to
+/// 1.2; newer SPIR-V is checked by its universal rules (spirv-tools has no OpenCL 3.0 rules).
+fn environment(chip: &str) -> &'static str {
+    match chip {
+        "spirv1.0" => "opencl1.2",
+        "spirv1.1" | "spirv1.2" => "opencl2.2",
+        "spirv1.3" => "spv1.3",
+        "spirv1.4" => "spv1.4",
+        other => panic!("no validator environment for {other}"),
+    }
+}
+
+/// `spirv-val --target-env <environment of chip>` on `spirv`: `Err` with its complaint.
+pub(crate) fn spirv_val_opencl(spirv: &[u8], chip: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("object.spv");
+    std::fs::write(&path, spirv).unwrap();
+    let output = Command::new("spirv-val")
+        .args(["--target-env", environment(chip)])
+        .arg(&path)
+        .output()
+        .expect("spirv-val runs (scripts/setup.sh installs spirv-tools)");
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+#[test]
+fn spirv_val_accepts_every_level_zero_object_for_its_spirv_version() {
+    let out = tempfile::tempdir().unwrap();
+    let mut build = build_in(out.path());
+    let root = workspace();
+    for kernel in [
+        "sample-project/kernels/vadd.mlir",
+        "sample-project/kernels/reduce.mlir",
+        "tests/kernels/vulkan.mlir",
+    ] {
+        build.kernel(root.join(kernel));
+    }
+    let chips = ["spirv1.0", "spirv1.2", "spirv1.4"];
+    build.target(Vendor::LevelZero, &chips);
+    let report = build.compile().unwrap_or_else(|e| panic!("{e}"));
+    let objects = objects_of(&report, Vendor::LevelZero);
+    assert_eq!(objects.len(), 3 * chips.len(), "three modules, three versions");
+    for (object, bytes) in &objects {
+        spirv_val_opencl(bytes, &object.chip).unwrap_or_else(|why| {
+            panic!(
+                "spirv-val refuses {} for {}: {why}",
+                object.path, object.chip
+            )
+        });
+        let abi = object.level_zero.as_ref().expect("the Level Zero ABI");
+        for capability in ["Addresses", "Kernel"] {
+            assert!(abi.capabilities.iter().any(|c| c == capability), "{abi:?}");
+        }
+        assert!(!abi.capabilities.iter().any(|c| c == "Shader"), "{abi:?}");
+        assert_eq!(
+            format!("spirv{}", abi.spirv_version),
+            object.chip,
+            "{}",
+            object.path
+        );
+    }
+    // A check that could never fail would prove nothing: a damaged object is refused.
+    let (object, bytes) = &objects[0];
+    let mut damaged = bytes.clone();
+    damaged[20..24].copy_from_slice(&0xffff_ffffu32.to_le_bytes());
+    assert!(spirv_val_opencl(&damaged, &object.chip).is_err());
+}
+
+#[test]
+fn the_manifest_records_pointers_scalar_widths_and_workgroup_memory() {
+    let (report, _dir) = compile_ok(
+        "k.mlir",
+        &std::fs::read_to_string(workspace().join("tests/kernels/vulkan.mlir")).unwrap(),
+        |b| {
+            b.target(Vendor::LevelZero, &[]);
+        },
+    );
+    let object = &report.manifest.modules[0].objects[0];
+    assert_eq!(object.chip, "spirv1.0");
+    assert_eq!(object.triple, "spirv64-unknown-spirv1.0");
+    assert!(object.path.ends_with(".spv"), "{}", object.path);
+    let abi = object.level_zero.as_ref().unwrap();
+    assert!(abi.capabilities.iter().any(|c| c == "Int8"), "{abi:?}");
+    assert!(!abi.capabilities.iter().any(|c| c == "Float64"), "{abi:?}");
+    let kernel = |name: &str| abi.kernels.iter().find(|k| k.name == name).unwrap();
+    assert_eq!(kernel("block_max").workgroup_memory, 64 * 4);
+    assert_eq!(kernel("scale").workgroup_memory, 0);
+    use LevelZeroArgument::{Pointer, Scalar};
+    // (x: memref<?xi8>, y: memref<?xf16>, z: memref<?xi64>, w: i64, n: index): `index` is 64
+    // bits wide here, unlike Vulkan's 32.
+    assert_eq!(
+        kernel("widths").arguments,
+        [
+            Pointer,
+            Pointer,
+            Pointer,
+            Scalar { bytes: 8 },
+            Scalar { bytes: 8 }
+        ]
+    );
+    assert_eq!(
+        kernel("scale").arguments,
+        [Pointer, Scalar { bytes: 4 }, Scalar { bytes: 8 }]
+    );
+}
+
+/// Builds `kernel` (one gpu.func inside a module) for Level Zero and returns the error.
+fn level_zero_error(kernel: &str) -> gpu_build::Error {
+    let text = format!("gpu.module @k {{\n{kernel}\n}}\n");
+    compile_error("k.mlir", text.as_bytes(), |b| {
+        b.target(Vendor::LevelZero, &[]);
+    })
+}
+
+#[test]
+fn kernels_level_zero_cannot_express_are_refused_naming_what_and_the_way_around() {
+    let cases: [(&str, &[&str]); 5] = [
+        (
+            "  gpu.func @k(%a: memref<?x?xf32>) kernel {\n    gpu.return\n  }",
+            &["k.mlir:2:3: error: kernel `k` cannot be built for levelzero: argument 0 `%a` (memref<?x?xf32>)", "only its outermost size may be dynamic", "memref<?xT>"],
+        ),
+        (
+            "  gpu.func @k(%p: !llvm.ptr) kernel {\n    gpu.return\n  }",
+            &["argument 0 `%p` (!llvm.ptr)", "pass a memref instead"],
+        ),
+        (
+            "  gpu.func @k(%f: i1) kernel {\n    gpu.return\n  }",
+            &["cannot take or store `i1`", "as i8 or i32"],
+        ),
+        (
+            "  gpu.func @k(%a: memref<?x4xf32>) kernel {\n    %c0 = arith.constant 0 : index\n    %d = memref.dim %a, %c0 : memref<?x4xf32>\n    %f = arith.index_cast %d : index to i32\n    %v = arith.sitofp %f : i32 to f32\n    memref.store %v, %a[%c0, %c0] : memref<?x4xf32>\n    gpu.return\n  }",
+            &["`memref.dim` cannot be lowered for levelzero", "pass the size as an index argument"],
+        ),
+        (
+            "  gpu.func @k(%a: memref<?xi32>) kernel {\n    %c0 = arith.constant 0 : index\n    %v = memref.load %a[%c0] : memref<?xi32>\n    %ok = arith.cmpi eq, %v, %v : i32\n    cf.assert %ok, \"boom\"\n    gpu.return\n  }",
+            &["`cf.assert`", "levelzero"],
+        ),
+    ];
+    for (kernel, expected) in cases {
+        let error = level_zero_error(kernel);
+        let message = error.message();
+        for part in expected {
+            assert!(message.contains(part), "expected `{part}` in:\n{message}");
+        }
+        assert!(!message.contains("internal error"), "{message}");
+    }
+}
+
+#[test]
+fn unknown_spirv_versions_are_refused_with_the_known_ones() {
+    let error = compile_error(
+        "k.mlir",
+        b"gpu.module @k {\n  gpu.func @k() kernel {\n    gpu.return\n  }\n}\n",
+        |b| {
+            b.target(Vendor::LevelZero, &["spirv2.0"]);
+        },
+    );
+    assert_eq!(error.kind(), ErrorKind::InvalidTarget);
+    assert!(
+        error.message().contains(
+            "unknown SPIR-V version `spirv2.0` for levelzero; use one of spirv1.0, spirv1.1, \
+             spirv1.2, spirv1.3, spirv1.4"
+        ),
+        "{error}"
+    );
+}
