@@ -229,7 +229,9 @@ fn main() {
     std::env::set_var("ROCM_PATH", &rocm);
     let inputs: Vec<(PathBuf, Vendor)> = kernels()
         .iter()
-        .flat_map(|k| [Vendor::Nvptx, Vendor::Amdgpu].map(|v| (single_vendor_copy(k, v, scratch.path()), v)))
+        .flat_map(|k| {
+            [Vendor::Nvptx, Vendor::Amdgpu].map(|v| (single_vendor_copy(k, v, scratch.path()), v))
+        })
         .collect();
     let files = kernels();
     let dir = |name: String| scratch.path().join(name);

@@ -235,7 +235,7 @@ fn bad_arguments_are_clear_errors() {
     assert!(!ok);
     assert!(
         stderr.contains("unknown target vendor `nvidia`")
-            && stderr.contains("nvptx, amdgpu, host or vulkan"),
+            && stderr.contains("nvptx, amdgpu, host, vulkan or levelzero"),
         "{stderr}"
     );
     let (ok, _, stderr) = gpu_build(&[

@@ -4,9 +4,8 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::spirv::scalar_bits;
-use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, LevelZeroArgument, Layout};
+use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, LevelZeroArgument};
 use melior::ir::r#type::FunctionType;
-use melior::ir::TypeLike;
 
 /// Refuses, before any lowering, the arguments an OpenCL-style kernel cannot take, naming the
 /// argument and the way around.
@@ -42,27 +41,31 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
         } => {
             check_element(*element, "use a memref of it")?;
             if *layout != Layout::Identity {
-                return Err("a Level Zero kernel gets a memref as a pointer to its first \
+                return Err(
+                    "a Level Zero kernel gets a memref as a pointer to its first \
                             element, so it must have the identity layout; pass the underlying \
                             memref and index it yourself"
-                    .to_string());
+                        .to_string(),
+                );
             }
             if shape.iter().skip(1).any(Option::is_none) {
-                return Err("a Level Zero kernel gets a memref as a bare pointer, so its \
+                return Err(
+                    "a Level Zero kernel gets a memref as a bare pointer, so its \
                             strides must be known when it is compiled and only its outermost \
                             size may be dynamic; pass a memref<?xT> and index it row-major \
                             (pass the sizes as index arguments), or give the inner sizes \
                             statically"
-                    .to_string());
+                        .to_string(),
+                );
             }
             Ok(())
         }
         ArgumentKind::Pointer => Err("MLIR 22's SPIR-V conversion takes no LLVM pointers; \
                                       pass a memref instead"
             .to_string()),
-        ArgumentKind::UnrankedMemref => Err(
-            "a Level Zero kernel takes ranked memrefs only; give the memref a rank".to_string(),
-        ),
+        ArgumentKind::UnrankedMemref => {
+            Err("a Level Zero kernel takes ranked memrefs only; give the memref a rank".to_string())
+        }
         ArgumentKind::Other => Err("Level Zero kernels take memrefs and scalars only".to_string()),
     }
 }

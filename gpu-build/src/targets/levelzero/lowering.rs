@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
-    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
-    kernel_functions, keep_version, move_into_gpu_module, run, serialize as serialize_module,
+    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
+    kernel_functions, move_into_gpu_module, run, serialize as serialize_module,
     spirv_function_type,
 };
 use gpu_manifest::{Format, Kernel, LevelZeroEntries, LevelZeroKernel};

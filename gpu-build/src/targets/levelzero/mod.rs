@@ -106,9 +106,15 @@ impl Target for LevelZero {
                 "MLIR 22 has no SPIR-V lowering of `gpu.all_reduce`; reduce with \
                  `gpu.subgroup_reduce` and workgroup memory instead"
             }
+            "gpu.subgroup_reduce" => {
+                "SPIR-V has subgroup arithmetic from version 1.3 (GroupNonUniformArithmetic): \
+                 build the module for `spirv1.3` or later (`targets = [levelzero(spirv1.3)]`); \
+                 MLIR 22 converts add, mul, min and max of scalar integers and floats"
+            }
             "gpu.shuffle" => {
-                "MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values with a \
-                 constant width equal to the subgroup size to SPIR-V"
+                "SPIR-V has subgroup shuffles from version 1.3: build the module for `spirv1.3` \
+                 or later; MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values \
+                 with a constant width of 32 (the subgroup size the kernel then assumes)"
             }
             op if op.starts_with("math.") => {
                 "MLIR 22 has no OpenCL SPIR-V instruction for this math function on this type; \
@@ -118,8 +124,10 @@ impl Target for LevelZero {
         })
     }
 
-    fn triple(&self, chip: &str) -> String {
-        format!("spirv64-unknown-{chip}")
+    fn triple(&self, _chip: &str) -> String {
+        // LLVM's triple for OpenCL-style SPIR-V, whatever the version (the chip): a spec's
+        // triple is set before its chip.
+        "spirv64-unknown-unknown".to_string()
     }
 
     fn default_chip(&self) -> String {
@@ -146,11 +154,6 @@ impl MlirSerializer for LevelZero {
         spec: &TargetSpec,
     ) -> Result<Compiled> {
         abi::check_arguments(kernels, locations)?;
-        lowering::serialize(
-            context,
-            gpu_module,
-            kernels,
-            spirv_version(&spec.chip)?,
-        )
+        lowering::serialize(context, gpu_module, kernels, spirv_version(&spec.chip)?)
     }
 }

@@ -25,7 +25,12 @@ pub(crate) fn failed(what: &str) -> Error {
 }
 
 /// Runs `pipeline` (anchored on `builtin.module`) on `module`.
-pub(crate) fn run(context: &Context, module: &mut Module, pipeline: &str, what: &str) -> Result<()> {
+pub(crate) fn run(
+    context: &Context,
+    module: &mut Module,
+    pipeline: &str,
+    what: &str,
+) -> Result<()> {
     let manager = PassManager::new(context);
     parse_pass_pipeline(manager.as_operation_pass_manager(), pipeline).map_err(|e| {
         Error::new(

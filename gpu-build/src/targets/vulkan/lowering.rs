@@ -19,9 +19,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
-    attributions_to_allocs, alloc_bytes, copy_for_spirv, drop_uniform_flags, failed,
-    kernel_functions, keep_version, move_into_gpu_module, numbers, ops_named, run, scalar_bits,
-    spirv_function, spirv_function_type,
+    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
+    kernel_functions, move_into_gpu_module, numbers, ops_named, run, scalar_bits, spirv_function,
+    spirv_function_type,
 };
 use gpu_manifest::{Format, Kernel, VulkanEntries, VulkanKernel};
 use melior::ir::attribute::Attribute;
@@ -217,4 +217,3 @@ fn workgroup_size_of(spirv: &OperationRef, name: &str) -> Result<[u32; 3]> {
         _ => Err(failed(&format!("reading kernel `{name}`'s workgroup size"))),
     }
 }
-

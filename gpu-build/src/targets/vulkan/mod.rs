@@ -113,8 +113,9 @@ impl Target for Vulkan {
         })
     }
 
-    fn triple(&self, chip: &str) -> String {
-        format!("spirv-unknown-{chip}")
+    fn triple(&self, _chip: &str) -> String {
+        // One triple whatever the version (the chip): a spec's triple is set before its chip.
+        "spirv-unknown-vulkan".to_string()
     }
 
     fn default_chip(&self) -> String {
