@@ -1,7 +1,5 @@
 //! Kernels the workspace tests embed; the tests themselves live in `tests/`.
 
-// What the macro UI tests (`tests/ui/`) embed as well.
-gpu_embed::include_gpu_binary!("ui/kernels/ui.mlir", targets = [nvptx]);
 // GPU semantics the host target must reproduce (`tests/host_semantics.rs`).
 gpu_embed::include_gpu_binary!(
     "kernels/semantics.mlir",

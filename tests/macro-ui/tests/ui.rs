@@ -1,9 +1,11 @@
-//! UI tests of `include_gpu_binary!` (trybuild, `.stderr` snapshots in `tests/ui/`).
+//! UI tests of `include_gpu_binary!` (trybuild, `.stderr` snapshots in `ui/`).
 //!
-//! trybuild compiles each case in its own generated crate, which has no build script. The macro
-//! finds what it needs the way it does in a real crate: `OUT_DIR` (here: this crate's, where
-//! `build.rs` compiled `ui/kernels/ui.mlir`) and the kernel files relative to the crate's
-//! directory (here: a link from trybuild's crate to `ui/`).
+//! trybuild compiles each case in its own generated crate, which has no build script of its own
+//! and depends on everything this crate does (hence a crate of its own: the workspace tests'
+//! dependencies would make trybuild build several gigabytes more). The macro finds what it needs
+//! the way it does in a real crate: `OUT_DIR` (here: this crate's, where `build.rs` compiled
+//! `ui/kernels/ui.mlir`) and the kernel files relative to the crate's directory (here: a link
+//! from trybuild's crate to `ui/`).
 
 use std::path::Path;
 
@@ -11,8 +13,8 @@ fn link_kernels_into_trybuild_crate() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| here.parent().unwrap().join("target"));
-    let project = target.join("tests/trybuild/gpu-tests");
+        .unwrap_or_else(|| here.join("../../target"));
+    let project = target.join("tests/trybuild/gpu-macro-ui-tests");
     std::fs::create_dir_all(&project).unwrap();
     let link = project.join("ui");
     if std::fs::symlink_metadata(&link).is_err() {
