@@ -25,7 +25,7 @@ gpu_embed::include_gpu_binary!(
     "kernels/vulkan.mlir",
     targets = [vulkan, nvptx(sm_80, sm_90), host]
 );
-// The kernel cookbook's two-module file (`docs/cookbook.md`, `tests/cookbook.rs`).
+// The guide's two-module file (`docs/guide/02-kernels.md`, `tests/cookbook.rs`).
 gpu_embed::include_gpu_binary!(
     "../docs/cookbook/two_modules.mlir",
     targets = [nvptx, amdgpu, host]

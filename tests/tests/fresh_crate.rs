@@ -1,49 +1,79 @@
-//! A fresh user crate with only `gpu_build::build()` in build.rs and one `include_gpu_binary!`
-//! builds on a machine without a GPU, and runs: it prints what it embedded.
+//! The guide's getting-started crate, assembled from the chapter itself
+//! (`docs/guide/01-getting-started.md`: every code block whose first line is `// file: PATH` or
+//! `# file: PATH`), builds on a machine without a GPU and runs its kernel on the host, as a new
+//! user following the chapter would see it. A block broken on purpose fails the build, so the
+//! chapter cannot drift from what compiles.
 
 mod common;
 
 use common::workspace;
+use std::path::Path;
+
+/// The chapter's files: (path, contents), in the chapter's order.
+fn chapter_files(chapter: &str) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut lines = chapter.lines();
+    while let Some(line) = lines.next() {
+        if !line.starts_with("```") {
+            continue;
+        }
+        let block: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        let name = block.first().and_then(|first| {
+            first
+                .strip_prefix("// file: ")
+                .or_else(|| first.strip_prefix("# file: "))
+        });
+        if let Some(name) = name {
+            files.push((name.to_string(), block[1..].join("\n") + "\n"));
+        }
+    }
+    files
+}
+
+/// Writes the crate into `root`, with the registry dependencies pointed at this workspace.
+fn write_crate(root: &Path, files: &[(String, String)]) {
+    for (name, contents) in files {
+        let contents = if name == "Cargo.toml" {
+            let path = |krate: &str| workspace().join(krate).display().to_string();
+            contents
+                .replace(
+                    "gpu-embed = \"0.1\"",
+                    &format!("gpu-embed = {{ path = {:?} }}", path("gpu-embed")),
+                )
+                .replace(
+                    "gpu-build = \"0.1\"",
+                    &format!("gpu-build = {{ path = {:?} }}", path("gpu-build")),
+                )
+                + "\n[workspace]\n"
+        } else {
+            contents.clone()
+        };
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    std::fs::copy(workspace().join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
+}
 
 #[test]
-fn a_fresh_crate_builds_and_lists_its_embedded_objects() {
+fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
+    let chapter =
+        std::fs::read_to_string(workspace().join("docs/guide/01-getting-started.md")).unwrap();
+    let files = chapter_files(&chapter);
+    let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Cargo.toml", "kernels/vadd.mlir", "build.rs", "src/main.rs"],
+        "the chapter's files"
+    );
+    assert!(
+        files[0].1.contains("gpu-embed = \"0.1\"") && files[0].1.contains("gpu-build = \"0.1\""),
+        "the chapter's Cargo.toml depends on both crates by version: {}",
+        files[0].1
+    );
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::create_dir_all(root.join("kernels")).unwrap();
-    std::fs::write(
-        root.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"fresh\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-             [dependencies]\ngpu-embed = {{ path = {:?} }}\n\n[build-dependencies]\ngpu-build = {{ path = {:?} }}\n\n[workspace]\n",
-            workspace().join("gpu-embed").display().to_string(),
-            workspace().join("gpu-build").display().to_string()
-        ),
-    )
-    .unwrap();
-    std::fs::copy(workspace().join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
-    std::fs::copy(
-        workspace().join("sample-project/kernels/vadd.mlir"),
-        root.join("kernels/vadd.mlir"),
-    )
-    .unwrap();
-    std::fs::write(root.join("build.rs"), "fn main() { gpu_build::build(); }\n").unwrap();
-    std::fs::write(
-        root.join("src/main.rs"),
-        r#"gpu_embed::include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx, amdgpu]);
-
-fn main() {
-    for object in vadd::BINARY.objects() {
-        println!("{} {} {} {}", object.vendor(), object.chip(), object.format(), object.bytes().len());
-    }
-    match gpu_embed::Device::default_gpu() {
-        Ok(device) => println!("device: {}", device.name()),
-        Err(error) => println!("no GPU: {error}"),
-    }
-}
-"#,
-    )
-    .unwrap();
+    write_crate(root, &files);
     let output = common::fixture_cargo(root)
         .args(["run", "--offline", "--quiet"])
         .output()
@@ -54,17 +84,32 @@ fn main() {
         "{}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // The file's own targets: sm_80 (PTX and cubin) and gfx90a (hsaco).
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].starts_with("nvptx sm_80 isa "), "{stdout}");
-    assert!(lines[1].starts_with("nvptx sm_80 bin "), "{stdout}");
-    assert!(lines[2].starts_with("amdgpu gfx90a bin "), "{stdout}");
-    // A GPU, or the reason there is none: no driver, or (with Debian's HIP runtime that
-    // scripts/setup.sh installs) one that loads and finds no device.
+    assert!(stdout.contains("1000 elements added on "), "{stdout}");
+    // What the chapter says was embedded: the default chips of both GPU vendors and the host.
+    for object in [
+        "embedded: nvptx sm_75 cubin",
+        "embedded: nvptx sm_90 PTX",
+        "embedded: amdgpu gfx90a hsaco",
+        "embedded: amdgpu gfx1100 hsaco",
+        "embedded: host ",
+    ] {
+        assert!(stdout.contains(object), "{object}: {stdout}");
+    }
+
+    // A chapter whose example no longer compiles fails here: an argument of the wrong type.
+    let main = root.join("src/main.rs");
+    let good = std::fs::read_to_string(&main).unwrap();
+    let broken = good.replace("&a, &b, &c, n)", "&a, &b, &c, 1.5f32)");
+    assert_ne!(broken, good, "the seeded break applies");
+    std::fs::write(&main, broken).unwrap();
+    let output = common::fixture_cargo(root)
+        .args(["build", "--offline", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the broken example built");
     assert!(
-        lines[3].starts_with("device: ")
-            || lines[3].starts_with("no GPU: no GPU driver found")
-            || lines[3].starts_with("no GPU: no GPU: libamdhip64.so"),
-        "{stdout}"
+        stderr.contains("src/main.rs") && stderr.contains("mismatched types"),
+        "{stderr}"
     );
 }

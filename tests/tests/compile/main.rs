@@ -11,6 +11,7 @@ mod cache;
 mod child;
 mod cross_check;
 mod fuzz;
+mod guide;
 mod host_objects;
 mod level_zero;
 mod pipeline;

@@ -1,0 +1,1 @@
+../../sample-project/kernels/matmul.mlir

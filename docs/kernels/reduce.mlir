@@ -1,0 +1,1 @@
+../../sample-project/kernels/reduce.mlir

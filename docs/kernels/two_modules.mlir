@@ -1,0 +1,1 @@
+../cookbook/two_modules.mlir
