@@ -15,7 +15,7 @@ use crate::targets::target;
 use crate::util::{file_name_part, sha256_hex};
 use crate::util::{identifier_part, io_error, write_atomic};
 #[cfg(feature = "compiler")]
-use gpu_manifest::{GpuModule, Kernel, Object};
+use gpu_manifest::{GpuModule, HostEntries, Kernel, Object};
 use gpu_manifest::{Manifest, MANIFEST_PATH};
 use std::path::{Path, PathBuf};
 
@@ -202,7 +202,10 @@ pub(crate) fn write_outputs(
                     path: relative,
                     size: artifact.bytes.len() as u64,
                     sha256: sha256_hex(&artifact.bytes),
-                    host: compiled.host.clone(),
+                    host: compiled.host.clone().map(|host| HostEntries {
+                        library: host_library_name(crate_name),
+                        ..host
+                    }),
                     vulkan: compiled.vulkan.clone(),
                     level_zero: compiled.level_zero.clone(),
                 });

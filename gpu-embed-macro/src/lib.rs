@@ -293,9 +293,15 @@ fn host_object(
     let triple = &object.chip;
     // The declarations are the entry points gpu-build generated for exactly these kernels, with
     // the signatures `gpu_manifest::host_abi` fixes; the host object defining them is linked
-    // into this crate by the build script. `HostKernel`'s fields hold them as `unsafe fn`s, so
-    // calling one stays the host driver's `unsafe`, with its own stated reasons.
+    // into this crate by the build script, and named here too for what its link flags do not
+    // reach (doc tests). `HostKernel`'s fields hold them as `unsafe fn`s, so calling one stays
+    // the host driver's `unsafe`, with its own stated reasons.
+    let link = (!host.library.is_empty()).then(|| {
+        let library = &host.library;
+        quote!(#[link(name = #library, kind = "static")])
+    });
     let items = quote! {
+        #link
         unsafe extern "C" {
             #declarations
         }

@@ -671,6 +671,11 @@ pub struct HostEntries {
     /// (barriers `gpu-build` could not split the kernel at). Every other kernel runs through its
     /// blocks entry ([`host_abi::blocks_entry`]).
     pub coroutine_kernels: Vec<String>,
+    /// The static library holding the entry points (`lib<library>.a` in `gpu-build/host/`).
+    /// The build script links it into the crate; the embedding code names it as well, so that
+    /// what the build script's link flags do not reach (the crate's doc tests) links it too.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub library: String,
 }
 
 /// Why a manifest could not be read.

@@ -17,7 +17,10 @@ fn chapter_files(chapter: &str) -> Vec<(String, String)> {
         if !line.starts_with("```") {
             continue;
         }
-        let block: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        let block: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
         let name = block.first().and_then(|first| {
             first
                 .strip_prefix("// file: ")

@@ -256,6 +256,8 @@ impl LlvmTarget for Host {
             host: Some(gpu_manifest::HostEntries {
                 symbol_prefix: job.host_symbol_prefix.to_string(),
                 coroutine_kernels: retargeted.coroutine_kernels,
+                // Named once the crate's objects are gathered into it (`output.rs`).
+                library: String::new(),
             }),
         })
     }
