@@ -231,7 +231,23 @@ fn expand_module(
             entries.push(entry);
             continue;
         }
-        entries.push(quote!(::gpu_embed::Object::new(#vendor, #chip, #format, &#name.0)));
+        let requiring = object.requires.map(|requirement| {
+            let requirement = match requirement {
+                gpu_manifest::LoadRequirement::PtxIsa { major, minor } => {
+                    quote!(::gpu_embed::LoadRequirement::PtxIsa { major: #major, minor: #minor })
+                }
+                gpu_manifest::LoadRequirement::CudaToolkit { major, minor } => {
+                    quote!(::gpu_embed::LoadRequirement::CudaToolkit { major: #major, minor: #minor })
+                }
+                gpu_manifest::LoadRequirement::CodeObject { version } => {
+                    quote!(::gpu_embed::LoadRequirement::CodeObject { version: #version })
+                }
+            };
+            quote!(.requiring(#requirement))
+        });
+        entries.push(
+            quote!(::gpu_embed::Object::new(#vendor, #chip, #format, &#name.0)#requiring),
+        );
     }
     let count = entries.len();
     let name = &module.name;

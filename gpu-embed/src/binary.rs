@@ -1,6 +1,6 @@
 //! The embedded objects: the run-time analogues of upstream's `gpu.binary` and `gpu.object`.
 
-pub use gpu_manifest::{Format, Vendor};
+pub use gpu_manifest::{Format, LoadRequirement, Vendor};
 
 /// A host kernel's entry point: `(params, context)`, see `gpu-build`'s host target. Used by
 /// `include_gpu_binary!`'s expansion.
@@ -116,6 +116,7 @@ pub struct Object {
     host_kernels: &'static [HostKernel],
     vulkan_kernels: &'static [VulkanKernel],
     capabilities: &'static [&'static str],
+    requires: Option<LoadRequirement>,
 }
 
 impl Object {
@@ -135,6 +136,17 @@ impl Object {
             host_kernels: &[],
             vulkan_kernels: &[],
             capabilities: &[],
+            requires: None,
+        }
+    }
+
+    /// The object with what loading it asks of the driver (from the manifest). Used by
+    /// `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
+    pub const fn requiring(self, requirement: LoadRequirement) -> Object {
+        Object {
+            requires: Some(requirement),
+            ..self
         }
     }
 
@@ -155,6 +167,7 @@ impl Object {
             host_kernels: &[],
             vulkan_kernels: kernels,
             capabilities,
+            requires: None,
         }
     }
 
@@ -170,6 +183,7 @@ impl Object {
             host_kernels: kernels,
             vulkan_kernels: &[],
             capabilities: &[],
+            requires: None,
         }
     }
 
@@ -186,6 +200,13 @@ impl Object {
     /// device must support to run it.
     pub fn capabilities(&self) -> &'static [&'static str] {
         self.capabilities
+    }
+
+    /// What loading it asks of the driver (a PTX ISA version, the CUDA version that built a
+    /// cubin, a code object version), as gpu-build read it from the object; `None` where
+    /// nothing is asked or nothing was recorded.
+    pub fn requires(&self) -> Option<LoadRequirement> {
+        self.requires
     }
 
     /// The vendor whose devices run it.
@@ -208,7 +229,9 @@ impl Object {
         self.bytes
     }
 
-    /// What the object is, for listings and errors: `nvptx sm_80 PTX`, `amdgpu gfx90a hsaco`.
+    /// What the object is, for listings and errors: `nvptx sm_80 PTX`, `amdgpu gfx90a hsaco`,
+    /// and what loading it needs where that is recorded: `nvptx sm_80 PTX (PTX ISA 8.0, a CUDA
+    /// 12.0 driver or newer)`.
     pub fn describe(&self) -> String {
         let kind = match (self.vendor, self.format) {
             (Vendor::Nvptx, Format::Isa) => "PTX",
@@ -219,7 +242,10 @@ impl Object {
             (Vendor::Vulkan, _) => "SPIR-V",
             (Vendor::LevelZero, _) => "OpenCL SPIR-V",
         };
-        format!("{} {} {kind}", self.vendor, self.chip)
+        match self.requires {
+            Some(requirement) => format!("{} {} {kind} ({requirement})", self.vendor, self.chip),
+            None => format!("{} {} {kind}", self.vendor, self.chip),
+        }
     }
 }
 

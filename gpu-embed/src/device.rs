@@ -305,6 +305,7 @@ impl Device {
             vendor: self.vendor(),
             arch: self.inner.found.arch.clone(),
             name: self.name().to_string(),
+            driver_version: self.inner.found.driver_version,
         }
     }
 

@@ -65,7 +65,9 @@ mod select;
 mod trace;
 mod tracking;
 
-pub use binary::{Binary, Format, HostBlocksEntry, HostEntry, HostKernel, Object, Vendor};
+pub use binary::{
+    Binary, Format, HostBlocksEntry, HostEntry, HostKernel, LoadRequirement, Object, Vendor,
+};
 pub use binary::{VulkanArgument, VulkanBinding, VulkanKernel};
 pub use bytemuck::Pod;
 pub use device::{Device, MemoryInfo, Queue, Stream};

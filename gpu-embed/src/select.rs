@@ -4,6 +4,11 @@
 //! the hsaco for the device's gfx, its `:xnack±` / `:sramecc±` settings respected (an object
 //! without a setting runs either way). Vulkan: the SPIR-V of the highest `vulkanX.Y` not above
 //! the device's Vulkan version (the SPIR-V capabilities it declares are checked when it loads).
+//!
+//! Where the driver's version is known (CUDA's `cuDriverGetVersion`), an object the driver
+//! cannot load is never chosen: a cubin built by a newer CUDA major version than the driver's,
+//! PTX of an ISA newer than the driver's JIT knows (`gpu_manifest::LoadRequirement`, read from
+//! each object when it was built). No fit names the driver's version and what each object needs.
 
 use crate::binary::{Binary, Format, Object, Vendor};
 use std::fmt;
@@ -17,6 +22,9 @@ pub struct DeviceArch {
     pub arch: String,
     /// For messages: `NVIDIA H200`.
     pub name: String,
+    /// The driver's version where it matters to loading: CUDA's (major, minor), as
+    /// `cuDriverGetVersion` reports `12040` for 12.4. `None`: unknown, not checked.
+    pub driver_version: Option<(u32, u32)>,
 }
 
 /// No embedded object can run on the device.
@@ -26,16 +34,17 @@ pub struct NoFit {
     pub device: String,
     /// The gpu.module whose objects do not fit.
     pub binary: &'static str,
-    /// What was embedded (vendor and chip of each object).
+    /// What was embedded (vendor and chip of each object, and what loading it needs).
     pub objects: Vec<String>,
+    /// Why objects for the device's chip were passed over: its driver is too old for them.
+    pub driver_too_old: Option<String>,
 }
 
 impl fmt::Display for NoFit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "no object of gpu.module @{} runs on {}; embedded: {}. Add the device's chip to the \
-             targets of include_gpu_binary! (or GPU_BUILD_NVPTX_CHIPS / GPU_BUILD_AMDGPU_CHIPS)",
+            "no object of gpu.module @{} runs on {}; embedded: {}. ",
             self.binary,
             self.device,
             if self.objects.is_empty() {
@@ -43,7 +52,14 @@ impl fmt::Display for NoFit {
             } else {
                 self.objects.join(", ")
             }
-        )
+        )?;
+        match &self.driver_too_old {
+            Some(fix) => f.write_str(fix),
+            None => f.write_str(
+                "Add the device's chip to the targets of include_gpu_binary! (or \
+                 GPU_BUILD_NVPTX_CHIPS / GPU_BUILD_AMDGPU_CHIPS)",
+            ),
+        }
     }
 }
 
@@ -78,18 +94,57 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         .iter()
         .filter(|o| o.vendor() == device.vendor);
     let chosen = match device.vendor {
-        Vendor::Nvptx => select_nvidia(candidates, &device.arch),
+        Vendor::Nvptx => {
+            let loadable = candidates.clone().filter(|o| loads_on(o, device.driver_version));
+            select_nvidia(loadable, &device.arch)
+        }
         Vendor::Amdgpu => select_amd(candidates, &device.arch),
         // Linked into this program, so built for the triple it runs on.
         Vendor::Host => candidates.into_iter().next(),
         Vendor::Vulkan => select_vulkan(candidates, &device.arch),
         Vendor::LevelZero => select_level_zero(candidates, &device.arch),
     };
-    chosen.ok_or_else(|| NoFit {
-        device: format!("{} ({} {})", device.name, device.vendor, device.arch),
-        binary: binary.name(),
-        objects: binary.objects().iter().map(Object::describe).collect(),
+    chosen.ok_or_else(|| {
+        let driver = device
+            .driver_version
+            .map_or(String::new(), |(major, minor)| {
+                format!(", CUDA driver {major}.{minor}")
+            });
+        NoFit {
+            device: format!("{} ({} {}{driver})", device.name, device.vendor, device.arch),
+            binary: binary.name(),
+            objects: binary.objects().iter().map(Object::describe).collect(),
+            driver_too_old: driver_too_old(binary, device),
+        }
     })
+}
+
+/// Whether a CUDA driver of `driver` loads `object` (unknown versions are not checked).
+fn loads_on(object: &Object, driver: Option<(u32, u32)>) -> bool {
+    match (object.requires(), driver) {
+        (Some(requirement), Some(driver)) => requirement.loads_on_cuda(driver),
+        _ => true,
+    }
+}
+
+/// When the device's chip has objects its driver is too old for: the fix, naming the driver
+/// version each of them needs.
+fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
+    let (major, minor) = device.driver_version?;
+    let fitting_but_too_new = binary
+        .objects()
+        .iter()
+        .filter(|o| o.vendor() == Vendor::Nvptx)
+        .filter(|o| select_nvidia(std::iter::once(*o), &device.arch).is_some())
+        .filter(|o| !loads_on(o, device.driver_version))
+        .filter_map(|o| o.requires()?.oldest_cuda_driver())
+        .min()?;
+    Some(format!(
+        "The driver (CUDA {major}.{minor}) is older than these objects need: update it to CUDA \
+         {}.{} or newer, or build with a CUDA toolkit no newer than the driver (its ptxas makes \
+         the cubins; LLVM picks the PTX ISA from the chip and `+ptxNN` features)",
+        fitting_but_too_new.0, fitting_but_too_new.1
+    ))
 }
 
 fn select_nvidia<'b>(
@@ -194,6 +249,7 @@ mod tests {
             vendor,
             arch: arch.into(),
             name: "test GPU".into(),
+            driver_version: None,
         }
     }
 
@@ -253,6 +309,56 @@ mod tests {
         assert_eq!(chosen("spirv1.2").unwrap(), b"spirv10");
         assert!(chosen("spirv0.9").is_err());
         assert!(chosen("vulkan1.3").is_err());
+    }
+
+    /// Objects as CUDA 12.9's toolkit builds them (cubins built by 12.9; LLVM's PTX at ISA 8.0
+    /// for sm_80 and 8.3 for sm_90a-only code), on drivers of several versions. Rules: NVIDIA's
+    /// CUDA compatibility guide (a cubin loads on any driver of its CUDA major version or newer)
+    /// and the PTX ISA release notes (PTX ISA 8.0 came with CUDA 12.0, 8.3 with 12.3).
+    #[test]
+    fn nvidia_selection_knows_what_each_driver_version_loads() {
+        use crate::binary::LoadRequirement::{CudaToolkit, PtxIsa};
+        static OBJECTS: [Object; 3] = [
+            Object::new(Vendor::Nvptx, "sm_80", Format::Bin, b"cubin80")
+                .requiring(CudaToolkit { major: 12, minor: 9 }),
+            Object::new(Vendor::Nvptx, "sm_80", Format::Isa, b"ptx80")
+                .requiring(PtxIsa { major: 8, minor: 0 }),
+            Object::new(Vendor::Nvptx, "sm_90", Format::Isa, b"ptx90")
+                .requiring(PtxIsa { major: 8, minor: 3 }),
+        ];
+        static BINARY: Binary = Binary::new("k", &OBJECTS, &["k"]);
+        let on = |arch: &str, driver: (u32, u32)| {
+            let device = DeviceArch {
+                driver_version: Some(driver),
+                ..device(Vendor::Nvptx, arch)
+            };
+            select(&BINARY, &device).map(|o| o.bytes())
+        };
+        // A 12.0 driver loads a cubin of 12.9 (minor version compatibility).
+        assert_eq!(on("sm_80", (12, 0)).unwrap(), b"cubin80");
+        assert_eq!(on("sm_86", (12, 4)).unwrap(), b"cubin80");
+        // Hopper: no cubin of its major; PTX for sm_90 needs 12.3, else sm_80's PTX (ISA 8.0).
+        assert_eq!(on("sm_90", (12, 3)).unwrap(), b"ptx90");
+        assert_eq!(on("sm_90", (12, 2)).unwrap(), b"ptx80");
+        // Without the driver's version, the chip alone decides.
+        assert_eq!(
+            select(&BINARY, &device(Vendor::Nvptx, "sm_90")).unwrap().bytes(),
+            b"ptx90"
+        );
+        // A CUDA 11 driver loads none of them: the error names its version, what each object
+        // needs, and the driver version that would load them.
+        let message = on("sm_80", (11, 8)).unwrap_err().to_string();
+        for part in [
+            "test GPU (nvptx sm_80, CUDA driver 11.8)",
+            "nvptx sm_80 cubin (built by CUDA 12.9, a CUDA 12.x driver or newer)",
+            "nvptx sm_80 PTX (PTX ISA 8.0, a CUDA 12.0 driver or newer)",
+            "The driver (CUDA 11.8) is older than these objects need: update it to CUDA 12.0",
+        ] {
+            assert!(message.contains(part), "{part}: {message}");
+        }
+        // An older chip has nothing for it whatever the driver: the chip is the fix.
+        let message = on("sm_75", (12, 9)).unwrap_err().to_string();
+        assert!(message.contains("Add the device's chip"), "{message}");
     }
 
     #[test]

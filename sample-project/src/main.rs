@@ -5,7 +5,8 @@ use gpu_embed::{Device, Vendor};
 use sample_project::{run_all, BINARIES, NOT_FOR_VULKAN};
 
 /// A table of every embedded object, its columns as wide as their longest value. Host objects
-/// are linked into this program rather than embedded as bytes, so their size column says so.
+/// are linked into this program rather than embedded as bytes, so their size column says so;
+/// the last column is what loading the object asks of the driver.
 fn print_embedded() {
     let mut rows = vec![[
         "module".to_string(),
@@ -14,6 +15,7 @@ fn print_embedded() {
         "format".to_string(),
         "bytes".to_string(),
         "kernels".to_string(),
+        "loads with".to_string(),
     ]];
     for binary in BINARIES {
         for object in binary.objects() {
@@ -28,26 +30,31 @@ fn print_embedded() {
                 object.format().to_string(),
                 size,
                 binary.kernels().join(", "),
+                object
+                    .requires()
+                    .map_or("-".to_string(), |requirement| requirement.to_string()),
             ]);
         }
     }
-    let widths: Vec<usize> = (0..5)
+    let widths: Vec<usize> = (0..6)
         .map(|column| rows.iter().map(|row| row[column].len()).max().unwrap_or(0))
         .collect();
     for row in &rows {
         println!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:>w4$}  {}",
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:>w4$}  {:<w5$}  {}",
             row[0],
             row[1],
             row[2],
             row[3],
             row[4],
             row[5],
+            row[6],
             w0 = widths[0],
             w1 = widths[1],
             w2 = widths[2],
             w3 = widths[3],
             w4 = widths[4],
+            w5 = widths[5],
         );
     }
 }

@@ -29,4 +29,17 @@ fn the_table_of_objects_lines_up_and_names_host_objects_linked_in() {
         }
     }
     assert!(table.iter().any(|row| row.contains(" host ")), "{stdout}");
+    // What loading each object asks of the driver, read from the object when it was built.
+    let loads_with_at = table[0].find("loads with").unwrap();
+    for row in &table[1..] {
+        let fields: Vec<&str> = row[..kernels_at].split_whitespace().collect();
+        let needs = &row[loads_with_at..];
+        let expected = match (fields[1], fields[3]) {
+            ("nvptx", "isa") => "PTX ISA ",
+            ("nvptx", "bin") => "built by CUDA 12.",
+            ("amdgpu", "bin") => "code object v5",
+            _ => "-",
+        };
+        assert!(needs.starts_with(expected), "{expected}: {row}");
+    }
 }

@@ -12,7 +12,7 @@ use crate::llvm_errors::Diagnostics;
 use crate::targets::attr::Value;
 use crate::timing::Timings;
 use crate::toolkit::Toolkits;
-use gpu_manifest::{Format, Vendor};
+use gpu_manifest::{Format, LoadRequirement, Vendor};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::targets::{RelocMode, TargetMachine};
@@ -208,6 +208,13 @@ pub(crate) trait Target: Sync {
     fn dialects(&self) -> &'static [&'static str] {
         &[]
     }
+    /// What loading an object of `format` with these bytes asks of the driver (a PTX ISA
+    /// version, the CUDA version that built a cubin, a code object version), read from the
+    /// object itself; `None` where the target's objects ask nothing of the sort.
+    fn load_requirement(&self, _format: Format, _bytes: &[u8]) -> Option<LoadRequirement> {
+        None
+    }
+
     /// The environment variable whose chips replace every module's chips for this target.
     fn chip_override_variable(&self) -> Option<&'static str> {
         None

@@ -136,6 +136,14 @@ impl Cuda {
         // SAFETY: plain driver calls with valid out-pointers.
         unsafe {
             self.check((self.api.cuInit)(0), || "cuInit".into())?;
+            // 12040 for CUDA 12.4: what the driver can load (cubins of its major version and
+            // older, PTX up to its own ISA version).
+            let mut version = 0;
+            self.check((self.api.cuDriverGetVersion)(&mut version), || {
+                "cuDriverGetVersion".into()
+            })?;
+            let version = u32::try_from(version).unwrap_or(0);
+            let driver_version = Some((version / 1000, version % 1000 / 10));
             let mut count = 0;
             self.check((self.api.cuDeviceGetCount)(&mut count), || {
                 "cuDeviceGetCount".into()
@@ -186,6 +194,7 @@ impl Cuda {
                     limits,
                     cpu: false,
                     uuid: Some(uuid.bytes.map(|b| b as u8)),
+                    driver_version,
                 });
             }
             Ok(devices)

@@ -193,6 +193,7 @@ impl Hip {
                     limits: properties.limits,
                     cpu: false,
                     uuid: Some(uuid.bytes.map(|b| b as u8)),
+                    driver_version: None,
                 });
             }
             Ok(devices)

@@ -72,6 +72,8 @@ pub(crate) struct FoundDevice {
     /// The driver's UUID of the device (`cuDeviceGetUuid`, `hipDeviceGetUuid`, Vulkan's
     /// `deviceUUID`); none for the host.
     pub uuid: Option<[u8; 16]>,
+    /// The driver's version where object selection uses it: CUDA's (major, minor).
+    pub driver_version: Option<(u32, u32)>,
 }
 
 /// What a device has, and what one launch on it may ask for.

@@ -73,12 +73,15 @@ fn describe_manifest(path: &Path, out_dir: &Path) -> Result<String, String> {
         for object in &module.objects {
             let _ = writeln!(
                 out,
-                "    {:<7} {:<26} {:<4} {:>10}  {}",
+                "    {:<7} {:<26} {:<4} {:>10}  {}{}",
                 object.vendor.name(),
                 object.chip,
                 object.format.to_string(),
                 size(object.size),
-                object.path
+                object.path,
+                object
+                    .requires
+                    .map_or(String::new(), |requirement| format!("  ({requirement})"))
             );
             for usage in usages(object, out_dir) {
                 let _ = writeln!(out, "      @{}: {}", usage.kernel, usage.summary);

@@ -13,7 +13,7 @@ use crate::targets::support::llvm::{emit_object, optimize};
 use crate::timing::Stage;
 use crate::toolkit::{shared_library, Toolkits};
 use flags::AmdgpuFlags;
-use gpu_manifest::{Format, Vendor};
+use gpu_manifest::{Format, LoadRequirement, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::targets::TargetMachine;
@@ -93,6 +93,13 @@ impl Target for Amdgpu {
 
     fn dialects(&self) -> &'static [&'static str] {
         &["rocdl", "amdgpu"]
+    }
+
+    fn load_requirement(&self, format: Format, bytes: &[u8]) -> Option<LoadRequirement> {
+        (format == Format::Bin)
+            .then(|| code_object_version(bytes))
+            .flatten()
+            .map(|version| LoadRequirement::CodeObject { version })
     }
 
     fn chip_override_variable(&self) -> Option<&'static str> {
@@ -368,9 +375,30 @@ fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
     }])
 }
 
+/// The code object version of an hsaco, from its ELF header: OS/ABI `ELFOSABI_AMDGPU_HSA` (64)
+/// and ABI version 2, 3, 4 for code objects 4, 5, 6 (LLVM's AMDGPUUsage).
+fn code_object_version(hsaco: &[u8]) -> Option<u32> {
+    const ELFOSABI_AMDGPU_HSA: u8 = 64;
+    let ident = hsaco.get(..9)?;
+    (ident[..4] == *b"\x7fELF" && ident[7] == ELFOSABI_AMDGPU_HSA).then(|| u32::from(ident[8]) + 2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_object_versions_from_the_elf_header() {
+        let header = |abi_version| {
+            let mut ident = *b"\x7fELF\x02\x01\x01\x40\x00";
+            ident[8] = abi_version;
+            ident
+        };
+        assert_eq!(code_object_version(&header(3)), Some(5));
+        assert_eq!(code_object_version(&header(2)), Some(4));
+        assert_eq!(code_object_version(b"\x7fELF\x02\x01\x01\x00\x00"), None, "not HSA");
+        assert_eq!(code_object_version(b"\x7fEL"), None);
+    }
 
     #[test]
     fn isa_versions_follow_rocm_numbering() {

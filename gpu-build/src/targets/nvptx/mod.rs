@@ -14,6 +14,7 @@
 pub(crate) mod chips;
 pub(crate) mod flags;
 pub(crate) mod lowering;
+mod requirement;
 pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -26,7 +27,7 @@ use crate::targets::support::llvm::{emit_checked, optimize};
 use crate::timing::Stage;
 use crate::toolkit::Toolkits;
 use flags::NvptxFlags;
-use gpu_manifest::{Format, Vendor};
+use gpu_manifest::{Format, LoadRequirement, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::llvm_sys::core::{
     LLVMCanValueUseFastMathFlags, LLVMGetAsString, LLVMGetInitializer, LLVMGetOperand,
@@ -93,6 +94,13 @@ impl Target for Nvptx {
 
     fn dialects(&self) -> &'static [&'static str] {
         &["nvvm", "nvgpu"]
+    }
+
+    fn load_requirement(&self, format: Format, bytes: &[u8]) -> Option<LoadRequirement> {
+        match format {
+            Format::Isa => requirement::ptx_isa(bytes),
+            Format::Bin => requirement::cubin_toolkit(bytes),
+        }
     }
 
     fn chip_override_variable(&self) -> Option<&'static str> {

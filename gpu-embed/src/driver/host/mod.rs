@@ -181,6 +181,7 @@ impl Host {
             },
             cpu: true,
             uuid: None,
+            driver_version: None,
         }
     }
 }

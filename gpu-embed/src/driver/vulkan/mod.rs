@@ -382,6 +382,7 @@ impl Vulkan {
                         limits: gpu.core.limits.clone(),
                         cpu: gpu.core.cpu,
                         uuid: Some(gpu.core.uuid),
+                        driver_version: None,
                     });
                 }
                 Err(error) => skipped.push(error.message().to_string()),
