@@ -208,7 +208,8 @@ pub(crate) fn write_outputs(
                     }),
                     vulkan: compiled.vulkan.clone(),
                     level_zero: compiled.level_zero.clone(),
-                    requires: target(spec.vendor).load_requirement(artifact.format, &artifact.bytes),
+                    requires: target(spec.vendor)
+                        .load_requirement(artifact.format, &artifact.bytes),
                 });
                 if compiled.host.is_some() {
                     host_objects.push(artifact.bytes);

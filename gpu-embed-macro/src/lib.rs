@@ -245,9 +245,7 @@ fn expand_module(
             };
             quote!(.requiring(#requirement))
         });
-        entries.push(
-            quote!(::gpu_embed::Object::new(#vendor, #chip, #format, &#name.0)#requiring),
-        );
+        entries.push(quote!(::gpu_embed::Object::new(#vendor, #chip, #format, &#name.0)#requiring));
     }
     let count = entries.len();
     let name = &module.name;

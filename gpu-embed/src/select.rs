@@ -95,7 +95,9 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         .filter(|o| o.vendor() == device.vendor);
     let chosen = match device.vendor {
         Vendor::Nvptx => {
-            let loadable = candidates.clone().filter(|o| loads_on(o, device.driver_version));
+            let loadable = candidates
+                .clone()
+                .filter(|o| loads_on(o, device.driver_version));
             select_nvidia(loadable, &device.arch)
         }
         Vendor::Amdgpu => select_amd(candidates, &device.arch),
@@ -111,7 +113,10 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
                 format!(", CUDA driver {major}.{minor}")
             });
         NoFit {
-            device: format!("{} ({} {}{driver})", device.name, device.vendor, device.arch),
+            device: format!(
+                "{} ({} {}{driver})",
+                device.name, device.vendor, device.arch
+            ),
             binary: binary.name(),
             objects: binary.objects().iter().map(Object::describe).collect(),
             driver_too_old: driver_too_old(binary, device),
@@ -319,8 +324,10 @@ mod tests {
     fn nvidia_selection_knows_what_each_driver_version_loads() {
         use crate::binary::LoadRequirement::{CudaToolkit, PtxIsa};
         static OBJECTS: [Object; 3] = [
-            Object::new(Vendor::Nvptx, "sm_80", Format::Bin, b"cubin80")
-                .requiring(CudaToolkit { major: 12, minor: 9 }),
+            Object::new(Vendor::Nvptx, "sm_80", Format::Bin, b"cubin80").requiring(CudaToolkit {
+                major: 12,
+                minor: 9,
+            }),
             Object::new(Vendor::Nvptx, "sm_80", Format::Isa, b"ptx80")
                 .requiring(PtxIsa { major: 8, minor: 0 }),
             Object::new(Vendor::Nvptx, "sm_90", Format::Isa, b"ptx90")
@@ -342,7 +349,9 @@ mod tests {
         assert_eq!(on("sm_90", (12, 2)).unwrap(), b"ptx80");
         // Without the driver's version, the chip alone decides.
         assert_eq!(
-            select(&BINARY, &device(Vendor::Nvptx, "sm_90")).unwrap().bytes(),
+            select(&BINARY, &device(Vendor::Nvptx, "sm_90"))
+                .unwrap()
+                .bytes(),
             b"ptx90"
         );
         // A CUDA 11 driver loads none of them: the error names its version, what each object

@@ -941,14 +941,20 @@ mod tests {
         // An ISA newer than the table: only a driver newer than every release it lists.
         assert!(!ptx(9, 9).loads_on_cuda((13, 0)));
         assert!(ptx(9, 9).loads_on_cuda((13, 1)));
-        let cubin = LoadRequirement::CudaToolkit { major: 12, minor: 9 };
+        let cubin = LoadRequirement::CudaToolkit {
+            major: 12,
+            minor: 9,
+        };
         assert!(cubin.loads_on_cuda((12, 0)), "minor version compatibility");
         assert!(!cubin.loads_on_cuda((11, 8)));
         assert_eq!(
             cubin.to_string(),
             "built by CUDA 12.9, a CUDA 12.x driver or newer"
         );
-        assert_eq!(ptx(8, 0).to_string(), "PTX ISA 8.0, a CUDA 12.0 driver or newer");
+        assert_eq!(
+            ptx(8, 0).to_string(),
+            "PTX ISA 8.0, a CUDA 12.0 driver or newer"
+        );
         assert!(!LoadRequirement::CodeObject { version: 5 }.loads_on_cuda((12, 9)));
     }
 }

@@ -396,7 +396,11 @@ mod tests {
         };
         assert_eq!(code_object_version(&header(3)), Some(5));
         assert_eq!(code_object_version(&header(2)), Some(4));
-        assert_eq!(code_object_version(b"\x7fELF\x02\x01\x01\x00\x00"), None, "not HSA");
+        assert_eq!(
+            code_object_version(b"\x7fELF\x02\x01\x01\x00\x00"),
+            None,
+            "not HSA"
+        );
         assert_eq!(code_object_version(b"\x7fEL"), None);
     }
 

@@ -35,7 +35,11 @@ pub(super) fn cubin_toolkit(cubin: &[u8]) -> Option<LoadRequirement> {
     let file = object::File::parse(cubin).ok()?;
     let version = file
         .sections()
-        .filter(|section| section.name().is_ok_and(|name| name.starts_with(".nv.info")))
+        .filter(|section| {
+            section
+                .name()
+                .is_ok_and(|name| name.starts_with(".nv.info"))
+        })
         .filter_map(|section| section.data().ok())
         .find_map(cuda_api_version)?;
     Some(LoadRequirement::CudaToolkit {
