@@ -180,14 +180,40 @@ fn inspect_describes_an_out_dir_with_the_objects_resource_usage() {
         "{stdout}"
     );
     let dir = out.path().join("gpu-build/kernels_reduce_mlir/reduce");
+    // An object's line ends with what loading it asks of the driver; its resources follow.
+    let object_and_usage = |object: &str| -> (String, String) {
+        let lines: Vec<&str> = stdout.lines().collect();
+        let at = lines
+            .iter()
+            .position(|line| line.contains(&format!("kernels_reduce_mlir/reduce/{object}")))
+            .unwrap_or_else(|| panic!("no line for {object} in:\n{stdout}"));
+        (lines[at].to_string(), lines[at + 1].to_string())
+    };
     for chip in ["sm_80", "sm_90"] {
         let registers = ptxas_registers(&dir.join(format!("{chip}.ptx")), chip);
-        let line = format!("{chip}.cubin\n      @block_sum: {registers} registers, 1024 B static shared memory, 0 B stack frame");
-        assert!(stdout.contains(&line), "expected `{line}` in:\n{stdout}");
+        let (object, usage) = object_and_usage(&format!("{chip}.cubin"));
+        assert!(
+            object.ends_with(", a CUDA 12.x driver or newer)")
+                && object.contains("  (built by CUDA 12."),
+            "{object}"
+        );
+        let expected = format!(
+            "      @block_sum: {registers} registers, 1024 B static shared memory, 0 B stack frame"
+        );
+        assert_eq!(usage, expected, "{stdout}");
+        let (object, _) = object_and_usage(&format!("{chip}.ptx"));
+        assert!(object.contains("  (PTX ISA "), "{object}");
     }
     let vgprs = readobj_vgprs(&dir.join("gfx90a.hsaco"));
-    let line = format!("gfx90a.hsaco\n      @block_sum: {vgprs} VGPRs,");
-    assert!(stdout.contains(&line), "expected `{line}` in:\n{stdout}");
+    let (object, usage) = object_and_usage("gfx90a.hsaco");
+    assert!(
+        object.ends_with("gfx90a.hsaco  (code object v5)"),
+        "{object}"
+    );
+    assert!(
+        usage.starts_with(&format!("      @block_sum: {vgprs} VGPRs,")),
+        "{stdout}"
+    );
     assert!(stdout.contains("1024 B LDS"), "{stdout}");
 
     // One object by itself.
