@@ -184,7 +184,7 @@ fn unknown_spirv_versions_are_refused_with_the_known_ones() {
     assert_eq!(error.kind(), ErrorKind::InvalidTarget);
     assert!(
         error.message().contains(
-            "unknown SPIR-V version `spirv2.0` for levelzero; use one of spirv1.0, spirv1.1, \
+            "unknown levelzero SPIR-V version `spirv2.0`; use one of spirv1.0, spirv1.1, \
              spirv1.2, spirv1.3, spirv1.4"
         ),
         "{error}"

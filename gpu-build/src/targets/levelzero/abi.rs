@@ -3,32 +3,14 @@
 //! element, a scalar its value, `index` 64 bits wide.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::spirv::scalar_bits;
-use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, LevelZeroArgument};
+use crate::targets::support::spirv::{self, scalar_bits};
+use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, LevelZeroArgument, Vendor};
 use melior::ir::r#type::FunctionType;
 
 /// Refuses, before any lowering, the arguments an OpenCL-style kernel cannot take, naming the
 /// argument and the way around.
 pub(super) fn check_arguments(kernels: &[Kernel], locations: &[String]) -> Result<()> {
-    for (kernel, location) in kernels.iter().zip(locations) {
-        for (index, argument) in kernel.arguments.iter().enumerate() {
-            if let Err(why) = check_argument(argument) {
-                let name = argument
-                    .name
-                    .as_deref()
-                    .map_or(String::new(), |name| format!(" `%{name}`"));
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!(
-                        "{location}: error: kernel `{}` cannot be built for levelzero: argument \
-                         {index}{name} ({}): {why}",
-                        kernel.name, argument.ty
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
+    spirv::check_arguments(kernels, locations, Vendor::LevelZero, check_argument)
 }
 
 fn check_argument(argument: &Argument) -> std::result::Result<(), String> {

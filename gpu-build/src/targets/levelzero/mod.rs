@@ -15,8 +15,9 @@
 mod abi;
 mod lowering;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
+use crate::targets::support::spirv::version_of_chip;
 use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
 use melior::ir::OperationRef;
@@ -34,22 +35,13 @@ const VERSIONS: [(&str, &str); 5] = [
 
 /// MLIR's spelling of a checked chip's SPIR-V version.
 fn spirv_version(chip: &str) -> Result<&'static str> {
-    VERSIONS
-        .iter()
-        .find(|(name, _)| *name == chip)
-        .map(|(_, spirv)| *spirv)
-        .ok_or_else(|| {
-            let known: Vec<&str> = VERSIONS.iter().map(|(name, _)| *name).collect();
-            Error::new(
-                ErrorKind::InvalidTarget,
-                format!(
-                    "unknown SPIR-V version `{chip}` for levelzero; use one of {} (the newest \
-                     SPIR-V the oldest driver the object must load on takes; spirv1.0 loads on \
-                     every Level Zero driver)",
-                    known.join(", ")
-                ),
-            )
-        })
+    version_of_chip(
+        &VERSIONS,
+        chip,
+        "unknown levelzero SPIR-V version",
+        "the newest SPIR-V the oldest driver the object must load on takes; spirv1.0 loads on \
+         every Level Zero driver",
+    )
 }
 
 impl Target for LevelZero {

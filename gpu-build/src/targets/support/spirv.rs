@@ -9,6 +9,7 @@
 //! [`run`] `gpu-module-to-binary` with [`binary_object`] reading the bytes.
 
 use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::{Argument, Kernel, Vendor};
 use melior::ir::attribute::{Attribute, AttributeLike, TypeAttribute};
 use melior::ir::operation::{
     OperationLike, OperationMutLike, OperationPrintingFlags, OperationRefMut, WalkOrder, WalkResult,
@@ -19,6 +20,58 @@ use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::Context;
 use mlir_sys::MlirOperation;
+
+/// Refuses, before any lowering, the first argument `check` refuses (saying why and the way
+/// around), naming the kernel, the argument and where the kernel is: the SPIR-V targets' ABIs
+/// take fewer kinds of arguments than the LLVM targets'.
+pub(crate) fn check_arguments(
+    kernels: &[Kernel],
+    locations: &[String],
+    vendor: Vendor,
+    check: impl Fn(&Argument) -> std::result::Result<(), String>,
+) -> Result<()> {
+    for (kernel, location) in kernels.iter().zip(locations) {
+        for (index, argument) in kernel.arguments.iter().enumerate() {
+            if let Err(why) = check(argument) {
+                let name = argument
+                    .name
+                    .as_deref()
+                    .map_or(String::new(), |name| format!(" `%{name}`"));
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{location}: error: kernel `{}` cannot be built for {vendor}: argument \
+                         {index}{name} ({}): {why}",
+                        kernel.name, argument.ty
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The SPIR-V version (MLIR's spelling, `v1.3`) a SPIR-V target's chip stands for, from the
+/// target's table of (chip, version); an unknown chip is an error listing the known ones after
+/// `unknown` and followed by `meaning` (what a chip says).
+pub(crate) fn version_of_chip(
+    table: &[(&'static str, &'static str)],
+    chip: &str,
+    unknown: &str,
+    meaning: &str,
+) -> Result<&'static str> {
+    table
+        .iter()
+        .find(|(name, _)| *name == chip)
+        .map(|(_, spirv)| *spirv)
+        .ok_or_else(|| {
+            let known: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
+            Error::new(
+                ErrorKind::InvalidTarget,
+                format!("{unknown} `{chip}`; use one of {} ({meaning})", known.join(", ")),
+            )
+        })
+}
 
 pub(crate) fn failed(what: &str) -> Error {
     Error::new(ErrorKind::Lowering, format!("{what} failed"))

@@ -4,31 +4,14 @@
 //! the value, `index` 32 bits wide.
 
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout};
+use crate::targets::support::spirv;
+use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
 use gpu_manifest::{VulkanBinding, VulkanBindingKind};
 
-/// Refuses, before any lowering, the arguments Vulkan cannot take, naming the argument and
-/// the way around.
+/// Refuses, before any lowering, the arguments Vulkan cannot take, naming the
+/// argument and the way around.
 pub(super) fn check_arguments(kernels: &[Kernel], locations: &[String]) -> Result<()> {
-    for (kernel, location) in kernels.iter().zip(locations) {
-        for (index, argument) in kernel.arguments.iter().enumerate() {
-            if let Err(why) = check_argument(argument) {
-                let name = argument
-                    .name
-                    .as_deref()
-                    .map_or(String::new(), |name| format!(" `%{name}`"));
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!(
-                        "{location}: error: kernel `{}` cannot be built for vulkan: argument \
-                         {index}{name} ({}): {why}",
-                        kernel.name, argument.ty
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
+    spirv::check_arguments(kernels, locations, Vendor::Vulkan, check_argument)
 }
 
 fn check_argument(argument: &Argument) -> std::result::Result<(), String> {

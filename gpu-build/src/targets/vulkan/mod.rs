@@ -13,8 +13,9 @@
 mod abi;
 mod lowering;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
+use crate::targets::support::spirv::version_of_chip;
 use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
 use melior::ir::OperationRef;
@@ -30,21 +31,12 @@ const VERSIONS: [(&str, &str); 3] = [
 
 /// The SPIR-V version of a checked chip.
 fn spirv_version(chip: &str) -> Result<&'static str> {
-    VERSIONS
-        .iter()
-        .find(|(name, _)| *name == chip)
-        .map(|(_, spirv)| *spirv)
-        .ok_or_else(|| {
-            let known: Vec<&str> = VERSIONS.iter().map(|(name, _)| *name).collect();
-            Error::new(
-                ErrorKind::InvalidTarget,
-                format!(
-                    "unknown Vulkan version `{chip}`; use one of {} (the oldest Vulkan the \
-                     object must run on)",
-                    known.join(", ")
-                ),
-            )
-        })
+    version_of_chip(
+        &VERSIONS,
+        chip,
+        "unknown Vulkan version",
+        "the oldest Vulkan the object must run on",
+    )
 }
 
 impl Target for Vulkan {
