@@ -68,7 +68,10 @@ pub(crate) fn version_of_chip(
             let known: Vec<&str> = table.iter().map(|(name, _)| *name).collect();
             Error::new(
                 ErrorKind::InvalidTarget,
-                format!("{unknown} `{chip}`; use one of {} ({meaning})", known.join(", ")),
+                format!(
+                    "{unknown} `{chip}`; use one of {} ({meaning})",
+                    known.join(", ")
+                ),
             )
         })
 }
