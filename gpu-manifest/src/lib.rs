@@ -47,6 +47,15 @@ pub mod host_abi {
     /// message, file, line: u32, function, thread x/y/z: u32, block x/y/z: u32)`, the C strings
     /// of a failed `cf.assert`. The launch then fails with them.
     pub const ASSERT_OFFSET: usize = 64;
+    /// Byte offset of the CPU level (`u32`): which of [`X86_64_CPUS`] the running processor
+    /// has (0: the baseline), written by the runtime, read by the blocks entries of x86-64
+    /// objects compiled for several CPUs to choose their copy.
+    pub const CPU_LEVEL_OFFSET: usize = 72;
+    /// The CPUs (LLVM's names, the x86-64 psABI's microarchitecture levels) each blocks entry
+    /// of an x86-64 host object is compiled for when the build names no CPU: the baseline every
+    /// x86-64 processor runs (SSE2), v3 (AVX2, FMA, BMI2: Haswell, Zen 1 and later) and v4
+    /// (AVX-512 F/BW/CD/DQ/VL: Skylake-X, Zen 4 and later). Index i is CPU level i.
+    pub const X86_64_CPUS: [&str; 3] = ["x86-64", "x86-64-v3", "x86-64-v4"];
     /// Dynamic shared memory a host launch may use (gpu-build reserves this much per thread).
     pub const DYNAMIC_SHARED_BYTES: u32 = 64 * 1024;
     /// The most threads a block of a host launch has.
@@ -87,7 +96,7 @@ pub mod host_abi {
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";

@@ -9,7 +9,9 @@
 //! each figure is the median. Every result is checked against the Rust reference first. PoCL's
 //! columns say why they are empty where it cannot be loaded.
 //!
-//!     cargo bench -p sample-project --bench host_vs_peers
+//!     cargo bench -p sample-project --bench host_vs_peers [-- KERNEL...]
+//!
+//! KERNEL (saxpy, block_sum, matmul, stencil, block_total, launch) runs only those rows.
 //!
 //! Besides the table, one line per kernel for scripts: `ratio KERNEL host/pocl 0.93x host/rayon
 //! 1.05x`.
@@ -115,13 +117,32 @@ fn main() {
         host.name(),
         pocl.as_ref().map_or("absent", |p| p.name.as_str()),
     );
+    // `cargo bench` passes its own flags (`--bench`); the other arguments name kernels.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    let wanted = |kernel: &str| only.is_empty() || only.iter().any(|name| name == kernel);
+    let pocl = pocl.as_ref();
     let mut rows = Vec::new();
-    rows.extend(saxpy_rows(&host, pocl.as_ref()));
-    rows.push(block_sum_row(&host, pocl.as_ref()));
-    rows.push(matmul_row(&host, pocl.as_ref()));
-    rows.push(stencil_row(&host, pocl.as_ref()));
-    rows.push(block_total_row(&host, pocl.as_ref()));
-    rows.extend(launch_rows(&host, pocl.as_ref()));
+    if wanted("saxpy") {
+        rows.extend(saxpy_rows(&host, pocl));
+    }
+    if wanted("block_sum") {
+        rows.push(block_sum_row(&host, pocl));
+    }
+    if wanted("matmul") {
+        rows.push(matmul_row(&host, pocl));
+    }
+    if wanted("stencil") {
+        rows.push(stencil_row(&host, pocl));
+    }
+    if wanted("block_total") {
+        rows.push(block_total_row(&host, pocl));
+    }
+    if wanted("launch") {
+        rows.extend(launch_rows(&host, pocl));
+    }
 
     println!(
         "\n{:<34} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
@@ -230,13 +251,23 @@ fn saxpy_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
     let times = alternate(&mut runs);
     drop(runs);
 
-    // The floor: the same loop over the same bytes, one contiguous part per thread.
-    let mut y_floor = y0.clone();
+    // The floor: the same loop over the same bytes (the host device's buffers, so the same
+    // pages), one contiguous part per thread.
+    let dy_floor = DeviceBuffer::from_slice(host, &y0).unwrap();
+    // SAFETY: the host device's memory is this process's: `dx` and `dy_floor` hold n f32s each
+    // at their device addresses, nothing else touches them while these slices live (no launch
+    // uses them), and `dx` is only read.
+    let (x_floor, y_floor) = unsafe {
+        (
+            std::slice::from_raw_parts(dx.device_ptr().0 as *const f32, n),
+            std::slice::from_raw_parts_mut(dy_floor.device_ptr().0 as *mut f32, n),
+        )
+    };
     let parts = threads_of_the_host();
     let chunk = n.div_ceil(parts);
     let floor_run: Run = Box::new(|| {
         std::thread::scope(|scope| {
-            for (ys, xs) in y_floor.chunks_mut(chunk).zip(x.chunks(chunk)) {
+            for (ys, xs) in y_floor.chunks_mut(chunk).zip(x_floor.chunks(chunk)) {
                 scope.spawn(move || {
                     for (y, x) in ys.iter_mut().zip(xs) {
                         *y += a * x;

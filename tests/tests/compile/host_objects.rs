@@ -232,3 +232,91 @@ fn a_private_allocation_in_another_address_space_is_split_at_barriers_too() {
     let host = report.manifest.modules[0].objects[0].host.as_ref().unwrap();
     assert!(host.coroutine_kernels.is_empty(), "{host:?}");
 }
+
+/// The instructions of `symbol` in `object`, as llvm-objdump prints them.
+fn disassembly(object: &std::path::Path, symbol: &str) -> String {
+    let output = std::process::Command::new("llvm-objdump-22")
+        .arg("-d")
+        .arg("--no-show-raw-insn")
+        .arg(format!("--disassemble-symbols={symbol}"))
+        .arg(object)
+        .output()
+        .expect("llvm-objdump-22 (scripts/setup.sh installs it)");
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        text.contains(&format!("<{symbol}>:")),
+        "{symbol} not found: {text}"
+    );
+    text
+}
+
+#[test]
+fn x86_64_blocks_entries_have_a_copy_per_cpu_level_behind_a_dispatcher() {
+    use gpu_build::manifest::host_abi::X86_64_CPUS;
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("skipped: host objects are compiled for x86-64 only on an x86-64 build machine");
+        return;
+    }
+    let compile = |level: u8| {
+        let out = tempfile::tempdir().unwrap();
+        let report = build_in(out.path())
+            .kernel(workspace().join("sample-project/kernels/saxpy.mlir"))
+            .target(Vendor::Host, &[])
+            .opt_level(level)
+            .compile()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let module = &report.manifest.modules[0];
+        let host = module.objects[0].host.clone().unwrap();
+        (out, module.objects[0].path.clone(), host.symbol_prefix)
+    };
+    let (out, path, prefix) = compile(3);
+    let object = out.path().join(&path);
+    let bytes = std::fs::read(&object).unwrap();
+    let file = object::File::parse(bytes.as_slice()).unwrap();
+    let local = |name: &str| {
+        file.symbols()
+            .any(|s| s.is_definition() && !s.is_global() && s.name() == Ok(name))
+    };
+    let copy = |cpu: &str| format!("{prefix}saxpy.{cpu}.blocks");
+    for cpu in &X86_64_CPUS[1..] {
+        assert!(local(&copy(cpu)), "no local {}", copy(cpu));
+    }
+    // The exported entry reads the runtime's CPU level and calls the copy for it; the
+    // baseline's copy is its own function or inlined into it. Either way the exported entry
+    // runs on every x86-64 processor: SSE2 only, no AVX registers.
+    let entry = format!("{prefix}saxpy.blocks");
+    let mut exported = disassembly(&object, &entry);
+    if local(&copy(X86_64_CPUS[0])) {
+        exported += &disassembly(&object, &copy(X86_64_CPUS[0]));
+    }
+    assert!(
+        exported.contains(&format!(
+            "0x{:x}(",
+            gpu_build::manifest::host_abi::CPU_LEVEL_OFFSET
+        )),
+        "the CPU level is read from the context: {exported}"
+    );
+    assert!(
+        !exported.contains("ymm") && !exported.contains("zmm"),
+        "{exported}"
+    );
+    assert!(exported.contains("mulps"), "{exported}");
+    // Each other copy uses its CPU's instructions: AVX registers in v3 (AVX2) and v4 (AVX-512,
+    // which LLVM still runs 256 bits wide for most loops).
+    for cpu in &X86_64_CPUS[1..] {
+        let text = disassembly(&object, &copy(cpu));
+        assert!(
+            text.contains("ymm") || text.contains("zmm"),
+            "{cpu}: {text}"
+        );
+    }
+
+    // Unoptimized builds (debugging) keep one copy.
+    let (out, path, prefix) = compile(0);
+    let bytes = std::fs::read(out.path().join(&path)).unwrap();
+    let file = object::File::parse(bytes.as_slice()).unwrap();
+    assert!(!file.symbols().any(|s| s
+        .name()
+        .is_ok_and(|n| n.starts_with(&prefix) && n.contains(".x86-64-v"))));
+}

@@ -883,25 +883,76 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             _ => None,
         };
 
+        // Block ids are counted along (x wraps into y, y into z), not divided out of the linear
+        // index per block: a division per block is slow, and LLVM's backend may even redo it
+        // inside the vectorized thread loops that use the id.
+        let builder = &self.builder;
+        let first_x = builder
+            .build_int_unsigned_rem(first, grid_x, "first_x")
+            .map_err(builder_error)?;
+        let rest = builder
+            .build_int_unsigned_div(first, grid_x, "rest")
+            .map_err(builder_error)?;
+        let first_y = builder
+            .build_int_unsigned_rem(rest, grid_y, "first_y")
+            .map_err(builder_error)?;
+        let first_z = builder
+            .build_int_unsigned_div(rest, grid_y, "first_z")
+            .map_err(builder_error)?;
+        let mut counters = Vec::new();
+        for (value, name) in [
+            (first_x, "block_x"),
+            (first_y, "block_y"),
+            (first_z, "block_z"),
+        ] {
+            let counter = builder
+                .build_alloca(i64_type, name)
+                .map_err(builder_error)?;
+            builder.build_store(counter, value).map_err(builder_error)?;
+            counters.push(counter);
+        }
+
         let exit = llvm.append_basic_block(self.function, "exit");
         let start = self.builder.get_insert_block().unwrap_or(self.entry);
-        self.counted_loop(first, end, start, exit, |block, each, latch| {
-            let x = self
-                .builder
-                .build_int_unsigned_rem(block, grid_x, "x")
+        self.counted_loop(first, end, start, exit, |_, each, latch| {
+            let [x, y, z] = [0, 1, 2].map(|axis| {
+                builder
+                    .build_load(i64_type, counters[axis], "block_id")
+                    .map(|value| value.into_int_value())
+                    .map_err(builder_error)
+            });
+            let (x, y, z) = (x?, y?, z?);
+            // `raised` is an id plus 0 or 1: it wraps to 0 at `size` and carries 1 into the next.
+            let wrap = |raised: IntValue<'ll>, size: IntValue<'ll>| -> Result<_> {
+                let wraps = builder
+                    .build_int_compare(inkwell::IntPredicate::EQ, raised, size, "wraps")
+                    .map_err(builder_error)?;
+                let next = builder
+                    .build_select(wraps, i64_type.const_zero(), raised, "next_id")
+                    .map_err(builder_error)?
+                    .into_int_value();
+                let carry = builder
+                    .build_int_z_extend(wraps, i64_type, "carry")
+                    .map_err(builder_error)?;
+                Ok((next, carry))
+            };
+            let one = i64_type.const_int(1, false);
+            let raised_x = builder
+                .build_int_nuw_add(x, one, "raised")
                 .map_err(builder_error)?;
-            let rest = self
-                .builder
-                .build_int_unsigned_div(block, grid_x, "rest")
+            let (next_x, carry_x) = wrap(raised_x, grid_x)?;
+            let raised_y = builder
+                .build_int_nuw_add(y, carry_x, "raised")
                 .map_err(builder_error)?;
-            let y = self
-                .builder
-                .build_int_unsigned_rem(rest, grid_y, "y")
+            let (next_y, carry_y) = wrap(raised_y, grid_y)?;
+            let next_z = builder
+                .build_int_nuw_add(z, carry_y, "next_z")
                 .map_err(builder_error)?;
-            let z = self
-                .builder
-                .build_int_unsigned_div(rest, grid_y, "z")
-                .map_err(builder_error)?;
+            for (counter, value) in counters.iter().zip([next_x, next_y, next_z]) {
+                builder
+                    .build_store(*counter, value)
+                    .map_err(builder_error)?;
+            }
             for (slot, id) in [(6, x), (7, y), (8, z)] {
                 let id = self
                     .builder

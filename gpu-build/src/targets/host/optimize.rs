@@ -18,23 +18,47 @@ extern "C" {
         machine: LLVMTargetMachineRef,
         level: u32,
         entry_suffix: *const c_char,
+        cpus: *const *const c_char,
+        cpu_count: u32,
+        baseline_cpu: *const c_char,
+        level_offset: u32,
         error: *mut *mut c_char,
     ) -> LLVMBool;
 }
 
-/// Optimizes `module` at `level` (0 to 3) for the host.
+/// Optimizes `module` at `level` (0 to 3) for the host. An optimized x86-64 module compiled
+/// for no particular CPU (rustc's default) gets each blocks entry once per CPU of
+/// [`host_abi::X86_64_CPUS`], chosen at run time by the CPU level the runtime finds (PoCL gets
+/// the same by compiling at run time; we cannot, so every level the kernel may meet is built):
+/// the baseline SSE2 code does a quarter of AVX-512's work per instruction.
 pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
+    let nul = |_| Error::new(ErrorKind::Codegen, "a symbol or CPU name with a NUL byte");
     // The blocks entries' names end with this: `<prefix><kernel>.blocks`.
-    let suffix = CString::new(host_abi::blocks_entry("", ""))
-        .map_err(|_| Error::new(ErrorKind::Codegen, "a blocks entry suffix with a NUL byte"))?;
+    let suffix = CString::new(host_abi::blocks_entry("", "")).map_err(nul)?;
+    let [baseline, levels @ ..] = host_abi::X86_64_CPUS.map(CString::new);
+    let baseline = baseline.map_err(nul)?;
+    let levels = levels
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(nul)?;
+    let cpus: Vec<*const c_char> = if level > 0 && for_any_x86_64(machine) {
+        levels.iter().map(|cpu| cpu.as_ptr()).collect()
+    } else {
+        Vec::new()
+    };
     let mut error = std::ptr::null_mut();
-    // SAFETY: a live module and target machine; `error` is ours to free when set.
+    // SAFETY: a live module and target machine; `cpus` points at `cpus.len()` C strings that
+    // outlive the call; `error` is ours to free when set.
     let done = unsafe {
         gpu_build_optimize_host(
             module.as_mut_ptr(),
             machine.as_mut_ptr(),
             u32::from(level),
             suffix.as_ptr(),
+            cpus.as_ptr(),
+            cpus.len() as u32,
+            baseline.as_ptr(),
+            host_abi::CPU_LEVEL_OFFSET as u32,
             &mut error,
         )
     };
@@ -51,4 +75,16 @@ pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> R
         ));
     }
     Ok(())
+}
+
+/// Whether `machine` compiles for x86-64 with no CPU or features chosen (so for every x86-64
+/// processor): not for `-C target-cpu=native` builds, nor for chosen features.
+fn for_any_x86_64(machine: &TargetMachine) -> bool {
+    let triple = machine.get_triple();
+    let triple = triple.as_str().to_string_lossy();
+    let cpu = machine.get_cpu();
+    let cpu = cpu.to_string_lossy();
+    triple.starts_with("x86_64")
+        && matches!(cpu.as_ref(), "" | "generic" | "x86-64")
+        && machine.get_feature_string().to_bytes().is_empty()
 }
