@@ -57,8 +57,8 @@ use inkwell::module::{Linkage, Module};
 use inkwell::targets::{RelocMode, TargetMachine};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{
-    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, IntValue,
-    PointerValue,
+    AsValueRef, BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, InstructionValue,
+    IntValue, PointerValue,
 };
 use inkwell::AddressSpace;
 use ir::{always_inline, barrier_function, builder_error, calls_of, id_reader, IDS_BYTES};
@@ -1248,26 +1248,47 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         after: BasicBlock<'ll>,
     ) -> Result<()> {
         let zero = self.job.llvm.i32_type().const_zero();
-        self.counted_loop(zero, sizes[dim], before, after, |value, body, latch| {
-            if innermost.tid_read_elsewhere {
-                self.builder
-                    .build_store(self.id_slot(dim as u64, false)?, value)
-                    .map_err(builder_error)?;
-            }
-            outer.push(value);
-            if dim == 0 {
-                // `outer` holds z, y, x; the body takes x, y, z.
-                let ids: Vec<IntValue> = outer.iter().rev().copied().collect();
-                self.call_innermost(innermost, &ids, sizes)?;
-                self.builder
-                    .build_unconditional_branch(latch)
-                    .map_err(builder_error)?;
-            } else {
-                self.nest(dim - 1, sizes, outer, innermost, body, latch)?;
-            }
-            outer.pop();
-            Ok(())
-        })
+        let mut body_call = None;
+        let back_edge =
+            self.counted_loop(zero, sizes[dim], before, after, |value, body, latch| {
+                if innermost.tid_read_elsewhere {
+                    self.builder
+                        .build_store(self.id_slot(dim as u64, false)?, value)
+                        .map_err(builder_error)?;
+                }
+                outer.push(value);
+                if dim == 0 {
+                    // `outer` holds z, y, x; the body takes x, y, z.
+                    let ids: Vec<IntValue> = outer.iter().rev().copied().collect();
+                    body_call = Some(self.call_innermost(innermost, &ids, sizes)?);
+                    self.builder
+                        .build_unconditional_branch(latch)
+                        .map_err(builder_error)?;
+                } else {
+                    self.nest(dim - 1, sizes, outer, innermost, body, latch)?;
+                }
+                outer.pop();
+                Ok(())
+            })?;
+        // The threads of a block run concurrently between barriers, and a kernel whose result
+        // depended on their order would race on a GPU: the x loop over a body that is the
+        // kernel's own code (not a split kernel's bookkeeping, not thread ids kept in memory)
+        // is a parallel loop, as PoCL marks its work-item loops. The vectorizer then needs no
+        // run-time checks that the kernel's pointers do not overlap (each 16-thread row of a
+        // stencil paid them). `optimize.cpp` turns these marks into LLVM's parallel-loop
+        // metadata, which needs distinct nodes the C API cannot make.
+        if let Some(call) =
+            body_call.filter(|_| !innermost.tid_read_elsewhere && innermost.region.is_none())
+        {
+            let llvm = self.job.llvm;
+            let mark = llvm.metadata_node(&[]);
+            call.set_metadata(mark, llvm.get_kind_id(optimize::THREAD_BODY_MARK))
+                .and_then(|_| {
+                    back_edge.set_metadata(mark, llvm.get_kind_id(optimize::THREAD_LOOP_MARK))
+                })
+                .map_err(|e| Error::new(ErrorKind::Codegen, format!("thread loop mark: {e}")))?;
+        }
+        Ok(())
     }
 
     /// The call of the body (or region function) for thread `ids` (x, y, z).
@@ -1276,16 +1297,24 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         innermost: &Innermost<'ll>,
         ids: &[IntValue<'ll>],
         sizes: &[IntValue<'ll>],
-    ) -> Result<()> {
+    ) -> Result<InstructionValue<'ll>> {
         let i32_type = self.job.llvm.i32_type();
         let mut arguments: Vec<BasicMetadataValueEnum> = Vec::new();
+        let call_instruction = |call: inkwell::values::CallSiteValue<'ll>| {
+            match call.try_as_basic_value() {
+                inkwell::values::ValueKind::Basic(value) => value.as_instruction_value(),
+                inkwell::values::ValueKind::Instruction(instruction) => Some(instruction),
+            }
+            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a call that is no instruction"))
+        };
         let Some(region) = innermost.region else {
             arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
             arguments.extend(self.arguments.iter().copied());
-            self.builder
+            let call = self
+                .builder
                 .build_call(innermost.function, &arguments, "")
                 .map_err(builder_error)?;
-            return Ok(());
+            return call_instruction(call);
         };
         // The linear thread id: x + size_x * (y + size_y * z).
         let plane = self
@@ -1314,10 +1343,12 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             region.threads.into(),
         ]);
         arguments.extend(self.arguments.iter().copied());
-        let reached = self
+        let call = self
             .builder
             .build_call(innermost.function, &arguments, "reached")
-            .map_err(builder_error)?
+            .map_err(builder_error)?;
+        let instruction = call_instruction(call)?;
+        let reached = call
             .try_as_basic_value()
             .basic()
             .map(|v| v.into_int_value())
@@ -1343,7 +1374,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_store(slot, value)
                 .map_err(builder_error)?;
         }
-        Ok(())
+        Ok(instruction)
     }
 
     /// `for index in start..end` at the builder's position (in `before`), continuing at `after`:
@@ -1358,7 +1389,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         before: BasicBlock<'ll>,
         after: BasicBlock<'ll>,
         emit: impl FnOnce(IntValue<'ll>, BasicBlock<'ll>, BasicBlock<'ll>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<InstructionValue<'ll>> {
         let llvm = self.job.llvm;
         let ty = start.get_type();
         let head = llvm.append_basic_block(self.function, "head");
@@ -1393,10 +1424,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .set_no_unsigned_wrap_flag(true)
                 .map_err(|e| Error::new(ErrorKind::Codegen, format!("loop increment: {e}")))?;
         }
-        self.builder
+        let back_edge = self
+            .builder
             .build_unconditional_branch(head)
             .map_err(builder_error)?;
         phi.add_incoming(&[(&start, before), (&next, latch)]);
-        Ok(())
+        Ok(back_edge)
     }
 }

@@ -28,6 +28,7 @@
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/IR/Dominators.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
@@ -138,9 +139,15 @@ void interleaveOnce(BasicBlock *latch) {
   LLVMContext &context = latch->getContext();
   Metadata *count[] = {MDString::get(context, "llvm.loop.interleave.count"),
                        ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(context), 1))};
-  // A loop's id is a distinct node whose first operand is itself.
+  // A loop's id is a distinct node whose first operand is itself; what it said besides (a
+  // parallel thread loop's access group) is kept.
   auto placeholder = MDNode::getTemporary(context, {});
-  MDNode *id = MDNode::getDistinct(context, {placeholder.get(), MDNode::get(context, count)});
+  SmallVector<Metadata *, 4> properties{placeholder.get()};
+  if (MDNode *old = latch->getTerminator()->getMetadata(LLVMContext::MD_loop))
+    for (unsigned i = 1; i < old->getNumOperands(); ++i)
+      properties.push_back(old->getOperand(i));
+  properties.push_back(MDNode::get(context, count));
+  MDNode *id = MDNode::getDistinct(context, properties);
   id->replaceOperandWith(0, id);
   latch->getTerminator()->setMetadata(LLVMContext::MD_loop, id);
 }
@@ -435,6 +442,41 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
   }
 };
 
+// The thread loops the host target marked (`loopMark` on the back edge, `bodyMark` on the call
+// of the kernel's body in it) as LLVM's parallel loops: an access group per function on the
+// calls (the inliner hands it on to every memory access of the inlined body) and
+// `llvm.loop.parallel_accesses` naming it in the loops' ids. LLVM takes a loop as parallel only
+// when every memory access in it has a group the loop names, so anything else the loop touches
+// in memory keeps it an ordinary loop (one group for several loops of a function says no more).
+void markParallelThreadLoops(Module &M, const char *loopMark, const char *bodyMark) {
+  LLVMContext &C = M.getContext();
+  unsigned loopKind = C.getMDKindID(loopMark), bodyKind = C.getMDKindID(bodyMark);
+  for (Function &F : M) {
+    SmallVector<Instruction *, 4> backEdges, bodies;
+    for (Instruction &I : instructions(F)) {
+      if (I.getMetadata(loopKind))
+        backEdges.push_back(&I);
+      if (I.getMetadata(bodyKind))
+        bodies.push_back(&I);
+    }
+    if (backEdges.empty())
+      continue;
+    MDNode *group = MDNode::getDistinct(C, {});
+    for (Instruction *body : bodies) {
+      body->setMetadata(bodyKind, nullptr);
+      body->setMetadata(LLVMContext::MD_access_group, group);
+    }
+    for (Instruction *backEdge : backEdges) {
+      backEdge->setMetadata(loopKind, nullptr);
+      Metadata *parallel[] = {MDString::get(C, "llvm.loop.parallel_accesses"), group};
+      auto placeholder = MDNode::getTemporary(C, {});
+      MDNode *id = MDNode::getDistinct(C, {placeholder.get(), MDNode::get(C, parallel)});
+      id->replaceOperandWith(0, id);
+      backEdge->setMetadata(LLVMContext::MD_loop, id);
+    }
+  }
+}
+
 // One copy of every blocks entry per CPU in `cpus` (after the baseline), each compiled for its
 // CPU, behind the entry's own name: a dispatcher that reads the runtime's CPU level (a u32 at
 // `levelOffset` in the context, the entry's second argument; 0 the baseline, i the i-th CPU)
@@ -501,9 +543,12 @@ extern "C" {
 LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef machine,
                                  unsigned level, const char *entrySuffix,
                                  const char *const *cpus, unsigned cpuCount,
-                                 const char *baselineCpu, unsigned levelOffset, char **error) {
+                                 const char *baselineCpu, unsigned levelOffset,
+                                 const char *threadLoopMark, const char *threadBodyMark,
+                                 char **error) {
   Module &M = *unwrap(module);
   auto *TM = reinterpret_cast<TargetMachine *>(machine);
+  markParallelThreadLoops(M, threadLoopMark, threadBodyMark);
   if (cpuCount > 0)
     multiversionEntries(M, entrySuffix, cpus, cpuCount, baselineCpu, levelOffset);
   PipelineTuningOptions tuning;

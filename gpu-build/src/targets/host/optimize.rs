@@ -12,6 +12,13 @@ use inkwell::module::Module;
 use inkwell::targets::TargetMachine;
 use std::ffi::{c_char, CStr, CString};
 
+/// Metadata kind the host target puts on the back edge of a thread loop whose iterations may run
+/// in any order (see `EntryBuilder::nest`); the pipeline makes it LLVM's parallel-loop metadata.
+pub(crate) const THREAD_LOOP_MARK: &str = "gpu_build.thread_loop";
+/// Metadata kind on the call of the kernel's body in such a loop: its memory accesses, once
+/// inlined, are the loop's, which LLVM's parallel-loop metadata must list.
+pub(crate) const THREAD_BODY_MARK: &str = "gpu_build.thread_body";
+
 extern "C" {
     fn gpu_build_optimize_host(
         module: LLVMModuleRef,
@@ -22,6 +29,8 @@ extern "C" {
         cpu_count: u32,
         baseline_cpu: *const c_char,
         level_offset: u32,
+        thread_loop_mark: *const c_char,
+        thread_body_mark: *const c_char,
         error: *mut *mut c_char,
     ) -> LLVMBool;
 }
@@ -35,6 +44,12 @@ pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> R
     let nul = |_| Error::new(ErrorKind::Codegen, "a symbol or CPU name with a NUL byte");
     // The blocks entries' names end with this: `<prefix><kernel>.blocks`.
     let suffix = CString::new(host_abi::blocks_entry("", "")).map_err(nul)?;
+    let [thread_loop_mark, thread_body_mark] =
+        [THREAD_LOOP_MARK, THREAD_BODY_MARK].map(CString::new);
+    let (thread_loop_mark, thread_body_mark) = (
+        thread_loop_mark.map_err(nul)?,
+        thread_body_mark.map_err(nul)?,
+    );
     let [baseline, levels @ ..] = host_abi::X86_64_CPUS.map(CString::new);
     let baseline = baseline.map_err(nul)?;
     let levels = levels
@@ -59,6 +74,8 @@ pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> R
             cpus.len() as u32,
             baseline.as_ptr(),
             host_abi::CPU_LEVEL_OFFSET as u32,
+            thread_loop_mark.as_ptr(),
+            thread_body_mark.as_ptr(),
             &mut error,
         )
     };
