@@ -207,7 +207,7 @@ fn inspect_describes_an_out_dir_with_the_objects_resource_usage() {
     let vgprs = readobj_vgprs(&dir.join("gfx90a.hsaco"));
     let (object, usage) = object_and_usage("gfx90a.hsaco");
     assert!(
-        object.ends_with("gfx90a.hsaco  (code object v5)"),
+        object.ends_with("gfx90a.hsaco  (code object v5, ROCm 5.2 or newer)"),
         "{object}"
     );
     assert!(

@@ -5,10 +5,12 @@
 //! without a setting runs either way). Vulkan: the SPIR-V of the highest `vulkanX.Y` not above
 //! the device's Vulkan version (the SPIR-V capabilities it declares are checked when it loads).
 //!
-//! Where the driver's version is known (CUDA's `cuDriverGetVersion`), an object the driver
-//! cannot load is never chosen: a cubin built by a newer CUDA major version than the driver's,
-//! PTX of an ISA newer than the driver's JIT knows (`gpu_manifest::LoadRequirement`, read from
-//! each object when it was built). No fit names the driver's version and what each object needs.
+//! Where the driver's version is known (CUDA's `cuDriverGetVersion`, HIP's
+//! `hipDriverGetVersion`), an object the driver cannot load is never chosen: a cubin built by a
+//! newer CUDA major version than the driver's, PTX of an ISA newer than the driver's JIT knows,
+//! an AMDGPU code object version newer than the ROCm runtime's loader takes
+//! (`gpu_manifest::LoadRequirement`, read from each object when it was built). No fit names the
+//! driver's version, what each object needs, and the fix.
 
 use crate::binary::{Binary, Format, Object, Vendor};
 use std::fmt;
@@ -23,7 +25,8 @@ pub struct DeviceArch {
     /// For messages: `NVIDIA H200`.
     pub name: String,
     /// The driver's version where it matters to loading: CUDA's (major, minor), as
-    /// `cuDriverGetVersion` reports `12040` for 12.4. `None`: unknown, not checked.
+    /// `cuDriverGetVersion` reports `12040` for 12.4; HIP's (the ROCm release), as
+    /// `hipDriverGetVersion` reports `50221153` for 5.2. `None`: unknown, not checked.
     pub driver_version: Option<(u32, u32)>,
 }
 
@@ -93,25 +96,23 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         .objects()
         .iter()
         .filter(|o| o.vendor() == device.vendor);
+    let loadable = candidates
+        .clone()
+        .filter(|o| loads_on(o, device.driver_version));
     let chosen = match device.vendor {
-        Vendor::Nvptx => {
-            let loadable = candidates
-                .clone()
-                .filter(|o| loads_on(o, device.driver_version));
-            select_nvidia(loadable, &device.arch)
-        }
-        Vendor::Amdgpu => select_amd(candidates, &device.arch),
+        Vendor::Nvptx => select_nvidia(loadable, &device.arch),
+        Vendor::Amdgpu => select_amd(loadable, &device.arch),
         // Linked into this program, so built for the triple it runs on.
         Vendor::Host => candidates.into_iter().next(),
         Vendor::Vulkan => select_vulkan(candidates, &device.arch),
         Vendor::LevelZero => select_level_zero(candidates, &device.arch),
     };
     chosen.ok_or_else(|| {
-        let driver = device
-            .driver_version
-            .map_or(String::new(), |(major, minor)| {
-                format!(", CUDA driver {major}.{minor}")
-            });
+        let driver = match (device.vendor, device.driver_version) {
+            (Vendor::Nvptx, Some((major, minor))) => format!(", CUDA driver {major}.{minor}"),
+            (Vendor::Amdgpu, Some((major, minor))) => format!(", ROCm {major}.{minor}"),
+            _ => String::new(),
+        };
         NoFit {
             device: format!(
                 "{} ({} {}{driver})",
@@ -124,10 +125,12 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
     })
 }
 
-/// Whether a CUDA driver of `driver` loads `object` (unknown versions are not checked).
+/// Whether the driver of `driver` (its vendor's version) loads `object`: CUDA's for NVIDIA
+/// objects, ROCm's for AMD's (unknown versions and requirements are not checked).
 fn loads_on(object: &Object, driver: Option<(u32, u32)>) -> bool {
-    match (object.requires(), driver) {
-        (Some(requirement), Some(driver)) => requirement.loads_on_cuda(driver),
+    match (object.requires(), driver, object.vendor()) {
+        (Some(requirement), Some(driver), Vendor::Nvptx) => requirement.loads_on_cuda(driver),
+        (Some(requirement), Some(driver), Vendor::Amdgpu) => requirement.loads_on_rocm(driver),
         _ => true,
     }
 }
@@ -139,17 +142,45 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
     let fitting_but_too_new = binary
         .objects()
         .iter()
-        .filter(|o| o.vendor() == Vendor::Nvptx)
-        .filter(|o| select_nvidia(std::iter::once(*o), &device.arch).is_some())
-        .filter(|o| !loads_on(o, device.driver_version))
-        .filter_map(|o| o.requires()?.oldest_cuda_driver())
-        .min()?;
-    Some(format!(
-        "The driver (CUDA {major}.{minor}) is older than these objects need: update it to CUDA \
-         {}.{} or newer, or build with a CUDA toolkit no newer than the driver (its ptxas makes \
-         the cubins; LLVM picks the PTX ISA from the chip and `+ptxNN` features)",
-        fitting_but_too_new.0, fitting_but_too_new.1
-    ))
+        .filter(|o| o.vendor() == device.vendor)
+        .filter(|o| match device.vendor {
+            Vendor::Nvptx => select_nvidia(std::iter::once(*o), &device.arch).is_some(),
+            Vendor::Amdgpu => select_amd(std::iter::once(*o), &device.arch).is_some(),
+            _ => false,
+        })
+        .filter(|o| !loads_on(o, device.driver_version));
+    match device.vendor {
+        Vendor::Nvptx => {
+            let (need_major, need_minor) = fitting_but_too_new
+                .filter_map(|o| o.requires()?.oldest_cuda_driver())
+                .min()?;
+            Some(format!(
+                "The driver (CUDA {major}.{minor}) is older than these objects need: update it \
+                 to CUDA {need_major}.{need_minor} or newer, build with a CUDA toolkit no newer \
+                 than the driver (its ptxas makes the cubins), or add an older chip to the \
+                 targets as a fallback (LLVM writes each chip's PTX at the oldest ISA the chip \
+                 allows: sm_70's is PTX ISA 6.0, which CUDA 9.0 drivers and newer compile)"
+            ))
+        }
+        Vendor::Amdgpu => {
+            let (need_major, need_minor) = fitting_but_too_new
+                .filter_map(|o| o.requires()?.oldest_rocm())
+                .min()?;
+            let older = gpu_manifest::LoadRequirement::CodeObject { version: 4 };
+            let fix = match older.oldest_rocm() {
+                Some(oldest) if (major, minor) >= oldest => {
+                    ", or build them as code object v4, which this runtime loads (`abi = \"400\"` \
+                     in the module's `#rocdl.target`)"
+                }
+                _ => "",
+            };
+            Some(format!(
+                "The HIP runtime (ROCm {major}.{minor}) is older than these objects need: update \
+                 it to ROCm {need_major}.{need_minor} or newer{fix}"
+            ))
+        }
+        _ => None,
+    }
 }
 
 fn select_nvidia<'b>(
@@ -367,6 +398,97 @@ mod tests {
         }
         // An older chip has nothing for it whatever the driver: the chip is the fix.
         let message = on("sm_75", (12, 9)).unwrap_err().to_string();
+        assert!(message.contains("Add the device's chip"), "{message}");
+
+        // An older chip's PTX is the fallback for older drivers: LLVM 22 writes sm_80's PTX at
+        // ISA 7.0 (CUDA 11.0) and sm_70's at 6.0 (CUDA 9.0).
+        static WITH_FALLBACK: [Object; 3] = [
+            Object::new(Vendor::Nvptx, "sm_80", Format::Bin, b"cubin80").requiring(CudaToolkit {
+                major: 12,
+                minor: 9,
+            }),
+            Object::new(Vendor::Nvptx, "sm_80", Format::Isa, b"ptx80")
+                .requiring(PtxIsa { major: 7, minor: 0 }),
+            Object::new(Vendor::Nvptx, "sm_70", Format::Isa, b"ptx70")
+                .requiring(PtxIsa { major: 6, minor: 0 }),
+        ];
+        static FALLBACK: Binary = Binary::new("k", &WITH_FALLBACK, &["k"]);
+        let on = |arch: &str, driver: (u32, u32)| {
+            let device = DeviceArch {
+                driver_version: Some(driver),
+                ..device(Vendor::Nvptx, arch)
+            };
+            select(&FALLBACK, &device).map(|o| o.bytes())
+        };
+        assert_eq!(on("sm_80", (12, 0)).unwrap(), b"cubin80");
+        assert_eq!(on("sm_80", (11, 0)).unwrap(), b"ptx80");
+        assert_eq!(on("sm_80", (10, 2)).unwrap(), b"ptx70");
+        let message = on("sm_80", (8, 0)).unwrap_err().to_string();
+        assert!(
+            message.contains("update it to CUDA 9.0 or newer"),
+            "{message}"
+        );
+    }
+
+    /// hsaco of each code object version LLVM 22 emits, on the ROCm releases users have: the
+    /// loader takes v4 from ROCm 4.1, v5 from 5.2, v6 from 6.3 (ROCR-Runtime's loader at those
+    /// tags; llvm-project PR 130963 for v6). Debian 12 ships ROCm 5.2.3, Debian 13 5.7.1.
+    #[test]
+    fn amd_selection_knows_what_each_rocm_release_loads() {
+        use crate::binary::LoadRequirement::CodeObject;
+        static OBJECTS: [Object; 3] = [
+            Object::new(Vendor::Amdgpu, "gfx90a", Format::Bin, b"v6")
+                .requiring(CodeObject { version: 6 }),
+            Object::new(Vendor::Amdgpu, "gfx90a", Format::Bin, b"v5")
+                .requiring(CodeObject { version: 5 }),
+            Object::new(Vendor::Amdgpu, "gfx1100", Format::Bin, b"v4")
+                .requiring(CodeObject { version: 4 }),
+        ];
+        static BINARY: Binary = Binary::new("k", &OBJECTS, &["k"]);
+        let on = |binary: &'static Binary, arch: &str, rocm: Option<(u32, u32)>| {
+            let device = DeviceArch {
+                driver_version: rocm,
+                ..device(Vendor::Amdgpu, arch)
+            };
+            select(binary, &device).map(|o| o.bytes())
+        };
+        // The newest code object the runtime loads: v6 from 6.3, v5 on 6.2 and Debian's 5.x.
+        assert_eq!(on(&BINARY, "gfx90a", Some((6, 4))).unwrap(), b"v6");
+        assert_eq!(on(&BINARY, "gfx90a", Some((6, 2))).unwrap(), b"v5");
+        assert_eq!(on(&BINARY, "gfx90a", Some((5, 7))).unwrap(), b"v5");
+        assert_eq!(on(&BINARY, "gfx90a", Some((5, 2))).unwrap(), b"v5");
+        assert_eq!(on(&BINARY, "gfx1100", Some((4, 1))).unwrap(), b"v4");
+        // Without the runtime's version, the chip alone decides (the first fitting object).
+        assert_eq!(on(&BINARY, "gfx90a", None).unwrap(), b"v6");
+        // ROCm 5.1 loads v4 but not v5 or v6: the error names the runtime, each object's need,
+        // the release to update to, and the code object version this runtime takes.
+        let message = on(&BINARY, "gfx90a", Some((5, 1))).unwrap_err().to_string();
+        for part in [
+            "test GPU (amdgpu gfx90a, ROCm 5.1)",
+            "amdgpu gfx90a hsaco (code object v5, ROCm 5.2 or newer)",
+            "amdgpu gfx90a hsaco (code object v6, ROCm 6.3 or newer)",
+            "The HIP runtime (ROCm 5.1) is older than these objects need: update it to ROCm 5.2",
+            "build them as code object v4, which this runtime loads (`abi = \"400\"`",
+        ] {
+            assert!(message.contains(part), "{part}: {message}");
+        }
+        // ROCm 4.0 loads none of LLVM 22's code objects: updating is the only fix.
+        let message = on(&BINARY, "gfx1100", Some((4, 0)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("update it to ROCm 4.1 or newer"),
+            "{message}"
+        );
+        assert!(!message.contains("code object v4, which"), "{message}");
+        // A code object version newer than the table knows loads only on a newer ROCm.
+        static FUTURE: [Object; 1] = [Object::new(Vendor::Amdgpu, "gfx90a", Format::Bin, b"v7")
+            .requiring(CodeObject { version: 7 })];
+        static FUTURE_BINARY: Binary = Binary::new("k", &FUTURE, &["k"]);
+        assert!(on(&FUTURE_BINARY, "gfx90a", Some((6, 3))).is_err());
+        assert_eq!(on(&FUTURE_BINARY, "gfx90a", Some((7, 0))).unwrap(), b"v7");
+        // An older chip has nothing for it whatever the runtime: the chip is the fix.
+        let message = on(&BINARY, "gfx908", Some((6, 4))).unwrap_err().to_string();
         assert!(message.contains("Add the device's chip"), "{message}");
     }
 

@@ -557,7 +557,40 @@ const PTX_ISA_RELEASES: [((u32, u32), (u32, u32)); 25] = [
     ((9, 0), (13, 0)),
 ];
 
+/// The oldest ROCm release whose code object loader takes each AMDGPU code object version
+/// (ROCR-Runtime's `src/loader/executable.cpp` accepts major versions up to 4 from rocm-4.1.0,
+/// 5 from rocm-5.2.0, 6 from rocm-6.2.0; ROCm 6.3 for v6, as LLVM's maintainers state
+/// programs built for it need, llvm-project PR 130963). HIP reports its version as
+/// `hipDriverGetVersion` = major * 10000000 + minor * 100000 + patch. No ROCm release has
+/// stopped loading v4 (ROCm 5.0's notes announced it would be deprecated).
+const CODE_OBJECT_RELEASES: [(u32, (u32, u32)); 3] = [(4, (4, 1)), (5, (5, 2)), (6, (6, 3))];
+
 impl LoadRequirement {
+    /// The oldest ROCm release (major, minor: HIP's version) whose runtime loads an AMDGPU code
+    /// object of this version; `None` for NVIDIA's, and for a code object version newer than
+    /// this table knows.
+    pub fn oldest_rocm(&self) -> Option<(u32, u32)> {
+        match *self {
+            LoadRequirement::CodeObject { version } => CODE_OBJECT_RELEASES
+                .iter()
+                .find(|(known, _)| *known == version)
+                .map(|(_, rocm)| *rocm),
+            _ => None,
+        }
+    }
+
+    /// Whether a HIP runtime of `runtime` (ROCm major, minor) loads it. A code object version
+    /// the table does not know is taken only by a runtime newer than every release it lists.
+    pub fn loads_on_rocm(&self, runtime: (u32, u32)) -> bool {
+        match (self, self.oldest_rocm()) {
+            (LoadRequirement::CodeObject { .. }, Some(oldest)) => runtime >= oldest,
+            (LoadRequirement::CodeObject { .. }, None) => CODE_OBJECT_RELEASES
+                .last()
+                .is_some_and(|(_, newest)| runtime > *newest),
+            _ => false,
+        }
+    }
+
     /// The oldest CUDA driver (major, minor, as `cuDriverGetVersion` reports it) that loads an
     /// object with this requirement; `None` for AMD's, and for a PTX ISA newer than this table
     /// knows (a driver newer than every one it lists may still take it).
@@ -603,7 +636,20 @@ impl fmt::Display for LoadRequirement {
                 f,
                 "built by CUDA {major}.{minor}, a CUDA {major}.x driver or newer"
             ),
-            (LoadRequirement::CodeObject { version }, _) => write!(f, "code object v{version}"),
+            (LoadRequirement::CodeObject { version }, _) => match self.oldest_rocm() {
+                Some((major, minor)) => {
+                    write!(f, "code object v{version}, ROCm {major}.{minor} or newer")
+                }
+                None => {
+                    let (major, minor) = CODE_OBJECT_RELEASES
+                        .last()
+                        .map_or((0, 0), |(_, rocm)| *rocm);
+                    write!(
+                        f,
+                        "code object v{version}, a ROCm newer than {major}.{minor}"
+                    )
+                }
+            },
         }
     }
 }

@@ -161,10 +161,31 @@ impl Hip {
         }
     }
 
+    /// The runtime's ROCm release (major, minor, patch), as `hipRuntimeGetVersion` reports it:
+    /// `HIP_VERSION`, major * 10000000 + minor * 100000 + patch (`50221153` is 5.2.21153;
+    /// `hipDriverGetVersion` reports the same number). It answers without a device.
+    fn runtime_version(&self) -> Result<(u32, u32, u32)> {
+        let mut version = 0;
+        // SAFETY: writes one int.
+        self.check(
+            unsafe { (self.api.hipRuntimeGetVersion)(&mut version) },
+            || "hipRuntimeGetVersion".into(),
+        )?;
+        let version = u32::try_from(version).unwrap_or(0);
+        Ok((
+            version / 10_000_000,
+            version / 100_000 % 100,
+            version % 100_000,
+        ))
+    }
+
     pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
+        // Which code object versions its loader takes follows from the ROCm release.
+        let (major, minor, patch) = self.runtime_version()?;
+        let release = format!("HIP {major}.{minor}.{patch}");
         // SAFETY: plain runtime calls with valid out-pointers.
         unsafe {
-            self.check((self.api.hipInit)(0), || "hipInit".into())?;
+            self.check((self.api.hipInit)(0), || format!("{release}: hipInit"))?;
             let mut count = 0;
             self.check((self.api.hipGetDeviceCount)(&mut count), || {
                 "hipGetDeviceCount".into()
@@ -193,7 +214,7 @@ impl Hip {
                     limits: properties.limits,
                     cpu: false,
                     uuid: Some(uuid.bytes.map(|b| b as u8)),
-                    driver_version: None,
+                    driver_version: Some((major, minor)),
                 });
             }
             Ok(devices)

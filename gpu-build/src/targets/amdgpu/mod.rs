@@ -24,8 +24,9 @@ use toolkit::rocm;
 
 /// Upstream's `#rocdl.target` chip default.
 pub const DEFAULT_CHIP: &str = "gfx900";
-/// Code object version when none is given. Upstream defaults to 600; the device libraries Debian
-/// ships (ROCm 5.2) know code objects 4 and 5, and every ROCm runtime since 5.0 loads version 5.
+/// Code object version when none is given. Upstream defaults to 600, which no ROCm before 6.3
+/// loads; the device libraries Debian ships (ROCm 5.2) know code objects 4 and 5, and every
+/// ROCm runtime since 5.2 loads version 5 (`gpu_manifest::LoadRequirement::oldest_rocm`).
 pub const DEFAULT_ABI: &str = "500";
 /// The code object versions `abi` may name.
 const ABIS: &[&str] = &["400", "500", "600"];
