@@ -6,31 +6,21 @@
 
 mod common;
 
-use common::workspace;
+use common::{fenced_blocks, workspace};
 use std::path::Path;
 
 /// The chapter's files: (path, contents), in the chapter's order.
 fn chapter_files(chapter: &str) -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    let mut lines = chapter.lines();
-    while let Some(line) = lines.next() {
-        if !line.starts_with("```") {
-            continue;
-        }
-        let block: Vec<&str> = lines
-            .by_ref()
-            .take_while(|l| !l.starts_with("```"))
-            .collect();
-        let name = block.first().and_then(|first| {
-            first
+    fenced_blocks(chapter)
+        .into_iter()
+        .filter_map(|block| {
+            let first = block.body.first()?;
+            let name = first
                 .strip_prefix("// file: ")
-                .or_else(|| first.strip_prefix("# file: "))
-        });
-        if let Some(name) = name {
-            files.push((name.to_string(), block[1..].join("\n") + "\n"));
-        }
-    }
-    files
+                .or_else(|| first.strip_prefix("# file: "))?;
+            Some((name.to_string(), block.body[1..].join("\n") + "\n"))
+        })
+        .collect()
 }
 
 /// Writes the crate into `root`, with the registry dependencies pointed at this workspace.

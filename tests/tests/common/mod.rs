@@ -118,3 +118,36 @@ pub fn fixture_cargo(dir: &Path) -> Command {
         .env("TABLEGEN_220_PREFIX", prefix);
     command
 }
+
+/// A fenced code block of a Markdown text.
+pub struct Fence {
+    /// What follows the opening fence: `mlir`, `rust,no_run`, or nothing.
+    pub info: String,
+    /// The line (1-based) of the opening fence.
+    pub line: usize,
+    /// Its lines, without the fences.
+    pub body: Vec<String>,
+}
+
+/// Every fenced code block of `text`, in order (a fence is a line starting with three
+/// backticks; blocks do not nest).
+pub fn fenced_blocks(text: &str) -> Vec<Fence> {
+    let mut found = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((number, line)) = lines.next() {
+        if let Some(info) = line.strip_prefix("```") {
+            let body = lines
+                .by_ref()
+                .map(|(_, l)| l)
+                .take_while(|l| !l.starts_with("```"))
+                .map(String::from)
+                .collect();
+            found.push(Fence {
+                info: info.to_string(),
+                line: number + 1,
+                body,
+            });
+        }
+    }
+    found
+}

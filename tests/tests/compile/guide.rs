@@ -22,21 +22,11 @@ fn documents() -> Vec<std::path::PathBuf> {
 
 /// The blocks fenced as `lang` in `text`, with the line each starts on.
 fn blocks(text: &str, lang: &str) -> Vec<(usize, String)> {
-    let mut found = Vec::new();
-    let mut lines = text.lines().enumerate();
-    while let Some((number, line)) = lines.next() {
-        if let Some(info) = line.strip_prefix("```") {
-            let body: Vec<&str> = lines
-                .by_ref()
-                .map(|(_, l)| l)
-                .take_while(|l| !l.starts_with("```"))
-                .collect();
-            if info.split(',').next() == Some(lang) {
-                found.push((number + 1, body.join("\n") + "\n"));
-            }
-        }
-    }
-    found
+    fenced_blocks(text)
+        .into_iter()
+        .filter(|block| block.info.split(',').next() == Some(lang))
+        .map(|block| (block.line, block.body.join("\n") + "\n"))
+        .collect()
 }
 
 /// The vendors a block's target attributes name, in `Vendor::ALL` order.
