@@ -167,10 +167,8 @@ impl Hip {
     fn runtime_version(&self) -> Result<(u32, u32, u32)> {
         let mut version = 0;
         // SAFETY: writes one int.
-        self.check(
-            unsafe { (self.api.hipRuntimeGetVersion)(&mut version) },
-            || "hipRuntimeGetVersion".into(),
-        )?;
+        let result = unsafe { (self.api.hipRuntimeGetVersion)(&mut version) };
+        self.check(result, || "hipRuntimeGetVersion".into())?;
         let version = u32::try_from(version).unwrap_or(0);
         Ok((
             version / 10_000_000,
