@@ -39,6 +39,10 @@ const UPSTREAM_ON_THE_HOST: &[&str] = &[
     "SYCL/gpu-addi64-to-spirv.mlir",
     "SYCL/gpu-memcpy-addf32-to-spirv.mlir",
     "SYCL/gpu-reluf32-to-spirv.mlir",
+    "LevelZero/gpu-addf32-to-spirv.mlir",
+    "LevelZero/gpu-addi64-to-spirv.mlir",
+    "LevelZero/gpu-memcpy-addf32-to-spirv.mlir",
+    "LevelZero/gpu-reluf32-to-spirv.mlir",
     "SPIRV/double.mlir",
     "SPIRV/simple_add.mlir",
 ];
@@ -69,15 +73,19 @@ const UPSTREAM_ON_VULKAN: &[&str] = &[
 const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 
 /// Upstream's tests from the other folders that pass on Vulkan too: ROCM's `vecadd` (host
-/// memory registered, its "device view" the host memory the launch stages), SYCL's four (their
-/// kernels' size in `gpu.known_block_size`) and the SPIR-V CPU runner's two programs (its
-/// `fillI32Buffer` / `fillF32Buffer*D` helpers).
+/// memory registered, its "device view" the host memory the launch stages), SYCL's and
+/// LevelZero's four each (their kernels' size in `gpu.known_block_size`) and the SPIR-V CPU
+/// runner's two programs (its `fillI32Buffer` / `fillF32Buffer*D` helpers).
 const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "ROCM/vecadd.mlir",
     "SYCL/gpu-addf32-to-spirv.mlir",
     "SYCL/gpu-addi64-to-spirv.mlir",
     "SYCL/gpu-memcpy-addf32-to-spirv.mlir",
     "SYCL/gpu-reluf32-to-spirv.mlir",
+    "LevelZero/gpu-addf32-to-spirv.mlir",
+    "LevelZero/gpu-addi64-to-spirv.mlir",
+    "LevelZero/gpu-memcpy-addf32-to-spirv.mlir",
+    "LevelZero/gpu-reluf32-to-spirv.mlir",
     "SPIRV/double.mlir",
     "SPIRV/simple_add.mlir",
 ];
@@ -494,7 +502,7 @@ fn upstream_gpu_integration_tests_pass_on_the_gpu() {
     let corpus = corpus();
     let failures: Vec<String> = UPSTREAM_ON_THE_HOST
         .iter()
-        .filter(|program| !program.starts_with("SYCL/"))
+        .filter(|program| !program.starts_with("SYCL/") && !program.starts_with("LevelZero/"))
         .filter_map(|program| run_and_check(&corpus.join(program), "default").err())
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
