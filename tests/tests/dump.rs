@@ -20,12 +20,8 @@ fn amdgpu_device_library_control_variables_follow_the_flags() {
 "#;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("m.mlir"), text).unwrap();
-    std::env::set_var("GPU_BUILD_DUMP", "llvm,isa");
-    let report = build_in(dir.path())
-        .kernel("m.mlir")
-        .compile()
+    let report = dumping(|| build_in(dir.path()).kernel("m.mlir").compile())
         .unwrap_or_else(|e| panic!("{e}"));
-    std::env::remove_var("GPU_BUILD_DUMP");
     let object_dir = dir
         .path()
         .join(&report.manifest.modules[0].objects[0].path)
@@ -89,6 +85,46 @@ fn amdgpu_device_library_control_variables_follow_the_flags() {
     assert!(isa.contains(".amdhsa_kernel m"));
     // HIP's block-size limit, not the translation's 256: the runtime allows 1024-thread blocks.
     assert!(gfx90a_opt(&object_dir).contains("\"amdgpu-flat-work-group-size\"=\"1,1024\""));
+}
+
+/// Runs `build` with `GPU_BUILD_DUMP=llvm,isa`, one test at a time (the variable is the
+/// process's).
+fn dumping<T>(build: impl FnOnce() -> T) -> T {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("GPU_BUILD_DUMP", "llvm,isa");
+    let result = build();
+    std::env::remove_var("GPU_BUILD_DUMP");
+    result
+}
+
+/// The host's thread loops over a kernel's body are LLVM parallel loops, so the vectorizer
+/// checks no overlap of the kernel's pointers at run time: the stencil's in and out memrefs
+/// may alias as far as LLVM knows, and its 16-thread rows paid that check in every row.
+#[test]
+fn host_thread_loops_vectorize_as_parallel_loops_without_overlap_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dumping(|| {
+        build_in(dir.path())
+            .kernel(workspace().join("sample-project/kernels/stencil.mlir"))
+            .target(gpu_build::Vendor::Host, &[])
+            .compile()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let object = dir.path().join(&report.manifest.modules[0].objects[0].path);
+    let optimized = std::fs::read_to_string(object.with_extension("opt.ll")).unwrap();
+    assert!(
+        optimized.contains("llvm.loop.parallel_accesses"),
+        "{optimized}"
+    );
+    assert!(
+        optimized.contains("vector.body"),
+        "the thread loop vectorized"
+    );
+    assert!(
+        !optimized.contains("vector.memcheck") && !optimized.contains("found.conflict"),
+        "a run-time overlap check is left: {optimized}"
+    );
 }
 
 fn gfx90a_opt(dir: &std::path::Path) -> String {
