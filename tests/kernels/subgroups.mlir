@@ -85,6 +85,82 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // A block sum as CUDA code writes it: a butterfly in every subgroup, lane 0 of each stores
+    // its subgroup's sum in workgroup memory, a barrier, then only the first subgroup
+    // (`if (warp == 0)`: control flow that depends on the thread) sums those partial sums with
+    // shuffles in a loop, and its lane 0 writes out[b]. Blocks of whole subgroups, at most 32.
+    gpu.func @warp_then_block(%x: memref<?xf32>, %out: memref<?xf32>)
+        workgroup(%partial: memref<32xf32, #gpu.address_space<workgroup>>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c5 = arith.constant 5 : index
+      %c32 = arith.constant 32 : index
+      %w32 = arith.constant 32 : i32
+      %one = arith.constant 1 : i32
+      %sixteen = arith.constant 16 : i32
+      %zero = arith.constant 0.0 : f32
+      %t = gpu.thread_id x
+      %dx = gpu.block_dim x
+      %b = gpu.block_id x
+      %first = arith.muli %b, %dx : index
+      %i = arith.addi %first, %t : index
+      %v = memref.load %x[%i] : memref<?xf32>
+      %sum = scf.for %k = %c0 to %c5 step %c1 iter_args(%acc = %v) -> (f32) {
+        %k32 = arith.index_cast %k : index to i32
+        %offset = arith.shrui %sixteen, %k32 : i32
+        %other, %ok = gpu.shuffle xor %acc, %offset, %w32 : f32
+        %next = arith.addf %acc, %other : f32
+        scf.yield %next : f32
+      }
+      %lane = arith.remui %t, %c32 : index
+      %warp = arith.divui %t, %c32 : index
+      %lane0 = arith.cmpi eq, %lane, %c0 : index
+      scf.if %lane0 {
+        memref.store %sum, %partial[%warp] : memref<32xf32, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %warps = arith.divui %dx, %c32 : index
+      %warp0 = arith.cmpi eq, %warp, %c0 : index
+      scf.if %warp0 {
+        %has = arith.cmpi ult, %lane, %warps : index
+        %p = scf.if %has -> (f32) {
+          %loaded = memref.load %partial[%lane] : memref<32xf32, #gpu.address_space<workgroup>>
+          scf.yield %loaded : f32
+        } else {
+          scf.yield %zero : f32
+        }
+        %total = scf.for %k = %c0 to %c5 step %c1 iter_args(%acc = %p) -> (f32) {
+          %k32 = arith.index_cast %k : index to i32
+          %offset = arith.shrui %sixteen, %k32 : i32
+          %other, %ok = gpu.shuffle xor %acc, %offset, %w32 : f32
+          %next = arith.addf %acc, %other : f32
+          scf.yield %next : f32
+        }
+        scf.if %lane0 {
+          memref.store %total, %out[%b] : memref<?xf32>
+        }
+      }
+      gpu.return
+    }
+
+    // A shuffle only half of each subgroup runs (`if (lane < 16)`): a GPU leaves it undefined
+    // (`shfl.sync` with a full mask); the host's launch fails, naming the block.
+    gpu.func @split_subgroup(%out: memref<?xi32>) kernel {
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %one = arith.constant 1 : i32
+      %w32 = arith.constant 32 : i32
+      %t = gpu.thread_id x
+      %lane = arith.remui %t, %c32 : index
+      %low = arith.cmpi ult, %lane, %c16 : index
+      %v = arith.index_cast %t : index to i32
+      scf.if %low {
+        %other, %ok = gpu.shuffle xor %v, %one, %w32 : i32
+        memref.store %other, %out[%t] : memref<?xi32>
+      }
+      gpu.return
+    }
+
     // gpu.all_reduce over the block, every operation: out[11 b + k] for k = add, mul, minsi,
     // maxsi, minui, maxui, and, or, xor (on x), then add and maximumf on f32 (on x as f32).
     // Thread 0 of each block writes.

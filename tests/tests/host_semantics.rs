@@ -844,6 +844,62 @@ fn a_butterfly_sum_gives_every_lane_its_subgroups_sum() {
     }
 }
 
+/// Shuffles only the first subgroup runs (`if (warp == 0)`, in a loop) split into thread
+/// loops run by thread state, not coroutines (`compile/host_objects.rs` checks the build): the
+/// block sums of several block sizes, against Rust's.
+#[test]
+fn a_block_sum_whose_second_stage_only_the_first_subgroup_shuffles() {
+    let host = Device::host();
+    for threads in [32usize, 96, 256, 1024] {
+        let blocks = 7usize;
+        let x: Vec<f32> = (0..blocks * threads)
+            .map(|i| (i % 11) as f32 * 0.25)
+            .collect();
+        let dx = DeviceBuffer::from_slice(&host, &x).unwrap();
+        let out = DeviceBuffer::<f32>::alloc(&host, blocks).unwrap();
+        // SAFETY: thread t of block b reads x[b * threads + t]; lane 0 of the first subgroup
+        // writes out[b]; blocks are whole subgroups, at most 32 of them.
+        unsafe {
+            subgroups::warp_then_block(
+                &host,
+                &config([blocks as u32, 1, 1], [threads as u32, 1, 1], 0),
+                &dx,
+                &out,
+            )
+        }
+        .unwrap();
+        let out = out.to_vec().unwrap();
+        for (b, block) in x.chunks(threads).enumerate() {
+            // Small multiples of 0.25: every order of addition is exact.
+            let sum: f32 = block.iter().sum();
+            assert_eq!(out[b], sum, "{threads} threads, block {b}");
+        }
+    }
+}
+
+/// A shuffle half of a subgroup runs is an error naming the block, not values read from lanes
+/// that never wrote them.
+#[test]
+fn a_shuffle_half_a_subgroup_runs_fails_the_launch() {
+    let host = Device::host();
+    let out = DeviceBuffer::<i32>::alloc(&host, 64).unwrap();
+    // SAFETY: thread t writes out[t] at most; 64 threads.
+    let launched =
+        unsafe { subgroups::split_subgroup(&host, &config([1, 1, 1], [64, 1, 1], 0), &out) };
+    let error = launched
+        .and_then(|()| host.synchronize())
+        .expect_err("half a subgroup at a shuffle");
+    assert_eq!(error.kind(), gpu_embed::ErrorKind::KernelFault, "{error}");
+    assert!(
+        error.message().contains("kernel `split_subgroup`")
+            && error.message().contains("block (0, 0, 0)")
+            && error
+                .message()
+                .contains("the threads of one of its subgroups different shuffles"),
+        "{error}"
+    );
+}
+
 #[test]
 fn all_reduce_gives_every_operation_over_the_block_even_with_a_partial_subgroup() {
     let host = Device::host();

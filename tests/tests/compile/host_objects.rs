@@ -137,10 +137,33 @@ fn kernels_are_split_at_their_barriers_unless_a_barrier_depends_on_the_thread() 
     assert_eq!(
         report.warnings,
         ["kernel `early_exit` runs one coroutine per GPU thread on the host (slow): its barriers \
-          cannot be split into thread loops: a barrier (or a subgroup shuffle, which waits like \
-          one on the host) in control flow that depends on the thread (threads of a block may \
-          reach it a different number of times)"]
+          cannot be split into thread loops: a barrier in control flow that depends on the \
+          thread (threads of a block may reach it a different number of times)"]
     );
+}
+
+/// Shuffles in control flow that depends on the thread (`if (warp == 0)`, `if (lane < 16)`)
+/// are split into thread loops run by thread state, not coroutines: no subgroup kernel of the
+/// tests needs coroutines, and the build warns of none.
+#[test]
+fn shuffles_only_some_subgroups_run_are_split_not_run_as_coroutines() {
+    let out = tempfile::tempdir().unwrap();
+    let report = build_in(out.path())
+        .kernel(workspace().join("tests/kernels/subgroups.mlir"))
+        .target(Vendor::Host, &[])
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let module = &report.manifest.modules[0];
+    for kernel in ["warp_then_block", "split_subgroup"] {
+        assert!(module.kernels.iter().any(|k| k.name == kernel), "{kernel}");
+    }
+    let host = module.objects[0].host.as_ref().expect("host entries");
+    assert!(
+        host.coroutine_kernels.is_empty(),
+        "{:?}",
+        host.coroutine_kernels
+    );
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
 }
 
 /// `gpu.all_reduce` (every operation, and the region form) goes through workgroup memory with

@@ -302,9 +302,15 @@ struct Fissioned {
   uint64_t uniformBytes;
   uint64_t threadBytes;
   unsigned barriers;
+  // When a subgroup barrier sits in control flow that depends on the thread (a shuffle inside
+  // `if (warp == 0)`): a constant i8 array, by state, 1 where the state resumes after a
+  // subgroup barrier. The caller then schedules threads by their own state (see fission.rs);
+  // null otherwise.
+  GlobalVariable *subgroupStates;
 };
 
 Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFunctions,
+                const Function *subgroupBarrier,
                 const SmallPtrSetImpl<Function *> &uniformFunctions, StringRef name,
                 uint32_t done, Fissioned &out) {
   Module &M = *body.getParent();
@@ -313,7 +319,7 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
 
   SmallPtrSet<Function *, 16> reaching = functionsReachingBarriers(M, barrierFunctions);
   if (!reaching.count(&body)) {
-    out = {nullptr, 0, 0, 0};
+    out = {nullptr, 0, 0, 0, nullptr};
     return {};
   }
   ValueToValueMapTy cloned;
@@ -354,9 +360,11 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
     return "no barrier left after inlining";
   DenseMap<BasicBlock *, unsigned> barrierBlocks; // barrier block -> state (1-based)
   SmallVector<BasicBlock *, 8> barrierBlock, resumeAt;
+  SmallVector<bool, 8> subgroupOnly; // by barrier: a subgroup barrier
   for (CallBase *call : barrierCalls) {
     if (isa<InvokeInst>(call))
       return "a barrier called with unwinding";
+    subgroupOnly.push_back(call->getCalledFunction() == subgroupBarrier);
     BasicBlock *B = SplitBlock(call->getParent(), call->getIterator());
     BasicBlock *after = SplitBlock(B, std::next(call->getIterator()));
     barrierBlocks[B] = barrierBlock.size() + 1;
@@ -366,11 +374,18 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
 
   PostDominatorTree PDT(*work);
   Uniformity uniformity = analyzeUniformity(*work, PDT, uniformFunctions);
-  for (BasicBlock *B : barrierBlock)
-    if (uniformity.inDivergentRegion.count(B))
-      return "a barrier (or a subgroup shuffle, which waits like one on the host) in control "
-             "flow that depends on the thread (threads of a block may reach it a different "
-             "number of times)";
+  // A block barrier in control flow that depends on the thread cannot be split: threads of a
+  // block may reach it a different number of times. A subgroup barrier there can, when every
+  // thread of a subgroup reaches it together (a shuffle inside `if (warp == 0)`): the caller
+  // then runs each thread from its own state, and checks that at run time.
+  bool byThread = false;
+  for (unsigned i = 0; i < barrierBlock.size(); ++i)
+    if (uniformity.inDivergentRegion.count(barrierBlock[i])) {
+      if (!subgroupOnly[i])
+        return "a barrier in control flow that depends on the thread (threads of a block may "
+               "reach it a different number of times)";
+      byThread = true;
+    }
 
   // What crosses a barrier, and where each is saved.
   struct Saved {
@@ -396,7 +411,9 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
       saved.push_back({&I, at, true, false, 0});
       continue;
     }
-    bool uniform = !uniformity.isDivergent(&I);
+    // Threads run by their own state may be at the same barrier in different iterations of a
+    // loop the analysis calls uniform: each keeps its own copy of everything.
+    bool uniform = !byThread && !uniformity.isDivergent(&I);
     uint64_t &bytes = uniform ? uniformBytes : threadBytes;
     saved.push_back({&I, at, false, uniform, bytes});
     // Arrays (and slots) start 16-byte aligned; elements are packed.
@@ -485,8 +502,15 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
     }
 
   // Saved where defined and reloaded where a region resumes (or recomputed there); SSA rebuilt
-  // between the two.
+  // between the two. Every recomputation is made first, from the computations as they were:
+  // rebuilding SSA for one value may put a phi where a later one's computation read it.
   std::vector<DenseMap<Value *, Value *>> recomputed(resume.size());
+  std::vector<SmallVector<Value *, 4>> again(saved.size());
+  for (size_t k = 0; k < saved.size(); ++k)
+    if (saved[k].recompute)
+      for (unsigned state : saved[k].at)
+        again[k].push_back(recompute(saved[k].value, resume[state - 1]->getTerminator(),
+                                     recomputed[state - 1]));
   for (size_t k = 0; k < saved.size(); ++k) {
     Instruction *V = saved[k].value;
     BasicBlock *D = V->getParent();
@@ -506,10 +530,10 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
     SSAUpdater updater;
     updater.Initialize(V->getType(), V->getName());
     updater.AddAvailableValue(D, V);
-    for (unsigned state : saved[k].at) {
-      BasicBlock *R = resume[state - 1];
+    for (unsigned j = 0; j < saved[k].at.size(); ++j) {
+      BasicBlock *R = resume[saved[k].at[j] - 1];
       if (saved[k].recompute) {
-        updater.AddAvailableValue(R, recompute(V, R->getTerminator(), recomputed[state - 1]));
+        updater.AddAvailableValue(R, again[k][j]);
         continue;
       }
       auto *reload = new LoadInst(V->getType(), locations[k].read, V->getName() + ".reload",
@@ -526,7 +550,17 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
     region->eraseFromParent();
     return "internal error, the split kernel is invalid: " + problems;
   }
-  out = {region, uniformBytes, threadBytes, static_cast<unsigned>(barrierBlock.size())};
+  GlobalVariable *subgroupStates = nullptr;
+  if (byThread) {
+    SmallVector<uint8_t, 16> byState{0};
+    for (bool subgroup : subgroupOnly)
+      byState.push_back(subgroup ? 1 : 0);
+    Constant *table = ConstantDataArray::get(C, byState);
+    subgroupStates = new GlobalVariable(M, table->getType(), true, GlobalValue::InternalLinkage,
+                                        table, name + ".subgroup_states");
+  }
+  out = {region, uniformBytes, threadBytes, static_cast<unsigned>(barrierBlock.size()),
+         subgroupStates};
   return {};
 }
 
@@ -537,19 +571,23 @@ extern "C" {
 // The region function of `body` (see the top of this file); null without `*reason` when `body`
 // never reaches a barrier; null with `*reason` set (free it with LLVMDisposeMessage) when its
 // barriers cannot be split this way. `uniform` are functions whose result is the same in every
-// thread of a block.
+// thread of a block; `subgroupBarrier` (one of `barriers`, or null) is the one only a subgroup
+// waits at. `*subgroupStates` is Fissioned::subgroupStates.
 LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsigned barrierCount,
-                               LLVMValueRef *uniform, unsigned uniformCount, const char *name,
-                               uint32_t done, uint64_t *uniformBytes, uint64_t *threadBytes,
-                               unsigned *barrierTotal, char **reason) {
+                               LLVMValueRef subgroupBarrier, LLVMValueRef *uniform,
+                               unsigned uniformCount, const char *name, uint32_t done,
+                               uint64_t *uniformBytes, uint64_t *threadBytes,
+                               unsigned *barrierTotal, LLVMValueRef *subgroupStates,
+                               char **reason) {
   SmallPtrSet<Function *, 4> barrierFunctions, uniformFunctions;
   for (unsigned i = 0; i < barrierCount; ++i)
     barrierFunctions.insert(unwrap<Function>(barriers[i]));
   for (unsigned i = 0; i < uniformCount; ++i)
     uniformFunctions.insert(unwrap<Function>(uniform[i]));
   Fissioned result;
-  Failure why =
-      fission(*unwrap<Function>(body), barrierFunctions, uniformFunctions, name, done, result);
+  const Function *subgroup = subgroupBarrier ? unwrap<Function>(subgroupBarrier) : nullptr;
+  Failure why = fission(*unwrap<Function>(body), barrierFunctions, subgroup, uniformFunctions,
+                        name, done, result);
   if (!why.empty()) {
     *reason = strdup(why.c_str());
     return nullptr;
@@ -557,6 +595,7 @@ LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsign
   *uniformBytes = result.uniformBytes;
   *threadBytes = result.threadBytes;
   *barrierTotal = result.barriers;
+  *subgroupStates = wrap(result.subgroupStates);
   return wrap(result.region);
 }
 

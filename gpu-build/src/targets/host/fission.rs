@@ -17,15 +17,26 @@
 //! kernel, reach this point in the same form as `gpu.func`s with `scf.for` do, so one
 //! transformation serves all of them.
 //!
+//! Subgroup barriers (the exchanges of shuffles and subgroup reductions) may sit in control flow
+//! that depends on the thread, as long as every thread of a subgroup gets there together: the
+//! second stage of a block reduction shuffles inside `if (warp == 0)`. Such a kernel is run by
+//! thread state (`EntryBuilder::regions_by_thread`, the hierarchical scheme of COX in its
+//! simplest form): each thread keeps the state it reached; the threads at a subgroup barrier
+//! run on (lowest state first) while the others wait, and the block goes past a block barrier
+//! once every thread waits there. At run time every thread of a subgroup must be at a subgroup
+//! barrier together, and every thread of the block at a block barrier, else the launch fails as
+//! for divergent barriers. Every value kept across a barrier is then kept per thread (threads
+//! may be at one barrier in different iterations of a loop).
+//!
 //! The fallback is a coroutine per thread (with a build warning naming the kernel and why):
-//! for barriers in control flow that depends on the thread id (so threads of a block may reach a
-//! barrier a different number of times, e.g. after an early `return` of some threads), a barrier
-//! in a function called through a pointer or recursively, and private allocations of run-time
-//! size.
+//! for block barriers in control flow that depends on the thread id (so threads of a block may
+//! reach a barrier a different number of times, e.g. after an early `return` of some threads),
+//! a barrier in a function called through a pointer or recursively, and private allocations of
+//! run-time size.
 
 use inkwell::llvm_sys::core::LLVMDisposeMessage;
 use inkwell::llvm_sys::prelude::LLVMValueRef;
-use inkwell::values::{AsValueRef, FunctionValue};
+use inkwell::values::{AsValueRef, FunctionValue, GlobalValue};
 use std::ffi::{c_char, CStr, CString};
 
 extern "C" {
@@ -33,6 +44,7 @@ extern "C" {
         body: LLVMValueRef,
         barriers: *const LLVMValueRef,
         barrier_count: u32,
+        subgroup_barrier: LLVMValueRef,
         uniform: *const LLVMValueRef,
         uniform_count: u32,
         name: *const c_char,
@@ -40,6 +52,7 @@ extern "C" {
         uniform_bytes: *mut u64,
         thread_bytes: *mut u64,
         barrier_total: *mut u32,
+        subgroup_states: *mut LLVMValueRef,
         reason: *mut *mut c_char,
     ) -> LLVMValueRef;
 }
@@ -57,6 +70,10 @@ pub(crate) struct Regions<'ll> {
     pub thread_bytes: u64,
     /// How many barriers: the states are 0 (start) to this.
     pub barriers: u32,
+    /// For a kernel run by thread state (a subgroup barrier in control flow that depends on
+    /// the thread): an `[i8 x barriers + 1]` constant, 1 for the states after a subgroup
+    /// barrier.
+    pub subgroup_states: Option<GlobalValue<'ll>>,
 }
 
 /// How a kernel's threads are run on the host.
@@ -69,11 +86,13 @@ pub(crate) enum Fission<'ll> {
     Coroutines(String),
 }
 
-/// Splits `body` (`<kernel>.ids`) at its calls of `barriers`; the region function is called
-/// `name`. `uniform` return the same in every thread of a block (block ids and sizes).
+/// Splits `body` (`<kernel>.ids`) at its calls of `barriers`, of which `subgroup_barrier` is
+/// the one only a subgroup waits at; the region function is called `name`. `uniform` return
+/// the same in every thread of a block (block ids and sizes).
 pub(crate) fn fission<'ll>(
     body: FunctionValue<'ll>,
     barriers: &[FunctionValue<'ll>],
+    subgroup_barrier: Option<FunctionValue<'ll>>,
     uniform: &[FunctionValue<'ll>],
     name: &str,
 ) -> Fission<'ll> {
@@ -86,6 +105,7 @@ pub(crate) fn fission<'ll>(
     let raw: Vec<LLVMValueRef> = barriers.iter().map(|f| f.as_value_ref()).collect();
     let raw_uniform: Vec<LLVMValueRef> = uniform.iter().map(|f| f.as_value_ref()).collect();
     let (mut uniform_bytes, mut thread_bytes, mut total) = (0u64, 0u64, 0u32);
+    let mut subgroup_states = std::ptr::null_mut();
     let mut reason = std::ptr::null_mut();
     // SAFETY: live functions of one module; the out-parameters are ours; `reason` is ours to
     // free when set.
@@ -94,6 +114,7 @@ pub(crate) fn fission<'ll>(
             body.as_value_ref(),
             raw.as_ptr(),
             raw.len() as u32,
+            subgroup_barrier.map_or(std::ptr::null_mut(), |f| f.as_value_ref()),
             raw_uniform.as_ptr(),
             raw_uniform.len() as u32,
             c_name.as_ptr(),
@@ -101,6 +122,7 @@ pub(crate) fn fission<'ll>(
             &mut uniform_bytes,
             &mut thread_bytes,
             &mut total,
+            &mut subgroup_states,
             &mut reason,
         )
     };
@@ -120,6 +142,10 @@ pub(crate) fn fission<'ll>(
             uniform_bytes,
             thread_bytes,
             barriers: total,
+            subgroup_states: (!subgroup_states.is_null()).then(|| {
+                // SAFETY: a global variable of the module (not null).
+                unsafe { GlobalValue::new(subgroup_states) }
+            }),
         }),
         None => Fission::NoBarrier,
     }

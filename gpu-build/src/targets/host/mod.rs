@@ -345,6 +345,7 @@ fn retarget<'ll>(
             barriers.push(function);
         }
     }
+    let mut subgroup_barrier = None;
     if subgroup::uses_subgroups(module) || mma::uses_mma(module) {
         let ty = job.llvm.void_type().fn_type(&[], false);
         let exchange = barrier_function(
@@ -359,8 +360,10 @@ fn retarget<'ll>(
         subgroup::emulate(job, module, ids, exchange)?;
         mma::emulate(job, module, ids, exchange)?;
         // Fission splits kernels at exchanges as at barriers (the block waiting is stronger than
-        // the subgroup waiting, and exact where the whole block runs the shuffle or multiply).
+        // the subgroup waiting, and exact where the whole block runs the shuffle or multiply;
+        // where only some subgroups do, threads run by their own state).
         barriers.push(exchange);
+        subgroup_barrier = Some(exchange);
     }
     let mut libm_calls = use_c_math_library(module)?;
     assert::report_assertions(job, module, context, ids)?;
@@ -369,7 +372,15 @@ fn retarget<'ll>(
         libm_calls.extend(["printf", "puts", "putchar"].map(String::from));
     }
     reject_other_intrinsics(module)?;
-    let entries = add_entry_points(job, module, symbol_prefix, context, ids, &barriers)?;
+    let entries = add_entry_points(
+        job,
+        module,
+        symbol_prefix,
+        context,
+        ids,
+        &barriers,
+        subgroup_barrier,
+    )?;
     if entries.allocates {
         libm_calls.extend(["malloc".to_string(), "free".to_string()]);
     }
@@ -501,6 +512,7 @@ fn add_entry_points<'ll>(
     context: GlobalValue<'ll>,
     ids: GlobalValue<'ll>,
     barriers: &[FunctionValue<'ll>],
+    subgroup_barrier: Option<FunctionValue<'ll>>,
 ) -> Result<Entries> {
     const PTX_KERNEL: u32 = 71;
     let kernels: Vec<FunctionValue> = module
@@ -546,7 +558,8 @@ fn add_entry_points<'ll>(
             false,
         )?
         .thread()?;
-        let work = match fission(body, barriers, &uniform, &format!("{name}.region")) {
+        let region_name = format!("{name}.region");
+        let work = match fission(body, barriers, subgroup_barrier, &uniform, &region_name) {
             Fission::NoBarrier => ThreadWork::Body(body),
             Fission::Split(regions) => {
                 entries.allocates |= regions.thread_bytes > 0;
@@ -707,6 +720,8 @@ struct RegionStorage<'ll> {
     call: RegionCall<'ll>,
     /// The next region to run (i32).
     state: PointerValue<'ll>,
+    /// For a kernel run by thread state: each thread's state (`[i32 x MAX_THREADS]`).
+    thread_states: Option<PointerValue<'ll>>,
     /// Where threads that reached different barriers end up.
     diverged: BasicBlock<'ll>,
 }
@@ -1078,6 +1093,14 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             self.builder.position_at_end(allocated);
             threads
         };
+        let thread_states = match regions.subgroup_states {
+            Some(_) => Some(
+                self.builder
+                    .build_alloca(i32_type.array_type(host_abi::MAX_THREADS), "thread_states")
+                    .map_err(builder_error)?,
+            ),
+            None => None,
+        };
         let diverged = llvm.append_basic_block(self.function, "diverged");
         Ok(RegionStorage {
             call: RegionCall {
@@ -1090,6 +1113,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 highest,
             },
             state,
+            thread_states,
             diverged,
         })
     }
@@ -1129,6 +1153,17 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         sizes: &[IntValue<'ll>],
         done: BasicBlock<'ll>,
     ) -> Result<()> {
+        if let (Some(table), Some(states)) = (regions.subgroup_states, storage.thread_states) {
+            return self.regions_by_thread(
+                regions,
+                storage,
+                table,
+                states,
+                tid_read_elsewhere,
+                sizes,
+                done,
+            );
+        }
         let llvm = self.job.llvm;
         let i32_type = llvm.i32_type();
         let finished = i32_type.const_int(u64::from(DONE), false);
@@ -1217,7 +1252,13 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_unconditional_branch(dispatch)
                 .map_err(builder_error)?;
         }
-        // The block's ids for the error message, then the status.
+        self.report_divergence(storage)
+    }
+
+    /// The `diverged` block: the block's ids into the context for the error message, then the
+    /// status.
+    fn report_divergence(&self, storage: &RegionStorage<'ll>) -> Result<()> {
+        let i32_type = self.job.llvm.i32_type();
         self.builder.position_at_end(storage.diverged);
         for slot in 6..9 {
             let id = self
@@ -1234,6 +1275,302 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_return(Some(&status))
             .map_err(builder_error)?;
         Ok(())
+    }
+
+    /// One block of a kernel run by thread state (see `fission.rs`), from the builder's
+    /// position: every thread starts at state 0; then, again and again, the lowest state after
+    /// a subgroup barrier that some thread is at runs for the threads at it (each of its
+    /// subgroups must be there whole), or, when none is, the state every thread is at (after a
+    /// block barrier) runs for all of them; when every thread is done, `done`. Threads at
+    /// different block barriers, or a subgroup split between states, end the call with
+    /// `STATUS_DIVERGENT_BARRIER`.
+    #[allow(clippy::too_many_arguments)]
+    fn regions_by_thread(
+        &self,
+        regions: &Regions<'ll>,
+        storage: &RegionStorage<'ll>,
+        table: GlobalValue<'ll>,
+        states: PointerValue<'ll>,
+        tid_read_elsewhere: bool,
+        sizes: &[IntValue<'ll>],
+        done: BasicBlock<'ll>,
+    ) -> Result<()> {
+        use inkwell::IntPredicate::{EQ, NE, ULT};
+        let llvm = self.job.llvm;
+        let builder = &self.builder;
+        let (i8_type, i32_type, i64_type) = (llvm.i8_type(), llvm.i32_type(), llvm.i64_type());
+        let finished = i32_type.const_int(u64::from(DONE), false);
+        let zero = i32_type.const_zero();
+        let call = storage.call;
+        let threads = builder
+            .build_int_mul(sizes[0], sizes[1], "plane")
+            .and_then(|plane| builder.build_int_mul(plane, sizes[2], "threads"))
+            .map_err(builder_error)?;
+        let state_of = |t: IntValue<'ll>| -> Result<PointerValue<'ll>> {
+            // SAFETY: `t` is below the block's thread count, at most MAX_THREADS.
+            unsafe {
+                builder.build_in_bounds_gep(
+                    i32_type.array_type(host_abi::MAX_THREADS),
+                    states,
+                    &[i64_type.const_zero(), t],
+                    "state_of",
+                )
+            }
+            .map_err(builder_error)
+        };
+        let load = |pointer: PointerValue<'ll>, name: &str| -> Result<IntValue<'ll>> {
+            builder
+                .build_load(i32_type, pointer, name)
+                .map(|v| v.into_int_value())
+                .map_err(builder_error)
+        };
+        let bytes = builder
+            .build_int_z_extend(threads, i64_type, "threads")
+            .and_then(|t| builder.build_int_mul(t, i64_type.const_int(4, false), "bytes"))
+            .map_err(builder_error)?;
+        builder
+            .build_memset(states, 16, i8_type.const_zero(), bytes)
+            .map_err(builder_error)?;
+        let (lowest, highest) = (call.lowest, call.highest);
+        // The lowest state after a subgroup barrier any thread is at; which state runs.
+        let subgroup_next = storage.state;
+
+        // Which state runs next.
+        let dispatch = llvm.append_basic_block(self.function, "dispatch");
+        builder
+            .build_unconditional_branch(dispatch)
+            .map_err(builder_error)?;
+        builder.position_at_end(dispatch);
+        builder
+            .build_store(subgroup_next, finished)
+            .map_err(builder_error)?;
+        builder
+            .build_store(lowest, finished)
+            .map_err(builder_error)?;
+        builder.build_store(highest, zero).map_err(builder_error)?;
+        let scanned = llvm.append_basic_block(self.function, "scanned");
+        let scan_entry = builder.get_insert_block().unwrap_or(dispatch);
+        let table_type = i8_type.array_type(regions.barriers + 1);
+        // Whether `state` resumes after a subgroup barrier.
+        let after_subgroup = |state: IntValue<'ll>| -> Result<IntValue<'ll>> {
+            let running = builder
+                .build_int_compare(NE, state, finished, "running")
+                .map_err(builder_error)?;
+            // A finished thread's state reads entry 0 (the start, no subgroup barrier).
+            let index = builder
+                .build_select(running, state, zero, "index")
+                .map_err(builder_error)?
+                .into_int_value();
+            let index = builder
+                .build_int_z_extend(index, i64_type, "index")
+                .map_err(builder_error)?;
+            // SAFETY: `index` is a running thread's state (at most `regions.barriers`) or 0.
+            let kind = unsafe {
+                builder.build_in_bounds_gep(
+                    table_type,
+                    table.as_pointer_value(),
+                    &[i64_type.const_zero(), index],
+                    "kind",
+                )
+            }
+            .map_err(builder_error)?;
+            let kind = builder
+                .build_load(i8_type, kind, "kind")
+                .map_err(builder_error)?
+                .into_int_value();
+            builder
+                .build_int_compare(NE, kind, i8_type.const_zero(), "after_subgroup")
+                .map_err(builder_error)
+        };
+        let lanes = i32_type.const_int(u64::from(host_abi::SUBGROUP_SIZE - 1), false);
+        self.counted_loop(zero, threads, scan_entry, scanned, |t, _, latch| {
+            let state = load(state_of(t)?, "state")?;
+            // A thread at a subgroup barrier has its whole subgroup with it: it agrees with the
+            // subgroup's first thread whenever either is at one.
+            let first = builder
+                .build_and(t, lanes.const_not(), "first")
+                .map_err(builder_error)?;
+            let firsts = load(state_of(first)?, "first_state")?;
+            let mine_sub = after_subgroup(state)?;
+            let first_sub = after_subgroup(firsts)?;
+            let either = builder
+                .build_or(mine_sub, first_sub, "either")
+                .map_err(builder_error)?;
+            let differ = builder
+                .build_int_compare(NE, state, firsts, "differ")
+                .map_err(builder_error)?;
+            let split = builder
+                .build_and(either, differ, "split")
+                .map_err(builder_error)?;
+            let whole = llvm.append_basic_block(self.function, "whole");
+            builder
+                .build_conditional_branch(split, storage.diverged, whole)
+                .map_err(builder_error)?;
+            builder.position_at_end(whole);
+            for (slot, keep_lower) in [(lowest, true), (highest, false)] {
+                let current = load(slot, "bound")?;
+                let replace = builder
+                    .build_int_compare(
+                        if keep_lower {
+                            ULT
+                        } else {
+                            inkwell::IntPredicate::UGT
+                        },
+                        state,
+                        current,
+                        "replace",
+                    )
+                    .map_err(builder_error)?;
+                let value = builder
+                    .build_select(replace, state, current, "bound")
+                    .map_err(builder_error)?;
+                builder.build_store(slot, value).map_err(builder_error)?;
+            }
+            let current = load(subgroup_next, "subgroup_next")?;
+            let lower = builder
+                .build_int_compare(ULT, state, current, "lower")
+                .map_err(builder_error)?;
+            let take = builder
+                .build_and(mine_sub, lower, "take")
+                .map_err(builder_error)?;
+            let value = builder
+                .build_select(take, state, current, "subgroup_next")
+                .map_err(builder_error)?;
+            builder
+                .build_store(subgroup_next, value)
+                .map_err(builder_error)?;
+            builder
+                .build_unconditional_branch(latch)
+                .map_err(builder_error)?;
+            Ok(())
+        })?;
+
+        // A subgroup barrier's state if any thread is at one, else the block's common state.
+        builder.position_at_end(scanned);
+        let next_subgroup = load(subgroup_next, "next_subgroup")?;
+        let by_subgroup = builder
+            .build_int_compare(NE, next_subgroup, finished, "by_subgroup")
+            .map_err(builder_error)?;
+        let subgroups_run = llvm.append_basic_block(self.function, "by_subgroup");
+        let whole_block = llvm.append_basic_block(self.function, "whole_block");
+        let run = llvm.append_basic_block(self.function, "run");
+        let chosen = lowest;
+        builder
+            .build_conditional_branch(by_subgroup, subgroups_run, whole_block)
+            .map_err(builder_error)?;
+
+        builder.position_at_end(whole_block);
+        let (low, high) = (load(lowest, "lowest")?, load(highest, "highest")?);
+        let agree = builder
+            .build_int_compare(EQ, low, high, "agree")
+            .map_err(builder_error)?;
+        let agreed = llvm.append_basic_block(self.function, "agreed");
+        builder
+            .build_conditional_branch(agree, agreed, storage.diverged)
+            .map_err(builder_error)?;
+        builder.position_at_end(agreed);
+        let all_done = builder
+            .build_int_compare(EQ, low, finished, "all_done")
+            .map_err(builder_error)?;
+        let resume = llvm.append_basic_block(self.function, "resume");
+        builder
+            .build_conditional_branch(all_done, done, resume)
+            .map_err(builder_error)?;
+        builder.position_at_end(resume);
+        builder.build_store(chosen, low).map_err(builder_error)?;
+        builder
+            .build_unconditional_branch(run)
+            .map_err(builder_error)?;
+
+        builder.position_at_end(subgroups_run);
+        builder
+            .build_store(chosen, next_subgroup)
+            .map_err(builder_error)?;
+        builder
+            .build_unconditional_branch(run)
+            .map_err(builder_error)?;
+
+        // The chosen state, for the threads at it: a loop per state, so that each calls the
+        // region function with its state constant (inlined, only that region's code is left).
+        builder.position_at_end(run);
+        let state = load(chosen, "chosen")?;
+        let ran = llvm.append_basic_block(self.function, "ran");
+        let cases: Vec<(IntValue, BasicBlock)> = (0..=regions.barriers)
+            .map(|s| {
+                (
+                    i32_type.const_int(u64::from(s), false),
+                    llvm.append_basic_block(self.function, &format!("run{s}")),
+                )
+            })
+            .collect();
+        builder
+            .build_switch(state, ran, &cases)
+            .map_err(builder_error)?;
+        for (state, case) in &cases {
+            builder.position_at_end(*case);
+            self.counted_loop(zero, threads, *case, ran, |t, _, latch| {
+                let slot = state_of(t)?;
+                let here = builder
+                    .build_int_compare(EQ, load(slot, "state")?, *state, "here")
+                    .map_err(builder_error)?;
+                let go = llvm.append_basic_block(self.function, "go");
+                builder
+                    .build_conditional_branch(here, go, latch)
+                    .map_err(builder_error)?;
+                builder.position_at_end(go);
+                // x, y, z of linear thread t.
+                let x = builder
+                    .build_int_unsigned_rem(t, sizes[0], "x")
+                    .map_err(builder_error)?;
+                let rest = builder
+                    .build_int_unsigned_div(t, sizes[0], "rest")
+                    .map_err(builder_error)?;
+                let y = builder
+                    .build_int_unsigned_rem(rest, sizes[1], "y")
+                    .map_err(builder_error)?;
+                let z = builder
+                    .build_int_unsigned_div(rest, sizes[1], "z")
+                    .map_err(builder_error)?;
+                if tid_read_elsewhere {
+                    for (slot, id) in [(0, x), (1, y), (2, z)] {
+                        builder
+                            .build_store(self.id_slot(slot, false)?, id)
+                            .map_err(builder_error)?;
+                    }
+                }
+                let mut arguments: Vec<BasicMetadataValueEnum> = vec![
+                    (*state).into(),
+                    x.into(),
+                    y.into(),
+                    z.into(),
+                    t.into(),
+                    call.threads_per_block.into(),
+                    call.uniform_in.into(),
+                    call.uniform_out.into(),
+                    call.threads.into(),
+                ];
+                arguments.extend(self.arguments.iter().copied());
+                let reached = builder
+                    .build_call(regions.function, &arguments, "reached")
+                    .map_err(builder_error)?
+                    .try_as_basic_value()
+                    .basic()
+                    .map(|v| v.into_int_value())
+                    .ok_or_else(|| {
+                        Error::new(ErrorKind::Codegen, "a region function returns nothing")
+                    })?;
+                builder.build_store(slot, reached).map_err(builder_error)?;
+                builder
+                    .build_unconditional_branch(latch)
+                    .map_err(builder_error)?;
+                Ok(())
+            })?;
+        }
+        builder.position_at_end(ran);
+        builder
+            .build_unconditional_branch(dispatch)
+            .map_err(builder_error)?;
+        self.report_divergence(storage)
     }
 
     /// The loop over dimension `dim` (2 = z, outermost), then the inner ones; continues at `after`.

@@ -512,8 +512,10 @@ fn run_blocks(
                 ErrorKind::KernelFault,
                 format!(
                     "kernel `{name}`: the threads of block ({x}, {y}, {z}) reached different \
-                     barriers; a gpu.barrier must be reached by all threads of a block or by \
-                     none (on a GPU this hangs or is undefined)"
+                     barriers, or the threads of one of its subgroups different shuffles; a \
+                     gpu.barrier must be reached by all threads of a block or by none, a \
+                     shuffle or subgroup reduction by all threads of a subgroup or by none (on \
+                     a GPU this hangs or is undefined)"
                 ),
             ))
         }
