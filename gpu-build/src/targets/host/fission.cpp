@@ -15,7 +15,10 @@
 // the same in every thread of a block (uniform) in one slot per block (written to
 // `uniform_out`, read from `uniform_in`: the caller copies out to in between regions), others in
 // per-thread arrays in `threads` (array k at threads + offset_k * nthreads, element ltid).
-// Private allocations (allocas that cannot be promoted to registers) move there too.
+// Private allocations (allocas that cannot be promoted to registers) move there too. A kernel
+// whose subgroup barriers (not block barriers) sit in control flow that depends on the thread
+// is split too, its threads then run by their own state (fission.rs): every value is saved per
+// thread, and a table says which states follow a subgroup barrier.
 
 #include "llvm-c/Core.h"
 #include "llvm/ADT/DenseMap.h"
