@@ -1283,7 +1283,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     /// subgroups must be there whole), or, when none is, the state every thread is at (after a
     /// block barrier) runs for all of them; when every thread is done, `done`. Threads at
     /// different block barriers, or a subgroup split between states, end the call with
-    /// `STATUS_DIVERGENT_BARRIER`.
+    /// `STATUS_DIVERGENT_BARRIER`. Each round is one pass over the threads: it runs those at
+    /// the chosen state and, from every thread's state after that, finds the next one.
     #[allow(clippy::too_many_arguments)]
     fn regions_by_thread(
         &self,
@@ -1295,13 +1296,26 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         sizes: &[IntValue<'ll>],
         done: BasicBlock<'ll>,
     ) -> Result<()> {
-        use inkwell::IntPredicate::{EQ, NE, ULT};
+        use inkwell::IntPredicate::{EQ, NE, UGT, ULT};
         let llvm = self.job.llvm;
         let builder = &self.builder;
         let (i8_type, i32_type, i64_type) = (llvm.i8_type(), llvm.i32_type(), llvm.i64_type());
         let finished = i32_type.const_int(u64::from(DONE), false);
         let zero = i32_type.const_zero();
         let call = storage.call;
+        // The lowest and highest state of all threads; the lowest state after a subgroup
+        // barrier any thread is at (DONE for none); the state that runs.
+        let (lowest, highest, subgroup_next) = (call.lowest, call.highest, storage.state);
+        // (In the entry block, where an alloca becomes a register, not stack for every block.)
+        let here = builder.get_insert_block().unwrap_or(self.entry);
+        match self.entry.get_first_instruction() {
+            Some(first) => builder.position_before(&first),
+            None => builder.position_at_end(self.entry),
+        }
+        let chosen = builder
+            .build_alloca(i32_type, "chosen")
+            .map_err(builder_error)?;
+        builder.position_at_end(here);
         let threads = builder
             .build_int_mul(sizes[0], sizes[1], "plane")
             .and_then(|plane| builder.build_int_mul(plane, sizes[2], "threads"))
@@ -1324,39 +1338,19 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .map(|v| v.into_int_value())
                 .map_err(builder_error)
         };
-        let bytes = builder
-            .build_int_z_extend(threads, i64_type, "threads")
-            .and_then(|t| builder.build_int_mul(t, i64_type.const_int(4, false), "bytes"))
-            .map_err(builder_error)?;
-        builder
-            .build_memset(states, 16, i8_type.const_zero(), bytes)
-            .map_err(builder_error)?;
-        let (lowest, highest) = (call.lowest, call.highest);
-        // The lowest state after a subgroup barrier any thread is at; which state runs.
-        let subgroup_next = storage.state;
-
-        // Which state runs next.
-        let dispatch = llvm.append_basic_block(self.function, "dispatch");
-        builder
-            .build_unconditional_branch(dispatch)
-            .map_err(builder_error)?;
-        builder.position_at_end(dispatch);
-        builder
-            .build_store(subgroup_next, finished)
-            .map_err(builder_error)?;
-        builder
-            .build_store(lowest, finished)
-            .map_err(builder_error)?;
-        builder.build_store(highest, zero).map_err(builder_error)?;
-        let scanned = llvm.append_basic_block(self.function, "scanned");
-        let scan_entry = builder.get_insert_block().unwrap_or(dispatch);
+        let store = |pointer: PointerValue<'ll>, value: IntValue<'ll>| -> Result<()> {
+            builder
+                .build_store(pointer, value)
+                .map(|_| ())
+                .map_err(builder_error)
+        };
         let table_type = i8_type.array_type(regions.barriers + 1);
         // Whether `state` resumes after a subgroup barrier.
         let after_subgroup = |state: IntValue<'ll>| -> Result<IntValue<'ll>> {
             let running = builder
                 .build_int_compare(NE, state, finished, "running")
                 .map_err(builder_error)?;
-            // A finished thread's state reads entry 0 (the start, no subgroup barrier).
+            // A finished thread reads entry 0 (the start, after no subgroup barrier).
             let index = builder
                 .build_select(running, state, zero, "index")
                 .map_err(builder_error)?
@@ -1382,11 +1376,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_int_compare(NE, kind, i8_type.const_zero(), "after_subgroup")
                 .map_err(builder_error)
         };
+        // Keeps `state` (thread t's, from now on) in the round's bounds; a thread at a
+        // subgroup barrier has its whole subgroup with it: it agrees with the subgroup's first
+        // thread (whose state is already this round's) whenever either is at one.
         let lanes = i32_type.const_int(u64::from(host_abi::SUBGROUP_SIZE - 1), false);
-        self.counted_loop(zero, threads, scan_entry, scanned, |t, _, latch| {
-            let state = load(state_of(t)?, "state")?;
-            // A thread at a subgroup barrier has its whole subgroup with it: it agrees with the
-            // subgroup's first thread whenever either is at one.
+        let fold = |t: IntValue<'ll>, state: IntValue<'ll>| -> Result<()> {
             let first = builder
                 .build_and(t, lanes.const_not(), "first")
                 .map_err(builder_error)?;
@@ -1407,24 +1401,16 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_conditional_branch(split, storage.diverged, whole)
                 .map_err(builder_error)?;
             builder.position_at_end(whole);
-            for (slot, keep_lower) in [(lowest, true), (highest, false)] {
+            for (slot, predicate) in [(lowest, ULT), (highest, UGT)] {
                 let current = load(slot, "bound")?;
                 let replace = builder
-                    .build_int_compare(
-                        if keep_lower {
-                            ULT
-                        } else {
-                            inkwell::IntPredicate::UGT
-                        },
-                        state,
-                        current,
-                        "replace",
-                    )
+                    .build_int_compare(predicate, state, current, "replace")
                     .map_err(builder_error)?;
                 let value = builder
                     .build_select(replace, state, current, "bound")
-                    .map_err(builder_error)?;
-                builder.build_store(slot, value).map_err(builder_error)?;
+                    .map_err(builder_error)?
+                    .into_int_value();
+                store(slot, value)?;
             }
             let current = load(subgroup_next, "subgroup_next")?;
             let lower = builder
@@ -1435,64 +1421,30 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .map_err(builder_error)?;
             let value = builder
                 .build_select(take, state, current, "subgroup_next")
-                .map_err(builder_error)?;
-            builder
-                .build_store(subgroup_next, value)
-                .map_err(builder_error)?;
-            builder
-                .build_unconditional_branch(latch)
-                .map_err(builder_error)?;
-            Ok(())
-        })?;
+                .map_err(builder_error)?
+                .into_int_value();
+            store(subgroup_next, value)
+        };
 
-        // A subgroup barrier's state if any thread is at one, else the block's common state.
-        builder.position_at_end(scanned);
-        let next_subgroup = load(subgroup_next, "next_subgroup")?;
-        let by_subgroup = builder
-            .build_int_compare(NE, next_subgroup, finished, "by_subgroup")
-            .map_err(builder_error)?;
-        let subgroups_run = llvm.append_basic_block(self.function, "by_subgroup");
-        let whole_block = llvm.append_basic_block(self.function, "whole_block");
-        let run = llvm.append_basic_block(self.function, "run");
-        let chosen = lowest;
-        builder
-            .build_conditional_branch(by_subgroup, subgroups_run, whole_block)
-            .map_err(builder_error)?;
-
-        builder.position_at_end(whole_block);
-        let (low, high) = (load(lowest, "lowest")?, load(highest, "highest")?);
-        let agree = builder
-            .build_int_compare(EQ, low, high, "agree")
-            .map_err(builder_error)?;
-        let agreed = llvm.append_basic_block(self.function, "agreed");
-        builder
-            .build_conditional_branch(agree, agreed, storage.diverged)
-            .map_err(builder_error)?;
-        builder.position_at_end(agreed);
-        let all_done = builder
-            .build_int_compare(EQ, low, finished, "all_done")
-            .map_err(builder_error)?;
-        let resume = llvm.append_basic_block(self.function, "resume");
-        builder
-            .build_conditional_branch(all_done, done, resume)
-            .map_err(builder_error)?;
-        builder.position_at_end(resume);
-        builder.build_store(chosen, low).map_err(builder_error)?;
-        builder
-            .build_unconditional_branch(run)
-            .map_err(builder_error)?;
-
-        builder.position_at_end(subgroups_run);
-        builder
-            .build_store(chosen, next_subgroup)
+        let bytes = builder
+            .build_int_z_extend(threads, i64_type, "threads")
+            .and_then(|t| builder.build_int_mul(t, i64_type.const_int(4, false), "bytes"))
             .map_err(builder_error)?;
         builder
-            .build_unconditional_branch(run)
+            .build_memset(states, 16, i8_type.const_zero(), bytes)
+            .map_err(builder_error)?;
+        store(chosen, zero)?;
+        let round = llvm.append_basic_block(self.function, "round");
+        builder
+            .build_unconditional_branch(round)
             .map_err(builder_error)?;
 
         // The chosen state, for the threads at it: a loop per state, so that each calls the
-        // region function with its state constant (inlined, only that region's code is left).
-        builder.position_at_end(run);
+        // region function with its state constant.
+        builder.position_at_end(round);
+        store(lowest, finished)?;
+        store(highest, zero)?;
+        store(subgroup_next, finished)?;
         let state = load(chosen, "chosen")?;
         let ran = llvm.append_basic_block(self.function, "ran");
         let cases: Vec<(IntValue, BasicBlock)> = (0..=regions.barriers)
@@ -1510,12 +1462,14 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             builder.position_at_end(*case);
             self.counted_loop(zero, threads, *case, ran, |t, _, latch| {
                 let slot = state_of(t)?;
+                let before = load(slot, "state")?;
                 let here = builder
-                    .build_int_compare(EQ, load(slot, "state")?, *state, "here")
+                    .build_int_compare(EQ, before, *state, "here")
                     .map_err(builder_error)?;
                 let go = llvm.append_basic_block(self.function, "go");
+                let next = llvm.append_basic_block(self.function, "next");
                 builder
-                    .build_conditional_branch(here, go, latch)
+                    .build_conditional_branch(here, go, next)
                     .map_err(builder_error)?;
                 builder.position_at_end(go);
                 // x, y, z of linear thread t.
@@ -1559,16 +1513,57 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .ok_or_else(|| {
                         Error::new(ErrorKind::Codegen, "a region function returns nothing")
                     })?;
-                builder.build_store(slot, reached).map_err(builder_error)?;
+                store(slot, reached)?;
+                builder
+                    .build_unconditional_branch(next)
+                    .map_err(builder_error)?;
+                builder.position_at_end(next);
+                fold(t, load(slot, "now")?)?;
                 builder
                     .build_unconditional_branch(latch)
                     .map_err(builder_error)?;
                 Ok(())
             })?;
         }
+
+        // The next round: a subgroup barrier's state if any thread is at one, else the block's
+        // common state (all threads done: the block is).
         builder.position_at_end(ran);
+        let next_subgroup = load(subgroup_next, "next_subgroup")?;
+        let by_subgroup = builder
+            .build_int_compare(NE, next_subgroup, finished, "by_subgroup")
+            .map_err(builder_error)?;
+        let subgroups_next = llvm.append_basic_block(self.function, "subgroups_next");
+        let whole_block = llvm.append_basic_block(self.function, "whole_block");
         builder
-            .build_unconditional_branch(dispatch)
+            .build_conditional_branch(by_subgroup, subgroups_next, whole_block)
+            .map_err(builder_error)?;
+        builder.position_at_end(subgroups_next);
+        store(chosen, next_subgroup)?;
+        builder
+            .build_unconditional_branch(round)
+            .map_err(builder_error)?;
+        builder.position_at_end(whole_block);
+        let (low, high) = (load(lowest, "lowest")?, load(highest, "highest")?);
+        let agree = builder
+            .build_int_compare(EQ, low, high, "agree")
+            .map_err(builder_error)?;
+        let agreed = llvm.append_basic_block(self.function, "agreed");
+        builder
+            .build_conditional_branch(agree, agreed, storage.diverged)
+            .map_err(builder_error)?;
+        builder.position_at_end(agreed);
+        let all_done = builder
+            .build_int_compare(EQ, low, finished, "all_done")
+            .map_err(builder_error)?;
+        let resume = llvm.append_basic_block(self.function, "resume");
+        builder
+            .build_conditional_branch(all_done, done, resume)
+            .map_err(builder_error)?;
+        builder.position_at_end(resume);
+        store(chosen, low)?;
+        builder
+            .build_unconditional_branch(round)
             .map_err(builder_error)?;
         self.report_divergence(storage)
     }
