@@ -96,17 +96,8 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         .objects()
         .iter()
         .filter(|o| o.vendor() == device.vendor);
-    let loadable = candidates
-        .clone()
-        .filter(|o| loads_on(o, device.driver_version));
-    let chosen = match device.vendor {
-        Vendor::Nvptx => select_nvidia(loadable, &device.arch),
-        Vendor::Amdgpu => select_amd(loadable, &device.arch),
-        // Linked into this program, so built for the triple it runs on.
-        Vendor::Host => candidates.into_iter().next(),
-        Vendor::Vulkan => select_vulkan(candidates, &device.arch),
-        Vendor::LevelZero => select_level_zero(candidates, &device.arch),
-    };
+    let loadable = candidates.filter(|o| loads_on(o, device.driver_version));
+    let chosen = select_for_chip(device.vendor, loadable, &device.arch);
     chosen.ok_or_else(|| {
         let driver = match (device.vendor, device.driver_version) {
             (Vendor::Nvptx, Some((major, minor))) => format!(", CUDA driver {major}.{minor}"),
@@ -123,6 +114,22 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
             driver_too_old: driver_too_old(binary, device),
         }
     })
+}
+
+/// Of `candidates` (objects of `vendor`), the one for chip `arch`, by the rules above.
+fn select_for_chip<'b>(
+    vendor: Vendor,
+    candidates: impl Iterator<Item = &'b Object> + Clone,
+    arch: &str,
+) -> Option<&'b Object> {
+    match vendor {
+        Vendor::Nvptx => select_nvidia(candidates, arch),
+        Vendor::Amdgpu => select_amd(candidates, arch),
+        // Linked into this program, so built for the triple it runs on.
+        Vendor::Host => candidates.into_iter().next(),
+        Vendor::Vulkan => select_vulkan(candidates, arch),
+        Vendor::LevelZero => select_level_zero(candidates, arch),
+    }
 }
 
 /// Whether the driver of `driver` (its vendor's version) loads `object`: CUDA's for NVIDIA
@@ -143,11 +150,7 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
         .objects()
         .iter()
         .filter(|o| o.vendor() == device.vendor)
-        .filter(|o| match device.vendor {
-            Vendor::Nvptx => select_nvidia(std::iter::once(*o), &device.arch).is_some(),
-            Vendor::Amdgpu => select_amd(std::iter::once(*o), &device.arch).is_some(),
-            _ => false,
-        })
+        .filter(|o| select_for_chip(device.vendor, std::iter::once(*o), &device.arch).is_some())
         .filter(|o| !loads_on(o, device.driver_version));
     match device.vendor {
         Vendor::Nvptx => {

@@ -2,8 +2,9 @@
 //! run: PoCL (OpenCL C kernels written to match the MLIR ones line for line, `peers/kernels.cl`,
 //! built before timing), idiomatic rayon on the same threads, and single-threaded Rust. Kernels:
 //! saxpy over 2^24 floats (with the memory-bandwidth floor, a plain threaded triad over the same
-//! bytes, AVX2 where the processor has it), the block reduction (a tree in workgroup memory), the tiled 512 x 512 matmul, a 2-D
-//! 5-point stencil, a block sum with `gpu.all_reduce`, and the launch latency of an empty kernel.
+//! bytes, AVX2 where the processor has it), the block reduction (a tree in workgroup memory),
+//! the tiled 512 x 512 matmul, a 2-D 5-point stencil, a block sum with `gpu.all_reduce`, and the
+//! launch latency of an empty kernel.
 //!
 //! Only the kernels are timed (inputs resident); rounds alternate between the contenders and
 //! each figure is the median. Every result is checked against the Rust reference first. PoCL's

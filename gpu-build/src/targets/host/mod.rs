@@ -390,6 +390,15 @@ fn retarget<'ll>(
     })
 }
 
+/// A call as the instruction it is (to put metadata on it).
+fn call_instruction(call: inkwell::values::CallSiteValue) -> Result<InstructionValue> {
+    match call.try_as_basic_value() {
+        inkwell::values::ValueKind::Basic(value) => value.as_instruction_value(),
+        inkwell::values::ValueKind::Instruction(instruction) => Some(instruction),
+    }
+    .ok_or_else(|| Error::new(ErrorKind::Codegen, "a call that is no instruction"))
+}
+
 /// Points every use of `old` at `new` (same type) and deletes `old`.
 fn replace_function(old: FunctionValue, new: FunctionValue) {
     old.as_global_value()
@@ -720,8 +729,6 @@ struct RegionStorage<'ll> {
     call: RegionCall<'ll>,
     /// The next region to run (i32).
     state: PointerValue<'ll>,
-    /// For a kernel run by thread state: each thread's state (`[i32 x MAX_THREADS]`).
-    thread_states: Option<PointerValue<'ll>>,
     /// Where threads that reached different barriers end up.
     diverged: BasicBlock<'ll>,
 }
@@ -902,18 +909,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         // index per block: a division per block is slow, and LLVM's backend may even redo it
         // inside the vectorized thread loops that use the id.
         let builder = &self.builder;
-        let first_x = builder
-            .build_int_unsigned_rem(first, grid_x, "first_x")
-            .map_err(builder_error)?;
-        let rest = builder
-            .build_int_unsigned_div(first, grid_x, "rest")
-            .map_err(builder_error)?;
-        let first_y = builder
-            .build_int_unsigned_rem(rest, grid_y, "first_y")
-            .map_err(builder_error)?;
-        let first_z = builder
-            .build_int_unsigned_div(rest, grid_y, "first_z")
-            .map_err(builder_error)?;
+        let [first_x, first_y, first_z] = self.unravel(first, grid_x, grid_y)?;
         let mut counters = Vec::new();
         for (value, name) in [
             (first_x, "block_x"),
@@ -1093,14 +1089,6 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             self.builder.position_at_end(allocated);
             threads
         };
-        let thread_states = match regions.subgroup_states {
-            Some(_) => Some(
-                self.builder
-                    .build_alloca(i32_type.array_type(host_abi::MAX_THREADS), "thread_states")
-                    .map_err(builder_error)?,
-            ),
-            None => None,
-        };
         let diverged = llvm.append_basic_block(self.function, "diverged");
         Ok(RegionStorage {
             call: RegionCall {
@@ -1113,7 +1101,6 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 highest,
             },
             state,
-            thread_states,
             diverged,
         })
     }
@@ -1153,12 +1140,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         sizes: &[IntValue<'ll>],
         done: BasicBlock<'ll>,
     ) -> Result<()> {
-        if let (Some(table), Some(states)) = (regions.subgroup_states, storage.thread_states) {
+        if let Some(table) = regions.subgroup_states {
             return self.regions_by_thread(
                 regions,
                 storage,
                 table,
-                states,
                 tid_read_elsewhere,
                 sizes,
                 done,
@@ -1285,13 +1271,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     /// different block barriers, or a subgroup split between states, end the call with
     /// `STATUS_DIVERGENT_BARRIER`. Each round is one pass over the threads: it runs those at
     /// the chosen state and, from every thread's state after that, finds the next one.
-    #[allow(clippy::too_many_arguments)]
     fn regions_by_thread(
         &self,
         regions: &Regions<'ll>,
         storage: &RegionStorage<'ll>,
         table: GlobalValue<'ll>,
-        states: PointerValue<'ll>,
         tid_read_elsewhere: bool,
         sizes: &[IntValue<'ll>],
         done: BasicBlock<'ll>,
@@ -1306,19 +1290,12 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         // The lowest and highest state of all threads; the lowest state after a subgroup
         // barrier any thread is at (DONE for none); the state that runs.
         let (lowest, highest, subgroup_next) = (call.lowest, call.highest, storage.state);
-        // (In the entry block, where an alloca becomes a register, not stack for every block.)
-        let here = builder.get_insert_block().unwrap_or(self.entry);
-        match self.entry.get_first_instruction() {
-            Some(first) => builder.position_before(&first),
-            None => builder.position_at_end(self.entry),
-        }
-        let chosen = builder
-            .build_alloca(i32_type, "chosen")
-            .map_err(builder_error)?;
-        builder.position_at_end(here);
+        let chosen = self.entry_alloca(i32_type, "chosen")?;
+        // Each thread's state.
+        let states = self.entry_alloca(i32_type.array_type(host_abi::MAX_THREADS), "states")?;
+        // The block's threads (at most MAX_THREADS), as the thread loops count them.
         let threads = builder
-            .build_int_mul(sizes[0], sizes[1], "plane")
-            .and_then(|plane| builder.build_int_mul(plane, sizes[2], "threads"))
+            .build_int_truncate(call.threads_per_block, i32_type, "threads")
             .map_err(builder_error)?;
         let state_of = |t: IntValue<'ll>| -> Result<PointerValue<'ll>> {
             // SAFETY: `t` is below the block's thread count, at most MAX_THREADS.
@@ -1401,17 +1378,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_conditional_branch(split, storage.diverged, whole)
                 .map_err(builder_error)?;
             builder.position_at_end(whole);
-            for (slot, predicate) in [(lowest, ULT), (highest, UGT)] {
-                let current = load(slot, "bound")?;
-                let replace = builder
-                    .build_int_compare(predicate, state, current, "replace")
-                    .map_err(builder_error)?;
-                let value = builder
-                    .build_select(replace, state, current, "bound")
-                    .map_err(builder_error)?
-                    .into_int_value();
-                store(slot, value)?;
-            }
+            self.keep_bound(lowest, ULT, state)?;
+            self.keep_bound(highest, UGT, state)?;
             let current = load(subgroup_next, "subgroup_next")?;
             let lower = builder
                 .build_int_compare(ULT, state, current, "lower")
@@ -1427,8 +1395,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         };
 
         let bytes = builder
-            .build_int_z_extend(threads, i64_type, "threads")
-            .and_then(|t| builder.build_int_mul(t, i64_type.const_int(4, false), "bytes"))
+            .build_int_mul(
+                call.threads_per_block,
+                i64_type.const_int(4, false),
+                "bytes",
+            )
             .map_err(builder_error)?;
         builder
             .build_memset(states, 16, i8_type.const_zero(), bytes)
@@ -1472,47 +1443,15 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .build_conditional_branch(here, go, next)
                     .map_err(builder_error)?;
                 builder.position_at_end(go);
-                // x, y, z of linear thread t.
-                let x = builder
-                    .build_int_unsigned_rem(t, sizes[0], "x")
-                    .map_err(builder_error)?;
-                let rest = builder
-                    .build_int_unsigned_div(t, sizes[0], "rest")
-                    .map_err(builder_error)?;
-                let y = builder
-                    .build_int_unsigned_rem(rest, sizes[1], "y")
-                    .map_err(builder_error)?;
-                let z = builder
-                    .build_int_unsigned_div(rest, sizes[1], "z")
-                    .map_err(builder_error)?;
+                let ids = self.unravel(t, sizes[0], sizes[1])?;
                 if tid_read_elsewhere {
-                    for (slot, id) in [(0, x), (1, y), (2, z)] {
+                    for (slot, id) in ids.iter().enumerate() {
                         builder
-                            .build_store(self.id_slot(slot, false)?, id)
+                            .build_store(self.id_slot(slot as u64, false)?, *id)
                             .map_err(builder_error)?;
                     }
                 }
-                let mut arguments: Vec<BasicMetadataValueEnum> = vec![
-                    (*state).into(),
-                    x.into(),
-                    y.into(),
-                    z.into(),
-                    t.into(),
-                    call.threads_per_block.into(),
-                    call.uniform_in.into(),
-                    call.uniform_out.into(),
-                    call.threads.into(),
-                ];
-                arguments.extend(self.arguments.iter().copied());
-                let reached = builder
-                    .build_call(regions.function, &arguments, "reached")
-                    .map_err(builder_error)?
-                    .try_as_basic_value()
-                    .basic()
-                    .map(|v| v.into_int_value())
-                    .ok_or_else(|| {
-                        Error::new(ErrorKind::Codegen, "a region function returns nothing")
-                    })?;
+                let (_, reached) = self.call_region(regions.function, *state, &ids, t, &call)?;
                 store(slot, reached)?;
                 builder
                     .build_unconditional_branch(next)
@@ -1632,13 +1571,6 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     ) -> Result<InstructionValue<'ll>> {
         let i32_type = self.job.llvm.i32_type();
         let mut arguments: Vec<BasicMetadataValueEnum> = Vec::new();
-        let call_instruction = |call: inkwell::values::CallSiteValue<'ll>| {
-            match call.try_as_basic_value() {
-                inkwell::values::ValueKind::Basic(value) => value.as_instruction_value(),
-                inkwell::values::ValueKind::Instruction(instruction) => Some(instruction),
-            }
-            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a call that is no instruction"))
-        };
         let Some(region) = innermost.region else {
             arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
             arguments.extend(self.arguments.iter().copied());
@@ -1665,7 +1597,24 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .builder
             .build_int_add(row, ids[0], "ltid")
             .map_err(builder_error)?;
-        arguments.push(i32_type.const_int(u64::from(region.state), false).into());
+        let state = i32_type.const_int(u64::from(region.state), false);
+        let (call, reached) = self.call_region(innermost.function, state, ids, linear, &region)?;
+        self.keep_bound(region.lowest, inkwell::IntPredicate::ULT, reached)?;
+        self.keep_bound(region.highest, inkwell::IntPredicate::UGT, reached)?;
+        Ok(call)
+    }
+
+    /// The call of a split kernel's region `function` from `state` for thread `ids` (x, y, z),
+    /// linear id `linear`: the call, and the state the thread reached.
+    fn call_region(
+        &self,
+        function: FunctionValue<'ll>,
+        state: IntValue<'ll>,
+        ids: &[IntValue<'ll>],
+        linear: IntValue<'ll>,
+        region: &RegionCall<'ll>,
+    ) -> Result<(InstructionValue<'ll>, IntValue<'ll>)> {
+        let mut arguments: Vec<BasicMetadataValueEnum> = vec![state.into()];
         arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
         arguments.extend::<[BasicMetadataValueEnum; 5]>([
             linear.into(),
@@ -1677,36 +1626,79 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         arguments.extend(self.arguments.iter().copied());
         let call = self
             .builder
-            .build_call(innermost.function, &arguments, "reached")
+            .build_call(function, &arguments, "reached")
             .map_err(builder_error)?;
-        let instruction = call_instruction(call)?;
         let reached = call
             .try_as_basic_value()
             .basic()
             .map(|v| v.into_int_value())
             .ok_or_else(|| Error::new(ErrorKind::Codegen, "a region function returns nothing"))?;
-        for (slot, predicate) in [
-            (region.lowest, inkwell::IntPredicate::ULT),
-            (region.highest, inkwell::IntPredicate::UGT),
-        ] {
-            let current = self
-                .builder
-                .build_load(i32_type, slot, "current")
-                .map_err(builder_error)?
-                .into_int_value();
-            let replace = self
-                .builder
-                .build_int_compare(predicate, reached, current, "replace")
-                .map_err(builder_error)?;
-            let value = self
-                .builder
-                .build_select(replace, reached, current, "bound")
-                .map_err(builder_error)?;
-            self.builder
-                .build_store(slot, value)
-                .map_err(builder_error)?;
+        Ok((call_instruction(call)?, reached))
+    }
+
+    /// Stores `value` in the i32 at `slot` when `value <predicate> slot` (a running minimum or
+    /// maximum).
+    fn keep_bound(
+        &self,
+        slot: PointerValue<'ll>,
+        predicate: inkwell::IntPredicate,
+        value: IntValue<'ll>,
+    ) -> Result<()> {
+        let current = self
+            .builder
+            .build_load(self.job.llvm.i32_type(), slot, "current")
+            .map_err(builder_error)?
+            .into_int_value();
+        let replace = self
+            .builder
+            .build_int_compare(predicate, value, current, "replace")
+            .map_err(builder_error)?;
+        let bound = self
+            .builder
+            .build_select(replace, value, current, "bound")
+            .map_err(builder_error)?;
+        self.builder
+            .build_store(slot, bound)
+            .map_err(builder_error)?;
+        Ok(())
+    }
+
+    /// x, y, z of `linear` in a box `size_x` by `size_y` wide (x fastest).
+    fn unravel(
+        &self,
+        linear: IntValue<'ll>,
+        size_x: IntValue<'ll>,
+        size_y: IntValue<'ll>,
+    ) -> Result<[IntValue<'ll>; 3]> {
+        let builder = &self.builder;
+        let x = builder
+            .build_int_unsigned_rem(linear, size_x, "x")
+            .map_err(builder_error)?;
+        let rest = builder
+            .build_int_unsigned_div(linear, size_x, "rest")
+            .map_err(builder_error)?;
+        let y = builder
+            .build_int_unsigned_rem(rest, size_y, "y")
+            .map_err(builder_error)?;
+        let z = builder
+            .build_int_unsigned_div(rest, size_y, "z")
+            .map_err(builder_error)?;
+        Ok([x, y, z])
+    }
+
+    /// An alloca in the entry block, whatever block the builder is in: LLVM makes those
+    /// registers; one in a loop would take stack on every iteration.
+    fn entry_alloca(&self, ty: impl BasicType<'ll>, name: &str) -> Result<PointerValue<'ll>> {
+        let here = self.builder.get_insert_block();
+        match self.entry.get_first_instruction() {
+            Some(first) => self.builder.position_before(&first),
+            None => self.builder.position_at_end(self.entry),
         }
-        Ok(instruction)
+        let alloca = self.builder.build_alloca(ty, name).map_err(builder_error);
+        if let Some(here) = here {
+            self.builder.position_at_end(here);
+        }
+        alloca
     }
 
     /// `for index in start..end` at the builder's position (in `before`), continuing at `after`:

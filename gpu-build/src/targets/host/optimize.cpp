@@ -131,6 +131,22 @@ void markVersioned(BasicBlock *latch) {
   latch->getTerminator()->setMetadata(VersionedMark, MDNode::get(context, {}));
 }
 
+// Adds `property` to the id of the loop whose back edge is `backEdge`, keeping what the id said
+// besides (a parallel thread loop's access group, an interleave count). A loop's id is a
+// distinct node whose first operand is itself.
+void addLoopProperty(Instruction *backEdge, MDNode *property) {
+  LLVMContext &context = backEdge->getContext();
+  auto placeholder = MDNode::getTemporary(context, {});
+  SmallVector<Metadata *, 4> properties{placeholder.get()};
+  if (MDNode *old = backEdge->getMetadata(LLVMContext::MD_loop))
+    for (unsigned i = 1; i < old->getNumOperands(); ++i)
+      properties.push_back(old->getOperand(i));
+  properties.push_back(property);
+  MDNode *id = MDNode::getDistinct(context, properties);
+  id->replaceOperandWith(0, id);
+  backEdge->setMetadata(LLVMContext::MD_loop, id);
+}
+
 // Asks the vectorizer not to interleave the loop ending at `latch`. A thread loop runs as many
 // iterations as the block is wide, often 16 or 32 threads: a 16-wide AVX-512 loop interleaved
 // twice needs 32 threads before its vector body runs at all, and a 16 x 16 block's rows then
@@ -139,17 +155,7 @@ void interleaveOnce(BasicBlock *latch) {
   LLVMContext &context = latch->getContext();
   Metadata *count[] = {MDString::get(context, "llvm.loop.interleave.count"),
                        ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(context), 1))};
-  // A loop's id is a distinct node whose first operand is itself; what it said besides (a
-  // parallel thread loop's access group) is kept.
-  auto placeholder = MDNode::getTemporary(context, {});
-  SmallVector<Metadata *, 4> properties{placeholder.get()};
-  if (MDNode *old = latch->getTerminator()->getMetadata(LLVMContext::MD_loop))
-    for (unsigned i = 1; i < old->getNumOperands(); ++i)
-      properties.push_back(old->getOperand(i));
-  properties.push_back(MDNode::get(context, count));
-  MDNode *id = MDNode::getDistinct(context, properties);
-  id->replaceOperandWith(0, id);
-  latch->getTerminator()->setMetadata(LLVMContext::MD_loop, id);
+  addLoopProperty(latch->getTerminator(), MDNode::get(context, count));
 }
 
 // Whether the loop's shape is one both changes handle: a preheader, one latch that is its only
@@ -466,13 +472,10 @@ void markParallelThreadLoops(Module &M, const char *loopMark, const char *bodyMa
       body->setMetadata(bodyKind, nullptr);
       body->setMetadata(LLVMContext::MD_access_group, group);
     }
+    Metadata *parallel[] = {MDString::get(C, "llvm.loop.parallel_accesses"), group};
     for (Instruction *backEdge : backEdges) {
       backEdge->setMetadata(loopKind, nullptr);
-      Metadata *parallel[] = {MDString::get(C, "llvm.loop.parallel_accesses"), group};
-      auto placeholder = MDNode::getTemporary(C, {});
-      MDNode *id = MDNode::getDistinct(C, {placeholder.get(), MDNode::get(C, parallel)});
-      id->replaceOperandWith(0, id);
-      backEdge->setMetadata(LLVMContext::MD_loop, id);
+      addLoopProperty(backEdge, MDNode::get(C, parallel));
     }
   }
 }

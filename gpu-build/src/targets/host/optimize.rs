@@ -41,21 +41,19 @@ extern "C" {
 /// the same by compiling at run time; we cannot, so every level the kernel may meet is built):
 /// the baseline SSE2 code does a quarter of AVX-512's work per instruction.
 pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
-    let nul = |_| Error::new(ErrorKind::Codegen, "a symbol or CPU name with a NUL byte");
+    let c_string = |text: &str| {
+        CString::new(text)
+            .map_err(|_| Error::new(ErrorKind::Codegen, "a symbol or CPU name with a NUL byte"))
+    };
     // The blocks entries' names end with this: `<prefix><kernel>.blocks`.
-    let suffix = CString::new(host_abi::blocks_entry("", "")).map_err(nul)?;
-    let [thread_loop_mark, thread_body_mark] =
-        [THREAD_LOOP_MARK, THREAD_BODY_MARK].map(CString::new);
-    let (thread_loop_mark, thread_body_mark) = (
-        thread_loop_mark.map_err(nul)?,
-        thread_body_mark.map_err(nul)?,
-    );
-    let [baseline, levels @ ..] = host_abi::X86_64_CPUS.map(CString::new);
-    let baseline = baseline.map_err(nul)?;
-    let levels = levels
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(nul)?;
+    let suffix = c_string(&host_abi::blocks_entry("", ""))?;
+    let thread_loop_mark = c_string(THREAD_LOOP_MARK)?;
+    let thread_body_mark = c_string(THREAD_BODY_MARK)?;
+    let all_cpus = host_abi::X86_64_CPUS
+        .iter()
+        .map(|cpu| c_string(cpu))
+        .collect::<Result<Vec<_>>>()?;
+    let (baseline, levels) = (&all_cpus[0], &all_cpus[1..]);
     let cpus: Vec<*const c_char> = if level > 0 && for_any_x86_64(machine) {
         levels.iter().map(|cpu| cpu.as_ptr()).collect()
     } else {

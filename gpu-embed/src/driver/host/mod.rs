@@ -363,10 +363,12 @@ fn detected_cpu_level() -> u32 {
         && has!("avx512cd")
         && has!("avx512dq")
         && has!("avx512vl");
-    match (v3, v4) {
-        (_, true) => 2,
-        (true, false) => 1,
-        _ => 0,
+    if v4 {
+        2
+    } else if v3 {
+        1
+    } else {
+        0
     }
 }
 
