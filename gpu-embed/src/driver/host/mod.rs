@@ -1,6 +1,7 @@
 //! The host "driver": kernels compiled for this CPU and linked into the program, run by a block
-//! scheduler. Blocks are spread over the machine's cores (one block at a time per worker, so a
-//! block's workgroup memory, thread-local in the kernel code, is its own). A block's threads run
+//! scheduler. Blocks are spread over the machine's cores (the launching thread and long-lived
+//! helper threads, `workers.rs`; one block at a time per thread, so a block's workgroup memory,
+//! thread-local in the kernel code, is its own). A block's threads run
 //! in loops, chunks of blocks per call (kernels with barriers as loops between barriers,
 //! `gpu-build`'s barrier fission); a kernel whose barriers could not be split runs each thread as
 //! a stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
@@ -10,6 +11,7 @@
 
 mod image;
 mod stream;
+mod workers;
 
 use super::{borrow_handle, into_handle, release_handle};
 use super::{DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes, Pattern};
@@ -249,7 +251,8 @@ fn host_memory() -> MemInfo {
 #[derive(Clone, Copy)]
 struct Shared(*mut *mut c_void);
 
-// SAFETY: the parameters are only read, and outlive the launch's scoped threads.
+// SAFETY: the parameters are only read, and outlive every call of the launch's work
+// (`workers::run_together` returns after the last).
 unsafe impl Send for Shared {}
 // SAFETY: as above: shared reads only.
 unsafe impl Sync for Shared {}
@@ -447,12 +450,7 @@ fn launch_grid(
             }
         }
     };
-    std::thread::scope(|scope| {
-        for _ in 1..workers {
-            scope.spawn(worker);
-        }
-        worker();
-    });
+    workers::run_together(workers - 1, &worker);
     // Kernels print with the C library (`gpu.printf`): their lines come before whatever the
     // program prints after the launch.
     // SAFETY: fflush(NULL) flushes every C output stream; always safe to call.
