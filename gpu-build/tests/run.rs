@@ -152,6 +152,14 @@ fn run_and_check_with(program: &Path, device: &str, env: &[(&str, &str)]) -> Res
             output.status
         ));
     }
+    // Every program checked here, upstream's shuffles and all-reduces included, runs its
+    // kernels as thread loops on the host: none may fall back to a coroutine per thread.
+    if let Some(warning) = stderr
+        .lines()
+        .find(|line| line.contains("runs one coroutine per GPU thread"))
+    {
+        return Err(format!("{}: {warning}", program.display()));
+    }
     // A program whose RUN line checks stderr too (`2>&1`: assertion reports) gets both.
     let run_lines = std::fs::read_to_string(program).unwrap_or_default();
     let checked = if run_lines
