@@ -17,7 +17,7 @@
 // per-thread arrays in `threads` (array k at threads + offset_k * nthreads, element ltid).
 // Private allocations (allocas that cannot be promoted to registers) move there too. A kernel
 // whose subgroup barriers (not block barriers) sit in control flow that depends on the thread
-// is split too, its threads then run by their own state (fission.rs): every value is saved per
+// is split too, its subgroups then run by their own state (fission.rs): every value is saved per
 // thread, and a table says which states follow a subgroup barrier.
 
 #include "llvm-c/Core.h"
@@ -307,7 +307,7 @@ struct Fissioned {
   unsigned barriers;
   // When a subgroup barrier sits in control flow that depends on the thread (a shuffle inside
   // `if (warp == 0)`): a constant i8 array, by state, 1 where the state resumes after a
-  // subgroup barrier. The caller then schedules threads by their own state (see fission.rs);
+  // subgroup barrier. The caller then schedules subgroups by their own state (see fission.rs);
   // null otherwise.
   GlobalVariable *subgroupStates;
 };
@@ -380,14 +380,14 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   // A block barrier in control flow that depends on the thread cannot be split: threads of a
   // block may reach it a different number of times. A subgroup barrier there can, when every
   // thread of a subgroup reaches it together (a shuffle inside `if (warp == 0)`): the caller
-  // then runs each thread from its own state, and checks that at run time.
-  bool byThread = false;
+  // then runs each subgroup from its own state, and checks that at run time.
+  bool bySubgroup = false;
   for (unsigned i = 0; i < barrierBlock.size(); ++i)
     if (uniformity.inDivergentRegion.count(barrierBlock[i])) {
       if (!subgroupOnly[i])
         return "a barrier in control flow that depends on the thread (threads of a block may "
                "reach it a different number of times)";
-      byThread = true;
+      bySubgroup = true;
     }
 
   // What crosses a barrier, and where each is saved.
@@ -414,9 +414,9 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
       saved.push_back({&I, at, true, false, 0});
       continue;
     }
-    // Threads run by their own state may be at the same barrier in different iterations of a
+    // Subgroups run by their own state may be at the same barrier in different iterations of a
     // loop the analysis calls uniform: each keeps its own copy of everything.
-    bool uniform = !byThread && !uniformity.isDivergent(&I);
+    bool uniform = !bySubgroup && !uniformity.isDivergent(&I);
     uint64_t &bytes = uniform ? uniformBytes : threadBytes;
     saved.push_back({&I, at, false, uniform, bytes});
     // Arrays (and slots) start 16-byte aligned; elements are packed.
@@ -554,7 +554,7 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
     return "internal error, the split kernel is invalid: " + problems;
   }
   GlobalVariable *subgroupStates = nullptr;
-  if (byThread) {
+  if (bySubgroup) {
     SmallVector<uint8_t, 16> byState{0};
     for (bool subgroup : subgroupOnly)
       byState.push_back(subgroup ? 1 : 0);

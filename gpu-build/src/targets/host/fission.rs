@@ -20,13 +20,14 @@
 //! Subgroup barriers (the exchanges of shuffles and subgroup reductions) may sit in control flow
 //! that depends on the thread, as long as every thread of a subgroup gets there together: the
 //! second stage of a block reduction shuffles inside `if (warp == 0)`. Such a kernel is run by
-//! thread state (`EntryBuilder::regions_by_thread`, the hierarchical scheme of COX in its
-//! simplest form): each thread keeps the state it reached; the threads at a subgroup barrier
-//! run on (lowest state first) while the others wait, and the block goes past a block barrier
-//! once every thread waits there. At run time every thread of a subgroup must be at a subgroup
-//! barrier together, and every thread of the block at a block barrier, else the launch fails as
-//! for divergent barriers. Every value kept across a barrier is then kept per thread (threads
-//! may be at one barrier in different iterations of a loop).
+//! subgroup state (`EntryBuilder::regions_by_subgroup`, COX's hierarchical collapsing: a loop
+//! over the block's subgroups around a loop over their lanes): each subgroup keeps the state its
+//! lanes reached; the subgroups at a subgroup barrier run on (lowest state first) while the
+//! others wait, and the block goes past a block barrier once every subgroup waits there. At run
+//! time the lanes of a subgroup must reach the same barrier, and every subgroup of the block
+//! the same block barrier, else the launch fails as for divergent barriers. Every value kept
+//! across a barrier is then kept per thread (subgroups may be at one barrier in different
+//! iterations of a loop).
 //!
 //! The fallback is a coroutine per thread (with a build warning naming the kernel and why):
 //! for block barriers in control flow that depends on the thread id (so threads of a block may
@@ -70,7 +71,7 @@ pub(crate) struct Regions<'ll> {
     pub thread_bytes: u64,
     /// How many barriers: the states are 0 (start) to this.
     pub barriers: u32,
-    /// For a kernel run by thread state (a subgroup barrier in control flow that depends on
+    /// For a kernel run by subgroup state (a subgroup barrier in control flow that depends on
     /// the thread): an `[i8 x barriers + 1]` constant, 1 for the states after a subgroup
     /// barrier.
     pub subgroup_states: Option<GlobalValue<'ll>>,

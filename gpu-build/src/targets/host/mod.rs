@@ -361,7 +361,7 @@ fn retarget<'ll>(
         mma::emulate(job, module, ids, exchange)?;
         // Fission splits kernels at exchanges as at barriers (the block waiting is stronger than
         // the subgroup waiting, and exact where the whole block runs the shuffle or multiply;
-        // where only some subgroups do, threads run by their own state).
+        // where only some subgroups do, subgroups run by their own state).
         barriers.push(exchange);
         subgroup_barrier = Some(exchange);
     }
@@ -1141,7 +1141,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         done: BasicBlock<'ll>,
     ) -> Result<()> {
         if let Some(table) = regions.subgroup_states {
-            return self.regions_by_thread(
+            return self.regions_by_subgroup(
                 regions,
                 storage,
                 table,
@@ -1263,15 +1263,19 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         Ok(())
     }
 
-    /// One block of a kernel run by thread state (see `fission.rs`), from the builder's
-    /// position: every thread starts at state 0; then, again and again, the lowest state after
-    /// a subgroup barrier that some thread is at runs for the threads at it (each of its
-    /// subgroups must be there whole), or, when none is, the state every thread is at (after a
-    /// block barrier) runs for all of them; when every thread is done, `done`. Threads at
-    /// different block barriers, or a subgroup split between states, end the call with
-    /// `STATUS_DIVERGENT_BARRIER`. Each round is one pass over the threads: it runs those at
-    /// the chosen state and, from every thread's state after that, finds the next one.
-    fn regions_by_thread(
+    /// One block of a kernel run by subgroup state (see `fission.rs`), from the builder's
+    /// position: every subgroup starts at state 0; then, again and again, the lowest state after
+    /// a subgroup barrier that some subgroup is at runs for the subgroups at it, or, when none
+    /// is, the state every subgroup is at (after a block barrier) runs for all of them; when
+    /// every subgroup is done, `done`. A state runs for a subgroup as a loop over its lanes
+    /// (COX's hierarchical collapsing: a loop over the block's subgroups around a loop over
+    /// lanes), and the lanes must reach one barrier together: lanes that reach different ones,
+    /// or subgroups at different block barriers, end the call with `STATUS_DIVERGENT_BARRIER`.
+    /// A subgroup's lanes always share their state (a lane at another barrier than its
+    /// subgroup's fails the launch), so the state is kept per subgroup: each round is one pass
+    /// over the subgroups, which runs those at the chosen state and, from every subgroup's state
+    /// after that, finds the next one.
+    fn regions_by_subgroup(
         &self,
         regions: &Regions<'ll>,
         storage: &RegionStorage<'ll>,
@@ -1287,23 +1291,39 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let finished = i32_type.const_int(u64::from(DONE), false);
         let zero = i32_type.const_zero();
         let call = storage.call;
-        // The lowest and highest state of all threads; the lowest state after a subgroup
-        // barrier any thread is at (DONE for none); the state that runs.
+        // The lowest and highest state of all subgroups; the lowest state after a subgroup
+        // barrier any subgroup is at (DONE for none); the state that runs.
         let (lowest, highest, subgroup_next) = (call.lowest, call.highest, storage.state);
         let chosen = self.entry_alloca(i32_type, "chosen")?;
-        // Each thread's state.
-        let states = self.entry_alloca(i32_type.array_type(host_abi::MAX_THREADS), "states")?;
-        // The block's threads (at most MAX_THREADS), as the thread loops count them.
+        // The lowest and highest state the lanes of the running subgroup reached.
+        let lanes_lowest = self.entry_alloca(i32_type, "lanes_lowest")?;
+        let lanes_highest = self.entry_alloca(i32_type, "lanes_highest")?;
+        // Each subgroup's state.
+        let most_subgroups = host_abi::MAX_THREADS.div_ceil(host_abi::SUBGROUP_SIZE);
+        let states_type = i32_type.array_type(most_subgroups);
+        let states = self.entry_alloca(states_type, "states")?;
+        // The block's threads (at most MAX_THREADS), as the thread loops count them, and its
+        // subgroups (the last one partial where the block is not a multiple of their size).
         let threads = builder
             .build_int_truncate(call.threads_per_block, i32_type, "threads")
             .map_err(builder_error)?;
-        let state_of = |t: IntValue<'ll>| -> Result<PointerValue<'ll>> {
-            // SAFETY: `t` is below the block's thread count, at most MAX_THREADS.
+        let lanes = i32_type.const_int(u64::from(host_abi::SUBGROUP_SIZE), false);
+        let subgroups = builder
+            .build_int_unsigned_div(
+                builder
+                    .build_int_add(threads, lanes.const_sub(i32_type.const_int(1, false)), "up")
+                    .map_err(builder_error)?,
+                lanes,
+                "subgroups",
+            )
+            .map_err(builder_error)?;
+        let state_of = |g: IntValue<'ll>| -> Result<PointerValue<'ll>> {
+            // SAFETY: `g` is below the block's subgroup count, at most `most_subgroups`.
             unsafe {
                 builder.build_in_bounds_gep(
-                    i32_type.array_type(host_abi::MAX_THREADS),
+                    states_type,
                     states,
-                    &[i64_type.const_zero(), t],
+                    &[i64_type.const_zero(), g],
                     "state_of",
                 )
             }
@@ -1327,7 +1347,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let running = builder
                 .build_int_compare(NE, state, finished, "running")
                 .map_err(builder_error)?;
-            // A finished thread reads entry 0 (the start, after no subgroup barrier).
+            // A finished subgroup reads entry 0 (the start, after no subgroup barrier).
             let index = builder
                 .build_select(running, state, zero, "index")
                 .map_err(builder_error)?
@@ -1335,7 +1355,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let index = builder
                 .build_int_z_extend(index, i64_type, "index")
                 .map_err(builder_error)?;
-            // SAFETY: `index` is a running thread's state (at most `regions.barriers`) or 0.
+            // SAFETY: `index` is a running subgroup's state (at most `regions.barriers`) or 0.
             let kind = unsafe {
                 builder.build_in_bounds_gep(
                     table_type,
@@ -1353,31 +1373,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_int_compare(NE, kind, i8_type.const_zero(), "after_subgroup")
                 .map_err(builder_error)
         };
-        // Keeps `state` (thread t's, from now on) in the round's bounds; a thread at a
-        // subgroup barrier has its whole subgroup with it: it agrees with the subgroup's first
-        // thread (whose state is already this round's) whenever either is at one.
-        let lanes = i32_type.const_int(u64::from(host_abi::SUBGROUP_SIZE - 1), false);
-        let fold = |t: IntValue<'ll>, state: IntValue<'ll>| -> Result<()> {
-            let first = builder
-                .build_and(t, lanes.const_not(), "first")
-                .map_err(builder_error)?;
-            let firsts = load(state_of(first)?, "first_state")?;
-            let mine_sub = after_subgroup(state)?;
-            let first_sub = after_subgroup(firsts)?;
-            let either = builder
-                .build_or(mine_sub, first_sub, "either")
-                .map_err(builder_error)?;
-            let differ = builder
-                .build_int_compare(NE, state, firsts, "differ")
-                .map_err(builder_error)?;
-            let split = builder
-                .build_and(either, differ, "split")
-                .map_err(builder_error)?;
-            let whole = llvm.append_basic_block(self.function, "whole");
-            builder
-                .build_conditional_branch(split, storage.diverged, whole)
-                .map_err(builder_error)?;
-            builder.position_at_end(whole);
+        // Keeps a subgroup's `state` in the round's bounds.
+        let fold = |state: IntValue<'ll>| -> Result<()> {
             self.keep_bound(lowest, ULT, state)?;
             self.keep_bound(highest, UGT, state)?;
             let current = load(subgroup_next, "subgroup_next")?;
@@ -1385,7 +1382,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_int_compare(ULT, state, current, "lower")
                 .map_err(builder_error)?;
             let take = builder
-                .build_and(mine_sub, lower, "take")
+                .build_and(after_subgroup(state)?, lower, "take")
                 .map_err(builder_error)?;
             let value = builder
                 .build_select(take, state, current, "subgroup_next")
@@ -1396,7 +1393,9 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
 
         let bytes = builder
             .build_int_mul(
-                call.threads_per_block,
+                builder
+                    .build_int_z_extend(subgroups, i64_type, "subgroups")
+                    .map_err(builder_error)?,
                 i64_type.const_int(4, false),
                 "bytes",
             )
@@ -1410,7 +1409,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_unconditional_branch(round)
             .map_err(builder_error)?;
 
-        // The chosen state, for the threads at it: a loop per state, so that each calls the
+        // The chosen state, for the subgroups at it: a loop per state, so that each calls the
         // region function with its state constant.
         builder.position_at_end(round);
         store(lowest, finished)?;
@@ -1431,8 +1430,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .map_err(builder_error)?;
         for (state, case) in &cases {
             builder.position_at_end(*case);
-            self.counted_loop(zero, threads, *case, ran, |t, _, latch| {
-                let slot = state_of(t)?;
+            self.counted_loop(zero, subgroups, *case, ran, |g, _, latch| {
+                let slot = state_of(g)?;
                 let before = load(slot, "state")?;
                 let here = builder
                     .build_int_compare(EQ, before, *state, "here")
@@ -1443,21 +1442,56 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .build_conditional_branch(here, go, next)
                     .map_err(builder_error)?;
                 builder.position_at_end(go);
-                let ids = self.unravel(t, sizes[0], sizes[1])?;
-                if tid_read_elsewhere {
-                    for (slot, id) in ids.iter().enumerate() {
-                        builder
-                            .build_store(self.id_slot(slot as u64, false)?, *id)
-                            .map_err(builder_error)?;
+                let first = builder
+                    .build_int_nuw_mul(g, lanes, "first")
+                    .map_err(builder_error)?;
+                let past = builder
+                    .build_int_nuw_add(first, lanes, "past")
+                    .map_err(builder_error)?;
+                let short = builder
+                    .build_int_compare(ULT, threads, past, "short")
+                    .map_err(builder_error)?;
+                let end = builder
+                    .build_select(short, threads, past, "end")
+                    .map_err(builder_error)?
+                    .into_int_value();
+                store(lanes_lowest, finished)?;
+                store(lanes_highest, zero)?;
+                let lanes_ran = llvm.append_basic_block(self.function, "lanes_ran");
+                self.counted_loop(first, end, go, lanes_ran, |t, _, lane_latch| {
+                    let ids = self.unravel(t, sizes[0], sizes[1])?;
+                    if tid_read_elsewhere {
+                        for (slot, id) in ids.iter().enumerate() {
+                            builder
+                                .build_store(self.id_slot(slot as u64, false)?, *id)
+                                .map_err(builder_error)?;
+                        }
                     }
-                }
-                let (_, reached) = self.call_region(regions.function, *state, &ids, t, &call)?;
+                    let (_, reached) =
+                        self.call_region(regions.function, *state, &ids, t, &call)?;
+                    self.keep_bound(lanes_lowest, ULT, reached)?;
+                    self.keep_bound(lanes_highest, UGT, reached)?;
+                    builder
+                        .build_unconditional_branch(lane_latch)
+                        .map_err(builder_error)?;
+                    Ok(())
+                })?;
+                builder.position_at_end(lanes_ran);
+                let reached = load(lanes_lowest, "reached")?;
+                let together = builder
+                    .build_int_compare(EQ, reached, load(lanes_highest, "latest")?, "together")
+                    .map_err(builder_error)?;
+                let whole = llvm.append_basic_block(self.function, "whole");
+                builder
+                    .build_conditional_branch(together, whole, storage.diverged)
+                    .map_err(builder_error)?;
+                builder.position_at_end(whole);
                 store(slot, reached)?;
                 builder
                     .build_unconditional_branch(next)
                     .map_err(builder_error)?;
                 builder.position_at_end(next);
-                fold(t, load(slot, "now")?)?;
+                fold(load(slot, "now")?)?;
                 builder
                     .build_unconditional_branch(latch)
                     .map_err(builder_error)?;
@@ -1465,8 +1499,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             })?;
         }
 
-        // The next round: a subgroup barrier's state if any thread is at one, else the block's
-        // common state (all threads done: the block is).
+        // The next round: a subgroup barrier's state if any subgroup is at one, else the block's
+        // common state (all subgroups done: the block is).
         builder.position_at_end(ran);
         let next_subgroup = load(subgroup_next, "next_subgroup")?;
         let by_subgroup = builder
