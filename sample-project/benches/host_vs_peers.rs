@@ -5,8 +5,8 @@
 //! matmul, a 2-D 5-point stencil, a block sum with `gpu.all_reduce`, and the launch latency of
 //! an empty kernel. saxpy and the stencil move more bytes than this machine's caches keep
 //! between rounds, so each has a memory-bandwidth floor row: the least traffic its kernel needs
-//! (a triad over saxpy's bytes, a scaled copy over the stencil's), plain threaded Rust, AVX2
-//! where the processor has it, in the same rounds.
+//! (a triad over saxpy's bytes, a scaled copy over the stencil's), plain threaded Rust, AVX-512
+//! or AVX2 where the processor has it, in the same rounds.
 //!
 //! Only the kernels are timed (inputs resident); rounds alternate between the contenders and
 //! each figure is the median. Every result is checked against the Rust reference first. PoCL's
@@ -191,42 +191,35 @@ fn main() {
     }
 }
 
-/// `out = scale * in`: a stencil's least traffic (each input read once, each output written
-/// once), vectorized as `triad`.
-fn scale(out: &mut [f32], input: &[f32], scale: f32) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        fn wide(out: &mut [f32], input: &[f32], scale: f32) {
-            for (out, input) in out.iter_mut().zip(input) {
-                *out = scale * input;
-            }
+/// `out[i] = op(out[i], input[i])` over both slices, compiled with the widest vectors the
+/// processor has (AVX-512 or AVX2: the L3 cache of a server holds the floors' bytes, so the
+/// width of the loop's instructions shows, and the host target runs its AVX-512 copy there).
+fn elementwise(out: &mut [f32], input: &[f32], op: impl Fn(f32, f32) -> f32) {
+    fn each(out: &mut [f32], input: &[f32], op: impl Fn(f32, f32) -> f32) {
+        for (out, input) in out.iter_mut().zip(input) {
+            *out = op(*out, *input);
         }
-        // SAFETY: the processor has AVX2 (checked above).
-        return unsafe { wide(out, input, scale) };
     }
-    for (out, input) in out.iter_mut().zip(input) {
-        *out = scale * input;
-    }
-}
-
-/// `y += a * x`, with the widest vectors the processor has (AVX2 where it is there: the L3
-/// cache of a server holds these 128 MiB, so the width of the loop's instructions shows).
-fn triad(y: &mut [f32], x: &[f32], a: f32) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        fn wide(y: &mut [f32], x: &[f32], a: f32) {
-            for (y, x) in y.iter_mut().zip(x) {
-                *y += a * x;
-            }
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512(out: &mut [f32], input: &[f32], op: impl Fn(f32, f32) -> f32) {
+            each(out, input, op)
         }
-        // SAFETY: the processor has AVX2 (checked above).
-        return unsafe { wide(y, x, a) };
+        #[target_feature(enable = "avx2")]
+        fn avx2(out: &mut [f32], input: &[f32], op: impl Fn(f32, f32) -> f32) {
+            each(out, input, op)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the processor has AVX-512F (checked above).
+            return unsafe { avx512(out, input, op) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2 (checked above).
+            return unsafe { avx2(out, input, op) };
+        }
     }
-    for (y, x) in y.iter_mut().zip(x) {
-        *y += a * x;
-    }
+    each(out, input, op)
 }
 
 /// saxpy, and the memory-bandwidth floor over the same bytes.
@@ -308,7 +301,9 @@ fn saxpy_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
         )
     };
     let floor_run: Run = Box::new(|| {
-        on_every_thread(y_floor, x_floor, |ys, xs| triad(ys, xs, a));
+        on_every_thread(y_floor, x_floor, |ys, xs| {
+            elementwise(ys, xs, |y, x| y + a * x)
+        });
     });
     let mut runs = [
         Some(host_run),
@@ -672,7 +667,9 @@ fn stencil_row(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
         )
     };
     let floor_run: Run = Box::new(|| {
-        on_every_thread(out_floor, in_floor, |outs, ins| scale(outs, ins, 0.5));
+        on_every_thread(out_floor, in_floor, |outs, ins| {
+            elementwise(outs, ins, |_, x| 0.5 * x)
+        });
     });
     let mut runs = [
         Some(host_run),
