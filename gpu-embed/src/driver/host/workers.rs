@@ -247,57 +247,57 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_call_ends_before_the_launch_returns() {
+    /// A launch with one helper seat in which the launching thread's call returns as soon as
+    /// a helper has joined, and the helper's call runs `helper`; false where there are no
+    /// helper threads (one core).
+    fn with_one_helper(helper: impl Fn() + Sync) -> bool {
         if pool().threads == 0 {
             eprintln!("skipped: one core, no helper threads");
-            return;
+            return false;
         }
-        // The launching thread's call returns as soon as a helper has joined; the helper's
-        // call is still busy with the borrowed counters, which must not be gone yet.
         let launcher = std::thread::current().id();
-        for _ in 0..20 {
-            let (joined, finished) = (AtomicUsize::new(0), AtomicUsize::new(0));
-            run_together(1, &|| {
-                if std::thread::current().id() == launcher {
-                    while joined.load(Ordering::SeqCst) == 0 {
-                        std::thread::yield_now();
-                    }
-                } else {
-                    joined.fetch_add(1, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(2));
-                    finished.fetch_add(1, Ordering::SeqCst);
+        let joined = AtomicUsize::new(0);
+        run_together(1, &|| {
+            if std::thread::current().id() == launcher {
+                while joined.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
                 }
+            } else {
+                joined.fetch_add(1, Ordering::SeqCst);
+                helper();
+            }
+        });
+        true
+    }
+
+    #[test]
+    fn every_call_ends_before_the_launch_returns() {
+        // The helper's call is still busy with a borrowed counter when the launching thread's
+        // returns; the counter must not be gone yet.
+        for _ in 0..20 {
+            let finished = AtomicUsize::new(0);
+            let ran = with_one_helper(|| {
+                std::thread::sleep(Duration::from_millis(2));
+                finished.fetch_add(1, Ordering::SeqCst);
             });
+            if !ran {
+                return;
+            }
             assert_eq!(finished.load(Ordering::SeqCst), 1);
         }
     }
 
     #[test]
     fn a_helpers_panic_reaches_the_launching_thread_after_every_call() {
-        let launcher = std::thread::current().id();
-        let helpers = pool().threads;
-        if helpers == 0 {
-            eprintln!("skipped: one core, no helper threads to panic");
+        let payload = panic::catch_unwind(AssertUnwindSafe(|| {
+            with_one_helper(|| panic!("helper failed"));
+        }));
+        if pool().threads == 0 {
             return;
         }
-        // The launching thread waits until a helper has joined, which then panics.
-        let joined = AtomicUsize::new(0);
-        let payload = panic::catch_unwind(AssertUnwindSafe(|| {
-            run_together(1, &|| {
-                if std::thread::current().id() == launcher {
-                    while joined.load(Ordering::SeqCst) == 0 {
-                        std::thread::yield_now();
-                    }
-                } else {
-                    joined.fetch_add(1, Ordering::SeqCst);
-                    panic!("helper failed");
-                }
-            })
-        }))
-        .expect_err("the helper's panic is raised on the launching thread");
+        let payload = payload.expect_err("the helper's panic is raised on the launching thread");
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"helper failed"));
         // The pool still serves launches.
-        assert!(share_out(helpers, 1000).iter().all(|&n| n == 1));
+        assert!(share_out(pool().threads, 1000).iter().all(|&n| n == 1));
     }
 }
