@@ -127,6 +127,42 @@ fn host_thread_loops_vectorize_as_parallel_loops_without_overlap_checks() {
     );
 }
 
+/// A thread loop left at its guard runs as many threads as the guard lets through: the tree
+/// reduction's steps run 128, 64, ..., 1 threads, and a vector body interleaved four times
+/// (64 threads an iteration with AVX-512) left the 32- and 16-thread steps to scalar code. Each
+/// vector body adds one vector an iteration.
+#[test]
+fn host_loops_left_at_their_guard_are_not_interleaved() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dumping(|| {
+        build_in(dir.path())
+            .kernel(workspace().join("sample-project/kernels/reduce.mlir"))
+            .target(gpu_build::Vendor::Host, &[])
+            .compile()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let object = dir.path().join(&report.manifest.modules[0].objects[0].path);
+    let optimized = std::fs::read_to_string(object.with_extension("opt.ll")).unwrap();
+    // The IR's basic blocks: a label line starts each, after a function's first.
+    let mut vector_bodies = 0;
+    for block in optimized.split("\n\n") {
+        let label = block.lines().next().unwrap_or_default();
+        if !label.starts_with("vector.body") {
+            continue;
+        }
+        vector_bodies += 1;
+        let adds = block.matches(" = fadd <").count();
+        assert!(
+            adds <= 1,
+            "{adds} vector adds in one iteration of:\n{block}"
+        );
+    }
+    assert!(
+        vector_bodies > 0,
+        "the reduction's steps vectorized: {optimized}"
+    );
+}
+
 fn gfx90a_opt(dir: &std::path::Path) -> String {
     std::fs::read_to_string(dir.join("gfx90a.opt.ll")).unwrap()
 }

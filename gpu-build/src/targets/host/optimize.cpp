@@ -416,6 +416,9 @@ bool exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
     phi.addIncoming(phi.getIncomingValueForBlock(latch), header);
   idle->removePredecessor(header);
   guard->setSuccessor(eventually ? 0 : 1, exit);
+  // The loop now runs as many threads as its guard lets through, often fewer than an
+  // interleaved vector body takes (a tree reduction's steps run 128, 64, ..., 1 threads).
+  interleaveOnce(latch);
   SE.forgetLoop(&L);
   return true;
 }
