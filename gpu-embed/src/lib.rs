@@ -82,6 +82,7 @@ pub use driver::KernelAttributes;
 pub use error::{DriverCode, Error, ErrorKind, Result};
 pub use event::Event;
 pub use gpu_embed_macro::include_gpu_binary;
+pub use gpu_manifest::DriverVersion;
 pub use graph::Graph;
 pub use half::{bf16, f16};
 pub use kernel::Kernel;

@@ -12,7 +12,8 @@
 //! (`gpu_manifest::LoadRequirement`, read from each object when it was built). No fit names the
 //! driver's version, what each object needs, and the fix.
 
-use crate::binary::{Binary, Format, Object, Vendor};
+use crate::binary::{Binary, Format, LoadRequirement, Object, Vendor};
+use gpu_manifest::DriverVersion;
 use std::fmt;
 
 /// What selection needs to know about a device.
@@ -24,10 +25,9 @@ pub struct DeviceArch {
     pub arch: String,
     /// For messages: `NVIDIA H200`.
     pub name: String,
-    /// The driver's version where it matters to loading: CUDA's (major, minor), as
-    /// `cuDriverGetVersion` reports `12040` for 12.4; HIP's (the ROCm release), as
-    /// `hipDriverGetVersion` reports `50221153` for 5.2. `None`: unknown, not checked.
-    pub driver_version: Option<(u32, u32)>,
+    /// The driver's version where it matters to loading (a CUDA driver's, a ROCm release's).
+    /// `None`: unknown, not checked.
+    pub driver_version: Option<DriverVersion>,
 }
 
 /// No embedded object can run on the device.
@@ -99,10 +99,10 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
     let loadable = candidates.filter(|o| loads_on(o, device.driver_version));
     let chosen = select_for_chip(device.vendor, loadable, &device.arch);
     chosen.ok_or_else(|| {
-        let driver = match (device.vendor, device.driver_version) {
-            (Vendor::Nvptx, Some((major, minor))) => format!(", CUDA driver {major}.{minor}"),
-            (Vendor::Amdgpu, Some((major, minor))) => format!(", ROCm {major}.{minor}"),
-            _ => String::new(),
+        let driver = match device.driver_version {
+            Some(DriverVersion::Cuda { major, minor }) => format!(", CUDA driver {major}.{minor}"),
+            Some(rocm) => format!(", {rocm}"),
+            None => String::new(),
         };
         NoFit {
             device: format!(
@@ -132,12 +132,11 @@ fn select_for_chip<'b>(
     }
 }
 
-/// Whether the driver of `driver` (its vendor's version) loads `object`: CUDA's for NVIDIA
-/// objects, ROCm's for AMD's (unknown versions and requirements are not checked).
-fn loads_on(object: &Object, driver: Option<(u32, u32)>) -> bool {
-    match (object.requires(), driver, object.vendor()) {
-        (Some(requirement), Some(driver), Vendor::Nvptx) => requirement.loads_on_cuda(driver),
-        (Some(requirement), Some(driver), Vendor::Amdgpu) => requirement.loads_on_rocm(driver),
+/// Whether a device whose driver is `driver` loads `object` (unknown versions and
+/// requirements are not checked).
+fn loads_on(object: &Object, driver: Option<DriverVersion>) -> bool {
+    match (object.requires(), driver) {
+        (Some(requirement), Some(driver)) => requirement.loads_on(driver),
         _ => true,
     }
 }
@@ -145,44 +144,42 @@ fn loads_on(object: &Object, driver: Option<(u32, u32)>) -> bool {
 /// When the device's chip has objects its driver is too old for: the fix, naming the driver
 /// version each of them needs.
 fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
-    let (major, minor) = device.driver_version?;
+    let driver = device.driver_version?;
     let fitting_but_too_new = binary
         .objects()
         .iter()
         .filter(|o| o.vendor() == device.vendor)
         .filter(|o| select_for_chip(device.vendor, std::iter::once(*o), &device.arch).is_some())
-        .filter(|o| !loads_on(o, device.driver_version));
-    match device.vendor {
-        Vendor::Nvptx => {
+        .filter(|o| !loads_on(o, Some(driver)))
+        .filter_map(Object::requires);
+    match driver {
+        DriverVersion::Cuda { .. } => {
             let (need_major, need_minor) = fitting_but_too_new
-                .filter_map(|o| o.requires()?.oldest_cuda_driver())
+                .filter_map(|r| r.oldest_cuda_driver())
                 .min()?;
             Some(format!(
-                "The driver (CUDA {major}.{minor}) is older than these objects need: update it \
-                 to CUDA {need_major}.{need_minor} or newer, build with a CUDA toolkit no newer \
-                 than the driver (its ptxas makes the cubins), or add an older chip to the \
-                 targets as a fallback (LLVM writes each chip's PTX at the oldest ISA the chip \
-                 allows: sm_70's is PTX ISA 6.0, which CUDA 9.0 drivers and newer compile)"
+                "The driver ({driver}) is older than these objects need: update it to CUDA \
+                 {need_major}.{need_minor} or newer, build with a CUDA toolkit no newer than the \
+                 driver (its ptxas makes the cubins), or add an older chip to the targets as a \
+                 fallback (LLVM writes each chip's PTX at the oldest ISA the chip allows: \
+                 sm_70's is PTX ISA 6.0, which CUDA 9.0 drivers and newer compile)"
             ))
         }
-        Vendor::Amdgpu => {
-            let (need_major, need_minor) = fitting_but_too_new
-                .filter_map(|o| o.requires()?.oldest_rocm())
-                .min()?;
-            let older = gpu_manifest::LoadRequirement::CodeObject { version: 4 };
-            let fix = match older.oldest_rocm() {
-                Some(oldest) if (major, minor) >= oldest => {
-                    ", or build them as code object v4, which this runtime loads (`abi = \"400\"` \
-                     in the module's `#rocdl.target`)"
-                }
-                _ => "",
+        DriverVersion::Rocm { .. } => {
+            let (need_major, need_minor) =
+                fitting_but_too_new.filter_map(|r| r.oldest_rocm()).min()?;
+            let v4 = LoadRequirement::CodeObject { version: 4 };
+            let fix = if v4.loads_on(driver) {
+                ", or build them as code object v4, which this runtime loads (`abi = \"400\"` \
+                 in the module's `#rocdl.target`)"
+            } else {
+                ""
             };
             Some(format!(
-                "The HIP runtime (ROCm {major}.{minor}) is older than these objects need: update \
-                 it to ROCm {need_major}.{need_minor} or newer{fix}"
+                "The HIP runtime ({driver}) is older than these objects need: update it to ROCm \
+                 {need_major}.{need_minor} or newer{fix}"
             ))
         }
-        _ => None,
     }
 }
 
@@ -368,9 +365,9 @@ mod tests {
                 .requiring(PtxIsa { major: 8, minor: 3 }),
         ];
         static BINARY: Binary = Binary::new("k", &OBJECTS, &["k"]);
-        let on = |arch: &str, driver: (u32, u32)| {
+        let on = |arch: &str, (major, minor): (u32, u32)| {
             let device = DeviceArch {
-                driver_version: Some(driver),
+                driver_version: Some(DriverVersion::Cuda { major, minor }),
                 ..device(Vendor::Nvptx, arch)
             };
             select(&BINARY, &device).map(|o| o.bytes())
@@ -416,9 +413,9 @@ mod tests {
                 .requiring(PtxIsa { major: 6, minor: 0 }),
         ];
         static FALLBACK: Binary = Binary::new("k", &WITH_FALLBACK, &["k"]);
-        let on = |arch: &str, driver: (u32, u32)| {
+        let on = |arch: &str, (major, minor): (u32, u32)| {
             let device = DeviceArch {
-                driver_version: Some(driver),
+                driver_version: Some(DriverVersion::Cuda { major, minor }),
                 ..device(Vendor::Nvptx, arch)
             };
             select(&FALLBACK, &device).map(|o| o.bytes())
@@ -450,7 +447,7 @@ mod tests {
         static BINARY: Binary = Binary::new("k", &OBJECTS, &["k"]);
         let on = |binary: &'static Binary, arch: &str, rocm: Option<(u32, u32)>| {
             let device = DeviceArch {
-                driver_version: rocm,
+                driver_version: rocm.map(|(major, minor)| DriverVersion::Rocm { major, minor }),
                 ..device(Vendor::Amdgpu, arch)
             };
             select(binary, &device).map(|o| o.bytes())

@@ -500,6 +500,35 @@ pub struct Object {
     pub requires: Option<LoadRequirement>,
 }
 
+/// A driver's version, where loading an object depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DriverVersion {
+    /// A CUDA driver, as `cuDriverGetVersion` reports it (`12040`: 12.4).
+    Cuda {
+        /// 12 of 12.4.
+        major: u32,
+        /// 4 of 12.4.
+        minor: u32,
+    },
+    /// A HIP runtime, by the ROCm release it comes with, as `hipRuntimeGetVersion` reports it
+    /// (`50221153`: 5.2).
+    Rocm {
+        /// 5 of 5.2.
+        major: u32,
+        /// 2 of 5.2.
+        minor: u32,
+    },
+}
+
+impl fmt::Display for DriverVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DriverVersion::Cuda { major, minor } => write!(f, "CUDA {major}.{minor}"),
+            DriverVersion::Rocm { major, minor } => write!(f, "ROCm {major}.{minor}"),
+        }
+    }
+}
+
 /// What loading an object asks of the driver, read from the object's own bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -581,7 +610,7 @@ impl LoadRequirement {
 
     /// Whether a HIP runtime of `runtime` (ROCm major, minor) loads it. A code object version
     /// the table does not know is taken only by a runtime newer than every release it lists.
-    pub fn loads_on_rocm(&self, runtime: (u32, u32)) -> bool {
+    fn loads_on_rocm(&self, runtime: (u32, u32)) -> bool {
         match (self, self.oldest_rocm()) {
             (LoadRequirement::CodeObject { .. }, Some(oldest)) => runtime >= oldest,
             (LoadRequirement::CodeObject { .. }, None) => CODE_OBJECT_RELEASES
@@ -607,13 +636,22 @@ impl LoadRequirement {
 
     /// Whether a CUDA driver of `driver` (major, minor) loads it. A PTX ISA the table does not
     /// know is taken only by a driver newer than every release the table lists.
-    pub fn loads_on_cuda(&self, driver: (u32, u32)) -> bool {
+    fn loads_on_cuda(&self, driver: (u32, u32)) -> bool {
         match (self, self.oldest_cuda_driver()) {
             (LoadRequirement::CodeObject { .. }, _) => false,
             (_, Some(oldest)) => driver >= oldest,
             (_, None) => PTX_ISA_RELEASES
                 .last()
                 .is_some_and(|(_, newest)| driver > *newest),
+        }
+    }
+
+    /// Whether a device whose driver is `driver` loads it: a CUDA driver NVIDIA's objects, a
+    /// ROCm release AMD's; a driver of the other vendor none.
+    pub fn loads_on(&self, driver: DriverVersion) -> bool {
+        match driver {
+            DriverVersion::Cuda { major, minor } => self.loads_on_cuda((major, minor)),
+            DriverVersion::Rocm { major, minor } => self.loads_on_rocm((major, minor)),
         }
     }
 }
@@ -989,19 +1027,20 @@ mod tests {
     #[test]
     fn load_requirements_follow_nvidias_release_notes() {
         let ptx = |major, minor| LoadRequirement::PtxIsa { major, minor };
+        let cuda = |major, minor| DriverVersion::Cuda { major, minor };
         assert_eq!(ptx(8, 0).oldest_cuda_driver(), Some((12, 0)));
         assert_eq!(ptx(8, 6).oldest_cuda_driver(), Some((12, 7)));
-        assert!(ptx(8, 4).loads_on_cuda((12, 4)));
-        assert!(!ptx(8, 4).loads_on_cuda((12, 3)));
+        assert!(ptx(8, 4).loads_on(cuda(12, 4)));
+        assert!(!ptx(8, 4).loads_on(cuda(12, 3)));
         // An ISA newer than the table: only a driver newer than every release it lists.
-        assert!(!ptx(9, 9).loads_on_cuda((13, 0)));
-        assert!(ptx(9, 9).loads_on_cuda((13, 1)));
+        assert!(!ptx(9, 9).loads_on(cuda(13, 0)));
+        assert!(ptx(9, 9).loads_on(cuda(13, 1)));
         let cubin = LoadRequirement::CudaToolkit {
             major: 12,
             minor: 9,
         };
-        assert!(cubin.loads_on_cuda((12, 0)), "minor version compatibility");
-        assert!(!cubin.loads_on_cuda((11, 8)));
+        assert!(cubin.loads_on(cuda(12, 0)), "minor version compatibility");
+        assert!(!cubin.loads_on(cuda(11, 8)));
         assert_eq!(
             cubin.to_string(),
             "built by CUDA 12.9, a CUDA 12.x driver or newer"
@@ -1010,6 +1049,15 @@ mod tests {
             ptx(8, 0).to_string(),
             "PTX ISA 8.0, a CUDA 12.0 driver or newer"
         );
-        assert!(!LoadRequirement::CodeObject { version: 5 }.loads_on_cuda((12, 9)));
+        let hsaco = LoadRequirement::CodeObject { version: 5 };
+        assert!(
+            !hsaco.loads_on(cuda(12, 9)),
+            "an AMD object on a CUDA driver"
+        );
+        assert!(hsaco.loads_on(DriverVersion::Rocm { major: 5, minor: 2 }));
+        assert!(!ptx(8, 0).loads_on(DriverVersion::Rocm {
+            major: 13,
+            minor: 0
+        }));
     }
 }

@@ -7,6 +7,7 @@ use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, H
 use super::{KernelAttributes, Pattern};
 use crate::binary::{Format, Object, Vendor};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
+use gpu_manifest::DriverVersion;
 use libloading::Library;
 use std::ffi::{c_char, c_void};
 use std::sync::OnceLock;
@@ -143,7 +144,10 @@ impl Cuda {
                 "cuDriverGetVersion".into()
             })?;
             let version = u32::try_from(version).unwrap_or(0);
-            let driver_version = Some((version / 1000, version % 1000 / 10));
+            let driver_version = Some(DriverVersion::Cuda {
+                major: version / 1000,
+                minor: version % 1000 / 10,
+            });
             let mut count = 0;
             self.check((self.api.cuDeviceGetCount)(&mut count), || {
                 "cuDeviceGetCount".into()

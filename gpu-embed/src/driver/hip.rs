@@ -7,6 +7,7 @@ use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, H
 use super::{KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
+use gpu_manifest::DriverVersion;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -212,7 +213,7 @@ impl Hip {
                     limits: properties.limits,
                     cpu: false,
                     uuid: Some(uuid.bytes.map(|b| b as u8)),
-                    driver_version: Some((major, minor)),
+                    driver_version: Some(DriverVersion::Rocm { major, minor }),
                 });
             }
             Ok(devices)

@@ -14,6 +14,7 @@ pub mod sys;
 
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::DriverVersion;
 use std::ffi::{c_void, CStr, CString};
 use std::sync::Arc;
 
@@ -72,8 +73,8 @@ pub(crate) struct FoundDevice {
     /// The driver's UUID of the device (`cuDeviceGetUuid`, `hipDeviceGetUuid`, Vulkan's
     /// `deviceUUID`); none for the host.
     pub uuid: Option<[u8; 16]>,
-    /// The driver's version where object selection uses it: CUDA's (major, minor).
-    pub driver_version: Option<(u32, u32)>,
+    /// The driver's version where object selection uses it (CUDA's, ROCm's).
+    pub driver_version: Option<DriverVersion>,
 }
 
 /// What a device has, and what one launch on it may ask for.
