@@ -11,7 +11,7 @@ use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, move_into_gpu_module, run, serialize as serialize_module,
+    kernel_functions, move_into_gpu_module, run, serialize as serialize_module, spirv_function,
     spirv_function_type,
 };
 use gpu_manifest::{Format, Kernel, LevelZeroEntries, LevelZeroKernel};
@@ -70,13 +70,15 @@ pub(super) fn serialize(
     let spirv = unsafe { OperationRef::from_raw(spirv_module) };
     let mut entries = Vec::new();
     for kernel in kernels {
+        // SAFETY: a live op of the SPIR-V module.
+        let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
         entries.push(LevelZeroKernel {
             name: kernel.name.clone(),
             workgroup_memory: workgroup_memory
                 .iter()
                 .find(|(name, _)| *name == kernel.name)
                 .map_or(0, |(_, bytes)| *bytes),
-            arguments: arguments(kernel, spirv_function_type(&spirv, &kernel.name)?)?,
+            arguments: arguments(kernel, spirv_function_type(&function)?)?,
         });
     }
     run(

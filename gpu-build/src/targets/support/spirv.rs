@@ -291,14 +291,8 @@ pub(crate) fn spirv_function(spirv: &OperationRef, name: &str) -> Result<MlirOpe
         .ok_or_else(|| failed(&format!("finding kernel `{name}` in the SPIR-V module")))
 }
 
-/// The function type of the `spirv.func` named `name`.
-pub(crate) fn spirv_function_type<'c>(
-    spirv: &OperationRef<'c, '_>,
-    name: &str,
-) -> Result<FunctionType<'c>> {
-    let raw = spirv_function(spirv, name)?;
-    // SAFETY: a live op of the SPIR-V module.
-    let function = unsafe { OperationRef::from_raw(raw) };
+/// The function type of a `spirv.func` (from [`spirv_function`]).
+pub(crate) fn spirv_function_type<'c>(function: &OperationRef<'c, '_>) -> Result<FunctionType<'c>> {
     function
         .attribute("function_type")
         .ok()

@@ -89,8 +89,10 @@ pub(super) fn serialize(
     let spirv = unsafe { OperationRef::from_raw(spirv_module) };
     let mut entries = Vec::new();
     for kernel in kernels {
-        let converted = converted_arguments(&spirv, &kernel.name)?;
-        let workgroup_size = workgroup_size_of(&spirv, &kernel.name)?;
+        // SAFETY: a live op of the SPIR-V module.
+        let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
+        let converted = converted_arguments(&function)?;
+        let workgroup_size = workgroup_size_of(&function, &kernel.name)?;
         entries.push(VulkanKernel {
             name: kernel.name.clone(),
             workgroup_size,
@@ -172,11 +174,10 @@ fn set_entry_point_abi<'c>(
     Ok(())
 }
 
-/// Each argument of the converted kernel: its set and binding, and a scalar's width.
-fn converted_arguments(spirv: &OperationRef, name: &str) -> Result<Vec<ConvertedArgument>> {
-    let ty = spirv_function_type(spirv, name)?;
-    // SAFETY: a live op of the SPIR-V module.
-    let function = unsafe { OperationRef::from_raw(spirv_function(spirv, name)?) };
+/// Each argument of the converted kernel (its `spirv.func`): its set and binding, and a
+/// scalar's width.
+fn converted_arguments(function: &OperationRef) -> Result<Vec<ConvertedArgument>> {
+    let ty = spirv_function_type(function)?;
     let abis: Vec<Vec<u64>> = function
         .attribute("arg_attrs")
         .map(|a| a.to_string())
@@ -203,11 +204,8 @@ fn converted_arguments(spirv: &OperationRef, name: &str) -> Result<Vec<Converted
         .collect()
 }
 
-/// The workgroup size the converted kernel declares.
-fn workgroup_size_of(spirv: &OperationRef, name: &str) -> Result<[u32; 3]> {
-    let raw = spirv_function(spirv, name)?;
-    // SAFETY: a live op of the SPIR-V module.
-    let function = unsafe { OperationRef::from_raw(raw) };
+/// The workgroup size the converted kernel `name` (its `spirv.func`) declares.
+fn workgroup_size_of(function: &OperationRef, name: &str) -> Result<[u32; 3]> {
     let size = function
         .attribute("spirv.entry_point_abi")
         .map(|a| numbers(&a.to_string()))
