@@ -62,6 +62,19 @@ fn alternate(runs: &mut [Option<Run>]) -> Vec<Option<Duration>> {
         .collect()
 }
 
+/// [`alternate`] over the four contenders and a memory floor in the same rounds: their
+/// medians, and the floor's.
+fn alternate_with_floor(
+    contenders: [Option<Run>; 4],
+    floor: Run,
+) -> (Vec<Option<Duration>>, Option<Duration>) {
+    let mut runs: Vec<Option<Run>> = contenders.into_iter().collect();
+    runs.push(Some(floor));
+    let mut times = alternate(&mut runs);
+    let floor = times.pop().flatten();
+    (times, floor)
+}
+
 /// A row of the table: host target, PoCL, rayon, one thread.
 struct Row {
     name: String,
@@ -305,16 +318,10 @@ fn saxpy_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
             elementwise(ys, xs, |y, x| y + a * x)
         });
     });
-    let mut runs = [
-        Some(host_run),
-        pocl_run,
-        Some(rayon_run),
-        Some(serial_run),
-        Some(floor_run),
-    ];
-    let mut times = alternate(&mut runs);
-    drop(runs);
-    let floor = times.pop().flatten();
+    let (times, floor) = alternate_with_floor(
+        [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)],
+        floor_run,
+    );
     vec![
         Row {
             name: "saxpy, 2^24 floats".into(),
@@ -671,16 +678,10 @@ fn stencil_row(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
             elementwise(outs, ins, |_, x| 0.5 * x)
         });
     });
-    let mut runs = [
-        Some(host_run),
-        pocl_run,
-        Some(rayon_run),
-        Some(serial_run),
-        Some(floor_run),
-    ];
-    let mut times = alternate(&mut runs);
-    drop(runs);
-    let floor = times.pop().flatten();
+    let (times, floor) = alternate_with_floor(
+        [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)],
+        floor_run,
+    );
     check("stencil with rayon", &out_rayon, &want, 0.0);
     vec![
         Row {
