@@ -365,19 +365,19 @@ mod tests {
                 .requiring(PtxIsa { major: 8, minor: 3 }),
         ];
         static BINARY: Binary = Binary::new("k", &OBJECTS, &["k"]);
-        let on = |arch: &str, (major, minor): (u32, u32)| {
+        let on = |binary: &'static Binary, arch: &str, (major, minor): (u32, u32)| {
             let device = DeviceArch {
                 driver_version: Some(DriverVersion::Cuda { major, minor }),
                 ..device(Vendor::Nvptx, arch)
             };
-            select(&BINARY, &device).map(|o| o.bytes())
+            select(binary, &device).map(|o| o.bytes())
         };
         // A 12.0 driver loads a cubin of 12.9 (minor version compatibility).
-        assert_eq!(on("sm_80", (12, 0)).unwrap(), b"cubin80");
-        assert_eq!(on("sm_86", (12, 4)).unwrap(), b"cubin80");
+        assert_eq!(on(&BINARY, "sm_80", (12, 0)).unwrap(), b"cubin80");
+        assert_eq!(on(&BINARY, "sm_86", (12, 4)).unwrap(), b"cubin80");
         // Hopper: no cubin of its major; PTX for sm_90 needs 12.3, else sm_80's PTX (ISA 8.0).
-        assert_eq!(on("sm_90", (12, 3)).unwrap(), b"ptx90");
-        assert_eq!(on("sm_90", (12, 2)).unwrap(), b"ptx80");
+        assert_eq!(on(&BINARY, "sm_90", (12, 3)).unwrap(), b"ptx90");
+        assert_eq!(on(&BINARY, "sm_90", (12, 2)).unwrap(), b"ptx80");
         // Without the driver's version, the chip alone decides.
         assert_eq!(
             select(&BINARY, &device(Vendor::Nvptx, "sm_90"))
@@ -387,7 +387,7 @@ mod tests {
         );
         // A CUDA 11 driver loads none of them: the error names its version, what each object
         // needs, and the driver version that would load them.
-        let message = on("sm_80", (11, 8)).unwrap_err().to_string();
+        let message = on(&BINARY, "sm_80", (11, 8)).unwrap_err().to_string();
         for part in [
             "test GPU (nvptx sm_80, CUDA driver 11.8)",
             "nvptx sm_80 cubin (built by CUDA 12.9, a CUDA 12.x driver or newer)",
@@ -397,7 +397,7 @@ mod tests {
             assert!(message.contains(part), "{part}: {message}");
         }
         // An older chip has nothing for it whatever the driver: the chip is the fix.
-        let message = on("sm_75", (12, 9)).unwrap_err().to_string();
+        let message = on(&BINARY, "sm_75", (12, 9)).unwrap_err().to_string();
         assert!(message.contains("Add the device's chip"), "{message}");
 
         // An older chip's PTX is the fallback for older drivers: LLVM 22 writes sm_80's PTX at
@@ -413,17 +413,10 @@ mod tests {
                 .requiring(PtxIsa { major: 6, minor: 0 }),
         ];
         static FALLBACK: Binary = Binary::new("k", &WITH_FALLBACK, &["k"]);
-        let on = |arch: &str, (major, minor): (u32, u32)| {
-            let device = DeviceArch {
-                driver_version: Some(DriverVersion::Cuda { major, minor }),
-                ..device(Vendor::Nvptx, arch)
-            };
-            select(&FALLBACK, &device).map(|o| o.bytes())
-        };
-        assert_eq!(on("sm_80", (12, 0)).unwrap(), b"cubin80");
-        assert_eq!(on("sm_80", (11, 0)).unwrap(), b"ptx80");
-        assert_eq!(on("sm_80", (10, 2)).unwrap(), b"ptx70");
-        let message = on("sm_80", (8, 0)).unwrap_err().to_string();
+        assert_eq!(on(&FALLBACK, "sm_80", (12, 0)).unwrap(), b"cubin80");
+        assert_eq!(on(&FALLBACK, "sm_80", (11, 0)).unwrap(), b"ptx80");
+        assert_eq!(on(&FALLBACK, "sm_80", (10, 2)).unwrap(), b"ptx70");
+        let message = on(&FALLBACK, "sm_80", (8, 0)).unwrap_err().to_string();
         assert!(
             message.contains("update it to CUDA 9.0 or newer"),
             "{message}"

@@ -103,16 +103,7 @@ fn dumping<T>(build: impl FnOnce() -> T) -> T {
 /// may alias as far as LLVM knows, and its 16-thread rows paid that check in every row.
 #[test]
 fn host_thread_loops_vectorize_as_parallel_loops_without_overlap_checks() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dumping(|| {
-        build_in(dir.path())
-            .kernel(workspace().join("sample-project/kernels/stencil.mlir"))
-            .target(gpu_build::Vendor::Host, &[])
-            .compile()
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    let object = dir.path().join(&report.manifest.modules[0].objects[0].path);
-    let optimized = std::fs::read_to_string(object.with_extension("opt.ll")).unwrap();
+    let optimized = optimized_host_ir("sample-project/kernels/stencil.mlir");
     assert!(
         optimized.contains("llvm.loop.parallel_accesses"),
         "{optimized}"
@@ -133,16 +124,7 @@ fn host_thread_loops_vectorize_as_parallel_loops_without_overlap_checks() {
 /// vector body adds one vector an iteration.
 #[test]
 fn host_loops_left_at_their_guard_are_not_interleaved() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dumping(|| {
-        build_in(dir.path())
-            .kernel(workspace().join("sample-project/kernels/reduce.mlir"))
-            .target(gpu_build::Vendor::Host, &[])
-            .compile()
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    let object = dir.path().join(&report.manifest.modules[0].objects[0].path);
-    let optimized = std::fs::read_to_string(object.with_extension("opt.ll")).unwrap();
+    let optimized = optimized_host_ir("sample-project/kernels/reduce.mlir");
     // The IR's basic blocks: a label line starts each, after a function's first.
     let mut vector_bodies = 0;
     for block in optimized.split("\n\n") {
@@ -161,6 +143,20 @@ fn host_loops_left_at_their_guard_are_not_interleaved() {
         vector_bodies > 0,
         "the reduction's steps vectorized: {optimized}"
     );
+}
+
+/// The optimized LLVM IR of the host object of `kernel` (relative to the workspace).
+fn optimized_host_ir(kernel: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dumping(|| {
+        build_in(dir.path())
+            .kernel(workspace().join(kernel))
+            .target(gpu_build::Vendor::Host, &[])
+            .compile()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let object = dir.path().join(&report.manifest.modules[0].objects[0].path);
+    std::fs::read_to_string(object.with_extension("opt.ll")).unwrap()
 }
 
 fn gfx90a_opt(dir: &std::path::Path) -> String {

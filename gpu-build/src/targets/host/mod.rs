@@ -717,8 +717,14 @@ struct RegionCall<'ll> {
     uniform_in: PointerValue<'ll>,
     uniform_out: PointerValue<'ll>,
     threads: PointerValue<'ll>,
-    /// The smallest and largest state the threads reached (i32 each): equal unless threads
-    /// of the block reached different barriers.
+    /// The states the threads reached: one unless threads of the block reached different
+    /// barriers.
+    reached: StateRange<'ll>,
+}
+
+/// The lowest and highest of a set of states (i32 slots), to tell whether they all agree.
+#[derive(Clone, Copy)]
+struct StateRange<'ll> {
     lowest: PointerValue<'ll>,
     highest: PointerValue<'ll>,
 }
@@ -1044,14 +1050,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .builder
             .build_alloca(i32_type, "state")
             .map_err(builder_error)?;
-        let lowest = self
-            .builder
-            .build_alloca(i32_type, "lowest")
-            .map_err(builder_error)?;
-        let highest = self
-            .builder
-            .build_alloca(i32_type, "highest")
-            .map_err(builder_error)?;
+        let reached = self.state_range("reached")?;
         let threads = if regions.thread_bytes == 0 {
             ptr.const_null()
         } else {
@@ -1097,8 +1096,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 uniform_in,
                 uniform_out,
                 threads,
-                lowest,
-                highest,
+                reached,
             },
             state,
             diverged,
@@ -1152,7 +1150,6 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         }
         let llvm = self.job.llvm;
         let i32_type = llvm.i32_type();
-        let finished = i32_type.const_int(u64::from(DONE), false);
         self.builder
             .build_store(storage.state, i32_type.const_zero())
             .map_err(builder_error)?;
@@ -1183,12 +1180,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 ..storage.call
             };
             self.builder.position_at_end(*region);
-            self.builder
-                .build_store(call.lowest, finished)
-                .map_err(builder_error)?;
-            self.builder
-                .build_store(call.highest, i32_type.const_zero())
-                .map_err(builder_error)?;
+            self.clear_range(call.reached)?;
             let after = llvm.append_basic_block(self.function, "reached");
             let innermost = Innermost {
                 function: regions.function,
@@ -1197,34 +1189,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             };
             self.nest(2, sizes, &mut Vec::new(), &innermost, *region, after)?;
             self.builder.position_at_end(after);
-            let lowest = self
-                .builder
-                .build_load(i32_type, call.lowest, "lowest")
-                .map_err(builder_error)?
-                .into_int_value();
-            let highest = self
-                .builder
-                .build_load(i32_type, call.highest, "highest")
-                .map_err(builder_error)?
-                .into_int_value();
-            let agree = self
-                .builder
-                .build_int_compare(inkwell::IntPredicate::EQ, lowest, highest, "agree")
-                .map_err(builder_error)?;
-            let agreed = llvm.append_basic_block(self.function, "agreed");
-            self.builder
-                .build_conditional_branch(agree, agreed, storage.diverged)
-                .map_err(builder_error)?;
-            self.builder.position_at_end(agreed);
-            let all_done = self
-                .builder
-                .build_int_compare(inkwell::IntPredicate::EQ, lowest, finished, "all_done")
-                .map_err(builder_error)?;
-            let resume = llvm.append_basic_block(self.function, "resume");
-            self.builder
-                .build_conditional_branch(all_done, done, resume)
-                .map_err(builder_error)?;
-            self.builder.position_at_end(resume);
+            let common = self.common_state(call.reached, storage.diverged, done)?;
             if regions.uniform_bytes > 0 {
                 let bytes = llvm.i64_type().const_int(regions.uniform_bytes, false);
                 self.builder
@@ -1232,7 +1197,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .map_err(builder_error)?;
             }
             self.builder
-                .build_store(storage.state, lowest)
+                .build_store(storage.state, common)
                 .map_err(builder_error)?;
             self.builder
                 .build_unconditional_branch(dispatch)
@@ -1284,20 +1249,19 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         sizes: &[IntValue<'ll>],
         done: BasicBlock<'ll>,
     ) -> Result<()> {
-        use inkwell::IntPredicate::{EQ, NE, UGT, ULT};
+        use inkwell::IntPredicate::{EQ, NE, ULT};
         let llvm = self.job.llvm;
         let builder = &self.builder;
         let (i8_type, i32_type, i64_type) = (llvm.i8_type(), llvm.i32_type(), llvm.i64_type());
         let finished = i32_type.const_int(u64::from(DONE), false);
         let zero = i32_type.const_zero();
         let call = storage.call;
-        // The lowest and highest state of all subgroups; the lowest state after a subgroup
-        // barrier any subgroup is at (DONE for none); the state that runs.
-        let (lowest, highest, subgroup_next) = (call.lowest, call.highest, storage.state);
+        // The states of all subgroups; the lowest state after a subgroup barrier any subgroup
+        // is at (DONE for none); the state that runs.
+        let (subgroups_at, subgroup_next) = (call.reached, storage.state);
         let chosen = self.entry_alloca(i32_type, "chosen")?;
-        // The lowest and highest state the lanes of the running subgroup reached.
-        let lanes_lowest = self.entry_alloca(i32_type, "lanes_lowest")?;
-        let lanes_highest = self.entry_alloca(i32_type, "lanes_highest")?;
+        // The states the lanes of the running subgroup reached.
+        let lanes_reached = self.state_range("lanes_reached")?;
         // Each subgroup's state.
         let most_subgroups = host_abi::MAX_THREADS.div_ceil(host_abi::SUBGROUP_SIZE);
         let states_type = i32_type.array_type(most_subgroups);
@@ -1375,8 +1339,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         };
         // Keeps a subgroup's `state` in the round's bounds.
         let fold = |state: IntValue<'ll>| -> Result<()> {
-            self.keep_bound(lowest, ULT, state)?;
-            self.keep_bound(highest, UGT, state)?;
+            self.widen_range(subgroups_at, state)?;
             let current = load(subgroup_next, "subgroup_next")?;
             let lower = builder
                 .build_int_compare(ULT, state, current, "lower")
@@ -1412,8 +1375,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         // The chosen state, for the subgroups at it: a loop per state, so that each calls the
         // region function with its state constant.
         builder.position_at_end(round);
-        store(lowest, finished)?;
-        store(highest, zero)?;
+        self.clear_range(subgroups_at)?;
         store(subgroup_next, finished)?;
         let state = load(chosen, "chosen")?;
         let ran = llvm.append_basic_block(self.function, "ran");
@@ -1455,8 +1417,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .build_select(short, threads, past, "end")
                     .map_err(builder_error)?
                     .into_int_value();
-                store(lanes_lowest, finished)?;
-                store(lanes_highest, zero)?;
+                self.clear_range(lanes_reached)?;
                 let lanes_ran = llvm.append_basic_block(self.function, "lanes_ran");
                 self.counted_loop(first, end, go, lanes_ran, |t, _, lane_latch| {
                     let ids = self.unravel(t, sizes[0], sizes[1])?;
@@ -1469,23 +1430,14 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     }
                     let (_, reached) =
                         self.call_region(regions.function, *state, &ids, t, &call)?;
-                    self.keep_bound(lanes_lowest, ULT, reached)?;
-                    self.keep_bound(lanes_highest, UGT, reached)?;
+                    self.widen_range(lanes_reached, reached)?;
                     builder
                         .build_unconditional_branch(lane_latch)
                         .map_err(builder_error)?;
                     Ok(())
                 })?;
                 builder.position_at_end(lanes_ran);
-                let reached = load(lanes_lowest, "reached")?;
-                let together = builder
-                    .build_int_compare(EQ, reached, load(lanes_highest, "latest")?, "together")
-                    .map_err(builder_error)?;
-                let whole = llvm.append_basic_block(self.function, "whole");
-                builder
-                    .build_conditional_branch(together, whole, storage.diverged)
-                    .map_err(builder_error)?;
-                builder.position_at_end(whole);
+                let reached = self.agreed_state(lanes_reached, storage.diverged)?;
                 store(slot, reached)?;
                 builder
                     .build_unconditional_branch(next)
@@ -1517,24 +1469,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_unconditional_branch(round)
             .map_err(builder_error)?;
         builder.position_at_end(whole_block);
-        let (low, high) = (load(lowest, "lowest")?, load(highest, "highest")?);
-        let agree = builder
-            .build_int_compare(EQ, low, high, "agree")
-            .map_err(builder_error)?;
-        let agreed = llvm.append_basic_block(self.function, "agreed");
-        builder
-            .build_conditional_branch(agree, agreed, storage.diverged)
-            .map_err(builder_error)?;
-        builder.position_at_end(agreed);
-        let all_done = builder
-            .build_int_compare(EQ, low, finished, "all_done")
-            .map_err(builder_error)?;
-        let resume = llvm.append_basic_block(self.function, "resume");
-        builder
-            .build_conditional_branch(all_done, done, resume)
-            .map_err(builder_error)?;
-        builder.position_at_end(resume);
-        store(chosen, low)?;
+        let common = self.common_state(subgroups_at, storage.diverged, done)?;
+        store(chosen, common)?;
         builder
             .build_unconditional_branch(round)
             .map_err(builder_error)?;
@@ -1633,8 +1569,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .map_err(builder_error)?;
         let state = i32_type.const_int(u64::from(region.state), false);
         let (call, reached) = self.call_region(innermost.function, state, ids, linear, &region)?;
-        self.keep_bound(region.lowest, inkwell::IntPredicate::ULT, reached)?;
-        self.keep_bound(region.highest, inkwell::IntPredicate::UGT, reached)?;
+        self.widen_range(region.reached, reached)?;
         Ok(call)
     }
 
@@ -1695,6 +1630,89 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_store(slot, bound)
             .map_err(builder_error)?;
         Ok(())
+    }
+
+    /// A fresh [`StateRange`], its slots in the entry block.
+    fn state_range(&self, name: &str) -> Result<StateRange<'ll>> {
+        let i32_type = self.job.llvm.i32_type();
+        Ok(StateRange {
+            lowest: self.entry_alloca(i32_type, &format!("{name}_lowest"))?,
+            highest: self.entry_alloca(i32_type, &format!("{name}_highest"))?,
+        })
+    }
+
+    /// Empties `range` (lowest DONE, highest 0), before the states of a round come in.
+    fn clear_range(&self, range: StateRange<'ll>) -> Result<()> {
+        let i32_type = self.job.llvm.i32_type();
+        for (slot, value) in [
+            (range.lowest, i32_type.const_int(u64::from(DONE), false)),
+            (range.highest, i32_type.const_zero()),
+        ] {
+            self.builder
+                .build_store(slot, value)
+                .map_err(builder_error)?;
+        }
+        Ok(())
+    }
+
+    /// Takes `state` into `range`.
+    fn widen_range(&self, range: StateRange<'ll>, state: IntValue<'ll>) -> Result<()> {
+        self.keep_bound(range.lowest, inkwell::IntPredicate::ULT, state)?;
+        self.keep_bound(range.highest, inkwell::IntPredicate::UGT, state)
+    }
+
+    /// The one state of `range`, in a new block the builder is left in; to `diverged` when
+    /// the states differ.
+    fn agreed_state(
+        &self,
+        range: StateRange<'ll>,
+        diverged: BasicBlock<'ll>,
+    ) -> Result<IntValue<'ll>> {
+        let i32_type = self.job.llvm.i32_type();
+        let load = |slot, name| {
+            self.builder
+                .build_load(i32_type, slot, name)
+                .map(|v| v.into_int_value())
+                .map_err(builder_error)
+        };
+        let (lowest, highest) = (
+            load(range.lowest, "lowest")?,
+            load(range.highest, "highest")?,
+        );
+        let agree = self
+            .builder
+            .build_int_compare(inkwell::IntPredicate::EQ, lowest, highest, "agree")
+            .map_err(builder_error)?;
+        let agreed = self.job.llvm.append_basic_block(self.function, "agreed");
+        self.builder
+            .build_conditional_branch(agree, agreed, diverged)
+            .map_err(builder_error)?;
+        self.builder.position_at_end(agreed);
+        Ok(lowest)
+    }
+
+    /// The state every thread of the block is at after a round, as [`agreed_state`]; to `done`
+    /// when that is the end (the builder is left in a new block where it is not).
+    ///
+    /// [`agreed_state`]: Self::agreed_state
+    fn common_state(
+        &self,
+        range: StateRange<'ll>,
+        diverged: BasicBlock<'ll>,
+        done: BasicBlock<'ll>,
+    ) -> Result<IntValue<'ll>> {
+        let common = self.agreed_state(range, diverged)?;
+        let finished = self.job.llvm.i32_type().const_int(u64::from(DONE), false);
+        let all_done = self
+            .builder
+            .build_int_compare(inkwell::IntPredicate::EQ, common, finished, "all_done")
+            .map_err(builder_error)?;
+        let resume = self.job.llvm.append_basic_block(self.function, "resume");
+        self.builder
+            .build_conditional_branch(all_done, done, resume)
+            .map_err(builder_error)?;
+        self.builder.position_at_end(resume);
+        Ok(common)
     }
 
     /// x, y, z of `linear` in a box `size_x` by `size_y` wide (x fastest).

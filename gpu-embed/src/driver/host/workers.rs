@@ -31,11 +31,11 @@ const SPINS: u32 = 2000;
 /// it (one included): helpers may not join at all. A panic in any call is raised here, after
 /// every call has returned.
 pub(super) fn run_together(helpers: usize, work: &(dyn Fn() + Sync)) {
-    let pool = pool();
-    if helpers == 0 || pool.threads == 0 {
+    // Without helpers to ask (a one-block launch, one core), the helpers are never started.
+    let Some(pool) = (helpers > 0).then(pool).filter(|pool| pool.threads > 0) else {
         work();
         return;
-    }
+    };
     let _one_job_at_a_time = lock(&pool.submit);
     // SAFETY: only the lifetime is erased. Helpers call the work only after joining the open
     // job, and `Closer` (dropped before this function returns or unwinds) closes the job and
