@@ -47,26 +47,28 @@ skip() {
   echo "SKIP  $1 ($2)"
 }
 
-while read -r test what; do
+# Each check: a test binary and the module of it that runs (the harness's filter `MODULE::`).
+while read -r test module what; do
   binary="$here/bin/test-$test"
-  [ -x "$binary" ] || { failed=$((failed + 1)); echo "FAIL  $test: missing from the bundle"; continue; }
-  check "host: $test" "$logs/$test.host.log" "$binary" "${host_skips[@]}" --test-threads=1
+  [ -x "$binary" ] || { failed=$((failed + 1)); echo "FAIL  $module: $test missing from the bundle"; continue; }
+  check "host: $module" "$logs/$module.host.log" "$binary" "$module::" "${host_skips[@]}" --test-threads=1
   if [ -z "$gpu" ]; then
-    skip "gpu: $test — $what" "no device"
+    skip "gpu: $module — $what" "no device"
     continue
   fi
-  check "gpu: $test — $what" "$logs/$test.gpu.log" "$binary" --ignored --test-threads=1
+  check "gpu: $module — $what" "$logs/$module.gpu.log" "$binary" "$module::" --ignored --test-threads=1
 done <"$here/checks.txt"
 
-launches=(gpu kernel_handles)
-for test in "${launches[@]}"; do
+launches=("sample gpu" "runtime kernel_handles")
+for launch in "${launches[@]}"; do
+  read -r test module <<<"$launch"
   if [ "$gpu" != nvidia ]; then
-    skip "compute-sanitizer: $test" "${gpu:-no device}${gpu:+: not an NVIDIA GPU}"
+    skip "compute-sanitizer: $module" "${gpu:-no device}${gpu:+: not an NVIDIA GPU}"
   elif [ -z "$sanitizer" ]; then
-    skip "compute-sanitizer: $test" "compute-sanitizer not found"
+    skip "compute-sanitizer: $module" "compute-sanitizer not found"
   else
-    check "compute-sanitizer: $test" "$logs/$test.sanitizer.log" \
-      "$sanitizer" --error-exitcode 1 "$here/bin/test-$test" --ignored --test-threads=1
+    check "compute-sanitizer: $module" "$logs/$module.sanitizer.log" \
+      "$sanitizer" --error-exitcode 1 "$here/bin/test-$test" "$module::" --ignored --test-threads=1
   fi
 done
 

@@ -24,16 +24,17 @@ limit_mib=48
 BASE_LIBRARIES="linux-vdso.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1 libc.so.6 libm.so.6
   libpthread.so.0 libdl.so.2 librt.so.1 libgcc_s.so.1 libstdc++.so.6"
 
-# Test binaries (test targets of the workspace), each with what it checks on a GPU.
+# Checks: a test binary (a test target of the workspace), the module of it that runs, and what
+# it checks on a GPU. Each crate keeps its integration tests in one binary, a module per concern.
 TESTS=(
-  "gpu launches: every sample kernel, every argument kind, checked against Rust"
-  "device device facts, fills, copies, slices, memrefs of rank 0-3 through stubs"
-  "contexts one context per device across threads"
-  "host_semantics memrefs of every rank and layout on the GPU"
-  "kernel_handles kernels by name, module selection by chip"
-  "device_lookup device discovery and the default device"
-  "graphs CUDA/HIP graphs captured and replayed"
-  "peers_and_managed peer copies, managed memory"
+  "sample gpu launches: every sample kernel, every argument kind, checked against Rust"
+  "embed device device facts, fills, copies, slices, memrefs of rank 0-3 through stubs"
+  "embed contexts one context per device across threads"
+  "runtime host_semantics memrefs of every rank and layout on the GPU"
+  "runtime kernel_handles kernels by name, module selection by chip"
+  "runtime device_lookup device discovery and the default device"
+  "runtime graphs CUDA/HIP graphs captured and replayed"
+  "runtime peers_and_managed peer copies, managed memory"
 )
 
 rm -rf "$out"
@@ -57,9 +58,8 @@ for line in sys.stdin:
 # after the test suite (the dev profile) rebuilds nothing.
 artifacts=$(mktemp)
 tests=()
-for entry in "${TESTS[@]}"; do
-  read -r test _ <<<"$entry"
-  tests+=(--test "$test")
+for binary in $(printf '%s\n' "${TESTS[@]}" | cut -d' ' -f1 | sort -u); do
+  tests+=(--test "$binary")
 done
 cargo test "${cargo_args[@]}" --no-run --workspace "${tests[@]}" | executables >>"$artifacts"
 cargo build "${cargo_args[@]}" --workspace --bin sample-project --example streams \

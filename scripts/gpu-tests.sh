@@ -7,18 +7,18 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 log=$(mktemp)
 status=0
-cargo test -p sample-project --test gpu -- --ignored --nocapture 2>&1 | tee "$log" || status=1
+cargo test -p sample-project --test sample gpu:: -- --ignored --nocapture 2>&1 | tee "$log" || status=1
 # Device facts, fills and slices; memrefs of rank 0 to 3, strided and offset views, through the
 # generated stubs.
-cargo test -p gpu-embed --test device -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
-cargo test -p gpu-embed --test contexts -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
-cargo test -p gpu-tests --test host_semantics -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
-cargo test -p gpu-tests --test kernel_handles -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
-cargo test -p gpu-tests --test device_lookup -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
-cargo test -p gpu-tests --test graphs -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
-cargo test -p gpu-tests --test peers_and_managed -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-embed --test embed device:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-embed --test embed contexts:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test runtime host_semantics:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test runtime kernel_handles:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test runtime device_lookup:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test runtime graphs:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-tests --test runtime peers_and_managed:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 # MLIR's GPU integration tests and ours as whole programs (`gpu-build run`) on the GPU.
-cargo test -p gpu-build --features cli --test run -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
+cargo test -p gpu-build --features cli --test command run:: -- --ignored --nocapture 2>&1 | tee -a "$log" || status=1
 cargo run -p sample-project || status=1
 cargo run -p sample-project --example streams || status=1
 cargo bench -p sample-project --bench launch_overhead || status=1

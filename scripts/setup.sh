@@ -38,13 +38,13 @@ if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec
   echo "setup: installing nvidia-cuda-nvcc-cu12 (ptxas, libdevice) from PyPI" >&2
   pip_install nvidia-cuda-nvcc-cu12
 fi
-# An S3-compatible server for the shared-cache tests (tests/tests/remote_cache.rs); pinned.
+# An S3-compatible server for the shared-cache tests (tests/tests/compile/remote_cache.rs); pinned.
 moto=moto[server]==5.1.0
 if ! "$python" -m pip show moto 2>/dev/null | grep -x "Version: ${moto#*==}" >/dev/null; then
   echo "setup: installing $moto (an S3 server for the shared-cache tests) from PyPI" >&2
   pip_install "$moto"
 fi
-# cuda.h for the CUDA driver bindings (gpu-embed/tests/bindings.rs); pinned: the checked-in
+# cuda.h for the CUDA driver bindings (gpu-embed/tests/embed/bindings.rs); pinned: the checked-in
 # bindings are generated from exactly this header.
 cuda_runtime=nvidia-cuda-runtime-cu12==12.9.79
 if ! "$python" -m pip show nvidia-cuda-runtime-cu12 2>/dev/null | grep -x "Version: ${cuda_runtime#*==}" >/dev/null; then

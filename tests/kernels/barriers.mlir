@@ -1,5 +1,5 @@
 // Barrier placements the host target splits kernels at (barrier fission), checked against
-// plain-Rust references in tests/host_semantics.rs, plus one it cannot split (a coroutine per
+// plain-Rust references in tests/runtime/host_semantics.rs, plus one it cannot split (a coroutine per
 // thread) and one that breaks the GPU programming model at run time. Blocks of 64 threads.
 module attributes {gpu.container_module} {
   gpu.module @barriers [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {

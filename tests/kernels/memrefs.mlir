@@ -1,6 +1,6 @@
 // Memref arguments of every shape a launch stub must describe: rank 0 and 3, static sizes,
 // dynamic strided layouts and a static inner stride. Built for every target: the host runs them
-// (tests/host_semantics.rs) and the ABI test checks the GPU objects' parameter lists.
+// (tests/runtime/host_semantics.rs) and the ABI test checks the GPU objects' parameter lists.
 module attributes {gpu.container_module} {
   gpu.module @memrefs [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
     // x[i][j][k] = 2 * x[i][j][k] + (100 i + 10 j + k), for thread (k, j, i) of one block.

@@ -1,5 +1,5 @@
 // Subgroup matrix multiply-accumulate (gpu.subgroup_mma_*), which MLIR 22 lowers to NVIDIA's
-// WMMA and the host emulates; checked in tests/host_semantics.rs. Subgroup s of the grid (its
+// WMMA and the host emulates; checked in tests/runtime/host_semantics.rs. Subgroup s of the grid (its
 // linear thread id / 32) works on tile s: rows 16 s to 16 s + 15 (8 s to 8 s + 7 for f64) of
 // each matrix.
 module attributes {gpu.container_module} {

@@ -1,5 +1,5 @@
 // gpu.subgroup_reduce (uniform, i32), which MLIR 22 lowers only through NVIDIA's redux.sync
-// (sm_80 and later), emulated on the host; checked in tests/host_semantics.rs.
+// (sm_80 and later), emulated on the host; checked in tests/runtime/host_semantics.rs.
 module attributes {gpu.container_module} {
   gpu.module @subgroup_reduce [#nvvm.target<chip = "sm_80">] {
     // out[6 i + k] for thread i: its subgroup's add, maxsi, minsi, and, or, xor of x (the kinds

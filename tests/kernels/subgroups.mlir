@@ -1,5 +1,5 @@
 // Subgroup operations the host target emulates (subgroups of 32 threads), checked against
-// plain-Rust references in tests/host_semantics.rs; also compiled for NVPTX and AMDGPU.
+// plain-Rust references in tests/runtime/host_semantics.rs; also compiled for NVPTX and AMDGPU.
 module attributes {gpu.container_module} {
   gpu.module @subgroups [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
     // Thread t (linear id in its block) of block b holds v = 1000 b + 10 t + 1 and shuffles it

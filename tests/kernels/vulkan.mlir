@@ -1,4 +1,4 @@
-// Kernels for the Vulkan target (`tests/vulkan.rs` runs them on every Vulkan device, lavapipe
+// Kernels for the Vulkan target (`tests/runtime/vulkan.rs` runs them on every Vulkan device, lavapipe
 // here, against the host target and plain Rust): what SPIR-V needs is supplied by the pipeline,
 // so these are ordinary target-neutral kernels with a `known_block_size`. Between them they use
 // workgroup memory, barriers, subgroup reductions, 2-D memrefs with a static inner size, and

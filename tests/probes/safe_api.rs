@@ -1,7 +1,7 @@
 //! A user's program written from gpu-embed's documentation alone, trying from safe code, on the
 //! host device, each way a review found to corrupt memory or crash through the safe API. Built
 //! in release (where integer overflow wraps instead of panicking) and run under valgrind by
-//! `tests/tests/safe_api_probes.rs`. Each probe prints `<name>: <outcome>`; any crash, panic or
+//! `tests/tests/compile/safe_api_probes.rs`. Each probe prints `<name>: <outcome>`; any crash, panic or
 //! invalid access fails the run.
 
 use gpu_embed::{Device, DeviceBuffer, PinnedBuffer, Pod};

@@ -1,31 +1,31 @@
 //! Kernels the workspace tests embed; the tests themselves live in `tests/`.
 
-// GPU semantics the host target must reproduce (`tests/host_semantics.rs`).
+// GPU semantics the host target must reproduce (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!(
     "kernels/semantics.mlir",
     targets = [nvptx(sm_80, sm_90), host]
 );
 // Barrier placements the host target splits kernels at, and two it cannot
-// (`tests/host_semantics.rs`).
+// (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/barriers.mlir", targets = [nvptx, amdgpu, host]);
-// Subgroup operations the host target emulates (`tests/host_semantics.rs`).
+// Subgroup operations the host target emulates (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/subgroups.mlir", targets = [nvptx, amdgpu, host]);
-// gpu.subgroup_reduce, which MLIR 22 lowers only for NVIDIA's sm_80+ (`tests/host_semantics.rs`).
+// gpu.subgroup_reduce, which MLIR 22 lowers only for NVIDIA's sm_80+ (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/subgroup_reduce.mlir", targets = [nvptx, host]);
-// Subgroup matrix multiply-accumulate, emulated on the host (`tests/host_semantics.rs`).
+// Subgroup matrix multiply-accumulate, emulated on the host (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host]);
-// Kernel and module names no Rust identifier can hold (`tests/host_semantics.rs`).
+// Kernel and module names no Rust identifier can hold (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, host]);
-// Memrefs of rank 0 to 3, static and strided (`tests/host_semantics.rs`, the ABI test).
+// Memrefs of rank 0 to 3, static and strided (`tests/runtime/host_semantics.rs`, the ABI test).
 gpu_embed::include_gpu_binary!("kernels/memrefs.mlir", targets = [nvptx, amdgpu, host]);
-// Kernels for the Vulkan target, also run on the host for comparison (`tests/vulkan.rs`), and
+// Kernels for the Vulkan target, also run on the host for comparison (`tests/runtime/vulkan.rs`), and
 // on NVIDIA GPUs by the tests that run on every device (graphs; its subgroup reduction needs
 // sm_80, and has no AMDGPU lowering in MLIR 22).
 gpu_embed::include_gpu_binary!(
     "kernels/vulkan.mlir",
     targets = [vulkan, nvptx(sm_80, sm_90), host]
 );
-// The guide's two-module file (`docs/guide/02-kernels.md`, `tests/cookbook.rs`).
+// The guide's two-module file (`docs/guide/02-kernels.md`, `tests/runtime/cookbook.rs`).
 gpu_embed::include_gpu_binary!(
     "../docs/cookbook/two_modules.mlir",
     targets = [nvptx, amdgpu, host]
@@ -49,14 +49,4 @@ pub fn vulkan_devices() -> Vec<gpu_embed::Device> {
         );
     }
     devices
-}
-
-/// One test at a time in the calling test binary, while the guard lives: for tests whose outcome
-/// depends on host streams running lazily (a default-stream operation in a concurrent test
-/// would run every queued stream).
-pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ALONE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -1,4 +1,4 @@
-// A program of our own for `gpu-build run --device vulkan` (gpu-build/tests/run.rs): host
+// A program of our own for `gpu-build run --device vulkan` (gpu-build/tests/command/run.rs): host
 // memory (`memref.alloc`) passed straight to kernels, as upstream's Vulkan tests do, which the
 // runtime stages through device memory around each launch: a 2-D memref, one host memref
 // passed as two arguments (one staging buffer, written in place), host and device memory

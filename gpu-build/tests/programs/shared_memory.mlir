@@ -1,4 +1,4 @@
-// A program of our own for `gpu-build run` (gpu-build/tests/run.rs): a `gpu.launch` the runner
+// A program of our own for `gpu-build run` (gpu-build/tests/command/run.rs): a `gpu.launch` the runner
 // outlines, over a 2-D grid, whose blocks reverse their row through dynamic shared memory sized
 // at launch (mgpuLaunchKernel's shared-memory argument) with a barrier between the writes and
 // the reads; memory from `gpu.alloc host_shared`, which host code reads directly, freed by a

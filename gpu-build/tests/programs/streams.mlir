@@ -1,4 +1,4 @@
-// A program of our own for `gpu-build run` (gpu-build/tests/run.rs): device memory, 32- and
+// A program of our own for `gpu-build run` (gpu-build/tests/command/run.rs): device memory, 32- and
 // 16-bit memsets, copies both ways, and two independent streams joined by events, through the
 // mgpu* calls MLIR's gpu-to-llvm makes for async tokens. Checked with FileCheck-22.
 module attributes {gpu.container_module} {

@@ -5,6 +5,10 @@ use gpu_build::{Build, Report, Vendor};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Tests run again in a child of this binary: alone, with an environment of their own.
+#[path = "../../../gpu-embed/tests/embed/common/rerun.rs"]
+pub mod rerun;
+
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -105,17 +109,47 @@ pub fn strip_ptx_comments(ptx: &str) -> String {
         .join("\n")
 }
 
-/// `cargo` for a fixture crate outside the workspace: offline, with the workspace's LLVM
-/// settings, and a target directory shared by the fixtures so gpu-build compiles once.
-pub fn fixture_cargo(dir: &Path) -> Command {
-    let prefix = "/usr/lib/llvm-22";
+/// The test run's target directory: this binary is `<target>/<profile>/deps/<name>-<hash>`.
+pub fn target_dir() -> PathBuf {
+    let binary = std::env::current_exe().unwrap();
+    binary.ancestors().nth(3).unwrap().to_path_buf()
+}
+
+/// The workspace's `[profile]` settings as `--config` arguments, for builds that would not see
+/// them: a crate outside the workspace, a package `cargo publish` verifies.
+pub fn workspace_profiles() -> Vec<String> {
+    fn flatten(prefix: &str, value: &toml::Value, found: &mut Vec<String>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (key, value) in table {
+                    flatten(&format!("{prefix}.{key}"), value, found);
+                }
+            }
+            value => found.extend(["--config".to_string(), format!("{prefix}={value}")]),
+        }
+    }
+    let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
+    let manifest: toml::Table = manifest.parse().unwrap();
+    let mut found = Vec::new();
+    if let Some(profiles) = manifest.get("profile") {
+        flatten("profile", profiles, &mut found);
+    }
+    found
+}
+
+/// `cargo` for a build nested in the test run (a fixture crate, a package being verified): in the
+/// test run's own target directory, which cargo does not lock while tests run, with the
+/// workspace's profiles and settings (`.cargo/config.toml`: where LLVM is), offline. What the test
+/// run compiled is reused — above all gpu-build's LLVM and MLIR bindings, which a target
+/// directory of its own would compile again — and nested builds share with each other.
+pub fn nested_cargo(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO"));
     command
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", workspace().join("target/rerun-fixture"))
-        .env("LLVM_SYS_221_PREFIX", prefix)
-        .env("MLIR_SYS_220_PREFIX", prefix)
-        .env("TABLEGEN_220_PREFIX", prefix);
+        .env("CARGO_TARGET_DIR", target_dir())
+        .arg("--config")
+        .arg(workspace().join(".cargo/config.toml"))
+        .args(workspace_profiles());
     command
 }
 

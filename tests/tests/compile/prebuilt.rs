@@ -1,5 +1,5 @@
 //! The prebuilt folder checked in process (the two-crate build without LLVM is
-//! `tests/prebuilt_crates.rs`): installing it gives the compiled outputs byte for byte; another
+//! `tests/compile/prebuilt_crates.rs`): installing it gives the compiled outputs byte for byte; another
 //! request, an edited kernel, a damaged file or a missing folder is an error that says what to do.
 
 use crate::child::tree;

@@ -388,7 +388,7 @@ fn upstream_compiles(program: &str, vendor: Vendor, scheduled: &Path, outlined: 
             "-o",
             "/dev/null",
         ]),
-        // Not in this matrix: the Vulkan tests run through `gpu-build run` (gpu-build/tests/run.rs).
+        // Not in this matrix: the Vulkan tests run through `gpu-build run` (gpu-build/tests/command/run.rs).
         Vendor::Host | Vendor::Vulkan => false,
     }
 }

@@ -1,0 +1,41 @@
+//! Test helpers: probes that run in a child process (so a crash of the code under test fails
+//! the probe, not the whole test binary), and a module's tests re-run under valgrind's memcheck
+//! (`rerun.rs`).
+
+#![allow(dead_code)] // each test binary uses some of these
+
+mod rerun;
+pub use rerun::{in_own_process, memcheck_module, test_name, UNDER_MEMCHECK};
+
+/// Runs `test` on the first Vulkan device (Mesa's lavapipe where there is no GPU) with the
+/// Khronos validation layer on, then fails on any warning or error the layer reported; skips,
+/// saying so, where no Vulkan device is found, and under memcheck (lavapipe compiles kernels
+/// with LLVM at run time: valgrind would spend minutes there, in memory that is not this
+/// crate's).
+pub fn on_vulkan(test: impl FnOnce(&gpu_embed::Device)) {
+    use gpu_embed::{Device, Vendor};
+    if std::env::var_os(UNDER_MEMCHECK).is_some() {
+        eprintln!("skipped under memcheck: Vulkan");
+        return;
+    }
+    gpu_embed::enable_vulkan_validation();
+    let Some(device) = Device::all()
+        .into_iter()
+        .find(|d| d.vendor() == Vendor::Vulkan)
+    else {
+        let reason = match Device::gpus() {
+            Err(error) => error.to_string(),
+            Ok(gpus) => format!("the GPUs found are {gpus:?}"),
+        };
+        eprintln!("skipped: no Vulkan device: {reason}");
+        return;
+    };
+    test(&device);
+    device.synchronize().unwrap();
+    let messages = gpu_embed::take_vulkan_validation_messages();
+    assert!(
+        messages.is_empty(),
+        "the validation layer reported:\n{}",
+        messages.join("\n")
+    );
+}

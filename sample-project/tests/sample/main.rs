@@ -1,0 +1,11 @@
+//! The sample's integration tests, in one binary: its kernels through their stubs on the host,
+//! on Vulkan (lavapipe) and on a GPU, the embedded objects, and the program's own listing.
+
+#[path = "../../../gpu-embed/tests/embed/common/rerun.rs"]
+mod rerun;
+
+mod embedded;
+mod gpu;
+mod host;
+mod listing;
+mod vulkan;

@@ -1,0 +1,107 @@
+//! The guide's getting-started crate, assembled from the chapter itself
+//! (`docs/guide/01-getting-started.md`: every code block whose first line is `// file: PATH` or
+//! `# file: PATH`), builds on a machine without a GPU and runs its kernel on the host, as a new
+//! user following the chapter would see it. A block broken on purpose fails the build, so the
+//! chapter cannot drift from what compiles.
+
+
+use crate::common::{fenced_blocks, workspace};
+use std::path::Path;
+
+/// The chapter's files: (path, contents), in the chapter's order.
+fn chapter_files(chapter: &str) -> Vec<(String, String)> {
+    fenced_blocks(chapter)
+        .into_iter()
+        .filter_map(|block| {
+            let first = block.body.first()?;
+            let name = first
+                .strip_prefix("// file: ")
+                .or_else(|| first.strip_prefix("# file: "))?;
+            Some((name.to_string(), block.body[1..].join("\n") + "\n"))
+        })
+        .collect()
+}
+
+/// Writes the crate into `root`, with the registry dependencies pointed at this workspace.
+fn write_crate(root: &Path, files: &[(String, String)]) {
+    for (name, contents) in files {
+        let contents = if name == "Cargo.toml" {
+            let path = |krate: &str| workspace().join(krate).display().to_string();
+            contents
+                .replace(
+                    "gpu-embed = \"0.1\"",
+                    &format!("gpu-embed = {{ path = {:?} }}", path("gpu-embed")),
+                )
+                .replace(
+                    "gpu-build = \"0.1\"",
+                    &format!("gpu-build = {{ path = {:?} }}", path("gpu-build")),
+                )
+                + "\n[workspace]\n"
+        } else {
+            contents.clone()
+        };
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    std::fs::copy(workspace().join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
+}
+
+#[test]
+fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
+    let chapter =
+        std::fs::read_to_string(workspace().join("docs/guide/01-getting-started.md")).unwrap();
+    let files = chapter_files(&chapter);
+    let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Cargo.toml", "kernels/vadd.mlir", "build.rs", "src/main.rs"],
+        "the chapter's files"
+    );
+    assert!(
+        files[0].1.contains("gpu-embed = \"0.1\"") && files[0].1.contains("gpu-build = \"0.1\""),
+        "the chapter's Cargo.toml depends on both crates by version: {}",
+        files[0].1
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_crate(root, &files);
+    let output = crate::common::nested_cargo(root)
+        .args(["run", "--offline", "--quiet"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("1000 elements added on "), "{stdout}");
+    // What the chapter says was embedded: the default chips of both GPU vendors and the host.
+    for object in [
+        "embedded: nvptx sm_75 cubin",
+        "embedded: nvptx sm_90 PTX",
+        "embedded: amdgpu gfx90a hsaco",
+        "embedded: amdgpu gfx1100 hsaco",
+        "embedded: host ",
+    ] {
+        assert!(stdout.contains(object), "{object}: {stdout}");
+    }
+
+    // A chapter whose example no longer compiles fails here: an argument of the wrong type.
+    let main = root.join("src/main.rs");
+    let good = std::fs::read_to_string(&main).unwrap();
+    let broken = good.replace("&a, &b, &c, n)", "&a, &b, &c, 1.5f32)");
+    assert_ne!(broken, good, "the seeded break applies");
+    std::fs::write(&main, broken).unwrap();
+    let output = crate::common::nested_cargo(root)
+        .args(["build", "--offline", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the broken example built");
+    assert!(
+        stderr.contains("src/main.rs") && stderr.contains("mismatched types"),
+        "{stderr}"
+    );
+}
