@@ -42,10 +42,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{
     build_triple, Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target,
 };
-use crate::targets::nvptx::lowering::{
-    nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING,
-};
 use crate::targets::support::llvm::{emit_object, verify_optimized};
+use crate::targets::support::nvvm::{
+    nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING,
+    PTX_KERNEL_CALLING_CONVENTION,
+};
 use crate::toolkit::Toolkits;
 use fission::{fission, Fission, Regions, DONE};
 use gpu_manifest::host_abi;
@@ -523,10 +524,11 @@ fn add_entry_points<'ll>(
     barriers: &[FunctionValue<'ll>],
     subgroup_barrier: Option<FunctionValue<'ll>>,
 ) -> Result<Entries> {
-    const PTX_KERNEL: u32 = 71;
     let kernels: Vec<FunctionValue> = module
         .get_functions()
-        .filter(|f| f.get_call_conventions() == PTX_KERNEL && f.count_basic_blocks() > 0)
+        .filter(|f| {
+            f.get_call_conventions() == PTX_KERNEL_CALLING_CONVENTION && f.count_basic_blocks() > 0
+        })
         .collect();
     let mut bodies = Vec::new();
     for kernel in &kernels {
