@@ -1,14 +1,18 @@
-//! The loops over a block's threads: z, y, x loops around the call of the body (or of a split
-//! kernel's region function), the x loop marked parallel for the optimizer; and the counted
-//! loop and the id arithmetic every loop of an entry is built from.
+//! The loops over a block's threads: z, y, x loops around the call of the body or of a split
+//! kernel's region function (both calls here, so that the region code in `regions.rs` and
+//! `subgroups.rs` builds on the loops, not the other way round), the x loop marked parallel for
+//! the optimizer; and the counted loop and the id arithmetic every loop of an entry is built
+//! from.
 
-use super::regions::RegionCall;
+use super::states::StateRange;
 use super::EntryBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::host::ir::{builder_error, call_instruction};
 use crate::targets::host::optimize;
 use inkwell::basic_block::BasicBlock;
-use inkwell::values::{BasicMetadataValueEnum, FunctionValue, InstructionValue, IntValue};
+use inkwell::values::{
+    BasicMetadataValueEnum, FunctionValue, InstructionValue, IntValue, PointerValue,
+};
 
 /// The innermost loop's call.
 pub(super) struct Innermost<'ll> {
@@ -18,6 +22,20 @@ pub(super) struct Innermost<'ll> {
     pub(super) tid_read_elsewhere: bool,
     /// For a region function: its state and bookkeeping.
     pub(super) region: Option<RegionCall<'ll>>,
+}
+
+/// A call of a split kernel's region function in the thread loops.
+#[derive(Clone, Copy)]
+pub(super) struct RegionCall<'ll> {
+    pub(super) state: u32,
+    /// Total threads of the block (i64).
+    pub(super) threads_per_block: IntValue<'ll>,
+    pub(super) uniform_in: PointerValue<'ll>,
+    pub(super) uniform_out: PointerValue<'ll>,
+    pub(super) threads: PointerValue<'ll>,
+    /// The states the threads reached: one unless threads of the block reached different
+    /// barriers.
+    pub(super) reached: StateRange<'ll>,
 }
 
 impl<'a, 'll> EntryBuilder<'a, 'll> {
@@ -115,6 +133,38 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         let (call, reached) = self.call_region(innermost.function, state, ids, linear, &region)?;
         self.widen_range(region.reached, reached)?;
         Ok(call)
+    }
+
+    /// The call of a split kernel's region `function` from `state` for thread `ids` (x, y, z),
+    /// linear id `linear`: the call, and the state the thread reached.
+    pub(super) fn call_region(
+        &self,
+        function: FunctionValue<'ll>,
+        state: IntValue<'ll>,
+        ids: &[IntValue<'ll>],
+        linear: IntValue<'ll>,
+        region: &RegionCall<'ll>,
+    ) -> Result<(InstructionValue<'ll>, IntValue<'ll>)> {
+        let mut arguments: Vec<BasicMetadataValueEnum> = vec![state.into()];
+        arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
+        arguments.extend::<[BasicMetadataValueEnum; 5]>([
+            linear.into(),
+            region.threads_per_block.into(),
+            region.uniform_in.into(),
+            region.uniform_out.into(),
+            region.threads.into(),
+        ]);
+        arguments.extend(self.arguments.iter().copied());
+        let call = self
+            .builder
+            .build_call(function, &arguments, "reached")
+            .map_err(builder_error)?;
+        let reached = call
+            .try_as_basic_value()
+            .basic()
+            .map(|v| v.into_int_value())
+            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a region function returns nothing"))?;
+        Ok((call_instruction(call)?, reached))
     }
 
     /// x, y, z of `linear` in a box `size_x` by `size_y` wide (x fastest).

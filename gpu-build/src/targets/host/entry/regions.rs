@@ -1,34 +1,17 @@
 //! Kernels split at their barriers (`fission.rs`) in the block entry: their storage, allocated
 //! once per call; one block as region after region for all its threads, each resumed after the
-//! barrier it reached, until all are done; the call of a region function; and the status that
-//! fails the launch when threads reached different barriers.
+//! barrier it reached, until all are done; and the status that fails the launch when threads
+//! reached different barriers.
 
-use super::loops::Innermost;
-use super::states::StateRange;
+use super::loops::{Innermost, RegionCall};
 use super::EntryBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::host::fission::Regions;
-use crate::targets::host::ir::{builder_error, call_instruction};
+use crate::targets::host::ir::builder_error;
 use gpu_manifest::host_abi;
 use inkwell::basic_block::BasicBlock;
-use inkwell::values::{
-    BasicMetadataValueEnum, BasicValue, FunctionValue, InstructionValue, IntValue, PointerValue,
-};
+use inkwell::values::{BasicValue, FunctionValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
-
-/// A call of a split kernel's region function in the thread loops.
-#[derive(Clone, Copy)]
-pub(super) struct RegionCall<'ll> {
-    pub(super) state: u32,
-    /// Total threads of the block (i64).
-    pub(super) threads_per_block: IntValue<'ll>,
-    pub(super) uniform_in: PointerValue<'ll>,
-    pub(super) uniform_out: PointerValue<'ll>,
-    pub(super) threads: PointerValue<'ll>,
-    /// The states the threads reached: one unless threads of the block reached different
-    /// barriers.
-    pub(super) reached: StateRange<'ll>,
-}
 
 /// A split kernel's storage in its block entry.
 pub(super) struct RegionStorage<'ll> {
@@ -263,37 +246,5 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .build_return(Some(&status))
             .map_err(builder_error)?;
         Ok(())
-    }
-
-    /// The call of a split kernel's region `function` from `state` for thread `ids` (x, y, z),
-    /// linear id `linear`: the call, and the state the thread reached.
-    pub(super) fn call_region(
-        &self,
-        function: FunctionValue<'ll>,
-        state: IntValue<'ll>,
-        ids: &[IntValue<'ll>],
-        linear: IntValue<'ll>,
-        region: &RegionCall<'ll>,
-    ) -> Result<(InstructionValue<'ll>, IntValue<'ll>)> {
-        let mut arguments: Vec<BasicMetadataValueEnum> = vec![state.into()];
-        arguments.extend(ids.iter().map(|v| BasicMetadataValueEnum::from(*v)));
-        arguments.extend::<[BasicMetadataValueEnum; 5]>([
-            linear.into(),
-            region.threads_per_block.into(),
-            region.uniform_in.into(),
-            region.uniform_out.into(),
-            region.threads.into(),
-        ]);
-        arguments.extend(self.arguments.iter().copied());
-        let call = self
-            .builder
-            .build_call(function, &arguments, "reached")
-            .map_err(builder_error)?;
-        let reached = call
-            .try_as_basic_value()
-            .basic()
-            .map(|v| v.into_int_value())
-            .ok_or_else(|| Error::new(ErrorKind::Codegen, "a region function returns nothing"))?;
-        Ok((call_instruction(call)?, reached))
     }
 }
