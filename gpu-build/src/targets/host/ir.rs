@@ -1,7 +1,8 @@
-//! The IR helpers every part of the host target uses (the retargeting in `mod.rs`, and the
-//! assert, printf, subgroup and MMA emulation): reading thread ids, calling back into the
-//! scheduler through the context, finding calls, builder errors. At the bottom of the host
-//! folder: it imports none of its siblings.
+//! The IR helpers every part of the host target uses (the retargeting in `retarget.rs`, the
+//! entry points in `entry/`, and the assert, printf, subgroup and MMA emulation): reading
+//! thread ids, calling back into the scheduler through the context, finding calls and the
+//! instructions they are, builder errors. At the bottom of the host folder: it imports none of
+//! its siblings.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
@@ -193,4 +194,13 @@ pub(crate) fn always_inline(job: &Job, function: FunctionValue) {
         AttributeLoc::Function,
         job.llvm.create_enum_attribute(kind, 0),
     );
+}
+
+/// A call as the instruction it is (to put metadata on it).
+pub(crate) fn call_instruction(call: inkwell::values::CallSiteValue) -> Result<InstructionValue> {
+    match call.try_as_basic_value() {
+        inkwell::values::ValueKind::Basic(value) => value.as_instruction_value(),
+        inkwell::values::ValueKind::Instruction(instruction) => Some(instruction),
+    }
+    .ok_or_else(|| Error::new(ErrorKind::Codegen, "a call that is no instruction"))
 }

@@ -13,7 +13,6 @@
 
 pub(crate) mod chips;
 pub(crate) mod flags;
-pub(crate) mod lowering;
 mod requirement;
 pub(crate) mod toolkit;
 
@@ -24,6 +23,10 @@ use crate::targets::interface::{
 };
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_checked, optimize};
+use crate::targets::support::nvvm::{
+    nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING,
+    PTX_KERNEL_CALLING_CONVENTION,
+};
 use crate::timing::Stage;
 use crate::toolkit::Toolkits;
 use flags::NvptxFlags;
@@ -38,7 +41,6 @@ use inkwell::llvm_sys::LLVMFastMathAll;
 use inkwell::module::{FlagBehavior, Linkage, Module};
 use inkwell::targets::{FileType, TargetMachine};
 use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
-use lowering::{nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING};
 use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
 use std::process::Command;
@@ -352,9 +354,6 @@ fn ptx_names(module: &Module) -> Result<()> {
 fn is_local(linkage: Linkage) -> bool {
     matches!(linkage, Linkage::Internal | Linkage::Private)
 }
-
-/// LLVM's `ptx_kernel` calling convention, which marks NVPTX kernels.
-const PTX_KERNEL_CALLING_CONVENTION: u32 = 71;
 
 /// PTX is the ISA object; with ptxas, a cubin for the chip too.
 fn isa_to_objects(job: &Job, ptx: Vec<u8>) -> Result<Vec<Artifact>> {

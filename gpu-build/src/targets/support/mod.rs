@@ -1,9 +1,11 @@
 //! What targets share, below every target: chip parsing, bitcode linking, the LLVM steps,
-//! reading MLIR ops and the SPIR-V conversion steps (finding and running external tools is
-//! `crate::toolkit`, below the target interface).
+//! reading MLIR ops, the NVVM lowering (the NVPTX target's and the host's) and the SPIR-V
+//! conversion steps (finding and running external tools is `crate::toolkit`, below the target
+//! interface).
 
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;
 pub(crate) mod mlir;
+pub(crate) mod nvvm;
 pub(crate) mod spirv;

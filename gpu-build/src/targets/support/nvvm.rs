@@ -1,5 +1,7 @@
-//! MLIR's NVVM lowering, as the NVPTX target (and the host, which starts from it) runs it: the
-//! pipeline, and the ops MLIR 22's lowering crashes the process on, refused before it runs.
+//! MLIR's NVVM lowering, as the NVPTX target and the host (which starts from it) run it: the
+//! pipeline, the ops MLIR 22's lowering crashes the process on, refused before it runs, and the
+//! calling convention that marks the kernels it emits. Here, below both targets, so that neither
+//! imports the other's folder.
 
 use melior::ir::attribute::TypeAttribute;
 use melior::ir::block::BlockLike;
@@ -7,6 +9,9 @@ use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, O
 use melior::ir::operation::{WalkOrder, WalkResult};
 use melior::ir::r#type::FunctionType;
 use melior::ir::{OperationRef, RegionLike, Type, Value, ValueLike};
+
+/// LLVM's `ptx_kernel` calling convention, which marks NVPTX kernels.
+pub(crate) const PTX_KERNEL_CALLING_CONVENTION: u32 = 71;
 
 /// nvgpu ops (`nvgpu.mma.sync`, TMA, mbarriers, warpgroup MMA, ...) first, as upstream's
 /// `gpu-lower-to-nvvm-pipeline` does: a warpgroup accumulator carried by an `scf.for` is

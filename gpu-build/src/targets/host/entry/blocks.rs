@@ -1,0 +1,160 @@
+//! The block-range entry's outer loop: every block of `first..first + count`, its ids counted
+//! along (x wraps into y, y into z) into the thread-local ids, and in it the thread loops
+//! (`loops.rs`) or a split kernel's regions (`regions.rs`); the status it returns.
+
+use super::loops::Innermost;
+use super::{EntryBuilder, ThreadWork};
+use crate::error::Result;
+use crate::targets::host::ir::{self, builder_error};
+use gpu_manifest::host_abi;
+use inkwell::values::IntValue;
+
+impl<'a, 'll> EntryBuilder<'a, 'll> {
+    /// Every thread of blocks `first..first + count`: a loop over the blocks (their ids into the
+    /// thread-local ids), and in it z, y, x loops over the block's threads calling the body, or
+    /// for a split kernel, such loops for one region after another. Returns a
+    /// `host_abi::STATUS_*`.
+    pub(super) fn blocks(self, work: ThreadWork<'ll>, tid_read_elsewhere: bool) -> Result<()> {
+        let llvm = self.job.llvm;
+        let (i32_type, i64_type) = (llvm.i32_type(), llvm.i64_type());
+        let function = match &work {
+            ThreadWork::Body(body) => *body,
+            ThreadWork::Regions(regions) => regions.function,
+            ThreadWork::Coroutines => {
+                let status =
+                    i32_type.const_int(u64::from(host_abi::STATUS_NEEDS_COROUTINES), false);
+                self.builder
+                    .build_return(Some(&status))
+                    .map_err(builder_error)?;
+                return Ok(());
+            }
+        };
+        let load = |slot: u64, name: &str| -> Result<IntValue<'ll>> {
+            let value = self
+                .builder
+                .build_load(i32_type, self.id_slot(slot, true)?, name)
+                .map_err(builder_error)?
+                .into_int_value();
+            if let Some(load) = value.as_instruction() {
+                ir::mark_id_range(self.job, load, slot)?;
+            }
+            Ok(value)
+        };
+        let mut sizes = Vec::new();
+        for slot in 3..6 {
+            sizes.push(load(slot, "size")?);
+        }
+        let widen = |value| {
+            self.builder
+                .build_int_z_extend(value, i64_type, "wide")
+                .map_err(builder_error)
+        };
+        let (grid_x, grid_y) = (widen(load(9, "grid")?)?, widen(load(10, "grid")?)?);
+        let [first, count] = [2, 3].map(|n| {
+            self.function
+                .get_nth_param(n)
+                .map(|p| p.into_int_value())
+                .unwrap_or_else(|| i64_type.const_zero())
+        });
+        let end = self
+            .builder
+            .build_int_add(first, count, "end")
+            .map_err(builder_error)?;
+        let split = match &work {
+            ThreadWork::Regions(regions) => Some((regions, self.region_storage(regions, &sizes)?)),
+            _ => None,
+        };
+
+        // Block ids are counted along (x wraps into y, y into z), not divided out of the linear
+        // index per block: a division per block is slow, and LLVM's backend may even redo it
+        // inside the vectorized thread loops that use the id.
+        let builder = &self.builder;
+        let [first_x, first_y, first_z] = self.unravel(first, grid_x, grid_y)?;
+        let mut counters = Vec::new();
+        for (value, name) in [
+            (first_x, "block_x"),
+            (first_y, "block_y"),
+            (first_z, "block_z"),
+        ] {
+            let counter = builder
+                .build_alloca(i64_type, name)
+                .map_err(builder_error)?;
+            builder.build_store(counter, value).map_err(builder_error)?;
+            counters.push(counter);
+        }
+
+        let exit = llvm.append_basic_block(self.function, "exit");
+        let start = self.builder.get_insert_block().unwrap_or(self.entry);
+        self.counted_loop(first, end, start, exit, |_, each, latch| {
+            let [x, y, z] = [0, 1, 2].map(|axis| {
+                builder
+                    .build_load(i64_type, counters[axis], "block_id")
+                    .map(|value| value.into_int_value())
+                    .map_err(builder_error)
+            });
+            let (x, y, z) = (x?, y?, z?);
+            // `raised` is an id plus 0 or 1: it wraps to 0 at `size` and carries 1 into the next.
+            let wrap = |raised: IntValue<'ll>, size: IntValue<'ll>| -> Result<_> {
+                let wraps = builder
+                    .build_int_compare(inkwell::IntPredicate::EQ, raised, size, "wraps")
+                    .map_err(builder_error)?;
+                let next = builder
+                    .build_select(wraps, i64_type.const_zero(), raised, "next_id")
+                    .map_err(builder_error)?
+                    .into_int_value();
+                let carry = builder
+                    .build_int_z_extend(wraps, i64_type, "carry")
+                    .map_err(builder_error)?;
+                Ok((next, carry))
+            };
+            let one = i64_type.const_int(1, false);
+            let raised_x = builder
+                .build_int_nuw_add(x, one, "raised")
+                .map_err(builder_error)?;
+            let (next_x, carry_x) = wrap(raised_x, grid_x)?;
+            let raised_y = builder
+                .build_int_nuw_add(y, carry_x, "raised")
+                .map_err(builder_error)?;
+            let (next_y, carry_y) = wrap(raised_y, grid_y)?;
+            let next_z = builder
+                .build_int_nuw_add(z, carry_y, "next_z")
+                .map_err(builder_error)?;
+            for (counter, value) in counters.iter().zip([next_x, next_y, next_z]) {
+                builder
+                    .build_store(*counter, value)
+                    .map_err(builder_error)?;
+            }
+            for (slot, id) in [(6, x), (7, y), (8, z)] {
+                let id = self
+                    .builder
+                    .build_int_truncate(id, i32_type, "block_id")
+                    .map_err(builder_error)?;
+                self.builder
+                    .build_store(self.id_slot(slot, false)?, id)
+                    .map_err(builder_error)?;
+            }
+            match &split {
+                Some((regions, storage)) => {
+                    self.regions(regions, storage, tid_read_elsewhere, &sizes, latch)
+                }
+                None => {
+                    let innermost = Innermost {
+                        function,
+                        tid_read_elsewhere,
+                        region: None,
+                    };
+                    self.nest(2, &sizes, &mut Vec::new(), &innermost, each, latch)
+                }
+            }
+        })?;
+        self.builder.position_at_end(exit);
+        if let Some((_, storage)) = &split {
+            self.release(storage)?;
+        }
+        let ok = i32_type.const_int(u64::from(host_abi::STATUS_OK), false);
+        self.builder
+            .build_return(Some(&ok))
+            .map_err(builder_error)?;
+        Ok(())
+    }
+}
