@@ -22,6 +22,15 @@ impl Write for Captured {
 
 #[test]
 fn loads_launches_copies_synchronizations_and_frees_are_traced() {
+    // In a process of its own: a module loads once per process, and `tracing` caches, per event
+    // site, that no subscriber wanted it when another test's launch passed there first.
+    if !crate::rerun::in_own_process(
+        module_path!(),
+        "loads_launches_copies_synchronizations_and_frees_are_traced",
+        &[],
+    ) {
+        return;
+    }
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
