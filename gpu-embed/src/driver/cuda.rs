@@ -3,7 +3,8 @@
 //! one is an error then, never a crash later.
 
 use super::sys::cuda as sys;
-use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle};
+use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice};
+use super::{DeviceHandle, EventHandle, FunctionHandle, GraphHandle, ModuleHandle, StreamHandle};
 use super::{KernelAttributes, Pattern};
 use crate::binary::{Format, Object, Vendor};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
@@ -34,6 +35,38 @@ fn resolve(library: Library, name: &'static str) -> Result<Cuda, libloading::Err
     // SAFETY: the generated bindings give each entry point the type `cuda.h` declares.
     let api = unsafe { sys::CudaDriver::from_library(library)? };
     Ok(Cuda { api, library: name })
+}
+
+/// Who made the handles this driver takes back.
+const VENDOR: Vendor = Vendor::Nvptx;
+
+/// The context a device handle names.
+fn context(device: &DeviceHandle) -> Result<sys::CUcontext> {
+    Ok(device.vendor_value(VENDOR)? as sys::CUcontext)
+}
+
+fn module(module: &ModuleHandle) -> Result<sys::CUmodule> {
+    Ok(module.vendor_value(VENDOR)? as sys::CUmodule)
+}
+
+fn function(function: &FunctionHandle) -> Result<sys::CUfunction> {
+    Ok(function.vendor_value(VENDOR)? as sys::CUfunction)
+}
+
+/// The stream a handle names; null for the default stream.
+fn stream(stream: &StreamHandle) -> Result<sys::CUstream> {
+    if stream.is_default() {
+        return Ok(std::ptr::null_mut());
+    }
+    Ok(stream.vendor_value(VENDOR)? as sys::CUstream)
+}
+
+fn event(event: &EventHandle) -> Result<sys::CUevent> {
+    Ok(event.vendor_value(VENDOR)? as sys::CUevent)
+}
+
+fn graph(graph: &GraphHandle) -> Result<sys::CUgraphExec> {
+    Ok(graph.vendor_value(VENDOR)? as sys::CUgraphExec)
 }
 
 /// What a program can do about a `CUresult`.
@@ -192,7 +225,7 @@ impl Cuda {
                 )?;
                 devices.push(FoundDevice {
                     driver: self,
-                    raw: Handle(context.cast()),
+                    raw: DeviceHandle::from_vendor(VENDOR, context as usize),
                     name: c_string(&name),
                     arch: format!("sm_{major}{minor}"),
                     limits,
@@ -214,37 +247,44 @@ impl Driver for Cuda {
         Vendor::Nvptx
     }
 
-    fn make_current(&self, device: Handle) -> Result<Option<Handle>> {
+    fn make_current(&self, device: &DeviceHandle) -> Result<Option<DeviceHandle>> {
+        let device = context(device)?;
         let mut previous = std::ptr::null_mut();
         // SAFETY: writes the calling thread's current context (or null).
         self.check(unsafe { (self.api.cuCtxGetCurrent)(&mut previous) }, || {
             "cuCtxGetCurrent".into()
         })?;
-        if previous == device.0.cast() {
+        if previous == device {
             return Ok(None);
         }
         self.check(
             // SAFETY: a retained primary context.
-            unsafe { (self.api.cuCtxSetCurrent)(device.0.cast()) },
+            unsafe { (self.api.cuCtxSetCurrent)(device) },
             || "cuCtxSetCurrent".into(),
         )?;
-        Ok(Some(Handle(previous.cast())))
+        Ok(Some(DeviceHandle::from_vendor(VENDOR, previous as usize)))
     }
 
-    fn restore(&self, previous: Handle) {
+    fn restore(&self, previous: DeviceHandle) {
+        let Ok(previous) = context(&previous) else {
+            return;
+        };
         // SAFETY: the context the thread had current before (null: none), which its owner keeps
         // alive while it is current; a failure leaves ours current, as before this existed.
-        let _ = unsafe { (self.api.cuCtxSetCurrent)(previous.0.cast()) };
+        let _ = unsafe { (self.api.cuCtxSetCurrent)(previous) };
     }
 
-    fn unload_module(&self, module: Handle) {
+    fn unload_module(&self, loaded: ModuleHandle) {
+        let Ok(loaded) = module(&loaded) else {
+            return;
+        };
         // Queued launches may still run its kernels; a failure has nowhere to go from here.
         let _ = self.synchronize();
         // SAFETY: a loaded module, not used afterwards.
-        unsafe { (self.api.cuModuleUnload)(module.0.cast()) };
+        unsafe { (self.api.cuModuleUnload)(loaded) };
     }
 
-    fn load_module(&self, object: &'static Object) -> Result<Handle> {
+    fn load_module(&self, object: &'static Object) -> Result<ModuleHandle> {
         // The driver reads PTX as a C string.
         let image: Vec<u8> = match object.format() {
             Format::Isa => object.bytes().iter().copied().chain([0]).collect(),
@@ -253,7 +293,7 @@ impl Driver for Cuda {
         self.load_image(&image, &object.describe())
     }
 
-    fn load_image(&self, image: &[u8], what: &str) -> Result<Handle> {
+    fn load_image(&self, image: &[u8], what: &str) -> Result<ModuleHandle> {
         // A cubin is an ELF file; anything else is PTX, which must end in NUL.
         let terminated: Vec<u8>;
         let image = if image.starts_with(b"\x7fELF") || image.ends_with(&[0]) {
@@ -268,28 +308,34 @@ impl Driver for Cuda {
             unsafe { (self.api.cuModuleLoadData)(&mut module, image.as_ptr().cast()) },
             || format!("loading {what}"),
         )?;
-        Ok(Handle(module.cast()))
+        Ok(ModuleHandle::from_vendor(VENDOR, module as usize))
     }
 
-    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
+    fn function(&self, loaded: &ModuleHandle, name: &str) -> Result<FunctionHandle> {
+        let loaded = module(loaded)?;
         let c_name = c_name(name)?;
         let mut function = std::ptr::null_mut();
         self.check(
             // SAFETY: a loaded module and a NUL-terminated name.
             unsafe {
-                (self.api.cuModuleGetFunction)(&mut function, module.0.cast(), c_name.as_ptr())
+                (self.api.cuModuleGetFunction)(&mut function, loaded, c_name.as_ptr())
             },
             || format!("finding kernel `{name}`"),
         )?;
-        Ok(Handle(function.cast()))
+        Ok(FunctionHandle::from_vendor(VENDOR, function as usize))
     }
 
-    fn attributes(&self, function: Handle, _limits: &DeviceLimits) -> Result<KernelAttributes> {
+    fn attributes(
+        &self,
+        kernel: &FunctionHandle,
+        _limits: &DeviceLimits,
+    ) -> Result<KernelAttributes> {
+        let kernel = function(kernel)?;
         let attribute = |which: sys::CUfunction_attribute_enum, what: &str| {
             let mut value = 0;
             self.check(
                 // SAFETY: a function of a loaded module on the current context.
-                unsafe { (self.api.cuFuncGetAttribute)(&mut value, which, function.0.cast()) },
+                unsafe { (self.api.cuFuncGetAttribute)(&mut value, which, kernel) },
                 || format!("reading the kernel's {what} (cuFuncGetAttribute)"),
             )?;
             Ok::<u64, Error>(u64::try_from(value).unwrap_or(0))
@@ -314,10 +360,11 @@ impl Driver for Cuda {
 
     fn potential_block_size(
         &self,
-        function: Handle,
+        kernel: &FunctionHandle,
         dynamic_shared: u32,
         _limits: &DeviceLimits,
     ) -> Result<(u32, u32)> {
+        let kernel = function(kernel)?;
         let (mut grid, mut block) = (0, 0);
         self.check(
             // SAFETY: a function of a loaded module on the current context; no callback, a fixed
@@ -326,7 +373,7 @@ impl Driver for Cuda {
                 (self.api.cuOccupancyMaxPotentialBlockSize)(
                     &mut grid,
                     &mut block,
-                    function.0.cast(),
+                    kernel,
                     None,
                     dynamic_shared as usize,
                     0,
@@ -337,13 +384,14 @@ impl Driver for Cuda {
         Ok((block.max(1) as u32, grid.max(1) as u32))
     }
 
-    fn allow_dynamic_shared(&self, function: Handle, bytes: u32) -> Result<()> {
+    fn allow_dynamic_shared(&self, kernel: &FunctionHandle, bytes: u32) -> Result<()> {
+        let kernel = function(kernel)?;
         let value = i32::try_from(bytes).unwrap_or(i32::MAX);
         self.check(
             // SAFETY: a function of a loaded module on the current context.
             unsafe {
                 (self.api.cuFuncSetAttribute)(
-                    function.0.cast(),
+                    kernel,
                     sys::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     value,
                 )
@@ -354,20 +402,21 @@ impl Driver for Cuda {
 
     unsafe fn launch(
         &self,
-        function: Handle,
+        kernel: &FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        stream: Handle,
+        queue: &StreamHandle,
         params: &mut [*mut c_void],
         _param_sizes: &[usize],
     ) -> Result<()> {
+        let (kernel, queue) = (function(kernel)?, stream(queue)?);
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
         // SAFETY: the caller guarantees `params` match the kernel.
         let result = unsafe {
             (self.api.cuLaunchKernel)(
-                function.0.cast(),
+                kernel,
                 gx,
                 gy,
                 gz,
@@ -375,7 +424,7 @@ impl Driver for Cuda {
                 by,
                 bz,
                 shared,
-                stream.0.cast(),
+                queue,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
@@ -403,9 +452,10 @@ impl Driver for Cuda {
         Ok(pointer)
     }
 
-    fn enable_peer_access(&self, peer: Handle) -> Result<()> {
+    fn enable_peer_access(&self, peer: &DeviceHandle) -> Result<()> {
+        let peer = context(peer)?;
         // SAFETY: a retained primary context of another device.
-        match unsafe { (self.api.cuCtxEnablePeerAccess)(peer.0.cast(), 0) } {
+        match unsafe { (self.api.cuCtxEnablePeerAccess)(peer, 0) } {
             sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
             result => self.check(result, || {
                 "enabling peer access (cuCtxEnablePeerAccess)".into()
@@ -415,21 +465,23 @@ impl Driver for Cuda {
 
     unsafe fn copy_peer_async(
         &self,
-        (target, target_device): (u64, Handle),
-        (source, source_device): (u64, Handle),
+        (target, target_device): (u64, &DeviceHandle),
+        (source, source_device): (u64, &DeviceHandle),
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<bool> {
+        let (target_device, source_device) = (context(target_device)?, context(source_device)?);
+        let queue = stream(queue)?;
         self.check(
             // SAFETY: the caller guarantees both ranges; the devices are primary contexts.
             unsafe {
                 (self.api.cuMemcpyPeerAsync)(
                     target,
-                    target_device.0.cast(),
+                    target_device,
                     source,
-                    source_device.0.cast(),
+                    source_device,
                     bytes,
-                    stream.0.cast(),
+                    queue,
                 )
             },
             || "copying between devices (cuMemcpyPeerAsync)".into(),
@@ -502,150 +554,163 @@ impl Driver for Cuda {
         })
     }
 
-    fn create_stream(&self) -> Result<Handle> {
-        let mut stream = std::ptr::null_mut();
+    fn create_stream(&self) -> Result<StreamHandle> {
+        let mut created = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.api.cuStreamCreate)(&mut stream, 0) }, || {
+        self.check(unsafe { (self.api.cuStreamCreate)(&mut created, 0) }, || {
             "cuStreamCreate".into()
         })?;
-        Ok(Handle(stream.cast()))
+        Ok(StreamHandle::from_vendor(VENDOR, created as usize))
     }
 
-    fn synchronize_stream(&self, stream: Handle) -> Result<()> {
+    fn synchronize_stream(&self, queue: &StreamHandle) -> Result<()> {
+        let queue = stream(queue)?;
         // SAFETY: a live stream.
-        self.check(
-            unsafe { (self.api.cuStreamSynchronize)(stream.0.cast()) },
-            || "cuStreamSynchronize".into(),
-        )
+        self.check(unsafe { (self.api.cuStreamSynchronize)(queue) }, || {
+            "cuStreamSynchronize".into()
+        })
     }
 
-    fn destroy_stream(&self, stream: Handle) {
-        // SAFETY: not used afterwards.
-        unsafe { (self.api.cuStreamDestroy_v2)(stream.0.cast()) };
+    fn destroy_stream(&self, queue: StreamHandle) {
+        if queue.is_default() {
+            return;
+        }
+        if let Ok(queue) = stream(&queue) {
+            // SAFETY: a stream `create_stream` made, not used afterwards.
+            unsafe { (self.api.cuStreamDestroy_v2)(queue) };
+        }
     }
 
-    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
+    fn stream_wait_event(&self, queue: &StreamHandle, marker: &EventHandle) -> Result<()> {
+        let (queue, marker) = (stream(queue)?, event(marker)?);
         // SAFETY: a live stream (or null) and a live event of the current context.
         self.check(
-            unsafe { (self.api.cuStreamWaitEvent)(stream.0.cast(), event.0.cast(), 0) },
+            unsafe { (self.api.cuStreamWaitEvent)(queue, marker, 0) },
             || "cuStreamWaitEvent".into(),
         )
     }
 
-    fn create_event(&self) -> Result<Handle> {
-        let mut event = std::ptr::null_mut();
+    fn create_event(&self) -> Result<EventHandle> {
+        let mut created = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; default flags (timing enabled).
-        self.check(unsafe { (self.api.cuEventCreate)(&mut event, 0) }, || {
+        self.check(unsafe { (self.api.cuEventCreate)(&mut created, 0) }, || {
             "cuEventCreate".into()
         })?;
-        Ok(Handle(event.cast()))
+        Ok(EventHandle::from_vendor(VENDOR, created as usize))
     }
 
-    fn create_marker_event(&self) -> Option<Result<Handle>> {
-        let mut event = std::ptr::null_mut();
+    fn create_marker_event(&self) -> Option<Result<EventHandle>> {
+        let mut created = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        let created = self.check(
-            unsafe { (self.api.cuEventCreate)(&mut event, sys::CU_EVENT_DISABLE_TIMING) },
+        let result = self.check(
+            unsafe { (self.api.cuEventCreate)(&mut created, sys::CU_EVENT_DISABLE_TIMING) },
             || "cuEventCreate".into(),
         );
-        Some(created.map(|()| Handle(event.cast())))
+        Some(result.map(|()| EventHandle::from_vendor(VENDOR, created as usize)))
     }
 
-    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
+    fn record_event(&self, marker: &EventHandle, queue: &StreamHandle) -> Result<()> {
+        let (marker, queue) = (event(marker)?, stream(queue)?);
         // SAFETY: a live event and stream (or null) of the current context.
-        self.check(
-            unsafe { (self.api.cuEventRecord)(event.0.cast(), stream.0.cast()) },
-            || "cuEventRecord".into(),
-        )
+        self.check(unsafe { (self.api.cuEventRecord)(marker, queue) }, || {
+            "cuEventRecord".into()
+        })
     }
 
-    fn query_event(&self, event: Handle) -> Result<bool> {
+    fn query_event(&self, marker: &EventHandle) -> Result<bool> {
+        let marker = event(marker)?;
         // SAFETY: a live event.
-        match unsafe { (self.api.cuEventQuery)(event.0.cast()) } {
+        match unsafe { (self.api.cuEventQuery)(marker) } {
             sys::CUDA_ERROR_NOT_READY => Ok(false),
             result => self.check(result, || "cuEventQuery".into()).map(|()| true),
         }
     }
 
-    fn synchronize_event(&self, event: Handle) -> Result<()> {
+    fn synchronize_event(&self, marker: &EventHandle) -> Result<()> {
+        let marker = event(marker)?;
         // SAFETY: a live event.
-        self.check(
-            unsafe { (self.api.cuEventSynchronize)(event.0.cast()) },
-            || "cuEventSynchronize".into(),
-        )
+        self.check(unsafe { (self.api.cuEventSynchronize)(marker) }, || {
+            "cuEventSynchronize".into()
+        })
     }
 
-    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
+    fn elapsed_ms(&self, start: &EventHandle, end: &EventHandle) -> Result<f32> {
+        let (start, end) = (event(start)?, event(end)?);
         let mut milliseconds = 0.0;
         self.check(
             // SAFETY: two live events and a valid out-pointer.
-            unsafe {
-                (self.api.cuEventElapsedTime)(&mut milliseconds, start.0.cast(), end.0.cast())
-            },
+            unsafe { (self.api.cuEventElapsedTime)(&mut milliseconds, start, end) },
             || "cuEventElapsedTime".into(),
         )?;
         Ok(milliseconds)
     }
 
-    fn destroy_event(&self, event: Handle) {
-        // SAFETY: not used afterwards.
-        unsafe { (self.api.cuEventDestroy_v2)(event.0.cast()) };
+    fn destroy_event(&self, marker: EventHandle) {
+        if let Ok(marker) = event(&marker) {
+            // SAFETY: an event `create_event` made, not used afterwards.
+            unsafe { (self.api.cuEventDestroy_v2)(marker) };
+        }
     }
 
     fn instantiate_graph(
         &self,
-        record: &mut dyn FnMut(Handle) -> Result<()>,
-    ) -> Result<Option<Handle>> {
-        let mut stream = std::ptr::null_mut();
+        record: &mut dyn FnMut(&StreamHandle) -> Result<()>,
+    ) -> Result<Option<GraphHandle>> {
+        let mut capturing = std::ptr::null_mut();
         self.check(
             // SAFETY: a valid out-pointer. Non-blocking: work on the legacy default stream by
             // other threads cannot join (and so break) the capture.
-            unsafe { (self.api.cuStreamCreate)(&mut stream, sys::CU_STREAM_NON_BLOCKING) },
+            unsafe { (self.api.cuStreamCreate)(&mut capturing, sys::CU_STREAM_NON_BLOCKING) },
             || "cuStreamCreate".into(),
         )?;
         let begun = self.check(
             // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
             // against the capture.
             unsafe {
-                (self.api.cuStreamBeginCapture_v2)(stream, sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                (self.api.cuStreamBeginCapture_v2)(
+                    capturing,
+                    sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                )
             },
             || "cuStreamBeginCapture".into(),
         );
         let recorded = begun.and_then(|()| {
-            let recorded = record(Handle(stream.cast()));
-            let mut graph = std::ptr::null_mut();
+            let recorded = record(&StreamHandle::from_vendor(VENDOR, capturing as usize));
+            let mut captured = std::ptr::null_mut();
             // SAFETY: the capturing stream and a valid out-pointer; ends the capture even
             // after a failed `record`.
             let ended = self.check(
-                unsafe { (self.api.cuStreamEndCapture)(stream, &mut graph) },
+                unsafe { (self.api.cuStreamEndCapture)(capturing, &mut captured) },
                 || "cuStreamEndCapture".into(),
             );
-            recorded.and(ended).map(|()| graph)
+            recorded.and(ended).map(|()| captured)
         });
         // SAFETY: not used afterwards.
-        unsafe { (self.api.cuStreamDestroy_v2)(stream) };
-        let graph = recorded?;
+        unsafe { (self.api.cuStreamDestroy_v2)(capturing) };
+        let captured = recorded?;
         let mut executable = std::ptr::null_mut();
         // SAFETY: the captured graph; the instance does not need it afterwards.
         let instantiated =
-            unsafe { (self.api.cuGraphInstantiateWithFlags)(&mut executable, graph, 0) };
+            unsafe { (self.api.cuGraphInstantiateWithFlags)(&mut executable, captured, 0) };
         // SAFETY: the graph is not used afterwards.
-        unsafe { (self.api.cuGraphDestroy)(graph) };
+        unsafe { (self.api.cuGraphDestroy)(captured) };
         self.check(instantiated, || "cuGraphInstantiate".into())?;
-        Ok(Some(Handle(executable.cast())))
+        Ok(Some(GraphHandle::from_vendor(VENDOR, executable as usize)))
     }
 
-    unsafe fn launch_graph(&self, graph: Handle, stream: Handle) -> Result<()> {
+    unsafe fn launch_graph(&self, executable: &GraphHandle, queue: &StreamHandle) -> Result<()> {
+        let (executable, queue) = (graph(executable)?, stream(queue)?);
         // SAFETY: as the caller guarantees.
-        self.check(
-            unsafe { (self.api.cuGraphLaunch)(graph.0.cast(), stream.0.cast()) },
-            || "cuGraphLaunch".into(),
-        )
+        self.check(unsafe { (self.api.cuGraphLaunch)(executable, queue) }, || {
+            "cuGraphLaunch".into()
+        })
     }
 
-    fn destroy_graph(&self, graph: Handle) {
-        // SAFETY: not used afterwards; the driver frees it once queued launches have run.
-        unsafe { (self.api.cuGraphExecDestroy)(graph.0.cast()) };
+    fn destroy_graph(&self, executable: GraphHandle) {
+        if let Ok(executable) = graph(&executable) {
+            // SAFETY: not used afterwards; the driver frees it once queued launches have run.
+            unsafe { (self.api.cuGraphExecDestroy)(executable) };
+        }
     }
 
     unsafe fn copy_to_device_async(
@@ -653,11 +718,12 @@ impl Driver for Cuda {
         target: u64,
         source: *const c_void,
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
+        let queue = stream(queue)?;
         // SAFETY: the caller guarantees both ranges for the life of the copy.
         self.check(
-            unsafe { (self.api.cuMemcpyHtoDAsync_v2)(target, source, bytes, stream.0.cast()) },
+            unsafe { (self.api.cuMemcpyHtoDAsync_v2)(target, source, bytes, queue) },
             || "copying to the device".into(),
         )
     }
@@ -667,11 +733,12 @@ impl Driver for Cuda {
         target: *mut c_void,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
+        let queue = stream(queue)?;
         self.check(
             // SAFETY: the caller guarantees both ranges for the life of the copy.
-            unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream.0.cast()) },
+            unsafe { (self.api.cuMemcpyDtoHAsync_v2)(target, source, bytes, queue) },
             || "copying from the device".into(),
         )
     }
@@ -681,11 +748,12 @@ impl Driver for Cuda {
         target: u64,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
+        let queue = stream(queue)?;
         // SAFETY: the caller guarantees both ranges.
         self.check(
-            unsafe { (self.api.cuMemcpyDtoDAsync_v2)(target, source, bytes, stream.0.cast()) },
+            unsafe { (self.api.cuMemcpyDtoDAsync_v2)(target, source, bytes, queue) },
             || "copying on the device".into(),
         )
     }
@@ -695,9 +763,9 @@ impl Driver for Cuda {
         target: u64,
         pattern: Pattern,
         count: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
-        let stream = stream.0.cast();
+        let stream = stream(queue)?;
         // SAFETY: the caller guarantees the range and its alignment.
         let result = unsafe {
             match pattern {

@@ -3,7 +3,8 @@
 //! entry point is resolved when the library loads.
 
 use super::sys::{hip as sys, hip_r0600};
-use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice, Handle};
+use super::{c_name, c_string, static_c_str, DeviceLimits, Driver, FoundDevice};
+use super::{DeviceHandle, EventHandle, FunctionHandle, GraphHandle, ModuleHandle, StreamHandle};
 use super::{KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
@@ -82,6 +83,38 @@ fn resolve(library: Library, name: &'static str) -> Result<Hip, libloading::Erro
 /// A NUL-terminated C string field.
 fn field_text(field: &[c_char]) -> String {
     c_string(field)
+}
+
+/// Who made the handles this driver takes back.
+const VENDOR: Vendor = Vendor::Amdgpu;
+
+/// The device ordinal a device handle names.
+fn ordinal(device: &DeviceHandle) -> Result<c_int> {
+    Ok(device.vendor_value(VENDOR)? as c_int)
+}
+
+fn module(module: &ModuleHandle) -> Result<sys::hipModule_t> {
+    Ok(module.vendor_value(VENDOR)? as sys::hipModule_t)
+}
+
+fn function(function: &FunctionHandle) -> Result<sys::hipFunction_t> {
+    Ok(function.vendor_value(VENDOR)? as sys::hipFunction_t)
+}
+
+/// The stream a handle names; null for the default stream.
+fn stream(stream: &StreamHandle) -> Result<sys::hipStream_t> {
+    if stream.is_default() {
+        return Ok(std::ptr::null_mut());
+    }
+    Ok(stream.vendor_value(VENDOR)? as sys::hipStream_t)
+}
+
+fn event(event: &EventHandle) -> Result<sys::hipEvent_t> {
+    Ok(event.vendor_value(VENDOR)? as sys::hipEvent_t)
+}
+
+fn graph(graph: &GraphHandle) -> Result<sys::hipGraphExec_t> {
+    Ok(graph.vendor_value(VENDOR)? as sys::hipGraphExec_t)
 }
 
 /// What a program can do about a `hipError_t`.
@@ -207,7 +240,7 @@ impl Hip {
                 })?;
                 devices.push(FoundDevice {
                     driver: self,
-                    raw: Handle(ordinal as usize as *mut c_void),
+                    raw: DeviceHandle::from_vendor(VENDOR, ordinal as usize),
                     name: properties.name,
                     arch: properties.gcn_arch_name,
                     limits: properties.limits,
@@ -229,8 +262,16 @@ impl Driver for Hip {
         Vendor::Amdgpu
     }
 
-    fn make_current(&self, device: Handle) -> Result<Option<Handle>> {
-        let ordinal = device.0 as usize as c_int;
+    fn registered_host_address(&self, _host: *mut c_void) -> Result<*mut c_void> {
+        Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "the device address of registered host memory on AMD GPUs (hipHostGetDevicePointer \
+             is not bound by gpu-embed)",
+        ))
+    }
+
+    fn make_current(&self, device: &DeviceHandle) -> Result<Option<DeviceHandle>> {
+        let ordinal = ordinal(device)?;
         let mut previous: c_int = 0;
         // SAFETY: writes the calling thread's current device ordinal.
         self.check(unsafe { (self.api.hipGetDevice)(&mut previous) }, || {
@@ -243,54 +284,66 @@ impl Driver for Hip {
         self.check(unsafe { (self.api.hipSetDevice)(ordinal) }, || {
             format!("hipSetDevice({ordinal})")
         })?;
-        Ok(Some(Handle(previous as usize as *mut c_void)))
+        Ok(Some(DeviceHandle::from_vendor(VENDOR, previous as usize)))
     }
 
-    fn restore(&self, previous: Handle) {
+    fn restore(&self, previous: DeviceHandle) {
+        let Ok(previous) = ordinal(&previous) else {
+            return;
+        };
         // SAFETY: an ordinal the runtime reported before; a failure leaves ours current.
-        let _ = unsafe { (self.api.hipSetDevice)(previous.0 as usize as c_int) };
+        let _ = unsafe { (self.api.hipSetDevice)(previous) };
     }
 
-    fn unload_module(&self, module: Handle) {
+    fn unload_module(&self, loaded: ModuleHandle) {
+        let Ok(loaded) = module(&loaded) else {
+            return;
+        };
         // Queued launches may still run its kernels; a failure has nowhere to go from here.
         let _ = self.synchronize();
         // SAFETY: a loaded module, not used afterwards.
-        unsafe { (self.api.hipModuleUnload)(module.0.cast()) };
+        unsafe { (self.api.hipModuleUnload)(loaded) };
     }
 
-    fn load_module(&self, object: &'static Object) -> Result<Handle> {
+    fn load_module(&self, object: &'static Object) -> Result<ModuleHandle> {
         self.load_image(object.bytes(), &object.describe())
     }
 
-    fn load_image(&self, image: &[u8], what: &str) -> Result<Handle> {
+    fn load_image(&self, image: &[u8], what: &str) -> Result<ModuleHandle> {
         let mut module = std::ptr::null_mut();
         self.check(
             // SAFETY: a complete hsaco image (the runtime checks its ELF header).
             unsafe { (self.api.hipModuleLoadData)(&mut module, image.as_ptr().cast()) },
             || format!("loading {what}"),
         )?;
-        Ok(Handle(module.cast()))
+        Ok(ModuleHandle::from_vendor(VENDOR, module as usize))
     }
 
-    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
+    fn function(&self, loaded: &ModuleHandle, name: &str) -> Result<FunctionHandle> {
+        let loaded = module(loaded)?;
         let c_name = c_name(name)?;
         let mut function = std::ptr::null_mut();
         self.check(
             // SAFETY: a loaded module and a NUL-terminated name.
             unsafe {
-                (self.api.hipModuleGetFunction)(&mut function, module.0.cast(), c_name.as_ptr())
+                (self.api.hipModuleGetFunction)(&mut function, loaded, c_name.as_ptr())
             },
             || format!("finding kernel `{name}`"),
         )?;
-        Ok(Handle(function.cast()))
+        Ok(FunctionHandle::from_vendor(VENDOR, function as usize))
     }
 
-    fn attributes(&self, function: Handle, _limits: &DeviceLimits) -> Result<KernelAttributes> {
+    fn attributes(
+        &self,
+        kernel: &FunctionHandle,
+        _limits: &DeviceLimits,
+    ) -> Result<KernelAttributes> {
+        let kernel = function(kernel)?;
         let attribute = |which: sys::hipFunction_attribute, what: &str| {
             let mut value = 0;
             self.check(
                 // SAFETY: a function of a loaded module on the current device.
-                unsafe { (self.api.hipFuncGetAttribute)(&mut value, which, function.0.cast()) },
+                unsafe { (self.api.hipFuncGetAttribute)(&mut value, which, kernel) },
                 || format!("reading the kernel's {what} (hipFuncGetAttribute)"),
             )?;
             Ok::<u64, Error>(u64::try_from(value).unwrap_or(0))
@@ -315,10 +368,11 @@ impl Driver for Hip {
 
     fn potential_block_size(
         &self,
-        function: Handle,
+        kernel: &FunctionHandle,
         dynamic_shared: u32,
         _limits: &DeviceLimits,
     ) -> Result<(u32, u32)> {
+        let kernel = function(kernel)?;
         let (mut grid, mut block) = (0, 0);
         self.check(
             // SAFETY: a function of a loaded module on the current device; a fixed dynamic
@@ -327,7 +381,7 @@ impl Driver for Hip {
                 (self.api.hipModuleOccupancyMaxPotentialBlockSize)(
                     &mut grid,
                     &mut block,
-                    function.0.cast(),
+                    kernel,
                     dynamic_shared as usize,
                     0,
                 )
@@ -339,20 +393,21 @@ impl Driver for Hip {
 
     unsafe fn launch(
         &self,
-        function: Handle,
+        kernel: &FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        stream: Handle,
+        queue: &StreamHandle,
         params: &mut [*mut c_void],
         _param_sizes: &[usize],
     ) -> Result<()> {
+        let (kernel, queue) = (function(kernel)?, stream(queue)?);
         let [gx, gy, gz] = grid;
         let [bx, by, bz] = block;
         // SAFETY: the caller guarantees `params` match the kernel.
         let result = unsafe {
             (self.api.hipModuleLaunchKernel)(
-                function.0.cast(),
+                kernel,
                 gx,
                 gy,
                 gz,
@@ -360,7 +415,7 @@ impl Driver for Hip {
                 by,
                 bz,
                 shared,
-                stream.0.cast(),
+                queue,
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
@@ -387,8 +442,8 @@ impl Driver for Hip {
         Ok(pointer as u64)
     }
 
-    fn enable_peer_access(&self, peer: Handle) -> Result<()> {
-        let ordinal = peer.0 as usize as c_int;
+    fn enable_peer_access(&self, peer: &DeviceHandle) -> Result<()> {
+        let ordinal = ordinal(peer)?;
         // SAFETY: the ordinal of a device the runtime reported.
         match unsafe { (self.api.hipDeviceEnablePeerAccess)(ordinal, 0) } {
             sys::hipErrorPeerAccessAlreadyEnabled => Ok(()),
@@ -400,22 +455,24 @@ impl Driver for Hip {
 
     unsafe fn copy_peer_async(
         &self,
-        (target, target_device): (u64, Handle),
-        (source, source_device): (u64, Handle),
+        (target, target_device): (u64, &DeviceHandle),
+        (source, source_device): (u64, &DeviceHandle),
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<bool> {
+        let (target_device, source_device) = (ordinal(target_device)?, ordinal(source_device)?);
+        let queue = stream(queue)?;
         self.check(
             // SAFETY: the caller guarantees both ranges; the devices are ordinals the runtime
             // reported.
             unsafe {
                 (self.api.hipMemcpyPeerAsync)(
                     target as *mut c_void,
-                    target_device.0 as usize as c_int,
+                    target_device,
                     source as *const c_void,
-                    source_device.0 as usize as c_int,
+                    source_device,
                     bytes,
-                    stream.0.cast(),
+                    queue,
                 )
             },
             || "copying between devices (hipMemcpyPeerAsync)".into(),
@@ -495,161 +552,174 @@ impl Driver for Hip {
         })
     }
 
-    fn create_stream(&self) -> Result<Handle> {
-        let mut stream = std::ptr::null_mut();
+    fn create_stream(&self) -> Result<StreamHandle> {
+        let mut created = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.api.hipStreamCreate)(&mut stream) }, || {
+        self.check(unsafe { (self.api.hipStreamCreate)(&mut created) }, || {
             "hipStreamCreate".into()
         })?;
-        Ok(Handle(stream.cast()))
+        Ok(StreamHandle::from_vendor(VENDOR, created as usize))
     }
 
     fn instantiate_graph(
         &self,
-        record: &mut dyn FnMut(Handle) -> Result<()>,
-    ) -> Result<Option<Handle>> {
-        let mut stream = std::ptr::null_mut();
+        record: &mut dyn FnMut(&StreamHandle) -> Result<()>,
+    ) -> Result<Option<GraphHandle>> {
+        let mut capturing = std::ptr::null_mut();
         self.check(
             // SAFETY: a valid out-pointer. Non-blocking: work on the default stream by other
             // threads cannot join (and so break) the capture.
-            unsafe { (self.api.hipStreamCreateWithFlags)(&mut stream, sys::hipStreamNonBlocking) },
+            unsafe {
+                (self.api.hipStreamCreateWithFlags)(&mut capturing, sys::hipStreamNonBlocking)
+            },
             || "hipStreamCreateWithFlags".into(),
         )?;
         let begun = self.check(
             // SAFETY: a new stream; thread-local mode: only this thread's calls are checked
             // against the capture.
             unsafe {
-                (self.api.hipStreamBeginCapture)(stream, sys::hipStreamCaptureModeThreadLocal)
+                (self.api.hipStreamBeginCapture)(capturing, sys::hipStreamCaptureModeThreadLocal)
             },
             || "hipStreamBeginCapture".into(),
         );
         let recorded = begun.and_then(|()| {
-            let recorded = record(Handle(stream.cast()));
-            let mut graph = std::ptr::null_mut();
+            let recorded = record(&StreamHandle::from_vendor(VENDOR, capturing as usize));
+            let mut captured = std::ptr::null_mut();
             // SAFETY: the capturing stream and a valid out-pointer; ends the capture even
             // after a failed `record`.
             let ended = self.check(
-                unsafe { (self.api.hipStreamEndCapture)(stream, &mut graph) },
+                unsafe { (self.api.hipStreamEndCapture)(capturing, &mut captured) },
                 || "hipStreamEndCapture".into(),
             );
-            recorded.and(ended).map(|()| graph)
+            recorded.and(ended).map(|()| captured)
         });
         // SAFETY: not used afterwards.
-        unsafe { (self.api.hipStreamDestroy)(stream) };
-        let graph = recorded?;
+        unsafe { (self.api.hipStreamDestroy)(capturing) };
+        let captured = recorded?;
         let mut executable = std::ptr::null_mut();
         // SAFETY: the captured graph, no error node or log wanted; the instance does not need
         // the graph afterwards.
         let instantiated = unsafe {
             (self.api.hipGraphInstantiate)(
                 &mut executable,
-                graph,
+                captured,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 0,
             )
         };
         // SAFETY: the graph is not used afterwards.
-        unsafe { (self.api.hipGraphDestroy)(graph) };
+        unsafe { (self.api.hipGraphDestroy)(captured) };
         self.check(instantiated, || "hipGraphInstantiate".into())?;
-        Ok(Some(Handle(executable.cast())))
+        Ok(Some(GraphHandle::from_vendor(VENDOR, executable as usize)))
     }
 
-    unsafe fn launch_graph(&self, graph: Handle, stream: Handle) -> Result<()> {
+    unsafe fn launch_graph(&self, executable: &GraphHandle, queue: &StreamHandle) -> Result<()> {
+        let (executable, queue) = (graph(executable)?, stream(queue)?);
         // SAFETY: as the caller guarantees.
-        self.check(
-            unsafe { (self.api.hipGraphLaunch)(graph.0.cast(), stream.0.cast()) },
-            || "hipGraphLaunch".into(),
-        )
+        self.check(unsafe { (self.api.hipGraphLaunch)(executable, queue) }, || {
+            "hipGraphLaunch".into()
+        })
     }
 
-    fn destroy_graph(&self, graph: Handle) {
+    fn destroy_graph(&self, executable: GraphHandle) {
+        let Ok(executable) = graph(&executable) else {
+            return;
+        };
         // HIP does not say that an instance still running may be destroyed: wait for it (a
         // failure has nowhere to go from here).
         let _ = self.synchronize();
         // SAFETY: not used afterwards.
-        unsafe { (self.api.hipGraphExecDestroy)(graph.0.cast()) };
+        unsafe { (self.api.hipGraphExecDestroy)(executable) };
     }
 
-    fn synchronize_stream(&self, stream: Handle) -> Result<()> {
+    fn synchronize_stream(&self, queue: &StreamHandle) -> Result<()> {
+        let queue = stream(queue)?;
         // SAFETY: a live stream.
-        self.check(
-            unsafe { (self.api.hipStreamSynchronize)(stream.0.cast()) },
-            || "hipStreamSynchronize".into(),
-        )
+        self.check(unsafe { (self.api.hipStreamSynchronize)(queue) }, || {
+            "hipStreamSynchronize".into()
+        })
     }
 
-    fn destroy_stream(&self, stream: Handle) {
-        // SAFETY: not used afterwards.
-        unsafe { (self.api.hipStreamDestroy)(stream.0.cast()) };
+    fn destroy_stream(&self, queue: StreamHandle) {
+        if queue.is_default() {
+            return;
+        }
+        if let Ok(queue) = stream(&queue) {
+            // SAFETY: a stream `create_stream` made, not used afterwards.
+            unsafe { (self.api.hipStreamDestroy)(queue) };
+        }
     }
 
-    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
+    fn stream_wait_event(&self, queue: &StreamHandle, marker: &EventHandle) -> Result<()> {
+        let (queue, marker) = (stream(queue)?, event(marker)?);
         // SAFETY: a live stream (or null) and a live event of the current device.
         self.check(
-            unsafe { (self.api.hipStreamWaitEvent)(stream.0.cast(), event.0.cast(), 0) },
+            unsafe { (self.api.hipStreamWaitEvent)(queue, marker, 0) },
             || "hipStreamWaitEvent".into(),
         )
     }
 
-    fn create_event(&self) -> Result<Handle> {
-        let mut event = std::ptr::null_mut();
+    fn create_event(&self) -> Result<EventHandle> {
+        let mut created = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        self.check(unsafe { (self.api.hipEventCreate)(&mut event) }, || {
+        self.check(unsafe { (self.api.hipEventCreate)(&mut created) }, || {
             "hipEventCreate".into()
         })?;
-        Ok(Handle(event.cast()))
+        Ok(EventHandle::from_vendor(VENDOR, created as usize))
     }
 
-    fn create_marker_event(&self) -> Option<Result<Handle>> {
-        let mut event = std::ptr::null_mut();
+    fn create_marker_event(&self) -> Option<Result<EventHandle>> {
+        let mut created = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        let created = self.check(
-            unsafe { (self.api.hipEventCreateWithFlags)(&mut event, sys::hipEventDisableTiming) },
+        let result = self.check(
+            unsafe { (self.api.hipEventCreateWithFlags)(&mut created, sys::hipEventDisableTiming) },
             || "hipEventCreateWithFlags".into(),
         );
-        Some(created.map(|()| Handle(event.cast())))
+        Some(result.map(|()| EventHandle::from_vendor(VENDOR, created as usize)))
     }
 
-    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
+    fn record_event(&self, marker: &EventHandle, queue: &StreamHandle) -> Result<()> {
+        let (marker, queue) = (event(marker)?, stream(queue)?);
         // SAFETY: a live event and stream (or null) of the current device.
-        self.check(
-            unsafe { (self.api.hipEventRecord)(event.0.cast(), stream.0.cast()) },
-            || "hipEventRecord".into(),
-        )
+        self.check(unsafe { (self.api.hipEventRecord)(marker, queue) }, || {
+            "hipEventRecord".into()
+        })
     }
 
-    fn query_event(&self, event: Handle) -> Result<bool> {
+    fn query_event(&self, marker: &EventHandle) -> Result<bool> {
+        let marker = event(marker)?;
         // SAFETY: a live event.
-        match unsafe { (self.api.hipEventQuery)(event.0.cast()) } {
+        match unsafe { (self.api.hipEventQuery)(marker) } {
             sys::hipErrorNotReady => Ok(false),
             result => self.check(result, || "hipEventQuery".into()).map(|()| true),
         }
     }
 
-    fn synchronize_event(&self, event: Handle) -> Result<()> {
+    fn synchronize_event(&self, marker: &EventHandle) -> Result<()> {
+        let marker = event(marker)?;
         // SAFETY: a live event.
-        self.check(
-            unsafe { (self.api.hipEventSynchronize)(event.0.cast()) },
-            || "hipEventSynchronize".into(),
-        )
+        self.check(unsafe { (self.api.hipEventSynchronize)(marker) }, || {
+            "hipEventSynchronize".into()
+        })
     }
 
-    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
+    fn elapsed_ms(&self, start: &EventHandle, end: &EventHandle) -> Result<f32> {
+        let (start, end) = (event(start)?, event(end)?);
         let mut milliseconds = 0.0;
         self.check(
             // SAFETY: two live events and a valid out-pointer.
-            unsafe {
-                (self.api.hipEventElapsedTime)(&mut milliseconds, start.0.cast(), end.0.cast())
-            },
+            unsafe { (self.api.hipEventElapsedTime)(&mut milliseconds, start, end) },
             || "hipEventElapsedTime".into(),
         )?;
         Ok(milliseconds)
     }
 
-    fn destroy_event(&self, event: Handle) {
-        // SAFETY: not used afterwards.
-        unsafe { (self.api.hipEventDestroy)(event.0.cast()) };
+    fn destroy_event(&self, marker: EventHandle) {
+        if let Ok(marker) = event(&marker) {
+            // SAFETY: an event `create_event` made, not used afterwards.
+            unsafe { (self.api.hipEventDestroy)(marker) };
+        }
     }
 
     unsafe fn copy_to_device_async(
@@ -657,8 +727,9 @@ impl Driver for Hip {
         target: u64,
         source: *const c_void,
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
+        let queue = stream(queue)?;
         self.check(
             // SAFETY: the caller guarantees both ranges for the life of the copy.
             unsafe {
@@ -666,7 +737,7 @@ impl Driver for Hip {
                     target as sys::hipDeviceptr_t,
                     source.cast_mut(),
                     bytes,
-                    stream.0.cast(),
+                    queue,
                 )
             },
             || "copying to the device".into(),
@@ -678,8 +749,9 @@ impl Driver for Hip {
         target: *mut c_void,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
+        let queue = stream(queue)?;
         self.check(
             // SAFETY: the caller guarantees both ranges for the life of the copy.
             unsafe {
@@ -687,7 +759,7 @@ impl Driver for Hip {
                     target,
                     source as sys::hipDeviceptr_t,
                     bytes,
-                    stream.0.cast(),
+                    queue,
                 )
             },
             || "copying from the device".into(),
@@ -699,8 +771,9 @@ impl Driver for Hip {
         target: u64,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
+        let queue = stream(queue)?;
         // SAFETY: the caller guarantees both ranges.
         self.check(
             unsafe {
@@ -708,7 +781,7 @@ impl Driver for Hip {
                     target as sys::hipDeviceptr_t,
                     source as sys::hipDeviceptr_t,
                     bytes,
-                    stream.0.cast(),
+                    queue,
                 )
             },
             || "copying on the device".into(),
@@ -720,9 +793,9 @@ impl Driver for Hip {
         target: u64,
         pattern: Pattern,
         count: usize,
-        stream: Handle,
+        queue: &StreamHandle,
     ) -> Result<()> {
-        let (target, stream) = (target as sys::hipDeviceptr_t, stream.0.cast());
+        let (target, stream) = (target as sys::hipDeviceptr_t, stream(queue)?);
         // SAFETY: the caller guarantees the range and its alignment.
         let result = unsafe {
             match pattern {
