@@ -7,9 +7,11 @@
 //! a stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
 //! Memory is ordinary host memory; a launch on the default stream returns when the kernel is
 //! done, one on a stream is queued (`stream.rs`); images loaded at run time are opened from memory
-//! (`image.rs`).
+//! (`image.rs`); what the machine has (cores, CPU level, memory) and how allocations are laid
+//! out on it is `machine.rs`.
 
 mod image;
+mod machine;
 mod stream;
 mod workers;
 
@@ -21,10 +23,12 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_manifest::host_abi::{self, DYNAMIC_SHARED_BYTES};
 use image::LoadedImage;
-use std::alloc::Layout;
+use machine::{
+    advise_huge_pages, allocation_layout, cores, cpu_level, cpu_name, host_memory, ALIGNMENT,
+};
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use stream::{drain_all, exclusive, HostEvent, HostStream};
 
 /// What a host module handle holds: the kernels of an object linked into the program, or of an
@@ -43,39 +47,6 @@ struct HostFunction {
 
 /// Stack of one GPU thread when the kernel has barriers.
 const THREAD_STACK_BYTES: usize = 256 * 1024;
-/// Alignment of host allocations, as GPU allocations are at least this aligned.
-const ALIGNMENT: usize = 256;
-/// Allocations of at least this size start on a huge-page boundary and ask the kernel for
-/// transparent huge pages: a kernel streaming over tens of megabytes then takes a TLB miss
-/// every 2 MiB instead of every 4 KiB (saxpy over 2^24 floats: about 12% faster here, which
-/// is what PoCL's buffers had over ours).
-const HUGE_PAGE: usize = 2 << 20;
-
-/// How an allocation of `bytes` (plus its header) is laid out; `None` past the address space.
-fn allocation_layout(bytes: usize) -> Option<Layout> {
-    let total = bytes.checked_add(ALIGNMENT)?;
-    let align = if bytes >= HUGE_PAGE {
-        HUGE_PAGE
-    } else {
-        ALIGNMENT
-    };
-    Layout::from_size_align(total, align).ok()
-}
-
-/// Asks for transparent huge pages over a fresh allocation, before anything touches it (pages
-/// faulted in later come as huge pages where the system allows; a refusal changes nothing but
-/// speed, so it is ignored).
-fn advise_huge_pages(base: *mut u8, layout: Layout) {
-    #[cfg(target_os = "linux")]
-    if layout.align() == HUGE_PAGE {
-        // SAFETY: `base` starts an allocation of `layout.size()` bytes that this process owns;
-        // MADV_HUGEPAGE changes only how its pages are backed, never their contents.
-        unsafe { libc::madvise(base.cast(), layout.size(), libc::MADV_HUGEPAGE) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (base, layout);
-}
-
 /// What the kernel code reads: the layout `gpu-build`'s host target compiles against.
 #[repr(C)]
 struct Context {
@@ -228,32 +199,6 @@ impl Host {
     }
 }
 
-/// The machine's memory, from `/proc/meminfo` (zero where it cannot be read).
-struct MemInfo {
-    total: u64,
-    available: u64,
-}
-
-fn host_memory() -> MemInfo {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| {
-                rest.trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .map_or(0, |kib| kib * 1024)
-    };
-    MemInfo {
-        total: field("MemTotal:"),
-        available: field("MemAvailable:"),
-    }
-}
-
 /// Raw pointers shared with the worker threads of one launch.
 #[derive(Clone, Copy)]
 struct Shared(*mut *mut c_void);
@@ -310,81 +255,6 @@ fn check_shape(grid: [u32; 3], block: [u32; 3]) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The hardware threads the host device runs blocks on, read once: the standard library reads
-/// the cgroup quota files on every call, which cost an empty launch most of its time.
-fn cores() -> usize {
-    static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Which of `host_abi::X86_64_CPUS` the blocks entries of x86-64 host objects run: the
-/// highest this processor has every feature of (0 elsewhere: other objects have one copy), or
-/// a lower one named by `GPU_EMBED_HOST_CPU` (to compare them, or to run what a user with an
-/// older processor runs; a higher one than the processor has is never taken).
-fn cpu_level() -> u32 {
-    static LEVEL: OnceLock<u32> = OnceLock::new();
-    *LEVEL.get_or_init(|| {
-        let detected = detected_cpu_level();
-        std::env::var(HOST_CPU_VARIABLE)
-            .ok()
-            .and_then(|name| host_abi::X86_64_CPUS.iter().position(|cpu| *cpu == name))
-            .map_or(detected, |asked| detected.min(asked as u32))
-    })
-}
-
-/// Chooses a lower CPU level than the processor's (see [`cpu_level`]).
-const HOST_CPU_VARIABLE: &str = "GPU_EMBED_HOST_CPU";
-
-/// The name of [`cpu_level`]'s CPU, or the architecture's where objects have one copy.
-fn cpu_name() -> &'static str {
-    if cfg!(target_arch = "x86_64") {
-        host_abi::X86_64_CPUS[cpu_level() as usize]
-    } else {
-        std::env::consts::ARCH
-    }
-}
-
-/// The highest x86-64 microarchitecture level whose every feature (as LLVM defines the level)
-/// this processor and its operating system support.
-#[cfg(target_arch = "x86_64")]
-fn detected_cpu_level() -> u32 {
-    use std::arch::is_x86_feature_detected as has;
-    let v2 = has!("cmpxchg16b")
-        && has!("popcnt")
-        && has!("sse3")
-        && has!("ssse3")
-        && has!("sse4.1")
-        && has!("sse4.2");
-    let v3 = v2
-        && has!("avx")
-        && has!("avx2")
-        && has!("bmi1")
-        && has!("bmi2")
-        && has!("f16c")
-        && has!("fma")
-        && has!("lzcnt")
-        && has!("movbe")
-        && has!("xsave");
-    let v4 = v3
-        && has!("avx512f")
-        && has!("avx512bw")
-        && has!("avx512cd")
-        && has!("avx512dq")
-        && has!("avx512vl");
-    if v4 {
-        2
-    } else if v3 {
-        1
-    } else {
-        0
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn detected_cpu_level() -> u32 {
-    0
 }
 
 /// Runs `kernel` over the whole grid.
