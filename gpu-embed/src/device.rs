@@ -869,8 +869,7 @@ impl<'a> Queue<'a> {
 
     /// The driver's stream handle ([`StreamHandle::DEFAULT`]: the default stream).
     pub(crate) fn handle(&self) -> &'a StreamHandle {
-        self.stream()
-            .map_or(&StreamHandle::DEFAULT, Stream::raw)
+        self.stream().map_or(&StreamHandle::DEFAULT, Stream::raw)
     }
 }
 

@@ -440,11 +440,7 @@ fn dropped() -> Error {
 ///
 /// # Safety
 /// As [`Graph::launch`]; the operation's buffers are alive (or `stream` is capturing).
-unsafe fn replay(
-    driver: &dyn crate::driver::Driver,
-    op: &Op,
-    stream: &StreamHandle,
-) -> Result<()> {
+unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &StreamHandle) -> Result<()> {
     match op {
         Op::Launch {
             function,

@@ -4,6 +4,7 @@
 //! [`Error`](crate::Error) carrying the driver's error name.
 
 pub(crate) mod cuda;
+mod gpu;
 mod handle;
 pub(crate) mod hip;
 pub(crate) mod host;
@@ -170,8 +171,11 @@ pub(crate) trait Driver: Sync {
     /// The kernel `name` of a loaded module.
     fn function(&self, module: &ModuleHandle, name: &str) -> Result<FunctionHandle>;
     /// What the driver knows about a kernel `function` returned, on the current device.
-    fn attributes(&self, function: &FunctionHandle, limits: &DeviceLimits)
-        -> Result<KernelAttributes>;
+    fn attributes(
+        &self,
+        function: &FunctionHandle,
+        limits: &DeviceLimits,
+    ) -> Result<KernelAttributes>;
     /// The block size (threads) that keeps the most of the device busy for a launch of
     /// `function` with `dynamic_shared` bytes of dynamic shared memory per block, and the
     /// smallest grid (blocks) that fills the device with it (`cuOccupancyMaxPotentialBlockSize`).

@@ -295,4 +295,3 @@ fill_resource!(fillI32Buffer, i32, i32, same, [s0], [t0]);
 fill_resource!(fillF32Buffer1D, f32, f32, same, [s0], [t0]);
 fill_resource!(fillF32Buffer2D, f32, f32, same, [s0, s1], [t0, t1]);
 fill_resource!(fillF32Buffer3D, f32, f32, same, [s0, s1, s2], [t0, t1, t2]);
-

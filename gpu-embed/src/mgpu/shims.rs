@@ -528,4 +528,3 @@ pub extern "C" fn mgpuSetDefaultDevice(index: i32) {
         report("mgpuSetDefaultDevice", use_device(device));
     }
 }
-

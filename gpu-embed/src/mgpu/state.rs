@@ -161,7 +161,6 @@ fn default_device() -> Device {
     })
 }
 
-
 impl Runtime {
     fn new(device: Device) -> Runtime {
         Runtime {

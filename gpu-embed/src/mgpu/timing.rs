@@ -96,4 +96,3 @@ fn print_launch_times(kernel_ms: f32, submitted: Duration, waited: Duration) {
     );
     let _ = out.flush();
 }
-

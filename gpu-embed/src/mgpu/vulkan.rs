@@ -285,4 +285,3 @@ unsafe fn host_view(
         .ok_or_else(bad)?;
     Ok(Some(((aligned as *mut u8).wrapping_add(start), bytes)))
 }
-

@@ -139,4 +139,3 @@ fn detected_cpu_level() -> u32 {
 fn detected_cpu_level() -> u32 {
     0
 }
-

@@ -548,7 +548,11 @@ impl Driver for Host {
         })))
     }
 
-    fn attributes(&self, _function: &FunctionHandle, limits: &DeviceLimits) -> Result<KernelAttributes> {
+    fn attributes(
+        &self,
+        _function: &FunctionHandle,
+        limits: &DeviceLimits,
+    ) -> Result<KernelAttributes> {
         Ok(KernelAttributes {
             max_threads_per_block: limits.max_threads_per_block,
             static_shared_bytes: 0,
@@ -796,7 +800,9 @@ impl Driver for Host {
     }
 
     fn stream_wait_event(&self, stream: &StreamHandle, event: &EventHandle) -> Result<()> {
-        event.object::<HostEvent>()?.wait_on(stream_of(stream)?.as_ref());
+        event
+            .object::<HostEvent>()?
+            .wait_on(stream_of(stream)?.as_ref());
         Ok(())
     }
 
@@ -805,7 +811,9 @@ impl Driver for Host {
     }
 
     fn record_event(&self, event: &EventHandle, stream: &StreamHandle) -> Result<()> {
-        event.shared_object::<HostEvent>()?.record(stream_of(stream)?.as_ref())
+        event
+            .shared_object::<HostEvent>()?
+            .record(stream_of(stream)?.as_ref())
     }
 
     fn query_event(&self, event: &EventHandle) -> Result<bool> {

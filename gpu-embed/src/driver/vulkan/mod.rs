@@ -672,7 +672,9 @@ impl Driver for Vulkan {
 
     fn record_event(&self, event: &EventHandle, stream: &StreamHandle) -> Result<()> {
         let gpu = current()?;
-        event.shared_object::<Event>()?.record(&stream_of(gpu, stream)?)
+        event
+            .shared_object::<Event>()?
+            .record(&stream_of(gpu, stream)?)
     }
 
     fn query_event(&self, event: &EventHandle) -> Result<bool> {
