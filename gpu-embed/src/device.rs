@@ -579,7 +579,7 @@ fn find_gpus() -> Discovery {
     let probes = vec![
         cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
         hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        // Intel GPUs: found and named, not yet used (see `driver/level_zero.rs`).
+        // Intel GPUs: found and named, not yet used (see `driver/level_zero/`).
         level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
         vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ];

@@ -1,7 +1,9 @@
 //! Vendor drivers, loaded at run time: CUDA (`libcuda.so.1`), HIP (`libamdhip64.so`) and Vulkan
 //! (`libvulkan.so.1`); and the host; Level Zero (`libze_loader.so.1`) for discovery only. Each
 //! implements [`Driver`], the few calls the runtime needs, with every failure turned into an
-//! [`Error`](crate::Error) carrying the driver's error name.
+//! [`Error`](crate::Error) carrying the driver's error name. One folder per driver; CUDA and HIP
+//! share one protocol (`gpu/`) over their result layers; driver objects cross the trait as
+//! typed handles (`handle.rs`). This file is the registry: the one place that lists drivers.
 
 pub(crate) mod cuda;
 mod gpu;
@@ -259,8 +261,8 @@ pub(crate) trait Driver: Sync {
     /// `target` must hold `count * pattern.size()` device bytes of this driver, aligned to the
     /// pattern's size.
     unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()>;
-    /// Queues a copy from host memory on `stream` (null: the default stream), run in the
-    /// stream's order. Pageable host memory is the caller's to wait for (`memory.rs`, `mgpu.rs`:
+    /// Queues a copy from host memory on `stream` (`StreamHandle::DEFAULT`: the default stream), run in the
+    /// stream's order. Pageable host memory is the caller's to wait for (`memory.rs`, `mgpu/`:
     /// the stream is synchronized before the call that queued the copy returns).
     ///
     /// # Safety
@@ -322,7 +324,7 @@ pub(crate) trait Driver: Sync {
     fn create_stream(&self) -> Result<StreamHandle>;
     fn synchronize_stream(&self, stream: &StreamHandle) -> Result<()>;
     fn destroy_stream(&self, stream: StreamHandle);
-    /// Makes `stream` (null: the default stream) wait for `event`'s last recording.
+    /// Makes `stream` (`StreamHandle::DEFAULT`: the default stream) wait for `event`'s last recording.
     fn stream_wait_event(&self, stream: &StreamHandle, event: &EventHandle) -> Result<()>;
     fn create_event(&self) -> Result<EventHandle>;
     /// An event only waited for, never timed (`CU_EVENT_DISABLE_TIMING`: cheaper to record and
@@ -333,7 +335,7 @@ pub(crate) trait Driver: Sync {
     fn create_marker_event(&self) -> Option<Result<EventHandle>> {
         None
     }
-    /// Records `event` on `stream` (null: the default stream).
+    /// Records `event` on `stream` (`StreamHandle::DEFAULT`: the default stream).
     fn record_event(&self, event: &EventHandle, stream: &StreamHandle) -> Result<()>;
     /// Whether the work before the event's last recording has finished.
     fn query_event(&self, event: &EventHandle) -> Result<bool>;
@@ -366,6 +368,17 @@ pub(crate) trait Driver: Sync {
     /// Destroys an instantiated graph (launches of it still queued run to the end).
     fn destroy_graph(&self, graph: GraphHandle) {
         let _ = graph;
+    }
+}
+
+/// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
+#[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
+pub(crate) fn gpu_vendor_named(name: &str) -> Option<Vendor> {
+    match name {
+        "cuda" => Some(Vendor::Nvptx),
+        "hip" => Some(Vendor::Amdgpu),
+        "vulkan" => Some(Vendor::Vulkan),
+        _ => None,
     }
 }
 

@@ -2,9 +2,9 @@
 //! it gave the program, by the opaque pointer the program holds.
 
 use super::invalid;
-use crate::binary::{Object, Vendor, VulkanKernel};
+use crate::binary::{Object, VulkanKernel};
 use crate::device::Device;
-use crate::driver::{Driver, EventHandle, FunctionHandle, ModuleHandle, StreamHandle};
+use crate::driver::{self, Driver, EventHandle, FunctionHandle, ModuleHandle, StreamHandle};
 use crate::error::Result;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::c_void;
@@ -141,16 +141,16 @@ fn default_device() -> Device {
     let vendor = match named.as_str() {
         "" => return Device::default_device(),
         "host" => return Device::host(),
-        "cuda" => Vendor::Nvptx,
-        "hip" => Vendor::Amdgpu,
-        "vulkan" => Vendor::Vulkan,
-        other => {
-            eprintln!(
-                "GPU_MGPU_DEVICE={other}: expected host, cuda, hip or vulkan; using the default \
-                 device"
-            );
-            return Device::default_device();
-        }
+        other => match driver::gpu_vendor_named(other) {
+            Some(vendor) => vendor,
+            None => {
+                eprintln!(
+                    "GPU_MGPU_DEVICE={other}: expected host, cuda, hip or vulkan; using the \
+                     default device"
+                );
+                return Device::default_device();
+            }
+        },
     };
     let gpu = Device::gpus()
         .ok()

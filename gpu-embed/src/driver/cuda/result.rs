@@ -21,8 +21,8 @@ impl Api for CudaApi {
 
     fn current_device(&self) -> Result<sys::CUcontext> {
         let mut current = std::ptr::null_mut();
-        // SAFETY: writes the calling thread's current context (or null).
         self.check(
+            // SAFETY: writes the calling thread's current context (or null).
             unsafe { (self.entry.cuCtxGetCurrent)(&mut current) },
             || "cuCtxGetCurrent".into(),
         )?;
@@ -234,24 +234,24 @@ impl Api for CudaApi {
         source: *const c_void,
         bytes: usize,
     ) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.cuMemcpyHtoD_v2)(target, source, bytes) },
             || "copying to the device".into(),
         )
     }
 
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.cuMemcpyDtoH_v2)(target, source, bytes) },
             || "copying from the device".into(),
         )
     }
 
     unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.cuMemcpyDtoD_v2)(target, source, bytes) },
             || "copying on the device".into(),
         )
@@ -288,8 +288,8 @@ impl Api for CudaApi {
         bytes: usize,
         stream: sys::CUstream,
     ) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.cuMemcpyHtoDAsync_v2)(target, source, bytes, stream) },
             || "copying to the device".into(),
         )
@@ -302,8 +302,8 @@ impl Api for CudaApi {
         bytes: usize,
         stream: sys::CUstream,
     ) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.cuMemcpyDtoHAsync_v2)(target, source, bytes, stream) },
             || "copying from the device".into(),
         )
@@ -316,8 +316,8 @@ impl Api for CudaApi {
         bytes: usize,
         stream: sys::CUstream,
     ) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.cuMemcpyDtoDAsync_v2)(target, source, bytes, stream) },
             || "copying on the device".into(),
         )
@@ -339,8 +339,8 @@ impl Api for CudaApi {
     }
 
     unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
-        // SAFETY: see the module's documentation; default flags.
         self.check(
+            // SAFETY: see the module's documentation; default flags.
             unsafe { (self.entry.cuMemHostRegister_v2)(pointer, bytes, 0) },
             || format!("page-locking {bytes} bytes"),
         )
@@ -375,8 +375,8 @@ impl Api for CudaApi {
             0
         };
         let mut stream = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer.
         self.check(
+            // SAFETY: a valid out-pointer.
             unsafe { (self.entry.cuStreamCreate)(&mut stream, flags) },
             || "cuStreamCreate".into(),
         )?;
@@ -396,8 +396,8 @@ impl Api for CudaApi {
     }
 
     unsafe fn stream_wait_event(&self, stream: sys::CUstream, event: sys::CUevent) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.cuStreamWaitEvent)(stream, event, 0) },
             || "cuStreamWaitEvent".into(),
         )
@@ -410,8 +410,8 @@ impl Api for CudaApi {
             sys::CU_EVENT_DISABLE_TIMING
         };
         let mut event = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer.
         self.check(
+            // SAFETY: a valid out-pointer.
             unsafe { (self.entry.cuEventCreate)(&mut event, flags) },
             || "cuEventCreate".into(),
         )?;

@@ -151,8 +151,8 @@ impl Api for HipApi {
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut pointer = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer.
         self.check(
+            // SAFETY: a valid out-pointer.
             unsafe { (self.entry.hipMalloc)(&mut pointer, bytes) },
             || format!("allocating {bytes} bytes"),
         )?;
@@ -213,24 +213,24 @@ impl Api for HipApi {
         source: *const c_void,
         bytes: usize,
     ) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.hipMemcpyHtoD)(device_pointer(target), source.cast_mut(), bytes) },
             || "copying to the device".into(),
         )
     }
 
     unsafe fn copy_to_host(&self, target: *mut c_void, source: u64, bytes: usize) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.hipMemcpyDtoH)(target, device_pointer(source), bytes) },
             || "copying from the device".into(),
         )
     }
 
     unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe {
                 (self.entry.hipMemcpyDtoD)(device_pointer(target), device_pointer(source), bytes)
             },
@@ -338,8 +338,8 @@ impl Api for HipApi {
     }
 
     unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
-        // SAFETY: see the module's documentation; default flags.
         self.check(
+            // SAFETY: see the module's documentation; default flags.
             unsafe { (self.entry.hipHostRegister)(pointer, bytes, 0) },
             || format!("page-locking {bytes} bytes"),
         )
@@ -403,8 +403,8 @@ impl Api for HipApi {
         stream: sys::hipStream_t,
         event: sys::hipEvent_t,
     ) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.hipStreamWaitEvent)(stream, event, 0) },
             || "hipStreamWaitEvent".into(),
         )
@@ -430,8 +430,8 @@ impl Api for HipApi {
     }
 
     unsafe fn record_event(&self, event: sys::hipEvent_t, stream: sys::hipStream_t) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.hipEventRecord)(event, stream) },
             || "hipEventRecord".into(),
         )
@@ -513,8 +513,8 @@ impl Api for HipApi {
         graph: sys::hipGraphExec_t,
         stream: sys::hipStream_t,
     ) -> Result<()> {
-        // SAFETY: see the module's documentation.
         self.check(
+            // SAFETY: see the module's documentation.
             unsafe { (self.entry.hipGraphLaunch)(graph, stream) },
             || "hipGraphLaunch".into(),
         )
