@@ -104,7 +104,11 @@ pub unsafe extern "C" fn mgpuModuleUnload(module: *mut c_void) {
         return;
     }
     let unloaded = with_runtime(|runtime, driver| {
-        driver.unload_module(runtime.modules.remove(module)?.handle);
+        let unloaded = runtime.modules.remove(module)?;
+        runtime
+            .functions
+            .retain(|function| function.module != module.addr());
+        driver.unload_module(unloaded.handle);
         Ok(())
     });
     report("mgpuModuleUnload", unloaded);
@@ -127,11 +131,12 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(
                 "kernel `{name}` of a module that did not load"
             )));
         }
-        let module = runtime.modules.get(module)?;
+        let loaded = runtime.modules.get(module)?;
         let function = Function {
-            handle: driver.function(&module.handle, &name)?,
-            param_sizes: module.kernels.get(name.as_ref()).cloned(),
-            vulkan: module.vulkan.and_then(|object| object.vulkan_kernel(&name)),
+            handle: driver.function(&loaded.handle, &name)?,
+            module: module.addr(),
+            param_sizes: loaded.kernels.get(name.as_ref()).cloned(),
+            vulkan: loaded.vulkan.and_then(|object| object.vulkan_kernel(&name)),
         };
         Ok(runtime.functions.insert(function))
     });

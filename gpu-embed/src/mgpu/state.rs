@@ -40,6 +40,9 @@ pub(super) struct Module {
 /// A kernel `mgpuModuleGetFunction` found.
 pub(super) struct Function {
     pub handle: FunctionHandle,
+    /// The address of the pointer the program names its module by: unloading the module drops its functions
+    /// (a host image's library closes with the last of them).
+    pub module: usize,
     /// Its parameters' sizes, where its module says them (host images, Vulkan objects).
     pub param_sizes: Option<Vec<usize>>,
     /// How its arguments are bound, for a Vulkan kernel (the launch stages the host memory
@@ -77,6 +80,11 @@ impl<T> Handles<T> {
         self.live
             .get(&pointer.addr())
             .ok_or_else(|| self.unknown(pointer))
+    }
+
+    /// Drops every value `keep` refuses.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        self.live.retain(|_, value| keep(value));
     }
 
     pub fn remove(&mut self, pointer: *mut c_void) -> Result<T> {
