@@ -4,7 +4,8 @@
 use crate::binary::{Binary, Vendor};
 use crate::driver::host::HOST;
 use crate::driver::{
-    cuda, hip, level_zero, vulkan, DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes,
+    cuda, hip, level_zero, vulkan, DeviceHandle, DeviceLimits, Driver, EventHandle, FoundDevice,
+    FunctionHandle, KernelAttributes, ModuleHandle, StreamHandle,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
@@ -45,7 +46,7 @@ struct Inner {
     helper: OnceLock<Stream>,
     /// Tracking's marker events nothing holds any more, to record again
     /// (`Driver::create_marker_event`): an operation then costs a recording, not a creation.
-    markers: Mutex<Vec<Handle>>,
+    markers: Mutex<Vec<EventHandle>>,
 }
 
 /// Marker events kept per device at most; more are destroyed.
@@ -55,7 +56,7 @@ const POOLED_MARKERS: usize = 256;
 pub(crate) struct Current {
     driver: &'static dyn Driver,
     /// What the thread had current before, put back on drop.
-    previous: Option<Handle>,
+    previous: Option<DeviceHandle>,
 }
 
 impl std::ops::Deref for Current {
@@ -68,7 +69,7 @@ impl std::ops::Deref for Current {
 
 impl Drop for Current {
     fn drop(&mut self) {
-        if let Some(previous) = self.previous {
+        if let Some(previous) = self.previous.take() {
             self.driver.restore(previous);
         }
     }
@@ -110,7 +111,7 @@ pub(crate) fn name_faulting_launch(error: Error, last: Option<LastLaunch>, on: &
 }
 
 struct Loaded {
-    module: Handle,
+    module: ModuleHandle,
     object: String,
     functions: HashMap<&'static str, LoadedFunction>,
 }
@@ -118,7 +119,7 @@ struct Loaded {
 /// A kernel's function on a device, with what the driver knows about it (read once).
 #[derive(Clone)]
 pub(crate) struct LoadedFunction {
-    pub handle: Handle,
+    pub handle: FunctionHandle,
     pub attributes: KernelAttributes,
     /// The dynamic shared memory the function was opted into beyond the default, in bytes.
     opted_in: Arc<Mutex<u32>>,
@@ -131,7 +132,7 @@ impl LoadedFunction {
     pub(crate) fn allow_dynamic_shared(&self, driver: &dyn Driver, bytes: u32) -> Result<()> {
         let mut opted_in = self.opted_in.lock().unwrap_or_else(|p| p.into_inner());
         if bytes > *opted_in {
-            driver.allow_dynamic_shared(self.handle, bytes)?;
+            driver.allow_dynamic_shared(&self.handle, bytes)?;
             *opted_in = bytes;
         }
         Ok(())
@@ -324,11 +325,11 @@ impl Device {
     /// the primary `CUcontext` (CUDA), the device ordinal (HIP), null (host). On Vulkan it points
     /// at gpu-embed's own state of the device, which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
-        self.inner.found.raw.0
+        self.inner.found.raw.interop_pointer()
     }
 
     /// A marker event from the device's pool, if it has one.
-    pub(crate) fn pooled_marker(&self) -> Option<Handle> {
+    pub(crate) fn pooled_marker(&self) -> Option<EventHandle> {
         self.inner
             .markers
             .lock()
@@ -337,14 +338,14 @@ impl Device {
     }
 
     /// Keeps a marker event nothing holds for the next operation; `false` when the pool is
-    /// full (the caller destroys it).
-    pub(crate) fn pool_marker(&self, marker: Handle) -> bool {
+    /// full (the caller destroys what comes back).
+    pub(crate) fn pool_marker(&self, marker: EventHandle) -> Result<(), EventHandle> {
         let mut markers = self.inner.markers.lock().unwrap_or_else(|p| p.into_inner());
         if markers.len() < POOLED_MARKERS {
             markers.push(marker);
-            return true;
+            return Ok(());
         }
-        false
+        Err(marker)
     }
 
     /// Whether both handles are the same device.
@@ -376,7 +377,7 @@ impl Device {
             ));
         }
         self.current()?
-            .enable_peer_access(peer.inner.found.raw)
+            .enable_peer_access(&peer.inner.found.raw)
             .map_err(|e| {
                 e.map_message(|message| {
                     format!("{message}: from {} to {}", self.name(), peer.name())
@@ -385,8 +386,8 @@ impl Device {
     }
 
     /// The driver's handle of the device (CUDA: its primary context; HIP: its ordinal).
-    pub(crate) fn handle(&self) -> Handle {
-        self.inner.found.raw
+    pub(crate) fn handle(&self) -> &DeviceHandle {
+        &self.inner.found.raw
     }
 
     /// Waits for all work on the device.
@@ -458,7 +459,7 @@ impl Device {
     pub(crate) fn current(&self) -> Result<Current> {
         let driver = self.inner.found.driver;
         let previous = driver
-            .make_current(self.inner.found.raw)
+            .make_current(&self.inner.found.raw)
             .map_err(|e| self.context(e))?;
         Ok(Current { driver, previous })
     }
@@ -496,9 +497,9 @@ impl Device {
         let in_object = |e: Error| {
             e.map_message(|message| format!("{message} in {} on {}", loaded.object, self.name()))
         };
-        let handle = driver.function(loaded.module, kernel).map_err(in_object)?;
+        let handle = driver.function(&loaded.module, kernel).map_err(in_object)?;
         let attributes = driver
-            .attributes(handle, self.limits())
+            .attributes(&handle, self.limits())
             .map_err(in_object)?;
         let function = LoadedFunction {
             handle,
@@ -578,7 +579,7 @@ fn find_gpus() -> Discovery {
     let probes = vec![
         cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
         hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        // Intel GPUs: found and named, not yet used (see `driver/level_zero.rs`).
+        // Intel GPUs: found and named, not yet used (see `driver/level_zero/`).
         level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
         vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ];
@@ -671,7 +672,7 @@ fn gather<T>(probes: Vec<std::result::Result<Result<Vec<T>>, String>>) -> Result
 /// An ordered queue of work on one device.
 pub struct Stream {
     device: Device,
-    raw: Handle,
+    raw: StreamHandle,
     last_launch: LastLaunchSlot,
     /// Unique in the process (a driver may hand a dropped stream's handle out again).
     id: u64,
@@ -684,9 +685,9 @@ impl Stream {
     /// Waits until everything queued on the stream has finished. A kernel fault names the last
     /// kernel launched on this stream.
     pub fn synchronize(&self) -> Result<()> {
-        event!(debug, device = self.device.name(), stream = ?self.raw.0, "synchronize stream");
+        event!(debug, device = self.device.name(), stream = ?self.raw, "synchronize stream");
         let driver = self.device.current()?;
-        driver.synchronize_stream(self.raw).map_err(|e| {
+        driver.synchronize_stream(&self.raw).map_err(|e| {
             let e = e.map_message(|message| format!("{message} on {}", self.device.name()));
             name_faulting_launch(e, self.last_launch.get(), "on this stream")
         })
@@ -722,11 +723,11 @@ impl Stream {
     /// runtime's own queue, on Vulkan at the driver's own stream (a timeline semaphore and its
     /// submissions), which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
-        self.raw.0
+        self.raw.interop_pointer()
     }
 
-    pub(crate) fn raw(&self) -> Handle {
-        self.raw
+    pub(crate) fn raw(&self) -> &StreamHandle {
+        &self.raw
     }
 }
 
@@ -739,7 +740,7 @@ impl std::fmt::Debug for Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         if let Ok(driver) = self.device.current() {
-            driver.destroy_stream(self.raw);
+            driver.destroy_stream(std::mem::replace(&mut self.raw, StreamHandle::DEFAULT));
         }
     }
 }
@@ -866,10 +867,9 @@ impl<'a> Queue<'a> {
         }
     }
 
-    /// The driver's stream handle (null: the default stream).
-    pub(crate) fn handle(&self) -> Handle {
-        self.stream()
-            .map_or(Handle(std::ptr::null_mut()), Stream::raw)
+    /// The driver's stream handle ([`StreamHandle::DEFAULT`]: the default stream).
+    pub(crate) fn handle(&self) -> &'a StreamHandle {
+        self.stream().map_or(&StreamHandle::DEFAULT, Stream::raw)
     }
 }
 

@@ -8,14 +8,14 @@
 //! semaphore with a timestamp query written there (`driver/vulkan/stream.rs`).
 
 use crate::device::{name_faulting_launch, Device, LastLaunchSlot, Queue, Stream};
-use crate::driver::Handle;
+use crate::driver::{EventHandle, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
 use std::time::Duration;
 
 /// A marker in the work of one device's stream.
 pub struct Event {
     device: Device,
-    raw: Handle,
+    raw: EventHandle,
     /// The last kernel launched before the last recording, to name in a fault it reports.
     after_launch: LastLaunchSlot,
     /// A marker event of tracking (`Device::marker_event`): back to the device's pool on drop.
@@ -59,7 +59,7 @@ impl Device {
     pub fn record(&self, event: &Event) -> Result<()> {
         event.check_device(self)?;
         self.current()?
-            .record_event(event.raw, Handle(std::ptr::null_mut()))
+            .record_event(&event.raw, &StreamHandle::DEFAULT)
             .map_err(|e| self.context(e))?;
         // The default stream waits for every stream: any launch may come before the recording.
         event.after_launch.set(self.last_launch());
@@ -83,7 +83,7 @@ impl Stream {
         event.check_device(self.device())?;
         self.device()
             .current()?
-            .record_event(event.raw, self.raw())
+            .record_event(&event.raw, self.raw())
             .map_err(|e| self.device().context(e))?;
         event.after_launch.set(self.last_launch());
         Ok(())
@@ -95,7 +95,7 @@ impl Stream {
         event.check_device(self.device())?;
         self.device()
             .current()?
-            .stream_wait_event(self.raw(), event.raw)
+            .stream_wait_event(self.raw(), &event.raw)
             .map_err(|e| self.device().context(e))
     }
 }
@@ -111,7 +111,7 @@ impl Event {
     pub fn query(&self) -> Result<bool> {
         self.device
             .current()?
-            .query_event(self.raw)
+            .query_event(&self.raw)
             .map_err(|e| self.device.context(e))
     }
 
@@ -120,7 +120,7 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         self.device
             .current()?
-            .synchronize_event(self.raw)
+            .synchronize_event(&self.raw)
             .map_err(|e| {
                 let e = e.map_message(|message| format!("{message} on {}", self.device.name()));
                 name_faulting_launch(e, self.after_launch.get(), "before the event was recorded")
@@ -133,7 +133,7 @@ impl Event {
         end.check_device(&self.device)?;
         self.device
             .current()?
-            .elapsed_ms(self.raw, end.raw)
+            .elapsed_ms(&self.raw, &end.raw)
             .map_err(|e| self.device.context(e))
     }
 
@@ -155,7 +155,7 @@ impl Event {
     /// The driver's event (`CUevent`, `hipEvent_t`), for other libraries; on the host and on
     /// Vulkan, the runtime's own event, which only this crate can use.
     pub fn raw_handle(&self) -> *mut std::ffi::c_void {
-        self.raw.0
+        self.raw.interop_pointer()
     }
 
     fn check_device(&self, device: &Device) -> Result<()> {
@@ -175,11 +175,19 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if self.marker && self.device.pool_marker(self.raw) {
-            return;
-        }
+        // The field's own reference goes when the event does: the driver gets a copy to
+        // destroy (or the pool one to keep).
+        let raw = self.raw.clone();
+        let raw = if self.marker {
+            match self.device.pool_marker(raw) {
+                Ok(()) => return,
+                Err(raw) => raw,
+            }
+        } else {
+            raw
+        };
         if let Ok(driver) = self.device.current() {
-            driver.destroy_event(self.raw);
+            driver.destroy_event(raw);
         }
     }
 }

@@ -16,7 +16,7 @@
 //! on freed memory.
 use crate::binary::Binary;
 use crate::device::{Device, LastLaunch, Queue, Stream};
-use crate::driver::{Handle, Pattern};
+use crate::driver::{FunctionHandle, GraphHandle, Pattern, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::tracking::{lock, mark_end, Access, Tracking};
 use std::collections::HashMap;
@@ -35,7 +35,7 @@ enum Op {
     Launch {
         binary: &'static Binary,
         kernel: &'static str,
-        function: Handle,
+        function: FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
@@ -104,7 +104,7 @@ fn record(stream: &Stream, op: Op, uses: Vec<Use>) {
 pub(crate) struct CapturedLaunch<'a> {
     pub binary: &'static Binary,
     pub kernel: &'static str,
-    pub function: Handle,
+    pub function: FunctionHandle,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared: u32,
@@ -256,7 +256,7 @@ impl Stream {
             None
         } else {
             let driver = device.current()?;
-            let mut queue_all = |stream: Handle| {
+            let mut queue_all = |stream: &StreamHandle| {
                 ops.iter().try_for_each(|(op, _)| {
                     // SAFETY: queued on a capturing stream, where nothing runs: the driver's
                     // graph only records it (its memory is checked at each replay).
@@ -280,12 +280,12 @@ pub struct Graph {
     device: Device,
     ops: Ops,
     /// The driver's instantiated graph of `ops` (CUDA, HIP).
-    executable: Option<Handle>,
+    executable: Option<GraphHandle>,
 }
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        if let (Some(executable), Ok(driver)) = (self.executable, self.device.current()) {
+        if let (Some(executable), Ok(driver)) = (self.executable.take(), self.device.current()) {
             driver.destroy_graph(executable);
         }
     }
@@ -376,7 +376,7 @@ impl Graph {
             .collect::<Result<_>>()?;
         let queue = Queue::Stream(stream);
         let driver = self.device.current()?;
-        if let Some(executable) = self.executable {
+        if let Some(executable) = &self.executable {
             // One launch of the driver's graph: each buffer waits once, for what its strongest
             // use in the graph must follow, and is marked once, after the whole graph.
             let mut access = vec![Access::Read; buffers.len()];
@@ -440,7 +440,7 @@ fn dropped() -> Error {
 ///
 /// # Safety
 /// As [`Graph::launch`]; the operation's buffers are alive (or `stream` is capturing).
-unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: Handle) -> Result<()> {
+unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &StreamHandle) -> Result<()> {
     match op {
         Op::Launch {
             function,
@@ -460,7 +460,7 @@ unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: Handle) ->
             // unchanged); the caller guarantees the rest.
             unsafe {
                 driver.launch(
-                    *function,
+                    function,
                     *grid,
                     *block,
                     *shared,

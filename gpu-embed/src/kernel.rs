@@ -82,7 +82,7 @@ impl Kernel {
         let driver = self.device.current()?;
         let function = self.device.function(&*driver, self.binary, self.name)?;
         driver
-            .potential_block_size(function.handle, dynamic_shared, self.device.limits())
+            .potential_block_size(&function.handle, dynamic_shared, self.device.limits())
             .map_err(|e| self.device.context(e))
     }
 

@@ -199,7 +199,7 @@ pub unsafe fn launch(
     // current device.
     unsafe {
         driver.launch(
-            function,
+            &function,
             config.grid,
             config.block,
             config.shared_mem_bytes,
@@ -220,7 +220,7 @@ pub unsafe fn launch(
     event!(
         debug,
         device = device.name(),
-        stream = ?stream.0,
+        stream = ?stream,
         module = binary.name(),
         kernel,
         grid = ?config.grid,

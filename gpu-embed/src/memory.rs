@@ -538,7 +538,7 @@ impl Stream {
         }
         // Done when this returns (the stream is waited for): nothing to mark after it.
         target.before(self, Access::Write)?;
-        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = target.bytes(), "copy to device");
+        event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = target.bytes(), "copy to device");
         self.copy_pageable(|driver| {
             // SAFETY: `len` elements on both sides; `source` is borrowed until the stream has
             // run the copy (`copy_pageable` waits), the target outlives it (see above).
@@ -580,7 +580,7 @@ impl Stream {
             return Err(graph::not_capturable("a copy into host memory"));
         }
         source.before(self, Access::Read)?;
-        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = source.bytes(), "copy to host");
+        event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = source.bytes(), "copy to host");
         self.copy_pageable(|driver| {
             // SAFETY: `len` elements on both sides; `target` is borrowed until the stream has
             // run the copy (`copy_pageable` waits).
@@ -632,7 +632,7 @@ impl Stream {
         }
         target.before(self, Access::Write)?;
         source.before(self, Access::Read)?;
-        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes, "copy on device");
+        event!(debug, device = self.device().name(), stream = ?self.raw(), bytes, "copy on device");
         let driver = self.device().current()?;
         // SAFETY: `len` elements each; both outlive the queued copy (see above).
         unsafe { driver.copy_on_device_async(target.ptr, source.ptr, bytes, self.raw()) }
@@ -691,7 +691,7 @@ impl Stream {
             }
             .map_err(|e| self.device().context(e))?;
             if queued {
-                event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes, "copy from peer");
+                event!(debug, device = self.device().name(), stream = ?self.raw(), bytes, "copy from peer");
                 let end = mark_end(&Queue::Stream(self));
                 if !matches!(end, After::Mark(_)) {
                     // Nothing the source's device could wait for: the copy is done on return.
@@ -727,7 +727,7 @@ impl Stream {
             return Ok(());
         }
         span.before(self, Access::Write)?;
-        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = span.bytes(), "fill");
+        event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = span.bytes(), "fill");
         let driver = self.device().current()?;
         // SAFETY: `count` aligned elements of the pattern; the target outlives the queued fill.
         unsafe { driver.fill_async(span.ptr, pattern, count, self.raw()) }

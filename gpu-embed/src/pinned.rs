@@ -21,7 +21,7 @@
 //! On the host backend page-locked memory is ordinary memory, with the same rules.
 
 use crate::device::{Device, Queue, Stream};
-use crate::driver::Handle;
+use crate::driver::EventHandle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
 use crate::trace::event;
@@ -49,7 +49,7 @@ struct Region {
     bytes: usize,
     release: Release,
     /// Events recorded after queued copies that use the region.
-    pending: Mutex<Vec<Handle>>,
+    pending: Mutex<Vec<EventHandle>>,
 }
 
 // SAFETY: the region is plain host memory, and its handles may be used from any thread; every
@@ -71,7 +71,7 @@ impl Region {
         let driver = self.device.current()?;
         let mut result = Ok(());
         for event in pending.drain(..) {
-            let waited = driver.synchronize_event(event);
+            let waited = driver.synchronize_event(&event);
             driver.destroy_event(event);
             if result.is_ok() {
                 result = waited;
@@ -95,7 +95,7 @@ impl Region {
             driver.destroy_event(event);
             return Err(self.device.context(error));
         }
-        if let Err(error) = driver.record_event(event, stream.raw()) {
+        if let Err(error) = driver.record_event(&event, stream.raw()) {
             driver.destroy_event(event);
             if driver.synchronize_stream(stream.raw()).is_err() {
                 let _ = driver.synchronize();
@@ -395,7 +395,7 @@ impl Stream {
             ));
         }
         target.before(self, Access::Write)?;
-        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = len * size_of::<T>(), "copy from page-locked memory");
+        event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = len * size_of::<T>(), "copy from page-locked memory");
         let driver = self.device().current()?;
         region.queue(self, || {
             // SAFETY: `len` elements on both sides; the region stays allocated and unwritten
@@ -435,7 +435,7 @@ impl Stream {
             ));
         }
         source.before(self, Access::Read)?;
-        event!(debug, device = self.device().name(), stream = ?self.raw().0, bytes = len * size_of::<T>(), "copy into page-locked memory");
+        event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = len * size_of::<T>(), "copy into page-locked memory");
         let driver = self.device().current()?;
         region.queue(self, || {
             // SAFETY: as above; `&mut target` means no slice of it is alive now, and later

@@ -12,8 +12,7 @@
 //! Several threads using one buffer at once are ordered as each call finds the buffer: the
 //! checks and the marks are taken under the buffer's lock, the work is queued between them.
 
-use crate::device::{Device, Queue};
-use crate::driver::Handle;
+use crate::device::{Device, Queue, Stream};
 use crate::error::Result;
 use crate::event::Event;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,7 +27,8 @@ pub(crate) enum Access {
 /// An event recorded on a queue after one operation, shared by every buffer it used.
 #[derive(Clone)]
 pub(crate) struct Mark {
-    queue: Handle,
+    /// The stream's id ([`Stream::id`](crate::Stream)); none for a device's default stream.
+    queue: Option<u64>,
     event: Arc<Event>,
 }
 
@@ -59,7 +59,7 @@ pub(crate) fn mark_end(queue: &Queue) -> After {
         .and_then(|event| queue.record(&event).map(|()| event));
     match event {
         Ok(event) => After::Mark(Mark {
-            queue: queue.handle(),
+            queue: queue.stream().map(Stream::id),
             event: Arc::new(event),
         }),
         Err(_) => After::Unknown,
@@ -92,7 +92,7 @@ impl Tracking {
         if !device.tracks() || device.orders_all_work() {
             return Ok(());
         }
-        let handle = queue.handle();
+        let this_queue = Some(stream.id());
         let reads = match access {
             Access::Read => &[][..],
             Access::Write => &self.reads[..],
@@ -101,7 +101,7 @@ impl Tracking {
             if !mark.event.device().is_same(device) {
                 // A peer copy's mark, of the device that ran it: the host waits for it.
                 mark.event.synchronize()?;
-            } else if mark.queue != handle {
+            } else if mark.queue != this_queue {
                 stream.wait(&mark.event)?;
             }
         }

@@ -1,9 +1,13 @@
 //! Vendor drivers, loaded at run time: CUDA (`libcuda.so.1`), HIP (`libamdhip64.so`) and Vulkan
 //! (`libvulkan.so.1`); and the host; Level Zero (`libze_loader.so.1`) for discovery only. Each
 //! implements [`Driver`], the few calls the runtime needs, with every failure turned into an
-//! [`Error`](crate::Error) carrying the driver's error name.
+//! [`Error`](crate::Error) carrying the driver's error name. One folder per driver; CUDA and HIP
+//! share one protocol (`gpu/`) over their result layers; driver objects cross the trait as
+//! typed handles (`handle.rs`). This file is the registry: the one place that lists drivers.
 
 pub(crate) mod cuda;
+mod gpu;
+mod handle;
 pub(crate) mod hip;
 pub(crate) mod host;
 pub(crate) mod level_zero;
@@ -16,53 +20,16 @@ use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::DriverVersion;
 use std::ffi::{c_void, CStr, CString};
-use std::sync::Arc;
 
-/// An opaque driver handle (context, module, function, stream).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Handle(pub *mut c_void);
-
-// SAFETY: driver handles may be used from any thread once the owning device is current, which
-// every use ensures.
-unsafe impl Send for Handle {}
-// SAFETY: as above: the drivers synchronize calls on one handle from several threads.
-unsafe impl Sync for Handle {}
-
-/// A driver object the runtime holds by handle (the host's and Vulkan's streams and events):
-/// the handle owns one reference of the `Arc`.
-pub(crate) fn into_handle<T>(object: Arc<T>) -> Handle {
-    Handle(Arc::into_raw(object).cast_mut().cast())
-}
-
-/// A new reference to the object behind `handle`.
-///
-/// # Safety
-/// `handle` came from [`into_handle`] with this `T` and was not released yet: the safe API
-/// releases a stream or event only on its drop, after its last use.
-pub(crate) unsafe fn borrow_handle<T>(handle: Handle) -> Arc<T> {
-    let raw = handle.0.cast::<T>().cast_const();
-    // SAFETY: the handle's reference keeps the object alive (the caller guarantees it is not
-    // released); the count taken here is returned when the new `Arc` drops.
-    unsafe {
-        Arc::increment_strong_count(raw);
-        Arc::from_raw(raw)
-    }
-}
-
-/// Gives back the handle's reference (the object lives on while queued work holds others).
-///
-/// # Safety
-/// As [`borrow_handle`]; the handle is not used afterwards.
-pub(crate) unsafe fn release_handle<T>(handle: Handle) -> Arc<T> {
-    // SAFETY: the handle's own reference, taken back once (the caller guarantees it).
-    unsafe { Arc::from_raw(handle.0.cast::<T>().cast_const()) }
-}
+pub(crate) use handle::{
+    DeviceHandle, EventHandle, FunctionHandle, GraphHandle, ModuleHandle, StreamHandle,
+};
 
 /// A device as a driver found it.
 pub(crate) struct FoundDevice {
     pub driver: &'static dyn Driver,
     /// CUDA: the primary context; HIP: the device ordinal; Vulkan: the driver's device state.
-    pub raw: Handle,
+    pub raw: DeviceHandle,
     pub name: String,
     /// `sm_90`, `gfx90a:sramecc+:xnack-`.
     pub arch: String,
@@ -144,8 +111,44 @@ impl Pattern {
     }
 }
 
+/// How a driver's kernels reach host memory (what `mgpu`'s host-shared allocations and copies
+/// follow).
+#[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HostMemory {
+    /// Device memory is host memory (the host device): every copy is a host copy, every
+    /// allocation host-shared.
+    Same,
+    /// Launches stage the host memory they are passed through device memory (Vulkan): host
+    /// memory is host-shared memory.
+    Staged,
+    /// Device memory is the device's own (CUDA, HIP).
+    Separate,
+}
+
+/// The operations the runtime needs of a driver. Driver objects cross as typed handles
+/// (`handle.rs`); a handle another driver made is refused with an error.
 pub(crate) trait Driver: Sync {
     fn vendor(&self) -> Vendor;
+    /// How the driver's kernels reach host memory.
+    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
+    fn host_memory(&self) -> HostMemory {
+        HostMemory::Separate
+    }
+    /// Whether an object handed over at run time loads only with its kernels' ABI registered
+    /// first (`mgpu::register_vulkan_object`): Vulkan, whose SPIR-V does not say how the
+    /// arguments bind.
+    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
+    fn needs_registered_abi(&self) -> bool {
+        false
+    }
+    /// Where the device sees page-locked host memory registered at `host` (`register`): the
+    /// same address under unified addressing, which every driver here has but HIP's, whose
+    /// runtime may map it elsewhere (`hipHostGetDevicePointer`, not bound here).
+    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
+    fn registered_host_address(&self, host: *mut c_void) -> Result<*mut c_void> {
+        Ok(host)
+    }
     /// Whether every operation runs after all operations queued before it, on any stream, and
     /// freed memory stays until the work queued on it has run: then buffers need not track
     /// their work (`tracking.rs`). Vulkan's one queue does both.
@@ -155,35 +158,39 @@ pub(crate) trait Driver: Sync {
     /// Makes `device` the calling thread's current device; returns what the thread had current
     /// before when that was something else (another library's CUDA context, another HIP
     /// device), for [`Driver::restore`].
-    fn make_current(&self, device: Handle) -> Result<Option<Handle>>;
+    fn make_current(&self, device: &DeviceHandle) -> Result<Option<DeviceHandle>>;
     /// Makes `previous` (what `make_current` returned) the thread's current device again.
-    fn restore(&self, _previous: Handle) {}
+    fn restore(&self, _previous: DeviceHandle) {}
     /// Makes `object` (the one selection chose for the device) runnable on the current device.
-    fn load_module(&self, object: &'static Object) -> Result<Handle>;
+    fn load_module(&self, object: &'static Object) -> Result<ModuleHandle>;
     /// Makes an object handed over at run time runnable on the current device: a cubin or
     /// NUL-terminated PTX (CUDA), an hsaco (HIP), a `gpu_manifest::host_image` (host).
-    fn load_image(&self, image: &[u8], what: &str) -> Result<Handle>;
+    fn load_image(&self, image: &[u8], what: &str) -> Result<ModuleHandle>;
     /// Unloads a module `load_image` returned, after the device's queued work (`mgpu` only:
     /// modules of embedded binaries stay loaded for the life of the process).
     #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
-    fn unload_module(&self, module: Handle);
+    fn unload_module(&self, module: ModuleHandle);
     /// The kernel `name` of a loaded module.
-    fn function(&self, module: Handle, name: &str) -> Result<Handle>;
+    fn function(&self, module: &ModuleHandle, name: &str) -> Result<FunctionHandle>;
     /// What the driver knows about a kernel `function` returned, on the current device.
-    fn attributes(&self, function: Handle, limits: &DeviceLimits) -> Result<KernelAttributes>;
+    fn attributes(
+        &self,
+        function: &FunctionHandle,
+        limits: &DeviceLimits,
+    ) -> Result<KernelAttributes>;
     /// The block size (threads) that keeps the most of the device busy for a launch of
     /// `function` with `dynamic_shared` bytes of dynamic shared memory per block, and the
     /// smallest grid (blocks) that fills the device with it (`cuOccupancyMaxPotentialBlockSize`).
     fn potential_block_size(
         &self,
-        function: Handle,
+        function: &FunctionHandle,
         dynamic_shared: u32,
         limits: &DeviceLimits,
     ) -> Result<(u32, u32)>;
     /// Lets `function` take `bytes` of dynamic shared memory per block, beyond the default
     /// (`cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`); a driver without the opt-in lets
     /// every kernel use all of it.
-    fn allow_dynamic_shared(&self, _function: Handle, _bytes: u32) -> Result<()> {
+    fn allow_dynamic_shared(&self, _function: &FunctionHandle, _bytes: u32) -> Result<()> {
         Ok(())
     }
     /// `param_sizes` are the parameters' sizes in bytes (a queued host launch copies the values).
@@ -193,11 +200,11 @@ pub(crate) trait Driver: Sync {
     #[allow(clippy::too_many_arguments)] // cuLaunchKernel's own shape
     unsafe fn launch(
         &self,
-        function: Handle,
+        function: &FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        stream: Handle,
+        stream: &StreamHandle,
         params: &mut [*mut c_void],
         param_sizes: &[usize],
     ) -> Result<()>;
@@ -214,7 +221,7 @@ pub(crate) trait Driver: Sync {
     fn free(&self, pointer: u64);
     /// Lets the current device's kernels use `peer`'s memory (`cuCtxEnablePeerAccess`,
     /// `hipDeviceEnablePeerAccess`); enabled already is no error.
-    fn enable_peer_access(&self, peer: Handle) -> Result<()> {
+    fn enable_peer_access(&self, peer: &DeviceHandle) -> Result<()> {
         let _ = peer;
         Err(Error::new(
             ErrorKind::NotSupported,
@@ -230,10 +237,10 @@ pub(crate) trait Driver: Sync {
     /// Both ranges hold `bytes` bytes of their devices and stay allocated until the copy ran.
     unsafe fn copy_peer_async(
         &self,
-        (target, target_device): (u64, Handle),
-        (source, source_device): (u64, Handle),
+        (target, target_device): (u64, &DeviceHandle),
+        (source, source_device): (u64, &DeviceHandle),
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<bool> {
         let _ = (target, target_device, source, source_device, bytes, stream);
         Ok(false)
@@ -254,8 +261,8 @@ pub(crate) trait Driver: Sync {
     /// `target` must hold `count * pattern.size()` device bytes of this driver, aligned to the
     /// pattern's size.
     unsafe fn fill(&self, target: u64, pattern: Pattern, count: usize) -> Result<()>;
-    /// Queues a copy from host memory on `stream` (null: the default stream), run in the
-    /// stream's order. Pageable host memory is the caller's to wait for (`memory.rs`, `mgpu.rs`:
+    /// Queues a copy from host memory on `stream` (`StreamHandle::DEFAULT`: the default stream), run in the
+    /// stream's order. Pageable host memory is the caller's to wait for (`memory.rs`, `mgpu/`:
     /// the stream is synchronized before the call that queued the copy returns).
     ///
     /// # Safety
@@ -266,7 +273,7 @@ pub(crate) trait Driver: Sync {
         target: u64,
         source: *const c_void,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()>;
     /// Queues a copy into host memory on `stream`, run in the stream's order.
     ///
@@ -278,7 +285,7 @@ pub(crate) trait Driver: Sync {
         target: *mut c_void,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()>;
     /// # Safety
     /// As `copy_on_device`; both ranges must stay allocated until the stream has run the copy.
@@ -287,7 +294,7 @@ pub(crate) trait Driver: Sync {
         target: u64,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()>;
     /// # Safety
     /// As `fill`; the range must stay allocated until the stream has run the fill.
@@ -296,7 +303,7 @@ pub(crate) trait Driver: Sync {
         target: u64,
         pattern: Pattern,
         count: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()>;
     /// `bytes` of page-locked host memory (`cuMemAllocHost`, `hipHostMalloc`).
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void>;
@@ -314,35 +321,35 @@ pub(crate) trait Driver: Sync {
     /// Free and total device memory of the current device, in bytes.
     fn memory_info(&self) -> Result<(u64, u64)>;
     fn synchronize(&self) -> Result<()>;
-    fn create_stream(&self) -> Result<Handle>;
-    fn synchronize_stream(&self, stream: Handle) -> Result<()>;
-    fn destroy_stream(&self, stream: Handle);
-    /// Makes `stream` (null: the default stream) wait for `event`'s last recording.
-    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()>;
-    fn create_event(&self) -> Result<Handle>;
+    fn create_stream(&self) -> Result<StreamHandle>;
+    fn synchronize_stream(&self, stream: &StreamHandle) -> Result<()>;
+    fn destroy_stream(&self, stream: StreamHandle);
+    /// Makes `stream` (`StreamHandle::DEFAULT`: the default stream) wait for `event`'s last recording.
+    fn stream_wait_event(&self, stream: &StreamHandle, event: &EventHandle) -> Result<()>;
+    fn create_event(&self) -> Result<EventHandle>;
     /// An event only waited for, never timed (`CU_EVENT_DISABLE_TIMING`: cheaper to record and
     /// to wait for), for buffers' tracking; `None` where the driver has no such kind, or where
     /// a wait queued on an event may see a later recording of it (the host's lazy queues): the
     /// caller then makes a new ordinary event each time. Such events are pooled and recorded
     /// again once nothing holds them, as a queued wait has taken its recording already.
-    fn create_marker_event(&self) -> Option<Result<Handle>> {
+    fn create_marker_event(&self) -> Option<Result<EventHandle>> {
         None
     }
-    /// Records `event` on `stream` (null: the default stream).
-    fn record_event(&self, event: Handle, stream: Handle) -> Result<()>;
+    /// Records `event` on `stream` (`StreamHandle::DEFAULT`: the default stream).
+    fn record_event(&self, event: &EventHandle, stream: &StreamHandle) -> Result<()>;
     /// Whether the work before the event's last recording has finished.
-    fn query_event(&self, event: Handle) -> Result<bool>;
-    fn synchronize_event(&self, event: Handle) -> Result<()>;
+    fn query_event(&self, event: &EventHandle) -> Result<bool>;
+    fn synchronize_event(&self, event: &EventHandle) -> Result<()>;
     /// Milliseconds from `start` to `end`, both recorded and finished.
-    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32>;
-    fn destroy_event(&self, event: Handle);
+    fn elapsed_ms(&self, start: &EventHandle, end: &EventHandle) -> Result<f32>;
+    fn destroy_event(&self, event: EventHandle);
     /// A graph of the driver's own (`cuGraphInstantiate`, `hipGraphInstantiate`) of the work
     /// `record` queues on the stream it is given, which captures instead of running; `None`
     /// where the driver has no graphs (the runtime then replays the work itself).
     fn instantiate_graph(
         &self,
-        record: &mut dyn FnMut(Handle) -> Result<()>,
-    ) -> Result<Option<Handle>> {
+        record: &mut dyn FnMut(&StreamHandle) -> Result<()>,
+    ) -> Result<Option<GraphHandle>> {
         let _ = record;
         Ok(None)
     }
@@ -351,7 +358,7 @@ pub(crate) trait Driver: Sync {
     /// # Safety
     /// `graph` came from `instantiate_graph` and is not destroyed; the memory its work uses is
     /// allocated and stays so until the stream has run it.
-    unsafe fn launch_graph(&self, graph: Handle, stream: Handle) -> Result<()> {
+    unsafe fn launch_graph(&self, graph: &GraphHandle, stream: &StreamHandle) -> Result<()> {
         let _ = (graph, stream);
         Err(Error::new(
             ErrorKind::NotSupported,
@@ -359,8 +366,19 @@ pub(crate) trait Driver: Sync {
         ))
     }
     /// Destroys an instantiated graph (launches of it still queued run to the end).
-    fn destroy_graph(&self, graph: Handle) {
+    fn destroy_graph(&self, graph: GraphHandle) {
         let _ = graph;
+    }
+}
+
+/// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
+#[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
+pub(crate) fn gpu_vendor_named(name: &str) -> Option<Vendor> {
+    match name {
+        "cuda" => Some(Vendor::Nvptx),
+        "hip" => Some(Vendor::Amdgpu),
+        "vulkan" => Some(Vendor::Vulkan),
+        _ => None,
     }
 }
 

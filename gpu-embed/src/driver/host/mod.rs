@@ -7,68 +7,46 @@
 //! a stackful coroutine, and `gpu.barrier` suspends it until every thread of the block got there.
 //! Memory is ordinary host memory; a launch on the default stream returns when the kernel is
 //! done, one on a stream is queued (`stream.rs`); images loaded at run time are opened from memory
-//! (`image.rs`).
+//! (`image.rs`); what the machine has (cores, CPU level, memory) and how allocations are laid
+//! out on it is `machine.rs`.
 
 mod image;
+mod machine;
 mod stream;
 mod workers;
 
-use super::{borrow_handle, into_handle, release_handle};
-use super::{DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes, Pattern};
+use super::{DeviceHandle, EventHandle, FunctionHandle, ModuleHandle, StreamHandle};
+use super::{DeviceLimits, Driver, FoundDevice, HostMemory, KernelAttributes, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_manifest::host_abi::{self, DYNAMIC_SHARED_BYTES};
 use image::LoadedImage;
-use std::alloc::Layout;
+use machine::{
+    advise_huge_pages, allocation_layout, cores, cpu_level, cpu_name, host_memory, ALIGNMENT,
+};
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use stream::{drain_all, exclusive, HostEvent, HostStream};
 
-/// What a host module handle points at: the kernels of an object linked into the program, or
-/// of an image loaded at run time (with the library holding them).
+/// What a host module handle holds: the kernels of an object linked into the program, or of an
+/// image loaded at run time (with the library holding them).
 enum HostModule {
     Embedded(&'static Object),
     Loaded(LoadedImage),
 }
 
+/// What a host function handle holds: the kernel's entry points, and its module, which keeps a
+/// loaded image's library (where the entry points are) open while the handle lives.
+struct HostFunction {
+    kernel: HostKernel,
+    _module: Arc<HostModule>,
+}
+
 /// Stack of one GPU thread when the kernel has barriers.
 const THREAD_STACK_BYTES: usize = 256 * 1024;
-/// Alignment of host allocations, as GPU allocations are at least this aligned.
-const ALIGNMENT: usize = 256;
-/// Allocations of at least this size start on a huge-page boundary and ask the kernel for
-/// transparent huge pages: a kernel streaming over tens of megabytes then takes a TLB miss
-/// every 2 MiB instead of every 4 KiB (saxpy over 2^24 floats: about 12% faster here, which
-/// is what PoCL's buffers had over ours).
-const HUGE_PAGE: usize = 2 << 20;
-
-/// How an allocation of `bytes` (plus its header) is laid out; `None` past the address space.
-fn allocation_layout(bytes: usize) -> Option<Layout> {
-    let total = bytes.checked_add(ALIGNMENT)?;
-    let align = if bytes >= HUGE_PAGE {
-        HUGE_PAGE
-    } else {
-        ALIGNMENT
-    };
-    Layout::from_size_align(total, align).ok()
-}
-
-/// Asks for transparent huge pages over a fresh allocation, before anything touches it (pages
-/// faulted in later come as huge pages where the system allows; a refusal changes nothing but
-/// speed, so it is ignored).
-fn advise_huge_pages(base: *mut u8, layout: Layout) {
-    #[cfg(target_os = "linux")]
-    if layout.align() == HUGE_PAGE {
-        // SAFETY: `base` starts an allocation of `layout.size()` bytes that this process owns;
-        // MADV_HUGEPAGE changes only how its pages are backed, never their contents.
-        unsafe { libc::madvise(base.cast(), layout.size(), libc::MADV_HUGEPAGE) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (base, layout);
-}
-
 /// What the kernel code reads: the layout `gpu-build`'s host target compiles against.
 #[repr(C)]
 struct Context {
@@ -197,7 +175,7 @@ impl Host {
         let cores = cores();
         FoundDevice {
             driver: self,
-            raw: Handle(std::ptr::null_mut()),
+            raw: DeviceHandle::EMPTY,
             name: format!("host CPU ({cores} threads, {})", cpu_name()),
             arch: format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
             limits: DeviceLimits {
@@ -218,32 +196,6 @@ impl Host {
             uuid: None,
             driver_version: None,
         }
-    }
-}
-
-/// The machine's memory, from `/proc/meminfo` (zero where it cannot be read).
-struct MemInfo {
-    total: u64,
-    available: u64,
-}
-
-fn host_memory() -> MemInfo {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| {
-                rest.trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .map_or(0, |kib| kib * 1024)
-    };
-    MemInfo {
-        total: field("MemTotal:"),
-        available: field("MemAvailable:"),
     }
 }
 
@@ -303,81 +255,6 @@ fn check_shape(grid: [u32; 3], block: [u32; 3]) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The hardware threads the host device runs blocks on, read once: the standard library reads
-/// the cgroup quota files on every call, which cost an empty launch most of its time.
-fn cores() -> usize {
-    static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Which of `host_abi::X86_64_CPUS` the blocks entries of x86-64 host objects run: the
-/// highest this processor has every feature of (0 elsewhere: other objects have one copy), or
-/// a lower one named by `GPU_EMBED_HOST_CPU` (to compare them, or to run what a user with an
-/// older processor runs; a higher one than the processor has is never taken).
-fn cpu_level() -> u32 {
-    static LEVEL: OnceLock<u32> = OnceLock::new();
-    *LEVEL.get_or_init(|| {
-        let detected = detected_cpu_level();
-        std::env::var(HOST_CPU_VARIABLE)
-            .ok()
-            .and_then(|name| host_abi::X86_64_CPUS.iter().position(|cpu| *cpu == name))
-            .map_or(detected, |asked| detected.min(asked as u32))
-    })
-}
-
-/// Chooses a lower CPU level than the processor's (see [`cpu_level`]).
-const HOST_CPU_VARIABLE: &str = "GPU_EMBED_HOST_CPU";
-
-/// The name of [`cpu_level`]'s CPU, or the architecture's where objects have one copy.
-fn cpu_name() -> &'static str {
-    if cfg!(target_arch = "x86_64") {
-        host_abi::X86_64_CPUS[cpu_level() as usize]
-    } else {
-        std::env::consts::ARCH
-    }
-}
-
-/// The highest x86-64 microarchitecture level whose every feature (as LLVM defines the level)
-/// this processor and its operating system support.
-#[cfg(target_arch = "x86_64")]
-fn detected_cpu_level() -> u32 {
-    use std::arch::is_x86_feature_detected as has;
-    let v2 = has!("cmpxchg16b")
-        && has!("popcnt")
-        && has!("sse3")
-        && has!("ssse3")
-        && has!("sse4.1")
-        && has!("sse4.2");
-    let v3 = v2
-        && has!("avx")
-        && has!("avx2")
-        && has!("bmi1")
-        && has!("bmi2")
-        && has!("f16c")
-        && has!("fma")
-        && has!("lzcnt")
-        && has!("movbe")
-        && has!("xsave");
-    let v4 = v3
-        && has!("avx512f")
-        && has!("avx512bw")
-        && has!("avx512cd")
-        && has!("avx512dq")
-        && has!("avx512vl");
-    if v4 {
-        2
-    } else if v3 {
-        1
-    } else {
-        0
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn detected_cpu_level() -> u32 {
-    0
 }
 
 /// Runs `kernel` over the whole grid.
@@ -626,33 +503,36 @@ impl Driver for Host {
         Vendor::Host
     }
 
-    fn make_current(&self, _: Handle) -> Result<Option<Handle>> {
+    fn host_memory(&self) -> HostMemory {
+        HostMemory::Same
+    }
+
+    fn make_current(&self, _: &DeviceHandle) -> Result<Option<DeviceHandle>> {
         Ok(None)
     }
 
-    /// Queued launches of its kernels run first; a loaded image's library is then closed.
-    fn unload_module(&self, module: Handle) {
+    /// Queued launches of its kernels run first; a loaded image's library is closed once no
+    /// function handle of it is left.
+    fn unload_module(&self, module: ModuleHandle) {
         let _ = drain_all();
-        // SAFETY: host module handles come from `Box::into_raw` in `load_module`/`load_image`,
-        // and each is unloaded once.
-        drop(unsafe { Box::from_raw(module.0 as *mut HostModule) });
+        drop(module);
     }
 
     /// The host object's kernels are linked into the program: "loading" is remembering it.
-    fn load_module(&self, object: &'static Object) -> Result<Handle> {
-        let module = Box::new(HostModule::Embedded(object));
-        Ok(Handle(Box::into_raw(module).cast()))
+    fn load_module(&self, object: &'static Object) -> Result<ModuleHandle> {
+        Ok(ModuleHandle::from_object(Arc::new(HostModule::Embedded(
+            object,
+        ))))
     }
 
-    fn load_image(&self, image: &[u8], _what: &str) -> Result<Handle> {
-        let module = Box::new(HostModule::Loaded(image::load(image)?));
-        Ok(Handle(Box::into_raw(module).cast()))
+    fn load_image(&self, image: &[u8], _what: &str) -> Result<ModuleHandle> {
+        let module = HostModule::Loaded(image::load(image)?);
+        Ok(ModuleHandle::from_object(Arc::new(module)))
     }
 
-    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
-        // SAFETY: host module handles point at a live `HostModule` (see `unload_module`).
-        let module = unsafe { &*(module.0 as *const HostModule) };
-        let kernel = match module {
+    fn function(&self, module: &ModuleHandle, name: &str) -> Result<FunctionHandle> {
+        let module = module.shared_object::<HostModule>()?;
+        let kernel = match &*module {
             HostModule::Embedded(object) => object.host_kernel(name),
             HostModule::Loaded(image) => image.kernels.iter().find(|k| k.name == name),
         }
@@ -662,10 +542,17 @@ impl Driver for Host {
                 format!("the host object has no kernel `{name}`"),
             )
         })?;
-        Ok(Handle(kernel as *const HostKernel as *mut c_void))
+        Ok(FunctionHandle::from_object(Arc::new(HostFunction {
+            kernel: *kernel,
+            _module: Arc::clone(&module),
+        })))
     }
 
-    fn attributes(&self, _function: Handle, limits: &DeviceLimits) -> Result<KernelAttributes> {
+    fn attributes(
+        &self,
+        _function: &FunctionHandle,
+        limits: &DeviceLimits,
+    ) -> Result<KernelAttributes> {
         Ok(KernelAttributes {
             max_threads_per_block: limits.max_threads_per_block,
             static_shared_bytes: 0,
@@ -677,7 +564,7 @@ impl Driver for Host {
 
     fn potential_block_size(
         &self,
-        _function: Handle,
+        _function: &FunctionHandle,
         _dynamic_shared: u32,
         limits: &DeviceLimits,
     ) -> Result<(u32, u32)> {
@@ -689,19 +576,18 @@ impl Driver for Host {
 
     unsafe fn launch(
         &self,
-        function: Handle,
+        function: &FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        stream: Handle,
+        stream: &StreamHandle,
         params: &mut [*mut c_void],
         param_sizes: &[usize],
     ) -> Result<()> {
-        // SAFETY: host function handles point at the binary's static `HostKernel`s.
-        let kernel: &'static HostKernel = unsafe { &*(function.0 as *const HostKernel) };
-        let Some(stream) = stream_of(stream) else {
+        let function = function.shared_object::<HostFunction>()?;
+        let Some(stream) = stream_of(stream)? else {
             drain_all()?;
-            return exclusive(|| launch_grid(kernel, grid, block, shared, params));
+            return exclusive(|| launch_grid(&function.kernel, grid, block, shared, params));
         };
         // Queued: the parameters' values are copied now, as the drivers copy them at launch.
         let values: Vec<Box<[u64]>> = params
@@ -725,7 +611,7 @@ impl Driver for Host {
             let mut values = values;
             let mut params: Vec<*mut c_void> =
                 values.0.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-            exclusive(|| launch_grid(kernel, grid, block, shared, &mut params))
+            exclusive(|| launch_grid(&function.kernel, grid, block, shared, &mut params))
         }));
         Ok(())
     }
@@ -805,9 +691,9 @@ impl Driver for Host {
         target: u64,
         source: *const c_void,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
-        let Some(queue) = stream_of(stream) else {
+        let Some(queue) = stream_of(stream)? else {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_device(target, source, bytes) };
         };
@@ -821,9 +707,9 @@ impl Driver for Host {
         target: *mut c_void,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
-        let Some(queue) = stream_of(stream) else {
+        let Some(queue) = stream_of(stream)? else {
             // SAFETY: forwarded.
             return unsafe { self.copy_to_host(target, source, bytes) };
         };
@@ -837,9 +723,9 @@ impl Driver for Host {
         target: u64,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
-        let Some(queue) = stream_of(stream) else {
+        let Some(queue) = stream_of(stream)? else {
             // SAFETY: forwarded.
             return unsafe { self.copy_on_device(target, source, bytes) };
         };
@@ -853,9 +739,9 @@ impl Driver for Host {
         target: u64,
         pattern: Pattern,
         count: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
-        let Some(queue) = stream_of(stream) else {
+        let Some(queue) = stream_of(stream)? else {
             // SAFETY: forwarded.
             return unsafe { self.fill(target, pattern, count) };
         };
@@ -898,56 +784,59 @@ impl Driver for Host {
         drain_all()
     }
 
-    fn create_stream(&self) -> Result<Handle> {
-        Ok(into_handle(HostStream::new()))
+    fn create_stream(&self) -> Result<StreamHandle> {
+        Ok(StreamHandle::from_object(HostStream::new()))
     }
 
-    fn synchronize_stream(&self, stream: Handle) -> Result<()> {
-        stream_of(stream).map_or(Ok(()), |stream| stream.drain())
+    fn synchronize_stream(&self, stream: &StreamHandle) -> Result<()> {
+        stream_of(stream)?.map_or(Ok(()), |stream| stream.drain())
     }
 
-    fn destroy_stream(&self, stream: Handle) {
-        if let Some(queue) = stream_of(stream) {
+    fn destroy_stream(&self, stream: StreamHandle) {
+        if let Ok(Some(queue)) = stream_of(&stream) {
             // Its work still runs; failures have nobody left to hear them.
             let _ = queue.drain();
-            // SAFETY: made by `create_stream`; not used afterwards.
-            drop(unsafe { release_handle::<HostStream>(stream) });
         }
     }
 
-    fn stream_wait_event(&self, stream: Handle, event: Handle) -> Result<()> {
-        event_of(event).wait_on(stream_of(stream).as_ref());
+    fn stream_wait_event(&self, stream: &StreamHandle, event: &EventHandle) -> Result<()> {
+        event
+            .object::<HostEvent>()?
+            .wait_on(stream_of(stream)?.as_ref());
         Ok(())
     }
 
-    fn create_event(&self) -> Result<Handle> {
-        Ok(into_handle(Arc::new(HostEvent::default())))
+    fn create_event(&self) -> Result<EventHandle> {
+        Ok(EventHandle::from_object(Arc::new(HostEvent::default())))
     }
 
-    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
-        event_of(event).record(stream_of(stream).as_ref())
+    fn record_event(&self, event: &EventHandle, stream: &StreamHandle) -> Result<()> {
+        event
+            .shared_object::<HostEvent>()?
+            .record(stream_of(stream)?.as_ref())
     }
 
-    fn query_event(&self, event: Handle) -> Result<bool> {
-        Ok(event_of(event).query())
+    fn query_event(&self, event: &EventHandle) -> Result<bool> {
+        Ok(event.object::<HostEvent>()?.query())
     }
 
-    fn synchronize_event(&self, event: Handle) -> Result<()> {
-        event_of(event).synchronize();
+    fn synchronize_event(&self, event: &EventHandle) -> Result<()> {
+        event.object::<HostEvent>()?.synchronize();
         Ok(())
     }
 
-    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
-        let (start, end) = (event_of(start).time()?, event_of(end).time()?);
+    fn elapsed_ms(&self, start: &EventHandle, end: &EventHandle) -> Result<f32> {
+        let start = start.object::<HostEvent>()?.time()?;
+        let end = end.object::<HostEvent>()?.time()?;
         Ok(match end.checked_duration_since(start) {
             Some(forward) => forward.as_secs_f32() * 1e3,
             None => -(start.duration_since(end).as_secs_f32() * 1e3),
         })
     }
 
-    fn destroy_event(&self, event: Handle) {
-        // SAFETY: made by `create_event`; not used afterwards.
-        drop(unsafe { release_handle::<HostEvent>(event) });
+    /// Queued work holds references of its own until it has run.
+    fn destroy_event(&self, event: EventHandle) {
+        drop(event);
     }
 }
 
@@ -970,15 +859,12 @@ unsafe fn fill_now(target: u64, pattern: Pattern, count: usize) {
     }
 }
 
-/// The stream a handle names (null: the default stream), as a new reference.
-fn stream_of(stream: Handle) -> Option<Arc<HostStream>> {
-    // SAFETY: a live stream made by `create_stream`.
-    (!stream.0.is_null()).then(|| unsafe { borrow_handle(stream) })
-}
-
-fn event_of(event: Handle) -> Arc<HostEvent> {
-    // SAFETY: a live event made by `create_event`.
-    unsafe { borrow_handle(event) }
+/// The stream a handle names (none: the default stream), as a new reference.
+fn stream_of(stream: &StreamHandle) -> Result<Option<Arc<HostStream>>> {
+    if stream.is_default() {
+        return Ok(None);
+    }
+    stream.shared_object::<HostStream>().map(Some)
 }
 
 /// A queued launch's copied parameter values.

@@ -100,7 +100,7 @@ fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     static STARTED: Once = Once::new();
     let pool = POOL.get_or_init(|| {
-        let cores = super::cores();
+        let cores = super::machine::cores();
         Pool {
             threads: cores.saturating_sub(1),
             job: Mutex::new(None),

@@ -8,7 +8,7 @@
 //! declares it; the caller guarantees what that header documents for the call (handles the same
 //! driver returned and that are still alive, pointers to live memory of the declared type and
 //! length, strings NUL-terminated). `from_library` requires the vendor's own library, whose
-//! symbols have the declared types. The callers, `cuda.rs`, `hip.rs` and `level_zero.rs`, say
+//! symbols have the declared types. The callers, `cuda/result.rs`, `hip/result.rs` and `level_zero/mod.rs`, say
 //! at each call why these hold. No SAFETY comments are added inside the generated files, which
 //! the bindings test regenerates and compares byte for byte.
 

@@ -24,7 +24,7 @@ use ash::vk;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use crate::driver::Handle;
+use crate::driver::{FunctionHandle, ModuleHandle};
 
 /// The SPIR-V magic number, as the first word of a module in the host's byte order.
 const SPIRV_MAGIC: u32 = 0x0723_0203;
@@ -63,7 +63,7 @@ pub(crate) fn load_module(
     core: &'static Core,
     table: &'static Table,
     object: &'static Object,
-) -> Result<Handle> {
+) -> Result<ModuleHandle> {
     let what = object.describe();
     let bytes = object.bytes();
     if bytes.len() < 20 || !bytes.len().is_multiple_of(4) {
@@ -130,38 +130,31 @@ pub(crate) fn load_module(
         unsafe { core.device.create_shader_module(&info, None) },
         || format!("loading {what} (vkCreateShaderModule)"),
     )?;
-    let module = Box::new(Module {
+    Ok(ModuleHandle::from_object(Arc::new(Module {
         core,
         table,
         object,
         shader,
-    });
-    Ok(Handle(Box::into_raw(module).cast()))
+    })))
 }
 
-pub(crate) fn unload_module(module: Handle) {
-    // SAFETY: module handles come from `Box::into_raw` in `load_module`, each unloaded once.
-    let module = unsafe { Box::from_raw(module.0.cast::<Module>()) };
-    // Pipelines made from it keep their own copy of the code: the shader module may go.
-    // SAFETY: the shader module is used only to make pipelines, which are made.
-    unsafe {
-        module
-            .core
-            .device
-            .destroy_shader_module(module.shader, None)
-    };
+impl Drop for Module {
+    /// Pipelines made from the module keep their own copy of the code: the shader module goes
+    /// with the last handle of the module.
+    fn drop(&mut self) {
+        // SAFETY: the shader module is used only to make pipelines, and no handle is left to
+        // make more.
+        unsafe { self.core.device.destroy_shader_module(self.shader, None) };
+    }
 }
 
 /// The binding table of a kernel [`function`] returned.
-pub(crate) fn kernel_of(function: Handle) -> &'static VulkanKernel {
-    // SAFETY: function handles point at a `Function` that lives as long as its module, which
-    // stays loaded while the runtime holds the handle.
-    unsafe { &*(function.0.cast::<Function>()) }.kernel
+pub(crate) fn kernel_of(function: &FunctionHandle) -> Result<&'static VulkanKernel> {
+    Ok(function.object::<Function>()?.kernel)
 }
 
-pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
-    // SAFETY: module handles point at a live `Module` (see `unload_module`).
-    let module = unsafe { &*(module.0.cast::<Module>()) };
+pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHandle> {
+    let module = module.object::<Module>()?;
     let (core, table) = (module.core, module.table);
     let kernel = module.object.vulkan_kernel(name).ok_or_else(|| {
         Error::new(
@@ -293,8 +286,9 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
             ));
         }
     };
-    // Kept for the life of the process, as the module is (device.rs caches the handle).
-    let function = Box::new(Function {
+    // Its pipeline is kept for the life of the process, as embedded modules are (device.rs
+    // caches the handle).
+    Ok(FunctionHandle::from_object(Arc::new(Function {
         core,
         table,
         kernel,
@@ -302,8 +296,7 @@ pub(crate) fn function(module: Handle, name: &str) -> Result<Handle> {
         layout,
         pipeline,
         push,
-    });
-    Ok(Handle(Box::into_raw(function).cast()))
+    })))
 }
 
 /// One storage buffer binding of a launch.
@@ -518,7 +511,7 @@ unsafe fn bindings(
 /// # Safety
 /// `params` match the kernel's lowered parameters.
 pub(crate) unsafe fn launch(
-    function: Handle,
+    function: &FunctionHandle,
     grid: [u32; 3],
     block: [u32; 3],
     shared: u32,
@@ -526,8 +519,7 @@ pub(crate) unsafe fn launch(
     params: &mut [*mut c_void],
     param_sizes: &[usize],
 ) -> Result<()> {
-    // SAFETY: function handles point at the `Function`s `function` leaked.
-    let function = unsafe { &*(function.0.cast::<Function>()) };
+    let function = function.object::<Function>()?;
     let (core, table) = (function.core, function.table);
     let kernel = function.kernel;
     let name = kernel.name;

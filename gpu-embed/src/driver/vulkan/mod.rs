@@ -77,8 +77,8 @@ mod setup;
 mod stream;
 mod transfer;
 
-use super::{borrow_handle, into_handle, release_handle};
-use super::{DeviceLimits, Driver, FoundDevice, Handle, KernelAttributes, Pattern};
+use super::{DeviceHandle, EventHandle, FunctionHandle, ModuleHandle, StreamHandle};
+use super::{DeviceLimits, Driver, FoundDevice, HostMemory, KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use allocation::Table;
@@ -372,7 +372,7 @@ impl Vulkan {
                     }
                     found.push(FoundDevice {
                         driver: self,
-                        raw: Handle((gpu as *const Gpu).cast_mut().cast()),
+                        raw: DeviceHandle::from_object(Arc::new(DeviceState(gpu))),
                         name: gpu.core.name.clone(),
                         arch: format!(
                             "vulkan{}.{}",
@@ -413,23 +413,17 @@ fn current() -> Result<&'static Gpu> {
     })
 }
 
-fn gpu_of(handle: Handle) -> &'static Gpu {
-    // SAFETY: device handles point at the `Gpu`s `devices` leaked: they live for the process.
-    unsafe { &*(handle.0 as *const Gpu) }
-}
+/// What a device handle holds: the device's state, leaked by `devices` (it lives for the
+/// process).
+struct DeviceState(&'static Gpu);
 
-/// The stream a handle names (null: the device's default stream), as a new reference.
-fn stream_of(gpu: &'static Gpu, stream: Handle) -> Arc<Stream> {
-    if stream.0.is_null() {
-        return Arc::clone(gpu.default_stream());
+/// The stream a handle names (the default one: the device's default stream), as a new
+/// reference.
+fn stream_of(gpu: &'static Gpu, stream: &StreamHandle) -> Result<Arc<Stream>> {
+    if stream.is_default() {
+        return Ok(Arc::clone(gpu.default_stream()));
     }
-    // SAFETY: a live stream made by `create_stream`.
-    unsafe { borrow_handle(stream) }
-}
-
-fn event_of(event: Handle) -> Arc<Event> {
-    // SAFETY: a live event made by `create_event`.
-    unsafe { borrow_handle(event) }
+    stream.shared_object::<Stream>()
 }
 
 /// Each `unsafe fn` here has the contract its declaration in [`Driver`] states under
@@ -446,18 +440,27 @@ impl Driver for Vulkan {
         Vendor::Vulkan
     }
 
-    fn make_current(&self, device: Handle) -> Result<Option<Handle>> {
+    fn host_memory(&self) -> HostMemory {
+        HostMemory::Staged
+    }
+
+    fn needs_registered_abi(&self) -> bool {
+        true
+    }
+
+    fn make_current(&self, device: &DeviceHandle) -> Result<Option<DeviceHandle>> {
+        let gpu = device.object::<DeviceState>()?.0;
         // The runtime's own thread-local choice: no other library sees it, nothing to restore.
-        CURRENT.with(|current| current.set(Some(gpu_of(device))));
+        CURRENT.with(|current| current.set(Some(gpu)));
         Ok(None)
     }
 
-    fn load_module(&self, object: &'static Object) -> Result<Handle> {
+    fn load_module(&self, object: &'static Object) -> Result<ModuleHandle> {
         let gpu = current()?;
         launch::load_module(&gpu.core, &gpu.table, object)
     }
 
-    fn load_image(&self, _image: &[u8], what: &str) -> Result<Handle> {
+    fn load_image(&self, _image: &[u8], what: &str) -> Result<ModuleHandle> {
         Err(Error::new(
             ErrorKind::NotSupported,
             format!(
@@ -467,16 +470,21 @@ impl Driver for Vulkan {
         ))
     }
 
-    fn unload_module(&self, module: Handle) {
-        launch::unload_module(module);
+    /// The shader module goes with the last handle of the module (`launch.rs`).
+    fn unload_module(&self, module: ModuleHandle) {
+        drop(module);
     }
 
-    fn function(&self, module: Handle, name: &str) -> Result<Handle> {
+    fn function(&self, module: &ModuleHandle, name: &str) -> Result<FunctionHandle> {
         launch::function(module, name)
     }
 
-    fn attributes(&self, function: Handle, _limits: &DeviceLimits) -> Result<KernelAttributes> {
-        let kernel = launch::kernel_of(function);
+    fn attributes(
+        &self,
+        function: &FunctionHandle,
+        _limits: &DeviceLimits,
+    ) -> Result<KernelAttributes> {
+        let kernel = launch::kernel_of(function)?;
         Ok(KernelAttributes {
             max_threads_per_block: kernel.workgroup_size.iter().product(),
             static_shared_bytes: kernel.workgroup_memory,
@@ -488,29 +496,29 @@ impl Driver for Vulkan {
 
     fn potential_block_size(
         &self,
-        function: Handle,
+        function: &FunctionHandle,
         _dynamic_shared: u32,
         _limits: &DeviceLimits,
     ) -> Result<(u32, u32)> {
         // The block is the compiled workgroup size; any grid fills a Vulkan device's queue.
         Ok((
-            launch::kernel_of(function).workgroup_size.iter().product(),
+            launch::kernel_of(function)?.workgroup_size.iter().product(),
             1,
         ))
     }
 
     unsafe fn launch(
         &self,
-        function: Handle,
+        function: &FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
-        stream: Handle,
+        stream: &StreamHandle,
         params: &mut [*mut c_void],
         param_sizes: &[usize],
     ) -> Result<()> {
         let gpu = current()?;
-        let stream = stream_of(gpu, stream);
+        let stream = stream_of(gpu, stream)?;
         // SAFETY: the caller guarantees `params` match the kernel.
         unsafe { launch::launch(function, grid, block, shared, &stream, params, param_sizes) }
     }
@@ -564,11 +572,11 @@ impl Driver for Vulkan {
         target: u64,
         source: *const c_void,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
         let gpu = current()?;
         // SAFETY: the caller guarantees both ranges; the source is read before this returns.
-        unsafe { transfer::upload(&stream_of(gpu, stream), target, source.cast(), bytes) }
+        unsafe { transfer::upload(&stream_of(gpu, stream)?, target, source.cast(), bytes) }
     }
 
     unsafe fn copy_to_host_async(
@@ -576,11 +584,11 @@ impl Driver for Vulkan {
         target: *mut c_void,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
         let gpu = current()?;
         // SAFETY: the caller guarantees both ranges; the copy has run when this returns.
-        unsafe { transfer::download(&stream_of(gpu, stream), target.cast(), source, bytes) }
+        unsafe { transfer::download(&stream_of(gpu, stream)?, target.cast(), source, bytes) }
     }
 
     unsafe fn copy_on_device_async(
@@ -588,10 +596,10 @@ impl Driver for Vulkan {
         target: u64,
         source: u64,
         bytes: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
         let gpu = current()?;
-        transfer::copy(&stream_of(gpu, stream), target, source, bytes)
+        transfer::copy(&stream_of(gpu, stream)?, target, source, bytes)
     }
 
     unsafe fn fill_async(
@@ -599,10 +607,10 @@ impl Driver for Vulkan {
         target: u64,
         pattern: Pattern,
         count: usize,
-        stream: Handle,
+        stream: &StreamHandle,
     ) -> Result<()> {
         let gpu = current()?;
-        transfer::fill(&stream_of(gpu, stream), target, pattern, count)
+        transfer::fill(&stream_of(gpu, stream)?, target, pattern, count)
     }
 
     /// Page-aligned host memory: copies from and to it stage through host-visible Vulkan memory
@@ -631,57 +639,58 @@ impl Driver for Vulkan {
         current()?.synchronize()
     }
 
-    fn create_stream(&self) -> Result<Handle> {
+    fn create_stream(&self) -> Result<StreamHandle> {
         let gpu = current()?;
         let stream = gpu.streams.create(&gpu.core, &gpu.table)?;
-        Ok(into_handle(stream))
+        Ok(StreamHandle::from_object(stream))
     }
 
-    fn synchronize_stream(&self, stream: Handle) -> Result<()> {
-        stream_of(current()?, stream).synchronize()
+    fn synchronize_stream(&self, stream: &StreamHandle) -> Result<()> {
+        stream_of(current()?, stream)?.synchronize()
     }
 
-    fn destroy_stream(&self, stream: Handle) {
-        if stream.0.is_null() {
+    /// Its work still runs: the submissions that wait on its semaphore keep it alive.
+    fn destroy_stream(&self, stream: StreamHandle) {
+        if stream.is_default() {
             return;
         }
-        // SAFETY: made by `create_stream`; not used afterwards. Its work still runs (the
-        // submissions that wait on its semaphore keep it alive).
-        let stream = unsafe { release_handle::<Stream>(stream) };
-        let _ = stream.synchronize();
+        if let Ok(stream) = stream.shared_object::<Stream>() {
+            let _ = stream.synchronize();
+        }
     }
 
-    fn stream_wait_event(&self, _stream: Handle, _event: Handle) -> Result<()> {
+    fn stream_wait_event(&self, _stream: &StreamHandle, _event: &EventHandle) -> Result<()> {
         // Already so: the event's recording was submitted before anything the stream submits
         // from now on, and each submission is ordered after all earlier ones (`stream.rs`).
         current().map(|_| ())
     }
 
-    fn create_event(&self) -> Result<Handle> {
+    fn create_event(&self) -> Result<EventHandle> {
         let event = Event::new(&current()?.core)?;
-        Ok(into_handle(event))
+        Ok(EventHandle::from_object(event))
     }
 
-    fn record_event(&self, event: Handle, stream: Handle) -> Result<()> {
+    fn record_event(&self, event: &EventHandle, stream: &StreamHandle) -> Result<()> {
         let gpu = current()?;
-        event_of(event).record(&stream_of(gpu, stream))
+        event
+            .shared_object::<Event>()?
+            .record(&stream_of(gpu, stream)?)
     }
 
-    fn query_event(&self, event: Handle) -> Result<bool> {
-        event_of(event).query()
+    fn query_event(&self, event: &EventHandle) -> Result<bool> {
+        event.object::<Event>()?.query()
     }
 
-    fn synchronize_event(&self, event: Handle) -> Result<()> {
-        event_of(event).synchronize()
+    fn synchronize_event(&self, event: &EventHandle) -> Result<()> {
+        event.object::<Event>()?.synchronize()
     }
 
-    fn elapsed_ms(&self, start: Handle, end: Handle) -> Result<f32> {
-        stream::elapsed_ms(&event_of(start), &event_of(end))
+    fn elapsed_ms(&self, start: &EventHandle, end: &EventHandle) -> Result<f32> {
+        stream::elapsed_ms(start.object::<Event>()?, end.object::<Event>()?)
     }
 
-    fn destroy_event(&self, event: Handle) {
-        // SAFETY: made by `create_event`; not used afterwards (queued work holds its own
-        // reference until it has run).
-        drop(unsafe { release_handle::<Event>(event) });
+    /// Queued work holds references of its own until it has run.
+    fn destroy_event(&self, event: EventHandle) {
+        drop(event);
     }
 }

@@ -1,0 +1,199 @@
+//! MLIR's GPU runtime ABI, the `mgpu*` functions that MLIR 22's `gpu-to-llvm` and its
+//! `gpu.binary` embedding (`#gpu.select_object`) emit calls to, over this crate's drivers: a
+//! program MLIR lowered runs on whatever device this crate drives, the host included (upstream
+//! has one library per vendor: `CudaRuntimeWrappers.cpp`, `RocmRuntimeWrappers.cpp`).
+//!
+//! Exported as C symbols with the `mgpu` feature: the `gpu-mgpu` library (for `mlir-runner
+//! --shared-libs`), and `gpu-build run`, which registers them with its JIT. As upstream's
+//! wrappers do, a failed call prints what failed on stderr and returns null (or nothing):
+//! the ABI has no error results.
+//!
+//! Memory: `mgpuMemAlloc` allocates device memory (host memory on the host device, where
+//! host-shared memory is any allocation); `mgpuMemcpy` tells device from host memory by the
+//! allocations made here, as CUDA's unified addressing does. Host launches on a stream copy the
+//! parameter values, whose sizes a host image's manifest gives.
+//!
+//! Vulkan devices: a `gpu.binary`'s SPIR-V does not say how its kernels' arguments are bound,
+//! so the program's runner registers each object's kernel ABI first
+//! ([`register_vulkan_object`], from the gpu-build manifest); `mgpuModuleLoad` finds it by the
+//! bytes. A Vulkan launch may pass host memory (`memref.alloc`) as upstream's Vulkan runner
+//! allows: each memref argument whose aligned pointer is not memory `mgpuMemAlloc` returned is
+//! staged through device memory around the launch (copied in, the descriptor's pointers and
+//! offset rewritten to it, copied back and freed once the launch has run), so such a launch is
+//! synchronous. The `fillResource*` functions are upstream's Vulkan runner helpers that fill a
+//! host memref with a value (`fillI32Buffer` and `fillF32Buffer*D` the same, as upstream's
+//! SPIR-V CPU runner names them).
+//!
+//! Timing: with `GPU_MGPU_LAUNCH_TIMES=1` every launch waits for its kernel and prints, on
+//! stdout, the lines upstream's Vulkan runtime prints after each dispatch (`Compute shader
+//! execution time: ...us` between events around the kernel, `Command buffer submit time` for
+//! the launch call, `Wait idle time` for the wait that follows).
+
+//!
+//! Layout: `shims.rs`, the exported functions for modules, launches, streams, events and memory;
+//! `state.rs`, the runtime's state and the tables that turn the program's opaque pointers back
+//! into typed driver handles; `memref.rs`, memrefs at the ABI; `vulkan.rs`, Vulkan objects'
+//! registered ABI and staged launches; `timing.rs`, launch times.
+
+mod memref;
+mod shims;
+mod state;
+mod timing;
+mod vulkan;
+
+pub use memref::*;
+pub use shims::*;
+pub use state::{device, use_device};
+pub use vulkan::register_vulkan_object;
+
+use crate::error::{Error, ErrorKind, Result};
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// The value, or the failure printed (`'mgpuMemAlloc' failed: ...`) and `None`.
+fn report<T>(call: &str, result: Result<T>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(error) => {
+            eprintln!("'{call}' failed: {}", error.message());
+            None
+        }
+    }
+}
+
+fn invalid(why: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument, why)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Every exported function by name, for JITs that resolve symbols from a table
+/// (`gpu-build run` registers these with MLIR's ExecutionEngine).
+pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
+    vec![
+        ("mgpuModuleLoad", mgpuModuleLoad as *mut c_void),
+        ("mgpuModuleLoadJIT", mgpuModuleLoadJIT as *mut c_void),
+        ("mgpuModuleUnload", mgpuModuleUnload as *mut c_void),
+        (
+            "mgpuModuleGetFunction",
+            mgpuModuleGetFunction as *mut c_void,
+        ),
+        ("mgpuLaunchKernel", mgpuLaunchKernel as *mut c_void),
+        (
+            "mgpuLaunchClusterKernel",
+            mgpuLaunchClusterKernel as *mut c_void,
+        ),
+        ("mgpuStreamCreate", mgpuStreamCreate as *mut c_void),
+        ("mgpuStreamDestroy", mgpuStreamDestroy as *mut c_void),
+        (
+            "mgpuStreamSynchronize",
+            mgpuStreamSynchronize as *mut c_void,
+        ),
+        ("mgpuStreamWaitEvent", mgpuStreamWaitEvent as *mut c_void),
+        ("mgpuEventCreate", mgpuEventCreate as *mut c_void),
+        ("mgpuEventDestroy", mgpuEventDestroy as *mut c_void),
+        ("mgpuEventSynchronize", mgpuEventSynchronize as *mut c_void),
+        ("mgpuEventRecord", mgpuEventRecord as *mut c_void),
+        ("mgpuMemAlloc", mgpuMemAlloc as *mut c_void),
+        ("mgpuMemFree", mgpuMemFree as *mut c_void),
+        ("mgpuMemcpy", mgpuMemcpy as *mut c_void),
+        ("mgpuMemset32", mgpuMemset32 as *mut c_void),
+        ("mgpuMemset16", mgpuMemset16 as *mut c_void),
+        ("mgpuMemHostRegister", mgpuMemHostRegister as *mut c_void),
+        (
+            "mgpuMemHostUnregister",
+            mgpuMemHostUnregister as *mut c_void,
+        ),
+        (
+            "mgpuMemHostRegisterMemRef",
+            mgpuMemHostRegisterMemRef as *mut c_void,
+        ),
+        (
+            "mgpuMemHostUnregisterMemRef",
+            mgpuMemHostUnregisterMemRef as *mut c_void,
+        ),
+        (
+            "mgpuMemGetDeviceMemRef1dFloat",
+            mgpuMemGetDeviceMemRef1dFloat as *mut c_void,
+        ),
+        (
+            "mgpuMemGetDeviceMemRef1dInt32",
+            mgpuMemGetDeviceMemRef1dInt32 as *mut c_void,
+        ),
+        ("mgpuSetDefaultDevice", mgpuSetDefaultDevice as *mut c_void),
+        ("fillResource1DFloat", fillResource1DFloat as *mut c_void),
+        ("fillResource2DFloat", fillResource2DFloat as *mut c_void),
+        ("fillResource3DFloat", fillResource3DFloat as *mut c_void),
+        ("fillResource1DInt", fillResource1DInt as *mut c_void),
+        ("fillResource2DInt", fillResource2DInt as *mut c_void),
+        ("fillResource3DInt", fillResource3DInt as *mut c_void),
+        ("fillResource1DInt8", fillResource1DInt8 as *mut c_void),
+        ("fillResource2DInt8", fillResource2DInt8 as *mut c_void),
+        ("fillResource3DInt8", fillResource3DInt8 as *mut c_void),
+        ("fillI32Buffer", fillI32Buffer as *mut c_void),
+        ("fillF32Buffer1D", fillF32Buffer1D as *mut c_void),
+        ("fillF32Buffer2D", fillF32Buffer2D as *mut c_void),
+        ("fillF32Buffer3D", fillF32Buffer3D as *mut c_void),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::state::with_runtime;
+    use super::*;
+    use crate::device::Device;
+
+    #[test]
+    fn fill_resource_fills_a_strided_view_only() {
+        // A 2x3 view with row stride 4 and offset 1 inside 9 elements.
+        let mut data = [0i32; 9];
+        let base = data.as_mut_ptr();
+        // SAFETY: the view's elements (1..4, 5..8) lie in `data`.
+        unsafe { fillResource2DInt(base, base, 1, 2, 3, 4, 1, 7) };
+        assert_eq!(data, [0, 7, 7, 7, 0, 7, 7, 7, 0]);
+        let mut bytes = [0i8; 4];
+        let base = bytes.as_mut_ptr();
+        // The value arrives in 32 bits whose upper ones are not the caller's to set.
+        // SAFETY: 4 elements of `bytes`.
+        unsafe { fillResource1DInt8(base, base, 0, 4, 1, 0x1234_56fe) };
+        assert_eq!(bytes, [-2; 4]);
+    }
+
+    #[test]
+    fn a_vulkan_abi_naming_a_missing_kernel_is_refused() {
+        let entries = gpu_manifest::VulkanEntries {
+            spirv_version: "1.3".into(),
+            capabilities: vec!["Shader".into()],
+            extensions: vec![],
+            kernels: vec![gpu_manifest::VulkanKernel {
+                name: "missing".into(),
+                workgroup_size: [1, 1, 1],
+                workgroup_memory: 0,
+                subgroup_size: None,
+                bindings: vec![],
+            }],
+        };
+        let error = register_vulkan_object("vulkan1.1", &[1, 2, 3, 4], &[], &entries).unwrap_err();
+        assert!(error.message().contains("kernel `missing`"), "{error}");
+    }
+
+    #[test]
+    fn choosing_the_same_device_again_keeps_the_runtimes_state() {
+        use_device(Device::host()).unwrap();
+        let pointer = mgpuMemAlloc(64, std::ptr::null_mut(), false);
+        assert!(!pointer.is_null());
+        use_device(Device::host()).unwrap();
+        let known = with_runtime(|runtime, _| Ok(runtime.is_device_memory(pointer as u64)));
+        assert_eq!(
+            known,
+            Ok(true),
+            "the allocation is still known after use_device"
+        );
+        // SAFETY: allocated above, used by nothing.
+        unsafe { mgpuMemFree(pointer, std::ptr::null_mut()) };
+        let known = with_runtime(|runtime, _| Ok(runtime.is_device_memory(pointer as u64)));
+        assert_eq!(known, Ok(false));
+    }
+}
