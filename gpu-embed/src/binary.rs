@@ -114,6 +114,8 @@ pub struct Object {
     format: Format,
     bytes: &'static [u8],
     host_kernels: &'static [HostKernel],
+    // Read by the Vulkan driver only (feature `vulkan`).
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
     vulkan_kernels: &'static [VulkanKernel],
     capabilities: &'static [&'static str],
     requires: Option<LoadRequirement>,
@@ -192,6 +194,7 @@ impl Object {
     }
 
     /// A Vulkan object's kernel `name`.
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
     pub(crate) fn vulkan_kernel(&self, name: &str) -> Option<&'static VulkanKernel> {
         self.vulkan_kernels.iter().find(|k| k.name == name)
     }

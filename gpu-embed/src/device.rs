@@ -4,8 +4,8 @@
 use crate::binary::{Binary, Vendor};
 use crate::driver::host::HOST;
 use crate::driver::{
-    cuda, hip, level_zero, vulkan, DeviceHandle, DeviceLimits, Driver, EventHandle, FoundDevice,
-    FunctionHandle, KernelAttributes, ModuleHandle, StreamHandle,
+    self, DeviceHandle, DeviceLimits, Driver, EventHandle, FoundDevice, FunctionHandle,
+    KernelAttributes, ModuleHandle, StreamHandle,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::{select, DeviceArch};
@@ -573,17 +573,7 @@ fn discovery() -> &'static Discovery {
 type Probe<T> = std::result::Result<Result<Vec<T>>, String>;
 
 fn find_gpus() -> Discovery {
-    fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
-        move |e| e.map_message(|message| format!("{library}: {message}"))
-    }
-    let probes = vec![
-        cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        // Intel GPUs: found and named, not yet used (see `driver/level_zero/`).
-        level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-    ];
-    let probes: Vec<Probe<Device>> = probes
+    let probes: Vec<Probe<Device>> = driver::find_gpus()
         .into_iter()
         .map(|probe| {
             probe.map(|found| found.map(|f| f.into_iter().map(Device::from_found).collect()))

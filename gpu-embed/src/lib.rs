@@ -75,6 +75,7 @@ pub use device::{Device, MemoryInfo, Queue, Stream};
 /// does not make. Each `*Driver`/`*Runtime` struct loads a library and resolves every entry
 /// point at once.
 pub use driver::sys;
+#[cfg(feature = "vulkan")]
 #[doc(hidden)]
 pub use driver::vulkan::{enable_vulkan_validation, take_vulkan_validation_messages};
 pub use driver::DeviceLimits;

@@ -11,6 +11,7 @@ mod handle;
 pub(crate) mod hip;
 pub(crate) mod host;
 pub(crate) mod level_zero;
+#[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;
 // Generated from the vendors' headers, which document every item.
 #[allow(missing_docs)]
@@ -121,6 +122,7 @@ pub(crate) enum HostMemory {
     Same,
     /// Launches stage the host memory they are passed through device memory (Vulkan): host
     /// memory is host-shared memory.
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
     Staged,
     /// Device memory is the device's own (CUDA, HIP).
     Separate,
@@ -369,6 +371,24 @@ pub(crate) trait Driver: Sync {
     fn destroy_graph(&self, graph: GraphHandle) {
         let _ = graph;
     }
+}
+
+/// Every GPU driver's devices, in the order devices are listed: what each driver whose library
+/// loaded found (or its error, naming the library), or why its library did not load.
+pub(crate) fn find_gpus() -> Vec<std::result::Result<Result<Vec<FoundDevice>>, String>> {
+    fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
+        move |e| e.map_message(|message| format!("{library}: {message}"))
+    }
+    #[allow(unused_mut)] // without the Vulkan driver nothing is pushed
+    let mut probes = vec![
+        cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        // Intel GPUs: found and named, not yet used (see `level_zero/`).
+        level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+    ];
+    #[cfg(feature = "vulkan")]
+    probes.push(vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))));
+    probes
 }
 
 /// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
