@@ -10,9 +10,11 @@
 //! newer CUDA major version than the driver's, PTX of an ISA newer than the driver's JIT knows,
 //! an AMDGPU code object version newer than the ROCm runtime's loader takes
 //! (`gpu_manifest::LoadRequirement`, read from each object when it was built). No fit names the
-//! driver's version, what each object needs, and the fix.
+//! driver's version, what each object needs, and the fix. Each driver's chip rules live in its
+//! folder (`driver/<name>/select.rs`), picked by the driver registry.
 
-use crate::binary::{Binary, Format, LoadRequirement, Object, Vendor};
+use crate::binary::{Binary, LoadRequirement, Object, Vendor};
+use crate::driver;
 use gpu_manifest::DriverVersion;
 use std::fmt;
 
@@ -66,28 +68,6 @@ impl fmt::Display for NoFit {
     }
 }
 
-/// `sm_86` → (8, 6); suffixed architectures (`sm_90a`) only match themselves.
-fn sm_version(chip: &str) -> Option<(u32, u32, bool)> {
-    let digits = chip.strip_prefix("sm_")?;
-    let number: String = digits.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let suffixed = number.len() != digits.len();
-    let value: u32 = number.parse().ok()?;
-    Some((value / 10, value % 10, suffixed))
-}
-
-/// `gfx90a:sramecc+:xnack-` → ("gfx90a", [("sramecc", '+'), ("xnack", '-')]).
-fn gfx_parts(chip: &str) -> (&str, Vec<(&str, char)>) {
-    let mut parts = chip.split(':');
-    let base = parts.next().unwrap_or_default();
-    let settings = parts
-        .filter_map(|p| {
-            let sign = p.chars().last()?;
-            matches!(sign, '+' | '-').then(|| (&p[..p.len() - 1], sign))
-        })
-        .collect();
-    (base, settings)
-}
-
 /// The object of `binary` to load on `device`, by the rules above (NVIDIA: exact cubin, a cubin
 /// of an older minor of the same major, then PTX; AMD: the hsaco for its gfx and settings);
 /// [`NoFit`] lists what was embedded.
@@ -97,7 +77,7 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         .iter()
         .filter(|o| o.vendor() == device.vendor);
     let loadable = candidates.filter(|o| loads_on(o, device.driver_version));
-    let chosen = select_for_chip(device.vendor, loadable, &device.arch);
+    let chosen = driver::select_for_chip(device.vendor, loadable, &device.arch);
     chosen.ok_or_else(|| {
         let driver = match device.driver_version {
             Some(DriverVersion::Cuda { major, minor }) => format!(", CUDA driver {major}.{minor}"),
@@ -114,22 +94,6 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
             driver_too_old: driver_too_old(binary, device),
         }
     })
-}
-
-/// Of `candidates` (objects of `vendor`), the one for chip `arch`, by the rules above.
-fn select_for_chip<'b>(
-    vendor: Vendor,
-    candidates: impl Iterator<Item = &'b Object> + Clone,
-    arch: &str,
-) -> Option<&'b Object> {
-    match vendor {
-        Vendor::Nvptx => select_nvidia(candidates, arch),
-        Vendor::Amdgpu => select_amd(candidates, arch),
-        // Linked into this program, so built for the triple it runs on.
-        Vendor::Host => candidates.into_iter().next(),
-        Vendor::Vulkan => select_vulkan(candidates, arch),
-        Vendor::LevelZero => select_level_zero(candidates, arch),
-    }
 }
 
 /// Whether a device whose driver is `driver` loads `object` (unknown versions and
@@ -149,7 +113,9 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
         .objects()
         .iter()
         .filter(|o| o.vendor() == device.vendor)
-        .filter(|o| select_for_chip(device.vendor, std::iter::once(*o), &device.arch).is_some())
+        .filter(|o| {
+            driver::select_for_chip(device.vendor, std::iter::once(*o), &device.arch).is_some()
+        })
         .filter(|o| !loads_on(o, Some(driver)))
         .filter_map(Object::requires);
     match driver {
@@ -183,93 +149,10 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
     }
 }
 
-fn select_nvidia<'b>(
-    candidates: impl Iterator<Item = &'b Object> + Clone,
-    arch: &str,
-) -> Option<&'b Object> {
-    let (major, minor, _) = sm_version(arch)?;
-    let bins = candidates.clone().filter(|o| o.format() == Format::Bin);
-    if let Some(exact) = bins.clone().find(|o| o.chip() == arch) {
-        return Some(exact);
-    }
-    let same_major = bins
-        .filter_map(|o| Some((sm_version(o.chip())?, o)))
-        .filter(|((m, n, suffixed), _)| *m == major && *n <= minor && !suffixed)
-        .max_by_key(|((_, n, _), _)| *n);
-    if let Some((_, object)) = same_major {
-        return Some(object);
-    }
-    candidates
-        .filter(|o| o.format() == Format::Isa)
-        .filter_map(|o| Some((sm_version(o.chip())?, o)))
-        .filter(|((m, n, suffixed), o)| {
-            (*m, *n) <= (major, minor) && (!suffixed || o.chip() == arch)
-        })
-        .max_by_key(|((m, n, _), _)| (*m, *n))
-        .map(|(_, object)| object)
-}
-
-fn select_vulkan<'b>(
-    candidates: impl Iterator<Item = &'b Object>,
-    arch: &str,
-) -> Option<&'b Object> {
-    let device = vulkan_version(arch)?;
-    candidates
-        .filter_map(|o| Some((vulkan_version(o.chip())?, o)))
-        .filter(|(version, _)| *version <= device)
-        .max_by_key(|(version, _)| *version)
-        .map(|(_, object)| object)
-}
-
-/// For a Level Zero device taking SPIR-V up to `arch` (`spirv1.2`), the object of the newest
-/// SPIR-V version it takes.
-fn select_level_zero<'b>(
-    candidates: impl Iterator<Item = &'b Object>,
-    arch: &str,
-) -> Option<&'b Object> {
-    let device = spirv_version(arch)?;
-    candidates
-        .filter_map(|o| Some((spirv_version(o.chip())?, o)))
-        .filter(|(version, _)| *version <= device)
-        .max_by_key(|(version, _)| *version)
-        .map(|(_, object)| object)
-}
-
-/// `spirv1.2` → (1, 2).
-fn spirv_version(chip: &str) -> Option<(u32, u32)> {
-    let (major, minor) = chip.strip_prefix("spirv")?.split_once('.')?;
-    Some((major.parse().ok()?, minor.parse().ok()?))
-}
-
-/// `vulkan1.2` → (1, 2).
-pub(crate) fn vulkan_version(chip: &str) -> Option<(u32, u32)> {
-    let (major, minor) = chip.strip_prefix("vulkan")?.split_once('.')?;
-    Some((major.parse().ok()?, minor.parse().ok()?))
-}
-
-fn select_amd<'b>(
-    candidates: impl Iterator<Item = &'b Object> + Clone,
-    arch: &str,
-) -> Option<&'b Object> {
-    let (base, settings) = gfx_parts(arch);
-    let bins = candidates.filter(|o| o.format() == Format::Bin);
-    if let Some(exact) = bins.clone().find(|o| o.chip() == arch) {
-        return Some(exact);
-    }
-    bins.filter(|o| {
-        let (object_base, object_settings) = gfx_parts(o.chip());
-        object_base == base
-            && object_settings
-                .iter()
-                .all(|(feature, sign)| settings.iter().any(|(f, s)| f == feature && s == sign))
-    })
-    // The most specific compatible object.
-    .max_by_key(|o| gfx_parts(o.chip()).1.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::binary::Format;
 
     static OBJECTS: [Object; 5] = [
         Object::new(Vendor::Nvptx, "sm_80", Format::Bin, b"cubin80"),
@@ -315,6 +198,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "vulkan")]
     fn vulkan_takes_the_newest_version_the_device_has() {
         static VULKAN: [Object; 3] = [
             Object::vulkan("vulkan1.1", b"spirv11", &["Shader"], &[]),

@@ -391,6 +391,27 @@ pub(crate) fn find_gpus() -> Vec<std::result::Result<Result<Vec<FoundDevice>>, S
     probes
 }
 
+/// Of `candidates` (objects of `vendor`), the one for the device's chip `arch`, by the rules of
+/// the driver that runs `vendor`'s objects (`driver/<name>/select.rs`).
+pub(crate) fn select_for_chip<'b>(
+    vendor: Vendor,
+    candidates: impl Iterator<Item = &'b Object> + Clone,
+    arch: &str,
+) -> Option<&'b Object> {
+    match vendor {
+        Vendor::Nvptx => cuda::select::select(candidates, arch),
+        Vendor::Amdgpu => hip::select::select(candidates, arch),
+        // Linked into this program, so built for the triple it runs on.
+        Vendor::Host => candidates.into_iter().next(),
+        #[cfg(feature = "vulkan")]
+        Vendor::Vulkan => vulkan::select::select(candidates, arch),
+        // No Vulkan driver compiled in: no Vulkan device to select for.
+        #[cfg(not(feature = "vulkan"))]
+        Vendor::Vulkan => None,
+        Vendor::LevelZero => level_zero::select::select(candidates, arch),
+    }
+}
+
 /// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
 #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
 pub(crate) fn gpu_vendor_named(name: &str) -> Option<Vendor> {

@@ -4,6 +4,7 @@
 //! `result.rs` names each call.
 
 mod result;
+pub(crate) mod select;
 
 use super::gpu::GpuDriver;
 use super::sys::cuda as sys;

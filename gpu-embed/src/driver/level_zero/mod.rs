@@ -4,6 +4,8 @@
 //! found and why it cannot use it; devices are never handed out until this driver runs kernels.
 //! Intel GPUs run the `vulkan` target's objects through their Vulkan driver meanwhile.
 
+pub(crate) mod select;
+
 use super::sys::level_zero as sys;
 use super::FoundDevice;
 use crate::error::{Error, ErrorKind, Result};

@@ -19,7 +19,7 @@ use super::setup::Core;
 use super::stream::{DescriptorPool, Stream};
 use crate::binary::{Object, VulkanArgument, VulkanKernel};
 use crate::error::{Error, ErrorKind, Result};
-use crate::select::vulkan_version;
+use super::select::vulkan_version;
 use ash::vk;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;

@@ -73,6 +73,7 @@
 mod allocation;
 mod errors;
 mod launch;
+pub(crate) mod select;
 mod setup;
 mod stream;
 mod transfer;
