@@ -129,9 +129,7 @@ pub(crate) fn module_to_object<'ll>(
     Ok(Compiled {
         artifacts,
         dumps,
-        host: pre_linked.host,
-        vulkan: None,
-        level_zero: None,
+        abi: pre_linked.abi,
     })
 }
 

@@ -253,7 +253,7 @@ impl LlvmTarget for Host {
         let retargeted = retarget(job, module, job.host_symbol_prefix)?;
         Ok(PreLinked {
             allowed_undefined: retargeted.libm_calls,
-            host: Some(gpu_manifest::HostEntries {
+            abi: gpu_manifest::ObjectAbi::Host(gpu_manifest::HostEntries {
                 symbol_prefix: job.host_symbol_prefix.to_string(),
                 coroutine_kernels: retargeted.coroutine_kernels,
                 // Named once the crate's objects are gathered into it (`output.rs`).
