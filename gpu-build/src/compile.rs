@@ -375,7 +375,7 @@ fn module_objects(
     })?;
     let settings = ObjectSettings {
         link_base: options.base_dir,
-        host_symbol_prefix: &host_symbol_prefix(options.crate_name, &source.display, &desc.name),
+        symbol_prefix: &symbol_prefix(options.crate_name, &source.display, &desc.name),
         dump: options.dump,
         scratch: options.scratch,
         timings: options.timings,
@@ -579,15 +579,15 @@ fn cache_key(
     if target.names_symbols_after_the_crate() {
         lines.push(format!(
             "symbols {}",
-            host_symbol_prefix(options.crate_name, &file.source.display, &desc.name)
+            symbol_prefix(options.crate_name, &file.source.display, &desc.name)
         ));
     }
     Ok(Key::new(&lines))
 }
 
-/// Entry points of host kernels are global symbols of the final program: the crate, file and
-/// module name keep them apart from everything else.
-fn host_symbol_prefix(crate_name: &str, source: &str, module: &str) -> String {
+/// Objects linked into the crate (the host's) define global symbols of the final program: the
+/// crate, file and module name keep them apart from everything else.
+fn symbol_prefix(crate_name: &str, source: &str, module: &str) -> String {
     let [crate_name, source, module] = [crate_name, source, module].map(identifier_part);
     format!("__gpu_host__{crate_name}__{source}__{module}__")
 }

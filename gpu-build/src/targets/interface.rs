@@ -126,8 +126,10 @@ pub(crate) struct Dumps {
 pub(crate) struct ObjectSettings<'a> {
     /// Relative `link` paths are resolved against this.
     pub link_base: &'a Path,
-    /// Prefix of the host entry points' symbols.
-    pub host_symbol_prefix: &'a str,
+    /// What the global symbols an object defines in the program start with, unique to the
+    /// crate, file and module (for targets whose objects link into the crate: the host's entry
+    /// points).
+    pub symbol_prefix: &'a str,
     pub dump: DumpRequest,
     /// Where external tools may write temporary files (inside `OUT_DIR`).
     pub scratch: &'a Path,
@@ -157,8 +159,10 @@ pub(crate) struct Job<'a, 'll> {
     pub toolkits: &'a Toolkits<'a>,
     pub cargo: &'a CargoOutput,
     pub timings: &'a Timings,
-    /// Prefix of the host entry points' symbols.
-    pub host_symbol_prefix: &'a str,
+    /// What the global symbols an object defines in the program start with, unique to the
+    /// crate, file and module (for targets whose objects link into the crate: the host's entry
+    /// points).
+    pub symbol_prefix: &'a str,
 }
 
 pub(crate) trait Target: Sync {
