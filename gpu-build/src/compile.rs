@@ -42,17 +42,31 @@ struct Task<'p> {
 struct LoweringUnit<'p> {
     file: &'p FilePlan,
     lowering: Lowering,
-    modules: Vec<&'p ModulePlan>,
+    modules: Vec<UnitModule<'p>>,
     /// The first target served, for messages.
     first: &'p TargetSpec,
 }
 
+/// One gpu.module of a lowering unit, with the tasks that start from its lowering.
+struct UnitModule<'p> {
+    plan: &'p ModulePlan,
+    /// Indices of the tasks in the build's task list.
+    tasks: Vec<usize>,
+}
+
 /// One lowered gpu.module, as every target sharing its lowering starts from it.
-struct Lowered {
-    bitcode: Vec<u8>,
+struct LoweredModule {
     kernels: Vec<Kernel>,
-    /// For a target serialized from MLIR: its objects, made with the lowering.
-    serialized: Option<Compiled>,
+    lowered: Lowered,
+}
+
+/// What a lowering made of one gpu.module.
+enum Lowered {
+    /// LLVM bitcode, which ModuleToObject finishes for each task's target.
+    Bitcode(Vec<u8>),
+    /// The objects themselves: a target serialized from MLIR (SPIR-V) finishes them while
+    /// lowering.
+    Finished(Compiled),
 }
 
 /// Everything compiled (or found in the cache), module by module.
@@ -85,7 +99,7 @@ pub(crate) fn compile_all(
         }
         None => tasks.iter().map(|_| None).collect(),
     };
-    let mut outputs: Vec<Option<TaskOutput>> = options.timings.time(Stage::Cache, || {
+    let found: Vec<Option<TaskOutput>> = options.timings.time(Stage::Cache, || {
         let Some(cache) = cache else {
             return tasks.iter().map(|_| None).collect();
         };
@@ -117,38 +131,36 @@ pub(crate) fn compile_all(
             })
             .collect()
     });
-    let misses: Vec<usize> = (0..tasks.len()).filter(|i| outputs[*i].is_none()).collect();
+    let misses: Vec<usize> = (0..tasks.len()).filter(|i| found[*i].is_none()).collect();
     let cache_hits = tasks.len() - misses.len();
-    for output in outputs.iter().flatten() {
+    // Each task's output with its index in `tasks`, put back in that order for `assemble`.
+    let mut outputs: Vec<(usize, TaskOutput)> = found
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, found)| Some((index, found?)))
+        .collect();
+    for (_, output) in &outputs {
         output.warnings.iter().for_each(|w| cargo.warn(w.clone()));
     }
 
     let units = lowering_units(&tasks, &misses);
     let lowered = run_all(&units, |unit| lower_unit(unit, options))?;
-    // Each job with its cache key, to store what it compiles.
-    let jobs: Vec<(&Task, &Lowered, Option<&Key>)> = misses
+    // Each task with the lowering it starts from (a unit's modules come back in the order it
+    // lowered them), in task order: the first error reported is the first task's.
+    let mut jobs: Vec<(usize, &LoweredModule)> = units
         .iter()
-        .map(|&index| {
-            let task = &tasks[index];
-            let (unit, lowered) = units
-                .iter()
-                .zip(&lowered)
-                .find(|(unit, _)| {
-                    std::ptr::eq(unit.file, task.file) && unit.lowering == task.lowering
-                })
-                .ok_or_else(|| internal("a task without its lowering"))?;
-            let position = unit
-                .modules
-                .iter()
-                .position(|m| std::ptr::eq(*m, task.module))
-                .ok_or_else(|| internal("a module missing from its lowering"))?;
-            Ok((task, &lowered[position], keys[index].as_ref()))
-        })
-        .collect::<Result<_>>()?;
+        .zip(&lowered)
+        .flat_map(|(unit, lowered)| unit.modules.iter().zip(lowered))
+        .flat_map(|(module, lowered)| module.tasks.iter().map(move |&index| (index, lowered)))
+        .collect();
+    jobs.sort_unstable_by_key(|&(index, _)| index);
     let done = std::sync::atomic::AtomicUsize::new(cache_hits);
-    let built = run_all(&jobs, |(task, lowered, key)| {
-        let (result, warnings) =
-            cargo.capture_warnings(|| module_objects(task, lowered, options, toolkits, cargo));
+    let built = run_all(&jobs, |&(index, lowered)| {
+        let task = &tasks[index];
+        let (result, warnings) = cargo.capture_warnings(|| match &lowered.lowered {
+            Lowered::Bitcode(bitcode) => module_objects(task, bitcode, options, toolkits, cargo),
+            Lowered::Finished(compiled) => Ok(compiled.clone()),
+        });
         if options.progress && result.is_ok() {
             let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             eprintln!(
@@ -167,36 +179,27 @@ pub(crate) fn compile_all(
         })?;
         // Stored as soon as it is compiled, so that uploads to a shared store run while the
         // other tasks compile.
-        if let (Some(cache), Some(key)) = (cache, key) {
+        if let (Some(cache), Some(key)) = (cache, &keys[index]) {
             options
                 .timings
                 .time(Stage::Cache, || cache.put(key, &output, cargo));
         }
         Ok(output)
     })?;
-    for (index, output) in misses.iter().zip(built) {
-        outputs[*index] = Some(output);
-    }
+    outputs.extend(jobs.iter().map(|&(index, _)| index).zip(built));
+    outputs.sort_unstable_by_key(|&(index, _)| index);
     if let Some(cache) = cache.filter(|_| !misses.is_empty()) {
         options.timings.time(Stage::Cache, || cache.evict());
     }
     let remote_hits = cache.map_or(0, |cache| {
         options.timings.time(Stage::Cache, || cache.finish(cargo))
     });
-    let outputs = outputs
-        .into_iter()
-        .map(|output| output.ok_or_else(|| internal("a task without a result")))
-        .collect::<Result<Vec<_>>>()?;
     Ok(Compilation {
-        modules: assemble(plans, outputs)?,
+        modules: assemble(plans, outputs.into_iter().map(|(_, output)| output))?,
         compiled: misses.len(),
         cache_hits,
         remote_hits,
     })
-}
-
-fn internal(what: &str) -> Error {
-    Error::new(ErrorKind::Lowering, format!("internal error: {what}"))
 }
 
 /// Every (module, target) pair of every file, in file order.
@@ -218,99 +221,130 @@ fn tasks(plans: &[FilePlan]) -> Result<Vec<Task<'_>>> {
 }
 
 /// The lowerings the tasks numbered `misses` need: one unit per file and lowering, with the
-/// modules that need it, in file order.
+/// modules that need it and, for each, the tasks it serves, in file order.
 fn lowering_units<'p>(tasks: &[Task<'p>], misses: &[usize]) -> Vec<LoweringUnit<'p>> {
     let mut units: Vec<LoweringUnit> = Vec::new();
-    for task in misses.iter().map(|&i| &tasks[i]) {
-        let existing = units
+    for &index in misses {
+        let task = &tasks[index];
+        let position = units
+            .iter()
+            .position(|u| std::ptr::eq(u.file, task.file) && u.lowering == task.lowering)
+            .unwrap_or_else(|| {
+                units.push(LoweringUnit {
+                    file: task.file,
+                    lowering: task.lowering.clone(),
+                    modules: Vec::new(),
+                    first: task.spec,
+                });
+                units.len() - 1
+            });
+        let unit = &mut units[position];
+        match unit
+            .modules
             .iter_mut()
-            .find(|u| std::ptr::eq(u.file, task.file) && u.lowering == task.lowering);
-        match existing {
-            Some(unit) => {
-                if !unit.modules.iter().any(|m| std::ptr::eq(*m, task.module)) {
-                    unit.modules.push(task.module);
-                }
-            }
-            None => units.push(LoweringUnit {
-                file: task.file,
-                lowering: task.lowering.clone(),
-                modules: vec![task.module],
-                first: task.spec,
+            .find(|m| std::ptr::eq(m.plan, task.module))
+        {
+            Some(module) => module.tasks.push(index),
+            None => unit.modules.push(UnitModule {
+                plan: task.module,
+                tasks: vec![index],
             }),
         }
     }
     units
 }
 
-/// Lowers a unit's modules (one parse of the file) to LLVM IR, reads each kernel's lowered
-/// parameters, and hands each module on as bitcode.
-fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<Lowered>> {
+/// Lowers a unit's modules (one parse of the file): a target serialized from MLIR finishes
+/// their objects there; the others get each module as bitcode, with each kernel's lowered
+/// parameters read from it.
+fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<LoweredModule>> {
     let source = &unit.file.source;
     let _compiling = Compiling::new(format!(
         "{}: lowering for {} {}",
         source.display, unit.first.vendor, unit.first.chip
     ));
-    if let Lowering::Serialized(spec) = &unit.lowering {
-        let kernels: Vec<Vec<Kernel>> = unit
-            .modules
-            .iter()
-            .map(|plan| kernels_from_arguments(&plan.desc))
-            .collect();
-        let modules: Vec<_> = unit
-            .modules
-            .iter()
-            .zip(&kernels)
-            .map(|(plan, kernels)| (plan.index, &plan.desc, kernels.as_slice()))
-            .collect();
-        let compiled = options.timings.time(Stage::Lower, || {
-            serialize_from_mlir(&Mlir::new(), source, &modules, spec)
-        })?;
-        return Ok(kernels
-            .into_iter()
-            .zip(compiled)
-            .map(|(kernels, compiled)| Lowered {
-                bitcode: Vec::new(),
-                kernels,
-                serialized: Some(compiled),
-            })
-            .collect());
-    }
-    let llvm = LlvmContext::create();
-    let _diagnostics = Diagnostics::attach(&llvm);
-    let modules: Vec<LlvmModule> = options
-        .timings
-        .time(Stage::Lower, || match &unit.lowering {
-            Lowering::Mlir {
+    match &unit.lowering {
+        Lowering::Serialized(spec) => serialize_unit(unit, spec, options),
+        Lowering::Mlir {
+            pipeline,
+            kernel_attribute,
+            ..
+        } => lower_unit_to_bitcode(unit, options, |llvm| {
+            let indexed: Vec<_> = unit
+                .modules
+                .iter()
+                .map(|m| (m.plan.index, &m.plan.desc))
+                .collect();
+            lower_to_llvm(
+                &Mlir::new(),
+                source,
+                &indexed,
                 pipeline,
                 kernel_attribute,
-                ..
-            } => {
-                let indexed: Vec<_> = unit.modules.iter().map(|m| (m.index, &m.desc)).collect();
-                lower_to_llvm(
-                    &Mlir::new(),
-                    source,
-                    &indexed,
-                    pipeline,
-                    kernel_attribute,
-                    unit.first,
-                    &llvm,
-                )
-            }
-            Lowering::LlvmIr => llvm_ir::parse(&llvm, source, unit.file.kind).map(|m| vec![m]),
-            Lowering::Serialized(_) => Err(internal("a serialized lowering reached LLVM")),
-        })?;
+                unit.first,
+                llvm,
+            )
+        }),
+        Lowering::LlvmIr => lower_unit_to_bitcode(unit, options, |llvm| {
+            llvm_ir::parse(llvm, source, unit.file.kind).map(|module| vec![module])
+        }),
+    }
+}
+
+/// A unit of a target serialized from MLIR: each module's objects, made from one parse.
+fn serialize_unit(
+    unit: &LoweringUnit,
+    spec: &TargetSpec,
+    options: &BuildContext,
+) -> Result<Vec<LoweredModule>> {
+    let kernels: Vec<Vec<Kernel>> = unit
+        .modules
+        .iter()
+        .map(|module| kernels_from_arguments(&module.plan.desc))
+        .collect();
+    let modules: Vec<_> = unit
+        .modules
+        .iter()
+        .zip(&kernels)
+        .map(|(module, kernels)| (module.plan.index, &module.plan.desc, kernels.as_slice()))
+        .collect();
+    let compiled = options.timings.time(Stage::Lower, || {
+        serialize_from_mlir(&Mlir::new(), &unit.file.source, &modules, spec)
+    })?;
+    Ok(kernels
+        .into_iter()
+        .zip(compiled)
+        .map(|(kernels, compiled)| LoweredModule {
+            kernels,
+            lowered: Lowered::Finished(compiled),
+        })
+        .collect())
+}
+
+/// A unit of targets through LLVM: `lower` makes its modules' LLVM IR in a fresh LLVM context,
+/// handed on as bitcode (each task reads it into a context of its own).
+fn lower_unit_to_bitcode(
+    unit: &LoweringUnit,
+    options: &BuildContext,
+    lower: impl for<'ll> FnOnce(&'ll LlvmContext) -> Result<Vec<LlvmModule<'ll>>>,
+) -> Result<Vec<LoweredModule>> {
+    let llvm = LlvmContext::create();
+    let _diagnostics = Diagnostics::attach(&llvm);
+    let modules = options.timings.time(Stage::Lower, || lower(&llvm))?;
     unit.modules
         .iter()
         .zip(modules)
-        .map(|(plan, module)| {
+        .map(|(module, llvm_module)| {
+            let desc = &module.plan.desc;
             let context = format!(
                 "{}: gpu.module @{} for {} {}",
-                plan.desc.location, plan.desc.name, unit.first.vendor, unit.first.chip
+                desc.location, desc.name, unit.first.vendor, unit.first.chip
             );
-            Ok(Lowered {
-                kernels: kernels_of(&plan.desc, &module).map_err(|e| e.context(&context))?,
-                bitcode: module.write_bitcode_to_memory().as_slice().to_vec(),
-                serialized: None,
+            Ok(LoweredModule {
+                kernels: kernels_of(desc, &llvm_module).map_err(|e| e.context(&context))?,
+                lowered: Lowered::Bitcode(
+                    llvm_module.write_bitcode_to_memory().as_slice().to_vec(),
+                ),
             })
         })
         .collect()
@@ -319,14 +353,11 @@ fn lower_unit(unit: &LoweringUnit, options: &BuildContext) -> Result<Vec<Lowered
 /// ModuleToObject for one task, from its lowering's bitcode, in its own LLVM context.
 fn module_objects(
     task: &Task,
-    lowered: &Lowered,
+    bitcode: &[u8],
     options: &BuildContext,
     toolkits: &Toolkits,
     cargo: &CargoOutput,
 ) -> Result<Compiled> {
-    if let Some(compiled) = &lowered.serialized {
-        return Ok(compiled.clone());
-    }
     let (source, desc, spec) = (&task.file.source, &task.module.desc, task.spec);
     let context = format!(
         "{}: gpu.module @{} for {} {}",
@@ -335,12 +366,16 @@ fn module_objects(
     let _compiling = Compiling::new(&context);
     let llvm = LlvmContext::create();
     let diagnostics = Diagnostics::attach(&llvm);
-    let buffer = MemoryBuffer::create_from_memory_range(&lowered.bitcode, &desc.name);
-    let module = LlvmModule::parse_bitcode_from_buffer(&buffer, &llvm)
-        .map_err(|e| internal(&format!("reading back lowered bitcode: {e}")))?;
+    let buffer = MemoryBuffer::create_from_memory_range(bitcode, &desc.name);
+    let module = LlvmModule::parse_bitcode_from_buffer(&buffer, &llvm).map_err(|e| {
+        Error::new(
+            ErrorKind::Lowering,
+            format!("internal error: reading back lowered bitcode: {e}"),
+        )
+    })?;
     let settings = ObjectSettings {
         link_base: options.base_dir,
-        host_symbol_prefix: &host_symbol_prefix(options.crate_name, &source.display, &desc.name),
+        symbol_prefix: &symbol_prefix(options.crate_name, &source.display, &desc.name),
         dump: options.dump,
         scratch: options.scratch,
         timings: options.timings,
@@ -544,23 +579,25 @@ fn cache_key(
     if target.names_symbols_after_the_crate() {
         lines.push(format!(
             "symbols {}",
-            host_symbol_prefix(options.crate_name, &file.source.display, &desc.name)
+            symbol_prefix(options.crate_name, &file.source.display, &desc.name)
         ));
     }
     Ok(Key::new(&lines))
 }
 
-/// Entry points of host kernels are global symbols of the final program: the crate, file and
-/// module name keep them apart from everything else.
-fn host_symbol_prefix(crate_name: &str, source: &str, module: &str) -> String {
+/// Objects linked into the crate (the host's) define global symbols of the final program: the
+/// crate, file and module name keep them apart from everything else.
+fn symbol_prefix(crate_name: &str, source: &str, module: &str) -> String {
     let [crate_name, source, module] = [crate_name, source, module].map(identifier_part);
     format!("__gpu_host__{crate_name}__{source}__{module}__")
 }
 
 /// Groups task outputs (in [`tasks`] order) back into modules. Every target of a module must
 /// lower its kernels to the same number of parameters: one launch stub serves them all.
-fn assemble(plans: &[FilePlan], outputs: Vec<TaskOutput>) -> Result<Vec<CompiledModule>> {
-    let mut outputs = outputs.into_iter();
+fn assemble(
+    plans: &[FilePlan],
+    mut outputs: impl Iterator<Item = TaskOutput>,
+) -> Result<Vec<CompiledModule>> {
     let mut modules = Vec::new();
     for file in plans {
         for plan in &file.modules {

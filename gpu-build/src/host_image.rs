@@ -14,7 +14,7 @@ pub fn host_image(report: &Report, module: &GpuModule) -> Result<Vec<u8>> {
     let object = module
         .objects
         .iter()
-        .find(|o| o.host.is_some())
+        .find(|o| o.abi.links_into_crate())
         .ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidTarget,

@@ -89,7 +89,7 @@ pub(crate) fn module_to_object<'ll>(
         toolkits,
         cargo,
         timings: settings.timings,
-        host_symbol_prefix: settings.host_symbol_prefix,
+        symbol_prefix: settings.symbol_prefix,
     };
     let timings = settings.timings;
     let link_start = std::time::Instant::now();
@@ -129,9 +129,7 @@ pub(crate) fn module_to_object<'ll>(
     Ok(Compiled {
         artifacts,
         dumps,
-        host: pre_linked.host,
-        vulkan: None,
-        level_zero: None,
+        abi: pre_linked.abi,
     })
 }
 

@@ -15,7 +15,7 @@ use crate::targets::target;
 use crate::util::{file_name_part, sha256_hex};
 use crate::util::{identifier_part, io_error, write_atomic};
 #[cfg(feature = "compiler")]
-use gpu_manifest::{GpuModule, HostEntries, Kernel, Object};
+use gpu_manifest::{GpuModule, Kernel, Object};
 use gpu_manifest::{Manifest, MANIFEST_PATH};
 use std::path::{Path, PathBuf};
 
@@ -184,6 +184,9 @@ pub(crate) fn write_outputs(
         let mut objects = Vec::new();
         let mut used_stems: Vec<String> = Vec::new();
         for (spec, compiled) in module.objects {
+            let abi = compiled
+                .abi
+                .with_crate_library(host_library_name(crate_name));
             let mut stem = file_name_part(&spec.chip);
             if used_stems.contains(&stem) {
                 stem = format!("{stem}-O{}-{}", spec.opt_level, used_stems.len());
@@ -202,16 +205,11 @@ pub(crate) fn write_outputs(
                     path: relative,
                     size: artifact.bytes.len() as u64,
                     sha256: sha256_hex(&artifact.bytes),
-                    host: compiled.host.clone().map(|host| HostEntries {
-                        library: host_library_name(crate_name),
-                        ..host
-                    }),
-                    vulkan: compiled.vulkan.clone(),
-                    level_zero: compiled.level_zero.clone(),
+                    abi: abi.clone(),
                     requires: target(spec.vendor)
                         .load_requirement(artifact.format, &artifact.bytes),
                 });
-                if compiled.host.is_some() {
+                if abi.links_into_crate() {
                     host_objects.push(artifact.bytes);
                 }
             }

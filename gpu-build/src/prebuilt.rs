@@ -94,7 +94,7 @@ pub(crate) fn write(request: &BuildRequest, paths: &Paths, cargo: &CargoOutput) 
         .collect::<Result<Vec<_>>>()?;
     let host_triple = manifest
         .objects()
-        .find(|o| o.host.is_some())
+        .find(|o| o.abi.links_into_crate())
         .map(|o| o.triple.clone());
     let host_library = host_triple
         .as_ref()

@@ -5,13 +5,14 @@
 
 #![warn(missing_docs)]
 
+mod abi;
 mod stub;
 mod types;
 
 use gpu_manifest::call::IncludeCall;
 use gpu_manifest::{GpuModule, Manifest, Vendor, MANIFEST_PATH};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 use std::path::{Path, PathBuf};
 use syn::{parse_macro_input, Ident};
 
@@ -201,51 +202,9 @@ fn expand_module(
     let mut statics = TokenStream::new();
     let mut entries = Vec::new();
     for (index, object) in objects.iter().enumerate() {
-        if let Some(host) = &object.host {
-            let (items, entry) = host_object(module, object, host, index);
-            statics.extend(items);
-            entries.push(entry);
-            continue;
-        }
-        let name = format_ident!("OBJECT_{index}");
-        let path = out_dir.join(&object.path).display().to_string();
-        let size = object.size as usize;
-        statics.extend(quote! {
-            static #name: Aligned<[u8; #size]> = Aligned(*include_bytes!(#path));
-        });
-        let vendor = match object.vendor {
-            Vendor::Nvptx => quote!(::gpu_embed::Vendor::Nvptx),
-            Vendor::Amdgpu => quote!(::gpu_embed::Vendor::Amdgpu),
-            Vendor::Host => quote!(::gpu_embed::Vendor::Host),
-            Vendor::Vulkan => quote!(::gpu_embed::Vendor::Vulkan),
-            Vendor::LevelZero => quote!(::gpu_embed::Vendor::LevelZero),
-        };
-        let format = match object.format {
-            gpu_manifest::Format::Isa => quote!(::gpu_embed::Format::Isa),
-            gpu_manifest::Format::Bin => quote!(::gpu_embed::Format::Bin),
-        };
-        let chip = &object.chip;
-        if let Some(vulkan) = &object.vulkan {
-            let (items, entry) = vulkan_object(module, object, vulkan, index, &name)?;
-            statics.extend(items);
-            entries.push(entry);
-            continue;
-        }
-        let requiring = object.requires.map(|requirement| {
-            let requirement = match requirement {
-                gpu_manifest::LoadRequirement::PtxIsa { major, minor } => {
-                    quote!(::gpu_embed::LoadRequirement::PtxIsa { major: #major, minor: #minor })
-                }
-                gpu_manifest::LoadRequirement::CudaToolkit { major, minor } => {
-                    quote!(::gpu_embed::LoadRequirement::CudaToolkit { major: #major, minor: #minor })
-                }
-                gpu_manifest::LoadRequirement::CodeObject { version } => {
-                    quote!(::gpu_embed::LoadRequirement::CodeObject { version: #version })
-                }
-            };
-            quote!(.requiring(#requirement))
-        });
-        entries.push(quote!(::gpu_embed::Object::new(#vendor, #chip, #format, &#name.0)#requiring));
+        let embedded = abi::embed(module, object, index, out_dir)?;
+        statics.extend(embedded.items);
+        entries.push(embedded.entry);
     }
     let count = entries.len();
     let name = &module.name;
@@ -275,135 +234,6 @@ fn expand_module(
             #(#stubs)*
         }
     })
-}
-
-/// The host object: declarations of the kernels' entry points (in the static library the build
-/// script links) and the table the runtime calls them through.
-fn host_object(
-    module: &GpuModule,
-    object: &gpu_manifest::Object,
-    host: &gpu_manifest::HostEntries,
-    index: usize,
-) -> (TokenStream, TokenStream) {
-    let table = format_ident!("HOST_KERNELS_{index}");
-    let mut declarations = TokenStream::new();
-    let mut kernels = Vec::new();
-    for (k, kernel) in module.kernels.iter().enumerate() {
-        let thread = format_ident!("host_{index}_{k}_thread");
-        let blocks = format_ident!("host_{index}_{k}_blocks");
-        let thread_symbol = gpu_manifest::host_abi::thread_entry(&host.symbol_prefix, &kernel.name);
-        let blocks_symbol = gpu_manifest::host_abi::blocks_entry(&host.symbol_prefix, &kernel.name);
-        declarations.extend(quote! {
-            #[link_name = #thread_symbol]
-            fn #thread(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void);
-            #[link_name = #blocks_symbol]
-            fn #blocks(params: *mut *mut ::core::ffi::c_void, context: *mut ::core::ffi::c_void, first: u64, count: u64) -> u32;
-        });
-        let name = &kernel.name;
-        let coroutines = host.coroutine_kernels.contains(&kernel.name);
-        kernels.push(quote!(::gpu_embed::HostKernel { name: #name, thread: #thread, blocks: #blocks, coroutines: #coroutines }));
-    }
-    let count = kernels.len();
-    let triple = &object.chip;
-    // The declarations are the entry points gpu-build generated for exactly these kernels, with
-    // the signatures `gpu_manifest::host_abi` fixes; the host object defining them is linked
-    // into this crate by the build script, and named here too for what its link flags do not
-    // reach (doc tests). `HostKernel`'s fields hold them as `unsafe fn`s, so calling one stays
-    // the host driver's `unsafe`, with its own stated reasons.
-    let link = (!host.library.is_empty()).then(|| {
-        let library = &host.library;
-        quote!(#[link(name = #library, kind = "static")])
-    });
-    let items = quote! {
-        #link
-        unsafe extern "C" {
-            #declarations
-        }
-        static #table: [::gpu_embed::HostKernel; #count] = [#(#kernels),*];
-    };
-    (items, quote!(::gpu_embed::Object::host(#triple, &#table)))
-}
-
-/// A Vulkan object: its SPIR-V, the capabilities it needs, and for each kernel the workgroup
-/// size and where each argument is bound and found among the lowered parameters.
-fn vulkan_object(
-    module: &GpuModule,
-    object: &gpu_manifest::Object,
-    vulkan: &gpu_manifest::VulkanEntries,
-    index: usize,
-    bytes: &Ident,
-) -> syn::Result<(TokenStream, TokenStream)> {
-    let table = format_ident!("VULKAN_KERNELS_{index}");
-    let mut items = TokenStream::new();
-    let mut kernels = Vec::new();
-    for (k, entry) in vulkan.kernels.iter().enumerate() {
-        let kernel = module
-            .kernels
-            .iter()
-            .find(|kernel| kernel.name == entry.name)
-            .ok_or_else(|| {
-                syn::Error::new(
-                    Span::call_site(),
-                    format!(
-                        "the manifest's Vulkan object of gpu.module @{} names kernel `{}`, which the \
-                         module does not have; rebuild with the same gpu-build",
-                        module.name, entry.name
-                    ),
-                )
-            })?;
-        let launch_bindings = entry.launch_bindings(kernel).map_err(|why| {
-            syn::Error::new(
-                Span::call_site(),
-                format!(
-                    "the manifest's Vulkan object of gpu.module @{}: {why}",
-                    module.name
-                ),
-            )
-        })?;
-        let mut bindings = Vec::new();
-        for binding in launch_bindings {
-            let (set, slot, param) = (binding.set, binding.binding, binding.param);
-            let kind = match binding.kind {
-                gpu_manifest::VulkanBindingKind::Elements { element_bytes } => {
-                    let rank = binding.rank.unwrap_or_default();
-                    quote!(::gpu_embed::VulkanArgument::Elements { rank: #rank, element_bytes: #element_bytes })
-                }
-                gpu_manifest::VulkanBindingKind::Scalar { bytes } => {
-                    quote!(::gpu_embed::VulkanArgument::Scalar { bytes: #bytes })
-                }
-            };
-            bindings.push(quote!(::gpu_embed::VulkanBinding { set: #set, binding: #slot, param: #param, kind: #kind }));
-        }
-        let bindings_table = format_ident!("VULKAN_BINDINGS_{index}_{k}");
-        let count = bindings.len();
-        items.extend(quote! {
-            static #bindings_table: [::gpu_embed::VulkanBinding; #count] = [#(#bindings),*];
-        });
-        let name = &entry.name;
-        let [x, y, z] = entry.workgroup_size;
-        let memory = entry.workgroup_memory;
-        let subgroup_size = match entry.subgroup_size {
-            Some(size) => quote!(::core::option::Option::Some(#size)),
-            None => quote!(::core::option::Option::None),
-        };
-        kernels.push(quote!(::gpu_embed::VulkanKernel {
-            name: #name,
-            workgroup_size: [#x, #y, #z],
-            workgroup_memory: #memory,
-            subgroup_size: #subgroup_size,
-            bindings: &#bindings_table,
-        }));
-    }
-    let count = kernels.len();
-    items.extend(quote! {
-        static #table: [::gpu_embed::VulkanKernel; #count] = [#(#kernels),*];
-    });
-    let chip = &object.chip;
-    let capabilities = &vulkan.capabilities;
-    Ok((
-        items,
-        quote!(::gpu_embed::Object::vulkan(#chip, &#bytes.0, &[#(#capabilities),*], &#table)),
-    ))
 }
 
 fn rust_module_name(symbol: &str) -> Ident {

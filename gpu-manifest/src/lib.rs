@@ -20,9 +20,15 @@
 
 #![warn(missing_docs)]
 
+mod abi;
 #[cfg(feature = "call-syntax")]
 pub mod call;
 pub mod host_image;
+
+pub use abi::{
+    HostEntries, LevelZeroArgument, LevelZeroEntries, LevelZeroKernel, ObjectAbi, VulkanBinding,
+    VulkanBindingKind, VulkanEntries, VulkanKernel, VulkanLaunchBinding,
+};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -96,7 +102,7 @@ pub mod host_abi {
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
@@ -438,6 +444,18 @@ impl Vendor {
             Vendor::LevelZero => "levelzero",
         }
     }
+
+    /// The variant's name in Rust (`Nvptx`, `LevelZero`), for code that generates a path to it
+    /// (`include_gpu_binary!`'s `::gpu_embed::Vendor::Nvptx`).
+    pub fn variant_name(self) -> &'static str {
+        match self {
+            Vendor::Nvptx => "Nvptx",
+            Vendor::Amdgpu => "Amdgpu",
+            Vendor::Host => "Host",
+            Vendor::Vulkan => "Vulkan",
+            Vendor::LevelZero => "LevelZero",
+        }
+    }
 }
 
 impl fmt::Display for Vendor {
@@ -486,15 +504,9 @@ pub struct Object {
     pub size: u64,
     /// Lower-case hex SHA-256 of the file's bytes.
     pub sha256: String,
-    /// For host objects: how the program calls the kernels (absent for GPU objects).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<HostEntries>,
-    /// For Vulkan objects: what a device needs to run it and how arguments are bound.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vulkan: Option<VulkanEntries>,
-    /// For Level Zero objects: what a device needs to run it and what each kernel argument is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level_zero: Option<LevelZeroEntries>,
+    /// How the runtime runs its kernels, as its target wrote it for its driver (the host's entry
+    /// points, Vulkan's bindings, ...); everything else carries it unread.
+    pub abi: ObjectAbi,
     /// What loading it asks of the driver, read from the object itself (PTX, cubin, hsaco).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires: Option<LoadRequirement>,
@@ -692,196 +704,6 @@ impl fmt::Display for LoadRequirement {
     }
 }
 
-/// A Level Zero (OpenCL-style SPIR-V) object's kernel ABI, read from the converted module: a
-/// memref argument is one pointer to its first element (the buffer's device address: the
-/// kernel knows its shape, so a memref's dynamic sizes must be passed as arguments too), a
-/// scalar its value, `index` 64 bits wide.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LevelZeroEntries {
-    /// The SPIR-V version the module declares (`1.0`).
-    pub spirv_version: String,
-    /// The SPIR-V capabilities the module declares (`Addresses`, `Kernel`, `Int64`, ...).
-    pub capabilities: Vec<String>,
-    /// The SPIR-V extensions the module declares.
-    pub extensions: Vec<String>,
-    /// One per kernel of the module, in source order.
-    pub kernels: Vec<LevelZeroKernel>,
-}
-
-/// One OpenCL-style SPIR-V entry point.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LevelZeroKernel {
-    /// The entry point's name (the kernel's).
-    pub name: String,
-    /// Workgroup (shared) memory the kernel declares, in bytes.
-    pub workgroup_memory: u64,
-    /// One per source argument, in order: what `zeKernelSetArgumentValue` gets for it.
-    pub arguments: Vec<LevelZeroArgument>,
-}
-
-/// What one Level Zero kernel argument is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum LevelZeroArgument {
-    /// A memref: the device address of its first element (8 bytes).
-    Pointer,
-    /// A scalar of `bytes` bytes, by value.
-    Scalar {
-        /// Its size.
-        bytes: u32,
-    },
-}
-
-/// A Vulkan (SPIR-V) object's kernel ABI: what a device must support, and how each kernel's
-/// arguments reach it. Every argument is a storage buffer in descriptor set 0: a memref its
-/// elements (one contiguous range), a scalar a buffer holding just the value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VulkanEntries {
-    /// The SPIR-V version the module declares (`1.3`).
-    pub spirv_version: String,
-    /// The SPIR-V capabilities the module declares (`Shader`, `Int64`, `GroupNonUniform`, ...):
-    /// the minimal set for what the kernels use, as `spirv-update-vce` computes it.
-    pub capabilities: Vec<String>,
-    /// The SPIR-V extensions the module declares.
-    pub extensions: Vec<String>,
-    /// One per kernel of the module, in source order.
-    pub kernels: Vec<VulkanKernel>,
-}
-
-/// One SPIR-V entry point.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VulkanKernel {
-    /// The entry point's name (the kernel's).
-    pub name: String,
-    /// The workgroup size the entry point declares (`LocalSize`): every launch's block must be
-    /// exactly this.
-    pub workgroup_size: [u32; 3],
-    /// Workgroup (shared) memory the kernel declares, in bytes.
-    pub workgroup_memory: u64,
-    /// The subgroup size the kernel's `gpu.shuffle`s were compiled for (MLIR lowers a shuffle
-    /// only at the target's subgroup width, and the shader then assumes it): a device whose
-    /// subgroups have another size cannot run the kernel. `None`: any size.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subgroup_size: Option<u32>,
-    /// One per source argument, in order.
-    pub bindings: Vec<VulkanBinding>,
-}
-
-/// Where a launch finds one Vulkan kernel argument: its binding, and its place among the
-/// launch's lowered parameters (what the runtime's binding tables hold).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VulkanLaunchBinding {
-    /// Descriptor set.
-    pub set: u32,
-    /// Binding within the set.
-    pub binding: u32,
-    /// Index of the argument's first lowered parameter (a memref's allocated pointer).
-    pub param: usize,
-    /// For a memref's elements, its rank (its descriptor's sizes and strides follow the
-    /// pointers and offset); `None` for a scalar.
-    pub rank: Option<usize>,
-    /// What the buffer holds.
-    pub kind: VulkanBindingKind,
-}
-
-impl VulkanKernel {
-    /// Each binding with where a launch of `kernel` (this entry point's kernel, with its lowered
-    /// parameters) finds its value: the one rule the launch stubs' tables and `mgpu` share.
-    pub fn launch_bindings(&self, kernel: &Kernel) -> Result<Vec<VulkanLaunchBinding>, String> {
-        if self.bindings.len() != kernel.arguments.len() {
-            return Err(format!(
-                "kernel `{}`: {} Vulkan bindings for {} arguments",
-                kernel.name,
-                self.bindings.len(),
-                kernel.arguments.len()
-            ));
-        }
-        self.bindings
-            .iter()
-            .zip(&kernel.arguments)
-            .enumerate()
-            .map(|(index, (binding, argument))| {
-                let param = kernel
-                    .params
-                    .iter()
-                    .position(|p| p.argument == index)
-                    .ok_or_else(|| {
-                        format!(
-                            "kernel `{}`: argument {index} has no lowered parameter",
-                            kernel.name
-                        )
-                    })?;
-                let rank = match (binding.kind, &argument.kind) {
-                    (VulkanBindingKind::Elements { .. }, ArgumentKind::Memref { shape, .. }) => {
-                        Some(shape.len())
-                    }
-                    (VulkanBindingKind::Scalar { .. }, ArgumentKind::Scalar { .. }) => None,
-                    _ => {
-                        return Err(format!(
-                            "kernel `{}`: argument {index} ({}) cannot be bound as {:?}",
-                            kernel.name, argument.ty, binding.kind
-                        ))
-                    }
-                };
-                Ok(VulkanLaunchBinding {
-                    set: binding.set,
-                    binding: binding.binding,
-                    param,
-                    rank,
-                    kind: binding.kind,
-                })
-            })
-            .collect()
-    }
-}
-
-/// Where one kernel argument is bound.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VulkanBinding {
-    /// Descriptor set.
-    pub set: u32,
-    /// Binding within the set.
-    pub binding: u32,
-    /// What the buffer holds.
-    #[serde(flatten)]
-    pub kind: VulkanBindingKind,
-}
-
-/// What a Vulkan kernel argument's storage buffer holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "holds", rename_all = "snake_case")]
-pub enum VulkanBindingKind {
-    /// A memref's elements: the view's contiguous range, from its first element. Its descriptor
-    /// fields (the lowered parameters) say where.
-    Elements {
-        /// Bytes per element.
-        element_bytes: u32,
-    },
-    /// One scalar of `bytes` bytes: `index` travels as a 32-bit integer (SPIR-V's index width
-    /// for Vulkan), which the runtime checks the value fits.
-    Scalar {
-        /// Its size in the buffer.
-        bytes: u32,
-    },
-}
-
-/// How a host object's kernels are called: each kernel `k` has an entry point
-/// `<symbol_prefix>k(void **params, void *context)` in the static library the build script links.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostEntries {
-    /// What every entry point's symbol starts with (unique to the crate, file and module).
-    pub symbol_prefix: String,
-    /// Kernels whose threads the scheduler runs as coroutines, switching at each barrier
-    /// (barriers `gpu-build` could not split the kernel at). Every other kernel runs through its
-    /// blocks entry ([`host_abi::blocks_entry`]).
-    pub coroutine_kernels: Vec<String>,
-    /// The static library holding the entry points (`lib<library>.a` in `gpu-build/host/`).
-    /// The build script links it into the crate; the embedding code names it as well, so that
-    /// what the build script's link flags do not reach (the crate's doc tests) links it too.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub library: String,
-}
-
 /// Why a manifest could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadError {
@@ -987,9 +809,7 @@ mod tests {
                 path: "gpu-build/kernels/gfx90a.hsaco".into(),
                 size: 3,
                 sha256: "00".into(),
-                host: None,
-                vulkan: None,
-                level_zero: None,
+                abi: ObjectAbi::LoweredParams,
                 requires: Some(LoadRequirement::CodeObject { version: 5 }),
             }],
         });
@@ -1010,6 +830,84 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("gpu-build 9.0.0"));
+    }
+
+    #[test]
+    fn a_manifest_of_the_previous_schema_is_refused_naming_both_versions() {
+        // Schema 6 carried an object's ABI as optional `host`, `vulkan` and `level_zero` fields.
+        let old = r#"{"schema_version": 6, "generator": "gpu-build 0.1.0", "modules": [{
+            "source": "k.mlir", "name": "k", "kernels": [], "objects": [{
+                "vendor": "host", "chip": "x86_64-unknown-linux-gnu", "format": "bin",
+                "triple": "x86_64-unknown-linux-gnu", "features": "", "opt_level": 2,
+                "path": "gpu-build/k/k.o", "size": 1, "sha256": "00",
+                "host": {"symbol_prefix": "__gpu_host__k__", "coroutine_kernels": []}}]}]}"#;
+        let message = Manifest::from_json(old).unwrap_err().to_string();
+        assert!(message.contains("schema version 6"), "{message}");
+        assert!(
+            message.contains(&format!("understands version {SCHEMA_VERSION}")),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_objects_abi_is_one_value_tagged_by_kind() {
+        let host = ObjectAbi::Host(HostEntries {
+            symbol_prefix: "__gpu_host__k__".into(),
+            coroutine_kernels: vec!["reduce".into()],
+            library: String::new(),
+        });
+        let json = serde_json::to_value(&host).unwrap();
+        assert_eq!(json["kind"], "host");
+        assert_eq!(json["symbol_prefix"], "__gpu_host__k__");
+        assert_eq!(serde_json::from_value::<ObjectAbi>(json).unwrap(), host);
+        let plain = serde_json::to_value(ObjectAbi::LoweredParams).unwrap();
+        assert_eq!(plain, serde_json::json!({"kind": "lowered_params"}));
+        let vulkan = ObjectAbi::Vulkan(VulkanEntries {
+            spirv_version: "1.3".into(),
+            capabilities: vec!["Shader".into()],
+            extensions: Vec::new(),
+            kernels: Vec::new(),
+        });
+        let json = serde_json::to_string(&vulkan).unwrap();
+        assert!(json.starts_with(r#"{"kind":"vulkan","#), "{json}");
+        assert_eq!(serde_json::from_str::<ObjectAbi>(&json).unwrap(), vulkan);
+        let level_zero = serde_json::to_value(ObjectAbi::LevelZero(LevelZeroEntries {
+            spirv_version: "1.0".into(),
+            capabilities: Vec::new(),
+            extensions: Vec::new(),
+            kernels: Vec::new(),
+        }))
+        .unwrap();
+        assert_eq!(level_zero["kind"], "level_zero");
+    }
+
+    #[test]
+    fn only_objects_linked_into_the_crate_take_its_library() {
+        let host = ObjectAbi::Host(HostEntries {
+            symbol_prefix: "p".into(),
+            coroutine_kernels: Vec::new(),
+            library: String::new(),
+        });
+        assert!(host.links_into_crate());
+        let named = host.with_crate_library("gpu_kernels_x".into());
+        assert_eq!(
+            named.host().map(|h| h.library.as_str()),
+            Some("gpu_kernels_x")
+        );
+        assert!(!ObjectAbi::LoweredParams.links_into_crate());
+        assert_eq!(
+            ObjectAbi::LoweredParams.with_crate_library("x".into()),
+            ObjectAbi::LoweredParams
+        );
+    }
+
+    #[test]
+    fn each_vendor_names_its_rust_variant() {
+        assert_eq!(Vendor::Nvptx.variant_name(), "Nvptx");
+        assert_eq!(Vendor::LevelZero.variant_name(), "LevelZero");
+        for vendor in Vendor::ALL {
+            assert_eq!(format!("{vendor:?}"), vendor.variant_name());
+        }
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //! ld.lld by location and `--version`), the host symbol prefix and what `GPU_BUILD_DUMP` asks
 //! for. Environment variables matter only through those values, so they are covered.
 //!
-//! An entry is one file, `<cache>/v1/<first two hex digits>/<key>`: a header (the key text, the
-//! kernels, host entries, dumps, warnings, and each object's format, extension and length), the
-//! objects' bytes, and the SHA-256 of all of that. It is written to a temporary file in the same
+//! An entry is one file, `<cache>/v1/<first two hex digits>/<key>`: a magic line naming the
+//! entry format's version, a header (the key text, the kernels, the objects' ABI, dumps,
+//! warnings, and each object's format, extension and length), the objects' bytes, and the
+//! SHA-256 of all of that. It is written to a temporary file in the same
 //! directory and renamed into place, so concurrent builds never see half an entry; a reader that
 //! finds a wrong hash, a different key text or a short file removes the entry and compiles. A hit
 //! becomes exactly what the compiler would have produced, and goes through the same output code,
@@ -37,7 +38,7 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::util::sha256_hex;
-use gpu_manifest::{Format, HostEntries, Kernel, LevelZeroEntries, VulkanEntries};
+use gpu_manifest::{Format, Kernel, ObjectAbi};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use stats::Counters;
@@ -51,7 +52,9 @@ pub mod admin;
 mod remote;
 pub mod stats;
 
-const MAGIC: &[u8] = b"gpu-build cache entry 1\n";
+/// The entry format's version: bumped whenever the header changes shape, so that an entry an
+/// older gpu-build wrote reads as damaged (a miss, removed and rebuilt), never misread.
+const MAGIC: &[u8] = b"gpu-build cache entry 2\n";
 const DEFAULT_LIMIT_MB: u64 = 1024;
 /// What one task produced: the kernels as its lowering left them, the objects, and the warnings
 /// it gave (replayed when the result comes from the cache).
@@ -109,11 +112,7 @@ impl Key {
 struct Header {
     key: String,
     kernels: Vec<Kernel>,
-    host: Option<HostEntries>,
-    #[serde(default)]
-    vulkan: Option<VulkanEntries>,
-    #[serde(default)]
-    level_zero: Option<LevelZeroEntries>,
+    abi: ObjectAbi,
     linked: Option<String>,
     optimized: Option<String>,
     isa: Option<String>,
@@ -473,9 +472,7 @@ fn encode(key: &Key, output: &TaskOutput) -> Vec<u8> {
     let header = Header {
         key: key.text.clone(),
         kernels: output.kernels.clone(),
-        host: compiled.host.clone(),
-        vulkan: compiled.vulkan.clone(),
-        level_zero: compiled.level_zero.clone(),
+        abi: compiled.abi.clone(),
         linked: compiled.dumps.linked.clone(),
         optimized: compiled.dumps.optimized.clone(),
         isa: compiled.dumps.isa.clone(),
@@ -544,9 +541,7 @@ fn decode(bytes: &[u8], key: &Key) -> Option<TaskOutput> {
                 optimized: header.optimized,
                 isa: header.isa,
             },
-            host: header.host,
-            vulkan: header.vulkan,
-            level_zero: header.level_zero,
+            abi: header.abi,
         },
         warnings: header.warnings,
     })
@@ -582,9 +577,7 @@ mod tests {
                     },
                 ],
                 dumps: Dumps::default(),
-                host: None,
-                vulkan: None,
-                level_zero: None,
+                abi: ObjectAbi::LoweredParams,
             },
             warnings: vec!["ptxas: a warning".into()],
         }

@@ -12,7 +12,7 @@ use crate::llvm_errors::Diagnostics;
 use crate::targets::attr::Value;
 use crate::timing::Timings;
 use crate::toolkit::Toolkits;
-use gpu_manifest::{Format, LoadRequirement, Vendor};
+use gpu_manifest::{Format, LoadRequirement, ObjectAbi, Vendor};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::targets::{RelocMode, TargetMachine};
@@ -26,15 +26,16 @@ use std::path::{Path, PathBuf};
 pub(crate) struct PreLinked {
     /// Symbols that may stay undefined (a later link provides them).
     pub allowed_undefined: Vec<String>,
-    /// For the host target: how the runtime calls the kernels.
-    pub host: Option<gpu_manifest::HostEntries>,
+    /// How the runtime will run the object's kernels, for the targets whose ABI says more than
+    /// the lowered parameters (the host's entry points); carried unread to the manifest.
+    pub abi: ObjectAbi,
 }
 
 /// A validated chip: the processor name LLVM takes and the target features its suffixes imply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Chip {
     pub processor: String,
-    /// `+xnack,-sramecc` from `gfx90a:xnack+:sramecc-`; empty for NVPTX.
+    /// `+xnack,-sramecc` from `gfx90a:xnack+:sramecc-`; empty where a chip has no suffixes.
     pub features: String,
 }
 
@@ -49,11 +50,11 @@ pub fn build_triple() -> String {
     })
 }
 
-/// Everything needed to compile one `gpu.module` for one chip: one `#nvvm.target` or
-/// `#rocdl.target` with its parameters resolved.
+/// Everything needed to compile one `gpu.module` for one chip: one target attribute
+/// (`#nvvm.target`, `#rocdl.target`, ...) with its parameters resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetSpec {
-    /// `nvptx`, `amdgpu` or `host`.
+    /// The target (`nvptx`, `amdgpu`, `host`, `vulkan`, `levelzero`: every [`Vendor`]).
     pub vendor: Vendor,
     /// As the user wrote it, feature suffixes included (`gfx90a:xnack-`).
     pub chip: String,
@@ -67,7 +68,7 @@ pub struct TargetSpec {
     pub flags: Flags,
     /// Bitcode files linked into the module before optimization.
     pub link: Vec<PathBuf>,
-    /// ROCDL code object version (`400`, `500`, `600`); empty for NVPTX.
+    /// ROCDL code object version (`400`, `500`, `600`); empty for every other target.
     pub abi: String,
 }
 
@@ -125,24 +126,25 @@ pub(crate) struct Dumps {
 pub(crate) struct ObjectSettings<'a> {
     /// Relative `link` paths are resolved against this.
     pub link_base: &'a Path,
-    /// Prefix of the host entry points' symbols.
-    pub host_symbol_prefix: &'a str,
+    /// What the global symbols an object defines in the program start with, unique to the
+    /// crate, file and module (for targets whose objects link into the crate: the host's entry
+    /// points).
+    pub symbol_prefix: &'a str,
     pub dump: DumpRequest,
     /// Where external tools may write temporary files (inside `OUT_DIR`).
     pub scratch: &'a Path,
     pub timings: &'a Timings,
 }
 
+/// What compiling one module for one target made: its objects, the dumps asked for, and the
+/// ABI its driver reads.
 #[derive(Debug, Clone)]
 pub(crate) struct Compiled {
     pub artifacts: Vec<Artifact>,
     pub dumps: Dumps,
-    /// For the host target: how the runtime calls the kernels.
-    pub host: Option<gpu_manifest::HostEntries>,
-    /// For the Vulkan target: what a device needs and how arguments are bound.
-    pub vulkan: Option<gpu_manifest::VulkanEntries>,
-    /// For the Level Zero target: what a device needs and what each argument is.
-    pub level_zero: Option<gpu_manifest::LevelZeroEntries>,
+    /// How the runtime runs the objects' kernels, as the target wrote it for its driver: the
+    /// pipeline, cache and outputs carry it into the manifest without looking inside.
+    pub abi: ObjectAbi,
 }
 
 /// Everything a vendor hook may need.
@@ -157,8 +159,10 @@ pub(crate) struct Job<'a, 'll> {
     pub toolkits: &'a Toolkits<'a>,
     pub cargo: &'a CargoOutput,
     pub timings: &'a Timings,
-    /// Prefix of the host entry points' symbols.
-    pub host_symbol_prefix: &'a str,
+    /// What the global symbols an object defines in the program start with, unique to the
+    /// crate, file and module (for targets whose objects link into the crate: the host's entry
+    /// points).
+    pub symbol_prefix: &'a str,
 }
 
 pub(crate) trait Target: Sync {

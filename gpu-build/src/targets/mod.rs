@@ -4,8 +4,11 @@
 //! This file is the registry, the one place that lists them: the pipeline asks it, never a
 //! target by name. `spec.rs` reads and checks target descriptions through it.
 //!
-//! Adding a target: its folder implementing `Target`, one line in [`target`] and one `Vendor`
-//! (gpu-manifest), and its driver in gpu-embed.
+//! Adding a target: its folder implementing `Target` (which alone builds its objects'
+//! `gpu_manifest::ObjectAbi`), one line in [`target`], one `Vendor` (gpu-manifest), an
+//! `ObjectAbi` variant with its arm in `include_gpu_binary!`'s `abi/` registry where its driver
+//! needs more than the lowered parameters, and its driver in gpu-embed (CONTRIBUTING.md lists
+//! each).
 
 pub(crate) mod amdgpu;
 pub(crate) mod attr;

@@ -20,7 +20,7 @@ fn host_objects_have_an_entry_per_kernel_and_no_gpu_intrinsics() {
         assert_eq!(module.objects.len(), 1);
         let object = &module.objects[0];
         assert_eq!(object.vendor, Vendor::Host);
-        let host = object.host.as_ref().expect("host entries");
+        let host = object.abi.host().expect("host entries");
         // reduce's barriers are split into thread loops: no kernel needs coroutines.
         assert_eq!(
             host.coroutine_kernels,
@@ -132,7 +132,7 @@ fn kernels_are_split_at_their_barriers_unless_a_barrier_depends_on_the_thread() 
         .compile()
         .unwrap_or_else(|e| panic!("{e}"));
     let object = &report.manifest.modules[0].objects[0];
-    let host = object.host.as_ref().expect("host entries");
+    let host = object.abi.host().expect("host entries");
     assert_eq!(host.coroutine_kernels, ["early_exit"]);
     assert_eq!(
         report.warnings,
@@ -157,7 +157,7 @@ fn shuffles_only_some_subgroups_run_are_split_not_run_as_coroutines() {
     for kernel in ["warp_then_block", "split_subgroup"] {
         assert!(module.kernels.iter().any(|k| k.name == kernel), "{kernel}");
     }
-    let host = module.objects[0].host.as_ref().expect("host entries");
+    let host = module.objects[0].abi.host().expect("host entries");
     assert!(
         host.coroutine_kernels.is_empty(),
         "{:?}",
@@ -180,7 +180,7 @@ fn all_reduce_kernels_run_as_thread_loops() {
         .compile()
         .unwrap_or_else(|e| panic!("{e}"));
     for module in &report.manifest.modules {
-        let host = module.objects[0].host.as_ref().expect("host entries");
+        let host = module.objects[0].abi.host().expect("host entries");
         assert!(
             host.coroutine_kernels.is_empty(),
             "{}: {:?}",
@@ -252,7 +252,7 @@ fn a_private_allocation_in_another_address_space_is_split_at_barriers_too() {
         b.target(Vendor::Host, &[]);
     });
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
-    let host = report.manifest.modules[0].objects[0].host.as_ref().unwrap();
+    let host = report.manifest.modules[0].objects[0].abi.host().unwrap();
     assert!(host.coroutine_kernels.is_empty(), "{host:?}");
 }
 
@@ -290,7 +290,7 @@ fn x86_64_blocks_entries_have_a_copy_per_cpu_level_behind_a_dispatcher() {
             .compile()
             .unwrap_or_else(|e| panic!("{e}"));
         let module = &report.manifest.modules[0];
-        let host = module.objects[0].host.clone().unwrap();
+        let host = module.objects[0].abi.host().cloned().unwrap();
         (out, module.objects[0].path.clone(), host.symbol_prefix)
     };
     let (out, path, prefix) = compile(3);

@@ -72,7 +72,7 @@ fn spirv_val_accepts_every_level_zero_object_for_its_spirv_version() {
                     object.path, object.chip
                 )
             });
-            let abi = object.level_zero.as_ref().expect("the Level Zero ABI");
+            let abi = object.abi.level_zero().expect("the Level Zero ABI");
             for capability in ["Addresses", "Kernel"] {
                 assert!(abi.capabilities.iter().any(|c| c == capability), "{abi:?}");
             }
@@ -101,7 +101,7 @@ fn the_manifest_records_pointers_scalar_widths_and_workgroup_memory() {
     assert_eq!(object.chip, "spirv1.3");
     assert_eq!(object.triple, "spirv64-unknown-unknown");
     assert!(object.path.ends_with(".spv"), "{}", object.path);
-    let abi = object.level_zero.as_ref().unwrap();
+    let abi = object.abi.level_zero().unwrap();
     assert!(abi.capabilities.iter().any(|c| c == "Int8"), "{abi:?}");
     assert!(!abi.capabilities.iter().any(|c| c == "Float64"), "{abi:?}");
     let kernel = |name: &str| abi.kernels.iter().find(|k| k.name == name).unwrap();

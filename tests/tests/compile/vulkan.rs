@@ -59,7 +59,7 @@ fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
                 object.path, object.chip
             )
         });
-        let vulkan = object.vulkan.as_ref().expect("the Vulkan ABI");
+        let vulkan = object.abi.vulkan().expect("the Vulkan ABI");
         assert!(vulkan.capabilities.contains(&"Shader".to_string()));
     }
     // A check that could never fail would prove nothing: a damaged object is refused.
@@ -83,7 +83,7 @@ fn the_manifest_records_bindings_workgroup_sizes_and_the_capabilities_used() {
     let object = &module.objects[0];
     assert_eq!(object.chip, "vulkan1.1");
     assert!(object.path.ends_with(".spv"), "{}", object.path);
-    let vulkan = object.vulkan.as_ref().unwrap();
+    let vulkan = object.abi.vulkan().unwrap();
     // Only what the kernels use: 8-, 16- and 64-bit values and subgroup arithmetic, not Float64.
     for capability in [
         "Int8",

@@ -345,7 +345,7 @@ fn compile_kernels(
             let (object, entries) = gpu_module
                 .objects
                 .iter()
-                .find_map(|o| Some((o, o.vulkan.as_ref()?)))
+                .find_map(|o| Some((o, o.abi.vulkan()?)))
                 .ok_or_else(|| {
                     format!(
                         "gpu.module @{} produced no Vulkan object with a kernel ABI",

@@ -171,11 +171,11 @@ impl LlvmTarget for Host {
     }
 
     fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
-        let retargeted = retarget(job, module, job.host_symbol_prefix)?;
+        let retargeted = retarget(job, module, job.symbol_prefix)?;
         Ok(PreLinked {
             allowed_undefined: retargeted.libm_calls,
-            host: Some(gpu_manifest::HostEntries {
-                symbol_prefix: job.host_symbol_prefix.to_string(),
+            abi: gpu_manifest::ObjectAbi::Host(gpu_manifest::HostEntries {
+                symbol_prefix: job.symbol_prefix.to_string(),
                 coroutine_kernels: retargeted.coroutine_kernels,
                 // Named once the crate's objects are gathered into it (`output.rs`).
                 library: String::new(),

@@ -14,7 +14,7 @@ use crate::targets::support::spirv::{
     kernel_functions, move_into_gpu_module, run, serialize as serialize_module, spirv_function,
     spirv_function_type,
 };
-use gpu_manifest::{Format, Kernel, LevelZeroEntries, LevelZeroKernel};
+use gpu_manifest::{Format, Kernel, LevelZeroEntries, LevelZeroKernel, ObjectAbi};
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::OperationRef;
@@ -96,9 +96,7 @@ pub(super) fn serialize(
             bytes,
         }],
         dumps: Dumps::default(),
-        host: None,
-        vulkan: None,
-        level_zero: Some(LevelZeroEntries {
+        abi: ObjectAbi::LevelZero(LevelZeroEntries {
             spirv_version: spirv_version.trim_start_matches('v').to_string(),
             capabilities,
             extensions,

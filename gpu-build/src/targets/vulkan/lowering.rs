@@ -23,7 +23,7 @@ use crate::targets::support::spirv::{
     kernel_functions, move_into_gpu_module, numbers, ops_named, run, scalar_bits, spirv_function,
     spirv_function_type,
 };
-use gpu_manifest::{Format, Kernel, VulkanEntries, VulkanKernel};
+use gpu_manifest::{Format, Kernel, ObjectAbi, VulkanEntries, VulkanKernel};
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::OperationRef;
@@ -122,14 +122,12 @@ pub(super) fn serialize(
             bytes,
         }],
         dumps: Dumps::default(),
-        host: None,
-        vulkan: Some(VulkanEntries {
+        abi: ObjectAbi::Vulkan(VulkanEntries {
             spirv_version: spirv_version.trim_start_matches('v').to_string(),
             capabilities,
             extensions,
             kernels: entries,
         }),
-        level_zero: None,
     })
 }
 

@@ -34,7 +34,7 @@ pub(crate) fn load(image: &[u8]) -> Result<LoadedImage> {
         .objects
         .iter()
         .find(|o| o.vendor == Vendor::Host)
-        .and_then(|o| o.host.as_ref())
+        .and_then(|o| o.abi.host())
         .ok_or_else(|| invalid(format!("host image of @{}: no host object", module.name)))?;
     let library = open_from_memory(library_bytes, &module.name)?;
     let mut kernels = Vec::new();

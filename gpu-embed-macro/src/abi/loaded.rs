@@ -1,0 +1,41 @@
+//! Objects a driver loads as they are and launches with the kernels' lowered parameters
+//! (PTX, cubins, hsaco): their bytes, vendor, chip, format and what loading them asks of the
+//! driver.
+
+use super::{object_bytes, Embedded};
+use gpu_manifest::{Format, LoadRequirement, Object};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::quote;
+use std::path::Path;
+
+pub(super) fn embed(object: &Object, index: usize, out_dir: &Path) -> Embedded {
+    let (bytes, items) = object_bytes(object, index, out_dir);
+    let vendor = Ident::new(object.vendor.variant_name(), Span::call_site());
+    let format = match object.format {
+        Format::Isa => quote!(::gpu_embed::Format::Isa),
+        Format::Bin => quote!(::gpu_embed::Format::Bin),
+    };
+    let chip = &object.chip;
+    let requiring = object.requires.map(|requirement| {
+        let requirement = requirement_tokens(requirement);
+        quote!(.requiring(#requirement))
+    });
+    Embedded {
+        items,
+        entry: quote!(::gpu_embed::Object::new(::gpu_embed::Vendor::#vendor, #chip, #format, &#bytes.0)#requiring),
+    }
+}
+
+fn requirement_tokens(requirement: LoadRequirement) -> TokenStream {
+    match requirement {
+        LoadRequirement::PtxIsa { major, minor } => {
+            quote!(::gpu_embed::LoadRequirement::PtxIsa { major: #major, minor: #minor })
+        }
+        LoadRequirement::CudaToolkit { major, minor } => {
+            quote!(::gpu_embed::LoadRequirement::CudaToolkit { major: #major, minor: #minor })
+        }
+        LoadRequirement::CodeObject { version } => {
+            quote!(::gpu_embed::LoadRequirement::CodeObject { version: #version })
+        }
+    }
+}

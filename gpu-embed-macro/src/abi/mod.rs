@@ -1,0 +1,50 @@
+//! Each object as the runtime takes it, by its ABI: the one place that matches on
+//! [`ObjectAbi`], handing every object to the file of its kind. The rest of the macro carries
+//! objects without knowing their targets.
+
+mod host;
+mod loaded;
+mod vulkan;
+
+use gpu_manifest::{GpuModule, Object, ObjectAbi};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use std::path::Path;
+use syn::Ident;
+
+/// One embedded object: the items it needs beside the module's `OBJECTS` (its bytes, its
+/// kernels' tables) and its `::gpu_embed::Object` entry there.
+pub(crate) struct Embedded {
+    pub items: TokenStream,
+    pub entry: TokenStream,
+}
+
+/// The object numbered `index` among `module`'s embedded objects.
+pub(crate) fn embed(
+    module: &GpuModule,
+    object: &Object,
+    index: usize,
+    out_dir: &Path,
+) -> syn::Result<Embedded> {
+    match &object.abi {
+        ObjectAbi::Host(entries) => Ok(host::embed(module, object, entries, index)),
+        ObjectAbi::Vulkan(entries) => vulkan::embed(module, object, entries, index, out_dir),
+        // gpu-embed has no Level Zero launch path yet: its objects are embedded as objects a
+        // driver loads, their ABI left in the manifest.
+        ObjectAbi::LoweredParams | ObjectAbi::LevelZero(_) => {
+            Ok(loaded::embed(object, index, out_dir))
+        }
+    }
+}
+
+/// The static holding the object's bytes (`include_bytes!` of its file, 8-byte aligned as ELF
+/// loaders expect), and its name.
+fn object_bytes(object: &Object, index: usize, out_dir: &Path) -> (Ident, TokenStream) {
+    let name = format_ident!("OBJECT_{index}");
+    let path = out_dir.join(&object.path).display().to_string();
+    let size = object.size as usize;
+    let item = quote! {
+        static #name: Aligned<[u8; #size]> = Aligned(*include_bytes!(#path));
+    };
+    (name, item)
+}

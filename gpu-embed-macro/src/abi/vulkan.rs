@@ -1,0 +1,90 @@
+//! Vulkan objects: the SPIR-V, the capabilities a device needs, and for each kernel its
+//! workgroup size and where each argument is bound and found among the lowered parameters.
+
+use super::{object_bytes, Embedded};
+use gpu_manifest::{GpuModule, Object, VulkanBindingKind, VulkanEntries};
+use proc_macro2::Span;
+use quote::{format_ident, quote};
+use std::path::Path;
+
+/// The Vulkan object numbered `index`: its bytes, one binding table per kernel and the kernels'
+/// table.
+pub(super) fn embed(
+    module: &GpuModule,
+    object: &Object,
+    vulkan: &VulkanEntries,
+    index: usize,
+    out_dir: &Path,
+) -> syn::Result<Embedded> {
+    let (bytes, mut items) = object_bytes(object, index, out_dir);
+    let table = format_ident!("VULKAN_KERNELS_{index}");
+    let mut kernels = Vec::new();
+    for (k, entry) in vulkan.kernels.iter().enumerate() {
+        let kernel = module
+            .kernels
+            .iter()
+            .find(|kernel| kernel.name == entry.name)
+            .ok_or_else(|| {
+                syn::Error::new(
+                    Span::call_site(),
+                    format!(
+                        "the manifest's Vulkan object of gpu.module @{} names kernel `{}`, which the \
+                         module does not have; rebuild with the same gpu-build",
+                        module.name, entry.name
+                    ),
+                )
+            })?;
+        let launch_bindings = entry.launch_bindings(kernel).map_err(|why| {
+            syn::Error::new(
+                Span::call_site(),
+                format!(
+                    "the manifest's Vulkan object of gpu.module @{}: {why}",
+                    module.name
+                ),
+            )
+        })?;
+        let mut bindings = Vec::new();
+        for binding in launch_bindings {
+            let (set, slot, param) = (binding.set, binding.binding, binding.param);
+            let kind = match binding.kind {
+                VulkanBindingKind::Elements { element_bytes } => {
+                    let rank = binding.rank.unwrap_or_default();
+                    quote!(::gpu_embed::VulkanArgument::Elements { rank: #rank, element_bytes: #element_bytes })
+                }
+                VulkanBindingKind::Scalar { bytes } => {
+                    quote!(::gpu_embed::VulkanArgument::Scalar { bytes: #bytes })
+                }
+            };
+            bindings.push(quote!(::gpu_embed::VulkanBinding { set: #set, binding: #slot, param: #param, kind: #kind }));
+        }
+        let bindings_table = format_ident!("VULKAN_BINDINGS_{index}_{k}");
+        let count = bindings.len();
+        items.extend(quote! {
+            static #bindings_table: [::gpu_embed::VulkanBinding; #count] = [#(#bindings),*];
+        });
+        let name = &entry.name;
+        let [x, y, z] = entry.workgroup_size;
+        let memory = entry.workgroup_memory;
+        let subgroup_size = match entry.subgroup_size {
+            Some(size) => quote!(::core::option::Option::Some(#size)),
+            None => quote!(::core::option::Option::None),
+        };
+        kernels.push(quote!(::gpu_embed::VulkanKernel {
+            name: #name,
+            workgroup_size: [#x, #y, #z],
+            workgroup_memory: #memory,
+            subgroup_size: #subgroup_size,
+            bindings: &#bindings_table,
+        }));
+    }
+    let count = kernels.len();
+    items.extend(quote! {
+        static #table: [::gpu_embed::VulkanKernel; #count] = [#(#kernels),*];
+    });
+    let chip = &object.chip;
+    let capabilities = &vulkan.capabilities;
+    Ok(Embedded {
+        items,
+        entry: quote!(::gpu_embed::Object::vulkan(#chip, &#bytes.0, &[#(#capabilities),*], &#table)),
+    })
+}

@@ -1,0 +1,259 @@
+//! What differs per target about running an object: one [`ObjectAbi`] per object, written by
+//! the target that compiled it and read by the driver that runs it. Everything between them
+//! (gpu-build's pipeline, cache and outputs, the manifest, `include_gpu_binary!`'s general path)
+//! carries it without looking inside, as upstream's `gpu.object` carries its properties.
+
+use crate::{ArgumentKind, Kernel};
+use serde::{Deserialize, Serialize};
+
+/// How the runtime runs one object's kernels, beyond what every object says (its kernels'
+/// lowered parameters, [`Kernel::params`]). Tagged by `kind` in the manifest:
+/// `{"kind": "host", "symbol_prefix": ...}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ObjectAbi {
+    /// The driver loads the object and finds each kernel by its name; a launch passes the
+    /// lowered parameters as they are (NVIDIA's PTX and cubins, AMD's hsaco). The object's own
+    /// bytes say the rest.
+    #[default]
+    LoweredParams,
+    /// Native code linked into the program, whose kernels are called through generated entry
+    /// points (the host target).
+    Host(HostEntries),
+    /// SPIR-V for the Vulkan API: what a device must support and how arguments are bound.
+    Vulkan(VulkanEntries),
+    /// OpenCL-style SPIR-V for Level Zero: what a device must support and what each argument is.
+    LevelZero(LevelZeroEntries),
+}
+
+impl ObjectAbi {
+    /// Whether the object's code is linked into the crate that embeds it (host objects: the
+    /// build script links them as a static library), rather than loaded by a driver at run time.
+    pub fn links_into_crate(&self) -> bool {
+        matches!(self, ObjectAbi::Host(_))
+    }
+
+    /// The same ABI, naming `library` as the static library the crate links the object's code
+    /// from (`lib<library>.a`); unchanged for an object a driver loads
+    /// ([`ObjectAbi::links_into_crate`]).
+    pub fn with_crate_library(self, library: String) -> ObjectAbi {
+        match self {
+            ObjectAbi::Host(entries) => ObjectAbi::Host(HostEntries { library, ..entries }),
+            other => other,
+        }
+    }
+
+    /// The entry points of a host object.
+    pub fn host(&self) -> Option<&HostEntries> {
+        match self {
+            ObjectAbi::Host(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The bindings and requirements of a Vulkan object.
+    pub fn vulkan(&self) -> Option<&VulkanEntries> {
+        match self {
+            ObjectAbi::Vulkan(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The arguments and requirements of a Level Zero object.
+    pub fn level_zero(&self) -> Option<&LevelZeroEntries> {
+        match self {
+            ObjectAbi::LevelZero(entries) => Some(entries),
+            _ => None,
+        }
+    }
+}
+
+/// A Level Zero (OpenCL-style SPIR-V) object's kernel ABI, read from the converted module: a
+/// memref argument is one pointer to its first element (the buffer's device address: the
+/// kernel knows its shape, so a memref's dynamic sizes must be passed as arguments too), a
+/// scalar its value, `index` 64 bits wide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelZeroEntries {
+    /// The SPIR-V version the module declares (`1.0`).
+    pub spirv_version: String,
+    /// The SPIR-V capabilities the module declares (`Addresses`, `Kernel`, `Int64`, ...).
+    pub capabilities: Vec<String>,
+    /// The SPIR-V extensions the module declares.
+    pub extensions: Vec<String>,
+    /// One per kernel of the module, in source order.
+    pub kernels: Vec<LevelZeroKernel>,
+}
+
+/// One OpenCL-style SPIR-V entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelZeroKernel {
+    /// The entry point's name (the kernel's).
+    pub name: String,
+    /// Workgroup (shared) memory the kernel declares, in bytes.
+    pub workgroup_memory: u64,
+    /// One per source argument, in order: what `zeKernelSetArgumentValue` gets for it.
+    pub arguments: Vec<LevelZeroArgument>,
+}
+
+/// What one Level Zero kernel argument is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LevelZeroArgument {
+    /// A memref: the device address of its first element (8 bytes).
+    Pointer,
+    /// A scalar of `bytes` bytes, by value.
+    Scalar {
+        /// Its size.
+        bytes: u32,
+    },
+}
+
+/// A Vulkan (SPIR-V) object's kernel ABI: what a device must support, and how each kernel's
+/// arguments reach it. Every argument is a storage buffer in descriptor set 0: a memref its
+/// elements (one contiguous range), a scalar a buffer holding just the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanEntries {
+    /// The SPIR-V version the module declares (`1.3`).
+    pub spirv_version: String,
+    /// The SPIR-V capabilities the module declares (`Shader`, `Int64`, `GroupNonUniform`, ...):
+    /// the minimal set for what the kernels use, as `spirv-update-vce` computes it.
+    pub capabilities: Vec<String>,
+    /// The SPIR-V extensions the module declares.
+    pub extensions: Vec<String>,
+    /// One per kernel of the module, in source order.
+    pub kernels: Vec<VulkanKernel>,
+}
+
+/// One SPIR-V entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanKernel {
+    /// The entry point's name (the kernel's).
+    pub name: String,
+    /// The workgroup size the entry point declares (`LocalSize`): every launch's block must be
+    /// exactly this.
+    pub workgroup_size: [u32; 3],
+    /// Workgroup (shared) memory the kernel declares, in bytes.
+    pub workgroup_memory: u64,
+    /// The subgroup size the kernel's `gpu.shuffle`s were compiled for (MLIR lowers a shuffle
+    /// only at the target's subgroup width, and the shader then assumes it): a device whose
+    /// subgroups have another size cannot run the kernel. `None`: any size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subgroup_size: Option<u32>,
+    /// One per source argument, in order.
+    pub bindings: Vec<VulkanBinding>,
+}
+
+/// Where a launch finds one Vulkan kernel argument: its binding, and its place among the
+/// launch's lowered parameters (what the runtime's binding tables hold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VulkanLaunchBinding {
+    /// Descriptor set.
+    pub set: u32,
+    /// Binding within the set.
+    pub binding: u32,
+    /// Index of the argument's first lowered parameter (a memref's allocated pointer).
+    pub param: usize,
+    /// For a memref's elements, its rank (its descriptor's sizes and strides follow the
+    /// pointers and offset); `None` for a scalar.
+    pub rank: Option<usize>,
+    /// What the buffer holds.
+    pub kind: VulkanBindingKind,
+}
+
+impl VulkanKernel {
+    /// Each binding with where a launch of `kernel` (this entry point's kernel, with its lowered
+    /// parameters) finds its value: the one rule the launch stubs' tables and `mgpu` share.
+    pub fn launch_bindings(&self, kernel: &Kernel) -> Result<Vec<VulkanLaunchBinding>, String> {
+        if self.bindings.len() != kernel.arguments.len() {
+            return Err(format!(
+                "kernel `{}`: {} Vulkan bindings for {} arguments",
+                kernel.name,
+                self.bindings.len(),
+                kernel.arguments.len()
+            ));
+        }
+        self.bindings
+            .iter()
+            .zip(&kernel.arguments)
+            .enumerate()
+            .map(|(index, (binding, argument))| {
+                let param = kernel
+                    .params
+                    .iter()
+                    .position(|p| p.argument == index)
+                    .ok_or_else(|| {
+                        format!(
+                            "kernel `{}`: argument {index} has no lowered parameter",
+                            kernel.name
+                        )
+                    })?;
+                let rank = match (binding.kind, &argument.kind) {
+                    (VulkanBindingKind::Elements { .. }, ArgumentKind::Memref { shape, .. }) => {
+                        Some(shape.len())
+                    }
+                    (VulkanBindingKind::Scalar { .. }, ArgumentKind::Scalar { .. }) => None,
+                    _ => {
+                        return Err(format!(
+                            "kernel `{}`: argument {index} ({}) cannot be bound as {:?}",
+                            kernel.name, argument.ty, binding.kind
+                        ))
+                    }
+                };
+                Ok(VulkanLaunchBinding {
+                    set: binding.set,
+                    binding: binding.binding,
+                    param,
+                    rank,
+                    kind: binding.kind,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Where one kernel argument is bound.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanBinding {
+    /// Descriptor set.
+    pub set: u32,
+    /// Binding within the set.
+    pub binding: u32,
+    /// What the buffer holds.
+    #[serde(flatten)]
+    pub kind: VulkanBindingKind,
+}
+
+/// What a Vulkan kernel argument's storage buffer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "holds", rename_all = "snake_case")]
+pub enum VulkanBindingKind {
+    /// A memref's elements: the view's contiguous range, from its first element. Its descriptor
+    /// fields (the lowered parameters) say where.
+    Elements {
+        /// Bytes per element.
+        element_bytes: u32,
+    },
+    /// One scalar of `bytes` bytes: `index` travels as a 32-bit integer (SPIR-V's index width
+    /// for Vulkan), which the runtime checks the value fits.
+    Scalar {
+        /// Its size in the buffer.
+        bytes: u32,
+    },
+}
+
+/// How a host object's kernels are called: each kernel `k` has an entry point
+/// `<symbol_prefix>k(void **params, void *context)` in the static library the build script links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostEntries {
+    /// What every entry point's symbol starts with (unique to the crate, file and module).
+    pub symbol_prefix: String,
+    /// Kernels whose threads the scheduler runs as coroutines, switching at each barrier
+    /// (barriers `gpu-build` could not split the kernel at). Every other kernel runs through its
+    /// blocks entry ([`crate::host_abi::blocks_entry`]).
+    pub coroutine_kernels: Vec<String>,
+    /// The static library holding the entry points (`lib<library>.a` in `gpu-build/host/`).
+    /// The build script links it into the crate; the embedding code names it as well, so that
+    /// what the build script's link flags do not reach (the crate's doc tests) links it too.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub library: String,
+}
