@@ -236,15 +236,7 @@ impl Object {
     /// and what loading it needs where that is recorded: `nvptx sm_80 PTX (PTX ISA 8.0, a CUDA
     /// 12.0 driver or newer)`.
     pub fn describe(&self) -> String {
-        let kind = match (self.vendor, self.format) {
-            (Vendor::Nvptx, Format::Isa) => "PTX",
-            (Vendor::Nvptx, Format::Bin) => "cubin",
-            (Vendor::Amdgpu, Format::Isa) => "AMDGPU assembly",
-            (Vendor::Amdgpu, Format::Bin) => "hsaco",
-            (Vendor::Host, _) => "native code",
-            (Vendor::Vulkan, _) => "SPIR-V",
-            (Vendor::LevelZero, _) => "OpenCL SPIR-V",
-        };
+        let kind = self.vendor.object_kind(self.format);
         match self.requires {
             Some(requirement) => format!("{} {} {kind} ({requirement})", self.vendor, self.chip),
             None => format!("{} {} {kind}", self.vendor, self.chip),

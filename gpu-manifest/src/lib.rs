@@ -419,6 +419,20 @@ impl Vendor {
         }
     }
 
+    /// What its objects of `format` are called, for listings and errors: `PTX`, `cubin`,
+    /// `hsaco`, `SPIR-V`.
+    pub fn object_kind(self, format: Format) -> &'static str {
+        match (self, format) {
+            (Vendor::Nvptx, Format::Isa) => "PTX",
+            (Vendor::Nvptx, Format::Bin) => "cubin",
+            (Vendor::Amdgpu, Format::Isa) => "AMDGPU assembly",
+            (Vendor::Amdgpu, Format::Bin) => "hsaco",
+            (Vendor::Host, _) => "native code",
+            (Vendor::Vulkan, _) => "SPIR-V",
+            (Vendor::LevelZero, _) => "OpenCL SPIR-V",
+        }
+    }
+
     /// The vendor a common other name for it means (`cuda`, `rocm`, `cpu`, ...), for "did you
     /// mean" messages and the command line's aliases.
     pub fn from_alias(alias: &str) -> Option<Vendor> {
