@@ -158,7 +158,13 @@ fn requested_vendors(call: &IncludeCall) -> syn::Result<Option<Vec<Vendor>>> {
             None => {
                 let hint = match target.suggestion() {
                     Some(vendor) => format!("; did you mean `{vendor}`?"),
-                    None => "; the targets are `nvptx`, `amdgpu` and `host`".to_string(),
+                    None => {
+                        let names: Vec<String> = Vendor::ALL
+                            .iter()
+                            .map(|vendor| format!("`{}`", vendor.name()))
+                            .collect();
+                        format!("; the targets are {}", names.join(", "))
+                    }
                 };
                 return Err(syn::Error::new(
                     target.name.span(),

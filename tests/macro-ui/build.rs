@@ -1,4 +1,4 @@
-//! Compiles the kernel the UI cases embed (`src/lib.rs`).
+//! Compiles the kernel the UI cases embed (`src/main.rs`).
 fn main() {
     gpu_build::build();
 }

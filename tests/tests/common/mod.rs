@@ -139,9 +139,13 @@ pub fn workspace_profiles() -> Vec<String> {
 
 /// `cargo` for a build nested in the test run (a fixture crate, a package being verified): in the
 /// test run's own target directory, which cargo does not lock while tests run, with the
-/// workspace's profiles and settings (`.cargo/config.toml`: where LLVM is), offline. What the test
-/// run compiled is reused — above all gpu-build's LLVM and MLIR bindings, which a target
-/// directory of its own would compile again — and nested builds share with each other.
+/// workspace's profiles and settings (`.cargo/config.toml`: where LLVM is). Nested builds of the
+/// same dependency graph share their units with each other and with the test run (the GPU
+/// bundle's, `cargo doc`'s build scripts), and no nested build keeps a target directory of its
+/// own. A fixture crate's graph is not the workspace's, though: cargo unifies features over the
+/// whole graph, so `regex` or `syn` built for the workspace differ from a fixture's, and with
+/// them everything above them, gpu-build's LLVM and MLIR bindings included (measured: each
+/// distinct graph compiles them once more).
 pub fn nested_cargo(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO"));
     command
