@@ -573,7 +573,7 @@ fn discovery() -> &'static Discovery {
 type Probe<T> = std::result::Result<Result<Vec<T>>, String>;
 
 fn find_gpus() -> Discovery {
-    let probes: Vec<Probe<Device>> = driver::find_gpus()
+    let probes: Vec<Probe<Device>> = driver::registry::find_gpus()
         .into_iter()
         .map(|probe| {
             probe.map(|found| found.map(|f| f.into_iter().map(Device::from_found).collect()))

@@ -77,7 +77,7 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
         .iter()
         .filter(|o| o.vendor() == device.vendor);
     let loadable = candidates.filter(|o| loads_on(o, device.driver_version));
-    let chosen = driver::select_for_chip(device.vendor, loadable, &device.arch);
+    let chosen = driver::registry::select_for_chip(device.vendor, loadable, &device.arch);
     chosen.ok_or_else(|| {
         let driver = match device.driver_version {
             Some(DriverVersion::Cuda { major, minor }) => format!(", CUDA driver {major}.{minor}"),
@@ -114,7 +114,7 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
         .iter()
         .filter(|o| o.vendor() == device.vendor)
         .filter(|o| {
-            driver::select_for_chip(device.vendor, std::iter::once(*o), &device.arch).is_some()
+            driver::registry::select_for_chip(device.vendor, std::iter::once(*o), &device.arch).is_some()
         })
         .filter(|o| !loads_on(o, Some(driver)))
         .filter_map(Object::requires);

@@ -3,7 +3,8 @@
 //! implements [`Driver`], the few calls the runtime needs, with every failure turned into an
 //! [`Error`](crate::Error) carrying the driver's error name. One folder per driver; CUDA and HIP
 //! share one protocol (`gpu/`) over their result layers; driver objects cross the trait as
-//! typed handles (`handle.rs`). This file is the registry: the one place that lists drivers.
+//! typed handles (`handle.rs`). This file holds what the drivers share (the trait and its
+//! types); `registry.rs`, above the drivers, is the one place that lists them by vendor.
 
 pub(crate) mod cuda;
 mod gpu;
@@ -11,6 +12,7 @@ mod handle;
 pub(crate) mod hip;
 pub(crate) mod host;
 pub(crate) mod level_zero;
+pub(crate) mod registry;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;
 // Generated from the vendors' headers, which document every item.
@@ -370,56 +372,6 @@ pub(crate) trait Driver: Sync {
     /// Destroys an instantiated graph (launches of it still queued run to the end).
     fn destroy_graph(&self, graph: GraphHandle) {
         let _ = graph;
-    }
-}
-
-/// Every GPU driver's devices, in the order devices are listed: what each driver whose library
-/// loaded found (or its error, naming the library), or why its library did not load.
-pub(crate) fn find_gpus() -> Vec<std::result::Result<Result<Vec<FoundDevice>>, String>> {
-    fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
-        move |e| e.map_message(|message| format!("{library}: {message}"))
-    }
-    #[allow(unused_mut)] // without the Vulkan driver nothing is pushed
-    let mut probes = vec![
-        cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        // Intel GPUs: found and named, not yet used (see `level_zero/`).
-        level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-    ];
-    #[cfg(feature = "vulkan")]
-    probes.push(vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))));
-    probes
-}
-
-/// Of `candidates` (objects of `vendor`), the one for the device's chip `arch`, by the rules of
-/// the driver that runs `vendor`'s objects (`driver/<name>/select.rs`).
-pub(crate) fn select_for_chip<'b>(
-    vendor: Vendor,
-    candidates: impl Iterator<Item = &'b Object> + Clone,
-    arch: &str,
-) -> Option<&'b Object> {
-    match vendor {
-        Vendor::Nvptx => cuda::select::select(candidates, arch),
-        Vendor::Amdgpu => hip::select::select(candidates, arch),
-        // Linked into this program, so built for the triple it runs on.
-        Vendor::Host => candidates.into_iter().next(),
-        #[cfg(feature = "vulkan")]
-        Vendor::Vulkan => vulkan::select::select(candidates, arch),
-        // No Vulkan driver compiled in: no Vulkan device to select for.
-        #[cfg(not(feature = "vulkan"))]
-        Vendor::Vulkan => None,
-        Vendor::LevelZero => level_zero::select::select(candidates, arch),
-    }
-}
-
-/// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
-#[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
-pub(crate) fn gpu_vendor_named(name: &str) -> Option<Vendor> {
-    match name {
-        "cuda" => Some(Vendor::Nvptx),
-        "hip" => Some(Vendor::Amdgpu),
-        "vulkan" => Some(Vendor::Vulkan),
-        _ => None,
     }
 }
 

@@ -149,7 +149,7 @@ fn default_device() -> Device {
     let vendor = match named.as_str() {
         "" => return Device::default_device(),
         "host" => return Device::host(),
-        other => match driver::gpu_vendor_named(other) {
+        other => match driver::registry::gpu_vendor_named(other) {
             Some(vendor) => vendor,
             None => {
                 eprintln!(

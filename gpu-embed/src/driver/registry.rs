@@ -1,0 +1,60 @@
+//! The drivers by vendor: which drivers discovery asks for devices, and whose chip rules pick a
+//! vendor's object. Above the drivers (it calls into each), where `mod.rs` below them holds what
+//! they share: the `Driver` trait and its types.
+
+use super::{cuda, hip, level_zero, FoundDevice};
+#[cfg(feature = "vulkan")]
+use super::vulkan;
+use crate::binary::{Object, Vendor};
+use crate::error::{Error, Result};
+
+/// Every GPU driver's devices, in the order devices are listed: what each driver whose library
+/// loaded found (or its error, naming the library), or why its library did not load.
+pub(crate) fn find_gpus() -> Vec<std::result::Result<Result<Vec<FoundDevice>>, String>> {
+    fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
+        move |e| e.map_message(|message| format!("{library}: {message}"))
+    }
+    #[allow(unused_mut)] // without the Vulkan driver nothing is pushed
+    let mut probes = vec![
+        cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        // Intel GPUs: found and named, not yet used (see `level_zero/`).
+        level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+    ];
+    #[cfg(feature = "vulkan")]
+    probes.push(vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))));
+    probes
+}
+
+/// Of `candidates` (objects of `vendor`), the one for the device's chip `arch`, by the rules of
+/// the driver that runs `vendor`'s objects (`driver/<name>/select.rs`).
+pub(crate) fn select_for_chip<'b>(
+    vendor: Vendor,
+    candidates: impl Iterator<Item = &'b Object> + Clone,
+    arch: &str,
+) -> Option<&'b Object> {
+    match vendor {
+        Vendor::Nvptx => cuda::select::select(candidates, arch),
+        Vendor::Amdgpu => hip::select::select(candidates, arch),
+        // Linked into this program, so built for the triple it runs on.
+        Vendor::Host => candidates.into_iter().next(),
+        #[cfg(feature = "vulkan")]
+        Vendor::Vulkan => vulkan::select::select(candidates, arch),
+        // No Vulkan driver compiled in: no Vulkan device to select for.
+        #[cfg(not(feature = "vulkan"))]
+        Vendor::Vulkan => None,
+        Vendor::LevelZero => level_zero::select::select(candidates, arch),
+    }
+}
+
+
+/// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
+#[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
+pub(crate) fn gpu_vendor_named(name: &str) -> Option<Vendor> {
+    match name {
+        "cuda" => Some(Vendor::Nvptx),
+        "hip" => Some(Vendor::Amdgpu),
+        "vulkan" => Some(Vendor::Vulkan),
+        _ => None,
+    }
+}
