@@ -19,14 +19,19 @@ const KERNEL: &str = r#"gpu.module @k [#nvvm.target<chip = "sm_80", link = ["lib
 
 fn write_fixture(dir: &Path) {
     let gpu_build = workspace().join("gpu-build");
+    let gpu_embed = workspace().join("gpu-embed");
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::create_dir_all(dir.join("kernels")).unwrap();
     std::fs::create_dir_all(dir.join("lib")).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
         format!(
+            // The dependencies of a user crate (gpu-embed too, though this one launches nothing):
+            // the other fixture crates' dependency graph, so their builds share its units.
             "[package]\nname = \"rerun-fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\ngpu-embed = {{ path = {:?} }}\n\n\
              [build-dependencies]\ngpu-build = {{ path = {:?} }}\n\n[workspace]\n",
+            gpu_embed.display().to_string(),
             gpu_build.display().to_string()
         ),
     )
