@@ -114,7 +114,8 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
         .iter()
         .filter(|o| o.vendor() == device.vendor)
         .filter(|o| {
-            driver::registry::select_for_chip(device.vendor, std::iter::once(*o), &device.arch).is_some()
+            driver::registry::select_for_chip(device.vendor, std::iter::once(*o), &device.arch)
+                .is_some()
         })
         .filter(|o| !loads_on(o, Some(driver)))
         .filter_map(Object::requires);

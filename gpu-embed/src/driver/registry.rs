@@ -2,9 +2,9 @@
 //! vendor's object. Above the drivers (it calls into each), where `mod.rs` below them holds what
 //! they share: the `Driver` trait and its types.
 
-use super::{cuda, hip, level_zero, FoundDevice};
 #[cfg(feature = "vulkan")]
 use super::vulkan;
+use super::{cuda, hip, level_zero, FoundDevice};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, Result};
 
@@ -22,7 +22,8 @@ pub(crate) fn find_gpus() -> Vec<std::result::Result<Result<Vec<FoundDevice>>, S
         level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ];
     #[cfg(feature = "vulkan")]
-    probes.push(vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))));
+    probes
+        .push(vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))));
     probes
 }
 
@@ -46,7 +47,6 @@ pub(crate) fn select_for_chip<'b>(
         Vendor::LevelZero => level_zero::select::select(candidates, arch),
     }
 }
-
 
 /// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
 #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]

@@ -2,7 +2,6 @@
 //! where there is no GPU, under the validation layer) in every test run, and on the first GPU
 //! with `--ignored` (`scripts/gpu-tests.sh`).
 
-
 use gpu_embed::{f16, Device, DeviceBuffer, ErrorKind};
 
 /// This binary's host-device tests again, under valgrind's memcheck: no invalid access.

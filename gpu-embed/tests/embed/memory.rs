@@ -1,6 +1,5 @@
 //! Device memory on the host backend, which follows the same rules as the GPU backends.
 
-
 use gpu_embed::{Device, DeviceBuffer};
 
 /// This binary's host-device tests again, under valgrind's memcheck: no invalid access.

@@ -3,7 +3,6 @@
 //! odd type, copy between overlapping ranges). Each runs in a child process, so a crash is a
 //! failed probe; `memcheck` runs them all again under valgrind's memcheck.
 
-
 use crate::common::in_own_process;
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, PinnedBuffer, Pod};
 
@@ -20,7 +19,11 @@ const N: usize = 1 << 16;
 /// `with_registered` returned, and never writes anywhere after.
 #[test]
 fn a_leaked_registration_cannot_outlive_its_scope() {
-    if !in_own_process(module_path!(), "a_leaked_registration_cannot_outlive_its_scope", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "a_leaked_registration_cannot_outlive_its_scope",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -51,7 +54,11 @@ fn a_leaked_registration_cannot_outlive_its_scope() {
 /// A panic inside the scope still waits for the copies before the memory is the program's.
 #[test]
 fn a_panicking_registration_waits_for_its_copies() {
-    if !in_own_process(module_path!(), "a_panicking_registration_waits_for_its_copies", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "a_panicking_registration_waits_for_its_copies",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -70,7 +77,11 @@ fn a_panicking_registration_waits_for_its_copies() {
 
 #[test]
 fn sizes_past_the_address_space_are_errors() {
-    if !in_own_process(module_path!(), "sizes_past_the_address_space_are_errors", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "sizes_past_the_address_space_are_errors",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -96,7 +107,11 @@ unsafe impl Pod for Aligned512 {}
 /// aligned slice or an error, never a misaligned reference.
 #[test]
 fn page_locked_slices_are_aligned_for_their_type() {
-    if !in_own_process(module_path!(), "page_locked_slices_are_aligned_for_their_type", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "page_locked_slices_are_aligned_for_their_type",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -161,7 +176,11 @@ fn empty_views_are_bounds_checked_too() {
 
 #[test]
 fn overlapping_copies_on_the_device_are_refused() {
-    if !in_own_process(module_path!(), "overlapping_copies_on_the_device_are_refused", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "overlapping_copies_on_the_device_are_refused",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -189,7 +208,11 @@ fn overlapping_copies_on_the_device_are_refused() {
 /// waits, a leak leaks.
 #[test]
 fn page_locked_buffers_wait_for_their_copies() {
-    if !in_own_process(module_path!(), "page_locked_buffers_wait_for_their_copies", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "page_locked_buffers_wait_for_their_copies",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();

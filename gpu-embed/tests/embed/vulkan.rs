@@ -15,7 +15,6 @@ use gpu_embed::{
 };
 use std::ffi::c_void;
 
-
 static VADD_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/vadd.spv");
 
 const fn memref(binding: u32, param: usize) -> VulkanBinding {
@@ -274,8 +273,14 @@ fn vadd_matches_the_reference_without_push_descriptors() {
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             test_name(module_path!(), "vadd_matches_the_reference").as_str(),
-            &test_name(module_path!(), "views_bind_where_they_start_or_say_why_they_cannot"),
-            &test_name(module_path!(), "stream_b_reads_what_stream_a_wrote_after_an_event"),
+            &test_name(
+                module_path!(),
+                "views_bind_where_they_start_or_say_why_they_cannot",
+            ),
+            &test_name(
+                module_path!(),
+                "stream_b_reads_what_stream_a_wrote_after_an_event",
+            ),
             "--exact",
             "--nocapture",
             "--test-threads=1",
@@ -1119,7 +1124,8 @@ fn the_fixture_is_regenerated_from_its_source() {
         eprintln!("skipped: needs {}", tools.join(", "));
         return;
     }
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/embed/fixtures/vulkan");
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/embed/fixtures/vulkan");
     let scratch = std::env::temp_dir().join(format!("gpu-embed-vulkan-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     for file in ["regenerate.sh", "vadd.mlir", "widen.mlir", "scale2d.mlir"] {

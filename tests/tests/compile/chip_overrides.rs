@@ -6,7 +6,11 @@ use gpu_build::Vendor;
 
 #[test]
 fn chip_variables_override_the_file_and_the_build_script() {
-    if !rerun::in_own_process(module_path!(), "chip_variables_override_the_file_and_the_build_script", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "chip_variables_override_the_file_and_the_build_script",
+        &[],
+    ) {
         return; // it ran in a process of its own: it sets the chip variables
     }
     std::env::set_var("GPU_BUILD_NVPTX_CHIPS", "sm_86, sm_89");

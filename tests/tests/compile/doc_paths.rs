@@ -20,10 +20,10 @@ const UPSTREAM: &[&str] = &["mlir/", "llvm/", "clang/"];
 /// Paths that are not this repository's files: a user's files in example commands, another
 /// project's source, a build's output.
 const NOT_OURS: &[&str] = &[
-    "kernels/a.mlir",                // docs/guide/09-cli.md: a command's example arguments
-    "kernels/x.mlir",                // docs/guide/10-troubleshooting.md: an error message's
-    "src/loader/executable.cpp",     // docs/guide/05-runtime.md: ROCR-Runtime's loader
-    "target/gpu-bundle/run.sh",      // CONTRIBUTING.md: what scripts/gpu-bundle.sh writes
+    "kernels/a.mlir",            // docs/guide/09-cli.md: a command's example arguments
+    "kernels/x.mlir",            // docs/guide/10-troubleshooting.md: an error message's
+    "src/loader/executable.cpp", // docs/guide/05-runtime.md: ROCR-Runtime's loader
+    "target/gpu-bundle/run.sh",  // CONTRIBUTING.md: what scripts/gpu-bundle.sh writes
 ];
 
 /// The files whose paths are checked, relative to the repository.
@@ -113,7 +113,10 @@ fn every_repository_path_the_docs_name_exists() {
             }
         }
     }
-    assert!(checked > 100, "only {checked} paths found: the scan is broken");
+    assert!(
+        checked > 100,
+        "only {checked} paths found: the scan is broken"
+    );
     assert!(
         missing.is_empty(),
         "paths named in the docs that do not exist (moved? update the mention):\n{}",

@@ -4,7 +4,6 @@
 //! user following the chapter would see it. A block broken on purpose fails the build, so the
 //! chapter cannot drift from what compiles.
 
-
 use crate::common::{fenced_blocks, workspace};
 use std::path::Path;
 

@@ -3,7 +3,6 @@
 //! on a machine without a GPU, its GPU checks say they were skipped for lack of a device. Built
 //! with the test profile (`GPU_BUNDLE_PROFILE=dev`), which `cargo test` has built already.
 
-
 use crate::common::workspace;
 use std::path::Path;
 use std::process::Command;

@@ -7,7 +7,11 @@ use object::Object as _;
 
 #[test]
 fn the_host_target_is_cargos_target_triple() {
-    if !rerun::in_own_process(module_path!(), "the_host_target_is_cargos_target_triple", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "the_host_target_is_cargos_target_triple",
+        &[],
+    ) {
         return; // it ran in a process of its own: it sets `TARGET`
     }
     for (triple, architecture) in [

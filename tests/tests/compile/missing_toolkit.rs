@@ -8,7 +8,11 @@ use gpu_manifest::Format;
 
 #[test]
 fn missing_cuda_pieces_are_a_warning_or_an_error_that_says_where_it_looked() {
-    if !rerun::in_own_process(module_path!(), "missing_cuda_pieces_are_a_warning_or_an_error_that_says_where_it_looked", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "missing_cuda_pieces_are_a_warning_or_an_error_that_says_where_it_looked",
+        &[],
+    ) {
         return; // it ran in a process of its own: it changes `PATH` and the CUDA variables
     }
     // Hide every CUDA the machine has: no toolkit variables, no Python to find the PyPI wheel,

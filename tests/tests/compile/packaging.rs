@@ -37,7 +37,12 @@ fn forget_earlier_packages() {
     let version = env!("CARGO_PKG_VERSION");
     for source in sources.map(|entry| entry.unwrap().path()) {
         // Registries with a host name (crates.io's `index.crates.io-<hash>`) are not ours.
-        if !source.file_name().unwrap().to_string_lossy().starts_with('-') {
+        if !source
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with('-')
+        {
             continue;
         }
         for library in LIBRARIES {
@@ -69,7 +74,13 @@ fn the_documentation_builds_without_warnings() {
     assert!(!log.contains("warning"), "{log}");
     let output = nested_cargo(&workspace())
         .env("RUSTDOCFLAGS", "-D warnings")
-        .args(["doc", "--no-deps", "-p", "gpu-build", "--no-default-features"])
+        .args([
+            "doc",
+            "--no-deps",
+            "-p",
+            "gpu-build",
+            "--no-default-features",
+        ])
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&output.stderr);

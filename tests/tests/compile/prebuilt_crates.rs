@@ -4,7 +4,6 @@
 //! dependency tree and launches the kernels on the host. Editing the kernel file without
 //! refreshing the folder is an error that says how to refresh it.
 
-
 use crate::common::workspace;
 use std::path::Path;
 

@@ -336,7 +336,11 @@ fn store_entries(store: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn damaged_and_foreign_entries_are_detected_recompiled_and_replaced() {
-    if !rerun::in_own_process(module_path!(), "damaged_and_foreign_entries_are_detected_recompiled_and_replaced", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "damaged_and_foreign_entries_are_detected_recompiled_and_replaced",
+        &[],
+    ) {
         return; // it ran in a process of its own: its builds set `GPU_BUILD_VERBOSE`
     }
     let store = tempfile::tempdir().unwrap();
@@ -377,7 +381,11 @@ fn damaged_and_foreign_entries_are_detected_recompiled_and_replaced() {
 
 #[test]
 fn read_only_mode_reads_and_writes_nothing() {
-    if !rerun::in_own_process(module_path!(), "read_only_mode_reads_and_writes_nothing", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "read_only_mode_reads_and_writes_nothing",
+        &[],
+    ) {
         return; // it ran in a process of its own: its builds set `GPU_BUILD_VERBOSE`
     }
     let store = tempfile::tempdir().unwrap();
@@ -433,7 +441,11 @@ fn black_hole() -> (u16, Arc<AtomicBool>) {
 
 #[test]
 fn a_store_that_never_answers_costs_at_most_a_second_and_no_credentials_leak() {
-    if !rerun::in_own_process(module_path!(), "a_store_that_never_answers_costs_at_most_a_second_and_no_credentials_leak", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "a_store_that_never_answers_costs_at_most_a_second_and_no_credentials_leak",
+        &[],
+    ) {
         return; // it ran in a process of its own: its builds set `GPU_BUILD_VERBOSE`
     }
     for scheme in ["redis", "webdav"] {
@@ -540,7 +552,11 @@ fn breaking_proxy(target: u16, budget: u64, breaks: Breaks) -> u16 {
 
 #[test]
 fn a_store_killed_during_the_build_is_a_warning_and_the_build_succeeds() {
-    if !rerun::in_own_process(module_path!(), "a_store_killed_during_the_build_is_a_warning_and_the_build_succeeds", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "a_store_killed_during_the_build_is_a_warning_and_the_build_succeeds",
+        &[],
+    ) {
         return; // it ran in a process of its own: its builds set `GPU_BUILD_VERBOSE`
     }
     let Some(server) = redis("a_store_killed_during_the_build") else {
@@ -569,7 +585,11 @@ fn a_store_killed_during_the_build_is_a_warning_and_the_build_succeeds() {
 /// build waits for uploads only while they make progress.
 #[test]
 fn a_store_that_hangs_during_the_build_costs_at_most_a_second() {
-    if !rerun::in_own_process(module_path!(), "a_store_that_hangs_during_the_build_costs_at_most_a_second", &[]) {
+    if !rerun::in_own_process(
+        module_path!(),
+        "a_store_that_hangs_during_the_build_costs_at_most_a_second",
+        &[],
+    ) {
         return; // it ran in a process of its own: its builds set `GPU_BUILD_VERBOSE`
     }
     let test = "a_store_that_hangs_during_the_build";

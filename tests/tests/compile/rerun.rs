@@ -1,7 +1,6 @@
 //! Rebuilds happen exactly when needed: a user crate is built with cargo, and its build script
 //! reruns when (and only when) a kernel file, a linked bitcode file or a toolkit variable changes.
 
-
 use crate::common::workspace;
 use std::path::Path;
 use std::process::Command;

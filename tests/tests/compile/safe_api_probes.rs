@@ -3,7 +3,6 @@
 //! instead of panicking, and run under valgrind's memcheck. Every probe ends in a correct
 //! result or an `Err`: no crash, no panic, no access to memory the program no longer owns.
 
-
 use crate::common::workspace;
 use std::process::Command;
 

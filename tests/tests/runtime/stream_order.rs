@@ -5,8 +5,8 @@
 //! default-stream operation in a concurrent test would run every queued stream), and again,
 //! one at a time, under memcheck.
 
-use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
 use crate::rerun::in_own_process;
+use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
 
 /// This module's tests again, under valgrind's memcheck: no invalid access.
 #[test]
@@ -16,7 +16,11 @@ fn memcheck() {
 
 #[test]
 fn a_copy_on_one_stream_sees_what_another_stream_wrote() {
-    if !in_own_process(module_path!(), "a_copy_on_one_stream_sees_what_another_stream_wrote", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "a_copy_on_one_stream_sees_what_another_stream_wrote",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -41,7 +45,11 @@ fn scale_on(stream: &gpu_embed::Stream, x: &DeviceBuffer<f32>, factor: f32) {
 
 #[test]
 fn a_kernel_on_one_stream_sees_what_another_stream_wrote_without_a_user_event() {
-    if !in_own_process(module_path!(), "a_kernel_on_one_stream_sees_what_another_stream_wrote_without_a_user_event", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "a_kernel_on_one_stream_sees_what_another_stream_wrote_without_a_user_event",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -63,7 +71,11 @@ fn a_kernel_on_one_stream_sees_what_another_stream_wrote_without_a_user_event() 
 
 #[test]
 fn dropping_a_buffer_waits_for_its_own_work_not_for_other_streams() {
-    if !in_own_process(module_path!(), "dropping_a_buffer_waits_for_its_own_work_not_for_other_streams", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "dropping_a_buffer_waits_for_its_own_work_not_for_other_streams",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -85,7 +97,11 @@ fn dropping_a_buffer_waits_for_its_own_work_not_for_other_streams() {
 
 #[test]
 fn a_buffer_whose_address_was_handed_out_waits_for_the_whole_device() {
-    if !in_own_process(module_path!(), "a_buffer_whose_address_was_handed_out_waits_for_the_whole_device", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "a_buffer_whose_address_was_handed_out_waits_for_the_whole_device",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -104,7 +120,11 @@ fn a_buffer_whose_address_was_handed_out_waits_for_the_whole_device() {
 
 #[test]
 fn a_buffers_helpers_wait_for_its_own_work_not_for_unrelated_streams() {
-    if !in_own_process(module_path!(), "a_buffers_helpers_wait_for_its_own_work_not_for_unrelated_streams", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "a_buffers_helpers_wait_for_its_own_work_not_for_unrelated_streams",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();

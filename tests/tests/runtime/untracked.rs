@@ -2,12 +2,16 @@
 //! host device for the whole process, and each test's outcome depends on host streams running
 //! lazily, so each test runs in a process of its own.
 
-use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
 use crate::rerun::in_own_process;
+use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
 
 #[test]
 fn without_tracking_a_kernel_on_another_stream_can_see_the_old_data() {
-    if !in_own_process(module_path!(), "without_tracking_a_kernel_on_another_stream_can_see_the_old_data", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "without_tracking_a_kernel_on_another_stream_can_see_the_old_data",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();
@@ -32,7 +36,11 @@ fn without_tracking_a_kernel_on_another_stream_can_see_the_old_data() {
 
 #[test]
 fn without_tracking_a_copy_on_another_stream_can_run_first() {
-    if !in_own_process(module_path!(), "without_tracking_a_copy_on_another_stream_can_run_first", &[]) {
+    if !in_own_process(
+        module_path!(),
+        "without_tracking_a_copy_on_another_stream_can_run_first",
+        &[],
+    ) {
         return;
     }
     let host = Device::host();

@@ -39,4 +39,3 @@ pub(crate) fn select<'b>(
         .max_by_key(|((m, n, _), _)| (*m, *n))
         .map(|(_, object)| object)
 }
-

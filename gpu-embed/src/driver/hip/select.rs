@@ -37,4 +37,3 @@ pub(crate) fn select<'b>(
     // The most specific compatible object.
     .max_by_key(|o| gfx_parts(o.chip()).1.len())
 }
-

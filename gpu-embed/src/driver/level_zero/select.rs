@@ -21,4 +21,3 @@ pub(crate) fn select<'b>(
         .max_by_key(|(version, _)| *version)
         .map(|(_, object)| object)
 }
-

@@ -15,11 +15,11 @@
 
 use super::allocation::{Allocation, Table};
 use super::errors::{check, invalid, vk_error};
+use super::select::vulkan_version;
 use super::setup::Core;
 use super::stream::{DescriptorPool, Stream};
 use crate::binary::{Object, VulkanArgument, VulkanKernel};
 use crate::error::{Error, ErrorKind, Result};
-use super::select::vulkan_version;
 use ash::vk;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;

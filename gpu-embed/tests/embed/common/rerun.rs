@@ -81,7 +81,12 @@ pub fn memcheck_module(module_path: &str) {
             "--quiet",
         ])
         .arg(std::env::current_exe().unwrap())
-        .args([&module_filter(module_path), "--skip", "memcheck", "--test-threads=1"])
+        .args([
+            &module_filter(module_path),
+            "--skip",
+            "memcheck",
+            "--test-threads=1",
+        ])
         .env(UNDER_MEMCHECK, "1")
         .output()
         .unwrap();
