@@ -8,7 +8,7 @@ use crate::common::{fenced_blocks, workspace};
 use std::path::Path;
 
 /// The chapter's files: (path, contents), in the chapter's order.
-fn chapter_files(chapter: &str) -> Vec<(String, String)> {
+pub(crate) fn chapter_files(chapter: &str) -> Vec<(String, String)> {
     fenced_blocks(chapter)
         .into_iter()
         .filter_map(|block| {
@@ -23,18 +23,38 @@ fn chapter_files(chapter: &str) -> Vec<(String, String)> {
 
 /// Writes the crate into `root`, with the registry dependencies pointed at this workspace.
 fn write_crate(root: &Path, files: &[(String, String)]) {
+    let path = |krate: &str| workspace().join(krate);
+    write_crate_with(root, files, &path("gpu-embed"), &path("gpu-build"), "");
+}
+
+/// Writes the crate into `root` with gpu-embed and gpu-build taken from the folders given and
+/// `more` appended to its Cargo.toml, and the workspace's lock file, so that it builds offline
+/// with the dependency versions every fixture crate shares.
+pub(crate) fn write_crate_with(
+    root: &Path,
+    files: &[(String, String)],
+    gpu_embed: &Path,
+    gpu_build: &Path,
+    more: &str,
+) {
     for (name, contents) in files {
         let contents = if name == "Cargo.toml" {
-            let path = |krate: &str| workspace().join(krate).display().to_string();
             contents
                 .replace(
                     "gpu-embed = \"0.1\"",
-                    &format!("gpu-embed = {{ path = {:?} }}", path("gpu-embed")),
+                    &format!(
+                        "gpu-embed = {{ path = {:?} }}",
+                        gpu_embed.display().to_string()
+                    ),
                 )
                 .replace(
                     "gpu-build = \"0.1\"",
-                    &format!("gpu-build = {{ path = {:?} }}", path("gpu-build")),
+                    &format!(
+                        "gpu-build = {{ path = {:?} }}",
+                        gpu_build.display().to_string()
+                    ),
                 )
+                + more
                 + "\n[workspace]\n"
         } else {
             contents.clone()
