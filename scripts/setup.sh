@@ -3,7 +3,9 @@
 # LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, Debian's HIP
 # runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the Vulkan loader, the
 # Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
-# loader (the host target's peer in benches/host_vs_peers.rs), the stores the shared-cache tests
+# loader (the host target's peer in benches/host_vs_peers.rs), Intel's CPU Runtime for OpenCL from
+# PyPI (the OpenCL driver's tests: it runs the levelzero target's SPIR-V on any x86-64 CPU) with
+# Debian's OpenCL headers (the OpenCL bindings), the stores the shared-cache tests
 # start on loopback (redis-server, nginx with its WebDAV modules, moto's S3 server from PyPI), the
 # Level Zero loader and headers (Intel GPUs: bindings and discovery), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
 # wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
@@ -14,7 +16,7 @@ set -euo pipefail
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip
           valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools
-          pocl-opencl-icd ocl-icd-libopencl1
+          pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers
           redis-server nginx libnginx-mod-http-dav-ext
           libze1 libze-dev)
 missing=()
@@ -91,4 +93,28 @@ if [ "$(cat "$corpus/RELEASE" 2>/dev/null)" != "$release" ]; then
   $sudo_cmd cp -r "$scratch"/*/mlir/test/Integration/GPU "$corpus/"
   echo "$release" | $sudo_cmd tee "$corpus/RELEASE" >/dev/null
   rm -rf "$scratch"
+fi
+
+# Intel's CPU Runtime for OpenCL, from PyPI, pinned, into a prefix of its own: an OpenCL driver
+# that takes SPIR-V (clCreateProgramWithIL) on any x86-64 CPU, so the OpenCL driver's tests run the
+# levelzero target's objects on every machine. The wheels' libraries all land in $intel/lib, where
+# libintelocl.so finds them (its RUNPATH is $ORIGIN). Its own ICD file names a conda prefix that
+# does not exist; ours names the installed library, and the ICD loader lists it beside PoCL.
+intel=/opt/gpu-build/intel-opencl
+intel_wheels=(intel-opencl-rt==2026.2.0 intel-cmplr-lib-rt==2026.2.0 intel-cmplr-lic-rt==2026.2.0 tbb==2023.2.0)
+intel_icd=/etc/OpenCL/vendors/gpu-build-intel-cpu.icd
+if [ "$(cat "$intel/WHEELS" 2>/dev/null)" != "${intel_wheels[*]}" ] || [ ! -f "$intel/lib/libintelocl.so" ]; then
+  echo "setup: installing Intel's CPU Runtime for OpenCL (${intel_wheels[*]}) from PyPI into $intel" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd rm -rf "$intel"
+  $sudo_cmd "$python" -m pip install --quiet --disable-pip-version-check --no-warn-script-location --root-user-action=ignore \
+    --no-deps --prefix "$intel" "${intel_wheels[@]}"
+  echo "${intel_wheels[*]}" | $sudo_cmd tee "$intel/WHEELS" >/dev/null
+fi
+if [ "$(cat "$intel_icd" 2>/dev/null)" != "$intel/lib/libintelocl.so" ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd mkdir -p /etc/OpenCL/vendors
+  echo "$intel/lib/libintelocl.so" | $sudo_cmd tee "$intel_icd" >/dev/null
 fi
