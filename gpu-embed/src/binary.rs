@@ -106,6 +106,81 @@ pub enum VulkanArgument {
     },
 }
 
+/// One kernel of a Level Zero (OpenCL-style SPIR-V) object: its entry point and where each
+/// argument's value is among the lowered parameters the launch stub passes
+/// (`gpu_manifest::LevelZeroKernel::launch_arguments`). Used by `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct LevelZeroKernel {
+    /// The entry point's name.
+    pub name: &'static str,
+    /// Workgroup (shared) memory the kernel declares, in bytes.
+    pub workgroup_memory: u64,
+    /// One per source argument, in order.
+    pub arguments: &'static [LevelZeroArgument],
+}
+
+/// One argument of a Level Zero kernel: where its value is among the launch's lowered
+/// parameters and what the kernel gets. Used by `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelZeroArgument {
+    /// Index of the argument's first lowered parameter (a memref's allocated pointer).
+    pub param: usize,
+    /// What the kernel gets.
+    pub kind: LevelZeroArgumentKind,
+}
+
+/// What a Level Zero kernel gets for one argument. Used by `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LevelZeroArgumentKind {
+    /// A memref: the address of its first element, from its descriptor (aligned pointer at
+    /// `param + 1`, offset in elements at `param + 2`).
+    FirstElement {
+        /// Bytes per element.
+        element_bytes: u32,
+    },
+    /// A pointer, as it is.
+    Address,
+    /// A scalar of `bytes` bytes, by value.
+    Scalar {
+        /// Its size.
+        bytes: u32,
+    },
+}
+
+impl From<gpu_manifest::LevelZeroLaunchArgument> for LevelZeroArgument {
+    fn from(argument: gpu_manifest::LevelZeroLaunchArgument) -> LevelZeroArgument {
+        LevelZeroArgument {
+            param: argument.param,
+            kind: match argument.kind {
+                gpu_manifest::LevelZeroLaunchKind::FirstElement { element_bytes } => {
+                    LevelZeroArgumentKind::FirstElement { element_bytes }
+                }
+                gpu_manifest::LevelZeroLaunchKind::Address => LevelZeroArgumentKind::Address,
+                gpu_manifest::LevelZeroLaunchKind::Scalar { bytes } => {
+                    LevelZeroArgumentKind::Scalar { bytes }
+                }
+            },
+        }
+    }
+}
+
+/// The kernel tables an object carries for the driver that runs it, by its kind: one per
+/// object, so no object holds another kind's table.
+#[derive(Debug, Clone, Copy)]
+enum KernelTables {
+    /// The driver finds each kernel in the object's own bytes (PTX, cubins, hsaco).
+    InObject,
+    /// Host kernels linked into the program.
+    Host(&'static [HostKernel]),
+    /// Vulkan entry points and their bindings.
+    Vulkan(&'static [VulkanKernel]),
+    /// OpenCL-style SPIR-V entry points and their arguments.
+    LevelZero(&'static [LevelZeroKernel]),
+}
+
 /// One compiled object, embedded in the program.
 #[derive(Debug, Clone, Copy)]
 pub struct Object {
@@ -113,10 +188,7 @@ pub struct Object {
     chip: &'static str,
     format: Format,
     bytes: &'static [u8],
-    host_kernels: &'static [HostKernel],
-    // Read by the Vulkan driver only (feature `vulkan`).
-    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
-    vulkan_kernels: &'static [VulkanKernel],
+    kernels: KernelTables,
     capabilities: &'static [&'static str],
     requires: Option<LoadRequirement>,
 }
@@ -135,8 +207,7 @@ impl Object {
             chip,
             format,
             bytes,
-            host_kernels: &[],
-            vulkan_kernels: &[],
+            kernels: KernelTables::InObject,
             capabilities: &[],
             requires: None,
         }
@@ -166,8 +237,27 @@ impl Object {
             chip,
             format: Format::Bin,
             bytes,
-            host_kernels: &[],
-            vulkan_kernels: kernels,
+            kernels: KernelTables::Vulkan(kernels),
+            capabilities,
+            requires: None,
+        }
+    }
+
+    /// A Level Zero object: OpenCL-style SPIR-V for `chip` (`spirv1.0`), the SPIR-V capabilities
+    /// it declares, and its kernels' arguments. Used by `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
+    pub const fn level_zero(
+        chip: &'static str,
+        bytes: &'static [u8],
+        capabilities: &'static [&'static str],
+        kernels: &'static [LevelZeroKernel],
+    ) -> Object {
+        Object {
+            vendor: Vendor::LevelZero,
+            chip,
+            format: Format::Bin,
+            bytes,
+            kernels: KernelTables::LevelZero(kernels),
             capabilities,
             requires: None,
         }
@@ -182,25 +272,39 @@ impl Object {
             chip: triple,
             format: Format::Bin,
             bytes: &[],
-            host_kernels: kernels,
-            vulkan_kernels: &[],
+            kernels: KernelTables::Host(kernels),
             capabilities: &[],
             requires: None,
         }
     }
 
+    /// A host object's kernel `name`.
     pub(crate) fn host_kernel(&self, name: &str) -> Option<&'static HostKernel> {
-        self.host_kernels.iter().find(|k| k.name == name)
+        match self.kernels {
+            KernelTables::Host(kernels) => kernels.iter().find(|k| k.name == name),
+            _ => None,
+        }
     }
 
     /// A Vulkan object's kernel `name`.
     #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
     pub(crate) fn vulkan_kernel(&self, name: &str) -> Option<&'static VulkanKernel> {
-        self.vulkan_kernels.iter().find(|k| k.name == name)
+        match self.kernels {
+            KernelTables::Vulkan(kernels) => kernels.iter().find(|k| k.name == name),
+            _ => None,
+        }
     }
 
-    /// The SPIR-V capabilities a Vulkan object declares (empty for other objects): what a
-    /// device must support to run it.
+    /// A Level Zero object's kernel `name`.
+    pub(crate) fn level_zero_kernel(&self, name: &str) -> Option<&'static LevelZeroKernel> {
+        match self.kernels {
+            KernelTables::LevelZero(kernels) => kernels.iter().find(|k| k.name == name),
+            _ => None,
+        }
+    }
+
+    /// The SPIR-V capabilities a Vulkan or Level Zero object declares (empty for other
+    /// objects): what a device must support to run it.
     pub fn capabilities(&self) -> &'static [&'static str] {
         self.capabilities
     }

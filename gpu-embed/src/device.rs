@@ -153,11 +153,26 @@ impl std::fmt::Debug for Device {
 
 impl Device {
     /// Every GPU of every driver found: NVIDIA (CUDA) first, then AMD (HIP), then Vulkan
-    /// devices (any maker's GPUs, and devices that run on the CPU such as Mesa's lavapipe; a
-    /// GPU with several drivers is listed by each). An error (never a panic) names the libraries
+    /// devices (any maker's GPUs, and devices that run on the CPU such as Mesa's lavapipe),
+    /// then OpenCL devices that take SPIR-V (Intel's GPUs and CPU runtime); a GPU with several
+    /// drivers is listed by each. An error (never a panic) names the libraries
     /// tried when no driver loads.
     pub fn gpus() -> Result<Vec<Device>> {
         discovery().all.clone()
+    }
+
+    /// One line per GPU driver, in discovery order: the devices it found (those that run on the
+    /// CPU marked so), or why it found none (`CUDA: no CUDA driver: tried libcuda.so.1 (not
+    /// found)`). For telling a user why there is no GPU, a line each.
+    pub fn discovery_report() -> Vec<String> {
+        discovery().report.clone()
+    }
+
+    /// The devices drivers found but cannot run kernels on, each named with the reason (an
+    /// OpenCL device whose driver takes no SPIR-V, such as PoCL 3.1), after discovery.
+    pub fn passed_over() -> Vec<String> {
+        discovery();
+        driver::registry::passed_over()
     }
 
     /// The device at `index` of [`Device::all`] (GPUs in discovery order, then the host).
@@ -563,6 +578,8 @@ impl Device {
 struct Discovery {
     all: Result<Vec<Device>>,
     real: Result<Vec<Device>>,
+    /// One line per driver: what it found, or why it found nothing.
+    report: Vec<String>,
 }
 
 fn discovery() -> &'static Discovery {
@@ -573,10 +590,32 @@ fn discovery() -> &'static Discovery {
 type Probe<T> = std::result::Result<Result<Vec<T>>, String>;
 
 fn find_gpus() -> Discovery {
-    let probes: Vec<Probe<Device>> = driver::registry::find_gpus()
+    let (drivers, probes): (Vec<&'static str>, Vec<Probe<Device>>) = driver::registry::find_gpus()
         .into_iter()
-        .map(|probe| {
-            probe.map(|found| found.map(|f| f.into_iter().map(Device::from_found).collect()))
+        .map(|(driver, probe)| {
+            let probe =
+                probe.map(|found| found.map(|f| f.into_iter().map(Device::from_found).collect()));
+            (driver, probe)
+        })
+        .unzip();
+    let report = drivers
+        .iter()
+        .zip(&probes)
+        .map(|(driver, probe)| match probe {
+            Ok(Ok(devices)) => format!(
+                "{driver}: {}",
+                devices
+                    .iter()
+                    .map(|d| if d.inner.found.cpu {
+                        format!("{} (runs on the CPU)", d.name())
+                    } else {
+                        d.name().to_string()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Ok(Err(error)) => format!("{driver}: {}", error.message()),
+            Err(why) => format!("{driver}: {why}"),
         })
         .collect();
     let on_cpu: Vec<String> = probes
@@ -618,6 +657,7 @@ fn find_gpus() -> Discovery {
     Discovery {
         all: gather(probes),
         real,
+        report,
     }
 }
 

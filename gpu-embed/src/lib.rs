@@ -68,6 +68,7 @@ mod tracking;
 pub use binary::{
     Binary, Format, HostBlocksEntry, HostEntry, HostKernel, LoadRequirement, Object, Vendor,
 };
+pub use binary::{LevelZeroArgument, LevelZeroArgumentKind, LevelZeroKernel};
 pub use binary::{VulkanArgument, VulkanBinding, VulkanKernel};
 pub use bytemuck::Pod;
 pub use device::{Device, MemoryInfo, Queue, Stream};

@@ -108,6 +108,90 @@ pub enum LevelZeroArgument {
     },
 }
 
+impl LevelZeroKernel {
+    /// Each argument with where a launch of `kernel` (this entry point's kernel, with its
+    /// lowered parameters) finds its value: the one rule the launch stubs' tables and `mgpu`
+    /// share, as [`VulkanKernel::launch_bindings`] is for Vulkan.
+    pub fn launch_arguments(
+        &self,
+        kernel: &Kernel,
+    ) -> Result<Vec<LevelZeroLaunchArgument>, String> {
+        if self.arguments.len() != kernel.arguments.len() {
+            return Err(format!(
+                "kernel `{}`: {} Level Zero arguments for {} source arguments",
+                kernel.name,
+                self.arguments.len(),
+                kernel.arguments.len()
+            ));
+        }
+        self.arguments
+            .iter()
+            .zip(&kernel.arguments)
+            .enumerate()
+            .map(|(index, (argument, source))| {
+                let param = kernel
+                    .params
+                    .iter()
+                    .position(|p| p.argument == index)
+                    .ok_or_else(|| {
+                        format!(
+                            "kernel `{}`: argument {index} has no lowered parameter",
+                            kernel.name
+                        )
+                    })?;
+                let kind = match (argument, &source.kind) {
+                    (LevelZeroArgument::Pointer, ArgumentKind::Memref { element, .. }) => {
+                        LevelZeroLaunchKind::FirstElement {
+                            element_bytes: element.bytes(),
+                        }
+                    }
+                    (LevelZeroArgument::Pointer, ArgumentKind::Pointer) => {
+                        LevelZeroLaunchKind::Address
+                    }
+                    (LevelZeroArgument::Scalar { bytes }, ArgumentKind::Scalar { .. }) => {
+                        LevelZeroLaunchKind::Scalar { bytes: *bytes }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "kernel `{}`: argument {index} ({}) cannot be passed as {argument:?}",
+                            kernel.name, source.ty
+                        ))
+                    }
+                };
+                Ok(LevelZeroLaunchArgument { param, kind })
+            })
+            .collect()
+    }
+}
+
+/// Where a launch finds one Level Zero (OpenCL-style SPIR-V) kernel argument among its lowered
+/// parameters, and what the kernel gets for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelZeroLaunchArgument {
+    /// Index of the argument's first lowered parameter (a memref's allocated pointer).
+    pub param: usize,
+    /// What the kernel gets.
+    pub kind: LevelZeroLaunchKind,
+}
+
+/// What one Level Zero kernel argument gets from the lowered parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LevelZeroLaunchKind {
+    /// A memref: the address of its first element, `aligned + offset * element_bytes` from its
+    /// descriptor (the parameters at `param + 1` and `param + 2`).
+    FirstElement {
+        /// Bytes per element.
+        element_bytes: u32,
+    },
+    /// A pointer argument, passed as it is.
+    Address,
+    /// A scalar of `bytes` bytes, by value.
+    Scalar {
+        /// Its size.
+        bytes: u32,
+    },
+}
+
 /// A Vulkan (SPIR-V) object's kernel ABI: what a device must support, and how each kernel's
 /// arguments reach it. Every argument is a storage buffer in descriptor set 0: a memref its
 /// elements (one contiguous range), a scalar a buffer holding just the value.

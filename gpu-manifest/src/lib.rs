@@ -26,8 +26,9 @@ pub mod call;
 pub mod host_image;
 
 pub use abi::{
-    HostEntries, LevelZeroArgument, LevelZeroEntries, LevelZeroKernel, ObjectAbi, VulkanBinding,
-    VulkanBindingKind, VulkanEntries, VulkanKernel, VulkanLaunchBinding,
+    HostEntries, LevelZeroArgument, LevelZeroEntries, LevelZeroKernel, LevelZeroLaunchArgument,
+    LevelZeroLaunchKind, ObjectAbi, VulkanBinding, VulkanBindingKind, VulkanEntries, VulkanKernel,
+    VulkanLaunchBinding,
 };
 
 use serde::{Deserialize, Serialize};
@@ -241,6 +242,17 @@ impl Element {
             "f64" | "double" => Element::F64,
             _ => return None,
         })
+    }
+
+    /// Bytes of one element as the host holds it (`index` 8, `i1` 1): what a memref's offset
+    /// counts in a pointer to its first element.
+    pub fn bytes(self) -> u32 {
+        match self {
+            Element::I1 | Element::I8 => 1,
+            Element::I16 | Element::F16 | Element::Bf16 => 2,
+            Element::I32 | Element::F32 => 4,
+            Element::I64 | Element::Index | Element::F64 => 8,
+        }
     }
 
     /// The Rust type of a scalar or memref element of this type, as a path a launch stub can

@@ -1,13 +1,19 @@
 //! The sample kernels, embedded for two NVIDIA and two AMD chips and the host CPU (and for Vulkan
-//! where Vulkan can express them), with a runner for each that checks the device's result
-//! against a plain Rust reference.
+//! and Level Zero / OpenCL where those can express them), with a runner for each that checks the
+//! device's result against a plain Rust reference.
 
-use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result};
+use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result, Vendor};
 use std::time::Duration;
 
 gpu_embed::include_gpu_binary!(
     "kernels/vadd.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host, vulkan]
+    targets = [
+        nvptx(sm_80, sm_90),
+        amdgpu(gfx90a, gfx1100),
+        host,
+        vulkan,
+        levelzero
+    ]
 );
 gpu_embed::include_gpu_binary!(
     "kernels/saxpy.mlir",
@@ -15,11 +21,22 @@ gpu_embed::include_gpu_binary!(
 );
 gpu_embed::include_gpu_binary!(
     "kernels/reduce.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host, vulkan]
+    targets = [
+        nvptx(sm_80, sm_90),
+        amdgpu(gfx90a, gfx1100),
+        host,
+        vulkan,
+        levelzero
+    ]
 );
 gpu_embed::include_gpu_binary!(
     "kernels/math.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+    targets = [
+        nvptx(sm_80, sm_90),
+        amdgpu(gfx90a, gfx1100),
+        host,
+        levelzero
+    ]
 );
 gpu_embed::include_gpu_binary!(
     "kernels/matmul.mlir",
@@ -44,23 +61,40 @@ pub static BINARIES: [&Binary; 5] = [
     &matmul::BINARY,
 ];
 
-/// The sample kernels Vulkan cannot express, and why (the build refuses them with these
-/// reasons, so they are built for the other targets only).
-pub const NOT_FOR_VULKAN: [(&str, &str); 4] = [
-    (
-        "saxpy",
-        "takes !llvm.ptr arguments; Vulkan buffers have no addresses",
-    ),
-    ("math_f32", "shares its gpu.module with math_f64"),
-    (
-        "math_f64",
-        "cos and pow on f64: GLSL has them for 16- and 32-bit floats only",
-    ),
-    (
-        "matmul",
-        "2-D dynamic memrefs: a Vulkan kernel needs its inner strides when compiled",
-    ),
-];
+/// The sample kernels a target's objects cannot express, and why (the build refuses them with
+/// these reasons, so they are built for the other targets only): for `vulkan` and `levelzero`;
+/// every other target builds them all.
+pub fn not_built_for(vendor: Vendor) -> &'static [(&'static str, &'static str)] {
+    match vendor {
+        Vendor::Vulkan => &[
+            (
+                "saxpy",
+                "takes !llvm.ptr arguments; Vulkan buffers have no addresses",
+            ),
+            ("math_f32", "shares its gpu.module with math_f64"),
+            (
+                "math_f64",
+                "cos and pow on f64: GLSL has them for 16- and 32-bit floats only",
+            ),
+            (
+                "matmul",
+                "2-D dynamic memrefs: a Vulkan kernel needs its inner strides when compiled",
+            ),
+        ],
+        Vendor::LevelZero => &[
+            (
+                "saxpy",
+                "takes !llvm.ptr arguments, which MLIR 22's SPIR-V conversion does not take",
+            ),
+            (
+                "matmul",
+                "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
+                 strides fixed when compiled",
+            ),
+        ],
+        _ => &[],
+    }
+}
 
 /// One kernel run on a device, checked against the CPU.
 pub struct Run {

@@ -2,7 +2,7 @@
 //! host CPU through the same launch stubs) and checks it against a plain Rust reference.
 
 use gpu_embed::{Device, Vendor};
-use sample_project::{run_all, BINARIES, NOT_FOR_VULKAN};
+use sample_project::{not_built_for, run_all, BINARIES};
 
 /// A table of every embedded object, its columns as wide as their longest value. Host objects
 /// are linked into this program rather than embedded as bytes, so their size column says so;
@@ -69,20 +69,31 @@ fn main() {
     print_embedded();
     let device = match Device::default_gpu() {
         Ok(gpu) => gpu,
-        Err(error) => {
-            println!("\nNo GPU found ({error}); running the kernels on the host CPU.\n");
+        Err(_) => {
+            println!(
+                "\nNo GPU found; running the kernels on the host CPU. What each driver found:"
+            );
+            for line in Device::discovery_report() {
+                println!("  {line}");
+            }
+            for line in Device::passed_over() {
+                println!("  not used: {line}");
+            }
+            println!();
             Device::host()
         }
     };
     let mut failed = run_on(&device);
-    // Vulkan devices the table above did not use (Mesa's lavapipe runs Vulkan on the CPU, and is
-    // never the default device): the kernels Vulkan can express, on a real Vulkan driver.
-    for vulkan in Device::all()
+    // The other devices the drivers found (Mesa's lavapipe runs Vulkan on the CPU and Intel's
+    // CPU runtime OpenCL, and neither is ever the default device): the kernels their targets
+    // can express, on real drivers.
+    for other in Device::gpus()
+        .unwrap_or_default()
         .into_iter()
-        .filter(|d| d.vendor() == Vendor::Vulkan && !d.is_same(&device))
+        .filter(|d| !d.is_same(&device))
     {
         println!();
-        failed |= run_on(&vulkan);
+        failed |= run_on(&other);
     }
     if failed {
         std::process::exit(1);
@@ -91,15 +102,18 @@ fn main() {
 
 /// Runs every sample kernel on `device` and prints one line each; whether any failed.
 fn run_on(device: &Device) -> bool {
+    println!("{}, {}:", device.name(), device.arch().arch);
     println!(
-        "{:<10} {:<44} {:<38} {:>10} {:>12}",
-        "kernel", "device", "object", "time", "max error"
+        "  {:<10} {:<38} {:>10} {:>12}",
+        "kernel", "object", "time", "max error"
     );
     let mut failed = false;
     for (kernel, run) in run_all(device) {
-        let not_for_vulkan = NOT_FOR_VULKAN.iter().find(|(name, _)| *name == kernel);
-        if let (Vendor::Vulkan, Some((_, why))) = (device.vendor(), not_for_vulkan) {
-            println!("{kernel:<10} not built for vulkan: {why}");
+        let not_built = not_built_for(device.vendor())
+            .iter()
+            .find(|(name, _)| *name == kernel);
+        if let Some((_, why)) = not_built {
+            println!("  {kernel:<10} not built for {}: {why}", device.vendor());
             continue;
         }
         match run {
@@ -107,9 +121,8 @@ fn run_on(device: &Device) -> bool {
                 let ok = run.max_error <= run.tolerance;
                 failed |= !ok;
                 println!(
-                    "{:<10} {:<44} {:<38} {:>8.3}ms {:>12.3e}{}",
+                    "  {:<10} {:<38} {:>8.3}ms {:>12.3e}{}",
                     run.kernel,
-                    format!("{} ({})", device.name(), device.arch().arch),
                     run.object,
                     run.time.as_secs_f64() * 1e3,
                     run.max_error,
@@ -118,7 +131,7 @@ fn run_on(device: &Device) -> bool {
             }
             Err(error) => {
                 failed = true;
-                println!("{kernel:<10} failed: {error}");
+                println!("  {kernel:<10} failed: {error}");
             }
         }
     }

@@ -3,6 +3,7 @@
 //! objects without knowing their targets.
 
 mod host;
+mod level_zero;
 mod loaded;
 mod vulkan;
 
@@ -29,11 +30,8 @@ pub(crate) fn embed(
     match &object.abi {
         ObjectAbi::Host(entries) => Ok(host::embed(module, object, entries, index)),
         ObjectAbi::Vulkan(entries) => vulkan::embed(module, object, entries, index, out_dir),
-        // gpu-embed has no Level Zero launch path yet: its objects are embedded as objects a
-        // driver loads, their ABI left in the manifest.
-        ObjectAbi::LoweredParams | ObjectAbi::LevelZero(_) => {
-            Ok(loaded::embed(object, index, out_dir))
-        }
+        ObjectAbi::LevelZero(entries) => level_zero::embed(module, object, entries, index, out_dir),
+        ObjectAbi::LoweredParams => Ok(loaded::embed(object, index, out_dir)),
     }
 }
 

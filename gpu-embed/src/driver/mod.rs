@@ -12,6 +12,8 @@ mod handle;
 pub(crate) mod hip;
 pub(crate) mod host;
 pub(crate) mod level_zero;
+pub(crate) mod opencl;
+mod page_memory;
 pub(crate) mod registry;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;

@@ -4,27 +4,54 @@
 
 #[cfg(feature = "vulkan")]
 use super::vulkan;
-use super::{cuda, hip, level_zero, FoundDevice};
+use super::{cuda, hip, level_zero, opencl, FoundDevice};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, Result};
 
-/// Every GPU driver's devices, in the order devices are listed: what each driver whose library
-/// loaded found (or its error, naming the library), or why its library did not load.
-pub(crate) fn find_gpus() -> Vec<std::result::Result<Result<Vec<FoundDevice>>, String>> {
+/// What one driver found: its devices, its error (it loaded but failed), or why its library did
+/// not load.
+pub(crate) type Probe = std::result::Result<Result<Vec<FoundDevice>>, String>;
+
+/// Every GPU driver's devices, in the order devices are listed, each with the driver's name:
+/// what each driver whose library loaded found (or its error, naming the library), or why its
+/// library did not load.
+pub(crate) fn find_gpus() -> Vec<(&'static str, Probe)> {
     fn in_library(library: &'static str) -> impl Fn(Error) -> Error {
         move |e| e.map_message(|message| format!("{library}: {message}"))
     }
     #[allow(unused_mut)] // without the Vulkan driver nothing is pushed
     let mut probes = vec![
-        cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
-        hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        (
+            "CUDA",
+            cuda::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        ),
+        (
+            "HIP",
+            hip::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        ),
         // Intel GPUs: found and named, not yet used (see `level_zero/`).
-        level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        (
+            "Level Zero",
+            level_zero::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+        ),
     ];
     #[cfg(feature = "vulkan")]
+    probes.push((
+        "Vulkan",
+        vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+    ));
+    // The levelzero target's objects on OpenCL devices that take SPIR-V.
+    probes.push((
+        "OpenCL",
+        opencl::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
+    ));
     probes
-        .push(vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))));
-    probes
+}
+
+/// The devices drivers found and cannot run kernels on, each with the reason (an OpenCL device
+/// that takes no SPIR-V), once `find_gpus` ran.
+pub(crate) fn passed_over() -> Vec<String> {
+    opencl::skipped_devices()
 }
 
 /// Of `candidates` (objects of `vendor`), the one for the device's chip `arch`, by the rules of
@@ -48,13 +75,14 @@ pub(crate) fn select_for_chip<'b>(
     }
 }
 
-/// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`: `GPU_MGPU_DEVICE`).
+/// The GPU driver a short name picks (`cuda`, `hip`, `vulkan`, `opencl`: `GPU_MGPU_DEVICE`).
 #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
 pub(crate) fn gpu_vendor_named(name: &str) -> Option<Vendor> {
     match name {
         "cuda" => Some(Vendor::Nvptx),
         "hip" => Some(Vendor::Amdgpu),
         "vulkan" => Some(Vendor::Vulkan),
+        "opencl" => Some(Vendor::LevelZero),
         _ => None,
     }
 }

@@ -8,10 +8,12 @@
 //!   headers of Debian's `libamdhip64-dev` 6.x (unstable), the layout ROCm 6 and later fill.
 //! - `level_zero.rs`: `level_zero/ze_api.h` of Debian 12's `libze-dev` 1.8.12 (Intel GPUs; the
 //!   loader, `libze_loader.so.1`, is `libze1`).
+//! - `opencl.rs`: `CL/cl.h` of Debian 12's `opencl-c-headers` (OpenCL 3.0), the API the ICD
+//!   loader (`libOpenCL.so.1`, `ocl-icd-libopencl1`) exports.
 //!
 //! The first test regenerates them all and fails on any difference; the others check that the
-//! real HIP runtimes Debian ships (5.2 installed, 6.x unpacked) and the real Level Zero loader
-//! export every entry point the bindings resolve. To update them after changing
+//! real HIP runtimes Debian ships (5.2 installed, 6.x unpacked), the real Level Zero loader and
+//! the real OpenCL ICD loader export every entry point the bindings resolve. To update them after changing
 //! what is bound (or the headers): `scripts/regenerate-bindings.sh`.
 
 use std::path::{Path, PathBuf};
@@ -201,6 +203,47 @@ const LEVEL_ZERO_FUNCTIONS: &[&str] = &[
     "zeKernelGetProperties",
 ];
 
+/// The OpenCL entry points the OpenCL driver uses: discovery, contexts, in-order queues,
+/// shared virtual memory (OpenCL 2.0), programs from SPIR-V (`clCreateProgramWithIL`, OpenCL
+/// 2.1), kernels and their launches, events. Every OpenCL 2.1 loader exports them.
+const OPENCL_FUNCTIONS: &[&str] = &[
+    "clGetPlatformIDs",
+    "clGetPlatformInfo",
+    "clGetDeviceIDs",
+    "clGetDeviceInfo",
+    "clCreateContext",
+    "clReleaseContext",
+    "clCreateCommandQueueWithProperties",
+    "clReleaseCommandQueue",
+    "clFlush",
+    "clFinish",
+    "clSVMAlloc",
+    "clSVMFree",
+    "clEnqueueSVMMemcpy",
+    "clEnqueueSVMMemFill",
+    "clEnqueueMarkerWithWaitList",
+    "clEnqueueBarrierWithWaitList",
+    "clCreateProgramWithIL",
+    "clBuildProgram",
+    "clGetProgramInfo",
+    "clGetProgramBuildInfo",
+    "clReleaseProgram",
+    "clCreateKernel",
+    "clReleaseKernel",
+    "clSetKernelArg",
+    "clSetKernelArgSVMPointer",
+    "clGetKernelWorkGroupInfo",
+    "clEnqueueNDRangeKernel",
+    "clWaitForEvents",
+    "clGetEventInfo",
+    "clGetEventProfilingInfo",
+    "clRetainEvent",
+    "clReleaseEvent",
+];
+
+/// Where Debian's `opencl-c-headers` puts the OpenCL headers.
+const OPENCL_INCLUDE: &str = "/usr/include";
+
 /// Where Debian's `libze-dev` puts the Level Zero headers.
 const LEVEL_ZERO_INCLUDE: &str = "/usr/include";
 
@@ -353,6 +396,25 @@ fn level_zero() -> String {
     )
 }
 
+fn opencl() -> String {
+    let builder = builder(
+        &header(OPENCL_INCLUDE, "CL/cl.h", "opencl-c-headers"),
+        "OpenClLoader",
+        OPENCL_INCLUDE,
+    )
+    .clang_arg("-DCL_TARGET_OPENCL_VERSION=300")
+    // cl_platform.h includes the x86 vector intrinsics headers for its vector types when these
+    // are defined, and bindgen's libclang cannot parse another clang's copies; nothing bound
+    // here uses the vector types.
+    .clang_args(["-U__SSE__", "-U__SSE2__", "-U__MMX__", "-U__AVX__"])
+    .allowlist_function(exact(OPENCL_FUNCTIONS))
+    .allowlist_var("CL_[A-Z0-9_]*");
+    generate(
+        builder,
+        provenance("CL/cl.h of Debian 12's opencl-c-headers 3.0~2023.02.06"),
+    )
+}
+
 #[test]
 fn checked_in_bindings_match_the_headers() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/driver/sys");
@@ -363,6 +425,7 @@ fn checked_in_bindings_match_the_headers() {
         ("hip.rs", hip()),
         ("hip_r0600.rs", hip_r0600()),
         ("level_zero.rs", level_zero()),
+        ("opencl.rs", opencl()),
     ] {
         let path = dir.join(file);
         if regenerate {
@@ -425,6 +488,21 @@ fn the_real_level_zero_loader_exports_what_the_bindings_load() {
         .join("libze_loader.so.1");
     let symbols = exported_symbols(&loader);
     for function in LEVEL_ZERO_FUNCTIONS {
+        assert!(
+            symbols.iter().any(|s| s == function),
+            "{} does not export {function}",
+            loader.display()
+        );
+    }
+}
+
+#[test]
+fn the_real_opencl_loader_exports_what_the_bindings_load() {
+    let loader = Path::new("/usr/lib")
+        .join(multiarch())
+        .join("libOpenCL.so.1");
+    let symbols = exported_symbols(&loader);
+    for function in OPENCL_FUNCTIONS {
         assert!(
             symbols.iter().any(|s| s == function),
             "{} does not export {function}",

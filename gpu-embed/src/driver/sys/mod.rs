@@ -8,7 +8,7 @@
 //! declares it; the caller guarantees what that header documents for the call (handles the same
 //! driver returned and that are still alive, pointers to live memory of the declared type and
 //! length, strings NUL-terminated). `from_library` requires the vendor's own library, whose
-//! symbols have the declared types. The callers, `cuda/result.rs`, `hip/result.rs` and `level_zero/mod.rs`, say
+//! symbols have the declared types. The callers, `cuda/result.rs`, `hip/result.rs`, `level_zero/mod.rs` and `opencl/`, say
 //! at each call why these hold. No SAFETY comments are added inside the generated files, which
 //! the bindings test regenerates and compares byte for byte.
 
@@ -24,3 +24,6 @@ pub mod hip_r0600;
 #[rustfmt::skip]
 #[allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 pub mod level_zero;
+#[rustfmt::skip]
+#[allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+pub mod opencl;

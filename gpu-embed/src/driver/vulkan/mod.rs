@@ -617,11 +617,11 @@ impl Driver for Vulkan {
     /// Page-aligned host memory: copies from and to it stage through host-visible Vulkan memory
     /// like any other host memory, so nothing is gained by locking it.
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
-        transfer::alloc_pinned(bytes)
+        super::page_memory::alloc_pinned(bytes)
     }
 
     unsafe fn free_pinned(&self, pointer: *mut c_void) {
-        transfer::free_pinned(pointer);
+        super::page_memory::free_pinned(pointer);
     }
 
     /// Nothing to do, soundly: this driver never hands host memory to the device (every copy

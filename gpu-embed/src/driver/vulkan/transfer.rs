@@ -1,18 +1,15 @@
 //! Transfers, each queued on a stream: uploads of host bytes through staging buffers,
-//! downloads, copies between device ranges and fills; and the page-aligned host memory handed
-//! out as page-locked (copies stage anyway). Built on the device core, its allocation table and
+//! downloads, copies between device ranges and fills. Built on the device core, its allocation table and
 //! its streams (`setup.rs`, `allocation.rs`, `stream.rs`); each transfer uses the table of the
 //! stream's device.
 
-use super::errors::{invalid, lock};
+use super::errors::invalid;
 use super::setup::Core;
 use super::stream::Stream;
 use crate::driver::Pattern;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use ash::vk;
-use std::alloc::Layout;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 fn copy_region(
     core: &Core,
@@ -218,42 +215,4 @@ pub(crate) fn fill(
         Ok(())
     })?;
     Ok(())
-}
-
-/// Sizes of the page-aligned host allocations handed out, by address.
-static PINNED: Mutex<Option<HashMap<usize, Layout>>> = Mutex::new(None);
-
-const PAGE: usize = 4096;
-
-pub(crate) fn alloc_pinned(bytes: usize) -> Result<*mut std::ffi::c_void> {
-    let layout = Layout::from_size_align(bytes.max(1), PAGE).map_err(|_| {
-        Error::new(
-            ErrorKind::OutOfMemory,
-            format!(
-                "cannot allocate {bytes} bytes of host memory: more than the address space holds"
-            ),
-        )
-    })?;
-    // SAFETY: a layout of non-zero size.
-    let pointer = unsafe { std::alloc::alloc(layout) };
-    if pointer.is_null() {
-        return Err(Error::new(
-            ErrorKind::OutOfMemory,
-            format!("out of host memory allocating {bytes} bytes"),
-        ));
-    }
-    lock(&PINNED)
-        .get_or_insert_with(HashMap::new)
-        .insert(pointer as usize, layout);
-    Ok(pointer.cast())
-}
-
-pub(crate) fn free_pinned(pointer: *mut std::ffi::c_void) {
-    let layout = lock(&PINNED)
-        .as_mut()
-        .and_then(|sizes| sizes.remove(&(pointer as usize)));
-    if let Some(layout) = layout {
-        // SAFETY: allocated by `alloc_pinned` with this layout, freed once (its entry is gone).
-        unsafe { std::alloc::dealloc(pointer.cast(), layout) };
-    }
 }
