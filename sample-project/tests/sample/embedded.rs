@@ -44,8 +44,9 @@ fn embedded_bytes_equal_the_files_in_out_dir() {
         }
     }
     assert_eq!(
-        checked, 32,
-        "six GPU objects for each of five modules, and a Vulkan object for vadd and reduce"
+        checked, 35,
+        "six GPU objects for each of five modules, a Vulkan object for vadd and reduce, and a \
+         Level Zero object for vadd, reduce and math"
     );
     assert_eq!(
         sample_project::math::BINARY.kernels(),

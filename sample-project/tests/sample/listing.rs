@@ -43,3 +43,41 @@ fn the_table_of_objects_lines_up_and_names_host_objects_linked_in() {
         assert!(needs.starts_with(expected), "{expected}: {row}");
     }
 }
+
+/// After the table: without a GPU, what each driver found on a line of its own; then each
+/// device's results under one heading naming the device once.
+#[test]
+fn each_driver_gets_a_line_and_each_device_one_heading() {
+    let output = Command::new(env!("CARGO_BIN_EXE_sample-project"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    if stdout.contains("No GPU found") {
+        for driver in ["CUDA", "HIP", "Level Zero", "Vulkan", "OpenCL"] {
+            let lines = stdout
+                .lines()
+                .filter(|line| line.starts_with(&format!("  {driver}: ")))
+                .count();
+            assert_eq!(lines, 1, "{driver}: {stdout}");
+        }
+    }
+    let lines: Vec<&str> = stdout.lines().collect();
+    let headings: Vec<&str> = lines
+        .windows(2)
+        .filter(|pair| pair[1].starts_with("  kernel "))
+        .map(|pair| pair[0])
+        .collect();
+    assert!(
+        headings.iter().any(|h| h.starts_with("host CPU")),
+        "{stdout}"
+    );
+    for (i, heading) in headings.iter().enumerate() {
+        assert!(!headings[..i].contains(heading), "{heading} twice: {stdout}");
+        // The device's name, then its arch: not two parenthesized names in a row.
+        assert!(!heading.contains(") ("), "{heading}");
+    }
+    // Results are indented under their heading, one per kernel.
+    let vadd_rows = stdout.lines().filter(|l| l.starts_with("  vadd ")).count();
+    assert_eq!(vadd_rows, headings.len(), "{stdout}");
+}

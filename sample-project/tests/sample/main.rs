@@ -1,11 +1,13 @@
 //! The sample's integration tests, in one binary: its kernels through their stubs on the host,
-//! on Vulkan (lavapipe) and on a GPU, the embedded objects, and the program's own listing.
+//! on Vulkan (lavapipe), on OpenCL (Intel's CPU runtime) and on a GPU, the embedded objects, and the program's own listing.
 
 #[path = "../../../gpu-embed/tests/embed/common/rerun.rs"]
 mod rerun;
 
 mod embedded;
+mod every_kernel;
 mod gpu;
 mod host;
 mod listing;
+mod opencl;
 mod vulkan;
