@@ -8,6 +8,7 @@ mod bindings;
 mod contexts;
 mod device;
 mod memory;
+mod opencl;
 mod real_drivers;
 mod soundness;
 mod vulkan;

@@ -1,0 +1,247 @@
+//! The OpenCL driver on every OpenCL device that takes SPIR-V (Intel's CPU Runtime for OpenCL
+//! where there is no Intel GPU: `scripts/setup.sh` installs it). Skipped, visibly, only where no
+//! such device is found.
+//!
+//! The kernel is `fixtures/opencl/vadd.mlir`, compiled by gpu-build's levelzero target
+//! (`fixtures/opencl/regenerate.sh`); its argument table is written here as
+//! `include_gpu_binary!` writes it, and launched with the lowered parameters a stub passes.
+
+use gpu_embed::{
+    Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, LevelZeroArgument,
+    LevelZeroArgumentKind, LevelZeroKernel, Object, Stream, Vendor,
+};
+use std::ffi::c_void;
+
+static VADD_SPIRV: &[u8] = include_bytes!("fixtures/opencl/vadd.spv");
+
+const fn memref(param: usize) -> LevelZeroArgument {
+    LevelZeroArgument {
+        param,
+        kind: LevelZeroArgumentKind::FirstElement { element_bytes: 4 },
+    }
+}
+
+/// `vadd(a, b, c: memref<?xf32>, n: index)`: three descriptors of 5 parameters, then `n`.
+static VADD_ARGUMENTS: [LevelZeroArgument; 4] = [
+    memref(0),
+    memref(5),
+    memref(10),
+    LevelZeroArgument {
+        param: 15,
+        kind: LevelZeroArgumentKind::Scalar { bytes: 8 },
+    },
+];
+static VADD_KERNELS: [LevelZeroKernel; 2] = [
+    LevelZeroKernel {
+        name: "vadd",
+        workgroup_memory: 0,
+        arguments: &VADD_ARGUMENTS,
+    },
+    // In the table, not in the program: a table and an object that disagree.
+    LevelZeroKernel {
+        name: "vsub",
+        workgroup_memory: 0,
+        arguments: &VADD_ARGUMENTS,
+    },
+];
+static VADD_OBJECTS: [Object; 1] = [Object::level_zero(
+    "spirv1.0",
+    VADD_SPIRV,
+    &["Addresses", "Kernel", "Int64"],
+    &VADD_KERNELS,
+)];
+static VADD: Binary = Binary::new("vadd", &VADD_OBJECTS, &["vadd", "vsub", "vmul"]);
+
+/// The same object with its words damaged after the header: SPIR-V the driver cannot take.
+static DAMAGED_SPIRV: [u8; 916] = {
+    let mut bytes = [0u8; 916];
+    let mut i = 0;
+    while i < VADD_SPIRV.len() && i < bytes.len() {
+        bytes[i] = if i >= 20 && i % 7 == 0 { 0xff } else { VADD_SPIRV[i] };
+        i += 1;
+    }
+    bytes
+};
+static DAMAGED_OBJECTS: [Object; 1] = [Object::level_zero(
+    "spirv1.0",
+    &DAMAGED_SPIRV,
+    &["Addresses", "Kernel", "Int64"],
+    &VADD_KERNELS,
+)];
+static DAMAGED: Binary = Binary::new("damaged", &DAMAGED_OBJECTS, &["vadd"]);
+
+/// Not SPIR-V at all: 18 bytes.
+static SHORT_OBJECTS: [Object; 1] = [Object::level_zero(
+    "spirv1.0",
+    b"not a SPIR-V file!",
+    &[],
+    &VADD_KERNELS,
+)];
+static SHORT: Binary = Binary::new("short", &SHORT_OBJECTS, &["vadd"]);
+
+fn opencl_devices() -> Vec<Device> {
+    let devices: Vec<Device> = Device::all()
+        .into_iter()
+        .filter(|d| d.vendor() == Vendor::LevelZero)
+        .collect();
+    if devices.is_empty() {
+        eprintln!(
+            "skipped: no OpenCL device that takes SPIR-V ({}); scripts/setup.sh installs Intel's \
+             CPU runtime",
+            Device::discovery_report().join("; ")
+        );
+    }
+    devices
+}
+
+/// Buffers of `n` elements: a, b and the output.
+fn buffers(device: &Device, n: usize) -> [DeviceBuffer<f32>; 3] {
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
+    [
+        DeviceBuffer::from_slice(device, &a).unwrap(),
+        DeviceBuffer::from_slice(device, &b).unwrap(),
+        DeviceBuffer::alloc(device, n).unwrap(),
+    ]
+}
+
+/// Launches `kernel` of `binary` with vadd's lowered parameters over the first `n` elements of
+/// `buffers`, `params` of them (16 for vadd's signature).
+///
+/// # Safety
+/// `n` is at most each buffer's length.
+unsafe fn vadd(
+    queue: impl Into<gpu_embed::Queue<'static>>,
+    binary: &'static Binary,
+    kernel: &'static str,
+    config: &LaunchConfig,
+    buffers: &[DeviceBuffer<f32>; 3],
+    n: usize,
+    params: usize,
+) -> gpu_embed::Result<()> {
+    let mut words: Vec<u64> = Vec::new();
+    for buffer in buffers {
+        let address = buffer.device_ptr().0;
+        words.extend([address, address, 0, n as u64, 1]);
+    }
+    words.push(n as u64);
+    words.truncate(params);
+    let mut pointers: Vec<*mut c_void> = words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
+    let sizes = vec![8; pointers.len()];
+    // SAFETY: vadd's lowered parameters over buffers of at least n elements.
+    unsafe {
+        gpu_embed::launch(queue.into(), binary, kernel, config, &mut pointers, &sizes, &[])
+    }
+}
+
+#[test]
+fn vadd_matches_the_reference_on_every_block_size() {
+    for device in opencl_devices() {
+        let device: &'static Device = Box::leak(Box::new(device));
+        for (n, block) in [(1usize, 1u32), (63, 64), (1000, 128), (4099, 256), (65536, 100)] {
+            let buffers = buffers(device, n);
+            // SAFETY: n elements in each buffer.
+            unsafe {
+                vadd(device, &VADD, "vadd", &LaunchConfig::for_elements(n, block), &buffers, n, 16)
+            }
+            .unwrap();
+            let (a, b) = (buffers[0].to_vec().unwrap(), buffers[1].to_vec().unwrap());
+            let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+            assert_eq!(buffers[2].to_vec().unwrap(), expected, "n = {n}, block = {block}");
+        }
+    }
+}
+
+#[test]
+fn streams_order_their_work_and_events_time_it() {
+    for device in opencl_devices() {
+        let device: &'static Device = Box::leak(Box::new(device));
+        let n = 1 << 16;
+        let buffers = buffers(device, n);
+        let stream: &'static Stream = Box::leak(Box::new(device.create_stream().unwrap()));
+        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        stream.record(&start).unwrap();
+        // SAFETY: n elements in each buffer.
+        unsafe {
+            vadd(stream, &VADD, "vadd", &LaunchConfig::for_elements(n, 256), &buffers, n, 16)
+        }
+        .unwrap();
+        stream.record(&end).unwrap();
+        end.synchronize().unwrap();
+        let ms = start.elapsed(&end).unwrap().as_secs_f64() * 1e3;
+        assert!(ms >= 0.0 && ms < 10_000.0, "{ms} ms");
+        // The default stream's copy follows the stream's launch (the legacy default stream).
+        let out = buffers[2].to_vec().unwrap();
+        assert_eq!(out[n - 1], (n - 1) as f32 * 0.5 + 1000.0 - (n - 1) as f32);
+        stream.synchronize().unwrap();
+    }
+}
+
+#[test]
+fn damaged_or_foreign_objects_are_errors_naming_what_is_wrong() {
+    for device in opencl_devices() {
+        let device: &'static Device = Box::leak(Box::new(device));
+        let error = DAMAGED.kernel(device, "vadd").err().expect("a damaged object loads");
+        assert!(
+            matches!(error.kind(), ErrorKind::Driver | ErrorKind::InvalidArgument)
+                && error.message().contains("levelzero spirv1.0"),
+            "{error}"
+        );
+        let error = SHORT.kernel(device, "vadd").err().expect("18 bytes load");
+        assert!(error.message().contains("is not SPIR-V"), "{error}");
+    }
+}
+
+#[test]
+fn a_kernel_the_program_or_its_table_lacks_is_an_error() {
+    for device in opencl_devices() {
+        let device: &'static Device = Box::leak(Box::new(device));
+        // In the table, not in the program: the driver names the program's kernels.
+        let error = VADD.kernel(device, "vsub").err().expect("vsub is not in the program");
+        assert!(
+            error.message().contains("no kernel `vsub`") && error.message().contains("vadd"),
+            "{error}"
+        );
+        // In neither.
+        let error = VADD.kernel(device, "vmul").err().expect("vmul is in no table");
+        assert!(error.message().contains("vmul"), "{error}");
+    }
+}
+
+#[test]
+fn launches_the_device_or_the_kernel_cannot_take_are_errors() {
+    for device in opencl_devices() {
+        let device: &'static Device = Box::leak(Box::new(device));
+        let n = 256;
+        let buffers = buffers(device, n);
+        let limit = VADD.kernel(device, "vadd").unwrap().attributes().max_threads_per_block;
+        let too_wide = LaunchConfig {
+            grid: [1, 1, 1],
+            block: [limit + 1, 1, 1],
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: n elements in each buffer.
+        let error = unsafe { vadd(device, &VADD, "vadd", &too_wide, &buffers, n, 16) }.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidArgument, "{error}");
+        // Fewer lowered parameters than the argument table reads.
+        // SAFETY: as above.
+        let error = unsafe {
+            vadd(device, &VADD, "vadd", &LaunchConfig::for_elements(n, 64), &buffers, n, 12)
+        }
+        .unwrap_err();
+        assert!(
+            error.kind() == ErrorKind::InvalidArgument && error.message().contains("parameter"),
+            "{error}"
+        );
+        // Dynamic shared memory, which these kernels do not take.
+        let shared = LaunchConfig {
+            shared_mem_bytes: 1024,
+            ..LaunchConfig::for_elements(n, 64)
+        };
+        // SAFETY: as above.
+        let error = unsafe { vadd(device, &VADD, "vadd", &shared, &buffers, n, 16) }.unwrap_err();
+        assert!(error.message().contains("dynamic shared memory"), "{error}");
+        // Nothing was written by the refused launches.
+        assert!(buffers[2].to_vec().unwrap().iter().all(|&x| x == 0.0));
+    }
+}
