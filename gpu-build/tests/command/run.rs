@@ -4,7 +4,9 @@
 //! `scripts/setup.sh` from Debian's LLVM source) and ours in `tests/programs/`. The same
 //! programs on a GPU run with `--ignored` (`scripts/gpu-tests.sh`). Upstream's `GPU/Vulkan`
 //! tests run on the first Vulkan device (Mesa's lavapipe on any machine) under the Khronos
-//! validation layer, in every `cargo test`.
+//! validation layer, and the SYCL and LevelZero ones (with every other that passes there) on
+//! the first OpenCL device that takes SPIR-V (Intel's CPU Runtime for OpenCL on any x86-64
+//! machine), in every `cargo test`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -89,6 +91,47 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "SPIRV/double.mlir",
     "SPIRV/simple_add.mlir",
 ];
+
+/// Upstream's tests whose output `gpu-build run --device opencl` matches (every CHECK line) on
+/// an OpenCL device that takes SPIR-V: all four SYCL and all four LevelZero programs, and of the
+/// others those the levelzero target builds. The rest of `UPSTREAM_ON_THE_HOST` need
+/// `gpu.all_reduce` or `gpu.shuffle` at width 32 (MLIR 22 lowers neither to OpenCL SPIR-V here),
+/// `cf.assert`, or NVIDIA's MMA.
+const UPSTREAM_ON_OPENCL: &[&str] = &[
+    "SYCL/gpu-addf32-to-spirv.mlir",
+    "SYCL/gpu-addi64-to-spirv.mlir",
+    "SYCL/gpu-memcpy-addf32-to-spirv.mlir",
+    "SYCL/gpu-reluf32-to-spirv.mlir",
+    "LevelZero/gpu-addf32-to-spirv.mlir",
+    "LevelZero/gpu-addi64-to-spirv.mlir",
+    "LevelZero/gpu-memcpy-addf32-to-spirv.mlir",
+    "LevelZero/gpu-reluf32-to-spirv.mlir",
+    "CUDA/alloc-host-shared.mlir",
+    "CUDA/gpu-to-cubin.mlir",
+    "CUDA/printf.mlir",
+    "CUDA/two-modules.mlir",
+    "ROCM/gpu-to-hsaco.mlir",
+    "ROCM/printf.mlir",
+    "ROCM/two-modules.mlir",
+    "ROCM/vecadd.mlir",
+    "SPIRV/double.mlir",
+    "SPIRV/simple_add.mlir",
+];
+
+/// Why the OpenCL tests cannot run here (no loader, no device that takes SPIR-V), or `None`.
+fn no_opencl_device() -> Option<String> {
+    let found = gpu_embed::Device::gpus().ok().is_some_and(|devices| {
+        devices
+            .iter()
+            .any(|d| d.vendor() == gpu_embed::Vendor::LevelZero)
+    });
+    (!found).then(|| {
+        format!(
+            "no OpenCL device that takes SPIR-V (scripts/setup.sh installs Intel's CPU runtime): {}",
+            gpu_embed::Device::discovery_report().join("; ")
+        )
+    })
+}
 
 /// What every Vulkan run gets: the validation layer, and the launch times upstream's Vulkan
 /// runtime prints after every dispatch (which `time.mlir` checks).
@@ -284,6 +327,48 @@ fn every_upstream_vulkan_test_is_listed_once() {
 }
 
 #[test]
+fn upstream_integration_tests_pass_on_opencl() {
+    if let Some(why) = no_opencl_device() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let corpus = corpus();
+    let failures: Vec<String> = UPSTREAM_ON_OPENCL
+        .iter()
+        .filter_map(|program| run_and_check(&corpus.join(program), "opencl").err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed on OpenCL:\n{}",
+        failures.len(),
+        UPSTREAM_ON_OPENCL.len(),
+        failures.join("\n\n")
+    );
+    let cuda_rocm = |list: &[&str]| {
+        list.iter()
+            .filter(|p| p.starts_with("CUDA/") || p.starts_with("ROCM/"))
+            .count()
+    };
+    println!(
+        "on OpenCL: all {} SYCL and LevelZero programs, and {} of the {} CUDA and ROCM programs \
+         the host runs",
+        UPSTREAM_ON_OPENCL
+            .iter()
+            .filter(|p| p.starts_with("SYCL/") || p.starts_with("LevelZero/"))
+            .count(),
+        cuda_rocm(UPSTREAM_ON_OPENCL),
+        cuda_rocm(UPSTREAM_ON_THE_HOST)
+    );
+}
+
+#[test]
+fn every_opencl_program_is_one_the_host_runs() {
+    for program in UPSTREAM_ON_OPENCL {
+        assert!(UPSTREAM_ON_THE_HOST.contains(program), "{program}");
+    }
+}
+
+#[test]
 fn our_programs_pass_on_vulkan() {
     if let Some(why) = no_vulkan_device() {
         eprintln!("skipped: {why}");
@@ -366,22 +451,28 @@ const OVERLAPPING_VIEWS: &str = r#"module attributes {gpu.container_module} {
 "#;
 
 #[test]
-fn emit_mlir_is_refused_for_vulkan() {
+fn emit_mlir_is_refused_for_vulkan_and_opencl() {
     let dir = tempfile::tempdir().unwrap();
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/host_memory.mlir");
-    let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
-        .args(["run", "--device", "vulkan", "--emit-mlir"])
-        .arg(dir.path().join("lowered.mlir"))
-        .arg(&program)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
-    assert!(
-        stderr.contains("--emit-mlir with a Vulkan device")
-            || stderr.contains("no Vulkan device was found"),
-        "{stderr}"
-    );
+    for (device, what) in [
+        ("vulkan", "a Vulkan device"),
+        ("opencl", "an OpenCL device"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+            .args(["run", "--device", device, "--emit-mlir"])
+            .arg(dir.path().join("lowered.mlir"))
+            .arg(&program)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success());
+        assert!(
+            stderr.contains(&format!("--emit-mlir with {what}"))
+                || stderr.contains(&format!("--device {device}: no")),
+            "{stderr}"
+        );
+        assert!(!dir.path().join("lowered.mlir").exists());
+    }
 }
 
 #[test]

@@ -36,12 +36,14 @@
 //! registered ABI and staged launches; `timing.rs`, launch times.
 
 mod memref;
+mod registered;
 mod shims;
 mod state;
 mod timing;
 mod vulkan;
 
 pub use memref::*;
+pub use registered::register_object;
 pub use shims::*;
 pub use state::{device, use_device};
 pub use vulkan::register_vulkan_object;

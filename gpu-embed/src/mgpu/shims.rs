@@ -2,9 +2,10 @@
 //! takes the program's opaque pointers back through the runtime's tables (`state.rs`) and
 //! reports a failure on stderr, as upstream's wrappers do.
 
+use super::registered::REGISTERED_OBJECTS;
 use super::state::{use_device, with_runtime, Function, Module};
 use super::timing::{launch_timed, Launch};
-use super::vulkan::{launch_vulkan, VULKAN_OBJECTS};
+use super::vulkan::launch_vulkan;
 use super::{invalid, lock, report};
 use crate::device::Device;
 use crate::driver::{HostMemory, Pattern};
@@ -16,24 +17,25 @@ use std::ffi::{c_char, c_void, CStr};
 fn load(image: &[u8], what: &str) -> *mut c_void {
     let loaded = with_runtime(|runtime, driver| {
         let module = if driver.needs_registered_abi() {
-            let registered = lock(&VULKAN_OBJECTS);
+            let registered = lock(&REGISTERED_OBJECTS);
             let found = registered
                 .iter()
-                .find(|r| r.object.bytes() == image)
+                .find(|r| r.object.bytes() == image && r.object.vendor() == driver.vendor())
                 .ok_or_else(|| {
                     invalid(format!(
-                        "loading {what} on {}: no Vulkan object with these {} bytes was \
+                        "loading {what} on {}: no {} object with these {} bytes was \
                          registered (a runner registers each object's kernel ABI from its \
-                         gpu-build manifest with gpu_embed::mgpu::register_vulkan_object, as \
+                         gpu-build manifest with gpu_embed::mgpu::register_object, as \
                          `gpu-build run` does)",
                         runtime.device.name(),
+                        driver.vendor(),
                         image.len()
                     ))
                 })?;
             Module {
                 handle: driver.load_module(found.object)?,
                 kernels: found.param_sizes.clone(),
-                vulkan: Some(found.object),
+                registered: Some(found.object),
             }
         } else {
             let handle = driver.load_image(image, what)?;
@@ -45,7 +47,7 @@ fn load(image: &[u8], what: &str) -> *mut c_void {
             Module {
                 handle,
                 kernels,
-                vulkan: None,
+                registered: None,
             }
         };
         runtime.handed_out = true;
@@ -136,7 +138,9 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(
             handle: driver.function(&loaded.handle, &name)?,
             module: module.addr(),
             param_sizes: loaded.kernels.get(name.as_ref()).cloned(),
-            vulkan: loaded.vulkan.and_then(|object| object.vulkan_kernel(&name)),
+            vulkan: loaded
+                .registered
+                .and_then(|object| object.vulkan_kernel(&name)),
         };
         Ok(runtime.functions.insert(function))
     });

@@ -31,10 +31,10 @@ pub(super) struct Runtime {
 /// A module `mgpuModuleLoad` loaded.
 pub(super) struct Module {
     pub handle: ModuleHandle,
-    /// A host image's or a registered Vulkan object's kernels: their parameter sizes by name.
+    /// A host image's or a registered object's kernels: their parameter sizes by name.
     pub kernels: HashMap<String, Vec<usize>>,
-    /// The registered Vulkan object it was loaded from.
-    pub vulkan: Option<&'static Object>,
+    /// The registered (Vulkan, Level Zero) object it was loaded from.
+    pub registered: Option<&'static Object>,
 }
 
 /// A kernel `mgpuModuleGetFunction` found.

@@ -2,6 +2,7 @@
 //! (a `gpu.binary` holds only the SPIR-V), and launches that stage host memory through device
 //! memory.
 
+use super::registered::{leak_str, param_sizes, RegisteredObject, REGISTERED_OBJECTS};
 use super::state::Runtime;
 use super::timing::{launch_timed, Launch};
 use super::{invalid, lock};
@@ -10,16 +11,6 @@ use crate::driver::Driver;
 use crate::error::Result;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Mutex;
-
-/// A Vulkan object [`register_vulkan_object`] registered.
-pub(super) struct RegisteredVulkan {
-    pub object: &'static Object,
-    /// Each kernel's lowered parameter sizes, by name.
-    pub param_sizes: HashMap<String, Vec<usize>>,
-}
-
-pub(super) static VULKAN_OBJECTS: Mutex<Vec<RegisteredVulkan>> = Mutex::new(Vec::new());
 
 /// Registers the kernel ABI of a Vulkan (SPIR-V) object that the program will hand to
 /// `mgpuModuleLoad`: a `gpu.binary` holds only the SPIR-V, and the Vulkan driver binds each
@@ -40,42 +31,26 @@ pub fn register_vulkan_object(
     kernels: &[gpu_manifest::Kernel],
     entries: &gpu_manifest::VulkanEntries,
 ) -> Result<()> {
-    let mut registered = lock(&VULKAN_OBJECTS);
+    let mut registered = lock(&REGISTERED_OBJECTS);
     if registered.iter().any(|r| r.object.bytes() == spirv) {
         return Ok(());
     }
+    let sizes = param_sizes(
+        kernels,
+        entries.kernels.iter().map(|e| e.name.as_str()),
+        "Vulkan",
+    )?;
     let mut tables = Vec::new();
     let mut param_sizes = HashMap::new();
     for entry in &entries.kernels {
-        let kernel = kernels
-            .iter()
-            .find(|kernel| kernel.name == entry.name)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "the Vulkan object's ABI names kernel `{}`, which the module's kernel list \
-                     does not have",
-                    entry.name
-                ))
-            })?;
+        let (kernel, kernel_sizes) = &sizes[&entry.name];
         let bindings: Vec<VulkanBinding> = entry
             .launch_bindings(kernel)
             .map_err(invalid)?
             .into_iter()
             .map(VulkanBinding::from)
             .collect();
-        let sizes = kernel
-            .params
-            .iter()
-            .map(|p| {
-                p.storage().map(|s| s.size).ok_or_else(|| {
-                    invalid(format!(
-                        "kernel `{}`: a lowered parameter of LLVM type `{}` cannot be passed",
-                        kernel.name, p.llvm_type
-                    ))
-                })
-            })
-            .collect::<Result<Vec<usize>>>()?;
-        param_sizes.insert(entry.name.clone(), sizes);
+        param_sizes.insert(entry.name.clone(), kernel_sizes.clone());
         tables.push(VulkanKernel {
             name: leak_str(&entry.name),
             workgroup_size: entry.workgroup_size,
@@ -92,15 +67,11 @@ pub fn register_vulkan_object(
         Box::leak(capabilities.into_boxed_slice()),
         Box::leak(tables.into_boxed_slice()),
     )));
-    registered.push(RegisteredVulkan {
+    registered.push(RegisteredObject {
         object,
         param_sizes,
     });
     Ok(())
-}
-
-fn leak_str(text: &str) -> &'static str {
-    Box::leak(text.to_string().into_boxed_str())
 }
 
 /// One range of host memory a Vulkan launch uses through device memory.

@@ -57,7 +57,11 @@ static DAMAGED_SPIRV: [u8; 916] = {
     let mut bytes = [0u8; 916];
     let mut i = 0;
     while i < VADD_SPIRV.len() && i < bytes.len() {
-        bytes[i] = if i >= 20 && i % 7 == 0 { 0xff } else { VADD_SPIRV[i] };
+        bytes[i] = if i >= 20 && i % 7 == 0 {
+            0xff
+        } else {
+            VADD_SPIRV[i]
+        };
         i += 1;
     }
     bytes
@@ -130,7 +134,15 @@ unsafe fn vadd(
     let sizes = vec![8; pointers.len()];
     // SAFETY: vadd's lowered parameters over buffers of at least n elements.
     unsafe {
-        gpu_embed::launch(queue.into(), binary, kernel, config, &mut pointers, &sizes, &[])
+        gpu_embed::launch(
+            queue.into(),
+            binary,
+            kernel,
+            config,
+            &mut pointers,
+            &sizes,
+            &[],
+        )
     }
 }
 
@@ -138,16 +150,34 @@ unsafe fn vadd(
 fn vadd_matches_the_reference_on_every_block_size() {
     for device in opencl_devices() {
         let device: &'static Device = Box::leak(Box::new(device));
-        for (n, block) in [(1usize, 1u32), (63, 64), (1000, 128), (4099, 256), (65536, 100)] {
+        for (n, block) in [
+            (1usize, 1u32),
+            (63, 64),
+            (1000, 128),
+            (4099, 256),
+            (65536, 100),
+        ] {
             let buffers = buffers(device, n);
             // SAFETY: n elements in each buffer.
             unsafe {
-                vadd(device, &VADD, "vadd", &LaunchConfig::for_elements(n, block), &buffers, n, 16)
+                vadd(
+                    device,
+                    &VADD,
+                    "vadd",
+                    &LaunchConfig::for_elements(n, block),
+                    &buffers,
+                    n,
+                    16,
+                )
             }
             .unwrap();
             let (a, b) = (buffers[0].to_vec().unwrap(), buffers[1].to_vec().unwrap());
             let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
-            assert_eq!(buffers[2].to_vec().unwrap(), expected, "n = {n}, block = {block}");
+            assert_eq!(
+                buffers[2].to_vec().unwrap(),
+                expected,
+                "n = {n}, block = {block}"
+            );
         }
     }
 }
@@ -159,11 +189,22 @@ fn streams_order_their_work_and_events_time_it() {
         let n = 1 << 16;
         let buffers = buffers(device, n);
         let stream: &'static Stream = Box::leak(Box::new(device.create_stream().unwrap()));
-        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        let (start, end) = (
+            device.create_event().unwrap(),
+            device.create_event().unwrap(),
+        );
         stream.record(&start).unwrap();
         // SAFETY: n elements in each buffer.
         unsafe {
-            vadd(stream, &VADD, "vadd", &LaunchConfig::for_elements(n, 256), &buffers, n, 16)
+            vadd(
+                stream,
+                &VADD,
+                "vadd",
+                &LaunchConfig::for_elements(n, 256),
+                &buffers,
+                n,
+                16,
+            )
         }
         .unwrap();
         stream.record(&end).unwrap();
@@ -181,7 +222,10 @@ fn streams_order_their_work_and_events_time_it() {
 fn damaged_or_foreign_objects_are_errors_naming_what_is_wrong() {
     for device in opencl_devices() {
         let device: &'static Device = Box::leak(Box::new(device));
-        let error = DAMAGED.kernel(device, "vadd").err().expect("a damaged object loads");
+        let error = DAMAGED
+            .kernel(device, "vadd")
+            .err()
+            .expect("a damaged object loads");
         assert!(
             matches!(error.kind(), ErrorKind::Driver | ErrorKind::InvalidArgument)
                 && error.message().contains("levelzero spirv1.0"),
@@ -197,13 +241,19 @@ fn a_kernel_the_program_or_its_table_lacks_is_an_error() {
     for device in opencl_devices() {
         let device: &'static Device = Box::leak(Box::new(device));
         // In the table, not in the program: the driver names the program's kernels.
-        let error = VADD.kernel(device, "vsub").err().expect("vsub is not in the program");
+        let error = VADD
+            .kernel(device, "vsub")
+            .err()
+            .expect("vsub is not in the program");
         assert!(
             error.message().contains("no kernel `vsub`") && error.message().contains("vadd"),
             "{error}"
         );
         // In neither.
-        let error = VADD.kernel(device, "vmul").err().expect("vmul is in no table");
+        let error = VADD
+            .kernel(device, "vmul")
+            .err()
+            .expect("vmul is in no table");
         assert!(error.message().contains("vmul"), "{error}");
     }
 }
@@ -214,7 +264,11 @@ fn launches_the_device_or_the_kernel_cannot_take_are_errors() {
         let device: &'static Device = Box::leak(Box::new(device));
         let n = 256;
         let buffers = buffers(device, n);
-        let limit = VADD.kernel(device, "vadd").unwrap().attributes().max_threads_per_block;
+        let limit = VADD
+            .kernel(device, "vadd")
+            .unwrap()
+            .attributes()
+            .max_threads_per_block;
         let too_wide = LaunchConfig {
             grid: [1, 1, 1],
             block: [limit + 1, 1, 1],
@@ -226,7 +280,15 @@ fn launches_the_device_or_the_kernel_cannot_take_are_errors() {
         // Fewer lowered parameters than the argument table reads.
         // SAFETY: as above.
         let error = unsafe {
-            vadd(device, &VADD, "vadd", &LaunchConfig::for_elements(n, 64), &buffers, n, 12)
+            vadd(
+                device,
+                &VADD,
+                "vadd",
+                &LaunchConfig::for_elements(n, 64),
+                &buffers,
+                n,
+                12,
+            )
         }
         .unwrap_err();
         assert!(

@@ -11,7 +11,10 @@ pub fn run_every_kernel(device: &Device) -> Vec<&'static str> {
     let vendor = device.vendor();
     let mut ran = Vec::new();
     for (kernel, run) in run_all(device) {
-        if not_built_for(vendor).iter().any(|(name, _)| *name == kernel) {
+        if not_built_for(vendor)
+            .iter()
+            .any(|(name, _)| *name == kernel)
+        {
             // Not embedded for the target: selection must say so, naming the device.
             let error = run.err().map(|e| e.to_string()).unwrap_or_default();
             assert!(

@@ -73,7 +73,10 @@ fn each_driver_gets_a_line_and_each_device_one_heading() {
         "{stdout}"
     );
     for (i, heading) in headings.iter().enumerate() {
-        assert!(!headings[..i].contains(heading), "{heading} twice: {stdout}");
+        assert!(
+            !headings[..i].contains(heading),
+            "{heading} twice: {stdout}"
+        );
         // The device's name, then its arch: not two parenthesized names in a row.
         assert!(!heading.contains(") ("), "{heading}");
     }

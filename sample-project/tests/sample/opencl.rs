@@ -37,7 +37,11 @@ fn every_sample_kernel_levelzero_builds_runs_on_opencl_and_matches_the_reference
 #[test]
 fn opencl_devices_are_listed_but_a_cpu_one_is_never_the_default_gpu() {
     for device in opencl_devices() {
-        assert!(device.arch().arch.starts_with("spirv1."), "{}", device.arch().arch);
+        assert!(
+            device.arch().arch.starts_with("spirv1."),
+            "{}",
+            device.arch().arch
+        );
         if device.name().contains("Intel(R) OpenCL") {
             // Intel's CPU runtime: a CPU device.
             assert!(Device::default_gpu().map_or(true, |gpu| !gpu.is_same(&device)));

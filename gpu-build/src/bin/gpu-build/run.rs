@@ -45,6 +45,9 @@ pub enum DeviceChoice {
     Hip,
     /// The first Vulkan device: any maker's GPU, or Mesa's lavapipe on the CPU.
     Vulkan,
+    /// The first OpenCL device that takes SPIR-V (the levelzero target's objects): an Intel
+    /// GPU, or Intel's CPU Runtime for OpenCL.
+    Opencl,
 }
 
 /// What `gpu-build run` was asked.
@@ -63,13 +66,17 @@ pub struct RunRequest<'a> {
 pub fn run(request: &RunRequest) -> Result<(), String> {
     let device = choose_device(request.device)?;
     let (vendor, chip) = target_of(&device)?;
-    if vendor == Vendor::Vulkan && request.emit_mlir.is_some() {
-        return Err(
-            "--emit-mlir with a Vulkan device: the lowered program holds only the kernels' \
-             SPIR-V, and the runtime also needs their binding tables, which `gpu-build run` \
-             registers in its own process; run it with `gpu-build run --device vulkan`"
-                .into(),
-        );
+    if matches!(vendor, Vendor::Vulkan | Vendor::LevelZero) && request.emit_mlir.is_some() {
+        let (what, device) = if vendor == Vendor::Vulkan {
+            ("a Vulkan device", "vulkan")
+        } else {
+            ("an OpenCL device", "opencl")
+        };
+        return Err(format!(
+            "--emit-mlir with {what}: the lowered program holds only the kernels' SPIR-V, and \
+             the runtime also needs their argument tables, which `gpu-build run` registers in \
+             its own process; run it with `gpu-build run --device {device}`"
+        ));
     }
     let context = context();
     let module = parse(&context, request.file)?;
@@ -101,14 +108,9 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
     }
     gpu_embed::mgpu::use_device(device).map_err(|e| e.to_string())?;
     for object in &objects {
-        if let Some(abi) = &object.vulkan {
-            gpu_embed::mgpu::register_vulkan_object(
-                &abi.chip,
-                &object.bytes,
-                &abi.kernels,
-                &abi.entries,
-            )
-            .map_err(|e| format!("gpu.module @{}: {}", object.module, e.message()))?;
+        if let Some(abi) = &object.registered {
+            gpu_embed::mgpu::register_object(&abi.chip, &object.bytes, &abi.kernels, &abi.abi)
+                .map_err(|e| format!("gpu.module @{}: {}", object.module, e.message()))?;
         }
     }
     let result = execute(&module, request, uses_async);
@@ -147,10 +149,10 @@ fn choose_device(choice: DeviceChoice) -> Result<Device, String> {
             let why = gpus
                 .err()
                 .map_or(String::new(), |e| format!(" ({})", e.message()));
-            let what = if vendor == Vendor::Vulkan {
-                "Vulkan device".to_string()
-            } else {
-                format!("{name} GPU")
+            let what = match vendor {
+                Vendor::Vulkan => "Vulkan device".to_string(),
+                Vendor::LevelZero => "OpenCL device that takes SPIR-V".to_string(),
+                _ => format!("{name} GPU"),
             };
             format!("--device {name}: no {what} was found{why} (try --device host)")
         })
@@ -161,6 +163,7 @@ fn choose_device(choice: DeviceChoice) -> Result<Device, String> {
         DeviceChoice::Cuda => gpu(Vendor::Nvptx, "cuda"),
         DeviceChoice::Hip => gpu(Vendor::Amdgpu, "hip"),
         DeviceChoice::Vulkan => gpu(Vendor::Vulkan, "vulkan"),
+        DeviceChoice::Opencl => gpu(Vendor::LevelZero, "opencl"),
     }
 }
 
@@ -257,15 +260,15 @@ struct DeviceObject {
     module: String,
     format: u32,
     bytes: Vec<u8>,
-    /// A Vulkan object's kernel ABI, for the runtime.
-    vulkan: Option<VulkanAbi>,
+    /// The kernel ABI the runtime must be told (Vulkan, Level Zero objects).
+    registered: Option<RegisteredAbi>,
 }
 
-/// What `gpu_embed::mgpu::register_vulkan_object` takes, from the manifest.
-struct VulkanAbi {
+/// What `gpu_embed::mgpu::register_object` takes, from the manifest.
+struct RegisteredAbi {
     chip: String,
     kernels: Vec<gpu_build::manifest::Kernel>,
-    entries: gpu_build::manifest::VulkanEntries,
+    abi: gpu_build::manifest::ObjectAbi,
 }
 
 /// `gpu::CompilationTarget`: how `mgpuModuleLoad` (or `mgpuModuleLoadJIT`) receives it.
@@ -339,29 +342,26 @@ fn compile_kernels(
                 module: gpu_module.name.clone(),
                 format: FORMAT_BINARY,
                 bytes: gpu_build::host_image(&report, gpu_module).map_err(|e| e.to_string())?,
-                vulkan: None,
+                registered: None,
             }
-        } else if vendor == Vendor::Vulkan {
-            let (object, entries) = gpu_module
-                .objects
-                .iter()
-                .find_map(|o| Some((o, o.abi.vulkan()?)))
-                .ok_or_else(|| {
-                    format!(
-                        "gpu.module @{} produced no Vulkan object with a kernel ABI",
-                        gpu_module.name
-                    )
-                })?;
+        } else if matches!(vendor, Vendor::Vulkan | Vendor::LevelZero) {
+            // SPIR-V, whose kernel ABI the runtime is told from the manifest.
+            let object = gpu_module.objects.first().ok_or_else(|| {
+                format!(
+                    "gpu.module @{} produced no {vendor} object",
+                    gpu_module.name
+                )
+            })?;
             let path = report.out_dir.join(&object.path);
             DeviceObject {
                 module: gpu_module.name.clone(),
                 format: FORMAT_BINARY,
                 bytes: std::fs::read(&path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-                vulkan: Some(VulkanAbi {
+                registered: Some(RegisteredAbi {
                     chip: object.chip.clone(),
                     kernels: gpu_module.kernels.clone(),
-                    entries: entries.clone(),
+                    abi: object.abi.clone(),
                 }),
             }
         } else {
@@ -382,7 +382,7 @@ fn compile_kernels(
                 },
                 bytes: std::fs::read(&path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-                vulkan: None,
+                registered: None,
             }
         };
         objects.push(object);

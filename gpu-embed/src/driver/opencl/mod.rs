@@ -34,7 +34,8 @@
 //!
 //! Left out: cl_mem buffers (devices without SVM), USM (`cl_intel_unified_shared_memory`),
 //! managed memory, dynamic shared memory (the kernels declare their workgroup memory), graphs,
-//! peer copies, objects handed over at run time without their argument table (`load_image`).
+//! peer copies, objects handed over at run time without their argument table (`load_image`;
+//! `mgpu` loads them registered, `gpu_embed::mgpu::register_object`).
 
 mod api;
 mod device;
@@ -43,7 +44,7 @@ mod queue;
 
 use super::sys::opencl as sys;
 use super::{DeviceHandle, EventHandle, FunctionHandle, ModuleHandle, StreamHandle};
-use super::{DeviceLimits, Driver, FoundDevice, KernelAttributes, Pattern};
+use super::{DeviceLimits, Driver, FoundDevice, HostMemory, KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
 use api::{check, info_bytes, info_string, Api};
@@ -352,6 +353,20 @@ fn fill(
 impl Driver for OpenCl {
     fn vendor(&self) -> Vendor {
         Vendor::LevelZero
+    }
+
+    /// Host memory where the current device's kernels may use any host address (fine-grained
+    /// system SVM, as Intel's CPU runtime has); else the device's own.
+    fn host_memory(&self) -> HostMemory {
+        match current() {
+            Ok(gpu) if gpu.system_svm => HostMemory::Same,
+            _ => HostMemory::Separate,
+        }
+    }
+
+    /// The SPIR-V does not say where each argument's value is among the lowered parameters.
+    fn needs_registered_abi(&self) -> bool {
+        true
     }
 
     fn registered_host_address(&self, host: *mut c_void) -> Result<*mut c_void> {
