@@ -5,7 +5,7 @@
 #![allow(dead_code)] // each test binary uses some of these
 
 mod rerun;
-pub use rerun::{in_own_process, memcheck_module, test_name, UNDER_MEMCHECK};
+pub use rerun::{in_own_process, memcheck_module, memcheck_module_with, test_name, UNDER_MEMCHECK};
 
 /// Runs `test` on the first Vulkan device (Mesa's lavapipe where there is no GPU) with the
 /// Khronos validation layer on, then fails on any warning or error the layer reported; skips,

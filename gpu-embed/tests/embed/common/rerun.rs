@@ -63,6 +63,17 @@ pub fn in_own_process(module_path: &str, name: &str, vars: &[(&str, &str)]) -> b
 /// after free, uninitialised values reaching a decision). Leaks are not errors: the runtime
 /// keeps devices and drivers for the life of the process.
 pub fn memcheck_module(module_path: &str) {
+    memcheck_module_with(module_path, &[], None);
+}
+
+/// [`memcheck_module`] with `vars` set in the process valgrind runs (a vendor library's own
+/// settings) and a suppressions file for errors in code that is not ours (each explained in
+/// the file: see the callers).
+pub fn memcheck_module_with(
+    module_path: &str,
+    vars: &[(&str, &str)],
+    suppressions: Option<&std::path::Path>,
+) {
     if std::env::var_os(UNDER_MEMCHECK).is_some() {
         return;
     }
@@ -80,6 +91,7 @@ pub fn memcheck_module(module_path: &str) {
             "--track-origins=yes",
             "--quiet",
         ])
+        .args(suppressions.map(|file| format!("--suppressions={}", file.display())))
         .arg(std::env::current_exe().unwrap())
         .args([
             &module_filter(module_path),
@@ -88,6 +100,7 @@ pub fn memcheck_module(module_path: &str) {
             "--test-threads=1",
         ])
         .env(UNDER_MEMCHECK, "1")
+        .envs(vars.iter().copied())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
