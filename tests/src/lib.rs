@@ -15,15 +15,16 @@ gpu_embed::include_gpu_binary!("kernels/subgroup_reduce.mlir", targets = [nvptx,
 // Subgroup matrix multiply-accumulate, emulated on the host (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host]);
 // Kernel and module names no Rust identifier can hold (`tests/runtime/host_semantics.rs`).
-gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, host]);
+gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, levelzero, host]);
 // Memrefs of rank 0 to 3, static and strided (`tests/runtime/host_semantics.rs`, the ABI test).
 gpu_embed::include_gpu_binary!("kernels/memrefs.mlir", targets = [nvptx, amdgpu, host]);
-// Kernels for the Vulkan target, also run on the host for comparison (`tests/runtime/vulkan.rs`), and
-// on NVIDIA GPUs by the tests that run on every device (graphs; its subgroup reduction needs
-// sm_80, and has no AMDGPU lowering in MLIR 22).
+// Kernels for the SPIR-V targets: run on Vulkan and on OpenCL (the levelzero target at SPIR-V
+// 1.3, for the subgroup operations), and on the host for comparison (`tests/runtime/vulkan.rs`,
+// `tests/runtime/opencl.rs`), and on NVIDIA GPUs by the tests that run on every device (graphs;
+// its subgroup reduction needs sm_80, and has no AMDGPU lowering in MLIR 22).
 gpu_embed::include_gpu_binary!(
     "kernels/vulkan.mlir",
-    targets = [vulkan, nvptx(sm_80, sm_90), host]
+    targets = [vulkan, levelzero("spirv1.3"), nvptx(sm_80, sm_90), host]
 );
 // The guide's two-module file (`docs/guide/02-kernels.md`, `tests/runtime/cookbook.rs`).
 gpu_embed::include_gpu_binary!(
@@ -46,6 +47,24 @@ pub fn vulkan_devices() -> Vec<gpu_embed::Device> {
             Device::gpus()
                 .err()
                 .map_or("none listed".into(), |e| e.to_string())
+        );
+    }
+    devices
+}
+
+/// Every OpenCL device that takes SPIR-V (Intel's CPU runtime where there is no Intel GPU);
+/// empty, with the reason printed, where there is none.
+pub fn opencl_devices() -> Vec<gpu_embed::Device> {
+    use gpu_embed::{Device, Vendor};
+    let devices: Vec<Device> = Device::all()
+        .into_iter()
+        .filter(|d| d.vendor() == Vendor::LevelZero)
+        .collect();
+    if devices.is_empty() {
+        eprintln!(
+            "skipped on OpenCL: no OpenCL device that takes SPIR-V ({}); scripts/setup.sh \
+             installs Intel's CPU runtime",
+            Device::discovery_report().join("; ")
         );
     }
     devices

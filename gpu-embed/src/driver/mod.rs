@@ -57,7 +57,8 @@ pub struct DeviceLimits {
     pub multiprocessors: u32,
     /// Threads per warp (NVIDIA) or wavefront (AMD); on the host, the 32 threads a subgroup
     /// operation (shuffle, reduction, MMA fragment) runs over; on Vulkan, the subgroup size
-    /// (`subgroupSize`: 8 on lavapipe).
+    /// (`subgroupSize`: 8 on lavapipe); on OpenCL, the largest subgroup size the device offers
+    /// (a kernel's own: [`KernelAttributes::subgroup_size`]).
     pub warp_size: u32,
     /// Most threads one block may have.
     pub max_threads_per_block: u32,
@@ -96,6 +97,10 @@ pub struct KernelAttributes {
     pub registers: Option<u32>,
     /// The block size every launch must have: a Vulkan kernel's compiled workgroup size.
     pub required_block: Option<[u32; 3]>,
+    /// The subgroup size this kernel runs with, where the driver chooses it per kernel and says
+    /// so (OpenCL: `CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE`; Intel's CPU runtime picks its
+    /// vector width per kernel); `None`: the device's `warp_size`.
+    pub subgroup_size: Option<u32>,
 }
 
 /// A memset pattern: a value repeated over `count` elements of its size.

@@ -233,6 +233,7 @@ const OPENCL_FUNCTIONS: &[&str] = &[
     "clSetKernelArg",
     "clSetKernelArgSVMPointer",
     "clGetKernelWorkGroupInfo",
+    "clGetKernelSubGroupInfo",
     "clEnqueueNDRangeKernel",
     "clWaitForEvents",
     "clGetEventInfo",

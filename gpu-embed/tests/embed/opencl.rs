@@ -229,7 +229,7 @@ fn streams_order_their_work_and_events_time_it() {
         stream.record(&end).unwrap();
         end.synchronize().unwrap();
         let ms = start.elapsed(&end).unwrap().as_secs_f64() * 1e3;
-        assert!(ms >= 0.0 && ms < 10_000.0, "{ms} ms");
+        assert!((0.0..10_000.0).contains(&ms), "{ms} ms");
         // The default stream's copy follows the stream's launch (the legacy default stream).
         let out = buffers[2].to_vec().unwrap();
         assert_eq!(out[n - 1], (n - 1) as f32 * 0.5 + 1000.0 - (n - 1) as f32);
@@ -243,14 +243,13 @@ fn damaged_or_foreign_objects_are_errors_naming_what_is_wrong() {
         let device: &'static Device = Box::leak(Box::new(device));
         let error = DAMAGED
             .kernel(device, "vadd")
-            .err()
-            .expect("a damaged object loads");
+            .expect_err("a damaged object loads");
         assert!(
             matches!(error.kind(), ErrorKind::Driver | ErrorKind::InvalidArgument)
                 && error.message().contains("levelzero spirv1.0"),
             "{error}"
         );
-        let error = SHORT.kernel(device, "vadd").err().expect("18 bytes load");
+        let error = SHORT.kernel(device, "vadd").expect_err("18 bytes load");
         assert!(error.message().contains("is not SPIR-V"), "{error}");
     }
 }
@@ -262,8 +261,7 @@ fn a_kernel_the_program_or_its_table_lacks_is_an_error() {
         // In the table, not in the program: the driver names the program's kernels.
         let error = VADD
             .kernel(device, "vsub")
-            .err()
-            .expect("vsub is not in the program");
+            .expect_err("vsub is not in the program");
         assert!(
             error.message().contains("no kernel `vsub`") && error.message().contains("vadd"),
             "{error}"
@@ -271,8 +269,7 @@ fn a_kernel_the_program_or_its_table_lacks_is_an_error() {
         // In neither.
         let error = VADD
             .kernel(device, "vmul")
-            .err()
-            .expect("vmul is in no table");
+            .expect_err("vmul is in no table");
         assert!(error.message().contains("vmul"), "{error}");
     }
 }

@@ -11,6 +11,7 @@ mod device_lookup;
 mod graphs;
 mod host_semantics;
 mod kernel_handles;
+mod opencl;
 mod peers_and_managed;
 mod stream_order;
 mod tracing;

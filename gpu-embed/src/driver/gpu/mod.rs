@@ -300,6 +300,7 @@ impl<A: Api> Driver for GpuDriver<A> {
             local_bytes_per_thread: read(FunctionAttribute::LocalBytesPerThread)?,
             registers: Some(read(FunctionAttribute::Registers)? as u32),
             required_block: None,
+            subgroup_size: None,
         })
     }
 

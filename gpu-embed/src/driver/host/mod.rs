@@ -559,6 +559,7 @@ impl Driver for Host {
             local_bytes_per_thread: 0,
             registers: None,
             required_block: None,
+            subgroup_size: None,
         })
     }
 

@@ -422,6 +422,7 @@ impl Driver for OpenCl {
             local_bytes_per_thread: function.private_bytes,
             registers: None,
             required_block: None,
+            subgroup_size: function.subgroup_size,
         })
     }
 

@@ -67,6 +67,9 @@ pub(super) struct Function {
     pub local_bytes: u64,
     /// `CL_KERNEL_PRIVATE_MEM_SIZE`: per work-item.
     pub private_bytes: u64,
+    /// `CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE` for its largest work-group, where the device
+    /// answers it (OpenCL 2.1 with subgroups).
+    pub subgroup_size: Option<u32>,
 }
 
 // SAFETY: the kernel's arguments are set only under `launching`; every other call on it is
@@ -252,7 +255,36 @@ pub(super) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
         work_group_size: u32::try_from(work_group).unwrap_or(u32::MAX),
         local_bytes,
         private_bytes,
+        subgroup_size: subgroup_size(api, raw, gpu.device, work_group),
     })))
+}
+
+/// The subgroup size `kernel` runs with in work-groups of `work_group` work-items (one
+/// dimension); `None` where the device does not say.
+fn subgroup_size(
+    api: &Api,
+    kernel: sys::cl_kernel,
+    device: sys::cl_device_id,
+    work_group: usize,
+) -> Option<u32> {
+    let mut size = 0usize;
+    // SAFETY: a live kernel and its program's device; the input is one `size_t` (the local
+    // size), the output one `size_t`.
+    let status = unsafe {
+        api.clGetKernelSubGroupInfo(
+            kernel,
+            device,
+            sys::CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
+            std::mem::size_of::<usize>(),
+            (&work_group as *const usize).cast(),
+            std::mem::size_of::<usize>(),
+            (&mut size as *mut usize).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    (status == sys::CL_SUCCESS as sys::cl_int && size > 0)
+        .then(|| u32::try_from(size).ok())
+        .flatten()
 }
 
 /// The bytes of lowered parameter `index`, which the kernel takes `bytes` wide.

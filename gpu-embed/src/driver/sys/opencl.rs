@@ -589,6 +589,7 @@ pub type cl_svm_mem_flags = cl_bitfield;
 pub type cl_program_info = cl_uint;
 pub type cl_program_build_info = cl_uint;
 pub type cl_kernel_work_group_info = cl_uint;
+pub type cl_kernel_sub_group_info = cl_uint;
 pub type cl_event_info = cl_uint;
 pub type cl_profiling_info = cl_uint;
 pub struct OpenClLoader {
@@ -714,6 +715,16 @@ pub struct OpenClLoader {
         param_value: *mut ::std::os::raw::c_void,
         param_value_size_ret: *mut usize,
     ) -> cl_int,
+    pub clGetKernelSubGroupInfo: unsafe extern "C" fn(
+        kernel: cl_kernel,
+        device: cl_device_id,
+        param_name: cl_kernel_sub_group_info,
+        input_value_size: usize,
+        input_value: *const ::std::os::raw::c_void,
+        param_value_size: usize,
+        param_value: *mut ::std::os::raw::c_void,
+        param_value_size_ret: *mut usize,
+    ) -> cl_int,
     pub clWaitForEvents: unsafe extern "C" fn(
         num_events: cl_uint,
         event_list: *const cl_event,
@@ -825,6 +836,9 @@ impl OpenClLoader {
         let clGetKernelWorkGroupInfo = __library
             .get(b"clGetKernelWorkGroupInfo\0")
             .map(|sym| *sym)?;
+        let clGetKernelSubGroupInfo = __library
+            .get(b"clGetKernelSubGroupInfo\0")
+            .map(|sym| *sym)?;
         let clWaitForEvents = __library.get(b"clWaitForEvents\0").map(|sym| *sym)?;
         let clGetEventInfo = __library.get(b"clGetEventInfo\0").map(|sym| *sym)?;
         let clRetainEvent = __library.get(b"clRetainEvent\0").map(|sym| *sym)?;
@@ -869,6 +883,7 @@ impl OpenClLoader {
             clSetKernelArg,
             clSetKernelArgSVMPointer,
             clGetKernelWorkGroupInfo,
+            clGetKernelSubGroupInfo,
             clWaitForEvents,
             clGetEventInfo,
             clRetainEvent,
@@ -1115,6 +1130,29 @@ impl OpenClLoader {
             kernel,
             device,
             param_name,
+            param_value_size,
+            param_value,
+            param_value_size_ret,
+        )
+    }
+    pub unsafe fn clGetKernelSubGroupInfo(
+        &self,
+        kernel: cl_kernel,
+        device: cl_device_id,
+        param_name: cl_kernel_sub_group_info,
+        input_value_size: usize,
+        input_value: *const ::std::os::raw::c_void,
+        param_value_size: usize,
+        param_value: *mut ::std::os::raw::c_void,
+        param_value_size_ret: *mut usize,
+    ) -> cl_int {
+        (self
+            .clGetKernelSubGroupInfo)(
+            kernel,
+            device,
+            param_name,
+            input_value_size,
+            input_value,
             param_value_size,
             param_value,
             param_value_size_ret,

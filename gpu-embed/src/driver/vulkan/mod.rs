@@ -492,6 +492,7 @@ impl Driver for Vulkan {
             local_bytes_per_thread: 0,
             registers: None,
             required_block: Some(kernel.workgroup_size),
+            subgroup_size: None,
         })
     }
 
