@@ -1,7 +1,7 @@
 // Kernels for the Vulkan target (`tests/runtime/vulkan.rs` runs them on every Vulkan device, lavapipe
 // here, against the host target and plain Rust): what SPIR-V needs is supplied by the pipeline,
 // so these are ordinary target-neutral kernels with a `known_block_size`. Between them they use
-// workgroup memory, barriers, subgroup reductions, 2-D memrefs with a static inner size, and
+// workgroup memory, barriers, subgroup reductions, every gpu.all_reduce, 2-D memrefs with a static inner size, and
 // 8-, 16- and 64-bit types (capabilities from use).
 module attributes {gpu.container_module} {
   gpu.module @vk {
@@ -119,6 +119,76 @@ module attributes {gpu.container_module} {
         %sum = arith.addi %wide, %whole : i64
         %total = arith.addi %sum, %k : i64
         memref.store %total, %c[%i] : memref<?xi64>
+      }
+      gpu.return
+    }
+    // Every gpu.all_reduce operation over each block of 320 threads (more than the SPIR-V
+    // lowering's 256 slots: two chunks), written by thread 0: out[10 b + k] for k = add, mul,
+    // minsi, maxsi, minui, maxui, and, or, xor and a region (minui), fout[2 b + k] for add and
+    // maximumf of floats.
+    gpu.func @reductions(%in: memref<?xi32>, %fin: memref<?xf32>, %out: memref<?xi32>,
+                         %fout: memref<?xf32>) kernel
+        attributes {known_block_size = array<i32: 320, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      %c6 = arith.constant 6 : index
+      %c7 = arith.constant 7 : index
+      %c8 = arith.constant 8 : index
+      %c9 = arith.constant 9 : index
+      %c10 = arith.constant 10 : index
+      %c320 = arith.constant 320 : index
+      %b = gpu.block_id x
+      %t = gpu.thread_id x
+      %base = arith.muli %b, %c320 : index
+      %i = arith.addi %base, %t : index
+      %x = memref.load %in[%i] : memref<?xi32>
+      %f = memref.load %fin[%i] : memref<?xf32>
+      %add = gpu.all_reduce add %x uniform {} : (i32) -> (i32)
+      %mul = gpu.all_reduce mul %x uniform {} : (i32) -> (i32)
+      %minsi = gpu.all_reduce minsi %x uniform {} : (i32) -> (i32)
+      %maxsi = gpu.all_reduce maxsi %x uniform {} : (i32) -> (i32)
+      %minui = gpu.all_reduce minui %x uniform {} : (i32) -> (i32)
+      %maxui = gpu.all_reduce maxui %x uniform {} : (i32) -> (i32)
+      %and = gpu.all_reduce and %x uniform {} : (i32) -> (i32)
+      %or = gpu.all_reduce or %x uniform {} : (i32) -> (i32)
+      %xor = gpu.all_reduce xor %x uniform {} : (i32) -> (i32)
+      %region = gpu.all_reduce %x uniform {
+      ^bb(%lhs : i32, %rhs : i32):
+        %m = arith.minui %lhs, %rhs : i32
+        gpu.yield %m : i32
+      } : (i32) -> (i32)
+      %fadd = gpu.all_reduce add %f uniform {} : (f32) -> (f32)
+      %fmax = gpu.all_reduce maximumf %f uniform {} : (f32) -> (f32)
+      %first = arith.cmpi eq, %t, %c0 : index
+      scf.if %first {
+        %o = arith.muli %b, %c10 : index
+        %o1 = arith.addi %o, %c1 : index
+        %o2 = arith.addi %o, %c2 : index
+        %o3 = arith.addi %o, %c3 : index
+        %o4 = arith.addi %o, %c4 : index
+        %o5 = arith.addi %o, %c5 : index
+        %o6 = arith.addi %o, %c6 : index
+        %o7 = arith.addi %o, %c7 : index
+        %o8 = arith.addi %o, %c8 : index
+        %o9 = arith.addi %o, %c9 : index
+        memref.store %add, %out[%o] : memref<?xi32>
+        memref.store %mul, %out[%o1] : memref<?xi32>
+        memref.store %minsi, %out[%o2] : memref<?xi32>
+        memref.store %maxsi, %out[%o3] : memref<?xi32>
+        memref.store %minui, %out[%o4] : memref<?xi32>
+        memref.store %maxui, %out[%o5] : memref<?xi32>
+        memref.store %and, %out[%o6] : memref<?xi32>
+        memref.store %or, %out[%o7] : memref<?xi32>
+        memref.store %xor, %out[%o8] : memref<?xi32>
+        memref.store %region, %out[%o9] : memref<?xi32>
+        %fo = arith.muli %b, %c2 : index
+        %fo1 = arith.addi %fo, %c1 : index
+        memref.store %fadd, %fout[%fo] : memref<?xf32>
+        memref.store %fmax, %fout[%fo1] : memref<?xf32>
       }
       gpu.return
     }

@@ -74,11 +74,19 @@ const UPSTREAM_ON_VULKAN: &[&str] = &[
 /// in exactly one of the two lists (checked), so neither can shrink silently.
 const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 
-/// Upstream's tests from the other folders that pass on Vulkan too: ROCM's `vecadd` (host
+/// Upstream's tests from the other folders that pass on Vulkan too: CUDA's block reductions
+/// (`gpu.all_reduce` through workgroup memory, `targets/support/all_reduce.rs`; `all-reduce-region`
+/// is outlined without a `known_block_size`), ROCM's `vecadd` (host
 /// memory registered, its "device view" the host memory the launch stages), SYCL's and
 /// LevelZero's four each (their kernels' size in `gpu.known_block_size`) and the SPIR-V CPU
 /// runner's two programs (its `fillI32Buffer` / `fillF32Buffer*D` helpers).
 const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
+    "CUDA/all-reduce-and.mlir",
+    "CUDA/all-reduce-maxsi.mlir",
+    "CUDA/all-reduce-minsi.mlir",
+    "CUDA/all-reduce-or.mlir",
+    "CUDA/all-reduce-xor.mlir",
+    "CUDA/multiple-all-reduce.mlir",
     "ROCM/vecadd.mlir",
     "SYCL/gpu-addf32-to-spirv.mlir",
     "SYCL/gpu-addi64-to-spirv.mlir",
@@ -94,9 +102,9 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
 
 /// Upstream's tests whose output `gpu-build run --device opencl` matches (every CHECK line) on
 /// an OpenCL device that takes SPIR-V: all four SYCL and all four LevelZero programs, and of the
-/// others those the levelzero target builds. The rest of `UPSTREAM_ON_THE_HOST` need
-/// `gpu.all_reduce` or `gpu.shuffle` at width 32 (MLIR 22 lowers neither to OpenCL SPIR-V here),
-/// `cf.assert`, or NVIDIA's MMA.
+/// others those the levelzero target builds (`gpu.all_reduce` through workgroup memory,
+/// `targets/support/all_reduce.rs`). The rest of `UPSTREAM_ON_THE_HOST` need `gpu.shuffle` at
+/// width 32, `cf.assert`, NVIDIA's MMA, or a 3-D dynamic memref (`all-reduce-op`).
 const UPSTREAM_ON_OPENCL: &[&str] = &[
     "SYCL/gpu-addf32-to-spirv.mlir",
     "SYCL/gpu-addi64-to-spirv.mlir",
@@ -106,6 +114,13 @@ const UPSTREAM_ON_OPENCL: &[&str] = &[
     "LevelZero/gpu-addi64-to-spirv.mlir",
     "LevelZero/gpu-memcpy-addf32-to-spirv.mlir",
     "LevelZero/gpu-reluf32-to-spirv.mlir",
+    "CUDA/all-reduce-and.mlir",
+    "CUDA/all-reduce-maxsi.mlir",
+    "CUDA/all-reduce-minsi.mlir",
+    "CUDA/all-reduce-or.mlir",
+    "CUDA/all-reduce-region.mlir",
+    "CUDA/all-reduce-xor.mlir",
+    "CUDA/multiple-all-reduce.mlir",
     "CUDA/alloc-host-shared.mlir",
     "CUDA/gpu-to-cubin.mlir",
     "CUDA/printf.mlir",

@@ -155,8 +155,8 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/assert.mlir",
         Vendor::Amdgpu,
         "for amdgpu (gfx90a) failed",
-    ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA, all_reduce,
-    // atomics, clusters), an argument a bare pointer cannot carry (a 3-D dynamic memref), LLVM
+    ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA, atomics,
+    // clusters), an argument a bare pointer cannot carry (a 3-D dynamic memref), LLVM
     // dialect kernels, an assertion, and a shuffle at SPIR-V 1.0 (it needs 1.3): Level Zero.
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
@@ -189,39 +189,9 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "`gpu.subgroup_mma_load_matrix` cannot be lowered for levelzero",
     ),
     (
-        "CUDA/all-reduce-and.mlir",
-        Vendor::LevelZero,
-        "`gpu.all_reduce` cannot be lowered for levelzero",
-    ),
-    (
-        "CUDA/all-reduce-maxsi.mlir",
-        Vendor::LevelZero,
-        "`gpu.all_reduce` cannot be lowered for levelzero",
-    ),
-    (
-        "CUDA/all-reduce-minsi.mlir",
-        Vendor::LevelZero,
-        "`gpu.all_reduce` cannot be lowered for levelzero",
-    ),
-    (
         "CUDA/all-reduce-op.mlir",
         Vendor::LevelZero,
         "kernel `main_kernel` cannot be built for levelzero: argument 0 `%arg0`",
-    ),
-    (
-        "CUDA/all-reduce-or.mlir",
-        Vendor::LevelZero,
-        "`gpu.all_reduce` cannot be lowered for levelzero",
-    ),
-    (
-        "CUDA/all-reduce-region.mlir",
-        Vendor::LevelZero,
-        "`gpu.all_reduce` cannot be lowered for levelzero",
-    ),
-    (
-        "CUDA/all-reduce-xor.mlir",
-        Vendor::LevelZero,
-        "`gpu.all_reduce` cannot be lowered for levelzero",
     ),
     (
         "CUDA/assert.mlir",
@@ -237,11 +207,6 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/dump-ptx.mlir",
         Vendor::LevelZero,
         "`llvm.func` cannot be lowered for levelzero",
-    ),
-    (
-        "CUDA/multiple-all-reduce.mlir",
-        Vendor::LevelZero,
-        "`gpu.all_reduce` cannot be lowered for levelzero",
     ),
     (
         "CUDA/shuffle.mlir",

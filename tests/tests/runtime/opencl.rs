@@ -166,3 +166,8 @@ fn kernels_whose_names_rust_cannot_hold_launch_on_opencl() {
         assert_eq!(out.to_vec().unwrap(), vec![4.0; 32]);
     }
 }
+
+#[test]
+fn every_all_reduce_operation_over_blocks_larger_than_one_chunk() {
+    on_opencl_and_host(gpu_tests::check_reductions);
+}

@@ -180,6 +180,11 @@ fn eight_sixteen_and_sixty_four_bit_values() {
 }
 
 #[test]
+fn every_all_reduce_operation_over_blocks_larger_than_one_chunk() {
+    on_vulkan_and_host(gpu_tests::check_reductions);
+}
+
+#[test]
 fn a_launch_with_another_block_size_than_the_kernel_was_compiled_for_is_refused() {
     let Some(device) = gpu_tests::vulkan_devices().into_iter().next() else {
         return;

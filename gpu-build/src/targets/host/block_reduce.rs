@@ -20,24 +20,16 @@
 //! result is written after its own first barrier: no third barrier is needed. A reduction with a
 //! region (a custom combiner) gets its own helper, which calls the region made a function.
 
+use crate::targets::support::all_reduce::{arith_combiner, handled, is_float};
 use crate::targets::support::mlir::symbol_name;
 use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRefMut};
 use melior::ir::operation::{WalkOrder, WalkResult};
-use melior::ir::{BlockLike, Identifier, Module, RegionLike, Type, ValueLike};
+use melior::ir::{BlockLike, Identifier, Module, RegionLike, ValueLike};
 use melior::Context;
-use mlir_sys::MlirOperation;
 
 /// The most threads a block has on the host: the workgroup array's length.
 const SLOTS: u32 = super::subgroup::MAX_THREADS;
-
-/// One `gpu.all_reduce` the rewrite handles: the operation's kind (`None`: its region combines)
-/// and the value's type.
-struct Reduction {
-    op: MlirOperation,
-    kind: Option<String>,
-    ty: String,
-}
 
 /// Rewrites the `gpu.all_reduce`s of `gpu_module` (see the module documentation). One that
 /// cannot be rewritten (a vector, a region of several blocks) keeps MLIR's lowering.
@@ -66,7 +58,7 @@ pub(super) fn all_reduce_through_workgroup_memory(context: &Context, gpu_module:
             .kind
             .clone()
             .unwrap_or_else(|| format!("region{index}"));
-        let name = format!("__gpu_host_all_reduce_{kind}_{}", reduction.ty);
+        let name = format!("{HELPER_PREFIX}{kind}_{}", reduction.ty);
         let combiner = reduction.kind.is_none().then(|| format!("{name}_combine"));
         if !appended.contains(&name) {
             let Some(text) = helper(&kind, &reduction.ty, &name, combiner.as_deref()) else {
@@ -135,71 +127,15 @@ pub(super) fn all_reduce_through_workgroup_memory(context: &Context, gpu_module:
     }
 }
 
-/// The kind and type of a `gpu.all_reduce` this rewrite handles: `uniform`, an operation
-/// attribute or a region of one block, a scalar integer or float.
-fn handled<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<Reduction> {
-    if op.attribute("uniform").is_err() {
-        return None;
-    }
-    let kind = match op.attribute("op") {
-        // `#gpu<all_reduce_op add>`
-        Ok(attribute) => Some(
-            attribute
-                .to_string()
-                .strip_prefix("#gpu<all_reduce_op ")?
-                .strip_suffix('>')?
-                .to_string(),
-        ),
-        Err(_) => {
-            let block = op.region(0).ok()?.first_block()?;
-            if block.next_in_region().is_some() {
-                return None;
-            }
-            None
-        }
-    };
-    let ty: Type = op.result(0).ok()?.r#type();
-    let ty = ty.to_string();
-    let scalar = ty == "index"
-        || ["i", "f", "bf"].iter().any(|prefix| {
-            ty.strip_prefix(prefix)
-                .is_some_and(|bits| !bits.is_empty() && bits.bytes().all(|b| b.is_ascii_digit()))
-        });
-    scalar.then_some(Reduction {
-        op: op.to_raw(),
-        kind,
-        ty,
-    })
-}
-
-/// The arith operation that combines two values for `kind`, or none for a kind this rewrite does
-/// not know.
-fn arith_combiner(kind: &str, float: bool) -> Option<&'static str> {
-    Some(match (kind, float) {
-        ("add", false) => "arith.addi",
-        ("add", true) => "arith.addf",
-        ("mul", false) => "arith.muli",
-        ("mul", true) => "arith.mulf",
-        ("minsi", false) => "arith.minsi",
-        ("minui", false) => "arith.minui",
-        ("maxsi", false) => "arith.maxsi",
-        ("maxui", false) => "arith.maxui",
-        ("and", false) => "arith.andi",
-        ("or", false) => "arith.ori",
-        ("xor", false) => "arith.xori",
-        ("minnumf", true) => "arith.minnumf",
-        ("maxnumf", true) => "arith.maxnumf",
-        ("minimumf", true) => "arith.minimumf",
-        ("maximumf", true) => "arith.maximumf",
-        _ => return None,
-    })
-}
+/// What every helper's name starts with (`retarget.rs` makes them internal: two gpu.modules
+/// linked into one program may both define the helper of one operation and type).
+pub(super) const HELPER_PREFIX: &str = "__gpu_host_all_reduce_";
 
 /// The helper `name`, with the workgroup array and result slot of `ty` it uses, as MLIR text.
 /// With `combiner`, values are combined by calling it (declared here; it gets the
 /// reduction's region); otherwise by `kind`'s arith operation.
 fn helper(kind: &str, ty: &str, name: &str, combiner: Option<&str>) -> Option<String> {
-    let float = ty.starts_with('f') || ty.starts_with("bf");
+    let float = is_float(ty);
     let flags = if float && matches!(kind, "add" | "mul") {
         " fastmath<reassoc>"
     } else {
@@ -286,10 +222,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_kind_has_one_combiner_for_its_types() {
-        assert_eq!(arith_combiner("add", true), Some("arith.addf"));
-        assert_eq!(arith_combiner("minsi", true), None);
-        assert_eq!(arith_combiner("maxnumf", false), None);
+    fn helpers_combine_with_the_kinds_operation_or_the_region() {
         let text = helper("add", "f32", "h", None).unwrap();
         assert!(text.contains("arith.addf %acc, %next fastmath<reassoc> : f32"));
         assert!(text.contains("memref.global"));

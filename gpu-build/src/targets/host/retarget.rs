@@ -6,7 +6,7 @@
 
 use super::entry::add_entry_points;
 use super::ir::{barrier_function, id_reader};
-use super::{assert, mma, printf, subgroup};
+use super::{assert, block_reduce, mma, printf, subgroup};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
 use gpu_manifest::host_abi;
@@ -98,6 +98,26 @@ pub(super) struct Retargeted {
     pub(super) libm_calls: Vec<String>,
 }
 
+/// The block-reduction helpers `block_reduce.rs` adds to a gpu.module (and the C-interface
+/// wrappers MLIR's lowering gives every function) are the same for every module that reduces
+/// the same way: internal, so that two host objects linked into one program do not define them
+/// twice.
+fn make_reduction_helpers_internal(module: &Module<'_>) {
+    let mut next = module.get_first_function();
+    while let Some(function) = next {
+        next = function.get_next_function();
+        let name = function.get_name().to_string_lossy();
+        if function.count_basic_blocks() > 0
+            && (name.starts_with(block_reduce::HELPER_PREFIX)
+                || name
+                    .strip_prefix("_mlir_ciface_")
+                    .is_some_and(|n| n.starts_with(block_reduce::HELPER_PREFIX)))
+        {
+            function.set_linkage(Linkage::Internal);
+        }
+    }
+}
+
 pub(super) fn retarget<'ll>(
     job: &Job<'_, 'll>,
     module: &Module<'ll>,
@@ -116,6 +136,7 @@ pub(super) fn retarget<'ll>(
     ids.set_alignment(16);
 
     make_workgroup_memory_thread_local(job, module)?;
+    make_reduction_helpers_internal(module);
     for (name, slot) in ID_INTRINSICS {
         if let Some(intrinsic) = module.get_function(name) {
             replace_function(intrinsic, id_reader(job, module, ids, slot)?);

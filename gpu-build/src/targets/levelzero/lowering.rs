@@ -8,11 +8,12 @@
 use super::abi::arguments;
 use crate::error::Result;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
+use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, move_into_gpu_module, run, serialize as serialize_module, spirv_function,
-    spirv_function_type,
+    kernel_functions, move_into_gpu_module, run, serialize as serialize_module, set_environment,
+    spirv_function, spirv_function_type,
 };
 use gpu_manifest::{Format, Kernel, LevelZeroEntries, LevelZeroKernel, ObjectAbi};
 use melior::ir::attribute::Attribute;
@@ -33,12 +34,14 @@ pub(super) fn serialize(
     kernels: &[Kernel],
     spirv_version: &str,
 ) -> Result<Compiled> {
-    let target_env = format!(
-        "[#spirv.target_env<#spirv.vce<{spirv_version}, [{}], []>, api=OpenCL, \
-         #spirv.resource_limits<>>]",
+    let environment = format!(
+        "#spirv.target_env<#spirv.vce<{spirv_version}, [{}], []>, api=OpenCL, \
+         #spirv.resource_limits<>>",
         CAPABILITIES.replace(',', ", ")
     );
-    let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
+    let mut module = copy_for_spirv(context, gpu_module, &format!("[{environment}]"))?;
+    set_environment(context, &module, &environment)?;
+    all_reduce_for_spirv(context, &module);
     let entry_point = Attribute::parse(context, "#spirv.entry_point_abi<>")
         .ok_or_else(|| failed("making the entry point attribute"))?;
     let mut workgroup_memory = Vec::new();

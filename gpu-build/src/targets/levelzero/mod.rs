@@ -95,8 +95,10 @@ impl Target for LevelZero {
                  pass the size as an index argument"
             }
             "gpu.all_reduce" => {
-                "MLIR 22 has no SPIR-V lowering of `gpu.all_reduce`; reduce with \
-                 `gpu.subgroup_reduce` and workgroup memory instead"
+                "gpu-build lowers a `uniform` `gpu.all_reduce` of a scalar integer or float \
+                 (through workgroup memory); this one is not, and MLIR 22 has no SPIR-V lowering \
+                 of the others: mark it `uniform` if the whole block reaches it, or reduce a \
+                 vector's elements one by one"
             }
             "gpu.subgroup_reduce" => {
                 "SPIR-V has subgroup arithmetic from version 1.3 (GroupNonUniformArithmetic): \

@@ -1,8 +1,9 @@
 //! What targets share, below every target: chip parsing, bitcode linking, the LLVM steps,
-//! reading MLIR ops, the NVVM lowering (the NVPTX target's and the host's) and the SPIR-V
-//! conversion steps (finding and running external tools is `crate::toolkit`, below the target
-//! interface).
+//! reading MLIR ops, the NVVM lowering (the NVPTX target's and the host's), the SPIR-V
+//! conversion steps and `gpu.all_reduce` for the SPIR-V targets (finding and running external
+//! tools is `crate::toolkit`, below the target interface).
 
+pub(crate) mod all_reduce;
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;

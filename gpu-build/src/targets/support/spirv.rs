@@ -130,22 +130,28 @@ pub(crate) fn copy_for_spirv<'c>(
     let module = Module::parse(context, &wrapped).ok_or_else(|| failed("copying the module"))?;
     let targets =
         Attribute::parse(context, target_env).ok_or_else(|| failed("making the SPIR-V target"))?;
-    // The same environment as the module's own `spirv.target_env`, which the passes that run
-    // before convert-gpu-to-spirv look up (convert-math-to-spirv would otherwise lower for its
-    // default, Vulkan: GLSL instructions in an OpenCL kernel).
-    let environment = target_env
-        .trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
+    for raw in ops_named(&module.as_operation(), "gpu.module") {
+        // SAFETY: an op of `module`, alive until `module` is dropped, not otherwise borrowed.
+        let mut copy = unsafe { OperationRefMut::from_raw(raw) };
+        copy.set_inherent_attribute("targets", targets);
+    }
+    Ok(module)
+}
+
+/// Gives every gpu.module of `module` `environment` (one `#spirv.target_env`) as its own
+/// `spirv.target_env`, which the passes that run before convert-gpu-to-spirv look up:
+/// convert-math-to-spirv otherwise lowers for its default, Vulkan (GLSL instructions, which an
+/// OpenCL kernel cannot have). The Vulkan target keeps that default: with its environment set,
+/// a GLSL instruction on `f64` fails verification instead of being refused by name.
+pub(crate) fn set_environment(context: &Context, module: &Module, environment: &str) -> Result<()> {
     let environment = Attribute::parse(context, environment)
         .ok_or_else(|| failed("making the SPIR-V target environment"))?;
     for raw in ops_named(&module.as_operation(), "gpu.module") {
         // SAFETY: an op of `module`, alive until `module` is dropped, not otherwise borrowed.
         let mut copy = unsafe { OperationRefMut::from_raw(raw) };
-        copy.set_inherent_attribute("targets", targets);
         copy.set_discardable_attribute("spirv.target_env", environment);
     }
-    Ok(module)
+    Ok(())
 }
 
 /// The kernels (`gpu.func`s marked `gpu.kernel`) of `module`, as raw ops.

@@ -17,6 +17,7 @@
 use super::abi::{bindings, ConvertedArgument};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
+use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
@@ -57,6 +58,7 @@ pub(super) fn serialize(
         EXTENSIONS.replace(',', ", ")
     );
     let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
+    all_reduce_for_spirv(context, &module);
     // Per kernel: its name, workgroup memory in bytes, whether it shuffles.
     let mut kernel_facts = Vec::new();
     for raw in kernel_functions(&module) {

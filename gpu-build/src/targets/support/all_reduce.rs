@@ -1,0 +1,315 @@
+//! `gpu.all_reduce` for the SPIR-V targets (Vulkan, Level Zero), which MLIR 22 cannot convert:
+//! each uniform reduction of a scalar is replaced, in place, by a reduction through workgroup
+//! memory that every SPIR-V version and device can run (no subgroup operations):
+//!
+//! 1. the block's threads store their values, a chunk of [`SLOTS`] threads at a time, in a
+//!    workgroup array; after a barrier, thread 0 folds the chunk into a workgroup total (the
+//!    first chunk's first value starts it);
+//! 2. after a barrier, every thread reads the total.
+//!
+//! The chunk loop runs the same number of times in every thread (it counts the block's
+//! threads), so every barrier is reached by the whole block, as `uniform` promises; blocks of
+//! any size reduce correctly with a fixed array. Each reduction gets its own array and total
+//! (workgroup allocations, which the conversion makes workgroup variables): no barrier is needed
+//! between two reductions. A reduction with a region combines with the region, moved into the
+//! fold. A reduction this rewrite does not take (not `uniform`, a vector) is left for the
+//! conversion, which refuses it by name.
+//!
+//! The reduction is written as MLIR text (`reduction_text`), parsed, and its body moved before
+//! the `gpu.all_reduce` (`splice`): MLIR's inliner does not inline into a `gpu.func`.
+
+use super::spirv::ops_named;
+use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
+use melior::ir::{BlockLike, BlockRef, Module, RegionLike, Value, ValueLike};
+use melior::Context;
+use mlir_sys::MlirOperation;
+
+/// Threads stored per chunk: the workgroup array's length.
+const SLOTS: u32 = 256;
+
+/// One `gpu.all_reduce` a rewrite handles: the op, its operation (`None`: its region combines)
+/// and the value's type.
+pub(crate) struct Reduction {
+    pub op: MlirOperation,
+    pub kind: Option<String>,
+    pub ty: String,
+}
+
+/// The kind and type of a `gpu.all_reduce` the rewrites handle: `uniform`, an operation
+/// attribute or a region of one block, a scalar integer or float.
+pub(crate) fn handled<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<Reduction> {
+    if op.attribute("uniform").is_err() {
+        return None;
+    }
+    let kind = match op.attribute("op") {
+        // `#gpu<all_reduce_op add>`
+        Ok(attribute) => Some(
+            attribute
+                .to_string()
+                .strip_prefix("#gpu<all_reduce_op ")?
+                .strip_suffix('>')?
+                .to_string(),
+        ),
+        Err(_) => {
+            let block = op.region(0).ok()?.first_block()?;
+            if block.next_in_region().is_some() {
+                return None;
+            }
+            None
+        }
+    };
+    let ty = op.result(0).ok()?.r#type().to_string();
+    let scalar = ty == "index"
+        || ["i", "f", "bf"].iter().any(|prefix| {
+            ty.strip_prefix(prefix)
+                .is_some_and(|bits| !bits.is_empty() && bits.bytes().all(|b| b.is_ascii_digit()))
+        });
+    scalar.then_some(Reduction {
+        op: op.to_raw(),
+        kind,
+        ty,
+    })
+}
+
+/// The arith operation that combines two values for `kind`, or none for a kind the rewrites do
+/// not know.
+pub(crate) fn arith_combiner(kind: &str, float: bool) -> Option<&'static str> {
+    Some(match (kind, float) {
+        ("add", false) => "arith.addi",
+        ("add", true) => "arith.addf",
+        ("mul", false) => "arith.muli",
+        ("mul", true) => "arith.mulf",
+        ("minsi", false) => "arith.minsi",
+        ("minui", false) => "arith.minui",
+        ("maxsi", false) => "arith.maxsi",
+        ("maxui", false) => "arith.maxui",
+        ("and", false) => "arith.andi",
+        ("or", false) => "arith.ori",
+        ("xor", false) => "arith.xori",
+        ("minnumf", true) => "arith.minnumf",
+        ("maxnumf", true) => "arith.maxnumf",
+        ("minimumf", true) => "arith.minimumf",
+        ("maximumf", true) => "arith.maximumf",
+        _ => return None,
+    })
+}
+
+/// Whether `ty` is a float type.
+pub(crate) fn is_float(ty: &str) -> bool {
+    ty.starts_with('f') || ty.starts_with("bf")
+}
+
+/// Rewrites every `gpu.all_reduce` of `module` (a SPIR-V target's copy, workgroup memory as
+/// address space 3) that it handles; see the module documentation.
+pub(crate) fn all_reduce_for_spirv(context: &Context, module: &Module) {
+    let reductions: Vec<Reduction> = ops_named(&module.as_operation(), "gpu.all_reduce")
+        .into_iter()
+        .filter_map(|raw| {
+            // SAFETY: a live op of `module`.
+            handled(&unsafe { OperationRef::from_raw(raw) })
+        })
+        .collect();
+    for reduction in reductions {
+        rewrite(context, &reduction);
+    }
+}
+
+/// Replaces one reduction by its workgroup-memory form; leaves it as it is when any step fails
+/// (the conversion then refuses it by name).
+fn rewrite(context: &Context, reduction: &Reduction) {
+    let Some(text) = reduction_text(reduction.kind.as_deref(), &reduction.ty) else {
+        return;
+    };
+    let Some(parsed) = Module::parse(context, &text) else {
+        return;
+    };
+    let Some(function) = parsed.body().first_operation() else {
+        return;
+    };
+    let Some(body) = function.region(0).ok().and_then(|r| r.first_block()) else {
+        return;
+    };
+    // SAFETY: the reduction, found by `all_reduce_for_spirv` and not erased yet.
+    let op = unsafe { OperationRef::from_raw(reduction.op) };
+    let Ok(value) = op.operand(0) else {
+        return;
+    };
+    let Ok(result) = op.result(0) else {
+        return;
+    };
+    // The region's combiner goes where the text calls `@combine`, before the body moves.
+    if reduction.kind.is_none() {
+        let Some(call) = ops_named(&function, "func.call").into_iter().next() else {
+            return;
+        };
+        // SAFETY: a live op of the parsed function.
+        let call = unsafe { OperationRef::from_raw(call) };
+        let (Ok(acc), Ok(next), Ok(combined)) = (call.operand(0), call.operand(1), call.result(0))
+        else {
+            return;
+        };
+        let Some(region_block) = op.region(0).ok().and_then(|r| r.first_block()) else {
+            return;
+        };
+        let Some(yielded) = splice(region_block, &call, &[acc, next]) else {
+            return;
+        };
+        // SAFETY: the combiner's ops now sit before the call, in its block, and yield a value of
+        // the call's type; the call has no uses left when it is destroyed.
+        unsafe {
+            mlir_sys::mlirValueReplaceAllUsesOfWith(combined.to_raw(), yielded.to_raw());
+            mlir_sys::mlirOperationDestroy(call.to_raw());
+        }
+    }
+    let Some(reduced) = splice(body, &op, &[value]) else {
+        return;
+    };
+    // SAFETY: the reduction's ops now sit before it, in its block, and return a value of its
+    // result's type: every use stays dominated and well typed. It has no uses left when it is
+    // destroyed, and nothing refers to it afterwards.
+    unsafe {
+        mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), reduced.to_raw());
+        mlir_sys::mlirOperationDestroy(reduction.op);
+    }
+}
+
+/// Moves every op of `block` but its terminator before `anchor`, its arguments replaced by
+/// `arguments`, each moved op (nested ones too) given the anchor's location, so that anything
+/// said about them later points at the source op; returns the value the terminator returned
+/// (`func.return`, `gpu.yield`). `None`, with nothing moved, when the block does not fit.
+fn splice<'c: 'a, 'a>(
+    block: BlockRef<'c, 'a>,
+    anchor: &OperationRef<'c, 'a>,
+    arguments: &[Value<'c, 'a>],
+) -> Option<Value<'c, 'a>> {
+    if block.argument_count() != arguments.len() {
+        return None;
+    }
+    let terminator = block.terminator()?;
+    let returned = terminator.operand(0).ok()?;
+    for (index, argument) in arguments.iter().enumerate() {
+        let parameter = block.argument(index).ok()?;
+        if parameter.r#type() != argument.r#type() {
+            return None;
+        }
+        // SAFETY: the block's ops move before `anchor`, where `argument` is defined (an
+        // operand of the anchor or of an op before it); same types (checked).
+        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(parameter.to_raw(), argument.to_raw()) };
+    }
+    let mut next = block.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if op.to_raw().ptr == terminator.to_raw().ptr {
+            break;
+        }
+        // SAFETY: an op of `block`, moved once, to a block of the same context.
+        unsafe { mlir_sys::mlirOperationMoveBefore(op.to_raw(), anchor.to_raw()) };
+        let location = anchor.location().to_raw();
+        op.walk(WalkOrder::PreOrder, |nested| {
+            // SAFETY: a live op (the moved one or one nested in it) and a location of the same
+            // context.
+            unsafe { mlir_sys::mlirOperationSetLocation(nested.to_raw(), location) };
+            WalkResult::Advance
+        });
+    }
+    Some(returned)
+}
+
+/// The reduction of one value of `ty` by `kind` (`None`: a `@combine` call stands for the
+/// region), as a function of that value whose body `rewrite` moves into the kernel.
+fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
+    let float = is_float(ty);
+    let combine = match kind {
+        Some(kind) => {
+            let flags = if float && matches!(kind, "add" | "mul") {
+                " fastmath<reassoc>"
+            } else {
+                ""
+            };
+            format!("{} %acc, %next{flags} : {ty}", arith_combiner(kind, float)?)
+        }
+        None => format!("func.call @combine(%acc, %next) : ({ty}, {ty}) -> {ty}"),
+    };
+    let slots = format!("memref<{SLOTS}x{ty}, 3>");
+    let total = format!("memref<1x{ty}, 3>");
+    Some(format!(
+        r#"func.func @reduce(%value: {ty}) -> {ty} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %slots_per_chunk = arith.constant {SLOTS} : index
+  %slots = memref.alloc() : {slots}
+  %total = memref.alloc() : {total}
+  %tx = gpu.thread_id x
+  %ty = gpu.thread_id y
+  %tz = gpu.thread_id z
+  %dx = gpu.block_dim x
+  %dy = gpu.block_dim y
+  %dz = gpu.block_dim z
+  %plane = arith.muli %tz, %dy : index
+  %row = arith.addi %plane, %ty : index
+  %rows = arith.muli %row, %dx : index
+  %thread = arith.addi %rows, %tx : index
+  %dxy = arith.muli %dx, %dy : index
+  %threads = arith.muli %dxy, %dz : index
+  %last_slot = arith.constant {last} : index
+  %rounded = arith.addi %threads, %last_slot : index
+  %chunks = arith.divui %rounded, %slots_per_chunk : index
+  %first_thread = arith.cmpi eq, %thread, %c0 : index
+  scf.for %chunk = %c0 to %chunks step %c1 {{
+    %base = arith.muli %chunk, %slots_per_chunk : index
+    %slot = arith.subi %thread, %base : index
+    %from = arith.cmpi uge, %thread, %base : index
+    %below = arith.cmpi ult, %slot, %slots_per_chunk : index
+    %mine = arith.andi %from, %below : i1
+    scf.if %mine {{
+      memref.store %value, %slots[%slot] : {slots}
+    }}
+    gpu.barrier
+    scf.if %first_thread {{
+      %left = arith.subi %threads, %base : index
+      %count = arith.minui %left, %slots_per_chunk : index
+      %starting = arith.cmpi eq, %chunk, %c0 : index
+      %start_at = arith.select %starting, %c1, %c0 : index
+      %slot0 = memref.load %slots[%c0] : {slots}
+      %so_far = memref.load %total[%c0] : {total}
+      %start = arith.select %starting, %slot0, %so_far : {ty}
+      %folded = scf.for %i = %start_at to %count step %c1 iter_args(%acc = %start) -> ({ty}) {{
+        %next = memref.load %slots[%i] : {slots}
+        %combined = {combine}
+        scf.yield %combined : {ty}
+      }}
+      memref.store %folded, %total[%c0] : {total}
+    }}
+    gpu.barrier
+  }}
+  %reduced = memref.load %total[%c0] : {total}
+  return %reduced : {ty}
+}}
+{declaration}"#,
+        last = SLOTS - 1,
+        declaration = if kind.is_none() {
+            format!("func.func private @combine({ty}, {ty}) -> {ty}\n")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_has_one_combiner_for_its_types() {
+        assert_eq!(arith_combiner("add", true), Some("arith.addf"));
+        assert_eq!(arith_combiner("minsi", true), None);
+        assert_eq!(arith_combiner("maxnumf", false), None);
+        let text = reduction_text(Some("add"), "f32").unwrap();
+        assert!(text.contains("arith.addf %acc, %next fastmath<reassoc> : f32"));
+        assert!(text.contains("memref<256xf32, 3>"));
+        let text = reduction_text(None, "i32").unwrap();
+        assert!(text.contains("func.call @combine(%acc, %next) : (i32, i32) -> i32"));
+        assert!(text.contains("func.func private @combine(i32, i32) -> i32"));
+        assert_eq!(reduction_text(Some("minsi"), "f32"), None);
+    }
+}
