@@ -49,7 +49,12 @@ gpu_embed::include_gpu_binary!(
 );
 gpu_embed::include_gpu_binary!(
     "kernels/block_total.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+    targets = [
+        nvptx(sm_80, sm_90),
+        amdgpu(gfx90a, gfx1100),
+        host,
+        levelzero
+    ]
 );
 
 /// Every embedded gpu.module.

@@ -66,3 +66,32 @@ fn an_opencl_device_without_spirv_is_named_with_the_reason() {
         eprintln!("skipped: PoCL is not installed ({passed_over:?})");
     }
 }
+
+/// The block sum with `gpu.all_reduce` (which gpu-build lowers for SPIR-V itself) and the empty
+/// kernel, on every OpenCL device: each block's sum against Rust.
+#[test]
+fn block_total_sums_each_block_on_opencl() {
+    use gpu_embed::{DeviceBuffer, LaunchConfig};
+    use sample_project::block_total;
+    for device in opencl_devices() {
+        let n: usize = 256 * 40 + 100;
+        let values: Vec<f32> = (0..n).map(|i| (i % 100) as f32 * 0.25).collect();
+        let blocks = n.div_ceil(256);
+        let input = DeviceBuffer::from_slice(&device, &values).unwrap();
+        let out = DeviceBuffer::<f32>::alloc(&device, blocks).unwrap();
+        let config = LaunchConfig::for_elements(n, 256);
+        // SAFETY: block_total reads in[i] for i < n and writes out[block] for each of the
+        // blocks; out holds one per block.
+        unsafe { block_total::block_total(&device, &config, &input, &out, n) }.unwrap();
+        let want: Vec<f32> = values.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(out.to_vec().unwrap(), want, "on {}", device.name());
+        let one = LaunchConfig {
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel does nothing.
+        unsafe { block_total::nothing(&device, &one) }.unwrap();
+        device.synchronize().unwrap();
+    }
+}

@@ -64,16 +64,24 @@ impl Queue {
         self.raw
     }
 
-    /// Waits for everything queued on it; an error when a command failed.
+    /// Waits for everything queued on it; an error when a command failed. A queue with nothing
+    /// queued since it was last finished returns at once.
     pub(super) fn finish(&self) -> Result<()> {
+        let Some(last) = self.last() else {
+            return Ok(());
+        };
         // SAFETY: a live queue.
         check(unsafe { self.api.clFinish(self.raw) }, "clFinish")?;
-        // A failed command leaves its status in its event; clFinish itself succeeds.
-        let last = lock(&self.last).clone();
-        match last {
-            Some(event) => event.finished("a command of the stream").map(|_| ()),
-            None => Ok(()),
+        // Its work all done, the queue's last event is forgotten (unless a command was queued
+        // meanwhile): later commands of other queues need not wait for it.
+        {
+            let mut current = lock(&self.last);
+            if current.as_ref().is_some_and(|e| e.raw() == last.raw()) {
+                *current = None;
+            }
         }
+        // A failed command leaves its status in its event; clFinish itself succeeds.
+        last.finished("a command of the stream").map(|_| ())
     }
 
     fn last(&self) -> Option<Event> {
