@@ -13,12 +13,12 @@
 //! allocations made here, as CUDA's unified addressing does. Host launches on a stream copy the
 //! parameter values, whose sizes a host image's manifest gives.
 //!
-//! Vulkan devices: a `gpu.binary`'s SPIR-V does not say how its kernels' arguments are bound,
-//! so the program's runner registers each object's kernel ABI first
-//! ([`register_vulkan_object`], from the gpu-build manifest); `mgpuModuleLoad` finds it by the
-//! bytes. A Vulkan launch may pass host memory (`memref.alloc`) as upstream's Vulkan runner
-//! allows: each memref argument whose aligned pointer is not memory `mgpuMemAlloc` returned is
-//! staged through device memory around the launch (copied in, the descriptor's pointers and
+//! Vulkan and OpenCL devices: a `gpu.binary`'s SPIR-V does not say how its kernels' arguments
+//! are bound, so the program's runner registers each object's kernel ABI first
+//! ([`register_object`], from the gpu-build manifest); `mgpuModuleLoad` finds it by the bytes.
+//! A Vulkan launch may pass host memory (`memref.alloc`) as upstream's Vulkan runner allows:
+//! each memref argument whose aligned pointer is not memory `mgpuMemAlloc` returned is staged
+//! through device memory around the launch (copied in, the descriptor's pointers and
 //! offset rewritten to it, copied back and freed once the launch has run), so such a launch is
 //! synchronous. The `fillResource*` functions are upstream's Vulkan runner helpers that fill a
 //! host memref with a value (`fillI32Buffer` and `fillF32Buffer*D` the same, as upstream's
@@ -32,9 +32,11 @@
 //!
 //! Layout: `shims.rs`, the exported functions for modules, launches, streams, events and memory;
 //! `state.rs`, the runtime's state and the tables that turn the program's opaque pointers back
-//! into typed driver handles; `memref.rs`, memrefs at the ABI; `vulkan.rs`, Vulkan objects'
-//! registered ABI and staged launches; `timing.rs`, launch times.
+//! into typed driver handles; `memref.rs`, memrefs at the ABI; `registered.rs`, the objects
+//! registered with their ABI; `vulkan.rs`, Vulkan objects' registration and staged launches;
+//! `level_zero.rs`, Level Zero objects' registration; `timing.rs`, launch times.
 
+mod level_zero;
 mod memref;
 mod registered;
 mod shims;
@@ -43,7 +45,6 @@ mod timing;
 mod vulkan;
 
 pub use memref::*;
-pub use registered::register_object;
 pub use shims::*;
 pub use state::{device, use_device};
 pub use vulkan::register_vulkan_object;
@@ -51,6 +52,28 @@ pub use vulkan::register_vulkan_object;
 use crate::error::{Error, ErrorKind, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
+
+/// Registers the kernel ABI of an object the program will hand to `mgpuModuleLoad`, as its
+/// gpu-build manifest describes it (`abi`; `kernels` are the gpu.module's kernels): for Vulkan
+/// and Level Zero objects, whose drivers need it; nothing for other objects, whose bytes say
+/// everything. `gpu-build run` calls this for every object before it runs the program.
+#[doc(hidden)]
+pub fn register_object(
+    chip: &str,
+    bytes: &[u8],
+    kernels: &[gpu_manifest::Kernel],
+    abi: &gpu_manifest::ObjectAbi,
+) -> Result<()> {
+    match abi {
+        gpu_manifest::ObjectAbi::Vulkan(entries) => {
+            vulkan::register_vulkan_object(chip, bytes, kernels, entries)
+        }
+        gpu_manifest::ObjectAbi::LevelZero(entries) => {
+            level_zero::register_level_zero_object(chip, bytes, kernels, entries)
+        }
+        gpu_manifest::ObjectAbi::LoweredParams | gpu_manifest::ObjectAbi::Host(_) => Ok(()),
+    }
+}
 
 /// The value, or the failure printed (`'mgpuMemAlloc' failed: ...`) and `None`.
 fn report<T>(call: &str, result: Result<T>) -> Option<T> {
