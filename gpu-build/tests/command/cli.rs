@@ -96,17 +96,26 @@ fn compile_writes_what_the_build_script_writes() {
         "amdgpu:gfx90a,gfx1100",
         "-t",
         "host",
-        // As the sample's own include_gpu_binary! calls: these two also for Vulkan.
+        // As the sample's own include_gpu_binary! calls: these two also for Vulkan, these four
+        // for Level Zero.
         "-T",
         "kernels/vadd.mlir=vulkan",
         "-T",
         "kernels/reduce.mlir=vulkan",
+        "-T",
+        "kernels/vadd.mlir=levelzero",
+        "-T",
+        "kernels/reduce.mlir=levelzero",
+        "-T",
+        "kernels/math.mlir=levelzero",
+        "-T",
+        "kernels/block_total.mlir=levelzero",
     ]);
     args.extend(kernels.iter().map(String::as_str));
     let (ok, _, stderr) = gpu_build(&args);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("wrote 51 objects of 7 gpu.modules"),
+        stderr.contains("wrote 55 objects of 7 gpu.modules"),
         "{stderr}"
     );
     let (ours, theirs) = (tree(cli.path()), tree(script.path()));
