@@ -1182,12 +1182,14 @@ fn discovery_says_why_there_is_no_vulkan_device() {
         eprintln!("skipped: no Vulkan device here to hide");
         return;
     }
-    // No driver (ICD) for the loader to find.
+    // No driver (ICD) for the loader to find; no OpenCL driver either (ocl-icd's vendor
+    // folder moved away), so that no other device hides the Vulkan loader's reason.
     child(
         "probe_no_vulkan_device",
         &[
             ("VK_ICD_FILENAMES", "/nonexistent/icd.json"),
             ("VK_DRIVER_FILES", "/nonexistent/icd.json"),
+            ("OCL_ICD_VENDORS", "/nonexistent"),
         ],
     );
     // Validation asked for, its layer not found: an error, never a run without it.
@@ -1199,6 +1201,7 @@ fn discovery_says_why_there_is_no_vulkan_device() {
             ("XDG_DATA_DIRS", "/nonexistent"),
             ("XDG_DATA_HOME", "/nonexistent"),
             ("GPU_EMBED_VULKAN_VALIDATION", "1"),
+            ("OCL_ICD_VENDORS", "/nonexistent"),
         ],
     );
 }
