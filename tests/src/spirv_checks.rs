@@ -1,0 +1,196 @@
+//! The checks of `kernels/vulkan.mlir`'s kernels that the SPIR-V targets' tests share
+//! (`tests/runtime/vulkan.rs` on Vulkan devices, `tests/runtime/opencl.rs` on OpenCL devices,
+//! both also on the host): each launches one kernel through its stub on `device` and checks the
+//! result against plain Rust.
+
+use crate::vk;
+use gpu_embed::{f16, Device, DeviceBuffer, LaunchConfig, Result};
+
+fn block(x: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: [1, 1, 1],
+        block: [x, 1, 1],
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `scale`: x[i] *= 2.5 over 1000 elements, blocks of 128 (the kernel's `known_block_size`).
+pub fn check_scale(device: &Device) -> Result<()> {
+    let n = 1000;
+    let data: Vec<f32> = (0..n).map(|i| i as f32 - 7.0).collect();
+    let x = DeviceBuffer::from_slice(device, &data)?;
+    // SAFETY: the kernel updates x[i] for i < n; x holds n elements.
+    unsafe { vk::scale(device, &LaunchConfig::for_elements(n, 128), &x, 2.5, n)? };
+    let want: Vec<f32> = data.iter().map(|v| v * 2.5).collect();
+    assert_eq!(x.to_vec()?, want);
+    Ok(())
+}
+
+/// `shift_rows`: a 2-D memref with a static inner size.
+pub fn check_shift_rows(device: &Device) -> Result<()> {
+    let (rows, cols) = (7usize, 300usize);
+    let values: Vec<i32> = (0..rows * cols).map(|i| i as i32 - 50).collect();
+    let a = DeviceBuffer::from_slice(device, &values)?;
+    let b = DeviceBuffer::<i32>::alloc(device, rows * cols)?;
+    let config = LaunchConfig {
+        grid: [cols.div_ceil(64) as u32, rows as u32, 1],
+        ..block(64)
+    };
+    // SAFETY: the kernel writes y[r][c] for r < rows, c < 300; both views cover the buffers.
+    unsafe {
+        vk::shift_rows(
+            device,
+            &config,
+            a.view([rows, cols])?,
+            b.view([rows, cols])?,
+            7,
+            rows,
+        )?
+    };
+    let want: Vec<i32> = values.iter().map(|v| v + 7).collect();
+    assert_eq!(b.to_vec()?, want);
+    Ok(())
+}
+
+/// `block_max`: each block's maximum through workgroup memory and barriers.
+pub fn check_block_max(device: &Device) -> Result<()> {
+    let blocks = 50;
+    let values: Vec<i32> = (0..blocks * 64)
+        .map(|i| ((i as i64 * 7919) % 10007) as i32 - 5000)
+        .collect();
+    let input = DeviceBuffer::from_slice(device, &values)?;
+    let out = DeviceBuffer::<i32>::alloc(device, blocks)?;
+    let config = LaunchConfig {
+        grid: [blocks as u32, 1, 1],
+        ..block(64)
+    };
+    // SAFETY: block b reads in[64 b ..][..64] and writes out[b].
+    unsafe { vk::block_max(device, &config, &input, &out)? };
+    let want: Vec<i32> = values
+        .chunks(64)
+        .map(|c| *c.iter().max().unwrap())
+        .collect();
+    assert_eq!(out.to_vec()?, want);
+    Ok(())
+}
+
+/// `subgroup_sum`: each thread gets its subgroup's sum, over the subgroup size the kernel runs
+/// with (the driver's per-kernel figure where it has one, else the device's).
+pub fn check_subgroup_sum(device: &Device) -> Result<()> {
+    let n = 256;
+    let data: Vec<i32> = (0..n).map(|i| (i % 13) as i32 - 3).collect();
+    let x = DeviceBuffer::from_slice(device, &data)?;
+    let out = DeviceBuffer::<i32>::alloc(device, n)?;
+    // SAFETY: thread i reads x[i] and writes out[i]; both hold n = 4 * 64 elements.
+    unsafe { vk::subgroup_sum(device, &LaunchConfig::for_elements(n, 64), &x, &out)? };
+    let width = vk::BINARY
+        .kernel(device, "subgroup_sum")?
+        .attributes()
+        .subgroup_size
+        .unwrap_or(device.limits().warp_size) as usize;
+    let want: Vec<i32> = (0..n)
+        .map(|i| data[i / width * width..][..width].iter().sum())
+        .collect();
+    assert_eq!(out.to_vec()?, want, "subgroups of {width}");
+    Ok(())
+}
+
+/// `widths`: 8-bit, half and 64-bit values.
+pub fn check_widths(device: &Device) -> Result<()> {
+    let n = 100;
+    let a: Vec<i8> = (0..n).map(|i| (i as i32 * 37 % 256 - 128) as i8).collect();
+    let b: Vec<f16> = (0..n)
+        .map(|i| f16::from_f32(i as f32 * 1.75 - 40.0))
+        .collect();
+    let k = 1i64 << 40;
+    let (da, db) = (
+        DeviceBuffer::from_slice(device, &a)?,
+        DeviceBuffer::from_slice(device, &b)?,
+    );
+    let dc = DeviceBuffer::<i64>::alloc(device, n)?;
+    // SAFETY: thread i < n reads a[i], b[i] and writes c[i]; each holds n elements.
+    unsafe {
+        vk::widths(
+            device,
+            &LaunchConfig::for_elements(n, 32),
+            &da,
+            &db,
+            &dc,
+            k,
+            n,
+        )?
+    };
+    let want: Vec<i64> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| i64::from(*x) + y.to_f32() as i64 + k)
+        .collect();
+    assert_eq!(dc.to_vec()?, want);
+    Ok(())
+}
+
+/// Runs `vk::reductions` (every `gpu.all_reduce` operation over blocks of 320 threads) on
+/// `device` and checks each block's results against plain Rust: integers exactly, the float sum
+/// within the rounding of 320 additions in any order, the float maximum exactly.
+pub fn check_reductions(device: &Device) -> Result<()> {
+    const BLOCK: usize = 320;
+    let blocks = 3;
+    let n = BLOCK * blocks;
+    // Signed values around 0 (min and max differ signed and unsigned), mostly 1 and -1 so the
+    // product stays informative, a few 2s and 3s.
+    let ints: Vec<i32> = (0..n)
+        .map(|i| match i % 37 {
+            0 => 3,
+            5 => 2,
+            11 => -7,
+            k if k % 2 == 0 => 1,
+            _ => -1,
+        } + if i % 101 == 0 { 1000 } else { 0 })
+        .collect();
+    let floats: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % 1000) as f32 / 8.0 - 60.0)
+        .collect();
+    let (din, dfin) = (
+        DeviceBuffer::from_slice(device, &ints)?,
+        DeviceBuffer::from_slice(device, &floats)?,
+    );
+    let dout = DeviceBuffer::<i32>::alloc(device, 10 * blocks)?;
+    let dfout = DeviceBuffer::<f32>::alloc(device, 2 * blocks)?;
+    let config = LaunchConfig {
+        grid: [blocks as u32, 1, 1],
+        block: [BLOCK as u32, 1, 1],
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: block b reads in[320 b ..][..320] and fin likewise, and writes out[10 b ..][..10]
+    // and fout[2 b ..][..2]; every buffer holds that many elements.
+    unsafe { vk::reductions(device, &config, &din, &dfin, &dout, &dfout)? };
+    let (out, fout) = (dout.to_vec()?, dfout.to_vec()?);
+    for b in 0..blocks {
+        let x = &ints[b * BLOCK..][..BLOCK];
+        let u = || x.iter().map(|&v| v as u32);
+        let want = [
+            x.iter().fold(0i32, |a, &v| a.wrapping_add(v)),
+            x.iter().fold(1i32, |a, &v| a.wrapping_mul(v)),
+            *x.iter().min().unwrap(),
+            *x.iter().max().unwrap(),
+            u().min().unwrap() as i32,
+            u().max().unwrap() as i32,
+            x.iter().fold(-1i32, |a, &v| a & v),
+            x.iter().fold(0i32, |a, &v| a | v),
+            x.iter().fold(0i32, |a, &v| a ^ v),
+            u().min().unwrap() as i32,
+        ];
+        assert_eq!(&out[10 * b..][..10], want, "block {b} on {}", device.name());
+        let f = &floats[b * BLOCK..][..BLOCK];
+        let sum: f64 = f.iter().map(|&v| f64::from(v)).sum();
+        let max = f.iter().copied().fold(f32::MIN, f32::max);
+        assert!(
+            (f64::from(fout[2 * b]) - sum).abs() <= 1e-3 * sum.abs().max(1.0),
+            "block {b} on {}: sum {} against {sum}",
+            device.name(),
+            fout[2 * b]
+        );
+        assert_eq!(fout[2 * b + 1], max, "block {b} on {}", device.name());
+    }
+    Ok(())
+}
