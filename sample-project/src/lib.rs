@@ -17,7 +17,12 @@ gpu_embed::include_gpu_binary!(
 );
 gpu_embed::include_gpu_binary!(
     "kernels/saxpy.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+    targets = [
+        nvptx(sm_80, sm_90),
+        amdgpu(gfx90a, gfx1100),
+        host,
+        levelzero
+    ]
 );
 gpu_embed::include_gpu_binary!(
     "kernels/reduce.mlir",
@@ -86,17 +91,11 @@ pub fn not_built_for(vendor: Vendor) -> &'static [(&'static str, &'static str)] 
                 "2-D dynamic memrefs: a Vulkan kernel needs its inner strides when compiled",
             ),
         ],
-        Vendor::LevelZero => &[
-            (
-                "saxpy",
-                "takes !llvm.ptr arguments, which MLIR 22's SPIR-V conversion does not take",
-            ),
-            (
-                "matmul",
-                "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
+        Vendor::LevelZero => &[(
+            "matmul",
+            "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
                  strides fixed when compiled",
-            ),
-        ],
+        )],
         _ => &[],
     }
 }

@@ -96,7 +96,7 @@ fn compile_writes_what_the_build_script_writes() {
         "amdgpu:gfx90a,gfx1100",
         "-t",
         "host",
-        // As the sample's own include_gpu_binary! calls: these two also for Vulkan, these four
+        // As the sample's own include_gpu_binary! calls: these two also for Vulkan, these five
         // for Level Zero.
         "-T",
         "kernels/vadd.mlir=vulkan",
@@ -104,6 +104,8 @@ fn compile_writes_what_the_build_script_writes() {
         "kernels/reduce.mlir=vulkan",
         "-T",
         "kernels/vadd.mlir=levelzero",
+        "-T",
+        "kernels/saxpy.mlir=levelzero",
         "-T",
         "kernels/reduce.mlir=levelzero",
         "-T",
@@ -115,7 +117,7 @@ fn compile_writes_what_the_build_script_writes() {
     let (ok, _, stderr) = gpu_build(&args);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("wrote 55 objects of 7 gpu.modules"),
+        stderr.contains("wrote 56 objects of 7 gpu.modules"),
         "{stderr}"
     );
     let (ours, theirs) = (tree(cli.path()), tree(script.path()));

@@ -44,9 +44,9 @@ fn embedded_bytes_equal_the_files_in_out_dir() {
         }
     }
     assert_eq!(
-        checked, 35,
+        checked, 36,
         "six GPU objects for each of five modules, a Vulkan object for vadd and reduce, and a \
-         Level Zero object for vadd, reduce and math"
+         Level Zero object for vadd, saxpy, reduce and math"
     );
     assert_eq!(
         sample_project::math::BINARY.kernels(),

@@ -46,9 +46,14 @@ fn spirv_val_accepts_every_level_zero_object_for_its_spirv_version() {
     // Subgroup operations (tests/kernels/vulkan.mlir's) need SPIR-V 1.3.
     let builds: [(&[&str], &[&str]); 2] = [
         (
+            // saxpy's kernel is in the LLVM dialect (LLVM's SPIR-V back end); block_total's
+            // `gpu.all_reduce` is gpu-build's own lowering; math's OpenCL math instructions.
             &[
                 "sample-project/kernels/vadd.mlir",
                 "sample-project/kernels/reduce.mlir",
+                "sample-project/kernels/saxpy.mlir",
+                "sample-project/kernels/block_total.mlir",
+                "sample-project/kernels/math.mlir",
             ],
             &["spirv1.0", "spirv1.2", "spirv1.3"],
         ),
@@ -136,7 +141,7 @@ fn level_zero_error(kernel: &str) -> gpu_build::Error {
 
 #[test]
 fn kernels_level_zero_cannot_express_are_refused_naming_what_and_the_way_around() {
-    let cases: [(&str, &[&str]); 6] = [
+    let cases: [(&str, &[&str]); 8] = [
         (
             "  gpu.func @k(%a: memref<?xi32>) kernel {\n    %c0 = arith.constant 0 : index\n    %v = memref.load %a[%c0] : memref<?xi32>\n    %s = gpu.subgroup_reduce add %v : (i32) -> i32\n    memref.store %s, %a[%c0] : memref<?xi32>\n    gpu.return\n  }",
             &["k.mlir:5:10: error: `gpu.subgroup_reduce` cannot be lowered for levelzero (spirv1.0)", "build the module for `spirv1.3`"],
@@ -147,7 +152,15 @@ fn kernels_level_zero_cannot_express_are_refused_naming_what_and_the_way_around(
         ),
         (
             "  gpu.func @k(%p: !llvm.ptr) kernel {\n    gpu.return\n  }",
-            &["argument 0 `%p` (!llvm.ptr)", "pass a memref instead"],
+            &["argument 0 `%p` (!llvm.ptr)", "pass a memref", "as an `llvm.func`"],
+        ),
+        (
+            "  llvm.func @k(%p: !llvm.ptr) attributes {gpu.kernel} {\n    %c1 = llvm.mlir.constant(1 : i64) : i64\n    %a = llvm.alloca %c1 x f32 : (i64) -> !llvm.ptr\n    llvm.return\n  }",
+            &["k.mlir:2:3: error", "`llvm.alloca`"],
+        ),
+        (
+            "  llvm.func @k(%p: !llvm.ptr) attributes {gpu.kernel} {\n    llvm.return\n  }\n  gpu.func @g() kernel {\n    gpu.return\n  }",
+            &["mixes `gpu.func` and `llvm.func` kernels", "two gpu.modules"],
         ),
         (
             "  gpu.func @k(%f: i1) kernel {\n    gpu.return\n  }",

@@ -42,8 +42,9 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
             }
             Ok(())
         }
-        ArgumentKind::Pointer => Err("MLIR 22's SPIR-V conversion takes no LLVM pointers; \
-                                      pass a memref instead"
+        ArgumentKind::Pointer => Err("MLIR 22's SPIR-V conversion takes no LLVM pointers in a \
+                                      `gpu.func`; pass a memref, or write the kernel as an \
+                                      `llvm.func` (built through LLVM's SPIR-V back end)"
             .to_string()),
         ArgumentKind::UnrankedMemref => {
             Err("a Level Zero kernel takes ranked memrefs only; give the memref a rank".to_string())

@@ -11,8 +11,11 @@
 //! The chip is the SPIR-V version an object declares (`spirv1.0` … `spirv1.4`: a Level Zero
 //! driver reports the newest it takes). Arguments are what OpenCL kernels take: a memref is a
 //! pointer to its first element (`CrossWorkgroup`), a scalar its value, `index` 64 bits (`abi.rs`).
+//! Kernels written in the LLVM dialect (`llvm.func`, `!llvm.ptr` arguments), which MLIR's
+//! conversion cannot take, go through LLVM's SPIR-V back end instead (`llvm_dialect.rs`).
 
 mod abi;
+mod llvm_dialect;
 mod lowering;
 
 use crate::error::Result;
@@ -147,7 +150,22 @@ impl MlirSerializer for LevelZero {
         locations: &[String],
         spec: &TargetSpec,
     ) -> Result<Compiled> {
+        let version = spirv_version(&spec.chip)?;
+        if llvm_dialect::kernels_in_llvm_dialect(gpu_module, kernels, locations)? {
+            let (major, minor) = version
+                .trim_start_matches('v')
+                .split_once('.')
+                .and_then(|(major, minor)| Some((major.parse().ok()?, minor.parse().ok()?)))
+                .unwrap_or((1, 0));
+            return llvm_dialect::serialize(
+                context,
+                gpu_module,
+                kernels,
+                locations,
+                (major, minor),
+            );
+        }
         abi::check_arguments(kernels, locations)?;
-        lowering::serialize(context, gpu_module, kernels, spirv_version(&spec.chip)?)
+        lowering::serialize(context, gpu_module, kernels, version)
     }
 }
