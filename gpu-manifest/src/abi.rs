@@ -108,6 +108,34 @@ pub enum LevelZeroArgument {
     },
 }
 
+impl Kernel {
+    /// For an object's table of `count` entries (`what`: "Vulkan bindings"), the index of each
+    /// source argument's first lowered parameter: an error when the table and the kernel do not
+    /// have as many arguments, or an argument has no lowered parameter.
+    fn first_params(&self, count: usize, what: &str) -> Result<Vec<usize>, String> {
+        if count != self.arguments.len() {
+            return Err(format!(
+                "kernel `{}`: {count} {what} for {} arguments",
+                self.name,
+                self.arguments.len()
+            ));
+        }
+        (0..count)
+            .map(|index| {
+                self.params
+                    .iter()
+                    .position(|p| p.argument == index)
+                    .ok_or_else(|| {
+                        format!(
+                            "kernel `{}`: argument {index} has no lowered parameter",
+                            self.name
+                        )
+                    })
+            })
+            .collect()
+    }
+}
+
 impl LevelZeroKernel {
     /// Each argument with where a launch of `kernel` (this entry point's kernel, with its
     /// lowered parameters) finds its value: the one rule the launch stubs' tables and `mgpu`
@@ -116,29 +144,13 @@ impl LevelZeroKernel {
         &self,
         kernel: &Kernel,
     ) -> Result<Vec<LevelZeroLaunchArgument>, String> {
-        if self.arguments.len() != kernel.arguments.len() {
-            return Err(format!(
-                "kernel `{}`: {} Level Zero arguments for {} source arguments",
-                kernel.name,
-                self.arguments.len(),
-                kernel.arguments.len()
-            ));
-        }
+        let params = kernel.first_params(self.arguments.len(), "Level Zero arguments")?;
         self.arguments
             .iter()
             .zip(&kernel.arguments)
+            .zip(params)
             .enumerate()
-            .map(|(index, (argument, source))| {
-                let param = kernel
-                    .params
-                    .iter()
-                    .position(|p| p.argument == index)
-                    .ok_or_else(|| {
-                        format!(
-                            "kernel `{}`: argument {index} has no lowered parameter",
-                            kernel.name
-                        )
-                    })?;
+            .map(|(index, ((argument, source), param))| {
                 let kind = match (argument, &source.kind) {
                     (LevelZeroArgument::Pointer, ArgumentKind::Memref { element, .. }) => {
                         LevelZeroLaunchKind::FirstElement {
@@ -248,29 +260,13 @@ impl VulkanKernel {
     /// Each binding with where a launch of `kernel` (this entry point's kernel, with its lowered
     /// parameters) finds its value: the one rule the launch stubs' tables and `mgpu` share.
     pub fn launch_bindings(&self, kernel: &Kernel) -> Result<Vec<VulkanLaunchBinding>, String> {
-        if self.bindings.len() != kernel.arguments.len() {
-            return Err(format!(
-                "kernel `{}`: {} Vulkan bindings for {} arguments",
-                kernel.name,
-                self.bindings.len(),
-                kernel.arguments.len()
-            ));
-        }
+        let params = kernel.first_params(self.bindings.len(), "Vulkan bindings")?;
         self.bindings
             .iter()
             .zip(&kernel.arguments)
+            .zip(params)
             .enumerate()
-            .map(|(index, (binding, argument))| {
-                let param = kernel
-                    .params
-                    .iter()
-                    .position(|p| p.argument == index)
-                    .ok_or_else(|| {
-                        format!(
-                            "kernel `{}`: argument {index} has no lowered parameter",
-                            kernel.name
-                        )
-                    })?;
+            .map(|(index, ((binding, argument), param))| {
                 let rank = match (binding.kind, &argument.kind) {
                     (VulkanBindingKind::Elements { .. }, ArgumentKind::Memref { shape, .. }) => {
                         Some(shape.len())

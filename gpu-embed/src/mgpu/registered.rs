@@ -3,7 +3,7 @@
 //! runner from the gpu-build manifest (`vulkan.rs`, `level_zero.rs`); `mgpuModuleLoad` finds
 //! them again here by their bytes.
 
-use super::invalid;
+use super::{invalid, lock};
 use crate::binary::Object;
 use crate::error::Result;
 use std::collections::HashMap;
@@ -20,7 +20,7 @@ pub(super) static REGISTERED_OBJECTS: Mutex<Vec<RegisteredObject>> = Mutex::new(
 
 /// Each kernel's lowered parameter sizes, by name; an error for a kernel the ABI names and the
 /// module lacks, or a parameter no launch can pass.
-pub(super) fn param_sizes<'k>(
+fn param_sizes<'k>(
     kernels: &'k [gpu_manifest::Kernel],
     names: impl Iterator<Item = &'k str>,
     kind: &str,
@@ -53,6 +53,64 @@ pub(super) fn param_sizes<'k>(
     Ok(sizes)
 }
 
-pub(super) fn leak_str(text: &str) -> &'static str {
+fn leak_str(text: &str) -> &'static str {
     Box::leak(text.to_string().into_boxed_str())
+}
+
+/// What a registration builds an object from: its chip, SPIR-V and capabilities, each kernel's
+/// table (`table`, from the manifest entry and the module's kernel) and the object itself
+/// (`object`, from the leaked parts). Registering the same bytes again keeps the first
+/// registration; what is registered is leaked (modules borrow it for the life of the process).
+pub(super) struct Registration<'r, E> {
+    /// "Vulkan", "Level Zero", for messages.
+    pub kind: &'r str,
+    pub chip: &'r str,
+    pub spirv: &'r [u8],
+    pub capabilities: &'r [String],
+    pub kernels: &'r [gpu_manifest::Kernel],
+    /// The manifest's entry per kernel, with its kernel's name.
+    pub entries: Vec<(&'r str, &'r E)>,
+}
+
+impl<E> Registration<'_, E> {
+    pub(super) fn register<T: 'static>(
+        self,
+        table: impl Fn(&E, &gpu_manifest::Kernel, &'static str) -> Result<T>,
+        object: impl FnOnce(
+            &'static str,
+            &'static [u8],
+            &'static [&'static str],
+            &'static [T],
+        ) -> Object,
+    ) -> Result<()> {
+        let mut registered = lock(&REGISTERED_OBJECTS);
+        if registered.iter().any(|r| r.object.bytes() == self.spirv) {
+            return Ok(());
+        }
+        let sizes = param_sizes(
+            self.kernels,
+            self.entries.iter().map(|(name, _)| *name),
+            self.kind,
+        )?;
+        let mut tables = Vec::new();
+        let mut param_sizes = HashMap::new();
+        for (name, entry) in &self.entries {
+            let (kernel, kernel_sizes) = &sizes[*name];
+            tables.push(table(entry, kernel, leak_str(name))?);
+            param_sizes.insert(name.to_string(), kernel_sizes.clone());
+        }
+        let capabilities: Vec<&'static str> =
+            self.capabilities.iter().map(|c| leak_str(c)).collect();
+        let object: &'static Object = Box::leak(Box::new(object(
+            leak_str(self.chip),
+            Box::leak(self.spirv.to_vec().into_boxed_slice()),
+            Box::leak(capabilities.into_boxed_slice()),
+            Box::leak(tables.into_boxed_slice()),
+        )));
+        registered.push(RegisteredObject {
+            object,
+            param_sizes,
+        });
+        Ok(())
+    }
 }

@@ -2,14 +2,13 @@
 //! (a `gpu.binary` holds only the SPIR-V), and launches that stage host memory through device
 //! memory.
 
-use super::registered::{leak_str, param_sizes, RegisteredObject, REGISTERED_OBJECTS};
+use super::invalid;
+use super::registered::Registration;
 use super::state::Runtime;
 use super::timing::{launch_timed, Launch};
-use super::{invalid, lock};
 use crate::binary::{Object, VulkanArgument, VulkanBinding, VulkanKernel};
 use crate::driver::Driver;
 use crate::error::Result;
-use std::collections::HashMap;
 use std::ffi::c_void;
 
 /// Registers the kernel ABI of a Vulkan (SPIR-V) object that the program will hand to
@@ -31,47 +30,36 @@ pub fn register_vulkan_object(
     kernels: &[gpu_manifest::Kernel],
     entries: &gpu_manifest::VulkanEntries,
 ) -> Result<()> {
-    let mut registered = lock(&REGISTERED_OBJECTS);
-    if registered.iter().any(|r| r.object.bytes() == spirv) {
-        return Ok(());
-    }
-    let sizes = param_sizes(
+    let registration = Registration {
+        kind: "Vulkan",
+        chip,
+        spirv,
+        capabilities: &entries.capabilities,
         kernels,
-        entries.kernels.iter().map(|e| e.name.as_str()),
-        "Vulkan",
-    )?;
-    let mut tables = Vec::new();
-    let mut param_sizes = HashMap::new();
-    for entry in &entries.kernels {
-        let (kernel, kernel_sizes) = &sizes[&entry.name];
-        let bindings: Vec<VulkanBinding> = entry
-            .launch_bindings(kernel)
-            .map_err(invalid)?
-            .into_iter()
-            .map(VulkanBinding::from)
-            .collect();
-        param_sizes.insert(entry.name.clone(), kernel_sizes.clone());
-        tables.push(VulkanKernel {
-            name: leak_str(&entry.name),
-            workgroup_size: entry.workgroup_size,
-            workgroup_memory: entry.workgroup_memory,
-            subgroup_size: entry.subgroup_size,
-            bindings: Box::leak(bindings.into_boxed_slice()),
-        });
-    }
-    let capabilities: Vec<&'static str> =
-        entries.capabilities.iter().map(|c| leak_str(c)).collect();
-    let object: &'static Object = Box::leak(Box::new(Object::vulkan(
-        leak_str(chip),
-        Box::leak(spirv.to_vec().into_boxed_slice()),
-        Box::leak(capabilities.into_boxed_slice()),
-        Box::leak(tables.into_boxed_slice()),
-    )));
-    registered.push(RegisteredObject {
-        object,
-        param_sizes,
-    });
-    Ok(())
+        entries: entries
+            .kernels
+            .iter()
+            .map(|e| (e.name.as_str(), e))
+            .collect(),
+    };
+    registration.register(
+        |entry, kernel, name| {
+            let bindings: Vec<VulkanBinding> = entry
+                .launch_bindings(kernel)
+                .map_err(invalid)?
+                .into_iter()
+                .map(VulkanBinding::from)
+                .collect();
+            Ok(VulkanKernel {
+                name,
+                workgroup_size: entry.workgroup_size,
+                workgroup_memory: entry.workgroup_memory,
+                subgroup_size: entry.subgroup_size,
+                bindings: Box::leak(bindings.into_boxed_slice()),
+            })
+        },
+        Object::vulkan,
+    )
 }
 
 /// One range of host memory a Vulkan launch uses through device memory.

@@ -51,12 +51,13 @@ fn kernels_whose_names_rust_cannot_hold_launch_on_opencl() {
     };
     for device in gpu_tests::opencl_devices() {
         let out = DeviceBuffer::from_slice(&device, &[0.0f32; 32]).unwrap();
-        // SAFETY (each stub): one block of 32 threads, each writing its own element of a
-        // 32-element buffer.
+        // SAFETY: one block of 32 threads, each writing its own element of a 32-element buffer.
         unsafe { _2d_kernels::_2d(&device, &config, &out) }.unwrap();
         assert_eq!(out.to_vec().unwrap(), vec![2.0; 32]);
+        // SAFETY: as above.
         unsafe { _2d_kernels::weird_name_v2(&device, &config, &out) }.unwrap();
         assert_eq!(out.to_vec().unwrap(), vec![3.0; 32]);
+        // SAFETY: as above.
         unsafe { _2d_kernels::fn_(&device, &config, &out) }.unwrap();
         assert_eq!(out.to_vec().unwrap(), vec![4.0; 32]);
     }
