@@ -219,6 +219,7 @@ const OPENCL_FUNCTIONS: &[&str] = &[
     "clFinish",
     "clSVMAlloc",
     "clSVMFree",
+    "clEnqueueSVMFree",
     "clEnqueueSVMMemcpy",
     "clEnqueueSVMMemFill",
     "clEnqueueMarkerWithWaitList",

@@ -214,17 +214,43 @@ impl Gpu {
         Ok(pointer as u64)
     }
 
-    /// Frees an allocation once the work queued before has run; an address this driver did
-    /// not hand out (or freed already) is ignored.
+    /// Frees an allocation once the work queued before it on any stream has run, without
+    /// waiting: `clEnqueueSVMFree` on the default queue, which the default stream's rule orders
+    /// after every stream's queued work. An address this driver did not hand out (or freed
+    /// already) is ignored.
     pub(super) fn free(&self, pointer: u64) {
         if lock(&self.allocations).remove(&pointer).is_none() {
             return;
         }
-        // Kernels and copies queued on any stream may still use it.
-        let _ = self.queues.synchronize();
-        // SAFETY: an allocation of this context (it was in the table), freed once, unused by
-        // queued work (all of it has run).
-        unsafe { self.api.clSVMFree(self.context, pointer as *mut c_void) };
+        let api = self.api;
+        let queue = &self.queues.default;
+        let mut pointers = [pointer as *mut c_void];
+        let queued = self
+            .queues
+            .enqueue(queue, None, "clEnqueueSVMFree", |count, list, event| {
+                // SAFETY: a live queue of this context and one allocation of it, freed once (it
+                // left the table above); no callback, so the runtime frees it with clSVMFree;
+                // `list` holds `count` live events.
+                unsafe {
+                    api.clEnqueueSVMFree(
+                        queue.raw(),
+                        1,
+                        pointers.as_mut_ptr(),
+                        None,
+                        std::ptr::null_mut(),
+                        count,
+                        list,
+                        event,
+                    )
+                }
+            });
+        if queued.is_err() {
+            // Kernels and copies queued on any stream may still use it.
+            let _ = self.queues.synchronize();
+            // SAFETY: an allocation of this context, freed once, unused by queued work (all of
+            // it has run).
+            unsafe { api.clSVMFree(self.context, pointer as *mut c_void) };
+        }
     }
 
     /// Whether `address .. address + bytes` lies in one live allocation.

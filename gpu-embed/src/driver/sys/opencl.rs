@@ -770,6 +770,23 @@ pub struct OpenClLoader {
         event_wait_list: *const cl_event,
         event: *mut cl_event,
     ) -> cl_int,
+    pub clEnqueueSVMFree: unsafe extern "C" fn(
+        command_queue: cl_command_queue,
+        num_svm_pointers: cl_uint,
+        svm_pointers: *mut *mut ::std::os::raw::c_void,
+        pfn_free_func: ::std::option::Option<
+            unsafe extern "C" fn(
+                queue: cl_command_queue,
+                num_svm_pointers: cl_uint,
+                svm_pointers: *mut *mut ::std::os::raw::c_void,
+                user_data: *mut ::std::os::raw::c_void,
+            ),
+        >,
+        user_data: *mut ::std::os::raw::c_void,
+        num_events_in_wait_list: cl_uint,
+        event_wait_list: *const cl_event,
+        event: *mut cl_event,
+    ) -> cl_int,
     pub clEnqueueSVMMemcpy: unsafe extern "C" fn(
         command_queue: cl_command_queue,
         blocking_copy: cl_bool,
@@ -857,6 +874,7 @@ impl OpenClLoader {
         let clEnqueueBarrierWithWaitList = __library
             .get(b"clEnqueueBarrierWithWaitList\0")
             .map(|sym| *sym)?;
+        let clEnqueueSVMFree = __library.get(b"clEnqueueSVMFree\0").map(|sym| *sym)?;
         let clEnqueueSVMMemcpy = __library.get(b"clEnqueueSVMMemcpy\0").map(|sym| *sym)?;
         let clEnqueueSVMMemFill = __library
             .get(b"clEnqueueSVMMemFill\0")
@@ -894,6 +912,7 @@ impl OpenClLoader {
             clEnqueueNDRangeKernel,
             clEnqueueMarkerWithWaitList,
             clEnqueueBarrierWithWaitList,
+            clEnqueueSVMFree,
             clEnqueueSVMMemcpy,
             clEnqueueSVMMemFill,
         })
@@ -1261,6 +1280,36 @@ impl OpenClLoader {
         (self
             .clEnqueueBarrierWithWaitList)(
             command_queue,
+            num_events_in_wait_list,
+            event_wait_list,
+            event,
+        )
+    }
+    pub unsafe fn clEnqueueSVMFree(
+        &self,
+        command_queue: cl_command_queue,
+        num_svm_pointers: cl_uint,
+        svm_pointers: *mut *mut ::std::os::raw::c_void,
+        pfn_free_func: ::std::option::Option<
+            unsafe extern "C" fn(
+                queue: cl_command_queue,
+                num_svm_pointers: cl_uint,
+                svm_pointers: *mut *mut ::std::os::raw::c_void,
+                user_data: *mut ::std::os::raw::c_void,
+            ),
+        >,
+        user_data: *mut ::std::os::raw::c_void,
+        num_events_in_wait_list: cl_uint,
+        event_wait_list: *const cl_event,
+        event: *mut cl_event,
+    ) -> cl_int {
+        (self
+            .clEnqueueSVMFree)(
+            command_queue,
+            num_svm_pointers,
+            svm_pointers,
+            pfn_free_func,
+            user_data,
             num_events_in_wait_list,
             event_wait_list,
             event,
