@@ -203,3 +203,34 @@ fn unknown_spirv_versions_are_refused_with_the_known_ones() {
         "{error}"
     );
 }
+
+/// LLVM's SPIR-V back end keeps its module analysis in a static, so compilations of
+/// LLVM-dialect kernels at the same time in one process must not run it at once: eight builds
+/// in parallel threads, each compiling saxpy for three SPIR-V versions, all succeed and give the
+/// same bytes.
+#[test]
+fn llvm_dialect_kernels_compile_in_parallel_builds_of_one_process() {
+    let saxpy = workspace().join("sample-project/kernels/saxpy.mlir");
+    let builds: Vec<Vec<Vec<u8>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    let out = tempfile::tempdir().unwrap();
+                    let mut build = build_in(out.path());
+                    build.kernel(&saxpy);
+                    build.target(Vendor::LevelZero, &["spirv1.0", "spirv1.2", "spirv1.3"]);
+                    let report = build.compile().unwrap_or_else(|e| panic!("{e}"));
+                    objects_of(&report, Vendor::LevelZero)
+                        .into_iter()
+                        .map(|(_, bytes)| bytes)
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for build in &builds {
+        assert_eq!(build.len(), 3);
+        assert_eq!(build, &builds[0]);
+    }
+}

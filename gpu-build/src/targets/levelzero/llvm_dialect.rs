@@ -24,7 +24,7 @@ use inkwell::OptimizationLevel;
 use melior::ir::operation::{OperationLike, OperationPrintingFlags};
 use melior::ir::{BlockLike, Module, OperationRef, RegionLike};
 use melior::Context;
-use std::sync::Once;
+use std::sync::{Mutex, Once, PoisonError};
 
 /// Whether `gpu_module`'s kernels are LLVM-dialect functions (this path), and an error when it
 /// mixes them with `gpu.func` kernels.
@@ -252,6 +252,12 @@ fn compile(context: &Context, module: &Module, version: (u32, u32)) -> Result<Ve
         )
         .ok_or_else(|| failed("making LLVM's SPIR-V target machine"))?;
     translated.set_data_layout(&machine.get_target_data().get_data_layout());
+    // LLVM's SPIR-V back end keeps its module analysis in a static (`SPIRVModuleAnalysis::MAI`),
+    // so two modules compiled at once in one process corrupt each other ("All v-regs must have
+    // been mapped to global id's", seen when a build compiled saxpy for three SPIR-V versions
+    // in parallel): one SPIR-V compilation at a time.
+    static SPIRV_CODEGEN: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = SPIRV_CODEGEN.lock().unwrap_or_else(PoisonError::into_inner);
     crate::targets::support::llvm::emit(&machine, &translated, FileType::Object)
 }
 
