@@ -38,8 +38,9 @@ pub struct HostKernel {
 pub struct VulkanKernel {
     /// The entry point's name.
     pub name: &'static str,
-    /// The workgroup size the entry point declares; a launch's block must equal it.
-    pub workgroup_size: [u32; 3],
+    /// The workgroup size the kernel was compiled for (`known_block_size`); a launch's block
+    /// must equal it. `None`: any size, specialized per launch.
+    pub workgroup_size: Option<[u32; 3]>,
     /// Workgroup (shared) memory the kernel declares, in bytes.
     pub workgroup_memory: u64,
     /// The subgroup size the kernel's shuffles assume; a device with another is refused.

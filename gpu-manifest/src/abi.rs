@@ -220,14 +220,23 @@ pub struct VulkanEntries {
     pub kernels: Vec<VulkanKernel>,
 }
 
+/// The specialization constants (`SpecId`s) of a Vulkan object's workgroup size, x, y and z:
+/// the object's `WorkgroupSize` built-in is a composite of them, so one SPIR-V module runs at
+/// any block size; the runtime specializes each kernel's pipeline with its launch's block size
+/// (as `layout(local_size_x_id = …)` does in GLSL). Chosen far from the small ids a hand-written
+/// module's own specialization constants take.
+pub const WORKGROUP_SIZE_SPEC_IDS: [u32; 3] = [0x4742_0000, 0x4742_0001, 0x4742_0002];
+
 /// One SPIR-V entry point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VulkanKernel {
     /// The entry point's name (the kernel's).
     pub name: String,
-    /// The workgroup size the entry point declares (`LocalSize`): every launch's block must be
-    /// exactly this.
-    pub workgroup_size: [u32; 3],
+    /// The workgroup size the kernel was compiled for (its `known_block_size`): every launch's
+    /// block must be exactly this. `None`: any block size the device allows — the launch's
+    /// size specializes the pipeline ([`WORKGROUP_SIZE_SPEC_IDS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workgroup_size: Option<[u32; 3]>,
     /// Workgroup (shared) memory the kernel declares, in bytes.
     pub workgroup_memory: u64,
     /// The subgroup size the kernel's `gpu.shuffle`s were compiled for (MLIR lowers a shuffle

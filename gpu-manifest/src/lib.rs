@@ -28,7 +28,7 @@ pub mod host_image;
 pub use abi::{
     HostEntries, LevelZeroArgument, LevelZeroEntries, LevelZeroKernel, LevelZeroLaunchArgument,
     LevelZeroLaunchKind, ObjectAbi, VulkanBinding, VulkanBindingKind, VulkanEntries, VulkanKernel,
-    VulkanLaunchBinding,
+    VulkanLaunchBinding, WORKGROUP_SIZE_SPEC_IDS,
 };
 
 use serde::{Deserialize, Serialize};
@@ -103,7 +103,7 @@ pub mod host_abi {
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";

@@ -1,10 +1,49 @@
 // Kernels for the Vulkan target (`tests/runtime/vulkan.rs` runs them on every Vulkan device, lavapipe
 // here, against the host target and plain Rust): what SPIR-V needs is supplied by the pipeline,
-// so these are ordinary target-neutral kernels with a `known_block_size`. Between them they use
+// so these are ordinary target-neutral kernels (`any_block` without a `known_block_size`: the
+// launch chooses its size). Between them they use
 // workgroup memory, barriers, subgroup reductions, every gpu.all_reduce, 2-D memrefs with a static inner size, and
 // 8-, 16- and 64-bit types (capabilities from use).
 module attributes {gpu.container_module} {
   gpu.module @vk {
+    // out[i] = i + 1000 * (threads per block), i the thread's linear index over the whole grid
+    // (x fastest, in blocks and in threads): written for no particular block size, so every
+    // id and size built-in is read in all three dimensions.
+    gpu.func @any_block(%out: memref<?xi32>, %n: index) kernel {
+      %bx = gpu.block_dim x
+      %by = gpu.block_dim y
+      %bz = gpu.block_dim z
+      %tx = gpu.thread_id x
+      %ty = gpu.thread_id y
+      %tz = gpu.thread_id z
+      %gx = gpu.grid_dim x
+      %gy = gpu.grid_dim y
+      %ix = gpu.block_id x
+      %iy = gpu.block_id y
+      %iz = gpu.block_id z
+      %plane = arith.muli %bx, %by : index
+      %threads = arith.muli %plane, %bz : index
+      %tzy = arith.muli %tz, %by : index
+      %trow = arith.addi %tzy, %ty : index
+      %trow_x = arith.muli %trow, %bx : index
+      %local = arith.addi %trow_x, %tx : index
+      %izy = arith.muli %iz, %gy : index
+      %brow = arith.addi %izy, %iy : index
+      %brow_x = arith.muli %brow, %gx : index
+      %block = arith.addi %brow_x, %ix : index
+      %first = arith.muli %block, %threads : index
+      %i = arith.addi %first, %local : index
+      %in_range = arith.cmpi ult, %i, %n : index
+      scf.if %in_range {
+        %c1000 = arith.constant 1000 : index
+        %tag = arith.muli %threads, %c1000 : index
+        %value = arith.addi %i, %tag : index
+        %v = arith.index_cast %value : index to i32
+        memref.store %v, %out[%i] : memref<?xi32>
+      }
+      gpu.return
+    }
+
     // x[i] *= factor (the cookbook's `scale`).
     gpu.func @scale(%x: memref<?xf32>, %factor: f32, %n: index) kernel
         attributes {known_block_size = array<i32: 128, 1, 1>} {

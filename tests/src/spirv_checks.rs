@@ -26,6 +26,41 @@ pub fn check_scale(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// `any_block`, a kernel without a `known_block_size`, at block sizes from 1 to the device's
+/// largest, in one, two and three dimensions, over grids of as many dimensions; each thread
+/// writes its linear index tagged with the block's size.
+pub fn check_any_block(device: &Device) -> Result<()> {
+    let largest = device.limits().max_threads_per_block.min(1024);
+    let shapes = [
+        ([1, 1, 1], [5, 1, 1]),
+        ([7, 1, 1], [3, 2, 1]),
+        ([64, 1, 1], [4, 1, 1]),
+        ([256, 1, 1], [2, 1, 1]),
+        ([largest, 1, 1], [2, 1, 1]),
+        ([8, 4, 1], [3, 1, 2]),
+        ([4, 3, 2], [2, 2, 2]),
+        // The first size again: its pipeline is made once and reused.
+        ([1, 1, 1], [5, 1, 1]),
+    ];
+    for (block, grid) in shapes {
+        let threads = block.iter().product::<u32>() as usize;
+        let n = threads * grid.iter().product::<u32>() as usize;
+        // One element more than the threads: the kernel must leave it alone.
+        let out = DeviceBuffer::from_slice(device, &vec![-1i32; n + 1])?;
+        let config = LaunchConfig {
+            grid,
+            block,
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the kernel writes out[i] for i < n; out holds n + 1 elements.
+        unsafe { vk::any_block(device, &config, &out, n)? };
+        let mut want: Vec<i32> = (0..n).map(|i| (i + 1000 * threads) as i32).collect();
+        want.push(-1);
+        assert_eq!(out.to_vec()?, want, "block {block:?}, grid {grid:?}");
+    }
+    Ok(())
+}
+
 /// `shift_rows`: a 2-D memref with a static inner size.
 pub fn check_shift_rows(device: &Device) -> Result<()> {
     let (rows, cols) = (7usize, 300usize);

@@ -63,7 +63,10 @@ pub(super) fn embed(
             static #bindings_table: [::gpu_embed::VulkanBinding; #count] = [#(#bindings),*];
         });
         let name = &entry.name;
-        let [x, y, z] = entry.workgroup_size;
+        let workgroup_size = match entry.workgroup_size {
+            Some([x, y, z]) => quote!(::core::option::Option::Some([#x, #y, #z])),
+            None => quote!(::core::option::Option::None),
+        };
         let memory = entry.workgroup_memory;
         let subgroup_size = match entry.subgroup_size {
             Some(size) => quote!(::core::option::Option::Some(#size)),
@@ -71,7 +74,7 @@ pub(super) fn embed(
         };
         kernels.push(quote!(::gpu_embed::VulkanKernel {
             name: #name,
-            workgroup_size: [#x, #y, #z],
+            workgroup_size: #workgroup_size,
             workgroup_memory: #memory,
             subgroup_size: #subgroup_size,
             bindings: &#bindings_table,

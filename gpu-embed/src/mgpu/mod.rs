@@ -194,7 +194,7 @@ mod tests {
             extensions: vec![],
             kernels: vec![gpu_manifest::VulkanKernel {
                 name: "missing".into(),
-                workgroup_size: [1, 1, 1],
+                workgroup_size: Some([1, 1, 1]),
                 workgroup_memory: 0,
                 subgroup_size: None,
                 bindings: vec![],

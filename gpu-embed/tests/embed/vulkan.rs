@@ -47,7 +47,7 @@ static VADD_BINDINGS: [VulkanBinding; 4] = [
 ];
 static VADD_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "vadd",
-    workgroup_size: [64, 1, 1],
+    workgroup_size: Some([64, 1, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
     bindings: &VADD_BINDINGS,
@@ -87,7 +87,7 @@ static WIDEN_BINDINGS: [VulkanBinding; 6] = [
 ];
 static WIDEN_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "widen",
-    workgroup_size: [64, 1, 1],
+    workgroup_size: Some([64, 1, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
     bindings: &WIDEN_BINDINGS,
@@ -138,7 +138,7 @@ static SCALE2D_BINDINGS: [VulkanBinding; 3] = [
 ];
 static SCALE2D_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "scale2d",
-    workgroup_size: [8, 8, 1],
+    workgroup_size: Some([8, 8, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
     bindings: &SCALE2D_BINDINGS,
@@ -156,7 +156,7 @@ static OVERLONG_BINDINGS: [VulkanBinding; 4] =
     [memref(0, 0), memref(1, 5), memref(2, 10), memref(3, 14)];
 static OVERLONG_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     name: "vadd",
-    workgroup_size: [64, 1, 1],
+    workgroup_size: Some([64, 1, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
     bindings: &OVERLONG_BINDINGS,

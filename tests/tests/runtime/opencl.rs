@@ -20,6 +20,11 @@ fn scale() {
 }
 
 #[test]
+fn a_kernel_without_a_known_block_size_runs_at_the_launchs_block_size() {
+    on_opencl_and_host(spirv_checks::check_any_block);
+}
+
+#[test]
 fn shift_rows_over_a_2d_memref_with_a_static_inner_size() {
     on_opencl_and_host(spirv_checks::check_shift_rows);
 }

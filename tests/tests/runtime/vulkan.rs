@@ -36,6 +36,35 @@ fn scale() {
 }
 
 #[test]
+fn a_kernel_without_a_known_block_size_runs_at_the_launchs_block_size() {
+    on_vulkan_and_host(spirv_checks::check_any_block);
+}
+
+#[test]
+fn a_block_the_device_cannot_run_is_refused_before_any_pipeline() {
+    let Some(device) = gpu_tests::vulkan_devices().into_iter().next() else {
+        return;
+    };
+    let out = DeviceBuffer::<i32>::alloc(&device, 1).unwrap();
+    let too_many = device.limits().max_threads_per_block + 1;
+    for block in [[too_many, 1, 1], [0, 1, 1], [1, 1, u32::MAX]] {
+        let config = LaunchConfig {
+            grid: [1, 1, 1],
+            block,
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: refused before anything runs.
+        let error = unsafe { vk::any_block(&device, &config, &out, 1) }.unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.contains("any_block") && message.contains("block"),
+            "{message}"
+        );
+    }
+    assert!(gpu_embed::take_vulkan_validation_messages().is_empty());
+}
+
+#[test]
 fn shift_rows_over_a_2d_memref_with_a_static_inner_size() {
     on_vulkan_and_host(spirv_checks::check_shift_rows);
 }

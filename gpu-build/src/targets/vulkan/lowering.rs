@@ -15,7 +15,8 @@
 //!    and `gpu-module-to-binary` serializes it.
 
 use super::abi::{bindings, ConvertedArgument};
-use crate::error::{Error, ErrorKind, Result};
+use super::workgroup_size::specializable;
+use crate::error::Result;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::mlir::symbol_name;
@@ -46,7 +47,6 @@ pub(super) fn serialize(
     context: &Context,
     gpu_module: &OperationRef,
     kernels: &[Kernel],
-    locations: &[String],
     spirv_version: &str,
 ) -> Result<Compiled> {
     // 1-2. A copy whose only target is Vulkan's SPIR-V, the entry-point ABI and workgroup
@@ -66,12 +66,7 @@ pub(super) fn serialize(
         // and not otherwise borrowed.
         let mut function = unsafe { OperationRefMut::from_raw(raw) };
         let name = symbol_name(&function).unwrap_or_default();
-        let location = kernels
-            .iter()
-            .zip(locations)
-            .find(|(kernel, _)| kernel.name == name)
-            .map_or("", |(_, location)| location.as_str());
-        set_entry_point_abi(context, &mut function, &name, location)?;
+        set_entry_point_abi(context, &mut function)?;
         attributions_to_allocs(context, &mut function)?;
         let shuffles = !ops_named(&function, "gpu.shuffle").is_empty();
         kernel_facts.push((name, alloc_bytes(&function), shuffles));
@@ -94,7 +89,7 @@ pub(super) fn serialize(
         // SAFETY: a live op of the SPIR-V module.
         let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
         let converted = converted_arguments(&function)?;
-        let workgroup_size = workgroup_size_of(&function, &kernel.name)?;
+        let workgroup_size = workgroup_size_of(&function);
         entries.push(VulkanKernel {
             name: kernel.name.clone(),
             workgroup_size,
@@ -116,7 +111,10 @@ pub(super) fn serialize(
         "preparing the SPIR-V module",
     )?;
     let (capabilities, extensions) = keep_version(context, spirv_module, spirv_version)?;
-    let bytes = crate::targets::support::spirv::serialize(context, &mut module)?;
+    let bytes = specializable(&crate::targets::support::spirv::serialize(
+        context,
+        &mut module,
+    )?)?;
     Ok(Compiled {
         artifacts: vec![Artifact {
             format: Format::Bin,
@@ -135,12 +133,12 @@ pub(super) fn serialize(
 
 /// `spirv.entry_point_abi` with a workgroup size from `known_block_size` (or the discardable
 /// `gpu.known_block_size` kernel outlining writes), unless the kernel has one with a size
-/// already (as upstream's Vulkan tests write it; its SYCL tests write one without).
+/// already (as upstream's Vulkan tests write it; its SYCL tests write one without). A kernel
+/// without a known size gets one without: its `gpu.block_dim` reads the `WorkgroupSize`
+/// built-in, which `workgroup_size.rs` makes specialization constants.
 fn set_entry_point_abi<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
-    name: &str,
-    location: &str,
 ) -> Result<()> {
     let has_size = function
         .attribute("spirv.entry_point_abi")
@@ -152,22 +150,14 @@ fn set_entry_point_abi<'c>(
         .iter()
         .find_map(|name| function.attribute(name).ok())
         .map(|a| numbers(a.to_string().rsplit(':').next().unwrap_or_default()))
-        .filter(|size| size.len() == 3)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "{location}: error: kernel `{name}` has no `known_block_size`: Vulkan fixes a kernel's \
-                     workgroup size when it is compiled; add it to the gpu.func, e.g. `gpu.func \
-                     @{name}(...) kernel attributes {{known_block_size = array<i32: 256, 1, 1>}}`, \
-                     and launch with that block size"
-                ),
-            )
-        })?;
-    let abi = format!(
-        "#spirv.entry_point_abi<workgroup_size = [{}, {}, {}]>",
-        size[0], size[1], size[2]
-    );
+        .filter(|size| size.len() == 3);
+    let abi = match size {
+        Some(size) => format!(
+            "#spirv.entry_point_abi<workgroup_size = [{}, {}, {}]>",
+            size[0], size[1], size[2]
+        ),
+        None => "#spirv.entry_point_abi<>".to_string(),
+    };
     let attribute = Attribute::parse(context, &abi)
         .ok_or_else(|| failed("making the entry point attribute"))?;
     function.set_discardable_attribute("spirv.entry_point_abi", attribute);
@@ -204,14 +194,14 @@ fn converted_arguments(function: &OperationRef) -> Result<Vec<ConvertedArgument>
         .collect()
 }
 
-/// The workgroup size the converted kernel `name` (its `spirv.func`) declares.
-fn workgroup_size_of(function: &OperationRef, name: &str) -> Result<[u32; 3]> {
+/// The workgroup size the converted kernel (its `spirv.func`) was compiled for, if any.
+fn workgroup_size_of(function: &OperationRef) -> Option<[u32; 3]> {
     let size = function
         .attribute("spirv.entry_point_abi")
         .map(|a| numbers(&a.to_string()))
         .unwrap_or_default();
     match size.as_slice() {
-        [x, y, z] => Ok([*x as u32, *y as u32, *z as u32]),
-        _ => Err(failed(&format!("reading kernel `{name}`'s workgroup size"))),
+        [x, y, z] => Some([*x as u32, *y as u32, *z as u32]),
+        _ => None,
     }
 }

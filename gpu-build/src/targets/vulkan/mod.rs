@@ -4,14 +4,16 @@
 //!
 //! The chip is the Vulkan version an object is for (`vulkan1.1`, `vulkan1.2`, `vulkan1.3`: SPIR-V
 //! 1.3, 1.5, 1.6). The pipeline supplies what SPIR-V needs, so the kernel files the other
-//! targets compile build unchanged where Vulkan can express them: the workgroup size from the
-//! kernel's `known_block_size` (`lowering.rs`), workgroup attributions and workgroup-space
+//! targets compile build unchanged where Vulkan can express them: the workgroup size as
+//! specialization constants the launch sets (`workgroup_size.rs`; a kernel's `known_block_size`
+//! fixes it), workgroup attributions and workgroup-space
 //! memrefs as Workgroup variables, and the capabilities and extensions the kernels use (MLIR's
 //! `spirv-update-vce` reduces the set this target allows to what the module needs). Arguments
 //! become storage buffers in descriptor set 0 (`abi.rs`).
 
 mod abi;
 mod lowering;
+mod workgroup_size;
 
 use crate::error::Result;
 use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
@@ -136,12 +138,6 @@ impl MlirSerializer for Vulkan {
         spec: &TargetSpec,
     ) -> Result<Compiled> {
         abi::check_arguments(kernels, locations)?;
-        lowering::serialize(
-            context,
-            gpu_module,
-            kernels,
-            locations,
-            spirv_version(&spec.chip)?,
-        )
+        lowering::serialize(context, gpu_module, kernels, spirv_version(&spec.chip)?)
     }
 }

@@ -21,8 +21,9 @@ use super::stream::{DescriptorPool, Stream};
 use crate::binary::{Object, VulkanArgument, VulkanKernel};
 use crate::error::{Error, ErrorKind, Result};
 use ash::vk;
+use gpu_manifest::WORKGROUP_SIZE_SPEC_IDS;
 use std::ffi::{c_void, CString};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::driver::{FunctionHandle, ModuleHandle};
 
@@ -41,11 +42,16 @@ struct Function {
     core: &'static Core,
     table: &'static Table,
     kernel: &'static VulkanKernel,
+    /// Keeps the shader module, which pipelines made later are made from.
+    module: Arc<Module>,
+    entry: CString,
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
-    pipeline: vk::Pipeline,
     /// Bound by push descriptors (else a descriptor pool per launch).
     push: bool,
+    /// One pipeline per workgroup size launched so far (a kernel compiled for one size has
+    /// one), kept for the life of the process as the function is.
+    pipelines: Mutex<Vec<([u32; 3], vk::Pipeline)>>,
 }
 
 /// The newest SPIR-V version a Vulkan version must accept: 1.3 for Vulkan 1.1, 1.5 for 1.2, 1.6
@@ -154,7 +160,7 @@ pub(crate) fn kernel_of(function: &FunctionHandle) -> Result<&'static VulkanKern
 }
 
 pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHandle> {
-    let module = module.object::<Module>()?;
+    let module = module.shared_object::<Module>()?;
     let (core, table) = (module.core, module.table);
     let kernel = module.object.vulkan_kernel(name).ok_or_else(|| {
         Error::new(
@@ -163,20 +169,13 @@ pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
         )
     })?;
     let limits = &core.limits;
-    let [x, y, z] = kernel.workgroup_size;
-    let threads = u64::from(x) * u64::from(y) * u64::from(z);
-    if threads == 0
-        || threads > u64::from(limits.max_threads_per_block)
-        || (0..3).any(|d| kernel.workgroup_size[d] > limits.max_block[d])
-    {
-        return Err(Error::new(
-            ErrorKind::NotSupported,
-            format!(
-                "kernel `{name}` has workgroup size {:?}; {} allows at most {} invocations and \
-                 {:?} per dimension",
-                kernel.workgroup_size, core.name, limits.max_threads_per_block, limits.max_block
-            ),
-        ));
+    if let Some(size) = kernel.workgroup_size {
+        check_block(core, name, size).map_err(|why| {
+            Error::new(
+                ErrorKind::NotSupported,
+                format!("kernel `{name}` was compiled for workgroup size {size:?}; {why}"),
+            )
+        })?;
     }
     if let Some(size) = kernel
         .subgroup_size
@@ -261,42 +260,102 @@ pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
     };
     let entry = CString::new(name)
         .map_err(|_| invalid(format!("kernel name `{name}` contains a NUL byte")))?;
-    let stage = vk::PipelineShaderStageCreateInfo::default()
-        .stage(vk::ShaderStageFlags::COMPUTE)
-        .module(module.shader)
-        .name(&entry);
-    let info = vk::ComputePipelineCreateInfo::default()
-        .stage(stage)
-        .layout(layout);
-    // SAFETY: the module's shader, an entry point the object lists, a layout made above.
-    let pipeline =
-        unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
-    let pipeline = match pipeline {
-        Ok(pipelines) if !pipelines.is_empty() => pipelines[0],
-        Ok(_) | Err(_) => {
-            let result = pipeline.err().map_or(vk::Result::ERROR_UNKNOWN, |(_, e)| e);
-            // SAFETY: made above, unused.
-            unsafe {
-                device.destroy_pipeline_layout(layout, None);
-                device.destroy_descriptor_set_layout(set_layout, None);
-            }
-            return Err(vk_error(
-                result,
-                format!("kernel `{name}`: vkCreateComputePipelines"),
-            ));
-        }
-    };
-    // Its pipeline is kept for the life of the process, as embedded modules are (device.rs
-    // caches the handle).
-    Ok(FunctionHandle::from_object(Arc::new(Function {
+    let function = Function {
         core,
         table,
         kernel,
+        module,
+        entry,
         set_layout,
         layout,
-        pipeline,
         push,
-    })))
+        pipelines: Mutex::new(Vec::new()),
+    };
+    // A kernel of one size gets its pipeline now, so that a module the device rejects fails
+    // here; another's are made as launches ask for them.
+    if let Some(size) = kernel.workgroup_size {
+        function.pipeline(size)?;
+    }
+    // Kept for the life of the process, as embedded modules are (device.rs caches the handle).
+    Ok(FunctionHandle::from_object(Arc::new(function)))
+}
+
+/// Why `block` cannot be a workgroup of `core`'s device, if it cannot.
+fn check_block(core: &Core, name: &str, block: [u32; 3]) -> std::result::Result<(), String> {
+    let limits = &core.limits;
+    let threads = block.iter().map(|&d| u64::from(d)).product::<u64>();
+    if threads == 0
+        || threads > u64::from(limits.max_threads_per_block)
+        || (0..3).any(|d| block[d] > limits.max_block[d])
+    {
+        return Err(format!(
+            "{} allows workgroups of 1 to {} invocations and at most {:?} per dimension \
+             (kernel `{name}`, block {block:?})",
+            core.name, limits.max_threads_per_block, limits.max_block
+        ));
+    }
+    Ok(())
+}
+
+impl Function {
+    /// The pipeline of this kernel at workgroup size `block`, made on first use: the object's
+    /// `WorkgroupSize` built-in is specialization constants
+    /// ([`gpu_manifest::WORKGROUP_SIZE_SPEC_IDS`]), set here to `block`.
+    fn pipeline(&self, block: [u32; 3]) -> Result<vk::Pipeline> {
+        let mut pipelines = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&(_, pipeline)) = pipelines.iter().find(|(size, _)| *size == block) {
+            return Ok(pipeline);
+        }
+        let name = self.kernel.name;
+        let map: Vec<vk::SpecializationMapEntry> = WORKGROUP_SIZE_SPEC_IDS
+            .iter()
+            .enumerate()
+            .map(|(d, &id)| vk::SpecializationMapEntry {
+                constant_id: id,
+                offset: 4 * d as u32,
+                size: 4,
+            })
+            .collect();
+        let data: Vec<u8> = block.iter().flat_map(|d| d.to_ne_bytes()).collect();
+        let specialization = vk::SpecializationInfo::default()
+            .map_entries(&map)
+            .data(&data);
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(self.module.shader)
+            .name(&self.entry)
+            .specialization_info(&specialization);
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(self.layout);
+        // SAFETY: the module's shader (alive while `self.module` is), an entry point the object
+        // lists, this kernel's layout; constant ids the module may lack are ignored by Vulkan.
+        let made = unsafe {
+            self.core
+                .device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+        };
+        let pipeline = match made {
+            Ok(pipelines) if !pipelines.is_empty() => pipelines[0],
+            Ok(_) => {
+                return Err(vk_error(
+                    vk::Result::ERROR_UNKNOWN,
+                    format!("kernel `{name}`: vkCreateComputePipelines made no pipeline"),
+                ))
+            }
+            Err((_, e)) => {
+                return Err(vk_error(
+                    e,
+                    format!("kernel `{name}`: vkCreateComputePipelines (workgroup size {block:?})"),
+                ))
+            }
+        };
+        pipelines.push((block, pipeline));
+        Ok(pipeline)
+    }
 }
 
 /// One storage buffer binding of a launch.
@@ -523,13 +582,18 @@ pub(crate) unsafe fn launch(
     let (core, table) = (function.core, function.table);
     let kernel = function.kernel;
     let name = kernel.name;
-    if block != kernel.workgroup_size {
-        return Err(invalid(format!(
-            "kernel `{name}` was compiled for Vulkan with workgroup size {:?}; launch it with \
-             that block size (the launch asked for {block:?})",
-            kernel.workgroup_size
-        )));
+    match kernel.workgroup_size {
+        Some(size) if size != block => {
+            return Err(invalid(format!(
+                "kernel `{name}` was compiled for Vulkan with workgroup size {size:?} (its \
+                 `known_block_size`); launch it with that block size (the launch asked for \
+                 {block:?})"
+            )))
+        }
+        Some(_) => {}
+        None => check_block(core, name, block).map_err(invalid)?,
     }
+    let pipeline = function.pipeline(block)?;
     if shared != 0 {
         return Err(invalid(format!(
             "kernel `{name}`: {shared} bytes of dynamic shared memory; Vulkan has none (declare \
@@ -616,11 +680,7 @@ pub(crate) unsafe fn launch(
             // this device and every buffer they name is kept alive by `resources` until the
             // dispatch has run; the grid is within the device's limits (checked above).
             unsafe {
-                device.cmd_bind_pipeline(
-                    command_buffer,
-                    vk::PipelineBindPoint::COMPUTE,
-                    function.pipeline,
-                );
+                device.cmd_bind_pipeline(command_buffer, vk::PipelineBindPoint::COMPUTE, pipeline);
                 if !bound.is_empty() {
                     match (&core.push, function.push) {
                         (Some(push), true) => push.cmd_push_descriptor_set(

@@ -483,15 +483,17 @@ impl Driver for Vulkan {
     fn attributes(
         &self,
         function: &FunctionHandle,
-        _limits: &DeviceLimits,
+        limits: &DeviceLimits,
     ) -> Result<KernelAttributes> {
         let kernel = launch::kernel_of(function)?;
         Ok(KernelAttributes {
-            max_threads_per_block: kernel.workgroup_size.iter().product(),
+            max_threads_per_block: kernel
+                .workgroup_size
+                .map_or(limits.max_threads_per_block, |size| size.iter().product()),
             static_shared_bytes: kernel.workgroup_memory,
             local_bytes_per_thread: 0,
             registers: None,
-            required_block: Some(kernel.workgroup_size),
+            required_block: kernel.workgroup_size,
             subgroup_size: None,
         })
     }
@@ -500,13 +502,17 @@ impl Driver for Vulkan {
         &self,
         function: &FunctionHandle,
         _dynamic_shared: u32,
-        _limits: &DeviceLimits,
+        limits: &DeviceLimits,
     ) -> Result<(u32, u32)> {
-        // The block is the compiled workgroup size; any grid fills a Vulkan device's queue.
-        Ok((
-            launch::kernel_of(function)?.workgroup_size.iter().product(),
-            1,
-        ))
+        // A kernel compiled for one size takes that; another, a block of 256 invocations where
+        // the device allows it (a common width that fills every vendor's SIMD units). Any grid
+        // fills a Vulkan device's queue.
+        let block = launch::kernel_of(function)?
+            .workgroup_size
+            .map_or(limits.max_threads_per_block.min(256), |size| {
+                size.iter().product()
+            });
+        Ok((block, 1))
     }
 
     unsafe fn launch(
