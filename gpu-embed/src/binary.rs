@@ -80,6 +80,10 @@ impl From<gpu_manifest::VulkanLaunchBinding> for VulkanBinding {
                 gpu_manifest::VulkanBindingKind::Scalar { bytes } => {
                     VulkanArgument::Scalar { bytes }
                 }
+                gpu_manifest::VulkanBindingKind::MemrefSize { dim, .. } => VulkanArgument::Size {
+                    rank: binding.rank.unwrap_or_default(),
+                    dim: dim as usize,
+                },
             },
         }
     }
@@ -104,6 +108,15 @@ pub enum VulkanArgument {
     Scalar {
         /// Its size in the buffer.
         bytes: u32,
+    },
+    /// Size `dim` of the memref of `rank` dimensions whose descriptor starts at `param`, copied
+    /// into a buffer as a 32-bit integer (checked to fit): a hidden argument the Vulkan target
+    /// adds where the kernel needs a size its buffer binding cannot give.
+    Size {
+        /// The memref's dimensions.
+        rank: usize,
+        /// The dimension.
+        dim: usize,
     },
 }
 

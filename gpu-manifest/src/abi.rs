@@ -244,7 +244,8 @@ pub struct VulkanKernel {
     /// subgroups have another size cannot run the kernel. `None`: any size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subgroup_size: Option<u32>,
-    /// One per source argument, in order.
+    /// One per source argument, in order, then the hidden ones
+    /// ([`VulkanBindingKind::MemrefSize`]).
     pub bindings: Vec<VulkanBinding>,
 }
 
@@ -269,13 +270,16 @@ impl VulkanKernel {
     /// Each binding with where a launch of `kernel` (this entry point's kernel, with its lowered
     /// parameters) finds its value: the one rule the launch stubs' tables and `mgpu` share.
     pub fn launch_bindings(&self, kernel: &Kernel) -> Result<Vec<VulkanLaunchBinding>, String> {
-        let params = kernel.first_params(self.bindings.len(), "Vulkan bindings")?;
-        self.bindings
+        // The kernel's own arguments, then the hidden sizes of its memrefs.
+        let own = kernel.arguments.len().min(self.bindings.len());
+        let (arguments, hidden) = self.bindings.split_at(own);
+        let params = kernel.first_params(arguments.len(), "Vulkan bindings")?;
+        let mut launch = arguments
             .iter()
             .zip(&kernel.arguments)
-            .zip(params)
+            .zip(&params)
             .enumerate()
-            .map(|(index, ((binding, argument), param))| {
+            .map(|(index, ((binding, argument), &param))| {
                 let rank = match (binding.kind, &argument.kind) {
                     (VulkanBindingKind::Elements { .. }, ArgumentKind::Memref { shape, .. }) => {
                         Some(shape.len())
@@ -296,7 +300,38 @@ impl VulkanKernel {
                     kind: binding.kind,
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, String>>()?;
+        for binding in hidden {
+            let VulkanBindingKind::MemrefSize { argument, dim } = binding.kind else {
+                return Err(format!(
+                    "kernel `{}`: binding {} past its {} arguments is {:?}, not a memref's size",
+                    kernel.name,
+                    binding.binding,
+                    kernel.arguments.len(),
+                    binding.kind
+                ));
+            };
+            let rank = match kernel.arguments.get(argument as usize).map(|a| &a.kind) {
+                Some(ArgumentKind::Memref { shape, .. }) if (dim as usize) < shape.len() => {
+                    shape.len()
+                }
+                _ => {
+                    return Err(format!(
+                        "kernel `{}`: binding {} is size {dim} of argument {argument}, which is \
+                         not a memref of that many dimensions",
+                        kernel.name, binding.binding
+                    ))
+                }
+            };
+            launch.push(VulkanLaunchBinding {
+                set: binding.set,
+                binding: binding.binding,
+                param: params[argument as usize],
+                rank: Some(rank),
+                kind: binding.kind,
+            });
+        }
+        Ok(launch)
     }
 }
 
@@ -327,6 +362,16 @@ pub enum VulkanBindingKind {
     Scalar {
         /// Its size in the buffer.
         bytes: u32,
+    },
+    /// A hidden argument, after the kernel's own: size `dim` of memref argument `argument`, as
+    /// a 32-bit integer (checked to fit), from the memref's descriptor. The Vulkan target adds
+    /// one per dynamic size of a memref with a dynamic size past the first, or read by
+    /// `memref.dim`: MLIR's SPIR-V lowering must be given what a buffer binding cannot say.
+    MemrefSize {
+        /// The memref argument's index.
+        argument: u32,
+        /// The dimension.
+        dim: u32,
     },
 }
 

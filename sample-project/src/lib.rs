@@ -45,12 +45,12 @@ gpu_embed::include_gpu_binary!(
 );
 gpu_embed::include_gpu_binary!(
     "kernels/matmul.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host, vulkan]
 );
 // The host target's benchmark against PoCL and rayon (`benches/host_vs_peers.rs`).
 gpu_embed::include_gpu_binary!(
     "kernels/stencil.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host]
+    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host, vulkan]
 );
 gpu_embed::include_gpu_binary!(
     "kernels/block_total.mlir",
@@ -58,17 +58,20 @@ gpu_embed::include_gpu_binary!(
         nvptx(sm_80, sm_90),
         amdgpu(gfx90a, gfx1100),
         host,
+        vulkan,
         levelzero
     ]
 );
 
 /// Every embedded gpu.module.
-pub static BINARIES: [&Binary; 5] = [
+pub static BINARIES: [&Binary; 7] = [
     &vadd::BINARY,
     &saxpy::BINARY,
     &reduce::BINARY,
     &math::BINARY,
     &matmul::BINARY,
+    &stencil::BINARY,
+    &block_total::BINARY,
 ];
 
 /// The sample kernels a target's objects cannot express, and why (the build refuses them with
@@ -86,16 +89,19 @@ pub fn not_built_for(vendor: Vendor) -> &'static [(&'static str, &'static str)] 
                 "math_f64",
                 "cos and pow on f64: GLSL has them for 16- and 32-bit floats only",
             ),
+        ],
+        Vendor::LevelZero => &[
             (
                 "matmul",
-                "2-D dynamic memrefs: a Vulkan kernel needs its inner strides when compiled",
+                "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
+                 strides fixed when compiled",
+            ),
+            (
+                "stencil",
+                "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
+                 strides fixed when compiled",
             ),
         ],
-        Vendor::LevelZero => &[(
-            "matmul",
-            "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
-                 strides fixed when compiled",
-        )],
         _ => &[],
     }
 }
@@ -338,6 +344,78 @@ pub fn run_matmul(device: &Device) -> Result<Run> {
     })
 }
 
+/// Rows and columns of the grid `run_stencil` steps.
+pub const STENCIL_SIZE: usize = 512;
+
+/// One Jacobi step of a row-major `size x size` grid in f64, the reference for `jacobi`.
+pub fn stencil_reference(grid: &[f32], size: usize) -> Vec<f64> {
+    let at = |row: usize, col: usize| f64::from(grid[row * size + col]);
+    (0..size * size)
+        .map(|i| {
+            let (row, col) = (i / size, i % size);
+            if row == 0 || col == 0 || row == size - 1 || col == size - 1 {
+                at(row, col)
+            } else {
+                0.5 * at(row, col)
+                    + 0.125
+                        * (at(row - 1, col) + at(row + 1, col) + at(row, col - 1) + at(row, col + 1))
+            }
+        })
+        .collect()
+}
+
+pub fn run_stencil(device: &Device) -> Result<Run> {
+    let n = STENCIL_SIZE;
+    let grid = inputs(n * n, 11);
+    let input = DeviceBuffer::from_slice(device, &grid)?;
+    let output = DeviceBuffer::<f32>::alloc(device, n * n)?;
+    let tiles = (n / 16) as u32;
+    let config = LaunchConfig {
+        grid: [tiles, tiles, 1],
+        block: [16, 16, 1],
+        shared_mem_bytes: 0,
+    };
+    let (vin, vout) = (input.view([n, n])?, output.view([n, n])?);
+    ready(device, &stencil::BINARY, "jacobi")?;
+    // SAFETY: each thread reads its neighbours inside the n x n grid and writes its element.
+    let time = timed(device, || unsafe { stencil::jacobi(device, &config, vin, vout) })?;
+    let got: Vec<f64> = output.to_vec()?.into_iter().map(f64::from).collect();
+    Ok(Run {
+        kernel: "stencil",
+        object: object_used(device, &stencil::BINARY),
+        time,
+        max_error: max_error(&got, &stencil_reference(&grid, n)),
+        // Five terms below 10.5, each rounded to f32 once: a few ulps of ~10.
+        tolerance: 1e-5,
+    })
+}
+
+pub fn run_block_total(device: &Device) -> Result<Run> {
+    let input = inputs(N, 12);
+    let blocks = N.div_ceil(BLOCK as usize);
+    let din = DeviceBuffer::from_slice(device, &input)?;
+    let dout = DeviceBuffer::<f32>::alloc(device, blocks)?;
+    let config = LaunchConfig::for_elements(N, BLOCK);
+    ready(device, &block_total::BINARY, "block_total")?;
+    // SAFETY: each block reads in[i] for i < N and writes out[block]; out holds every block.
+    let time = timed(device, || unsafe {
+        block_total::block_total(device, &config, &din, &dout, N)
+    })?;
+    let got: Vec<f64> = dout.to_vec()?.into_iter().map(f64::from).collect();
+    let want: Vec<f64> = input
+        .chunks(BLOCK as usize)
+        .map(|block| block.iter().map(|&v| f64::from(v)).sum())
+        .collect();
+    Ok(Run {
+        kernel: "block_total",
+        object: object_used(device, &block_total::BINARY),
+        time,
+        max_error: max_error(&got, &want),
+        // 256 values below 10.5 summed in f32, in any order: sums below ~2700.
+        tolerance: 2e-3,
+    })
+}
+
 /// Every sample kernel, in order.
 pub fn run_all(device: &Device) -> Vec<(&'static str, Result<Run>)> {
     vec![
@@ -347,5 +425,7 @@ pub fn run_all(device: &Device) -> Vec<(&'static str, Result<Run>)> {
         ("math_f32", run_math_f32(device)),
         ("math_f64", run_math_f64(device)),
         ("matmul", run_matmul(device)),
+        ("stencil", run_stencil(device)),
+        ("block_total", run_block_total(device)),
     ]
 }

@@ -104,7 +104,7 @@ fn main() {
 fn run_on(device: &Device) -> bool {
     println!("{}, {}:", device.name(), device.arch().arch);
     println!(
-        "  {:<10} {:<38} {:>10} {:>12}",
+        "  {:<11} {:<38} {:>10} {:>12}",
         "kernel", "object", "time", "max error"
     );
     let mut failed = false;
@@ -113,7 +113,7 @@ fn run_on(device: &Device) -> bool {
             .iter()
             .find(|(name, _)| *name == kernel);
         if let Some((_, why)) = not_built {
-            println!("  {kernel:<10} not built for {}: {why}", device.vendor());
+            println!("  {kernel:<11} not built for {}: {why}", device.vendor());
             continue;
         }
         match run {
@@ -121,7 +121,7 @@ fn run_on(device: &Device) -> bool {
                 let ok = run.max_error <= run.tolerance;
                 failed |= !ok;
                 println!(
-                    "  {:<10} {:<38} {:>8.3}ms {:>12.3e}{}",
+                    "  {:<11} {:<38} {:>8.3}ms {:>12.3e}{}",
                     run.kernel,
                     run.object,
                     run.time.as_secs_f64() * 1e3,
@@ -131,7 +131,7 @@ fn run_on(device: &Device) -> bool {
             }
             Err(error) => {
                 failed = true;
-                println!("  {kernel:<10} failed: {error}");
+                println!("  {kernel:<11} failed: {error}");
             }
         }
     }

@@ -78,7 +78,8 @@ const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 /// Upstream's tests from the other folders that pass on Vulkan too: CUDA's and ROCM's programs
 /// written for no particular block size (the workgroup size is specialization constants set
 /// at launch, `targets/vulkan/workgroup_size.rs`), CUDA's block reductions (`gpu.all_reduce`
-/// through workgroup memory, `targets/support/all_reduce.rs`), ROCM's `vecadd` (host memory
+/// through workgroup memory, `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic
+/// memref with its sizes as hidden arguments, `targets/vulkan/memref_sizes.rs`), ROCM's `vecadd` (host memory
 /// registered, its "device view" the host memory the launch stages), SYCL's and LevelZero's
 /// four each and the SPIR-V CPU runner's two programs (its `fillI32Buffer` /
 /// `fillF32Buffer*D` helpers).
@@ -86,6 +87,7 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "CUDA/all-reduce-and.mlir",
     "CUDA/all-reduce-maxsi.mlir",
     "CUDA/all-reduce-minsi.mlir",
+    "CUDA/all-reduce-op.mlir",
     "CUDA/all-reduce-or.mlir",
     "CUDA/all-reduce-region.mlir",
     "CUDA/all-reduce-xor.mlir",

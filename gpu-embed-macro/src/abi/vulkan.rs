@@ -54,6 +54,11 @@ pub(super) fn embed(
                 VulkanBindingKind::Scalar { bytes } => {
                     quote!(::gpu_embed::VulkanArgument::Scalar { bytes: #bytes })
                 }
+                VulkanBindingKind::MemrefSize { dim, .. } => {
+                    let rank = binding.rank.unwrap_or_default();
+                    let dim = dim as usize;
+                    quote!(::gpu_embed::VulkanArgument::Size { rank: #rank, dim: #dim })
+                }
             };
             bindings.push(quote!(::gpu_embed::VulkanBinding { set: #set, binding: #slot, param: #param, kind: #kind }));
         }

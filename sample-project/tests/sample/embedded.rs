@@ -44,9 +44,10 @@ fn embedded_bytes_equal_the_files_in_out_dir() {
         }
     }
     assert_eq!(
-        checked, 36,
-        "six GPU objects for each of five modules, a Vulkan object for vadd and reduce, and a \
-         Level Zero object for vadd, saxpy, reduce and math"
+        checked, 52,
+        "six GPU objects for each of seven modules, a Vulkan object for vadd, reduce, matmul, \
+         stencil and block_total, and a Level Zero object for vadd, saxpy, reduce, math and \
+         block_total"
     );
     assert_eq!(
         sample_project::math::BINARY.kernels(),

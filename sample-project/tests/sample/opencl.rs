@@ -27,7 +27,14 @@ fn every_sample_kernel_levelzero_builds_runs_on_opencl_and_matches_the_reference
         let ran = run_every_kernel(&device);
         assert_eq!(
             ran,
-            ["vadd", "saxpy", "block_sum", "math_f32", "math_f64"],
+            [
+                "vadd",
+                "saxpy",
+                "block_sum",
+                "math_f32",
+                "math_f64",
+                "block_total"
+            ],
             "on {}",
             device.name()
         );

@@ -27,7 +27,10 @@ fn vulkan_devices() -> Vec<Device> {
 fn every_sample_kernel_vulkan_can_express_runs_on_vulkan_and_matches_the_reference() {
     for device in vulkan_devices() {
         let ran = run_every_kernel(&device);
-        assert_eq!(ran, ["vadd", "block_sum"]);
+        assert_eq!(
+            ran,
+            ["vadd", "block_sum", "matmul", "stencil", "block_total"]
+        );
         let messages = gpu_embed::take_vulkan_validation_messages();
         assert!(messages.is_empty(), "validation layer: {messages:#?}");
     }

@@ -1,8 +1,9 @@
 //! The Vulkan kernel ABI: which arguments a Vulkan kernel can take, and how each reaches it.
 //! MLIR's SPIR-V conversion makes every argument a storage buffer in descriptor set 0 (binding =
 //! argument index, `spirv.interface_var_abi`): a memref its elements, a scalar a buffer holding
-//! the value, `index` 32 bits wide.
+//! the value, `index` 32 bits wide; then a buffer per hidden size (`memref_sizes.rs`).
 
+use super::memref_sizes::HiddenSize;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::spirv;
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
@@ -18,9 +19,7 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
     match &argument.kind {
         ArgumentKind::Scalar { element } => check_element(*element, "pass it"),
         ArgumentKind::Memref {
-            element,
-            shape,
-            layout,
+            element, layout, ..
         } => {
             check_element(*element, "use a memref of it")?;
             if *layout != Layout::Identity {
@@ -30,15 +29,6 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
                             yourself"
                         .to_string(),
                 );
-            }
-            if shape.iter().skip(1).any(Option::is_none) {
-                return Err(format!(
-                    "Vulkan binds a memref as a storage buffer whose strides the kernel must \
-                     know when it is compiled, so only its outermost size may be dynamic; pass \
-                     a memref<?x{}> and index it row-major (pass the sizes as index \
-                     arguments), or give the inner sizes statically",
-                    element_name(*element)
-                ));
             }
             Ok(())
         }
@@ -74,21 +64,6 @@ fn check_element(element: Element, how: &str) -> std::result::Result<(), String>
     }
 }
 
-fn element_name(element: Element) -> &'static str {
-    match element {
-        Element::I1 => "i1",
-        Element::I8 => "i8",
-        Element::I16 => "i16",
-        Element::I32 => "i32",
-        Element::I64 => "i64",
-        Element::Index => "index",
-        Element::F16 => "f16",
-        Element::Bf16 => "bf16",
-        Element::F32 => "f32",
-        Element::F64 => "f64",
-    }
-}
-
 /// Bytes of one element in a storage buffer (arguments were checked: no `i1`, `bf16`, `index`).
 fn element_bytes(element: Element) -> u32 {
     match element {
@@ -107,26 +82,37 @@ pub(super) struct ConvertedArgument {
     pub scalar_bits: Option<u32>,
 }
 
-/// The bindings of `kernel`'s arguments, checked against what the conversion made of them.
+/// The bindings of `kernel`'s arguments and then of its `hidden` sizes, checked against what
+/// the conversion made of them.
 pub(super) fn bindings(
     kernel: &Kernel,
     converted: &[ConvertedArgument],
+    hidden: &[HiddenSize],
 ) -> Result<Vec<VulkanBinding>> {
-    if converted.len() != kernel.arguments.len() {
+    if converted.len() != kernel.arguments.len() + hidden.len() {
         return Err(Error::new(
             ErrorKind::Lowering,
             format!(
                 "internal error: kernel `{}` has {} arguments, its SPIR-V entry point {}",
                 kernel.name,
-                kernel.arguments.len(),
+                kernel.arguments.len() + hidden.len(),
                 converted.len()
             ),
         ));
     }
+    let (own, sizes) = converted.split_at(kernel.arguments.len());
+    let hidden = hidden.iter().zip(sizes).map(|(size, converted)| VulkanBinding {
+        set: converted.set,
+        binding: converted.binding,
+        kind: VulkanBindingKind::MemrefSize {
+            argument: size.argument as u32,
+            dim: size.dim as u32,
+        },
+    });
     kernel
         .arguments
         .iter()
-        .zip(converted)
+        .zip(own)
         .map(|(argument, converted)| {
             let kind = match (&argument.kind, converted.scalar_bits) {
                 (ArgumentKind::Memref { element, .. }, None) => VulkanBindingKind::Elements {
@@ -152,5 +138,6 @@ pub(super) fn bindings(
                 kind,
             })
         })
+        .chain(hidden.map(Ok))
         .collect()
 }

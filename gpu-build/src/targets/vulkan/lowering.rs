@@ -15,6 +15,7 @@
 //!    and `gpu-module-to-binary` serializes it.
 
 use super::abi::{bindings, ConvertedArgument};
+use super::memref_sizes::pass_sizes;
 use super::workgroup_size::specializable;
 use crate::error::Result;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
@@ -47,6 +48,7 @@ pub(super) fn serialize(
     context: &Context,
     gpu_module: &OperationRef,
     kernels: &[Kernel],
+    locations: &[String],
     spirv_version: &str,
 ) -> Result<Compiled> {
     // 1-2. A copy whose only target is Vulkan's SPIR-V, the entry-point ABI and workgroup
@@ -59,7 +61,7 @@ pub(super) fn serialize(
     );
     let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
     all_reduce_for_spirv(context, &module);
-    // Per kernel: its name, workgroup memory in bytes, whether it shuffles.
+    // Per kernel: its name, workgroup memory in bytes, whether it shuffles, its hidden sizes.
     let mut kernel_facts = Vec::new();
     for raw in kernel_functions(&module) {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
@@ -68,8 +70,14 @@ pub(super) fn serialize(
         let name = symbol_name(&function).unwrap_or_default();
         set_entry_point_abi(context, &mut function)?;
         attributions_to_allocs(context, &mut function)?;
+        let location = kernels
+            .iter()
+            .zip(locations)
+            .find(|(kernel, _)| kernel.name == name)
+            .map_or("", |(_, location)| location.as_str());
+        let hidden = pass_sizes(context, &mut function, location)?;
         let shuffles = !ops_named(&function, "gpu.shuffle").is_empty();
-        kernel_facts.push((name, alloc_bytes(&function), shuffles));
+        kernel_facts.push((name, alloc_bytes(&function), shuffles, hidden));
     }
     drop_uniform_flags(&module);
 
@@ -77,7 +85,8 @@ pub(super) fn serialize(
     run(
         context,
         &mut module,
-        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,convert-math-to-spirv),\
+        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,lower-affine,\
+         convert-math-to-spirv),\
          convert-gpu-to-spirv)",
         "converting to SPIR-V",
     )?;
@@ -96,12 +105,19 @@ pub(super) fn serialize(
             workgroup_memory: kernel_facts
                 .iter()
                 .find(|(name, ..)| *name == kernel.name)
-                .map_or(0, |(_, bytes, _)| *bytes),
+                .map_or(0, |(_, bytes, ..)| *bytes),
             subgroup_size: kernel_facts
                 .iter()
-                .any(|(name, _, shuffles)| *name == kernel.name && *shuffles)
+                .any(|(name, _, shuffles, _)| *name == kernel.name && *shuffles)
                 .then_some(SHUFFLE_WIDTH),
-            bindings: bindings(kernel, &converted)?,
+            bindings: bindings(
+                kernel,
+                &converted,
+                kernel_facts
+                    .iter()
+                    .find(|(name, ..)| *name == kernel.name)
+                    .map_or(&[][..], |(.., hidden)| hidden.as_slice()),
+            )?,
         });
     }
     run(

@@ -13,6 +13,7 @@
 
 mod abi;
 mod lowering;
+mod memref_sizes;
 mod workgroup_size;
 
 use crate::error::Result;
@@ -138,6 +139,12 @@ impl MlirSerializer for Vulkan {
         spec: &TargetSpec,
     ) -> Result<Compiled> {
         abi::check_arguments(kernels, locations)?;
-        lowering::serialize(context, gpu_module, kernels, spirv_version(&spec.chip)?)
+        lowering::serialize(
+            context,
+            gpu_module,
+            kernels,
+            locations,
+            spirv_version(&spec.chip)?,
+        )
     }
 }

@@ -562,6 +562,33 @@ unsafe fn bindings(
                 scalar_bytes.extend_from_slice(&stored);
                 scalars.push((binding.binding, place, stored.len() as u64));
             }
+            VulkanArgument::Size { rank, dim } => {
+                let field = (dim < rank)
+                    .then(|| at.checked_add(3 + dim))
+                    .flatten()
+                    .filter(|&field| field < params.len())
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "{which}: size {dim} of a memref of rank {rank} from lowered \
+                             parameter {at}, but the launch passes {} parameters",
+                            params.len()
+                        ))
+                    })?;
+                // SAFETY: the caller guarantees the parameters match the kernel, whose binding
+                // table puts this memref's descriptor (and so its sizes) here.
+                let size = unsafe { read_u64(name, params, param_sizes, field) }? as i64;
+                let narrow = i32::try_from(size).map_err(|_| {
+                    invalid(format!(
+                        "{which}: size {dim} of the memref is {size}, which does not fit the \
+                         32-bit integer the Vulkan kernel takes it as (an `index` is 32 bits in \
+                         MLIR's SPIR-V lowering)"
+                    ))
+                })?;
+                let place = (scalar_bytes.len() as u64).div_ceil(alignment) * alignment;
+                scalar_bytes.resize(place as usize, 0);
+                scalar_bytes.extend_from_slice(&narrow.to_ne_bytes());
+                scalars.push((binding.binding, place, 4));
+            }
         }
     }
     Ok((bound, scalars, scalar_bytes))
