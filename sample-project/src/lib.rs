@@ -40,6 +40,7 @@ gpu_embed::include_gpu_binary!(
         nvptx(sm_80, sm_90),
         amdgpu(gfx90a, gfx1100),
         host,
+        vulkan,
         levelzero
     ]
 );
@@ -79,17 +80,10 @@ pub static BINARIES: [&Binary; 7] = [
 /// every other target builds them all.
 pub fn not_built_for(vendor: Vendor) -> &'static [(&'static str, &'static str)] {
     match vendor {
-        Vendor::Vulkan => &[
-            (
-                "saxpy",
-                "takes !llvm.ptr arguments; Vulkan buffers have no addresses",
-            ),
-            ("math_f32", "shares its gpu.module with math_f64"),
-            (
-                "math_f64",
-                "cos and pow on f64: GLSL has them for 16- and 32-bit floats only",
-            ),
-        ],
+        Vendor::Vulkan => &[(
+            "saxpy",
+            "takes !llvm.ptr arguments; Vulkan buffers have no addresses",
+        )],
         Vendor::LevelZero => &[
             (
                 "matmul",
@@ -358,7 +352,10 @@ pub fn stencil_reference(grid: &[f32], size: usize) -> Vec<f64> {
             } else {
                 0.5 * at(row, col)
                     + 0.125
-                        * (at(row - 1, col) + at(row + 1, col) + at(row, col - 1) + at(row, col + 1))
+                        * (at(row - 1, col)
+                            + at(row + 1, col)
+                            + at(row, col - 1)
+                            + at(row, col + 1))
             }
         })
         .collect()
@@ -378,7 +375,9 @@ pub fn run_stencil(device: &Device) -> Result<Run> {
     let (vin, vout) = (input.view([n, n])?, output.view([n, n])?);
     ready(device, &stencil::BINARY, "jacobi")?;
     // SAFETY: each thread reads its neighbours inside the n x n grid and writes its element.
-    let time = timed(device, || unsafe { stencil::jacobi(device, &config, vin, vout) })?;
+    let time = timed(device, || unsafe {
+        stencil::jacobi(device, &config, vin, vout)
+    })?;
     let got: Vec<f64> = output.to_vec()?.into_iter().map(f64::from).collect();
     Ok(Run {
         kernel: "stencil",

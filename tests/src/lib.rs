@@ -26,6 +26,11 @@ gpu_embed::include_gpu_binary!(
     "kernels/vulkan.mlir",
     targets = [vulkan, levelzero("spirv1.3"), nvptx(sm_80, sm_90), host]
 );
+// f64 math GLSL lacks, implemented by the Vulkan target (`tests/runtime/vulkan.rs`).
+gpu_embed::include_gpu_binary!(
+    "kernels/f64_math.mlir",
+    targets = [vulkan, nvptx(sm_80, sm_90), host]
+);
 // The guide's two-module file (`docs/guide/02-kernels.md`, `tests/runtime/cookbook.rs`).
 gpu_embed::include_gpu_binary!(
     "../docs/cookbook/two_modules.mlir",

@@ -61,6 +61,136 @@ pub fn check_any_block(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// The f64 functions `f64_math` computes, each with its reference (the host's libm through
+/// Rust's std) and the most ulps it may differ by: the Vulkan target's own implementations
+/// (`gpu-build/src/targets/vulkan/f64_math.rs`) are held to these, as are the other targets'.
+pub const F64_MATH: [(&str, fn(f64, f64) -> f64, u64); 9] = [
+    ("exp", |x, _| x.exp(), 1),
+    ("exp2", |x, _| x.exp2(), 1),
+    ("log", |x, _| x.ln(), 1),
+    ("log2", |x, _| x.log2(), 1),
+    ("log10", |x, _| x.log10(), 1),
+    ("sin", |x, _| x.sin(), 1),
+    ("cos", |x, _| x.cos(), 1),
+    ("tan", |x, _| x.tan(), 2),
+    ("pow", f64::powf, 1),
+];
+
+/// Units in the last place between `a` and `b`: 0 when both are NaN or equal (±0 too), the
+/// distance along the ordered f64 line otherwise (a NaN against a number: `u64::MAX`).
+pub fn ulps(a: f64, b: f64) -> u64 {
+    if (a.is_nan() && b.is_nan()) || a == b {
+        return 0;
+    }
+    if a.is_nan() || b.is_nan() {
+        return u64::MAX;
+    }
+    let ordered = |v: f64| {
+        let bits = v.to_bits() as i64;
+        if bits < 0 {
+            i64::MIN - bits
+        } else {
+            bits
+        }
+    };
+    ordered(a).abs_diff(ordered(b))
+}
+
+/// Inputs for `f64_math`: magnitudes from 1e-300 to 1e5 of both signs (sin, cos and tan are
+/// held to their bounds below 1.6e6), subnormals, zeros, infinities, NaN, integers; exponents
+/// from -30 to 30, integers among them (negative bases), and special ones.
+pub fn f64_math_inputs() -> (Vec<f64>, Vec<f64>) {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let special = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        2.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MIN_POSITIVE,
+        5e-324,
+        -2.5e-310,
+        709.7,
+        -745.0,
+        std::f64::consts::FRAC_PI_4,
+        std::f64::consts::PI,
+        1e5,
+    ];
+    let mut x: Vec<f64> = special.to_vec();
+    let mut y: Vec<f64> = special.iter().map(|_| 3.0).collect();
+    y[..6].copy_from_slice(&[0.0, f64::NAN, f64::INFINITY, -3.0, -0.5, 0.5]);
+    for i in 0..20_000 {
+        let magnitude = 10f64.powf(next() * 305.0 - 300.0);
+        let small = next() * 50.0 - 25.0;
+        let value = match i % 3 {
+            0 => magnitude,
+            1 => small,
+            _ => next() * 2e5 - 1e5,
+        };
+        x.push(if next() < 0.5 { -value } else { value });
+        let exponent = next() * 60.0 - 30.0;
+        y.push(if i % 4 == 0 {
+            exponent.round()
+        } else {
+            exponent
+        });
+    }
+    (x, y)
+}
+
+/// `f64_math` against the host's libm: returns each function's largest ulp distance; panics
+/// when one exceeds its bound in [`F64_MATH`].
+pub fn check_f64_math(device: &Device) -> Result<Vec<(&'static str, u64)>> {
+    let (x, y) = f64_math_inputs();
+    let n = x.len();
+    let dx = DeviceBuffer::from_slice(device, &x)?;
+    let dy = DeviceBuffer::from_slice(device, &y)?;
+    let out = DeviceBuffer::<f64>::alloc(device, 9 * n)?;
+    // SAFETY: thread i reads x[i], y[i] and writes out[9i..9i+9]; the buffers hold that.
+    unsafe {
+        crate::f64_math::f64_math(
+            device,
+            &LaunchConfig::for_elements(n, 64),
+            &dx,
+            &dy,
+            &out,
+            n,
+        )?
+    };
+    let got = out.to_vec()?;
+    let mut worst = Vec::new();
+    for (j, (name, reference, bound)) in F64_MATH.iter().enumerate() {
+        let (mut max, mut at) = (0, 0);
+        for i in 0..n {
+            let distance = ulps(got[9 * i + j], reference(x[i], y[i]));
+            if distance > max {
+                (max, at) = (distance, i);
+            }
+        }
+        assert!(
+            max <= *bound,
+            "{name} on {}: {max} ulps at x = {:e}, y = {:e}: got {:e}, want {:e}",
+            device.name(),
+            x[at],
+            y[at],
+            got[9 * at + j],
+            reference(x[at], y[at])
+        );
+        worst.push((*name, max));
+    }
+    Ok(worst)
+}
+
 /// `shift_rows`: a 2-D memref with a static inner size.
 pub fn check_shift_rows(device: &Device) -> Result<()> {
     let (rows, cols) = (7usize, 300usize);

@@ -44,9 +44,9 @@ fn embedded_bytes_equal_the_files_in_out_dir() {
         }
     }
     assert_eq!(
-        checked, 52,
-        "six GPU objects for each of seven modules, a Vulkan object for vadd, reduce, matmul, \
-         stencil and block_total, and a Level Zero object for vadd, saxpy, reduce, math and \
+        checked, 53,
+        "six GPU objects for each of seven modules, a Vulkan object for vadd, reduce, math, \
+         matmul, stencil and block_total, and a Level Zero object for vadd, saxpy, reduce, math and \
          block_total"
     );
     assert_eq!(

@@ -29,7 +29,15 @@ fn every_sample_kernel_vulkan_can_express_runs_on_vulkan_and_matches_the_referen
         let ran = run_every_kernel(&device);
         assert_eq!(
             ran,
-            ["vadd", "block_sum", "matmul", "stencil", "block_total"]
+            [
+                "vadd",
+                "block_sum",
+                "math_f32",
+                "math_f64",
+                "matmul",
+                "stencil",
+                "block_total"
+            ]
         );
         let messages = gpu_embed::take_vulkan_validation_messages();
         assert!(messages.is_empty(), "validation layer: {messages:#?}");

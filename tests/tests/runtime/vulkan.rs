@@ -41,6 +41,15 @@ fn a_kernel_without_a_known_block_size_runs_at_the_launchs_block_size() {
 }
 
 #[test]
+fn f64_math_glsl_lacks_matches_the_host_libm_within_its_bounds() {
+    on_vulkan_and_host(|device| {
+        let worst = spirv_checks::check_f64_math(device)?;
+        println!("{}: {worst:?}", device.name());
+        Ok(())
+    });
+}
+
+#[test]
 fn a_block_the_device_cannot_run_is_refused_before_any_pipeline() {
     let Some(device) = gpu_tests::vulkan_devices().into_iter().next() else {
         return;

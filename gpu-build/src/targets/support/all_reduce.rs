@@ -18,9 +18,10 @@
 //! The reduction is written as MLIR text (`reduction_text`), parsed, and its body moved before
 //! the `gpu.all_reduce` (`splice`): MLIR's inliner does not inline into a `gpu.func`.
 
+use super::mlir::splice;
 use super::spirv::ops_named;
-use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
-use melior::ir::{BlockLike, BlockRef, Module, RegionLike, Value, ValueLike};
+use melior::ir::operation::{OperationLike, OperationRef};
+use melior::ir::{BlockLike, Module, RegionLike, ValueLike};
 use melior::Context;
 use mlir_sys::MlirOperation;
 
@@ -171,48 +172,6 @@ fn rewrite(context: &Context, reduction: &Reduction) {
         mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), reduced.to_raw());
         mlir_sys::mlirOperationDestroy(reduction.op);
     }
-}
-
-/// Moves every op of `block` but its terminator before `anchor`, its arguments replaced by
-/// `arguments`, each moved op (nested ones too) given the anchor's location, so that anything
-/// said about them later points at the source op; returns the value the terminator returned
-/// (`func.return`, `gpu.yield`). `None`, with nothing moved, when the block does not fit.
-fn splice<'c: 'a, 'a>(
-    block: BlockRef<'c, 'a>,
-    anchor: &OperationRef<'c, 'a>,
-    arguments: &[Value<'c, 'a>],
-) -> Option<Value<'c, 'a>> {
-    if block.argument_count() != arguments.len() {
-        return None;
-    }
-    let terminator = block.terminator()?;
-    let returned = terminator.operand(0).ok()?;
-    for (index, argument) in arguments.iter().enumerate() {
-        let parameter = block.argument(index).ok()?;
-        if parameter.r#type() != argument.r#type() {
-            return None;
-        }
-        // SAFETY: the block's ops move before `anchor`, where `argument` is defined (an
-        // operand of the anchor or of an op before it); same types (checked).
-        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(parameter.to_raw(), argument.to_raw()) };
-    }
-    let mut next = block.first_operation();
-    while let Some(op) = next {
-        next = op.next_in_block();
-        if op.to_raw().ptr == terminator.to_raw().ptr {
-            break;
-        }
-        // SAFETY: an op of `block`, moved once, to a block of the same context.
-        unsafe { mlir_sys::mlirOperationMoveBefore(op.to_raw(), anchor.to_raw()) };
-        let location = anchor.location().to_raw();
-        op.walk(WalkOrder::PreOrder, |nested| {
-            // SAFETY: a live op (the moved one or one nested in it) and a location of the same
-            // context.
-            unsafe { mlir_sys::mlirOperationSetLocation(nested.to_raw(), location) };
-            WalkResult::Advance
-        });
-    }
-    Some(returned)
 }
 
 /// The reduction of one value of `ty` by `kind` (`None`: a `@combine` call stands for the

@@ -2,7 +2,8 @@
 //! targets' own MLIR rewrites.
 
 use melior::ir::attribute::{AttributeLike, StringAttribute};
-use melior::ir::operation::OperationLike;
+use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
+use melior::ir::{BlockLike, BlockRef, Value, ValueLike};
 
 /// The op's `sym_name`. Read through the C API: melior's `StringRef::as_str` makes a slice from
 /// the null pointer MLIR returns for an empty string, which is undefined behaviour.
@@ -16,4 +17,46 @@ pub(crate) fn symbol_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option
     // SAFETY: MLIR's string ref: `length` bytes at `data`.
     let bytes = unsafe { std::slice::from_raw_parts(value.data.cast::<u8>(), value.length) };
     Some(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Moves every op of `block` but its terminator before `anchor`, its arguments replaced by
+/// `arguments`, each moved op (nested ones too) given the anchor's location, so that anything
+/// said about them later points at the source op; returns the value the terminator returned
+/// (`func.return`, `gpu.yield`). `None`, with nothing moved, when the block does not fit.
+pub(crate) fn splice<'c: 'a, 'a>(
+    block: BlockRef<'c, 'a>,
+    anchor: &OperationRef<'c, 'a>,
+    arguments: &[Value<'c, 'a>],
+) -> Option<Value<'c, 'a>> {
+    if block.argument_count() != arguments.len() {
+        return None;
+    }
+    let terminator = block.terminator()?;
+    let returned = terminator.operand(0).ok()?;
+    for (index, argument) in arguments.iter().enumerate() {
+        let parameter = block.argument(index).ok()?;
+        if parameter.r#type() != argument.r#type() {
+            return None;
+        }
+        // SAFETY: the block's ops move before `anchor`, where `argument` is defined (an
+        // operand of the anchor or of an op before it); same types (checked).
+        unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(parameter.to_raw(), argument.to_raw()) };
+    }
+    let mut next = block.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        if op.to_raw().ptr == terminator.to_raw().ptr {
+            break;
+        }
+        // SAFETY: an op of `block`, moved once, to a block of the same context.
+        unsafe { mlir_sys::mlirOperationMoveBefore(op.to_raw(), anchor.to_raw()) };
+        let location = anchor.location().to_raw();
+        op.walk(WalkOrder::PreOrder, |nested| {
+            // SAFETY: a live op (the moved one or one nested in it) and a location of the same
+            // context.
+            unsafe { mlir_sys::mlirOperationSetLocation(nested.to_raw(), location) };
+            WalkResult::Advance
+        });
+    }
+    Some(returned)
 }

@@ -101,14 +101,17 @@ pub(super) fn bindings(
         ));
     }
     let (own, sizes) = converted.split_at(kernel.arguments.len());
-    let hidden = hidden.iter().zip(sizes).map(|(size, converted)| VulkanBinding {
-        set: converted.set,
-        binding: converted.binding,
-        kind: VulkanBindingKind::MemrefSize {
-            argument: size.argument as u32,
-            dim: size.dim as u32,
-        },
-    });
+    let hidden = hidden
+        .iter()
+        .zip(sizes)
+        .map(|(size, converted)| VulkanBinding {
+            set: converted.set,
+            binding: converted.binding,
+            kind: VulkanBindingKind::MemrefSize {
+                argument: size.argument as u32,
+                dim: size.dim as u32,
+            },
+        });
     kernel
         .arguments
         .iter()

@@ -15,6 +15,7 @@
 //!    and `gpu-module-to-binary` serializes it.
 
 use super::abi::{bindings, ConvertedArgument};
+use super::f64_math::implement_f64_math;
 use super::memref_sizes::pass_sizes;
 use super::workgroup_size::specializable;
 use crate::error::Result;
@@ -81,13 +82,22 @@ pub(super) fn serialize(
     }
     drop_uniform_flags(&module);
 
-    // 3. Conversion to SPIR-V.
+    // 3. Conversion to SPIR-V. `convert-math-to-spirv` reads no target from the gpu.module's
+    // `targets` (only a `spirv.target_env` attribute), so it lowers f32 math and leaves f64's,
+    // which `f64_math.rs` then implements with GLSL's f64 instructions, which
+    // `convert-gpu-to-spirv` (reading the targets) keeps.
     run(
         context,
         &mut module,
         "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,lower-affine,\
-         convert-math-to-spirv),\
-         convert-gpu-to-spirv)",
+         convert-math-to-spirv))",
+        "converting to SPIR-V",
+    )?;
+    implement_f64_math(context, &module)?;
+    run(
+        context,
+        &mut module,
+        "builtin.module(convert-gpu-to-spirv)",
         "converting to SPIR-V",
     )?;
     let spirv_module = move_into_gpu_module(&module)?;

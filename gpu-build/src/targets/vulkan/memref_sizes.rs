@@ -19,9 +19,7 @@ use crate::targets::support::spirv::{failed, ops_named};
 use melior::ir::attribute::{Attribute, IntegerAttribute, TypeAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::r#type::{FunctionType, MemRefType};
-use melior::ir::{
-    BlockLike, OperationRef, RegionLike, ShapedTypeLike, Type, Value, ValueLike,
-};
+use melior::ir::{BlockLike, OperationRef, RegionLike, ShapedTypeLike, Type, Value, ValueLike};
 use melior::Context;
 
 /// A hidden argument of a kernel: size `dim` of its argument `argument`.
@@ -139,7 +137,10 @@ pub(super) fn pass_sizes<'c>(
             let flat = MemRefType::new(memref.element(), &[i64::MIN], None, memref.memory_space());
             let reassociation = format!(
                 "[[{}]]",
-                (0..rank).map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+                (0..rank)
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             let static_shape = format!(
                 "array<i64: {}>",

@@ -12,6 +12,7 @@
 //! become storage buffers in descriptor set 0 (`abi.rs`).
 
 mod abi;
+mod f64_math;
 mod lowering;
 mod memref_sizes;
 mod workgroup_size;
@@ -103,8 +104,9 @@ impl Target for Vulkan {
             }
             op if op.starts_with("math.") => {
                 "SPIR-V for Vulkan has this math function (GLSL.std.450) for 16- and 32-bit \
-                 floats only, and some not at all; compute it in f32, or build this module only \
-                 for the other targets"
+                 floats only, and some not at all; gpu-build implements exp, exp2, log, log2, \
+                 log10, sin, cos, tan and powf on scalar f64 itself: compute this one from those \
+                 or in f32, or build this module only for the other targets"
             }
             _ => return None,
         })
