@@ -45,8 +45,30 @@ pub struct VulkanKernel {
     pub workgroup_memory: u64,
     /// The subgroup size the kernel's shuffles assume; a device with another is refused.
     pub subgroup_size: Option<u32>,
-    /// One per source argument, in order.
+    /// One per source argument, in order, then the hidden ones.
     pub bindings: &'static [VulkanBinding],
+    /// The kinds of record the kernel writes to its log buffer, by number (empty: none).
+    pub log: &'static [VulkanLogRecord],
+}
+
+/// One kind of record a Vulkan kernel writes to its log buffer (`gpu_manifest::VulkanLogEntry`
+/// says the layout). Used by `include_gpu_binary!`'s expansion.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum VulkanLogRecord {
+    /// A `gpu.printf`: its C format, and for each argument whether it is a float (an f64)
+    /// rather than a 64-bit integer.
+    Printf {
+        format: &'static str,
+        floats: &'static [bool],
+    },
+    /// A failed `cf.assert`, with the failing thread's and block's ids.
+    Assertion {
+        message: &'static str,
+        file: &'static str,
+        line: u32,
+        function: &'static str,
+    },
 }
 
 /// Where one argument of a Vulkan kernel is bound, and where its value is among the launch's
@@ -84,6 +106,7 @@ impl From<gpu_manifest::VulkanLaunchBinding> for VulkanBinding {
                     rank: binding.rank.unwrap_or_default(),
                     dim: dim as usize,
                 },
+                gpu_manifest::VulkanBindingKind::Log => VulkanArgument::Log,
             },
         }
     }
@@ -118,6 +141,8 @@ pub enum VulkanArgument {
         /// The dimension.
         dim: usize,
     },
+    /// The kernel's log buffer, which the launch makes and reads once the kernel has run.
+    Log,
 }
 
 /// One kernel of a Level Zero (OpenCL-style SPIR-V) object: its entry point and where each

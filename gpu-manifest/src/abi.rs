@@ -245,8 +245,62 @@ pub struct VulkanKernel {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subgroup_size: Option<u32>,
     /// One per source argument, in order, then the hidden ones
-    /// ([`VulkanBindingKind::MemrefSize`]).
+    /// ([`VulkanBindingKind::MemrefSize`], [`VulkanBindingKind::Log`]).
     pub bindings: Vec<VulkanBinding>,
+    /// What the kernel writes to its log buffer, by record number: its `gpu.printf`s and
+    /// `cf.assert`s. Empty: the kernel has no log buffer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<VulkanLogEntry>,
+}
+
+/// One kind of record a Vulkan kernel writes to its log buffer
+/// ([`VulkanBindingKind::Log`]). The buffer is 32-bit words: word 0 counts the words the
+/// kernel's threads claimed (an atomic add per record), word 1 is the capacity the runtime set,
+/// records start at word 2. A record is its number in [`VulkanKernel::log`], then its payload;
+/// a record that does not fit is not written (the count still grows, so the runtime knows).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum VulkanLogEntry {
+    /// A `gpu.printf`: each argument in two words (low, high) of 64 bits — integers
+    /// sign-extended, floats as f64 — to be formatted by C's rules.
+    Printf {
+        /// The format, as C's `printf` reads it.
+        format: String,
+        /// Each argument's kind.
+        arguments: Vec<VulkanLogValue>,
+    },
+    /// A failed `cf.assert`: the thread's ids (x, y, z) and then its block's, six words. The
+    /// thread stops there (it skips the rest of the block holding the assertion).
+    Assertion {
+        /// The assertion's message.
+        message: String,
+        /// Where it is (from the op's location, as MLIR's NVVM lowering reads it).
+        file: String,
+        /// Its line.
+        line: u32,
+        /// Its function.
+        function: String,
+    },
+}
+
+impl VulkanLogEntry {
+    /// Words of a record of this kind, its number included.
+    pub fn words(&self) -> usize {
+        match self {
+            VulkanLogEntry::Printf { arguments, .. } => 1 + 2 * arguments.len(),
+            VulkanLogEntry::Assertion { .. } => 7,
+        }
+    }
+}
+
+/// The kind of a logged `gpu.printf` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VulkanLogValue {
+    /// A signed 64-bit integer (narrower ones sign-extended; `index` too).
+    Integer,
+    /// An f64 (f16 and f32 widened).
+    Float,
 }
 
 /// Where a launch finds one Vulkan kernel argument: its binding, and its place among the
@@ -302,6 +356,16 @@ impl VulkanKernel {
             })
             .collect::<Result<Vec<_>, String>>()?;
         for binding in hidden {
+            if binding.kind == VulkanBindingKind::Log {
+                launch.push(VulkanLaunchBinding {
+                    set: binding.set,
+                    binding: binding.binding,
+                    param: 0,
+                    rank: None,
+                    kind: binding.kind,
+                });
+                continue;
+            }
             let VulkanBindingKind::MemrefSize { argument, dim } = binding.kind else {
                 return Err(format!(
                     "kernel `{}`: binding {} past its {} arguments is {:?}, not a memref's size",
@@ -373,6 +437,9 @@ pub enum VulkanBindingKind {
         /// The dimension.
         dim: u32,
     },
+    /// A hidden argument, last: the kernel's log buffer ([`VulkanLogEntry`]), which the
+    /// runtime makes per launch and reads once the launch has run.
+    Log,
 }
 
 /// How a host object's kernels are called: each kernel `k` has an entry point

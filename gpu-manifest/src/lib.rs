@@ -28,7 +28,7 @@ pub mod host_image;
 pub use abi::{
     HostEntries, LevelZeroArgument, LevelZeroEntries, LevelZeroKernel, LevelZeroLaunchArgument,
     LevelZeroLaunchKind, ObjectAbi, VulkanBinding, VulkanBindingKind, VulkanEntries, VulkanKernel,
-    VulkanLaunchBinding, WORKGROUP_SIZE_SPEC_IDS,
+    VulkanLaunchBinding, VulkanLogEntry, VulkanLogValue, WORKGROUP_SIZE_SPEC_IDS,
 };
 
 use serde::{Deserialize, Serialize};

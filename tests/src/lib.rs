@@ -26,6 +26,8 @@ gpu_embed::include_gpu_binary!(
     "kernels/vulkan.mlir",
     targets = [vulkan, levelzero("spirv1.3"), nvptx(sm_80, sm_90), host]
 );
+// gpu.printf and cf.assert through the Vulkan target's log buffer (`tests/runtime/vulkan.rs`).
+gpu_embed::include_gpu_binary!("kernels/vulkan_log.mlir", targets = [vulkan, host]);
 // f64 math GLSL lacks, implemented by the Vulkan target (`tests/runtime/vulkan.rs`).
 gpu_embed::include_gpu_binary!(
     "kernels/f64_math.mlir",

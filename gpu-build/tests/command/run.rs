@@ -80,7 +80,8 @@ const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 /// at launch, `targets/vulkan/workgroup_size.rs`), CUDA's block reductions (`gpu.all_reduce`
 /// through workgroup memory, `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic
 /// memref with its sizes as hidden arguments, `targets/vulkan/memref_sizes.rs`), ROCM's `vecadd` (host memory
-/// registered, its "device view" the host memory the launch stages), SYCL's and LevelZero's
+/// registered, its "device view" the host memory the launch stages), the `printf` and `assert`
+/// programs (a log buffer the runtime reads, `targets/vulkan/log.rs`), SYCL's and LevelZero's
 /// four each and the SPIR-V CPU runner's two programs (its `fillI32Buffer` /
 /// `fillF32Buffer*D` helpers).
 const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
@@ -91,11 +92,14 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "CUDA/all-reduce-or.mlir",
     "CUDA/all-reduce-region.mlir",
     "CUDA/all-reduce-xor.mlir",
+    "CUDA/assert.mlir",
     "CUDA/async.mlir",
     "CUDA/gpu-to-cubin.mlir",
     "CUDA/multiple-all-reduce.mlir",
+    "CUDA/printf.mlir",
     "CUDA/two-modules.mlir",
     "ROCM/gpu-to-hsaco.mlir",
+    "ROCM/printf.mlir",
     "ROCM/two-modules.mlir",
     "ROCM/vecadd.mlir",
     "SYCL/gpu-addf32-to-spirv.mlir",

@@ -2,7 +2,9 @@
 //! workgroup size and where each argument is bound and found among the lowered parameters.
 
 use super::{object_bytes, Embedded};
-use gpu_manifest::{GpuModule, Object, VulkanBindingKind, VulkanEntries};
+use gpu_manifest::{
+    GpuModule, Object, VulkanBindingKind, VulkanEntries, VulkanLogEntry, VulkanLogValue,
+};
 use proc_macro2::Span;
 use quote::{format_ident, quote};
 use std::path::Path;
@@ -54,6 +56,7 @@ pub(super) fn embed(
                 VulkanBindingKind::Scalar { bytes } => {
                     quote!(::gpu_embed::VulkanArgument::Scalar { bytes: #bytes })
                 }
+                VulkanBindingKind::Log => quote!(::gpu_embed::VulkanArgument::Log),
                 VulkanBindingKind::MemrefSize { dim, .. } => {
                     let rank = binding.rank.unwrap_or_default();
                     let dim = dim as usize;
@@ -77,12 +80,34 @@ pub(super) fn embed(
             Some(size) => quote!(::core::option::Option::Some(#size)),
             None => quote!(::core::option::Option::None),
         };
+        let log: Vec<_> = entry
+            .log
+            .iter()
+            .map(|record| match record {
+                VulkanLogEntry::Printf { format, arguments } => {
+                    let floats = arguments.iter().map(|a| *a == VulkanLogValue::Float);
+                    quote!(::gpu_embed::VulkanLogRecord::Printf { format: #format, floats: &[#(#floats),*] })
+                }
+                VulkanLogEntry::Assertion {
+                    message,
+                    file,
+                    line,
+                    function,
+                } => quote!(::gpu_embed::VulkanLogRecord::Assertion {
+                    message: #message,
+                    file: #file,
+                    line: #line,
+                    function: #function
+                }),
+            })
+            .collect();
         kernels.push(quote!(::gpu_embed::VulkanKernel {
             name: #name,
             workgroup_size: #workgroup_size,
             workgroup_memory: #memory,
             subgroup_size: #subgroup_size,
             bindings: &#bindings_table,
+            log: &[#(#log),*],
         }));
     }
     let count = kernels.len();

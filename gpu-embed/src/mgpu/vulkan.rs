@@ -6,7 +6,7 @@ use super::invalid;
 use super::registered::Registration;
 use super::state::Runtime;
 use super::timing::{launch_timed, Launch};
-use crate::binary::{Object, VulkanArgument, VulkanBinding, VulkanKernel};
+use crate::binary::{Object, VulkanArgument, VulkanBinding, VulkanKernel, VulkanLogRecord};
 use crate::driver::Driver;
 use crate::error::Result;
 use std::ffi::c_void;
@@ -56,10 +56,47 @@ pub fn register_vulkan_object(
                 workgroup_memory: entry.workgroup_memory,
                 subgroup_size: entry.subgroup_size,
                 bindings: Box::leak(bindings.into_boxed_slice()),
+                log: Box::leak(
+                    entry
+                        .log
+                        .iter()
+                        .map(log_record)
+                        .collect::<Vec<_>>()
+                        .into_boxed_slice(),
+                ),
             })
         },
         Object::vulkan,
     )
+}
+
+/// The runtime's form of a manifest's log record kind, its strings leaked with the object's
+/// registration (once per object, for the life of the process).
+fn log_record(entry: &gpu_manifest::VulkanLogEntry) -> VulkanLogRecord {
+    let leak = |text: &String| -> &'static str { Box::leak(text.clone().into_boxed_str()) };
+    match entry {
+        gpu_manifest::VulkanLogEntry::Printf { format, arguments } => VulkanLogRecord::Printf {
+            format: leak(format),
+            floats: Box::leak(
+                arguments
+                    .iter()
+                    .map(|a| *a == gpu_manifest::VulkanLogValue::Float)
+                    .collect::<Vec<_>>()
+                    .into_boxed_slice(),
+            ),
+        },
+        gpu_manifest::VulkanLogEntry::Assertion {
+            message,
+            file,
+            line,
+            function,
+        } => VulkanLogRecord::Assertion {
+            message: leak(message),
+            file: leak(file),
+            line: *line,
+            function: leak(function),
+        },
+    }
 }
 
 /// One range of host memory a Vulkan launch uses through device memory.

@@ -50,6 +50,52 @@ fn f64_math_glsl_lacks_matches_the_host_libm_within_its_bounds() {
 }
 
 #[test]
+fn a_failed_assertion_is_a_kernel_fault_naming_the_kernel_and_loses_nothing_else() {
+    on_vulkan_and_host(|device| {
+        let n = 100;
+        let out = DeviceBuffer::from_slice(device, &vec![-1i32; 128])?;
+        // SAFETY: threads below n write out[i]; the others fail their assertion and stop
+        // before the store (out holds 128 elements, the grid 128 threads).
+        let launched = unsafe {
+            gpu_tests::vk_log::checked_store(
+                device,
+                &LaunchConfig::for_elements(128, 64),
+                &out,
+                n,
+                false,
+            )
+        };
+        let error = launched
+            .and_then(|()| device.synchronize())
+            .expect_err("threads 100 to 127 fail their assertion");
+        assert_eq!(error.kind(), gpu_embed::ErrorKind::KernelFault, "{error}");
+        let message = error.to_string();
+        assert!(
+            message.contains("checked_store") && message.contains("index in range"),
+            "{message}"
+        );
+        // The failing threads stopped at the assertion; the buffer, the device and its
+        // default stream stay usable.
+        let mut want: Vec<i32> = (0..n as i32).collect();
+        want.resize(128, -1);
+        assert_eq!(out.to_vec()?, want);
+        // SAFETY: n = 128: every thread's assertion holds.
+        unsafe {
+            gpu_tests::vk_log::checked_store(
+                device,
+                &LaunchConfig::for_elements(128, 64),
+                &out,
+                128,
+                false,
+            )?
+        };
+        device.synchronize()?;
+        assert_eq!(out.to_vec()?, (0..128).collect::<Vec<i32>>());
+        Ok(())
+    });
+}
+
+#[test]
 fn a_block_the_device_cannot_run_is_refused_before_any_pipeline() {
     let Some(device) = gpu_tests::vulkan_devices().into_iter().next() else {
         return;

@@ -3,11 +3,17 @@
 //! argument index, `spirv.interface_var_abi`): a memref its elements, a scalar a buffer holding
 //! the value, `index` 32 bits wide; then a buffer per hidden size (`memref_sizes.rs`).
 
-use super::memref_sizes::HiddenSize;
+use super::memref_sizes::{set_inputs, HiddenSize};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::spirv;
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
 use gpu_manifest::{VulkanBinding, VulkanBindingKind};
+use melior::dialect::arith;
+use melior::ir::attribute::{IntegerAttribute, TypeAttribute};
+use melior::ir::operation::{OperationLike, OperationRefMut};
+use melior::ir::r#type::{FunctionType, IntegerType};
+use melior::ir::{BlockLike, RegionLike, Type, ValueLike};
+use melior::Context;
 
 /// Refuses, before any lowering, the arguments Vulkan cannot take, naming the
 /// argument and the way around.
@@ -46,6 +52,8 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
 
 fn check_element(element: Element, how: &str) -> std::result::Result<(), String> {
     match element {
+        // A scalar `i1` travels as an i32 (`bools_as_i32`).
+        Element::I1 if how == "pass it" => Ok(()),
         Element::I1 => Err(format!(
             "Vulkan storage buffers cannot hold `i1`; {how} as i32 (or i8) and compare with 0"
         )),
@@ -82,25 +90,28 @@ pub(super) struct ConvertedArgument {
     pub scalar_bits: Option<u32>,
 }
 
-/// The bindings of `kernel`'s arguments and then of its `hidden` sizes, checked against what
-/// the conversion made of them.
+/// The bindings of `kernel`'s arguments, then of its `hidden` sizes and its log buffer (if it
+/// `logs`), checked against what the conversion made of them.
 pub(super) fn bindings(
     kernel: &Kernel,
     converted: &[ConvertedArgument],
     hidden: &[HiddenSize],
+    logs: bool,
 ) -> Result<Vec<VulkanBinding>> {
-    if converted.len() != kernel.arguments.len() + hidden.len() {
+    let expected = kernel.arguments.len() + hidden.len() + usize::from(logs);
+    if converted.len() != expected {
         return Err(Error::new(
             ErrorKind::Lowering,
             format!(
                 "internal error: kernel `{}` has {} arguments, its SPIR-V entry point {}",
                 kernel.name,
-                kernel.arguments.len() + hidden.len(),
+                expected,
                 converted.len()
             ),
         ));
     }
-    let (own, sizes) = converted.split_at(kernel.arguments.len());
+    let (own, extra) = converted.split_at(kernel.arguments.len());
+    let (sizes, log) = extra.split_at(hidden.len());
     let hidden = hidden
         .iter()
         .zip(sizes)
@@ -111,7 +122,12 @@ pub(super) fn bindings(
                 argument: size.argument as u32,
                 dim: size.dim as u32,
             },
-        });
+        })
+        .chain(log.iter().map(|converted| VulkanBinding {
+            set: converted.set,
+            binding: converted.binding,
+            kind: VulkanBindingKind::Log,
+        }));
     kernel
         .arguments
         .iter()
@@ -143,4 +159,69 @@ pub(super) fn bindings(
         })
         .chain(hidden.map(Ok))
         .collect()
+}
+
+/// Makes each `i1` argument of `function` (a `gpu.func` of the Vulkan copy) an `i32`, compared
+/// with 0 where the kernel begins: Vulkan storage buffers hold no booleans, so the launch
+/// passes the flag as a 32-bit integer.
+pub(super) fn bools_as_i32<'c>(
+    context: &'c Context,
+    function: &mut OperationRefMut<'c, '_>,
+) -> Result<()> {
+    let function_type = function
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|a| FunctionType::try_from(a.value()).ok())
+        .ok_or_else(|| spirv::failed("reading the kernel's type"))?;
+    let mut inputs: Vec<Type<'c>> = (0..function_type.input_count())
+        .filter_map(|i| function_type.input(i).ok())
+        .collect();
+    let results: Vec<Type<'c>> = (0..function_type.result_count())
+        .filter_map(|i| function_type.result(i).ok())
+        .collect();
+    let bool_type = IntegerType::new(context, 1).into();
+    if !inputs.contains(&bool_type) {
+        return Ok(());
+    }
+    let body = function
+        .region(0)
+        .ok()
+        .and_then(|region| region.first_block())
+        .ok_or_else(|| spirv::failed("finding the kernel's body"))?;
+    let int32: Type = IntegerType::new(context, 32).into();
+    for (index, input) in inputs.iter_mut().enumerate() {
+        if *input != bool_type {
+            continue;
+        }
+        let argument = body
+            .argument(index)
+            .map_err(|_| spirv::failed("reading a kernel argument"))?;
+        let location = argument.location();
+        let zero = body.insert_operation(
+            0,
+            arith::constant(context, IntegerAttribute::new(int32, 0).into(), location),
+        );
+        let zero = zero.result(0).map_err(|_| spirv::failed("making a zero"))?;
+        let flag = body.insert_operation_after(
+            zero.owner(),
+            arith::cmpi(
+                context,
+                arith::CmpiPredicate::Ne,
+                argument.into(),
+                zero.into(),
+                location,
+            ),
+        );
+        let flag = flag.result(0).map_err(|_| spirv::failed("making a flag"))?;
+        // SAFETY: the comparison is at the body's start and has the argument's type (i1): every
+        // use may take it instead; it is then given the argument back, retyped to i32.
+        unsafe {
+            mlir_sys::mlirValueReplaceAllUsesOfWith(argument.to_raw(), flag.to_raw());
+            mlir_sys::mlirOperationSetOperand(flag.owner().to_raw(), 0, argument.to_raw());
+        }
+        argument.set_type(int32);
+        *input = int32;
+    }
+    set_inputs(context, function, &inputs, &results, 0)
 }

@@ -14,8 +14,9 @@
 //!    `spirv-lower-abi-attrs` and `spirv-update-vce` (which keeps only the capabilities used),
 //!    and `gpu-module-to-binary` serializes it.
 
-use super::abi::{bindings, ConvertedArgument};
+use super::abi::{bindings, bools_as_i32, ConvertedArgument};
 use super::f64_math::implement_f64_math;
+use super::log::write_log;
 use super::memref_sizes::pass_sizes;
 use super::workgroup_size::specializable;
 use crate::error::Result;
@@ -62,7 +63,8 @@ pub(super) fn serialize(
     );
     let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
     all_reduce_for_spirv(context, &module);
-    // Per kernel: its name, workgroup memory in bytes, whether it shuffles, its hidden sizes.
+    // Per kernel: its name, workgroup memory in bytes, whether it shuffles, its hidden sizes,
+    // its log records.
     let mut kernel_facts = Vec::new();
     for raw in kernel_functions(&module) {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
@@ -76,9 +78,11 @@ pub(super) fn serialize(
             .zip(locations)
             .find(|(kernel, _)| kernel.name == name)
             .map_or("", |(_, location)| location.as_str());
+        bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;
+        let log = write_log(context, &mut function, &name)?;
         let shuffles = !ops_named(&function, "gpu.shuffle").is_empty();
-        kernel_facts.push((name, alloc_bytes(&function), shuffles, hidden));
+        kernel_facts.push((name, alloc_bytes(&function), shuffles, hidden, log));
     }
     drop_uniform_flags(&module);
 
@@ -108,6 +112,12 @@ pub(super) fn serialize(
         // SAFETY: a live op of the SPIR-V module.
         let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
         let converted = converted_arguments(&function)?;
+        let (hidden, log) = kernel_facts
+            .iter()
+            .find(|(name, ..)| *name == kernel.name)
+            .map_or((&[][..], &[][..]), |(.., hidden, log)| {
+                (hidden.as_slice(), log.as_slice())
+            });
         let workgroup_size = workgroup_size_of(&function);
         entries.push(VulkanKernel {
             name: kernel.name.clone(),
@@ -118,16 +128,10 @@ pub(super) fn serialize(
                 .map_or(0, |(_, bytes, ..)| *bytes),
             subgroup_size: kernel_facts
                 .iter()
-                .any(|(name, _, shuffles, _)| *name == kernel.name && *shuffles)
+                .any(|(name, _, shuffles, ..)| *name == kernel.name && *shuffles)
                 .then_some(SHUFFLE_WIDTH),
-            bindings: bindings(
-                kernel,
-                &converted,
-                kernel_facts
-                    .iter()
-                    .find(|(name, ..)| *name == kernel.name)
-                    .map_or(&[][..], |(.., hidden)| hidden.as_slice()),
-            )?,
+            bindings: bindings(kernel, &converted, hidden, !log.is_empty())?,
+            log: log.to_vec(),
         });
     }
     run(

@@ -183,15 +183,27 @@ pub(super) fn pass_sizes<'c>(
             new_inputs[i] = flat.into();
         }
     }
-    if hidden.is_empty() {
-        return Ok(hidden);
+    if !hidden.is_empty() {
+        set_inputs(context, function, &new_inputs, &results, hidden.len())?;
     }
-    let new_type = FunctionType::new(context, &new_inputs, &results);
+    Ok(hidden)
+}
+
+/// Gives `function` the type with `inputs` (its block's arguments, `added` of them appended)
+/// and `results`, with an empty attribute dictionary for each added argument.
+pub(super) fn set_inputs<'c>(
+    context: &'c Context,
+    function: &mut OperationRefMut<'c, '_>,
+    inputs: &[Type<'c>],
+    results: &[Type<'c>],
+    added: usize,
+) -> Result<()> {
+    let new_type = FunctionType::new(context, inputs, results);
     function.set_attribute("function_type", TypeAttribute::new(new_type.into()).into());
-    if let Ok(arg_attrs) = function.attribute("arg_attrs") {
+    if let (true, Ok(arg_attrs)) = (added > 0, function.attribute("arg_attrs")) {
         let text = arg_attrs.to_string();
         let listed = text.strip_suffix(']').unwrap_or(&text);
-        let empty = vec!["{}"; hidden.len()].join(", ");
+        let empty = vec!["{}"; added].join(", ");
         let extended = if listed.trim_end() == "[" {
             format!("[{empty}]")
         } else {
@@ -203,7 +215,7 @@ pub(super) fn pass_sizes<'c>(
                 .ok_or_else(|| failed("extending the kernel's argument attributes"))?,
         );
     }
-    Ok(hidden)
+    Ok(())
 }
 
 /// The dimension a `memref.dim` reads, when its index is an `arith.constant`.

@@ -13,6 +13,7 @@
 
 mod abi;
 mod f64_math;
+mod log;
 mod lowering;
 mod memref_sizes;
 mod workgroup_size;
@@ -70,14 +71,6 @@ impl Target for Vulkan {
 
     fn lowering_name(&self) -> &'static str {
         "SPIR-V"
-    }
-
-    fn unsupported_neutral_op(&self, op: &str) -> Option<&'static str> {
-        match op {
-            "gpu.printf" => Some("Vulkan compute shaders have no printf"),
-            "cf.assert" => Some("Vulkan compute shaders have no assertion that stops the launch"),
-            _ => None,
-        }
     }
 
     fn why_not_lowered(&self, op: &str) -> Option<&'static str> {

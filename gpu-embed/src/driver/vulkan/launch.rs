@@ -15,6 +15,7 @@
 
 use super::allocation::{Allocation, Table};
 use super::errors::{check, invalid, vk_error};
+use super::log;
 use super::select::vulkan_version;
 use super::setup::Core;
 use super::stream::{DescriptorPool, Stream};
@@ -415,8 +416,13 @@ unsafe fn read_u64(
 }
 
 /// A launch's buffer bindings; its scalars' bindings with their (offset, length) in the scalar
-/// bytes; the scalar bytes.
-type Bindings = (Vec<Bound>, Vec<(u32, u64, u64)>, Vec<u8>);
+/// bytes; the scalar bytes; its log buffer, if the kernel has one.
+type Bindings = (
+    Vec<Bound>,
+    Vec<(u32, u64, u64)>,
+    Vec<u8>,
+    Option<Arc<Allocation>>,
+);
 
 /// The launch's bindings and scalar bytes (with each scalar's binding and place among them).
 ///
@@ -434,6 +440,7 @@ unsafe fn bindings(
     let mut bound = Vec::new();
     let mut scalars = Vec::new();
     let mut scalar_bytes: Vec<u8> = Vec::new();
+    let mut log_buffer = None;
     for binding in kernel.bindings {
         let at = binding.param;
         let which = format!("kernel `{name}`, binding {}", binding.binding);
@@ -542,6 +549,9 @@ unsafe fn bindings(
                 let value = unsafe { std::slice::from_raw_parts(pointer.cast::<u8>(), size) };
                 let stored: Vec<u8> = if bytes == size {
                     value.to_vec()
+                } else if bytes == 4 && size == 1 {
+                    // An `i1` flag, which the Vulkan kernel takes as a 32-bit integer.
+                    u32::from(value[0] & 1).to_ne_bytes().to_vec()
                 } else if bytes == 4 && size == 8 {
                     let wide = i64::from_ne_bytes(value.try_into().unwrap_or([0; 8]));
                     let narrow = i32::try_from(wide).map_err(|_| {
@@ -561,6 +571,17 @@ unsafe fn bindings(
                 scalar_bytes.resize(place as usize, 0);
                 scalar_bytes.extend_from_slice(&stored);
                 scalars.push((binding.binding, place, stored.len() as u64));
+            }
+            VulkanArgument::Log => {
+                let buffer = log::make(core, table)?;
+                let range = buffer.size;
+                bound.push(Bound {
+                    binding: binding.binding,
+                    buffer: Arc::clone(&buffer),
+                    offset: 0,
+                    range,
+                });
+                log_buffer = Some(buffer);
             }
             VulkanArgument::Size { rank, dim } => {
                 let field = (dim < rank)
@@ -591,7 +612,7 @@ unsafe fn bindings(
             }
         }
     }
-    Ok((bound, scalars, scalar_bytes))
+    Ok((bound, scalars, scalar_bytes, log_buffer))
 }
 
 /// # Safety
@@ -636,7 +657,7 @@ pub(crate) unsafe fn launch(
         )));
     }
     // SAFETY: the caller guarantees the parameters.
-    let (mut bound, scalars, scalar_bytes) =
+    let (mut bound, scalars, scalar_bytes, mut log_buffer) =
         unsafe { bindings(core, table, kernel, params, param_sizes) }?;
     if !scalars.is_empty() {
         let arguments = table.staging_with(core, &scalar_bytes)?;
@@ -733,6 +754,11 @@ pub(crate) unsafe fn launch(
                 .buffers
                 .extend(bound.iter().map(|b| Arc::clone(&b.buffer)));
             resources.descriptor_pools.extend(pool.take());
+            resources.logs.extend(
+                log_buffer
+                    .take()
+                    .map(|buffer| log::LaunchLog { buffer, kernel }),
+            );
             Ok(())
         })
         .map_err(|e| e.map_message(|m| format!("kernel `{name}`: {m}")))?;

@@ -73,6 +73,7 @@
 mod allocation;
 mod errors;
 mod launch;
+mod log;
 pub(crate) mod select;
 mod setup;
 mod stream;

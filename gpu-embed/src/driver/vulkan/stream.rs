@@ -17,6 +17,7 @@
 
 use super::allocation::{Allocation, Table};
 use super::errors::{check, lock, vk_error};
+use super::log::LaunchLog;
 use super::setup::Core;
 use crate::error::{Error, ErrorKind, Result};
 use ash::vk;
@@ -32,6 +33,8 @@ pub(crate) struct Resources {
     pub descriptor_pools: Vec<DescriptorPool>,
     /// Events whose query pools it writes.
     pub events: Vec<Arc<Event>>,
+    /// The log buffers of its launches, read once it has run.
+    pub logs: Vec<LaunchLog>,
 }
 
 /// A descriptor pool of one launch (devices without push descriptors), destroyed with it.
@@ -59,6 +62,9 @@ struct State {
     /// Command buffers whose submissions have run, to record again.
     spare: Vec<vk::CommandBuffer>,
     pending: VecDeque<Pending>,
+    /// The first failed assertion of a launch that has run since the stream was last
+    /// synchronized, which the next synchronization returns.
+    fault: Option<Error>,
 }
 
 pub(crate) struct Stream {
@@ -104,6 +110,7 @@ impl Stream {
                 pool,
                 spare: Vec::new(),
                 pending: VecDeque::new(),
+                fault: None,
             }),
         }))
     }
@@ -119,6 +126,7 @@ impl Stream {
                 pool: vk::CommandPool::null(),
                 spare: Vec::new(),
                 pending: VecDeque::new(),
+                fault: None,
             }),
         })
     }
@@ -131,6 +139,11 @@ impl Stream {
         let done = self.core.counter(self.semaphore)?;
         while state.pending.front().is_some_and(|p| p.value <= done) {
             if let Some(pending) = state.pending.pop_front() {
+                for log in &pending._resources.logs {
+                    if let Some(fault) = log.drain() {
+                        state.fault.get_or_insert(fault);
+                    }
+                }
                 state.spare.push(pending.command_buffer);
             }
         }
@@ -227,7 +240,9 @@ impl Stream {
     /// Waits until the stream's semaphore reaches `value`.
     pub(crate) fn wait_until(&self, value: u64) -> Result<()> {
         self.core.wait_value(self.semaphore, value)?;
-        self.recycle(&mut lock(&self.state))
+        let mut state = lock(&self.state);
+        self.recycle(&mut state)?;
+        state.fault.take().map_or(Ok(()), Err)
     }
 
     /// Waits for everything submitted to the stream.

@@ -1,0 +1,359 @@
+//! `gpu.printf` and `cf.assert` on Vulkan (issue 39), which a compute shader has no instruction
+//! for: a kernel that has them gets a hidden log buffer (`memref<?xi32>`, bound last), and
+//! each becomes a record written to it (`gpu_manifest::VulkanLogEntry` has the layout), which
+//! the runtime reads once the launch has run: it prints the `printf`s as C would and reports a
+//! failed assertion as a kernel fault, with CUDA's words on stderr.
+//!
+//! A failing thread stops at its assertion as on a GPU: the rest of the block holding the
+//! assertion runs only where it held (at the kernel's top level, the rest of the kernel). An
+//! assertion inside a region that yields values (a loop's carried values) records the failure
+//! and lets the thread go on.
+
+use super::memref_sizes::set_inputs;
+use crate::error::Result;
+use crate::targets::support::mlir::splice;
+use crate::targets::support::spirv::{failed, ops_named};
+use gpu_manifest::{VulkanLogEntry, VulkanLogValue};
+use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
+use melior::ir::r#type::FunctionType;
+use melior::ir::{BlockLike, Location, Module, RegionLike, Type, Value, ValueLike};
+use melior::Context;
+use mlir_sys::MlirLocation;
+
+/// Gives `function` (a `gpu.func` of the Vulkan copy, hidden sizes already added) a log buffer
+/// when it prints or asserts, and rewrites those ops into records; returns the records' kinds.
+pub(super) fn write_log<'c>(
+    context: &'c Context,
+    function: &mut OperationRefMut<'c, '_>,
+    kernel: &str,
+) -> Result<Vec<VulkanLogEntry>> {
+    let mut ops = ops_named(function, "gpu.printf");
+    ops.extend(ops_named(function, "cf.assert"));
+    if ops.is_empty() {
+        return Ok(Vec::new());
+    }
+    let function_type = function
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|a| FunctionType::try_from(a.value()).ok())
+        .ok_or_else(|| failed("reading the kernel's type"))?;
+    let mut inputs: Vec<Type<'c>> = (0..function_type.input_count())
+        .filter_map(|i| function_type.input(i).ok())
+        .collect();
+    let results: Vec<Type<'c>> = (0..function_type.result_count())
+        .filter_map(|i| function_type.result(i).ok())
+        .collect();
+    let body = function
+        .region(0)
+        .ok()
+        .and_then(|region| region.first_block())
+        .ok_or_else(|| failed("finding the kernel's body"))?;
+    let log_type = Type::parse(context, "memref<?xi32>").ok_or_else(|| failed("a log type"))?;
+    let log = body.add_argument(log_type, function.location());
+    inputs.push(log_type);
+    set_inputs(context, function, &inputs, &results, 1)?;
+
+    let mut entries = Vec::new();
+    for raw in ops {
+        // SAFETY: a live op of the function; each is rewritten once, and rewriting one moves
+        // or removes no other printf or assert.
+        let op = unsafe { OperationRef::from_raw(raw) };
+        let number = entries.len();
+        if op.name().as_string_ref().as_str() == Ok("gpu.printf") {
+            let format = op
+                .attribute("format")
+                .ok()
+                .and_then(|a| StringAttribute::try_from(a).ok())
+                .map(|a| a.value().to_string())
+                .ok_or_else(|| failed("reading a printf's format"))?;
+            let arguments: Vec<Value> = (0..op.operand_count())
+                .filter_map(|i| op.operand(i).ok())
+                .collect();
+            let kinds = arguments
+                .iter()
+                .map(|a| value_kind(&a.r#type().to_string()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| failed("reading a printf argument's type"))?;
+            let text = printf_record(number, &arguments, &kinds);
+            let mut spliced = vec![log];
+            spliced.extend(arguments);
+            insert(context, &text, &op, &spliced)?;
+            entries.push(VulkanLogEntry::Printf {
+                format,
+                arguments: kinds,
+            });
+            // SAFETY: the printf has no results; nothing refers to it afterwards.
+            unsafe { mlir_sys::mlirOperationDestroy(raw) };
+        } else {
+            let message = op
+                .attribute("msg")
+                .ok()
+                .and_then(|a| StringAttribute::try_from(a).ok())
+                .map(|a| a.value().to_string())
+                .unwrap_or_default();
+            let (file, line, function_name) = place(op.location(), kernel);
+            let condition = op.operand(0).map_err(|_| failed("reading an assertion"))?;
+            insert(context, &assert_record(number), &op, &[condition, log])?;
+            stop_failing_threads(&op)?;
+            entries.push(VulkanLogEntry::Assertion {
+                message,
+                file,
+                line,
+                function: function_name,
+            });
+            // SAFETY: the assertion has no results; nothing refers to it afterwards.
+            unsafe { mlir_sys::mlirOperationDestroy(raw) };
+        }
+    }
+    Ok(entries)
+}
+
+/// The kind a printf argument of type `ty` is logged as.
+fn value_kind(ty: &str) -> Option<VulkanLogValue> {
+    match ty {
+        "f16" | "bf16" | "f32" | "f64" => Some(VulkanLogValue::Float),
+        "index" => Some(VulkanLogValue::Integer),
+        ty if ty.starts_with('i') && ty[1..].parse::<u32>().is_ok_and(|b| b <= 64) => {
+            Some(VulkanLogValue::Integer)
+        }
+        _ => None,
+    }
+}
+
+/// Text that claims `words` words of `%log` and, where they fit, writes `%number` and then
+/// what `write` writes at `%base` (the claimed words' first index).
+fn record(words: usize, number: usize, parameters: &str, write: &str) -> String {
+    format!(
+        r#"func.func @f(%log: memref<?xi32>{parameters}) -> i32 {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0 : i32
+  %two = arith.constant 2 : i32
+  %size = arith.constant {words} : i32
+  %start = memref.atomic_rmw addi %size, %log[%c0] : (i32, memref<?xi32>) -> i32
+  %capacity = memref.load %log[%c1] : memref<?xi32>
+  %end = arith.addi %start, %size : i32
+  %room = arith.subi %capacity, %two : i32
+  %not_wrapped = arith.cmpi sge, %start, %zero : i32
+  %grew = arith.cmpi sgt, %end, %start : i32
+  %inside = arith.cmpi sle, %end, %room : i32
+  %ok = arith.andi %not_wrapped, %grew : i1
+  %fits = arith.andi %ok, %inside : i1
+  scf.if %fits {{
+    %first = arith.addi %start, %two : i32
+    %base = arith.index_cast %first : i32 to index
+    %number = arith.constant {number} : i32
+    memref.store %number, %log[%base] : memref<?xi32>
+{write}  }}
+  return %zero : i32
+}}
+"#
+    )
+}
+
+/// Stores `value` (an i32) at `%base + offset`.
+fn store_at(offset: usize, value: &str) -> String {
+    format!(
+        "    %o{offset} = arith.constant {offset} : index\n    %a{offset} = arith.addi %base, \
+         %o{offset} : index\n    memref.store {value}, %log[%a{offset}] : memref<?xi32>\n"
+    )
+}
+
+/// The record of printf number `number` with `arguments`.
+fn printf_record(number: usize, arguments: &[Value], kinds: &[VulkanLogValue]) -> String {
+    let mut parameters = String::new();
+    let mut write = String::new();
+    for (j, (argument, kind)) in arguments.iter().zip(kinds).enumerate() {
+        let ty = argument.r#type().to_string();
+        parameters.push_str(&format!(", %p{j}: {ty}"));
+        let widened = match (kind, ty.as_str()) {
+            (VulkanLogValue::Float, "f64") => format!("    %w{j} = arith.bitcast %p{j} : f64 to i64\n"),
+            (VulkanLogValue::Float, _) => format!(
+                "    %d{j} = arith.extf %p{j} : {ty} to f64\n    %w{j} = arith.bitcast %d{j} : f64 to i64\n"
+            ),
+            (VulkanLogValue::Integer, "index") => {
+                format!("    %w{j} = arith.index_cast %p{j} : index to i64\n")
+            }
+            (VulkanLogValue::Integer, "i64") => String::new(),
+            (VulkanLogValue::Integer, "i1") => format!("    %w{j} = arith.extui %p{j} : i1 to i64\n"),
+            (VulkanLogValue::Integer, _) => format!("    %w{j} = arith.extsi %p{j} : {ty} to i64\n"),
+        };
+        write.push_str(&widened);
+        let wide = if ty == "i64" {
+            format!("%p{j}")
+        } else {
+            format!("%w{j}")
+        };
+        write.push_str(&format!(
+            "    %s{j} = arith.constant 32 : i64\n    %h{j} = arith.shrui {wide}, %s{j} : i64\n    \
+             %lo{j} = arith.trunci {wide} : i64 to i32\n    %hi{j} = arith.trunci %h{j} : i64 to i32\n"
+        ));
+        write.push_str(&store_at(1 + 2 * j, &format!("%lo{j}")));
+        write.push_str(&store_at(2 + 2 * j, &format!("%hi{j}")));
+    }
+    record(1 + 2 * arguments.len(), number, &parameters, &write)
+}
+
+/// The record of a failed assertion number `number`, written where `%holds` is false: the
+/// thread's and block's ids.
+fn assert_record(number: usize) -> String {
+    let mut write = String::new();
+    for (k, id) in [
+        "thread_id x",
+        "thread_id y",
+        "thread_id z",
+        "block_id x",
+        "block_id y",
+        "block_id z",
+    ]
+    .iter()
+    .enumerate()
+    {
+        write.push_str(&format!(
+            "    %id{k} = gpu.{id}\n    %v{k} = arith.index_cast %id{k} : index to i32\n"
+        ));
+        write.push_str(&store_at(1 + k, &format!("%v{k}")));
+    }
+    let claim = record(7, number, "", &write);
+    // Only where the assertion fails: the claim goes inside `scf.if %failed`.
+    let body = claim
+        .split_once("-> i32 {\n")
+        .map(|(_, body)| body)
+        .unwrap_or_default()
+        .rsplit_once("  return %zero : i32\n")
+        .map(|(body, _)| body)
+        .unwrap_or_default();
+    format!(
+        r#"func.func @f(%holds: i1, %log: memref<?xi32>) -> i32 {{
+  %true = arith.constant true
+  %failed = arith.xori %holds, %true : i1
+  scf.if %failed {{
+{body}  }}
+  %result = arith.constant 0 : i32
+  return %result : i32
+}}
+"#
+    )
+}
+
+/// Parses `text` (a `func.func @f` of one block) and splices its body before `anchor`, its
+/// arguments replaced by `arguments`.
+fn insert<'c: 'a, 'a>(
+    context: &'c Context,
+    text: &str,
+    anchor: &OperationRef<'c, 'a>,
+    arguments: &[Value<'c, 'a>],
+) -> Result<()> {
+    let parsed = Module::parse(context, text).ok_or_else(|| failed("parsing a log record"))?;
+    let function = parsed
+        .body()
+        .first_operation()
+        .ok_or_else(|| failed("reading a log record"))?;
+    let body = function
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| failed("reading a log record"))?;
+    splice(body, anchor, arguments)
+        .map(drop)
+        .ok_or_else(|| failed("splicing a log record"))
+}
+
+/// Makes the ops after the assertion `op` in its block run only where it held: they move
+/// into an `scf.if` on its condition (when the block's terminator takes no values).
+fn stop_failing_threads(op: &OperationRef) -> Result<()> {
+    let block = op
+        .block()
+        .ok_or_else(|| failed("finding an assertion's block"))?;
+    let terminator = block
+        .terminator()
+        .ok_or_else(|| failed("finding an assertion's block's end"))?;
+    let mut after = Vec::new();
+    let mut next = op.next_in_block();
+    while let Some(following) = next {
+        if following.to_raw().ptr == terminator.to_raw().ptr {
+            break;
+        }
+        next = following.next_in_block();
+        after.push(following);
+    }
+    if after.is_empty() || terminator.operand_count() > 0 {
+        return Ok(());
+    }
+    // An escaping value (used after the block's end) would lose its definition: leave it.
+    let condition = op.operand(0).map_err(|_| failed("reading an assertion"))?;
+    let guard = melior::dialect::scf::r#if(
+        condition,
+        &[],
+        {
+            let region = melior::ir::Region::new();
+            let then = melior::ir::Block::new(&[]);
+            then.append_operation(melior::dialect::scf::r#yield(&[], op.location()));
+            region.append_block(then);
+            region
+        },
+        melior::ir::Region::new(),
+        op.location(),
+    );
+    let guard = block.insert_operation_after(*op, guard);
+    let then = guard
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .and_then(|b| b.terminator())
+        .ok_or_else(|| failed("making an assertion's guard"))?;
+    for moved in after {
+        // SAFETY: ops of the assertion's block, after it, moved in order into a block nested
+        // right where they were: what they use is still defined before them, and nothing after
+        // the block's end uses them (its terminator takes no values).
+        unsafe { mlir_sys::mlirOperationMoveBefore(moved.to_raw(), then.to_raw()) };
+    }
+    Ok(())
+}
+
+/// The file, line and function of an assertion at `location`, as MLIR's NVVM lowering reads
+/// them: through call sites to the callee, a name for the function, and a file position
+/// (`kernel` and "(unknown)" where the location has none).
+fn place(location: Location, kernel: &str) -> (String, u32, String) {
+    let mut file = "(unknown)".to_string();
+    let mut line = 0;
+    let mut function = kernel.to_string();
+    let mut current: MlirLocation = location.to_raw();
+    // SAFETY (every call below): `current` is a live location of the op's context, and each
+    // accessor is called only on a location of its kind.
+    unsafe {
+        for _ in 0..16 {
+            if mlir_sys::mlirLocationIsACallSite(current) {
+                current = mlir_sys::mlirLocationCallSiteGetCallee(current);
+            } else if mlir_sys::mlirLocationIsAName(current) {
+                let name = mlir_sys::mlirIdentifierStr(mlir_sys::mlirLocationNameGetName(current));
+                function = string(name);
+                current = mlir_sys::mlirLocationNameGetChildLoc(current);
+            } else if mlir_sys::mlirLocationIsAFileLineColRange(current) {
+                file = string(mlir_sys::mlirIdentifierStr(
+                    mlir_sys::mlirLocationFileLineColRangeGetFilename(current),
+                ));
+                line = mlir_sys::mlirLocationFileLineColRangeGetStartLine(current).max(0) as u32;
+                break;
+            } else {
+                break;
+            }
+        }
+    }
+    (file, line, function)
+}
+
+/// The text of an MLIR string reference.
+///
+/// # Safety
+/// `text` points at `length` readable bytes (or is empty).
+unsafe fn string(text: mlir_sys::MlirStringRef) -> String {
+    if text.length == 0 || text.data.is_null() {
+        return String::new();
+    }
+    // SAFETY: the caller guarantees the bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
