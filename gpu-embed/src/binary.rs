@@ -45,6 +45,9 @@ pub struct VulkanKernel {
     pub workgroup_memory: u64,
     /// The subgroup size the kernel's shuffles assume; a device with another is refused.
     pub subgroup_size: Option<u32>,
+    /// The most threads a block may have (slots of its shuffles in workgroup memory); `None`:
+    /// what the device allows.
+    pub max_block_threads: Option<u32>,
     /// One per source argument, in order, then the hidden ones.
     pub bindings: &'static [VulkanBinding],
     /// The kinds of record the kernel writes to its log buffer, by number (empty: none).

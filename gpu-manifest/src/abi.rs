@@ -244,6 +244,10 @@ pub struct VulkanKernel {
     /// subgroups have another size cannot run the kernel. `None`: any size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subgroup_size: Option<u32>,
+    /// The most threads a block may have (the kernel's shuffles that go through workgroup
+    /// memory have a slot per thread up to this). `None`: what the device allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_block_threads: Option<u32>,
     /// One per source argument, in order, then the hidden ones
     /// ([`VulkanBindingKind::MemrefSize`], [`VulkanBindingKind::Log`]).
     pub bindings: Vec<VulkanBinding>,

@@ -119,8 +119,8 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    // out[i] = the sum of x over i's 32 lanes, by a butterfly of xor shuffles: MLIR lowers
-    // gpu.shuffle at a width of 32 only, so devices whose subgroups are not 32 wide refuse it.
+    // out[i] = the sum of x over i's 32 lanes, by a butterfly of xor shuffles (on Vulkan through
+    // workgroup memory where subgroups are narrower than 32).
     gpu.func @shuffle_sum(%x: memref<?xi32>, %out: memref<?xi32>) kernel
         attributes {known_block_size = array<i32: 64, 1, 1>} {
       %i = gpu.global_id x

@@ -81,7 +81,9 @@ const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 /// through workgroup memory, `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic
 /// memref with its sizes as hidden arguments, `targets/vulkan/memref_sizes.rs`), ROCM's `vecadd` (host memory
 /// registered, its "device view" the host memory the launch stages), the `printf` and `assert`
-/// programs (a log buffer the runtime reads, `targets/vulkan/log.rs`), SYCL's and LevelZero's
+/// programs (a log buffer the runtime reads, `targets/vulkan/log.rs`), `shuffle` (its width-13
+/// shuffle through workgroup memory on lavapipe's 8-wide subgroups, its branches structured,
+/// `targets/vulkan/{shuffle,structured}.rs`), SYCL's and LevelZero's
 /// four each and the SPIR-V CPU runner's two programs (its `fillI32Buffer` /
 /// `fillF32Buffer*D` helpers).
 const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
@@ -97,6 +99,7 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "CUDA/gpu-to-cubin.mlir",
     "CUDA/multiple-all-reduce.mlir",
     "CUDA/printf.mlir",
+    "CUDA/shuffle.mlir",
     "CUDA/two-modules.mlir",
     "ROCM/gpu-to-hsaco.mlir",
     "ROCM/printf.mlir",

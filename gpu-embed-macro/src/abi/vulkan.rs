@@ -76,6 +76,10 @@ pub(super) fn embed(
             None => quote!(::core::option::Option::None),
         };
         let memory = entry.workgroup_memory;
+        let max_block_threads = match entry.max_block_threads {
+            Some(threads) => quote!(::core::option::Option::Some(#threads)),
+            None => quote!(::core::option::Option::None),
+        };
         let subgroup_size = match entry.subgroup_size {
             Some(size) => quote!(::core::option::Option::Some(#size)),
             None => quote!(::core::option::Option::None),
@@ -106,6 +110,7 @@ pub(super) fn embed(
             workgroup_size: #workgroup_size,
             workgroup_memory: #memory,
             subgroup_size: #subgroup_size,
+            max_block_threads: #max_block_threads,
             bindings: &#bindings_table,
             log: &[#(#log),*],
         }));

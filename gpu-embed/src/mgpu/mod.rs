@@ -197,7 +197,9 @@ mod tests {
                 workgroup_size: Some([1, 1, 1]),
                 workgroup_memory: 0,
                 subgroup_size: None,
+                max_block_threads: None,
                 bindings: vec![],
+                log: vec![],
             }],
         };
         let error = register_vulkan_object("vulkan1.1", &[1, 2, 3, 4], &[], &entries).unwrap_err();

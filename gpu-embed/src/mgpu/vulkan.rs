@@ -55,6 +55,7 @@ pub fn register_vulkan_object(
                 workgroup_size: entry.workgroup_size,
                 workgroup_memory: entry.workgroup_memory,
                 subgroup_size: entry.subgroup_size,
+                max_block_threads: entry.max_block_threads,
                 bindings: Box::leak(bindings.into_boxed_slice()),
                 log: Box::leak(
                     entry

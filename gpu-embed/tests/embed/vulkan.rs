@@ -50,7 +50,9 @@ static VADD_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     workgroup_size: Some([64, 1, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
+    max_block_threads: None,
     bindings: &VADD_BINDINGS,
+    log: &[],
 }];
 static VADD_OBJECTS: [Object; 1] = [Object::vulkan(
     "vulkan1.1",
@@ -90,7 +92,9 @@ static WIDEN_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     workgroup_size: Some([64, 1, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
+    max_block_threads: None,
     bindings: &WIDEN_BINDINGS,
+    log: &[],
 }];
 static WIDEN_OBJECTS: [Object; 1] = [Object::vulkan(
     "vulkan1.1",
@@ -141,7 +145,9 @@ static SCALE2D_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     workgroup_size: Some([8, 8, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
+    max_block_threads: None,
     bindings: &SCALE2D_BINDINGS,
+    log: &[],
 }];
 static SCALE2D_OBJECTS: [Object; 1] = [Object::vulkan(
     "vulkan1.1",
@@ -159,7 +165,9 @@ static OVERLONG_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
     workgroup_size: Some([64, 1, 1]),
     workgroup_memory: 0,
     subgroup_size: None,
+    max_block_threads: None,
     bindings: &OVERLONG_BINDINGS,
+    log: &[],
 }];
 static OVERLONG_OBJECTS: [Object; 1] = [Object::vulkan(
     "vulkan1.1",

@@ -196,7 +196,7 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
     (
         "CUDA/assert.mlir",
         Vendor::LevelZero,
-        "`cf.assert` is a nvptx/amdgpu/host operation and cannot be compiled for levelzero",
+        "`cf.assert` is a nvptx/amdgpu/host/vulkan operation and cannot be compiled for levelzero",
     ),
     (
         "CUDA/concurrent-kernels.mlir",

@@ -28,11 +28,22 @@ pub(crate) fn splice<'c: 'a, 'a>(
     anchor: &OperationRef<'c, 'a>,
     arguments: &[Value<'c, 'a>],
 ) -> Option<Value<'c, 'a>> {
+    splice_values(block, anchor, arguments)?.into_iter().next()
+}
+
+/// [`splice`], returning every value the terminator returned.
+pub(crate) fn splice_values<'c: 'a, 'a>(
+    block: BlockRef<'c, 'a>,
+    anchor: &OperationRef<'c, 'a>,
+    arguments: &[Value<'c, 'a>],
+) -> Option<Vec<Value<'c, 'a>>> {
     if block.argument_count() != arguments.len() {
         return None;
     }
     let terminator = block.terminator()?;
-    let returned = terminator.operand(0).ok()?;
+    let returned: Vec<Value<'c, 'a>> = (0..terminator.operand_count())
+        .map(|i| terminator.operand(i).ok())
+        .collect::<Option<_>>()?;
     for (index, argument) in arguments.iter().enumerate() {
         let parameter = block.argument(index).ok()?;
         if parameter.r#type() != argument.r#type() {

@@ -17,7 +17,9 @@
 use super::abi::{bindings, bools_as_i32, ConvertedArgument};
 use super::f64_math::implement_f64_math;
 use super::log::write_log;
-use super::memref_sizes::pass_sizes;
+use super::memref_sizes::{pass_sizes, HiddenSize};
+use super::shuffle::{shuffle_anywhere, SLOTS};
+use super::structured::structure_control_flow;
 use super::workgroup_size::specializable;
 use crate::error::Result;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
@@ -25,18 +27,31 @@ use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, move_into_gpu_module, numbers, ops_named, run, scalar_bits, spirv_function,
+    kernel_functions, move_into_gpu_module, numbers, run, scalar_bits, spirv_function,
     spirv_function_type,
 };
-use gpu_manifest::{Format, Kernel, ObjectAbi, VulkanEntries, VulkanKernel};
+use gpu_manifest::{Format, Kernel, ObjectAbi, VulkanEntries, VulkanKernel, VulkanLogEntry};
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::OperationRef;
 use melior::Context;
 
-/// The subgroup width `gpu.shuffle` is lowered at (the target's `subgroup_size` resource limit):
-/// NVIDIA's warp, and AMD's and Intel's usual wave32/SIMD32 width.
-const SHUFFLE_WIDTH: u32 = 32;
+/// The target's `subgroup_size` resource limit (NVIDIA's warp). Nothing depends on it:
+/// `shuffle.rs` lowers every `gpu.shuffle` for the device's own subgroup size.
+const SUBGROUP_SIZE: u32 = 32;
+
+/// What the rewrites of one kernel decided, for its manifest entry.
+struct KernelFacts {
+    name: String,
+    /// Bytes of workgroup memory.
+    workgroup_memory: u64,
+    /// Its hidden size arguments (`memref_sizes.rs`).
+    hidden: Vec<HiddenSize>,
+    /// Its log records (`log.rs`).
+    log: Vec<VulkanLogEntry>,
+    /// Whether it shuffles (`shuffle.rs`: its blocks have at most `SLOTS` threads).
+    shuffles: bool,
+}
 
 /// What a device may be asked for; `spirv-update-vce` keeps what the kernels use, and the
 /// runtime checks the device has it before loading.
@@ -57,15 +72,24 @@ pub(super) fn serialize(
     // memory.
     let target_env = format!(
         "[#spirv.target_env<#spirv.vce<{spirv_version}, [{}], [{}]>, api=Vulkan, \
-         #spirv.resource_limits<subgroup_size = {SHUFFLE_WIDTH}>>]",
+         #spirv.resource_limits<subgroup_size = {SUBGROUP_SIZE}>>]",
         CAPABILITIES.replace(',', ", "),
         EXTENSIONS.replace(',', ", ")
     );
     let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
+    structure_control_flow(context, &mut module)?;
+    // 3a. Math first: `convert-math-to-spirv` reads no target from the gpu.module's `targets`
+    // (only a `spirv.target_env` attribute), so it lowers f32 math to GLSL's instructions and
+    // leaves f64's, which `f64_math.rs` implements below; and once it has run, the rewrites
+    // may use SPIR-V ops (which it would refuse under its default target).
+    run(
+        context,
+        &mut module,
+        "builtin.module(gpu.module(convert-math-to-spirv))",
+        "converting math to SPIR-V",
+    )?;
     all_reduce_for_spirv(context, &module);
-    // Per kernel: its name, workgroup memory in bytes, whether it shuffles, its hidden sizes,
-    // its log records.
-    let mut kernel_facts = Vec::new();
+    let mut facts = Vec::new();
     for raw in kernel_functions(&module) {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
         // and not otherwise borrowed.
@@ -81,27 +105,24 @@ pub(super) fn serialize(
         bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;
         let log = write_log(context, &mut function, &name)?;
-        let shuffles = !ops_named(&function, "gpu.shuffle").is_empty();
-        kernel_facts.push((name, alloc_bytes(&function), shuffles, hidden, log));
+        let shuffles = shuffle_anywhere(context, &mut function)?;
+        facts.push(KernelFacts {
+            workgroup_memory: alloc_bytes(&function),
+            name,
+            hidden,
+            log,
+            shuffles,
+        });
     }
     drop_uniform_flags(&module);
-
-    // 3. Conversion to SPIR-V. `convert-math-to-spirv` reads no target from the gpu.module's
-    // `targets` (only a `spirv.target_env` attribute), so it lowers f32 math and leaves f64's,
-    // which `f64_math.rs` then implements with GLSL's f64 instructions, which
-    // `convert-gpu-to-spirv` (reading the targets) keeps.
-    run(
-        context,
-        &mut module,
-        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,lower-affine,\
-         convert-math-to-spirv))",
-        "converting to SPIR-V",
-    )?;
     implement_f64_math(context, &module)?;
+
+    // 3b. The rest of the conversion.
     run(
         context,
         &mut module,
-        "builtin.module(convert-gpu-to-spirv)",
+        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,lower-affine),\
+         convert-gpu-to-spirv)",
         "converting to SPIR-V",
     )?;
     let spirv_module = move_into_gpu_module(&module)?;
@@ -112,26 +133,18 @@ pub(super) fn serialize(
         // SAFETY: a live op of the SPIR-V module.
         let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
         let converted = converted_arguments(&function)?;
-        let (hidden, log) = kernel_facts
+        let facts = facts
             .iter()
-            .find(|(name, ..)| *name == kernel.name)
-            .map_or((&[][..], &[][..]), |(.., hidden, log)| {
-                (hidden.as_slice(), log.as_slice())
-            });
-        let workgroup_size = workgroup_size_of(&function);
+            .find(|facts| facts.name == kernel.name)
+            .ok_or_else(|| failed(&format!("finding kernel `{}`", kernel.name)))?;
         entries.push(VulkanKernel {
             name: kernel.name.clone(),
-            workgroup_size,
-            workgroup_memory: kernel_facts
-                .iter()
-                .find(|(name, ..)| *name == kernel.name)
-                .map_or(0, |(_, bytes, ..)| *bytes),
-            subgroup_size: kernel_facts
-                .iter()
-                .any(|(name, _, shuffles, ..)| *name == kernel.name && *shuffles)
-                .then_some(SHUFFLE_WIDTH),
-            bindings: bindings(kernel, &converted, hidden, !log.is_empty())?,
-            log: log.to_vec(),
+            workgroup_size: workgroup_size_of(&function),
+            workgroup_memory: facts.workgroup_memory,
+            subgroup_size: None,
+            max_block_threads: facts.shuffles.then_some(SLOTS),
+            bindings: bindings(kernel, &converted, &facts.hidden, !facts.log.is_empty())?,
+            log: facts.log.clone(),
         });
     }
     run(

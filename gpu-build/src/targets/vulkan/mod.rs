@@ -16,6 +16,8 @@ mod f64_math;
 mod log;
 mod lowering;
 mod memref_sizes;
+mod shuffle;
+mod structured;
 mod workgroup_size;
 
 use crate::error::Result;
@@ -90,10 +92,6 @@ impl Target for Vulkan {
                  (through workgroup memory); this one is not, and MLIR 22 has no SPIR-V lowering \
                  of the others: mark it `uniform` if the whole block reaches it, or reduce a \
                  vector's elements one by one"
-            }
-            "gpu.shuffle" => {
-                "MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values with a \
-                 constant width equal to the subgroup size to SPIR-V"
             }
             op if op.starts_with("math.") => {
                 "SPIR-V for Vulkan has this math function (GLSL.std.450) for 16- and 32-bit \

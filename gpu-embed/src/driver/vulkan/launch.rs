@@ -641,6 +641,16 @@ pub(crate) unsafe fn launch(
         Some(_) => {}
         None => check_block(core, name, block).map_err(invalid)?,
     }
+    let threads = block.iter().map(|&d| u64::from(d)).product::<u64>();
+    if let Some(most) = kernel
+        .max_block_threads
+        .filter(|&most| threads > u64::from(most))
+    {
+        return Err(invalid(format!(
+            "kernel `{name}`: a block of {threads} threads; its shuffles go through workgroup \
+             memory with a slot for each of at most {most} threads"
+        )));
+    }
     let pipeline = function.pipeline(block)?;
     if shared != 0 {
         return Err(invalid(format!(

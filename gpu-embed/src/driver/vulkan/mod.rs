@@ -488,9 +488,12 @@ impl Driver for Vulkan {
     ) -> Result<KernelAttributes> {
         let kernel = launch::kernel_of(function)?;
         Ok(KernelAttributes {
-            max_threads_per_block: kernel
-                .workgroup_size
-                .map_or(limits.max_threads_per_block, |size| size.iter().product()),
+            max_threads_per_block: kernel.workgroup_size.map_or(
+                limits
+                    .max_threads_per_block
+                    .min(kernel.max_block_threads.unwrap_or(u32::MAX)),
+                |size| size.iter().product(),
+            ),
             static_shared_bytes: kernel.workgroup_memory,
             local_bytes_per_thread: 0,
             registers: None,
