@@ -110,6 +110,7 @@ impl From<gpu_manifest::VulkanLaunchBinding> for VulkanBinding {
                     dim: dim as usize,
                 },
                 gpu_manifest::VulkanBindingKind::Log => VulkanArgument::Log,
+                gpu_manifest::VulkanBindingKind::Pointer => VulkanArgument::Pointer,
             },
         }
     }
@@ -146,6 +147,9 @@ pub enum VulkanArgument {
     },
     /// The kernel's log buffer, which the launch makes and reads once the kernel has run.
     Log,
+    /// A pointer parameter (8 bytes, a device address of this device): bound as the bytes from
+    /// that address to the end of its allocation.
+    Pointer,
 }
 
 /// One kernel of a Level Zero (OpenCL-style SPIR-V) object: its entry point and where each

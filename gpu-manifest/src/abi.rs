@@ -342,7 +342,8 @@ impl VulkanKernel {
                     (VulkanBindingKind::Elements { .. }, ArgumentKind::Memref { shape, .. }) => {
                         Some(shape.len())
                     }
-                    (VulkanBindingKind::Scalar { .. }, ArgumentKind::Scalar { .. }) => None,
+                    (VulkanBindingKind::Scalar { .. }, ArgumentKind::Scalar { .. })
+                    | (VulkanBindingKind::Pointer, ArgumentKind::Pointer) => None,
                     _ => {
                         return Err(format!(
                             "kernel `{}`: argument {index} ({}) cannot be bound as {:?}",
@@ -441,6 +442,9 @@ pub enum VulkanBindingKind {
         /// The dimension.
         dim: u32,
     },
+    /// A pointer argument (of a kernel in the LLVM dialect): the bytes from the address it
+    /// holds to the end of its allocation.
+    Pointer,
     /// A hidden argument, last: the kernel's log buffer ([`VulkanLogEntry`]), which the
     /// runtime makes per launch and reads once the launch has run.
     Log,

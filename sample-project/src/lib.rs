@@ -21,6 +21,7 @@ gpu_embed::include_gpu_binary!(
         nvptx(sm_80, sm_90),
         amdgpu(gfx90a, gfx1100),
         host,
+        vulkan,
         levelzero
     ]
 );
@@ -76,14 +77,10 @@ pub static BINARIES: [&Binary; 7] = [
 ];
 
 /// The sample kernels a target's objects cannot express, and why (the build refuses them with
-/// these reasons, so they are built for the other targets only): for `vulkan` and `levelzero`;
+/// these reasons, so they are built for the other targets only): for `levelzero`;
 /// every other target builds them all.
 pub fn not_built_for(vendor: Vendor) -> &'static [(&'static str, &'static str)] {
     match vendor {
-        Vendor::Vulkan => &[(
-            "saxpy",
-            "takes !llvm.ptr arguments; Vulkan buffers have no addresses",
-        )],
         Vendor::LevelZero => &[
             (
                 "matmul",

@@ -57,6 +57,7 @@ pub(super) fn embed(
                     quote!(::gpu_embed::VulkanArgument::Scalar { bytes: #bytes })
                 }
                 VulkanBindingKind::Log => quote!(::gpu_embed::VulkanArgument::Log),
+                VulkanBindingKind::Pointer => quote!(::gpu_embed::VulkanArgument::Pointer),
                 VulkanBindingKind::MemrefSize { dim, .. } => {
                     let rank = binding.rank.unwrap_or_default();
                     let dim = dim as usize;

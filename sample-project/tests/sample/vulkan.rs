@@ -31,6 +31,7 @@ fn every_sample_kernel_vulkan_can_express_runs_on_vulkan_and_matches_the_referen
             ran,
             [
                 "vadd",
+                "saxpy",
                 "block_sum",
                 "math_f32",
                 "math_f64",

@@ -221,6 +221,29 @@ fn memrefs_with_dynamic_inner_sizes_get_their_sizes_as_hidden_bindings() {
     );
 }
 
+#[test]
+fn pointer_arguments_of_llvm_dialect_kernels_are_bound_from_their_address() {
+    let (report, _dir) = compile_ok(
+        "k.mlir",
+        &std::fs::read_to_string(workspace().join("sample-project/kernels/saxpy.mlir")).unwrap(),
+        |b| {
+            b.target(Vendor::Vulkan, &[]);
+        },
+    );
+    let object = &report.manifest.modules[0].objects[0];
+    let saxpy = &object.abi.vulkan().unwrap().kernels[0];
+    let kinds: Vec<VulkanBindingKind> = saxpy.bindings.iter().map(|b| b.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            VulkanBindingKind::Scalar { bytes: 4 },
+            VulkanBindingKind::Pointer,
+            VulkanBindingKind::Pointer,
+            VulkanBindingKind::Scalar { bytes: 8 },
+        ]
+    );
+}
+
 /// Builds `kernel` (one gpu.func inside a module) for Vulkan and returns the error.
 fn vulkan_error(kernel: &str) -> gpu_build::Error {
     let text = format!("gpu.module @k {{\n{kernel}\n}}\n");
@@ -233,8 +256,8 @@ fn vulkan_error(kernel: &str) -> gpu_build::Error {
 fn kernels_vulkan_cannot_express_are_refused_naming_what_and_the_way_around() {
     let cases: [(&str, &[&str]); 4] = [
         (
-            "  gpu.func @k(%p: !llvm.ptr) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",
-            &["argument 0 `%p` (!llvm.ptr)", "pass a memref instead"],
+            "  gpu.func @k(%p: !llvm.ptr, %q: !llvm.ptr) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    llvm.store %p, %q : !llvm.ptr, !llvm.ptr\n    gpu.return\n  }",
+            &["k.mlir:3:5: error: kernel `k` uses pointer argument 0 in `llvm.store`", "write it as a gpu.func with memref arguments"],
         ),
         (
             "  gpu.func @k(%f: memref<?xi1>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",

@@ -38,11 +38,9 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
             }
             Ok(())
         }
-        ArgumentKind::Pointer => Err(
-            "Vulkan buffers have no addresses a kernel can take; pass a \
-                                      memref instead"
-                .to_string(),
-        ),
+        // Raised to a memref bound from the address on (`llvm_kernels.rs`), which refuses
+        // the uses it cannot raise.
+        ArgumentKind::Pointer => Ok(()),
         ArgumentKind::UnrankedMemref => {
             Err("Vulkan binds ranked memrefs only; give the memref a rank".to_string())
         }
@@ -140,6 +138,7 @@ pub(super) fn bindings(
                 (ArgumentKind::Scalar { .. }, Some(bits)) => {
                     VulkanBindingKind::Scalar { bytes: bits / 8 }
                 }
+                (ArgumentKind::Pointer, None) => VulkanBindingKind::Pointer,
                 _ => {
                     return Err(Error::new(
                         ErrorKind::Lowering,

@@ -16,6 +16,7 @@
 
 use super::abi::{bindings, bools_as_i32, ConvertedArgument};
 use super::f64_math::implement_f64_math;
+use super::llvm_kernels::raise_llvm_kernels;
 use super::log::write_log;
 use super::memref_sizes::{pass_sizes, HiddenSize};
 use super::shuffle::{shuffle_anywhere, SLOTS};
@@ -32,8 +33,9 @@ use crate::targets::support::spirv::{
 };
 use gpu_manifest::{Format, Kernel, ObjectAbi, VulkanEntries, VulkanKernel, VulkanLogEntry};
 use melior::ir::attribute::Attribute;
+use melior::ir::operation::OperationPrintingFlags;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
-use melior::ir::OperationRef;
+use melior::ir::{Module, OperationRef};
 use melior::Context;
 
 /// The target's `subgroup_size` resource limit (NVIDIA's warp). Nothing depends on it:
@@ -77,6 +79,19 @@ pub(super) fn serialize(
         EXTENSIONS.replace(',', ", ")
     );
     let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
+    let file = locations.first().map_or("", String::as_str);
+    if raise_llvm_kernels(context, &module, file)? {
+        // The ops made from LLVM ones through the C API's generic creation lack the properties
+        // their LLVM ops had no counterpart for (an `arith` op's fastmath flags), which later
+        // passes read: the module printed and read back gives every op its defaults.
+        let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
+        let text = module
+            .as_operation()
+            .to_string_with_flags(flags)
+            .map_err(|e| failed(&format!("printing the raised module: {e}")))?;
+        module =
+            Module::parse(context, &text).ok_or_else(|| failed("reading the raised module"))?;
+    }
     structure_control_flow(context, &mut module)?;
     // 3a. Math first: `convert-math-to-spirv` reads no target from the gpu.module's `targets`
     // (only a `spirv.target_env` attribute), so it lowers f32 math to GLSL's instructions and

@@ -13,6 +13,7 @@
 
 mod abi;
 mod f64_math;
+mod llvm_kernels;
 mod log;
 mod lowering;
 mod memref_sizes;

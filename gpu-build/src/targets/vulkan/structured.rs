@@ -35,28 +35,29 @@ pub(super) fn structure_control_flow(context: &Context, module: &mut Module) -> 
             .and_then(|a| TypeAttribute::try_from(a).ok())
             .and_then(|a| FunctionType::try_from(a.value()).ok())
             .ok_or_else(|| failed("reading the kernel's type"))?;
-        let holder = OperationBuilder::new("func.func", kernel.location())
-            .add_attributes(&[
-                (
-                    melior::ir::Identifier::new(context, "sym_name"),
-                    melior::ir::attribute::StringAttribute::new(
-                        context,
-                        &format!("__gpu_build_structured_{name}"),
-                    )
-                    .into(),
-                ),
-                (
-                    melior::ir::Identifier::new(context, "function_type"),
-                    TypeAttribute::new(ty.into()).into(),
-                ),
-            ])
-            .add_regions([melior::ir::Region::new()])
-            .build()
-            .map_err(|_| failed("making a function to structure a kernel in"))?;
-        let parent = kernel
-            .block()
-            .ok_or_else(|| failed("finding a kernel's module"))?;
-        let holder = parent.insert_operation_after(kernel, holder);
+        // Made from text: the function's name and type are properties, which an op built
+        // from attributes would lack (and the pass reads the type).
+        let inputs: Vec<String> = (0..ty.input_count())
+            .filter_map(|i| ty.input(i).ok())
+            .enumerate()
+            .map(|(i, t)| format!("%a{i}: {t}"))
+            .collect();
+        let text = format!(
+            "func.func @__gpu_build_structured_{name}({}) {{\n  return\n}}\n",
+            inputs.join(", ")
+        );
+        let parsed = Module::parse(context, &text)
+            .ok_or_else(|| failed("making a function to structure"))?;
+        let holder = parsed
+            .body()
+            .first_operation()
+            .ok_or_else(|| failed("making a function to structure"))?
+            .to_raw();
+        // SAFETY: the new function moves next to the kernel (same context), out of the parsed
+        // module, which is dropped without it.
+        unsafe { mlir_sys::mlirOperationMoveAfter(holder, kernel.to_raw()) };
+        // SAFETY: now an op of `module`.
+        let holder = unsafe { OperationRef::from_raw(holder) };
         let target = holder
             .region(0)
             .map_err(|_| failed("structuring a kernel"))?;
@@ -87,6 +88,7 @@ pub(super) fn structure_control_flow(context: &Context, module: &mut Module) -> 
         "builtin.module(gpu.module(lift-cf-to-scf))",
         "structuring the kernels' control flow",
     )?;
+
     for (kernel, holder) in moved {
         // SAFETY: the kernel and its holder, both still live (the pass rewrites inside
         // functions, it does not replace them).

@@ -299,6 +299,13 @@ impl Table {
         })
     }
 
+    /// Where `address` is, and the bytes from it to the end of its allocation.
+    pub(crate) fn place_to_end(&self, address: u64) -> Result<(Place, u64)> {
+        let place = self.place(address, 1)?;
+        let rest = place.allocation.size - place.offset;
+        Ok((place, rest))
+    }
+
     /// A small buffer on `core` (the device of this table) that views without elements are
     /// bound to.
     pub(crate) fn empty_buffer(&'static self, core: &'static Core) -> Result<Arc<Allocation>> {

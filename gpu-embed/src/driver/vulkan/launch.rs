@@ -572,6 +572,28 @@ unsafe fn bindings(
                 scalar_bytes.extend_from_slice(&stored);
                 scalars.push((binding.binding, place, stored.len() as u64));
             }
+            VulkanArgument::Pointer => {
+                // SAFETY: the caller guarantees the parameters match the kernel, whose binding
+                // table puts this pointer here (8 bytes).
+                let address = unsafe { read_u64(name, params, param_sizes, at) }?;
+                let (place, range) = table
+                    .place_to_end(address)
+                    .map_err(|e| e.map_message(|message| format!("{which}: {message}")))?;
+                if place.offset % alignment != 0 {
+                    return Err(invalid(format!(
+                        "{which}: a pointer {} bytes into its buffer; this device binds storage \
+                         buffers at multiples of {alignment} (minStorageBufferOffsetAlignment)",
+                        place.offset
+                    )));
+                }
+                let range = range.min(core.checks.max_storage_range);
+                bound.push(Bound {
+                    binding: binding.binding,
+                    buffer: place.allocation,
+                    offset: place.offset,
+                    range,
+                });
+            }
             VulkanArgument::Log => {
                 let buffer = log::make(core, table)?;
                 let range = buffer.size;
