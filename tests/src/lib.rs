@@ -12,8 +12,9 @@ gpu_embed::include_gpu_binary!("kernels/barriers.mlir", targets = [nvptx, amdgpu
 gpu_embed::include_gpu_binary!("kernels/subgroups.mlir", targets = [nvptx, amdgpu, host]);
 // gpu.subgroup_reduce, which MLIR 22 lowers only for NVIDIA's sm_80+ (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/subgroup_reduce.mlir", targets = [nvptx, host]);
-// Subgroup matrix multiply-accumulate, emulated on the host (`tests/runtime/host_semantics.rs`).
-gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host]);
+// Subgroup matrix multiply-accumulate, emulated on the host and on Vulkan
+// (`tests/runtime/host_semantics.rs`, `tests/runtime/vulkan.rs`).
+gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host, vulkan]);
 // Kernel and module names no Rust identifier can hold (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, levelzero, host]);
 // Memrefs of rank 0 to 3, static and strided (`tests/runtime/host_semantics.rs`, the ABI test).

@@ -83,7 +83,8 @@ const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 /// registered, its "device view" the host memory the launch stages), the `printf` and `assert`
 /// programs (a log buffer the runtime reads, `targets/vulkan/log.rs`), `shuffle` (its width-13
 /// shuffle through workgroup memory on lavapipe's 8-wide subgroups, its branches structured,
-/// `targets/vulkan/{shuffle,structured}.rs`), SYCL's and LevelZero's
+/// `targets/vulkan/{shuffle,structured}.rs`), the four WMMA programs (each thread holds whole
+/// fragments, `targets/vulkan/mma.rs`), SYCL's and LevelZero's
 /// four each and the SPIR-V CPU runner's two programs (its `fillI32Buffer` /
 /// `fillF32Buffer*D` helpers).
 const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
@@ -101,6 +102,10 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "CUDA/printf.mlir",
     "CUDA/shuffle.mlir",
     "CUDA/two-modules.mlir",
+    "CUDA/TensorCore/wmma-matmul-f16.mlir",
+    "CUDA/TensorCore/wmma-matmul-f32.mlir",
+    "CUDA/TensorCore/wmma-matmul-f32-bare-ptr.mlir",
+    "CUDA/TensorCore/sm80/wmma-matmul-f64.mlir",
     "ROCM/gpu-to-hsaco.mlir",
     "ROCM/printf.mlir",
     "ROCM/two-modules.mlir",

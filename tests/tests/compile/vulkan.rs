@@ -58,6 +58,7 @@ fn vulkan_kernels() -> Vec<std::path::PathBuf> {
         root.join("tests/kernels/vulkan.mlir"),
         root.join("tests/kernels/f64_math.mlir"),
         root.join("tests/kernels/vulkan_extras.mlir"),
+        root.join("tests/kernels/mma.mlir"),
     ]
 }
 
@@ -73,8 +74,8 @@ fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
     let objects = objects_of(&report, Vendor::Vulkan);
     assert_eq!(
         objects.len(),
-        10 * 3,
-        "ten modules for three Vulkan versions"
+        11 * 3,
+        "eleven modules for three Vulkan versions"
     );
     for (object, bytes) in &objects {
         spirv_val(bytes, &object.chip).unwrap_or_else(|why| {

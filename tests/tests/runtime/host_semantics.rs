@@ -1114,7 +1114,7 @@ fn exact(i: usize, salt: usize) -> f64 {
 
 on_every_device!(subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores);
 
-fn subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores(device: &Device) {
+pub(crate) fn subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores(device: &Device) {
     use gpu_embed::f16;
     // 2 blocks of 64 threads: 4 subgroups, each with its own 16x16 tiles.
     let (tiles, launch) = (4, config([2, 1, 1], [64, 1, 1], 0));

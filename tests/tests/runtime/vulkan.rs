@@ -96,6 +96,19 @@ fn a_failed_assertion_is_a_kernel_fault_naming_the_kernel_and_loses_nothing_else
 }
 
 #[test]
+fn subgroup_matrix_multiplies_on_subgroups_of_any_width() {
+    // The host semantics test of `gpu.subgroup_mma_*` (f16, transposed f16, f64 fragments,
+    // several subgroups per block) on every Vulkan device: each thread holds whole fragments.
+    for device in gpu_tests::vulkan_devices() {
+        crate::host_semantics::subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores(
+            &device,
+        );
+        let messages = gpu_embed::take_vulkan_validation_messages();
+        assert!(messages.is_empty(), "validation layer: {messages:#?}");
+    }
+}
+
+#[test]
 fn a_block_the_device_cannot_run_is_refused_before_any_pipeline() {
     let Some(device) = gpu_tests::vulkan_devices().into_iter().next() else {
         return;

@@ -19,6 +19,7 @@ use super::f64_math::implement_f64_math;
 use super::llvm_kernels::raise_llvm_kernels;
 use super::log::write_log;
 use super::memref_sizes::{pass_sizes, HiddenSize};
+use super::mma::emulate_mma;
 use super::shuffle::{shuffle_anywhere, SLOTS};
 use super::structured::structure_control_flow;
 use super::workgroup_size::specializable;
@@ -111,6 +112,8 @@ pub(super) fn serialize(
         let mut function = unsafe { OperationRefMut::from_raw(raw) };
         let name = symbol_name(&function).unwrap_or_default();
         set_entry_point_abi(context, &mut function)?;
+        // SAFETY: the same kernel, read through a shared reference while it is rewritten.
+        emulate_mma(context, unsafe { &OperationRef::from_raw(raw) })?;
         attributions_to_allocs(context, &mut function)?;
         let location = kernels
             .iter()

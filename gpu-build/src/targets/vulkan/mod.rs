@@ -17,6 +17,7 @@ mod llvm_kernels;
 mod log;
 mod lowering;
 mod memref_sizes;
+mod mma;
 mod shuffle;
 mod structured;
 mod workgroup_size;
