@@ -65,8 +65,8 @@ enum Lowered {
     /// LLVM bitcode, which ModuleToObject finishes for each task's target.
     Bitcode(Vec<u8>),
     /// The objects themselves: a target serialized from MLIR (SPIR-V) finishes them while
-    /// lowering.
-    Finished(Compiled),
+    /// lowering; with the warnings that gave (kernels the target refused alone).
+    Finished(Compiled, Vec<String>),
 }
 
 /// Everything compiled (or found in the cache), module by module.
@@ -159,7 +159,10 @@ pub(crate) fn compile_all(
         let task = &tasks[index];
         let (result, warnings) = cargo.capture_warnings(|| match &lowered.lowered {
             Lowered::Bitcode(bitcode) => module_objects(task, bitcode, options, toolkits, cargo),
-            Lowered::Finished(compiled) => Ok(compiled.clone()),
+            Lowered::Finished(compiled, warnings) => {
+                warnings.iter().for_each(|w| cargo.warn(w.clone()));
+                Ok(compiled.clone())
+            }
         });
         if options.progress && result.is_ok() {
             let done = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -316,7 +319,7 @@ fn serialize_unit(
         .zip(compiled)
         .map(|(kernels, compiled)| LoweredModule {
             kernels,
-            lowered: Lowered::Finished(compiled),
+            lowered: Lowered::Finished(compiled.0, compiled.1),
         })
         .collect())
 }

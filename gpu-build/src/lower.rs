@@ -200,13 +200,15 @@ pub(crate) fn lower_to_llvm<'ll>(
 
 /// Lowers and serializes the gpu.modules numbered `modules` of `source` (parsed once) for a
 /// target that makes its objects from MLIR itself; `kernels` are each module's kernels with the
-/// lowered parameters the launch stubs pass.
+/// lowered parameters the launch stubs pass. Each module's objects come with warnings: on
+/// Vulkan, a kernel the target cannot express is refused alone (a warning saying why) and the
+/// module's other kernels are built.
 pub(crate) fn serialize_from_mlir(
     mlir: &Mlir,
     source: &SourceFile,
     modules: &[(usize, &GpuModuleDesc, &[Kernel])],
     spec: &TargetSpec,
-) -> Result<Vec<Compiled>> {
+) -> Result<Vec<(Compiled, Vec<String>)>> {
     let (vendor, chip) = (spec.vendor, &spec.chip);
     let serializer = target(vendor).mlir_serializer().ok_or_else(|| {
         Error::new(
@@ -240,12 +242,55 @@ pub(crate) fn serialize_from_mlir(
                     .map_or(desc.location.to_string(), |k| k.location.to_string())
             })
             .collect();
-        let result = serializer.serialize(&mlir.context, &gpu_module, kernels, &locations, spec);
-        // The conversion's remarks on patterns that did not match are not the user's to act on.
-        let mut diagnostics = mlir.diagnostics.take();
-        diagnostics.retain(|diag| !diag.message.starts_with("match failure"));
-        let diagnostics = render(&explain(diagnostics, spec), source);
-        compiled.push(result.map_err(|e| {
+        let serialize = |kernels: &[Kernel], locations: &[String]| {
+            let result = serializer.serialize(&mlir.context, &gpu_module, kernels, locations, spec);
+            // The conversion's remarks on patterns that did not match are not the user's to act
+            // on.
+            let mut diagnostics = mlir.diagnostics.take();
+            diagnostics.retain(|diag| !diag.message.starts_with("match failure"));
+            (result, render(&explain(diagnostics, spec), source))
+        };
+        let (mut result, mut diagnostics) = serialize(kernels, &locations);
+        let mut warnings = Vec::new();
+        if result.is_err() && kernels.len() > 1 && vendor == Vendor::Vulkan {
+            // Which kernels fail alone: the others are built, these refused with the reason.
+            let mut kept = Vec::new();
+            let mut refused = Vec::new();
+            for (kernel, location) in kernels.iter().zip(&locations) {
+                let single = std::slice::from_ref(location);
+                match serialize(std::slice::from_ref(kernel), single) {
+                    (Ok(_), _) => kept.push((kernel.clone(), location.clone())),
+                    (Err(e), why) => {
+                        let why = if why.is_empty() {
+                            e.message().to_string()
+                        } else {
+                            why
+                        };
+                        refused.push((kernel.name.clone(), location.clone(), why));
+                    }
+                }
+            }
+            if !kept.is_empty() && !refused.is_empty() {
+                let (kept, kept_locations): (Vec<Kernel>, Vec<String>) = kept.into_iter().unzip();
+                let (again, again_diagnostics) = serialize(&kept, &kept_locations);
+                if again.is_ok() {
+                    warnings = refused
+                        .into_iter()
+                        .map(|(name, location, why)| {
+                            format!(
+                                "{location}: kernel `{name}` is not built for {vendor} ({chip}), \
+                                 the other kernels of gpu.module @{} are (launching it on a \
+                                 {vendor} device is an error): {}",
+                                desc.name,
+                                why.trim()
+                            )
+                        })
+                        .collect();
+                    (result, diagnostics) = (again, again_diagnostics);
+                }
+            }
+        }
+        compiled.push(result.map(|compiled| (compiled, warnings)).map_err(|e| {
             if diagnostics.is_empty() && e.message().starts_with("error:") {
                 Error::new(e.kind(), format!("{}: {}", desc.location, e.message()))
             } else if diagnostics.is_empty() {

@@ -245,6 +245,55 @@ fn pointer_arguments_of_llvm_dialect_kernels_are_bound_from_their_address() {
     );
 }
 
+#[test]
+fn a_kernel_vulkan_cannot_express_is_refused_alone_and_its_module_still_builds() {
+    let text = "gpu.module @two {
+  gpu.func @fine(%a: memref<?xf64>) kernel {
+    %i = gpu.global_id x
+    %x = memref.load %a[%i] : memref<?xf64>
+    %y = math.cos %x : f64
+    memref.store %y, %a[%i] : memref<?xf64>
+    gpu.return
+  }
+  gpu.func @bad(%a: memref<?xf64>) kernel {
+    %i = gpu.global_id x
+    %x = memref.load %a[%i] : memref<?xf64>
+    %y = math.atan %x : f64
+    memref.store %y, %a[%i] : memref<?xf64>
+    gpu.return
+  }
+}
+";
+    let (report, dir) = compile_ok("k.mlir", text, |b| {
+        b.target(Vendor::Vulkan, &[]);
+    });
+    let object = &report.manifest.modules[0].objects[0];
+    let names: Vec<&str> = object
+        .abi
+        .vulkan()
+        .unwrap()
+        .kernels
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert_eq!(names, ["fine"]);
+    let warning = report
+        .warnings
+        .iter()
+        .find(|w| w.contains("kernel `bad` is not built for vulkan"))
+        .unwrap_or_else(|| panic!("{:?}", report.warnings));
+    assert!(
+        warning.contains("k.mlir:12:10: error: `math.atan`"),
+        "{warning}"
+    );
+    // The object holds `fine` only, and spirv-val accepts it.
+    let bytes = std::fs::read(dir.path().join(&object.path)).unwrap();
+    spirv_val(&bytes, "vulkan1.1").unwrap();
+    // A module whose every kernel fails still fails the build.
+    let error = vulkan_error("  gpu.func @k(%a: memref<?xf64>) kernel {\n    %c0 = arith.constant 0 : index\n    %x = memref.load %a[%c0] : memref<?xf64>\n    %y = math.atan %x : f64\n    memref.store %y, %a[%c0] : memref<?xf64>\n    gpu.return\n  }");
+    assert!(error.message().contains("`math.atan`"), "{error}");
+}
+
 /// Builds `kernel` (one gpu.func inside a module) for Vulkan and returns the error.
 fn vulkan_error(kernel: &str) -> gpu_build::Error {
     let text = format!("gpu.module @k {{\n{kernel}\n}}\n");

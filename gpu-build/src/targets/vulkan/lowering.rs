@@ -29,7 +29,7 @@ use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, move_into_gpu_module, numbers, run, scalar_bits, spirv_function,
+    kernel_functions, move_into_gpu_module, numbers, ops_named, run, scalar_bits, spirv_function,
     spirv_function_type,
 };
 use gpu_manifest::{Format, Kernel, ObjectAbi, VulkanEntries, VulkanKernel, VulkanLogEntry};
@@ -80,6 +80,7 @@ pub(super) fn serialize(
         EXTENSIONS.replace(',', ", ")
     );
     let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
+    keep_only(&module, kernels);
     let file = locations.first().map_or("", String::as_str);
     if raise_llvm_kernels(context, &module, file)? {
         // The ops made from LLVM ones through the C API's generic creation lack the properties
@@ -190,6 +191,23 @@ pub(super) fn serialize(
             kernels: entries,
         }),
     })
+}
+
+/// Removes from `module` (the copy) every kernel not among `kernels` (one refused alone is left
+/// out of its module's object: `lower.rs`).
+fn keep_only(module: &Module, kernels: &[Kernel]) {
+    let mut found = ops_named(&module.as_operation(), "gpu.func");
+    found.extend(ops_named(&module.as_operation(), "llvm.func"));
+    for raw in found {
+        // SAFETY: a live op of `module`, destroyed at most once.
+        let function = unsafe { OperationRef::from_raw(raw) };
+        let kernel = function.attribute("gpu.kernel").is_ok();
+        let name = symbol_name(&function).unwrap_or_default();
+        if kernel && !kernels.iter().any(|k| k.name == name) {
+            // SAFETY: a kernel nothing in the gpu.module calls.
+            unsafe { mlir_sys::mlirOperationDestroy(raw) };
+        }
+    }
 }
 
 /// `spirv.entry_point_abi` with a workgroup size from `known_block_size` (or the discardable

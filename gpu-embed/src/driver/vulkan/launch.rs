@@ -166,7 +166,10 @@ pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
     let kernel = module.object.vulkan_kernel(name).ok_or_else(|| {
         Error::new(
             ErrorKind::NoFittingObject,
-            format!("the Vulkan object has no kernel `{name}`"),
+            format!(
+                "the Vulkan object has no kernel `{name}`: the build leaves out a kernel Vulkan \
+                 cannot express, with a warning saying why, and builds the module's others"
+            ),
         )
     })?;
     let limits = &core.limits;
