@@ -1,18 +1,23 @@
 //! gpu.module → SPIR-V for Vulkan, in process, on a copy of the module (the steps of
-//! `support/spirv.rs`): what upstream's `-test-vulkan-runner-pipeline` does, with the attributes
-//! SPIR-V needs supplied from the target-neutral kernel instead of written by the user.
+//! `support/spirv.rs`): what upstream's `-test-vulkan-runner-pipeline` does, with what SPIR-V
+//! needs supplied from the target-neutral kernel instead of written by the user.
 //!
-//! 1. The copy has numeric workgroup memory spaces.
-//! 2. Each kernel gets `spirv.entry_point_abi` from its `known_block_size` (Vulkan fixes the
-//!    workgroup size in the shader); workgroup attributions become `memref.alloc`s in space 3,
-//!    which the conversion turns into Workgroup variables (attributions it cannot convert).
-//!    A `uniform` subgroup reduction loses the flag (the conversion takes only the general form).
-//! 3. The copy's targets become one `#spirv.target_env` with every capability and extension
-//!    this target allows (what `spirv-attach-target` makes), then `convert-math-to-spirv` (GLSL's extended instructions: `convert-gpu-to-spirv` has no math
-//!    patterns), `convert-gpu-to-spirv` (32-bit `index`), then the `spirv.module` is moved into the
-//!    gpu.module (the conversion leaves it beside; `gpu-module-to-binary` looks inside),
+//! 1. The copy (numeric workgroup memory spaces, one `#spirv.target_env` with every capability
+//!    and extension this target allows) keeps only the kernels asked for; LLVM-dialect kernels
+//!    become `gpu.func`s (`llvm_kernels.rs`); unstructured control flow is structured
+//!    (`structured.rs`); f32 math becomes GLSL's (`convert-math-to-spirv`, first, so that the
+//!    rewrites below may use SPIR-V ops); `gpu.all_reduce` goes through workgroup memory.
+//! 2. Per kernel: `spirv.entry_point_abi` (a workgroup size only from `known_block_size`;
+//!    otherwise `workgroup_size.rs` makes it specialization constants after serialization),
+//!    subgroup MMA emulated (`mma.rs`), workgroup attributions as `memref.alloc`s in space 3,
+//!    `i1` arguments as i32 (`abi.rs`), hidden size arguments (`memref_sizes.rs`), the log
+//!    buffer of printf and assert (`log.rs`), shuffles at any width (`shuffle.rs`). A
+//!    `uniform` subgroup reduction loses the flag (the conversion takes only the general form);
+//!    f64 math GLSL lacks is implemented (`f64_math.rs`).
+//! 3. `convert-gpu-to-spirv` (32-bit `index`), the `spirv.module` moved into the gpu.module
+//!    (the conversion leaves it beside; `gpu-module-to-binary` looks inside),
 //!    `spirv-lower-abi-attrs` and `spirv-update-vce` (which keeps only the capabilities used),
-//!    and `gpu-module-to-binary` serializes it.
+//!    `gpu-module-to-binary`, and the workgroup size made specializable.
 
 use super::abi::{bindings, bools_as_i32, ConvertedArgument};
 use super::f64_math::implement_f64_math;

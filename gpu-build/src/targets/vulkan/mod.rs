@@ -4,12 +4,12 @@
 //!
 //! The chip is the Vulkan version an object is for (`vulkan1.1`, `vulkan1.2`, `vulkan1.3`: SPIR-V
 //! 1.3, 1.5, 1.6). The pipeline supplies what SPIR-V needs, so the kernel files the other
-//! targets compile build unchanged where Vulkan can express them: the workgroup size as
-//! specialization constants the launch sets (`workgroup_size.rs`; a kernel's `known_block_size`
-//! fixes it), workgroup attributions and workgroup-space
-//! memrefs as Workgroup variables, and the capabilities and extensions the kernels use (MLIR's
-//! `spirv-update-vce` reduces the set this target allows to what the module needs). Arguments
-//! become storage buffers in descriptor set 0 (`abi.rs`).
+//! targets compile build unchanged (`lowering.rs` lists the steps): the workgroup size chosen at
+//! launch, memref sizes and pointers passed along, printf and assert through a log buffer,
+//! shuffles and matrix multiplies on any subgroup size, f64 math GLSL lacks, and the
+//! capabilities and extensions the kernels use (MLIR's `spirv-update-vce` reduces the set this
+//! target allows to what the module needs). Arguments become storage buffers in descriptor set 0
+//! (`abi.rs`). A kernel it still cannot express is refused alone (`lower.rs`).
 
 mod abi;
 mod f64_math;
@@ -80,14 +80,14 @@ impl Target for Vulkan {
     fn why_not_lowered(&self, op: &str) -> Option<&'static str> {
         Some(match op {
             "memref.load" | "memref.store" => {
-                "MLIR 22's SPIR-V conversion cannot address this memref: Vulkan binds a memref as \
-                 a storage buffer, so it must have an identity layout and at most one dynamic \
-                 size (the outermost); pass a memref<?xT> and index it row-major, or give it \
-                 static sizes"
+                "MLIR 22's SPIR-V conversion cannot address this memref: Vulkan binds a \
+                 kernel's memref as one storage buffer, row-major with its sizes passed along, \
+                 and a memref made inside the kernel (a view, a cast) must fold into such an \
+                 access; index the kernel's own memref"
             }
             "memref.dim" => {
-                "a Vulkan kernel cannot read the size of a buffer bound to it; pass the size as \
-                 an index argument"
+                "gpu-build passes the sizes of a kernel's memref arguments, not of memrefs made \
+                 inside the kernel; read the size of the argument"
             }
             "gpu.all_reduce" => {
                 "gpu-build lowers a `uniform` `gpu.all_reduce` of a scalar integer or float \
