@@ -3,7 +3,7 @@
 
 use melior::ir::attribute::{AttributeLike, StringAttribute};
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
-use melior::ir::{BlockLike, BlockRef, Value, ValueLike};
+use melior::ir::{BlockLike, BlockRef, RegionLike, Value, ValueLike};
 
 /// The op's `sym_name`. Read through the C API: melior's `StringRef::as_str` makes a slice from
 /// the null pointer MLIR returns for an empty string, which is undefined behaviour.
@@ -70,4 +70,37 @@ pub(crate) fn splice_values<'c: 'a, 'a>(
         });
     }
     Some(returned)
+}
+
+/// Parses `text` (a `func.func` of one block) and splices its body before `anchor` (see
+/// [`splice_values`]), its arguments replaced by `arguments`; returns what it returned.
+/// `None` when the text does not parse or does not fit.
+pub(crate) fn splice_text<'c: 'a, 'a>(
+    context: &'c melior::Context,
+    text: &str,
+    anchor: &OperationRef<'c, 'a>,
+    arguments: &[Value<'c, 'a>],
+) -> Option<Vec<mlir_sys::MlirValue>> {
+    let parsed = melior::ir::Module::parse(context, text)?;
+    let body = parsed
+        .body()
+        .first_operation()?
+        .region(0)
+        .ok()?
+        .first_block()?;
+    // SAFETY: the template's block lives as long as `parsed`, which outlives the splice; its
+    // ops move out into `anchor`'s block, and what is returned is their values, as raw handles
+    // that outlive `parsed`.
+    let body = unsafe { BlockRef::from_raw(body.to_raw()) };
+    let values = splice_values(body, anchor, arguments)?;
+    Some(values.iter().map(|v| v.to_raw()).collect())
+}
+
+/// Where `op` is, as `file:line:col` (its location's text without `loc(…)` and quotes).
+pub(crate) fn source_position(op: &OperationRef) -> String {
+    op.location()
+        .to_string()
+        .trim_start_matches("loc(")
+        .trim_end_matches(')')
+        .replace('"', "")
 }

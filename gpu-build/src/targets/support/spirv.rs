@@ -112,6 +112,45 @@ pub(crate) fn ops_named<'c: 'a, 'a>(
     found
 }
 
+/// Ops of `root` (at any depth) whose names start with `prefix` (`llvm.`).
+pub(crate) fn ops_with_prefix<'c: 'a, 'a>(
+    root: &impl OperationLike<'c, 'a>,
+    prefix: &str,
+) -> Vec<MlirOperation> {
+    let mut found = Vec::new();
+    root.walk(WalkOrder::PreOrder, |op| {
+        if op
+            .name()
+            .as_string_ref()
+            .as_str()
+            .is_ok_and(|name| name.starts_with(prefix))
+        {
+            found.push(op.to_raw());
+        }
+        WalkResult::Advance
+    });
+    found
+}
+
+/// The inputs and results of `function`'s type (a `gpu.func`'s `function_type`).
+pub(crate) fn signature<'c: 'a, 'a>(
+    function: &impl OperationLike<'c, 'a>,
+) -> Result<(Vec<melior::ir::Type<'c>>, Vec<melior::ir::Type<'c>>)> {
+    let ty = function
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|a| FunctionType::try_from(a.value()).ok())
+        .ok_or_else(|| failed("reading the kernel's type"))?;
+    let inputs = (0..ty.input_count())
+        .filter_map(|i| ty.input(i).ok())
+        .collect();
+    let results = (0..ty.result_count())
+        .filter_map(|i| ty.result(i).ok())
+        .collect();
+    Ok((inputs, results))
+}
+
 /// A copy of `gpu_module` in a module of its own, keeping the source's locations, with
 /// `#gpu.address_space<workgroup>` spelled `3`: MLIR 22's storage-class maps (Vulkan's and
 /// OpenCL's) know numeric memory spaces only (3 is Workgroup). The copy's targets are replaced

@@ -9,9 +9,9 @@ use crate::targets::support::spirv;
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
 use gpu_manifest::{VulkanBinding, VulkanBindingKind};
 use melior::dialect::arith;
-use melior::ir::attribute::{IntegerAttribute, TypeAttribute};
+use melior::ir::attribute::IntegerAttribute;
 use melior::ir::operation::{OperationLike, OperationRefMut};
-use melior::ir::r#type::{FunctionType, IntegerType};
+use melior::ir::r#type::IntegerType;
 use melior::ir::{BlockLike, RegionLike, Type, ValueLike};
 use melior::Context;
 
@@ -167,18 +167,7 @@ pub(super) fn bools_as_i32<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
 ) -> Result<()> {
-    let function_type = function
-        .attribute("function_type")
-        .ok()
-        .and_then(|a| TypeAttribute::try_from(a).ok())
-        .and_then(|a| FunctionType::try_from(a.value()).ok())
-        .ok_or_else(|| spirv::failed("reading the kernel's type"))?;
-    let mut inputs: Vec<Type<'c>> = (0..function_type.input_count())
-        .filter_map(|i| function_type.input(i).ok())
-        .collect();
-    let results: Vec<Type<'c>> = (0..function_type.result_count())
-        .filter_map(|i| function_type.result(i).ok())
-        .collect();
+    let (mut inputs, results) = spirv::signature(function)?;
     let bool_type = IntegerType::new(context, 1).into();
     if !inputs.contains(&bool_type) {
         return Ok(());

@@ -28,10 +28,10 @@
 //! to be fused (Dekker's product instead).
 
 use crate::error::Result;
-use crate::targets::support::mlir::splice;
+use crate::targets::support::mlir::splice_text;
 use crate::targets::support::spirv::failed;
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
-use melior::ir::{BlockLike, Module, RegionLike, ValueLike};
+use melior::ir::{Module, ValueLike};
 use melior::Context;
 
 /// MLIR text of one function, with fresh SSA names.
@@ -597,30 +597,20 @@ pub(super) fn implement_f64_math(context: &Context, module: &Module) -> Result<(
     });
     for (name, raw) in found {
         let text = implementation(&name).ok_or_else(|| failed("implementing f64 math"))?;
-        let parsed = Module::parse(context, &text)
-            .ok_or_else(|| failed(&format!("parsing the f64 implementation of `{name}`")))?;
-        let function = parsed
-            .body()
-            .first_operation()
-            .ok_or_else(|| failed("reading the f64 implementation"))?;
-        let body = function
-            .region(0)
-            .ok()
-            .and_then(|r| r.first_block())
-            .ok_or_else(|| failed("reading the f64 implementation"))?;
         // SAFETY: a live op of `module`, found above and replaced once.
         let op = unsafe { OperationRef::from_raw(raw) };
         let arguments: Vec<_> = (0..op.operand_count())
             .filter_map(|i| op.operand(i).ok())
             .collect();
         let result = op.result(0).map_err(|_| failed("reading a math op"))?;
-        let value = splice(body, &op, &arguments)
+        let value = splice_text(context, &text, &op, &arguments)
+            .and_then(|values| values.first().copied())
             .ok_or_else(|| failed(&format!("splicing the f64 implementation of `{name}`")))?;
         // SAFETY: the implementation now sits before the op, in its block, and returns an f64
         // like the op: every use stays dominated and well typed; the op has no uses left when
         // it is destroyed, and is not visited again.
         unsafe {
-            mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), value.to_raw());
+            mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), value);
             mlir_sys::mlirOperationDestroy(raw);
         }
     }

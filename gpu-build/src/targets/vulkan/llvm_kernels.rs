@@ -14,8 +14,8 @@
 //!   `llvm.return` becomes `gpu.return`. Any other LLVM op is refused by name.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::mlir::symbol_name;
-use crate::targets::support::spirv::{failed, ops_named};
+use crate::targets::support::mlir::{source_position, symbol_name};
+use crate::targets::support::spirv::{failed, ops_named, ops_with_prefix};
 use melior::ir::attribute::{AttributeLike, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, Module, RegionLike, Type, TypeLike, Value, ValueLike};
@@ -120,11 +120,7 @@ pub(super) fn raise_llvm_kernels(context: &Context, module: &Module, file: &str)
 }
 
 fn refuse(file: &str, op: &OperationRef, why: &str) -> Error {
-    let location = op.location().to_string();
-    let place = location
-        .trim_start_matches("loc(")
-        .trim_end_matches(')')
-        .replace('"', "");
+    let place = source_position(op);
     // The copy was read from text named "-": the file is the kernel's (`file` is its
     // `path:line:col`).
     let source = file.rsplitn(3, ':').last().unwrap_or(file);
@@ -427,19 +423,7 @@ fn rewrite_memory(context: &Context, kernel: &OperationRef, file: &str) -> Resul
 
 /// Every other LLVM op of the kernel becomes its `arith`/`cf`/`gpu` counterpart.
 fn rewrite_ops(context: &Context, kernel: &OperationRef, file: &str) -> Result<()> {
-    let mut found = Vec::new();
-    kernel.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
-        if op
-            .name()
-            .as_string_ref()
-            .as_str()
-            .is_ok_and(|n| n.starts_with("llvm."))
-        {
-            found.push(op.to_raw());
-        }
-        melior::ir::operation::WalkResult::Advance
-    });
-    for raw in found {
+    for raw in ops_with_prefix(kernel, "llvm.") {
         // SAFETY: a live op of the kernel, replaced once.
         let op = unsafe { OperationRef::from_raw(raw) };
         let name = op

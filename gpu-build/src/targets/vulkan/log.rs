@@ -11,13 +11,12 @@
 
 use super::memref_sizes::set_inputs;
 use crate::error::Result;
-use crate::targets::support::mlir::splice;
-use crate::targets::support::spirv::{failed, ops_named};
+use crate::targets::support::mlir::splice_text;
+use crate::targets::support::spirv::{failed, ops_named, signature};
 use gpu_manifest::{VulkanLogEntry, VulkanLogValue};
-use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
-use melior::ir::r#type::FunctionType;
-use melior::ir::{BlockLike, Location, Module, RegionLike, Type, Value, ValueLike};
+use melior::ir::{BlockLike, Location, RegionLike, Type, Value, ValueLike};
 use melior::Context;
 use mlir_sys::MlirLocation;
 
@@ -33,18 +32,7 @@ pub(super) fn write_log<'c>(
     if ops.is_empty() {
         return Ok(Vec::new());
     }
-    let function_type = function
-        .attribute("function_type")
-        .ok()
-        .and_then(|a| TypeAttribute::try_from(a).ok())
-        .and_then(|a| FunctionType::try_from(a.value()).ok())
-        .ok_or_else(|| failed("reading the kernel's type"))?;
-    let mut inputs: Vec<Type<'c>> = (0..function_type.input_count())
-        .filter_map(|i| function_type.input(i).ok())
-        .collect();
-    let results: Vec<Type<'c>> = (0..function_type.result_count())
-        .filter_map(|i| function_type.result(i).ok())
-        .collect();
+    let (mut inputs, results) = signature(function)?;
     let body = function
         .region(0)
         .ok()
@@ -79,7 +67,8 @@ pub(super) fn write_log<'c>(
             let text = printf_record(number, &arguments, &kinds);
             let mut spliced = vec![log];
             spliced.extend(arguments);
-            insert(context, &text, &op, &spliced)?;
+            splice_text(context, &text, &op, &spliced)
+                .ok_or_else(|| failed("splicing a log record"))?;
             entries.push(VulkanLogEntry::Printf {
                 format,
                 arguments: kinds,
@@ -95,7 +84,8 @@ pub(super) fn write_log<'c>(
                 .unwrap_or_default();
             let (file, line, function_name) = place(op.location(), kernel);
             let condition = op.operand(0).map_err(|_| failed("reading an assertion"))?;
-            insert(context, &assert_record(number), &op, &[condition, log])?;
+            splice_text(context, &assert_record(number), &op, &[condition, log])
+                .ok_or_else(|| failed("splicing a log record"))?;
             stop_failing_threads(&op)?;
             entries.push(VulkanLogEntry::Assertion {
                 message,
@@ -236,29 +226,6 @@ fn assert_record(number: usize) -> String {
 }}
 "#
     )
-}
-
-/// Parses `text` (a `func.func @f` of one block) and splices its body before `anchor`, its
-/// arguments replaced by `arguments`.
-fn insert<'c: 'a, 'a>(
-    context: &'c Context,
-    text: &str,
-    anchor: &OperationRef<'c, 'a>,
-    arguments: &[Value<'c, 'a>],
-) -> Result<()> {
-    let parsed = Module::parse(context, text).ok_or_else(|| failed("parsing a log record"))?;
-    let function = parsed
-        .body()
-        .first_operation()
-        .ok_or_else(|| failed("reading a log record"))?;
-    let body = function
-        .region(0)
-        .ok()
-        .and_then(|r| r.first_block())
-        .ok_or_else(|| failed("reading a log record"))?;
-    splice(body, anchor, arguments)
-        .map(drop)
-        .ok_or_else(|| failed("splicing a log record"))
 }
 
 /// Makes the ops after the assertion `op` in its block run only where it held: they move

@@ -15,7 +15,7 @@
 //!   row-major.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::spirv::{failed, ops_named};
+use crate::targets::support::spirv::{failed, ops_named, signature};
 use melior::ir::attribute::{Attribute, IntegerAttribute, TypeAttribute};
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::r#type::{FunctionType, MemRefType};
@@ -37,18 +37,7 @@ pub(super) fn pass_sizes<'c>(
     function: &mut OperationRefMut<'c, '_>,
     location: &str,
 ) -> Result<Vec<HiddenSize>> {
-    let function_type = function
-        .attribute("function_type")
-        .ok()
-        .and_then(|a| TypeAttribute::try_from(a).ok())
-        .and_then(|a| FunctionType::try_from(a.value()).ok())
-        .ok_or_else(|| failed("reading the kernel's type"))?;
-    let inputs: Vec<Type<'c>> = (0..function_type.input_count())
-        .filter_map(|i| function_type.input(i).ok())
-        .collect();
-    let results: Vec<Type<'c>> = (0..function_type.result_count())
-        .filter_map(|i| function_type.result(i).ok())
-        .collect();
+    let (inputs, results) = signature(function)?;
     let body = function
         .region(0)
         .ok()

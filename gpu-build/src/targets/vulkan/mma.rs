@@ -11,10 +11,10 @@
 //! carried through loops or branches (refused by name).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::mlir::splice;
-use crate::targets::support::spirv::failed;
+use crate::targets::support::mlir::{source_position, splice_text};
+use crate::targets::support::spirv::{failed, ops_with_prefix};
 use melior::ir::operation::{OperationLike, OperationRef};
-use melior::ir::{BlockLike, Module, RegionLike, Value, ValueLike};
+use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 use melior::Context;
 use mlir_sys::MlirValue;
 
@@ -37,18 +37,7 @@ fn private(rows: u64, cols: u64, element: &str) -> String {
 /// Rewrites the subgroup MMA ops of `kernel` (a `gpu.func` of the Vulkan copy); returns
 /// whether there were any.
 pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bool> {
-    let mut ops = Vec::new();
-    kernel.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
-        if op
-            .name()
-            .as_string_ref()
-            .as_str()
-            .is_ok_and(|n| n.starts_with("gpu.subgroup_mma_"))
-        {
-            ops.push(op.to_raw());
-        }
-        melior::ir::operation::WalkResult::Advance
-    });
+    let ops = ops_with_prefix(kernel, "gpu.subgroup_mma_");
     if ops.is_empty() {
         return Ok(false);
     }
@@ -81,7 +70,7 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
                             "{}: error: a subgroup matrix fragment that comes through a loop or \
                              branch cannot be built for vulkan (each thread holds its fragments \
                              in private memory); keep a fragment's ops in one block",
-                            location_text(&op)
+                            source_position(&op)
                         ),
                         )
                     })
@@ -98,18 +87,11 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
             let text = format!(
                 "func.func @f() -> {memref} {{\n  %m = memref.alloca() : {memref}\n  return %m : {memref}\n}}\n"
             );
-            let parsed = Module::parse(context, &text).ok_or_else(|| failed("a private matrix"))?;
-            let template = parsed
-                .body()
-                .first_operation()
-                .and_then(|f| f.region(0).ok())
-                .and_then(|r| r.first_block())
-                .ok_or_else(|| failed("a private matrix"))?;
             let first = body
                 .first_operation()
                 .ok_or_else(|| failed("reading a kernel"))?;
-            let matrix = splice(template, &first, &[])
-                .map(|m| m.to_raw())
+            let matrix = splice_text(context, &text, &first, &[])
+                .and_then(|values| values.first().copied())
                 .ok_or_else(|| failed("a private matrix"))?;
             fragments.push((result.to_raw(), matrix));
             result_matrix = Some((matrix, rows, cols, element));
@@ -204,7 +186,7 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
                         format!(
                             "{}: error: `gpu.subgroup_mma_elementwise` {kind} cannot be built \
                              for vulkan yet",
-                            location_text(&op)
+                            source_position(&op)
                         ),
                     )
                 })?;
@@ -221,30 +203,18 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
                     ErrorKind::Unsupported,
                     format!(
                         "{}: error: `{other}` cannot be built for vulkan",
-                        location_text(&op)
+                        source_position(&op)
                     ),
                 ))
             }
         };
-        let parsed = Module::parse(context, &text)
-            .ok_or_else(|| failed(&format!("parsing the emulation of `{name}`")))?;
-        let function = parsed
-            .body()
-            .first_operation()
-            .ok_or_else(|| failed("reading an emulation"))?;
-        let template = function
-            .region(0)
-            .ok()
-            .and_then(|r| r.first_block())
-            .ok_or_else(|| failed("reading an emulation"))?;
         // SAFETY: live values of the kernel, defined before the op (its operands, and private
         // matrices at the kernel's start).
         let arguments: Vec<Value> = arguments
             .iter()
             .map(|&raw| unsafe { Value::from_raw(raw) })
             .collect();
-        splice(template, &op, &arguments)
-            .map(drop)
+        splice_text(context, &text, &op, &arguments)
             .ok_or_else(|| failed(&format!("splicing the emulation of `{name}`")))?;
     }
     // The fragment ops have no uses left outside themselves: destroy them, users first.
@@ -254,14 +224,6 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
         unsafe { mlir_sys::mlirOperationDestroy(*raw) };
     }
     Ok(true)
-}
-
-fn location_text(op: &OperationRef) -> String {
-    op.location()
-        .to_string()
-        .trim_start_matches("loc(")
-        .trim_end_matches(')')
-        .replace('"', "")
 }
 
 fn lead_dimension(op: &OperationRef) -> Result<u64> {

@@ -18,10 +18,10 @@
 //! 32 − width instead when `width` is below 32.)
 
 use crate::error::Result;
-use crate::targets::support::mlir::splice_values;
+use crate::targets::support::mlir::splice_text;
 use crate::targets::support::spirv::{failed, ops_named};
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
-use melior::ir::{BlockLike, Module, RegionLike, Type, Value, ValueLike};
+use melior::ir::{BlockLike, RegionLike, Type, Value, ValueLike};
 use melior::Context;
 use std::collections::HashMap;
 
@@ -84,32 +84,20 @@ pub(super) fn shuffle_anywhere<'c>(
             }
         };
         let text = shuffle_text(mode, &ty, &slot_type);
-        let parsed = Module::parse(context, &text).ok_or_else(|| failed("parsing a shuffle"))?;
-        let template = parsed
-            .body()
-            .first_operation()
-            .ok_or_else(|| failed("reading a shuffle"))?;
-        let template = template
-            .region(0)
-            .ok()
-            .and_then(|r| r.first_block())
-            .ok_or_else(|| failed("reading a shuffle"))?;
         let arguments = [
             value,
             op.operand(1).map_err(|_| failed("reading a shuffle"))?,
             op.operand(2).map_err(|_| failed("reading a shuffle"))?,
             array,
         ];
-        let results = splice_values(template, &op, &arguments)
+        let results = splice_text(context, &text, &op, &arguments)
             .filter(|results| results.len() == 2)
             .ok_or_else(|| failed("splicing a shuffle"))?;
         for (index, replacement) in results.iter().enumerate() {
             let result = op.result(index).map_err(|_| failed("reading a shuffle"))?;
             // SAFETY: the replacement sits before the shuffle, in its block, with the result's
             // type.
-            unsafe {
-                mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), replacement.to_raw())
-            };
+            unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), *replacement) };
         }
         // SAFETY: the shuffle has no uses left and is not visited again.
         unsafe { mlir_sys::mlirOperationDestroy(raw) };
