@@ -39,6 +39,7 @@ pub struct Build {
     use_prebuilt: bool,
     crate_name: Option<String>,
     pub(crate) host_triple: Option<String>,
+    pub(crate) check: Option<bool>,
     pub(crate) progress: bool,
     quiet: bool,
 }
@@ -173,6 +174,17 @@ impl Build {
         self
     }
 
+    /// Host objects that check every memory access of their kernels against the memory it may
+    /// reach, and report an access outside it (at its line, with the block and thread) as a
+    /// kernel fault instead of making it: the checked run for finding kernel bugs. Defaults to
+    /// `GPU_EMBED_CHECK=1` in the build's environment (so `GPU_EMBED_CHECK=1 cargo test`
+    /// rebuilds the kernels checked and runs them so, nothing else changed). Other targets'
+    /// objects are the same either way.
+    pub fn check(&mut self, check: bool) -> &mut Build {
+        self.check = Some(check);
+        self
+    }
+
     /// Print a line per (gpu.module, target) compiled, on stderr (for tools on a terminal).
     pub fn progress(&mut self, progress: bool) -> &mut Build {
         self.progress = progress;
@@ -294,6 +306,7 @@ impl Build {
             requests: self.requests.clone(),
             opt_level: self.opt_level,
             host_triple: self.host_triple.clone(),
+            check: self.check,
             cache: self.cache.clone(),
             remote_cache: self.remote_cache.clone(),
             progress: self.progress,

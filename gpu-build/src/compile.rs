@@ -158,7 +158,9 @@ pub(crate) fn compile_all(
     let built = run_all(&jobs, |&(index, lowered)| {
         let task = &tasks[index];
         let (result, warnings) = cargo.capture_warnings(|| match &lowered.lowered {
-            Lowered::Bitcode(bitcode) => module_objects(task, bitcode, options, toolkits, cargo),
+            Lowered::Bitcode(bitcode) => {
+                module_objects(task, bitcode, &lowered.kernels, options, toolkits, cargo)
+            }
             Lowered::Finished(compiled, warnings) => {
                 warnings.iter().for_each(|w| cargo.warn(w.clone()));
                 Ok(compiled.clone())
@@ -357,6 +359,7 @@ fn lower_unit_to_bitcode(
 fn module_objects(
     task: &Task,
     bitcode: &[u8],
+    kernels: &[Kernel],
     options: &BuildContext,
     toolkits: &Toolkits,
     cargo: &CargoOutput,
@@ -382,6 +385,8 @@ fn module_objects(
         dump: options.dump,
         scratch: options.scratch,
         timings: options.timings,
+        source: &source.display,
+        kernels,
     };
     module_to_object(
         module,
@@ -431,6 +436,9 @@ pub(crate) fn compile_build(
         timings: &timings,
         host_triple: build.host_triple.as_deref(),
         host_features: host_features.as_deref(),
+        check: build
+            .check
+            .unwrap_or_else(|| cargo.env("GPU_EMBED_CHECK").is_some_and(|v| v != "0")),
         progress: build.progress,
     };
     let cache = Cache::open(&build.cache, &build.remote_cache, out_dir, cargo)?;

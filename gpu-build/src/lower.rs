@@ -18,9 +18,10 @@ use gpu_manifest::{Kernel, Vendor};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::Attribute;
+use melior::ir::operation::OperationPrintingFlags;
 use melior::ir::operation::OperationRefMut;
 use melior::ir::operation::{OperationLike, OperationMutLike, WalkOrder, WalkResult};
-use melior::ir::OperationRef;
+use melior::ir::{Module as MlirModule, OperationRef};
 use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
 use melior::StringRef;
@@ -51,6 +52,9 @@ pub(crate) enum Lowering {
         vendor: Vendor,
         pipeline: String,
         kernel_attribute: &'static str,
+        /// Translate with line tables (the ops' `file:line:col` as LLVM debug locations): the
+        /// checked host objects' reports name the op (`targets/host/check`).
+        line_tables: bool,
     },
     /// LLVM IR input: already lowered.
     LlvmIr,
@@ -74,6 +78,7 @@ impl Lowering {
             vendor: spec.vendor,
             pipeline: pipeline(llvm.vendor_dialect_pass(), &llvm.lowering_pass(&processor)),
             kernel_attribute: llvm.kernel_attribute(),
+            line_tables: spec.check,
         })
     }
 }
@@ -180,10 +185,14 @@ pub(crate) fn lower_to_llvm<'ll>(
         if result.value == 0 {
             return Err(failure("lowering"));
         }
-        // SAFETY: the two crates wrap the same `llvm::LLVMContext*`; MLIR creates the module in
-        // it and inkwell takes ownership of the returned module.
-        let llvm_module = unsafe {
-            mlir_sys::mlirTranslateModuleToLLVMIR(raw, llvm.raw() as mlir_sys::LLVMContextRef)
+        let llvm_module = if target.check {
+            translate_with_line_tables(mlir, raw, llvm)
+        } else {
+            // SAFETY: the two crates wrap the same `llvm::LLVMContext*`; MLIR creates the module
+            // in it and inkwell takes ownership of the returned module.
+            unsafe {
+                mlir_sys::mlirTranslateModuleToLLVMIR(raw, llvm.raw() as mlir_sys::LLVMContextRef)
+            }
         };
         if llvm_module.is_null() {
             return Err(failure("translating to LLVM IR"));
@@ -196,6 +205,43 @@ pub(crate) fn lower_to_llvm<'ll>(
     }
     drop(module);
     Ok(lowered)
+}
+
+/// Translates the lowered `gpu.module` `raw` with LLVM debug locations (line tables only):
+/// MLIR translates an op's location only inside a function with a `DISubprogram`, which
+/// `ensure-debug-info-scope-on-llvm-func` gives every `llvm.func` — a pass that runs on a
+/// `builtin.module` only, so the gpu.module goes into one as text, locations included. Null
+/// when parsing or the pass fails (the caller reports MLIR's diagnostics).
+fn translate_with_line_tables(
+    mlir: &Mlir,
+    raw: mlir_sys::MlirOperation,
+    llvm: &LlvmContext,
+) -> mlir_sys::LLVMModuleRef {
+    // SAFETY: `raw` is a live gpu.module of the caller's module.
+    let gpu_module = unsafe { OperationRef::from_raw(raw) };
+    let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
+    let Ok(text) = gpu_module.to_string_with_flags(flags) else {
+        return std::ptr::null_mut();
+    };
+    let Some(mut holder) = MlirModule::parse(&mlir.context, &text) else {
+        return std::ptr::null_mut();
+    };
+    let manager = PassManager::new(&mlir.context);
+    let pass = "builtin.module(ensure-debug-info-scope-on-llvm-func{emission-kind=LineTablesOnly})";
+    if parse_pass_pipeline(manager.as_operation_pass_manager(), pass).is_err()
+        || manager.run(&mut holder).is_err()
+    {
+        return std::ptr::null_mut();
+    }
+    let Some(lowered) = gpu_modules(&holder).into_iter().next() else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: as for the plain translation: the two crates wrap the same `llvm::LLVMContext*`;
+    // `lowered` lives in `holder` until the end of this function, and the LLVM module MLIR
+    // creates from it does not refer back to it.
+    unsafe {
+        mlir_sys::mlirTranslateModuleToLLVMIR(lowered, llvm.raw() as mlir_sys::LLVMContextRef)
+    }
 }
 
 /// Lowers and serializes the gpu.modules numbered `modules` of `source` (parsed once) for a

@@ -90,6 +90,8 @@ pub(crate) fn module_to_object<'ll>(
         cargo,
         timings: settings.timings,
         symbol_prefix: settings.symbol_prefix,
+        source: settings.source,
+        kernels: settings.kernels,
     };
     let timings = settings.timings;
     let link_start = std::time::Instant::now();

@@ -37,6 +37,8 @@ pub(crate) struct BuildContext<'a> {
     /// build machine's, where rustc compiles the crate with `-C target-cpu=native`
     /// (`compile::host_features`); none (the triple's baseline, as rustc's default) otherwise.
     pub host_features: Option<&'a str>,
+    /// Host objects that check every memory access (`Build::check`, `GPU_EMBED_CHECK=1`).
+    pub check: bool,
     /// Print a line per (module, target) done, on stderr.
     pub progress: bool,
 }
@@ -101,6 +103,12 @@ pub(crate) fn resolve_targets(
             .iter_mut()
             .filter(|spec| target(spec.vendor).chip_is_triple() && spec.features.is_empty())
             .for_each(|spec| spec.features = features.to_string());
+    }
+    if options.check {
+        specs
+            .iter_mut()
+            .filter(|spec| target(spec.vendor).chip_is_triple())
+            .for_each(|spec| spec.check = true);
     }
     let mut unique: Vec<TargetSpec> = Vec::new();
     for spec in specs {
@@ -374,6 +382,7 @@ mod tests {
         let timings = Timings::default();
         let options = |opt_level, chip_overrides| BuildContext {
             host_features: None,
+            check: false,
             opt_level,
             chip_overrides,
             base_dir: Path::new("."),
@@ -427,6 +436,7 @@ mod tests {
         // The build machine's features reach host targets that name none, nothing else.
         let native = BuildContext {
             host_features: Some("+avx2,+fma"),
+            check: false,
             ..options(None, &[])
         };
         let own = TargetSpec {

@@ -28,6 +28,11 @@ pub struct HostKernel {
     /// Whether its threads run as coroutines, switching at barriers (barriers `gpu-build` could
     /// not split the kernel at).
     pub coroutines: bool,
+    /// Whether its entry points check every memory access (`gpu_manifest::HostEntries::checked`).
+    pub checked: bool,
+    /// Per lowered parameter, the name of the source argument it belongs to (for the checked
+    /// run's reports).
+    pub parameter_names: &'static [&'static str],
 }
 
 /// One kernel of a Vulkan (SPIR-V) object: its entry point and how its arguments are bound

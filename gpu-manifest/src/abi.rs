@@ -460,6 +460,11 @@ pub struct HostEntries {
     /// (barriers `gpu-build` could not split the kernel at). Every other kernel runs through its
     /// blocks entry ([`crate::host_abi::blocks_entry`]).
     pub coroutine_kernels: Vec<String>,
+    /// Whether the entry points check every memory access (`GPU_EMBED_CHECK=1` at build time):
+    /// the runtime then passes the checked run's functions in the context
+    /// ([`crate::host_abi::CHECK_REPORT_OFFSET`]) and fails the launch with what they report.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checked: bool,
     /// The static library holding the entry points (`lib<library>.a` in `gpu-build/host/`).
     /// The build script links it into the crate; the embedding code names it as well, so that
     /// what the build script's link flags do not reach (the crate's doc tests) links it too.

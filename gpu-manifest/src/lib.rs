@@ -58,6 +58,35 @@ pub mod host_abi {
     /// has (0: the baseline), written by the runtime, read by the blocks entries of x86-64
     /// objects compiled for several CPUs to choose their copy.
     pub const CPU_LEVEL_OFFSET: usize = 72;
+    /// Byte offset of the checked run's report function pointer (checked objects only,
+    /// [`crate::HostEntries::checked`]): `extern "C" fn(*mut context, site: *const CheckSite,
+    /// address: u64, bytes: u64, low: u64, high: u64, thread x/y/z: u32, block x/y/z: u32)`,
+    /// called when an access of `bytes` at `address` falls outside `low..high`, the memory its
+    /// pointer may reach. The access is then not made (a load reads zero).
+    pub const CHECK_REPORT_OFFSET: usize = 80;
+    /// Byte offset of the checked run's allocation lookup: `extern "C" fn(*mut context,
+    /// address: u64) -> [u64; 2]`, the bounds of the live allocation holding `address` (both 0
+    /// where none does), for pointers the instrumentation cannot trace to a kernel argument.
+    pub const CHECK_FIND_OFFSET: usize = 88;
+    /// Byte offset of the checked run's argument bounds: a pointer to `[low, high]` `u64` pairs,
+    /// one per kernel parameter, the live allocation a pointer parameter points into (both 0
+    /// where it points into none, or is not a pointer).
+    pub const CHECK_BOUNDS_OFFSET: usize = 96;
+    /// What a checked object passes for an access that failed its check: a constant of the
+    /// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32 }`, the op's
+    /// `file:line:col` (NUL-terminated), a `CHECK_*` kind, and the kernel parameter the
+    /// pointer was traced to (-1: none).
+    pub const CHECK_SITE_BYTES: usize = 16;
+    /// A load.
+    pub const CHECK_LOAD: u32 = 0;
+    /// A store.
+    pub const CHECK_STORE: u32 = 1;
+    /// An atomic read-modify-write or compare-and-swap.
+    pub const CHECK_ATOMIC: u32 = 2;
+    /// A copy's (or fill's) reads.
+    pub const CHECK_COPY_READ: u32 = 3;
+    /// A copy's (or fill's) writes.
+    pub const CHECK_COPY_WRITE: u32 = 4;
     /// The CPUs (LLVM's names, the x86-64 psABI's microarchitecture levels) each blocks entry
     /// of an x86-64 host object is compiled for when the build names no CPU: the baseline every
     /// x86-64 processor runs (SSE2), v3 (AVX2, FMA, BMI2: Haswell, Zen 1 and later) and v4
@@ -103,7 +132,7 @@ pub mod host_abi {
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
@@ -289,6 +318,22 @@ impl ArgumentKind {
             )),
             ArgumentKind::UnrankedMemref | ArgumentKind::Other => None,
         }
+    }
+}
+
+impl Kernel {
+    /// Per lowered parameter, the name of the source argument it was lowered from (`#i` for
+    /// argument i where the source gives it none).
+    pub fn parameter_names(&self) -> Vec<String> {
+        self.params
+            .iter()
+            .map(|param| {
+                self.arguments
+                    .get(param.argument)
+                    .and_then(|argument| argument.name.clone())
+                    .unwrap_or_else(|| format!("#{}", param.argument))
+            })
+            .collect()
     }
 }
 
@@ -880,12 +925,22 @@ mod tests {
         let host = ObjectAbi::Host(HostEntries {
             symbol_prefix: "__gpu_host__k__".into(),
             coroutine_kernels: vec!["reduce".into()],
+            checked: false,
             library: String::new(),
         });
         let json = serde_json::to_value(&host).unwrap();
         assert_eq!(json["kind"], "host");
         assert_eq!(json["symbol_prefix"], "__gpu_host__k__");
+        // Unchecked objects say nothing of it: their manifests read as before.
+        assert!(json.get("checked").is_none(), "{json}");
         assert_eq!(serde_json::from_value::<ObjectAbi>(json).unwrap(), host);
+        let checked = ObjectAbi::Host(HostEntries {
+            checked: true,
+            ..host.host().unwrap().clone()
+        });
+        let json = serde_json::to_value(&checked).unwrap();
+        assert_eq!(json["checked"], true);
+        assert_eq!(serde_json::from_value::<ObjectAbi>(json).unwrap(), checked);
         let plain = serde_json::to_value(ObjectAbi::LoweredParams).unwrap();
         assert_eq!(plain, serde_json::json!({"kind": "lowered_params"}));
         let vulkan = ObjectAbi::Vulkan(VulkanEntries {
@@ -912,6 +967,7 @@ mod tests {
         let host = ObjectAbi::Host(HostEntries {
             symbol_prefix: "p".into(),
             coroutine_kernels: Vec::new(),
+            checked: false,
             library: String::new(),
         });
         assert!(host.links_into_crate());

@@ -12,7 +12,7 @@ use crate::llvm_errors::Diagnostics;
 use crate::targets::attr::Value;
 use crate::timing::Timings;
 use crate::toolkit::Toolkits;
-use gpu_manifest::{Format, LoadRequirement, ObjectAbi, Vendor};
+use gpu_manifest::{Format, Kernel, LoadRequirement, ObjectAbi, Vendor};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::targets::{RelocMode, TargetMachine};
@@ -70,6 +70,8 @@ pub struct TargetSpec {
     pub link: Vec<PathBuf>,
     /// ROCDL code object version (`400`, `500`, `600`); empty for every other target.
     pub abi: String,
+    /// Host objects only: every memory access checked (`GPU_EMBED_CHECK=1`, `targets/host/check`).
+    pub check: bool,
 }
 
 /// The `flags` dictionary of a target attribute: `fast`, which every target takes, and the
@@ -134,6 +136,10 @@ pub(crate) struct ObjectSettings<'a> {
     /// Where external tools may write temporary files (inside `OUT_DIR`).
     pub scratch: &'a Path,
     pub timings: &'a Timings,
+    /// The kernel file as messages name it.
+    pub source: &'a str,
+    /// The module's kernels, each lowered parameter matched to its source argument.
+    pub kernels: &'a [Kernel],
 }
 
 /// What compiling one module for one target made: its objects, the dumps asked for, and the
@@ -163,6 +169,11 @@ pub(crate) struct Job<'a, 'll> {
     /// crate, file and module (for targets whose objects link into the crate: the host's entry
     /// points).
     pub symbol_prefix: &'a str,
+    /// The kernel file as messages name it.
+    pub source: &'a str,
+    /// The module's kernels, each lowered parameter matched to its source argument (which
+    /// parameters form a memref's descriptor).
+    pub kernels: &'a [Kernel],
 }
 
 pub(crate) trait Target: Sync {

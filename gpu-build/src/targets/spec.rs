@@ -25,6 +25,7 @@ impl TargetSpec {
             flags: Flags::default(),
             link: Vec::new(),
             abi: target.default_abi().into(),
+            check: false,
         }
     }
 

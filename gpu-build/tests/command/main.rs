@@ -1,5 +1,7 @@
 //! The `gpu-build` command's tests, in one binary: `compile`, `inspect`, `prebuild` and `cache`
-//! (cli.rs), and `run` on MLIR programs, ours and upstream's (run.rs).
+//! (cli.rs), `run` on MLIR programs, ours and upstream's (run.rs), and `run --check` on
+//! seeded bugs and correct programs (check.rs).
 
+mod check;
 mod cli;
 mod run;

@@ -11,10 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const CORPUS: &str = "/opt/gpu-build/mlir-integration-tests/GPU";
+pub(crate) const CORPUS: &str = "/opt/gpu-build/mlir-integration-tests/GPU";
 
 /// Upstream's integration tests whose output our host run matches (every CHECK line).
-const UPSTREAM_ON_THE_HOST: &[&str] = &[
+pub(crate) const UPSTREAM_ON_THE_HOST: &[&str] = &[
     "CUDA/all-reduce-and.mlir",
     "CUDA/all-reduce-maxsi.mlir",
     "CUDA/all-reduce-minsi.mlir",
@@ -193,7 +193,7 @@ fn no_vulkan_device() -> Option<String> {
     }
 }
 
-fn corpus() -> PathBuf {
+pub(crate) fn corpus() -> PathBuf {
     let corpus = PathBuf::from(CORPUS);
     assert!(
         corpus.join("CUDA").is_dir(),
@@ -207,8 +207,14 @@ fn run(program: &Path, device: &str) -> Output {
 }
 
 fn run_with(program: &Path, device: &str, env: &[(&str, &str)]) -> Output {
+    run_with_args(program, &["--device", device], env)
+}
+
+/// `gpu-build run ARGS PROGRAM`.
+pub(crate) fn run_with_args(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpu-build"))
-        .args(["run", "--device", device])
+        .arg("run")
+        .args(args)
         .arg(program)
         .env_remove("GPU_MGPU_DEVICE")
         .env_remove("GPU_MGPU_LAUNCH_TIMES")
@@ -223,7 +229,16 @@ fn run_and_check(program: &Path, device: &str) -> Result<(), String> {
 }
 
 fn run_and_check_with(program: &Path, device: &str, env: &[(&str, &str)]) -> Result<(), String> {
-    let output = run_with(program, device, env);
+    run_and_check_args(program, &["--device", device], env)
+}
+
+/// Runs `gpu-build run ARGS PROGRAM` and checks its output with the program's CHECK lines.
+pub(crate) fn run_and_check_args(
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(), String> {
+    let output = run_with_args(program, args, env);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {

@@ -31,7 +31,16 @@ pub(super) fn embed(
         });
         let name = &kernel.name;
         let coroutines = host.coroutine_kernels.contains(&kernel.name);
-        kernels.push(quote!(::gpu_embed::HostKernel { name: #name, thread: #thread, blocks: #blocks, coroutines: #coroutines }));
+        let checked = host.checked;
+        let parameter_names = kernel.parameter_names();
+        kernels.push(quote!(::gpu_embed::HostKernel {
+            name: #name,
+            thread: #thread,
+            blocks: #blocks,
+            coroutines: #coroutines,
+            checked: #checked,
+            parameter_names: &[#(#parameter_names),*],
+        }));
     }
     let count = kernels.len();
     let triple = &object.chip;

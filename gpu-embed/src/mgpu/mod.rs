@@ -75,6 +75,13 @@ pub fn register_object(
     }
 }
 
+/// How many memory accesses outside their bounds the checked host kernels of this process
+/// reported (`gpu-build run --check` fails when there were any; each was printed on stderr).
+#[doc(hidden)]
+pub fn invalid_accesses() -> u64 {
+    crate::driver::host::invalid_accesses()
+}
+
 /// The value, or the failure printed (`'mgpuMemAlloc' failed: ...`) and `None`.
 fn report<T>(call: &str, result: Result<T>) -> Option<T> {
     match result {

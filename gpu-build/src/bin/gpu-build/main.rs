@@ -116,6 +116,11 @@ enum Command {
         /// Vulkan devices, whose runtime needs the kernels' binding tables too).
         #[arg(long, value_name = "FILE")]
         emit_mlir: Option<PathBuf>,
+        /// Check every memory access of the kernels (host device only): an access outside the
+        /// memory its pointer may reach is reported with its file:line:col, block and thread,
+        /// not made, and fails the run.
+        #[arg(long)]
+        check: bool,
     },
 }
 
@@ -133,6 +138,7 @@ fn main() -> ExitCode {
             shared_libs,
             opt_level,
             emit_mlir,
+            check,
         } => run::run(&run::RunRequest {
             file: &file,
             device,
@@ -140,6 +146,7 @@ fn main() -> ExitCode {
             shared_libs: &shared_libs,
             opt_level,
             emit_mlir: emit_mlir.as_deref(),
+            check,
         }),
     };
     match result {

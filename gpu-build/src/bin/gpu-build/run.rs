@@ -23,7 +23,9 @@ use melior::dialect::DialectRegistry;
 use melior::ir::attribute::AttributeLike;
 use melior::ir::attribute::{ArrayAttribute, Attribute, StringAttribute};
 use melior::ir::block::BlockLike;
-use melior::ir::operation::{OperationBuilder, OperationLike, OperationMutLike, OperationRefMut};
+use melior::ir::operation::{
+    OperationBuilder, OperationLike, OperationMutLike, OperationPrintingFlags, OperationRefMut,
+};
 use melior::ir::{Module, ValueLike};
 use melior::pass::PassManager;
 use melior::utility::{
@@ -60,12 +62,25 @@ pub struct RunRequest<'a> {
     /// Write the lowered program here instead of running it (for `mlir-runner` with
     /// `libgpu_mgpu.so`).
     pub emit_mlir: Option<&'a Path>,
+    /// Checked host objects (`Build::check`): the run fails at the first kernel fault.
+    pub check: bool,
 }
 
 /// Runs the program; `Err` says what failed and where.
 pub fn run(request: &RunRequest) -> Result<(), String> {
-    let device = choose_device(request.device)?;
+    let choice = match request.device {
+        // The host device is the one that checks.
+        DeviceChoice::Default if request.check => DeviceChoice::Host,
+        choice => choice,
+    };
+    let device = choose_device(choice)?;
     let (vendor, chip) = target_of(&device)?;
+    if request.check && vendor != Vendor::Host {
+        return Err(format!(
+            "--check runs the kernels on the host device, which checks their memory accesses; \
+             the {vendor} device does not (use --device host)"
+        ));
+    }
     if matches!(vendor, Vendor::Vulkan | Vendor::LevelZero) && request.emit_mlir.is_some() {
         let (what, device) = if vendor == Vendor::Vulkan {
             ("a Vulkan device", "vulkan")
@@ -114,6 +129,13 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         }
     }
     let result = execute(&module, request, uses_async);
+    let invalid = gpu_embed::mgpu::invalid_accesses();
+    if request.check && invalid > 0 && result.is_ok() {
+        return Err(format!(
+            "the checked kernels made {invalid} invalid memory access{} (reported above)",
+            if invalid == 1 { "" } else { "es" }
+        ));
+    }
     validation_result(result)
 }
 
@@ -296,7 +318,17 @@ fn compile_kernels(
             .file_stem()
             .map_or("program".into(), |s| s.to_string_lossy().into_owned());
         let kernels = scratch_path.join(format!("{stem}.outlined.mlir"));
-        std::fs::write(&kernels, module.as_operation().to_string())
+        // Checked: with the ops' locations, so that reports name the program's own lines.
+        let text = if request.check {
+            let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
+            module
+                .as_operation()
+                .to_string_with_flags(flags)
+                .map_err(|e| format!("cannot print the outlined program: {e}"))?
+        } else {
+            module.as_operation().to_string()
+        };
+        std::fs::write(&kernels, text)
             .map_err(|e| format!("cannot write {}: {e}", kernels.display()))?;
         kernels
     } else {
@@ -310,6 +342,7 @@ fn compile_kernels(
         .crate_name("gpu_build_run")
         .cache(CacheSetting::Off)
         .opt_level(request.opt_level)
+        .check(request.check)
         .kernel(&kernels);
     let chips: Vec<&str> = if chip.is_empty() { vec![] } else { vec![chip] };
     build.target(vendor, &chips);

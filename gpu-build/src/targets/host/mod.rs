@@ -34,6 +34,7 @@
 
 mod assert;
 mod block_reduce;
+mod check;
 mod entry;
 mod fission;
 mod ir;
@@ -177,6 +178,7 @@ impl LlvmTarget for Host {
             abi: gpu_manifest::ObjectAbi::Host(gpu_manifest::HostEntries {
                 symbol_prefix: job.symbol_prefix.to_string(),
                 coroutine_kernels: retargeted.coroutine_kernels,
+                checked: job.spec.check,
                 // Named once the crate's objects are gathered into it (`output.rs`).
                 library: String::new(),
             }),

@@ -1,12 +1,13 @@
-//! The retargeting `Host::pre_link` runs: the NVVM-lowered module's GPU pieces turned into CPU
-//! code (thread-local ids and context, thread-local workgroup memory, barriers that call the
-//! scheduler, the subgroup, MMA, assert and printf emulation, libdevice as the C math library),
-//! then the entry points the runtime calls (`entry/`). One pass over the module, in the order
-//! the pieces depend on each other.
+//! The retargeting `Host::pre_link` runs: in checked objects first the access checks
+//! (`check.rs`), then the NVVM-lowered module's GPU pieces turned into CPU code (thread-local
+//! ids and context, thread-local workgroup memory, barriers that call the scheduler, the
+//! subgroup, MMA, assert and printf emulation, libdevice as the C math library), then the entry
+//! points the runtime calls (`entry/`). One pass over the module, in the order the pieces
+//! depend on each other.
 
 use super::entry::add_entry_points;
 use super::ir::{barrier_function, id_reader};
-use super::{assert, block_reduce, mma, printf, subgroup};
+use super::{assert, block_reduce, check, mma, printf, subgroup};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
 use gpu_manifest::host_abi;
@@ -135,6 +136,10 @@ pub(super) fn retarget<'ll>(
     ids.set_linkage(Linkage::Internal);
     ids.set_alignment(16);
 
+    if job.spec.check {
+        // First: the checks read the NVVM ids and tell workgroup memory by its address space.
+        check::check_accesses(job, module, context)?;
+    }
     make_workgroup_memory_thread_local(job, module)?;
     make_reduction_helpers_internal(module);
     for (name, slot) in ID_INTRINSICS {

@@ -63,6 +63,15 @@ pub(crate) fn load(image: &[u8]) -> Result<LoadedImage> {
                 std::mem::transmute::<*mut std::ffi::c_void, HostBlocksEntry>(blocks)
             },
             coroutines: entries.coroutine_kernels.contains(&kernel.name),
+            checked: entries.checked,
+            parameter_names: Box::leak(
+                kernel
+                    .parameter_names()
+                    .into_iter()
+                    .map(|name| &*Box::leak(name.into_boxed_str()))
+                    .collect::<Vec<&'static str>>()
+                    .into_boxed_slice(),
+            ),
         });
     }
     Ok(LoadedImage {

@@ -10,6 +10,9 @@
 //! (`image.rs`); what the machine has (cores, CPU level, memory) and how allocations are laid
 //! out on it is `machine.rs`.
 
+mod check;
+#[cfg(feature = "mgpu")]
+pub(crate) use check::invalid_accesses;
 mod image;
 mod machine;
 mod stream;
@@ -19,6 +22,7 @@ use super::{DeviceHandle, EventHandle, FunctionHandle, ModuleHandle, StreamHandl
 use super::{DeviceLimits, Driver, FoundDevice, HostMemory, KernelAttributes, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
+use check::Checks;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_manifest::host_abi::{self, DYNAMIC_SHARED_BYTES};
@@ -57,10 +61,17 @@ struct Context {
     assert_failed: AssertFailed,
     /// Which of `host_abi::X86_64_CPUS` this processor runs ([`cpu_level`]).
     cpu_level: u32,
+    /// The checked run's functions and the bounds of the launch's parameters (checked
+    /// objects only, `check.rs`).
+    check_report: check::Report,
+    check_find: check::Find,
+    check_bounds: *const [u64; 2],
     /// The running coroutine's yielder (coroutine kernels only).
     yielder: *const Yielder<(), Wait>,
     /// Where a failed assertion is described (the launch's; the first one wins).
     assertions: *const Assertions,
+    /// The launch's checks (checked objects only; null otherwise).
+    checks: *const Checks,
 }
 
 /// `cf.assert` failed: the context, message, file, line, function, thread x/y/z, block x/y/z.
@@ -143,6 +154,9 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, subgroup_barrier) == host_abi::SUBGROUP_BARRIER_OFFSET);
     assert!(std::mem::offset_of!(Context, assert_failed) == host_abi::ASSERT_OFFSET);
     assert!(std::mem::offset_of!(Context, cpu_level) == host_abi::CPU_LEVEL_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_report) == host_abi::CHECK_REPORT_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_find) == host_abi::CHECK_FIND_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_bounds) == host_abi::CHECK_BOUNDS_OFFSET);
 };
 
 /// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
@@ -209,6 +223,14 @@ unsafe impl Send for Shared {}
 // SAFETY: as above: shared reads only.
 unsafe impl Sync for Shared {}
 
+/// What a launch's threads report to: its assertion record and, for checked kernels, its
+/// checks.
+#[derive(Clone, Copy)]
+struct Records<'a> {
+    assertions: &'a Assertions,
+    checks: Option<&'a Checks>,
+}
+
 /// The launch's assertion record, moved into a block's coroutines (which run on the scheduling
 /// thread, within the launch).
 #[derive(Clone, Copy)]
@@ -264,9 +286,15 @@ fn launch_grid(
     block: [u32; 3],
     shared: u32,
     params: &mut [*mut c_void],
+    sizes: &[usize],
 ) -> Result<()> {
     check_shared_memory(shared)?;
     check_shape(grid, block)?;
+    // SAFETY: the launch's caller guarantees `sizes[i]` bytes at `params[i]`.
+    let launch_checks = kernel
+        .checked
+        .then(|| unsafe { Checks::new(kernel, params, sizes) });
+    let checks = launch_checks.as_ref();
     let blocks: u64 = grid.iter().map(|&d| u64::from(d)).product();
     let cores = cores() as u64;
     let workers = blocks.min(cores) as usize;
@@ -274,6 +302,10 @@ fn launch_grid(
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let assertions: Assertions = Mutex::new(None);
     let params = Shared(params.as_mut_ptr());
+    let records = Records {
+        assertions: &assertions,
+        checks,
+    };
     // Blocks go in chunks (one call runs a chunk), small enough that the workers still balance:
     // about 16 chunks per worker.
     let chunk = if kernel.coroutines {
@@ -295,17 +327,9 @@ fn launch_grid(
                     (first / u64::from(grid[0]) % u64::from(grid[1])) as u32,
                     (first / (u64::from(grid[0]) * u64::from(grid[1]))) as u32,
                 ];
-                run_block_with_barriers(
-                    kernel,
-                    grid,
-                    block,
-                    block_id,
-                    params,
-                    &assertions,
-                    &mut stacks,
-                )
+                run_block_with_barriers(kernel, grid, block, block_id, params, records, &mut stacks)
             } else {
-                run_blocks(kernel, grid, block, first, count, params, &assertions)
+                run_blocks(kernel, grid, block, first, count, params, records)
             };
             let asserted = assertions
                 .lock()
@@ -332,6 +356,10 @@ fn launch_grid(
     // program prints after the launch.
     // SAFETY: fflush(NULL) flushes every C output stream; always safe to call.
     unsafe { fflush(std::ptr::null_mut()) };
+    // An invalid access first: an assertion failing after one may be its consequence.
+    if let Some(fault) = launch_checks.and_then(Checks::finish) {
+        return Err(fault);
+    }
     if let Some(description) = assertions.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(Error::new(
             ErrorKind::KernelFault,
@@ -356,7 +384,7 @@ fn run_blocks(
     first: u64,
     count: u64,
     params: Shared,
-    assertions: &Assertions,
+    Records { assertions, checks }: Records,
 ) -> Result<()> {
     let mut ids = [0u32; 12];
     ids[3..6].copy_from_slice(&block);
@@ -367,8 +395,12 @@ fn run_blocks(
         subgroup_barrier: no_barrier,
         assert_failed: record_assertion,
         cpu_level: cpu_level(),
+        check_report: check::report,
+        check_find: check::find,
+        check_bounds: checks.map_or(std::ptr::null(), |c| c.bounds.as_ptr()),
         yielder: std::ptr::null(),
         assertions,
+        checks: checks.map_or(std::ptr::null(), |c| c as *const Checks),
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
@@ -418,10 +450,11 @@ fn run_block_with_barriers(
     block: [u32; 3],
     block_id: [u32; 3],
     params: Shared,
-    assertions: &Assertions,
+    Records { assertions, checks }: Records,
     stacks: &mut Vec<DefaultStack>,
 ) -> Result<()> {
     let assertions = AssertionsPointer(assertions);
+    let checks: *const Checks = checks.map_or(std::ptr::null(), |c| c as *const Checks);
     let mut ids = [0u32; 12];
     ids[3..6].copy_from_slice(&block);
     ids[6..9].copy_from_slice(&block_id);
@@ -451,8 +484,15 @@ fn run_block_with_barriers(
                             subgroup_barrier: coroutine_subgroup_barrier,
                             assert_failed: record_assertion,
                             cpu_level: cpu_level(),
+                            check_report: check::report,
+                            check_find: check::find,
+                            // SAFETY: `checks` is null or the launch's, alive until its
+                            // threads are done.
+                            check_bounds: unsafe { checks.as_ref() }
+                                .map_or(std::ptr::null(), |c| c.bounds.as_ptr()),
                             yielder,
                             assertions: assertions.0,
+                            checks,
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
                         unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
@@ -588,7 +628,9 @@ impl Driver for Host {
         let function = function.shared_object::<HostFunction>()?;
         let Some(stream) = stream_of(stream)? else {
             drain_all()?;
-            return exclusive(|| launch_grid(&function.kernel, grid, block, shared, params));
+            return exclusive(|| {
+                launch_grid(&function.kernel, grid, block, shared, params, param_sizes)
+            });
         };
         // Queued: the parameters' values are copied now, as the drivers copy them at launch.
         let values: Vec<Box<[u64]>> = params
@@ -608,11 +650,12 @@ impl Driver for Host {
             })
             .collect();
         let values = SendValues(values);
+        let sizes = param_sizes.to_vec();
         stream.submit(Box::new(move || {
             let mut values = values;
             let mut params: Vec<*mut c_void> =
                 values.0.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-            exclusive(|| launch_grid(&function.kernel, grid, block, shared, &mut params))
+            exclusive(|| launch_grid(&function.kernel, grid, block, shared, &mut params, &sizes))
         }));
         Ok(())
     }
@@ -642,11 +685,14 @@ impl Driver for Host {
             }
             advise_huge_pages(base, layout);
             base.cast::<usize>().write(bytes);
-            Ok(base.add(ALIGNMENT) as u64)
+            let pointer = base.add(ALIGNMENT) as u64;
+            check::track(pointer, bytes);
+            Ok(pointer)
         }
     }
 
     fn free(&self, pointer: u64) {
+        check::untrack(pointer);
         // SAFETY: `pointer` came from `alloc`, which stored the size just before it, so the
         // layout is the one it allocated with (`allocation_layout` succeeded for that size).
         unsafe {
@@ -763,11 +809,15 @@ impl Driver for Host {
         self.free(pointer as u64);
     }
 
-    unsafe fn register(&self, _: *mut c_void, _: usize) -> Result<()> {
+    /// Registered memory is the host's own already; checked kernels may access it.
+    unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
+        check::track(pointer as u64, bytes);
         Ok(())
     }
 
-    unsafe fn unregister(&self, _: *mut c_void) {}
+    unsafe fn unregister(&self, pointer: *mut c_void) {
+        check::untrack(pointer as u64);
+    }
 
     fn memory_info(&self) -> Result<(u64, u64)> {
         let memory = host_memory();

@@ -238,10 +238,10 @@ mod tests {
         assert_eq!(
             format_c(
                 "%5.2f|%-4d|%x|%%|%e",
-                &[float(3.14159), int(-7), int(255), float(1e-3)],
+                &[float(2.71), int(-7), int(255), float(1e-3)],
                 &[true, false, false, true]
             ),
-            " 3.14|-7  |ff|%|1.000000e-03"
+            " 2.71|-7  |ff|%|1.000000e-03"
         );
         // More conversions than values: the rest print as written.
         assert_eq!(format_c("%d %d", &[int(1)], &[false]), "1 %d");

@@ -1,0 +1,353 @@
+// The checked host objects' instrumentation (see check.rs for the design): every load, store,
+// atomic and memory intrinsic through global memory gets a bounds check against the memory its
+// pointer may reach, and a report to the runtime, with the op's `file:line:col`, when it falls
+// outside. Done here because it needs what LLVM's C API lacks: an access's underlying object,
+// splitting blocks, debug locations.
+//
+// Runs on the NVVM-lowered module before the host retargeting: thread and block ids are still
+// the NVVM intrinsics (the retargeting replaces them, in the thread loops by their induction
+// variables, so every report keeps its thread), and workgroup memory is still address space 3
+// (not checked here).
+
+#include "llvm-c/Core.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfo.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace llvm;
+
+namespace {
+
+constexpr unsigned WORKGROUP_ADDRESS_SPACE = 3;
+
+// Access kinds, as gpu_manifest::host_abi::CHECK_*.
+enum Kind : uint32_t { LOAD, STORE, ATOMIC, COPY_READ, COPY_WRITE };
+
+}  // namespace
+
+// One memref argument of a kernel: its descriptor's aligned pointer is parameter `aligned`, the
+// offset `aligned + 1`, then `rank` sizes and `rank` strides.
+struct GpuCheckMemref {
+  uint32_t kernel;
+  uint32_t aligned;
+  uint32_t rank;
+  uint32_t element_bytes;
+};
+
+struct GpuCheckLayout {
+  uint32_t report_offset;
+  uint32_t find_offset;
+  uint32_t bounds_offset;
+};
+
+namespace {
+
+struct Bounds {
+  Value *low;
+  Value *high;
+  int parameter;  // the kernel parameter they come from, -1: none
+};
+
+class Instrumenter {
+ public:
+  Instrumenter(Module &module, GlobalVariable *context, const std::string &source,
+               const GpuCheckLayout &layout)
+      : M(module), C(module.getContext()), Context(context), Source(source), Layout(layout),
+        I64(Type::getInt64Ty(C)), I32(Type::getInt32Ty(C)), Ptr(PointerType::get(C, 0)) {
+    SiteType = StructType::get(C, {Ptr, I32, I32});
+  }
+
+  void instrument(Function &F, bool kernel, const std::vector<GpuCheckMemref> &memrefs) {
+    std::vector<Instruction *> accesses;
+    for (Instruction &I : instructions(F)) {
+      if (isa<LoadInst, StoreInst, AtomicRMWInst, AtomicCmpXchgInst, MemIntrinsic>(I))
+        accesses.push_back(&I);
+    }
+    if (accesses.empty()) return;
+    IRBuilder<> entry(&*F.getEntryBlock().getFirstInsertionPt());
+    Value *context = entry.CreateLoad(Ptr, Context, "check.context");
+    DenseMap<unsigned, Bounds> parameters;
+    if (kernel) {
+      for (const GpuCheckMemref &memref : memrefs)
+        parameters[memref.aligned] = memrefBounds(entry, F, memref);
+      for (Argument &argument : F.args()) {
+        if (!argument.getType()->isPointerTy() || parameters.count(argument.getArgNo())) continue;
+        parameters[argument.getArgNo()] = argumentBounds(entry, context, argument.getArgNo());
+      }
+    }
+    for (Instruction *I : accesses) {
+      if (auto *load = dyn_cast<LoadInst>(I)) {
+        checkOne(I, load->getPointerOperandIndex(), size(load->getType()), LOAD, context, parameters);
+      } else if (auto *store = dyn_cast<StoreInst>(I)) {
+        checkOne(I, store->getPointerOperandIndex(), size(store->getValueOperand()->getType()),
+                 STORE, context, parameters);
+      } else if (auto *rmw = dyn_cast<AtomicRMWInst>(I)) {
+        checkOne(I, rmw->getPointerOperandIndex(), size(rmw->getValOperand()->getType()), ATOMIC,
+                 context, parameters);
+      } else if (auto *cmpxchg = dyn_cast<AtomicCmpXchgInst>(I)) {
+        checkOne(I, cmpxchg->getPointerOperandIndex(),
+                 size(cmpxchg->getNewValOperand()->getType()), ATOMIC, context, parameters);
+      } else if (auto *intrinsic = dyn_cast<MemIntrinsic>(I)) {
+        checkOne(I, 0, nullptr, COPY_WRITE, context, parameters);
+        if (isa<MemTransferInst>(intrinsic)) checkOne(I, 1, nullptr, COPY_READ, context, parameters);
+      }
+    }
+  }
+
+ private:
+  Module &M;
+  LLVMContext &C;
+  GlobalVariable *Context;
+  std::string Source;
+  GpuCheckLayout Layout;
+  Type *I64, *I32;
+  PointerType *Ptr;
+  StructType *SiteType;
+  GlobalVariable *Scratch = nullptr;
+  uint64_t ScratchBytes = 64;
+
+  Constant *size(Type *type) {
+    uint64_t bytes = M.getDataLayout().getTypeStoreSize(type).getFixedValue();
+    if (bytes > ScratchBytes) ScratchBytes = bytes;
+    return ConstantInt::get(I64, bytes);
+  }
+
+  // A memref's extent: from its lowest to past its highest element the sizes and strides reach
+  // (strides may be negative); empty when a size is 0.
+  Bounds memrefBounds(IRBuilder<> &b, Function &F, const GpuCheckMemref &memref) {
+    Value *aligned = b.CreatePtrToInt(F.getArg(memref.aligned), I64);
+    Value *offset = F.getArg(memref.aligned + 1);
+    Value *low = offset, *high = offset;
+    Value *empty = b.getFalse();
+    for (uint32_t d = 0; d < memref.rank; ++d) {
+      Value *dimSize = F.getArg(memref.aligned + 2 + d);
+      Value *stride = F.getArg(memref.aligned + 2 + memref.rank + d);
+      empty = b.CreateOr(empty, b.CreateICmpSLE(dimSize, ConstantInt::get(I64, 0)));
+      Value *span = b.CreateMul(b.CreateSub(dimSize, ConstantInt::get(I64, 1)), stride);
+      Value *negative = b.CreateICmpSLT(stride, ConstantInt::get(I64, 0));
+      low = b.CreateAdd(low, b.CreateSelect(negative, span, ConstantInt::get(I64, 0)));
+      high = b.CreateAdd(high, b.CreateSelect(negative, ConstantInt::get(I64, 0), span));
+    }
+    Constant *element = ConstantInt::get(I64, memref.element_bytes);
+    Value *lowAddress = b.CreateAdd(aligned, b.CreateMul(low, element), "check.low");
+    Value *highAddress = b.CreateAdd(
+        aligned, b.CreateMul(b.CreateAdd(high, ConstantInt::get(I64, 1)), element));
+    highAddress = b.CreateSelect(empty, lowAddress, highAddress, "check.high");
+    return {lowAddress, highAddress, static_cast<int>(memref.aligned)};
+  }
+
+  // A pointer parameter: the live allocation the runtime found it in at launch.
+  Bounds argumentBounds(IRBuilder<> &b, Value *context, unsigned index) {
+    Value *table = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, Layout.bounds_offset));
+    cast<LoadInst>(table)->setMetadata(LLVMContext::MD_invariant_load, MDNode::get(C, {}));
+    auto bound = [&](unsigned which) {
+      LoadInst *load = b.CreateLoad(I64, b.CreateConstGEP1_64(I64, table, 2 * index + which));
+      load->setMetadata(LLVMContext::MD_invariant_load, MDNode::get(C, {}));
+      return load;
+    };
+    return {bound(0), bound(1), static_cast<int>(index)};
+  }
+
+  std::string location(Instruction *I) {
+    const DebugLoc &loc = I->getDebugLoc();
+    std::string file = Source;
+    if (!loc) return file + ": in `" + I->getFunction()->getName().str() + "`";
+    if (auto *scope = dyn_cast<DIScope>(loc.getScope())) {
+      StringRef name = scope->getFilename(), directory = scope->getDirectory();
+      // A file parsed from a string is `-`: the kernel file itself.
+      if (!name.empty() && name != "-")
+        file = directory.empty() || name.starts_with("/") ? name.str()
+                                                          : (directory + "/" + name).str();
+    }
+    return file + ":" + std::to_string(loc.getLine()) + ":" + std::to_string(loc.getCol());
+  }
+
+  Constant *site(Instruction *I, Kind kind, int parameter) {
+    Constant *text = ConstantDataArray::getString(C, location(I));
+    auto *where = new GlobalVariable(M, text->getType(), true, GlobalValue::PrivateLinkage, text,
+                                     "check.location");
+    where->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
+    Constant *fields = ConstantStruct::get(
+        SiteType, {where, ConstantInt::get(I32, kind), ConstantInt::get(I32, parameter, true)});
+    auto *site = new GlobalVariable(M, SiteType, true, GlobalValue::PrivateLinkage, fields,
+                                    "check.site");
+    return site;
+  }
+
+  Value *readId(IRBuilder<> &b, const char *name) {
+    FunctionCallee id = M.getOrInsertFunction(name, FunctionType::get(I32, false));
+    return b.CreateCall(id);
+  }
+
+  // What `pointer` was computed from: LLVM's underlying object, also through the memref
+  // descriptors MLIR's lowering builds with `insertvalue` and reads with `extractvalue`.
+  static const Value *underlyingObject(const Value *pointer) {
+    const Value *object = getUnderlyingObject(pointer, 0);
+    while (auto *extract = dyn_cast<ExtractValueInst>(object)) {
+      Value *inserted = FindInsertedValue(const_cast<Value *>(extract->getAggregateOperand()),
+                                          extract->getIndices());
+      if (!inserted || inserted == extract) break;
+      object = getUnderlyingObject(inserted, 0);
+    }
+    return object;
+  }
+
+  // The bounds `pointer` must stay within: its kernel parameter's, a global variable's, or the
+  // live allocation the runtime finds it in. None for private and workgroup memory.
+  bool boundsOf(Value *pointer, IRBuilder<> &b, Value *context,
+                const DenseMap<unsigned, Bounds> &parameters, Bounds &bounds) {
+    if (pointer->getType()->getPointerAddressSpace() == WORKGROUP_ADDRESS_SPACE) return false;
+    const Value *object = underlyingObject(pointer);
+    if (isa<AllocaInst>(object)) return false;
+    if (auto *global = dyn_cast<GlobalVariable>(object)) {
+      if (global->getAddressSpace() == WORKGROUP_ADDRESS_SPACE || global->isThreadLocal())
+        return false;
+      auto *low = ConstantExpr::getPtrToInt(const_cast<GlobalVariable *>(global), I64);
+      uint64_t bytes = M.getDataLayout().getTypeAllocSize(global->getValueType());
+      bounds = {low, ConstantExpr::getAdd(low, ConstantInt::get(I64, bytes)), -1};
+      return true;
+    }
+    if (auto *argument = dyn_cast<Argument>(object)) {
+      auto found = parameters.find(argument->getArgNo());
+      if (found != parameters.end()) {
+        bounds = found->second;
+        return true;
+      }
+    }
+    // Any other pointer (loaded from memory, computed from an integer, a device function's
+    // parameter): the live allocation it points into.
+    Value *find = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, Layout.find_offset));
+    StructType *pair = StructType::get(C, {I64, I64});
+    Value *found = b.CreateCall(FunctionType::get(pair, {Ptr, I64}, false), find,
+                                {context, b.CreatePtrToInt(pointer, I64)});
+    bounds = {b.CreateExtractValue(found, 0), b.CreateExtractValue(found, 1), -1};
+    return true;
+  }
+
+  GlobalVariable *scratch() {
+    if (!Scratch) {
+      // Sized once every access is known (`finish`).
+      Type *type = ArrayType::get(Type::getInt8Ty(C), 1);
+      Scratch = new GlobalVariable(M, type, false, GlobalValue::InternalLinkage,
+                                   Constant::getNullValue(type), "check.scratch", nullptr,
+                                   GlobalValue::GeneralDynamicTLSModel);
+      Scratch->setAlignment(Align(64));
+    }
+    return Scratch;
+  }
+
+  // Checks operand `operandIndex` of `I` (a pointer) for an access of `bytes` (null: the
+  // memory intrinsic's length); outside its bounds the access is reported and not made.
+  void checkOne(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind, Value *context,
+                const DenseMap<unsigned, Bounds> &parameters) {
+    Value *pointer = I->getOperand(operandIndex);
+    IRBuilder<> b(I);
+    Bounds bounds;
+    if (!boundsOf(pointer, b, context, parameters, bounds)) return;
+    auto *intrinsic = dyn_cast<MemIntrinsic>(I);
+    if (intrinsic) bytes = b.CreateZExtOrTrunc(intrinsic->getLength(), I64);
+    Value *address = b.CreatePtrToInt(pointer, I64);
+    Value *end = b.CreateAdd(address, bytes);
+    Value *ok = b.CreateAnd(b.CreateICmpUGE(address, bounds.low),
+                            b.CreateAnd(b.CreateICmpULE(end, bounds.high),
+                                        b.CreateICmpUGE(end, address)));
+    if (intrinsic) ok = b.CreateOr(ok, b.CreateICmpEQ(bytes, ConstantInt::get(I64, 0)));
+    Instruction *bad = SplitBlockAndInsertIfThen(
+        b.CreateNot(ok), I, false, MDBuilder(C).createUnlikelyBranchWeights());
+    IRBuilder<> report(bad);
+    Value *function =
+        report.CreateLoad(Ptr, report.CreateConstGEP1_64(report.getInt8Ty(), context, Layout.report_offset));
+    SmallVector<Value *, 12> arguments = {context,        site(I, kind, bounds.parameter),
+                                          address,        bytes,
+                                          bounds.low,     bounds.high};
+    for (const char *id : {"llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.read.ptx.sreg.tid.y",
+                           "llvm.nvvm.read.ptx.sreg.tid.z", "llvm.nvvm.read.ptx.sreg.ctaid.x",
+                           "llvm.nvvm.read.ptx.sreg.ctaid.y", "llvm.nvvm.read.ptx.sreg.ctaid.z"})
+      arguments.push_back(readId(report, id));
+    SmallVector<Type *, 12> types = {Ptr, Ptr, I64, I64, I64, I64, I32, I32, I32, I32, I32, I32};
+    report.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false), function, arguments);
+    // The access itself: made where it is in bounds; a copy of nothing, or at a scratch
+    // location whose loads read zero, where it is not.
+    IRBuilder<> at(I);
+    if (intrinsic) {
+      Value *length = intrinsic->getLength();
+      intrinsic->setLength(at.CreateSelect(ok, length, Constant::getNullValue(length->getType())));
+      return;
+    }
+    Value *safe = at.CreateSelect(ok, pointer, ConstantExpr::getPointerBitCastOrAddrSpaceCast(scratch(), pointer->getType()));
+    I->setOperand(operandIndex, safe);
+    if (auto *load = dyn_cast<LoadInst>(I)) {
+      IRBuilder<> after(load->getNextNode());
+      Value *zero = Constant::getNullValue(load->getType());
+      auto *value = cast<Instruction>(after.CreateSelect(ok, load, zero));
+      load->replaceUsesWithIf(value, [&](Use &use) { return use.getUser() != value; });
+    }
+  }
+
+ public:
+  // Gives the scratch location its final size: the largest access redirected to it.
+  void finish() {
+    if (!Scratch) return;
+    Type *type = ArrayType::get(Type::getInt8Ty(C), ScratchBytes);
+    auto *sized = new GlobalVariable(M, type, false, GlobalValue::InternalLinkage,
+                                     Constant::getNullValue(type), "check.scratch.sized", nullptr,
+                                     GlobalValue::GeneralDynamicTLSModel);
+    sized->setAlignment(Align(64));
+    Scratch->replaceAllUsesWith(sized);
+    Scratch->eraseFromParent();
+    sized->setName("check.scratch");
+  }
+};
+
+}  // namespace
+
+// Instruments every function defined in `module` (see the top of the file); `kernels` are the
+// kernel functions, `memrefs` their memref arguments (`kernel` indexes `kernels`). `context` is
+// the thread-local pointer to the launch's context; `source` names the kernel file where an op
+// has no location of its own. Returns null, or a message (LLVMDisposeMessage) saying why not.
+extern "C" char *gpu_build_check_accesses(LLVMModuleRef module, LLVMValueRef context,
+                                          const char *source, LLVMValueRef const *kernels,
+                                          uint32_t kernel_count, const GpuCheckMemref *memrefs,
+                                          uint32_t memref_count, const GpuCheckLayout *layout) {
+  Module &M = *unwrap(module);
+  auto *contextVariable = dyn_cast<GlobalVariable>(unwrap(context));
+  if (!contextVariable) return LLVMCreateMessage("the context is not a global variable");
+  Instrumenter instrumenter(M, contextVariable, source, *layout);
+  std::vector<Function *> functions;
+  for (Function &F : M)
+    if (!F.isDeclaration()) functions.push_back(&F);
+  for (Function *F : functions) {
+    std::vector<GpuCheckMemref> own;
+    bool kernel = false;
+    for (uint32_t k = 0; k < kernel_count; ++k) {
+      if (unwrap(kernels[k]) != F) continue;
+      kernel = true;
+      for (uint32_t m = 0; m < memref_count; ++m)
+        if (memrefs[m].kernel == k) {
+          if (memrefs[m].aligned + 2 + 2 * memrefs[m].rank > F->arg_size())
+            return LLVMCreateMessage("a memref argument past the kernel's parameters");
+          own.push_back(memrefs[m]);
+        }
+    }
+    instrumenter.instrument(*F, kernel, own);
+  }
+  instrumenter.finish();
+  // The locations are in the reports now; nothing after this step expects debug information.
+  StripDebugInfo(M);
+  return nullptr;
+}

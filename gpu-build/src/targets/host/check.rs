@@ -1,0 +1,140 @@
+//! The checked host objects (`GPU_EMBED_CHECK=1` or `Build::check` at build time): every load,
+//! store, atomic and memory intrinsic through global memory is checked against the memory its
+//! pointer may reach, and one outside it is reported to the runtime, with the op's
+//! `file:line:col`, the thread and the block, instead of being made (a load then reads zero).
+//!
+//! - What a pointer may reach is decided by the object it is traced to (LLVM's underlying
+//!   object): a memref argument's extent from its descriptor (offset, sizes and strides: a view
+//!   into a larger allocation is checked against the view); a pointer argument's live
+//!   allocation, which the runtime looks up once per launch (`host_abi::CHECK_BOUNDS_OFFSET`);
+//!   a global variable's own bytes; and for anything else (a pointer loaded from memory, a
+//!   device function's parameter) the live allocation the runtime finds it in at the access
+//!   (`host_abi::CHECK_FIND_OFFSET`). Private memory is not checked; workgroup memory is not
+//!   checked here.
+//! - The ops' locations come from the MLIR file: a checked lowering translates with line tables
+//!   (`lower.rs`), read here into a constant per access site (`host_abi::CHECK_SITE_BYTES`)
+//!   and then dropped.
+//! - Instrumented before the host retargeting, so a report's thread ids are the NVVM id
+//!   intrinsics, which the thread loops turn into their induction variables: the report names
+//!   the thread that made the access, in every way the host runs a kernel.
+//!
+//! Why a build option and not a second flavour in every build: a checked object costs a second
+//! compilation of every host module and as much again in the binary, which most builds never
+//! use; with the option, `GPU_EMBED_CHECK=1 cargo test` rebuilds the kernels checked (from the
+//! object cache when it has them: switching back and forth compiles nothing twice) and nothing
+//! in the user's code changes.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::targets::interface::Job;
+use crate::targets::support::nvvm::PTX_KERNEL_CALLING_CONVENTION;
+use gpu_manifest::{host_abi, ArgumentKind};
+use inkwell::llvm_sys::core::LLVMDisposeMessage;
+use inkwell::llvm_sys::prelude::{LLVMModuleRef, LLVMValueRef};
+use inkwell::module::Module;
+use inkwell::values::{AsValueRef, FunctionValue, GlobalValue};
+use std::ffi::{c_char, CStr, CString};
+
+/// A memref argument of kernel `kernel`: its descriptor's aligned pointer is parameter
+/// `aligned`, then the offset, `rank` sizes and `rank` strides (`check.cpp`).
+#[repr(C)]
+struct CheckMemref {
+    kernel: u32,
+    aligned: u32,
+    rank: u32,
+    element_bytes: u32,
+}
+
+/// Where the checked run's functions and tables are in the context.
+#[repr(C)]
+struct CheckLayout {
+    report_offset: u32,
+    find_offset: u32,
+    bounds_offset: u32,
+}
+
+extern "C" {
+    fn gpu_build_check_accesses(
+        module: LLVMModuleRef,
+        context: LLVMValueRef,
+        source: *const c_char,
+        kernels: *const LLVMValueRef,
+        kernel_count: u32,
+        memrefs: *const CheckMemref,
+        memref_count: u32,
+        layout: *const CheckLayout,
+    ) -> *mut c_char;
+}
+
+/// Instruments every function of `module` (see the module docs); `context` is the thread-local
+/// pointer to the launch's context.
+pub(super) fn check_accesses<'ll>(
+    job: &Job<'_, 'll>,
+    module: &Module<'ll>,
+    context: GlobalValue<'ll>,
+) -> Result<()> {
+    let kernels: Vec<FunctionValue> = module
+        .get_functions()
+        .filter(|f| {
+            f.get_call_conventions() == PTX_KERNEL_CALLING_CONVENTION && f.count_basic_blocks() > 0
+        })
+        .collect();
+    let mut memrefs = Vec::new();
+    for (index, function) in kernels.iter().enumerate() {
+        let name = function.get_name().to_string_lossy();
+        let Some(kernel) = job.kernels.iter().find(|k| k.name == name) else {
+            continue;
+        };
+        for (argument_index, argument) in kernel.arguments.iter().enumerate() {
+            let ArgumentKind::Memref { element, shape, .. } = &argument.kind else {
+                continue;
+            };
+            let Some(first) = kernel
+                .params
+                .iter()
+                .position(|param| param.argument == argument_index)
+            else {
+                continue;
+            };
+            memrefs.push(CheckMemref {
+                kernel: index as u32,
+                aligned: first as u32 + 1,
+                rank: shape.len() as u32,
+                element_bytes: element.bytes(),
+            });
+        }
+    }
+    let raw_kernels: Vec<LLVMValueRef> = kernels.iter().map(|f| f.as_value_ref()).collect();
+    let source = CString::new(job.source.replace('\0', "")).unwrap_or_default();
+    let layout = CheckLayout {
+        report_offset: host_abi::CHECK_REPORT_OFFSET as u32,
+        find_offset: host_abi::CHECK_FIND_OFFSET as u32,
+        bounds_offset: host_abi::CHECK_BOUNDS_OFFSET as u32,
+    };
+    // SAFETY: a live module and values of it; the arrays and the string outlive the call; the
+    // message, when one comes back, is ours to free.
+    let message = unsafe {
+        gpu_build_check_accesses(
+            module.as_mut_ptr(),
+            context.as_value_ref(),
+            source.as_ptr(),
+            raw_kernels.as_ptr(),
+            raw_kernels.len() as u32,
+            memrefs.as_ptr(),
+            memrefs.len() as u32,
+            &layout,
+        )
+    };
+    if message.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a NUL-terminated message from the C++ side, freed once.
+    let why = unsafe {
+        let text = CStr::from_ptr(message).to_string_lossy().into_owned();
+        LLVMDisposeMessage(message);
+        text
+    };
+    Err(Error::new(
+        ErrorKind::Codegen,
+        format!("internal error: checking the kernels' memory accesses: {why}"),
+    ))
+}
