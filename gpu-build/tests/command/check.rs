@@ -74,8 +74,8 @@ fn found_as_expected(program: &Path) -> Result<(), String> {
         }
     }
     let summary = format!(
-        "error: the checked kernels made {count} invalid memory access{}",
-        if count == 1 { "" } else { "es" }
+        "error: the checked kernels had {count} error{}",
+        if count == 1 { "" } else { "s" }
     );
     if !stderr.contains(&summary) {
         return Err(format!("{file}: no `{summary}`:\n{stderr}"));

@@ -75,11 +75,12 @@ pub fn register_object(
     }
 }
 
-/// How many memory accesses outside their bounds the checked host kernels of this process
-/// reported (`gpu-build run --check` fails when there were any; each was printed on stderr).
+/// How many errors the checked host kernels of this process reported: accesses outside their
+/// bounds, races and uninitialized reads of workgroup memory, divergent barriers (`gpu-build
+/// run --check` fails when there were any; each was printed on stderr).
 #[doc(hidden)]
-pub fn invalid_accesses() -> u64 {
-    crate::driver::host::invalid_accesses()
+pub fn check_errors() -> u64 {
+    crate::driver::host::check_errors()
 }
 
 /// The value, or the failure printed (`'mgpuMemAlloc' failed: ...`) and `None`.

@@ -129,11 +129,11 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         }
     }
     let result = execute(&module, request, uses_async);
-    let invalid = gpu_embed::mgpu::invalid_accesses();
+    let invalid = gpu_embed::mgpu::check_errors();
     if request.check && invalid > 0 && result.is_ok() {
         return Err(format!(
-            "the checked kernels made {invalid} invalid memory access{} (reported above)",
-            if invalid == 1 { "" } else { "es" }
+            "the checked kernels had {invalid} error{} (reported above)",
+            if invalid == 1 { "" } else { "s" }
         ));
     }
     validation_result(result)

@@ -53,6 +53,11 @@ struct GpuCheckLayout {
   uint32_t report_offset;
   uint32_t find_offset;
   uint32_t bounds_offset;
+  uint32_t workgroup_offset;
+  uint32_t barrier_offset;
+  // Bytes of shadow per byte of workgroup memory, and of a dynamic workgroup array.
+  uint32_t shadow_bytes;
+  uint32_t dynamic_workgroup_bytes;
 };
 
 namespace {
@@ -74,11 +79,15 @@ class Instrumenter {
 
   void instrument(Function &F, bool kernel, const std::vector<GpuCheckMemref> &memrefs) {
     std::vector<Instruction *> accesses;
+    std::vector<CallInst *> barriers;
     for (Instruction &I : instructions(F)) {
       if (isa<LoadInst, StoreInst, AtomicRMWInst, AtomicCmpXchgInst, MemIntrinsic>(I))
         accesses.push_back(&I);
+      if (auto *call = dyn_cast<CallInst>(&I))
+        if (Function *callee = call->getCalledFunction())
+          if (isBarrier(callee->getName())) barriers.push_back(call);
     }
-    if (accesses.empty()) return;
+    if (accesses.empty() && barriers.empty()) return;
     IRBuilder<> entry(&*F.getEntryBlock().getFirstInsertionPt());
     Value *context = entry.CreateLoad(Ptr, Context, "check.context");
     DenseMap<unsigned, Bounds> parameters;
@@ -89,6 +98,12 @@ class Instrumenter {
         if (!argument.getType()->isPointerTy() || parameters.count(argument.getArgNo())) continue;
         parameters[argument.getArgNo()] = argumentBounds(entry, context, argument.getArgNo());
       }
+    }
+    for (CallInst *barrier : barriers) {
+      IRBuilder<> b(barrier);
+      SmallVector<Value *, 8> arguments = {context, site(barrier, LOAD, -1)};
+      appendIds(b, arguments);
+      callThrough(b, context, Layout.barrier_offset, arguments);
     }
     for (Instruction *I : accesses) {
       if (auto *load = dyn_cast<LoadInst>(I)) {
@@ -194,6 +209,96 @@ class Instrumenter {
     return b.CreateCall(id);
   }
 
+  // The thread's and the block's ids, x y z each.
+  void appendIds(IRBuilder<> &b, SmallVectorImpl<Value *> &arguments) {
+    for (const char *id : {"llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.read.ptx.sreg.tid.y",
+                           "llvm.nvvm.read.ptx.sreg.tid.z", "llvm.nvvm.read.ptx.sreg.ctaid.x",
+                           "llvm.nvvm.read.ptx.sreg.ctaid.y", "llvm.nvvm.read.ptx.sreg.ctaid.z"})
+      arguments.push_back(readId(b, id));
+  }
+
+  // Calls the context's function at `offset` with `arguments` (returning nothing).
+  void callThrough(IRBuilder<> &b, Value *context, uint32_t offset, ArrayRef<Value *> arguments) {
+    Value *function = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, offset));
+    SmallVector<Type *, 16> types;
+    for (Value *argument : arguments) types.push_back(argument->getType());
+    b.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false), function, arguments);
+  }
+
+  // NVVM's block-wide barriers (what gpu.barrier lowers to).
+  static bool isBarrier(StringRef name) {
+    return name == "llvm.nvvm.barrier0" || name == "llvm.nvvm.barrier.cta.sync.aligned.all" ||
+           name == "llvm.nvvm.barrier.cta.sync.all";
+  }
+
+  // A workgroup variable's shadow (`layout.shadow_bytes` per byte: who wrote and read it, in
+  // which barrier interval), itself workgroup memory, so each block has its own; and a
+  // constant naming the variable for reports, `{ ptr name, i64 bytes }`.
+  DenseMap<GlobalVariable *, std::pair<GlobalVariable *, GlobalVariable *>> Shadows;
+
+  uint64_t workgroupBytes(GlobalVariable *variable) {
+    Type *type = variable->getValueType();
+    uint64_t bytes = variable->isDeclaration() ? 0 : M.getDataLayout().getTypeAllocSize(type);
+    // `gpu.dynamic_shared_memory`: a zero-length array, or a declaration.
+    return bytes == 0 ? Layout.dynamic_workgroup_bytes : bytes;
+  }
+
+  std::pair<GlobalVariable *, GlobalVariable *> shadowOf(GlobalVariable *variable) {
+    auto found = Shadows.find(variable);
+    if (found != Shadows.end()) return found->second;
+    uint64_t bytes = workgroupBytes(variable);
+    Type *type = ArrayType::get(Type::getInt8Ty(C), bytes * Layout.shadow_bytes);
+    auto *shadow = new GlobalVariable(M, type, false, GlobalValue::InternalLinkage,
+                                      Constant::getNullValue(type),
+                                      variable->getName() + ".check.shadow", nullptr,
+                                      GlobalValue::NotThreadLocal, WORKGROUP_ADDRESS_SPACE);
+    shadow->setAlignment(Align(16));
+    Constant *name = ConstantDataArray::getString(C, variable->getName());
+    auto *nameVariable = new GlobalVariable(M, name->getType(), true, GlobalValue::PrivateLinkage,
+                                            name, "check.variable.name");
+    StructType *descriptionType = StructType::get(C, {Ptr, I64});
+    auto *description = new GlobalVariable(
+        M, descriptionType, true, GlobalValue::PrivateLinkage,
+        ConstantStruct::get(descriptionType, {nameVariable, ConstantInt::get(I64, bytes)}),
+        "check.variable");
+    Shadows[variable] = {shadow, description};
+    return {shadow, description};
+  }
+
+  // An access of workgroup memory: within its variable (else reported as out of bounds and not
+  // made), and told to the runtime with its shadow (`layout.workgroup_offset`), which finds
+  // races between the block's threads and reads of bytes not written since the block began.
+  void checkWorkgroup(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind,
+                      Value *context) {
+    Value *pointer = I->getOperand(operandIndex);
+    auto *variable = dyn_cast<GlobalVariable>(const_cast<Value *>(underlyingObject(pointer)));
+    if (!variable || variable->getAddressSpace() != WORKGROUP_ADDRESS_SPACE) return;
+    auto [shadow, description] = shadowOf(variable);
+    IRBuilder<> b(I);
+    auto *intrinsic = dyn_cast<MemIntrinsic>(I);
+    if (intrinsic) bytes = b.CreateZExtOrTrunc(intrinsic->getLength(), I64);
+    Value *base = b.CreatePtrToInt(variable, I64);
+    Value *address = b.CreatePtrToInt(pointer, I64);
+    Value *high = b.CreateAdd(base, ConstantInt::get(I64, workgroupBytes(variable)));
+    Bounds bounds = {base, high, -1};
+    Value *ok = guard(I, operandIndex, bytes, kind, context, bounds, address);
+    // Only accesses that were made are told to the shadow.
+    Instruction *made = SplitBlockAndInsertIfThen(ok, I, false);
+    IRBuilder<> record(made);
+    Value *offset = record.CreateSub(address, base);
+    Value *entry = record.CreateGEP(
+        record.getInt8Ty(), shadow,
+        record.CreateMul(offset, ConstantInt::get(I64, Layout.shadow_bytes)));
+    SmallVector<Value *, 12> arguments = {context,
+                                          site(I, kind, -1),
+                                          description,
+                                          record.CreateAddrSpaceCast(entry, Ptr),
+                                          offset,
+                                          bytes};
+    appendIds(record, arguments);
+    callThrough(record, context, Layout.workgroup_offset, arguments);
+  }
+
   // What `pointer` was computed from: LLVM's underlying object, also through the memref
   // descriptors MLIR's lowering builds with `insertvalue` and reads with `extractvalue`.
   static const Value *underlyingObject(const Value *pointer) {
@@ -256,40 +361,47 @@ class Instrumenter {
   void checkOne(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind, Value *context,
                 const DenseMap<unsigned, Bounds> &parameters) {
     Value *pointer = I->getOperand(operandIndex);
+    if (pointer->getType()->getPointerAddressSpace() == WORKGROUP_ADDRESS_SPACE) {
+      checkWorkgroup(I, operandIndex, bytes, kind, context);
+      return;
+    }
     IRBuilder<> b(I);
     Bounds bounds;
     if (!boundsOf(pointer, b, context, parameters, bounds)) return;
-    auto *intrinsic = dyn_cast<MemIntrinsic>(I);
-    if (intrinsic) bytes = b.CreateZExtOrTrunc(intrinsic->getLength(), I64);
-    Value *address = b.CreatePtrToInt(pointer, I64);
+    if (auto *intrinsic = dyn_cast<MemIntrinsic>(I))
+      bytes = b.CreateZExtOrTrunc(intrinsic->getLength(), I64);
+    guard(I, operandIndex, bytes, kind, context, bounds, b.CreatePtrToInt(pointer, I64));
+  }
+
+  // The bounds check of an access of `bytes` at `address` (operand `operandIndex` of `I`):
+  // outside `bounds` it is reported and not made (a copy of nothing, or at a scratch location
+  // whose loads read zero). Returns whether it was in bounds.
+  Value *guard(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind, Value *context,
+               const Bounds &bounds, Value *address) {
+    IRBuilder<> b(I);
     Value *end = b.CreateAdd(address, bytes);
     Value *ok = b.CreateAnd(b.CreateICmpUGE(address, bounds.low),
                             b.CreateAnd(b.CreateICmpULE(end, bounds.high),
                                         b.CreateICmpUGE(end, address)));
+    auto *intrinsic = dyn_cast<MemIntrinsic>(I);
     if (intrinsic) ok = b.CreateOr(ok, b.CreateICmpEQ(bytes, ConstantInt::get(I64, 0)));
     Instruction *bad = SplitBlockAndInsertIfThen(
         b.CreateNot(ok), I, false, MDBuilder(C).createUnlikelyBranchWeights());
     IRBuilder<> report(bad);
-    Value *function =
-        report.CreateLoad(Ptr, report.CreateConstGEP1_64(report.getInt8Ty(), context, Layout.report_offset));
-    SmallVector<Value *, 12> arguments = {context,        site(I, kind, bounds.parameter),
-                                          address,        bytes,
-                                          bounds.low,     bounds.high};
-    for (const char *id : {"llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.read.ptx.sreg.tid.y",
-                           "llvm.nvvm.read.ptx.sreg.tid.z", "llvm.nvvm.read.ptx.sreg.ctaid.x",
-                           "llvm.nvvm.read.ptx.sreg.ctaid.y", "llvm.nvvm.read.ptx.sreg.ctaid.z"})
-      arguments.push_back(readId(report, id));
-    SmallVector<Type *, 12> types = {Ptr, Ptr, I64, I64, I64, I64, I32, I32, I32, I32, I32, I32};
-    report.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false), function, arguments);
-    // The access itself: made where it is in bounds; a copy of nothing, or at a scratch
-    // location whose loads read zero, where it is not.
+    SmallVector<Value *, 12> arguments = {context,    site(I, kind, bounds.parameter),
+                                          address,    bytes,
+                                          bounds.low, bounds.high};
+    appendIds(report, arguments);
+    callThrough(report, context, Layout.report_offset, arguments);
     IRBuilder<> at(I);
     if (intrinsic) {
       Value *length = intrinsic->getLength();
       intrinsic->setLength(at.CreateSelect(ok, length, Constant::getNullValue(length->getType())));
-      return;
+      return ok;
     }
-    Value *safe = at.CreateSelect(ok, pointer, ConstantExpr::getPointerBitCastOrAddrSpaceCast(scratch(), pointer->getType()));
+    Value *pointer = I->getOperand(operandIndex);
+    Value *safe = at.CreateSelect(
+        ok, pointer, ConstantExpr::getPointerBitCastOrAddrSpaceCast(scratch(), pointer->getType()));
     I->setOperand(operandIndex, safe);
     if (auto *load = dyn_cast<LoadInst>(I)) {
       IRBuilder<> after(load->getNextNode());
@@ -297,6 +409,7 @@ class Instrumenter {
       auto *value = cast<Instruction>(after.CreateSelect(ok, load, zero));
       load->replaceUsesWithIf(value, [&](Use &use) { return use.getUser() != value; });
     }
+    return ok;
   }
 
  public:

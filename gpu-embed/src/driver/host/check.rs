@@ -13,7 +13,8 @@ use super::Context;
 use crate::binary::HostKernel;
 use crate::error::{Error, ErrorKind};
 use gpu_manifest::host_abi;
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -50,6 +51,73 @@ pub(super) type Report = unsafe extern "C" fn(
     u32,
 );
 
+/// `host_abi::CHECK_WORKGROUP_OFFSET`'s function.
+pub(super) type Workgroup = unsafe extern "C" fn(
+    *mut Context,
+    *const Site,
+    *const Variable,
+    *mut Shadow,
+    u64,
+    u64,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+);
+
+/// `host_abi::CHECK_BARRIER_OFFSET`'s function.
+pub(super) type Barrier =
+    unsafe extern "C" fn(*mut Context, *const Site, u32, u32, u32, u32, u32, u32);
+
+/// A workgroup variable, as a checked object describes it.
+#[repr(C)]
+pub(super) struct Variable {
+    /// NUL-terminated.
+    name: *const c_char,
+    bytes: u64,
+}
+
+/// The shadow of one byte of workgroup memory (`host_abi::CHECK_SHADOW_BYTES`), zero at first:
+/// which block it is about, and the last write and read of it, each by barrier interval (the
+/// thread's count of barriers passed, plus one: 0 is never), thread and site.
+#[repr(C)]
+pub(super) struct Shadow {
+    block: u32,
+    write_interval: u32,
+    writer: u32,
+    read_interval: u32,
+    reader: u32,
+    /// 1: read by a thread before anyone wrote it in the block (`Pending`).
+    pending: u32,
+    write_site: *const Site,
+    read_site: *const Site,
+}
+
+const _: () = assert!(std::mem::size_of::<Shadow>() == host_abi::CHECK_SHADOW_BYTES as usize);
+
+impl Shadow {
+    /// A byte of block `block` not accessed yet.
+    fn fresh(block: u32) -> Shadow {
+        Shadow {
+            block,
+            write_interval: 0,
+            writer: 0,
+            read_interval: 0,
+            reader: 0,
+            pending: 0,
+            write_site: std::ptr::null(),
+            read_site: std::ptr::null(),
+        }
+    }
+}
+
+/// A reader that stands for several threads.
+const SEVERAL: u32 = u32::MAX;
+/// A writer that is an atomic access: it races with nothing.
+const ATOMIC: u32 = u32::MAX - 1;
+
 /// `host_abi::CHECK_FIND_OFFSET`'s function.
 pub(super) type Find = unsafe extern "C" fn(*mut Context, u64) -> Bounds;
 
@@ -62,14 +130,19 @@ pub(super) struct Bounds {
     high: u64,
 }
 
-/// Invalid accesses the checked launches of this process reported, in all.
-static INVALID_ACCESSES: AtomicU64 = AtomicU64::new(0);
+/// Errors the checked launches of this process reported, in all.
+static CHECK_ERRORS: AtomicU64 = AtomicU64::new(0);
 
-/// How many invalid accesses checked launches have reported in this process (a tool that runs
-/// a whole program, such as `gpu-build run --check`, fails when there were any).
+/// How many errors checked launches have reported in this process (a tool that runs a whole
+/// program, such as `gpu-build run --check`, fails when there were any).
 #[cfg(feature = "mgpu")]
-pub(crate) fn invalid_accesses() -> u64 {
-    INVALID_ACCESSES.load(Ordering::Relaxed)
+pub(crate) fn check_errors() -> u64 {
+    CHECK_ERRORS.load(Ordering::Relaxed)
+}
+
+/// Counts an error found outside the access checks (threads of a block at different barriers).
+pub(super) fn count_error() {
+    CHECK_ERRORS.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Live allocations: first byte → one past the last.
@@ -109,7 +182,15 @@ pub(super) struct Checks {
     pub(super) bounds: Vec<[u64; 2]>,
     reports: Mutex<Vec<String>>,
     count: AtomicU64,
+    /// Sites (and other sites) of the races and uninitialized reads already reported: each
+    /// pair once.
+    seen: Mutex<HashSet<(usize, usize)>>,
+    /// Unique to the launch, so that block state is never taken for another launch's.
+    serial: u64,
 }
+
+/// Launches checked so far (each gets the next serial).
+static LAUNCHES: AtomicU64 = AtomicU64::new(1);
 
 impl Checks {
     /// The checks of a launch of `kernel` with these parameters (`sizes[i]` bytes at
@@ -140,13 +221,15 @@ impl Checks {
             bounds,
             reports: Mutex::new(Vec::new()),
             count: AtomicU64::new(0),
+            seen: Mutex::new(HashSet::new()),
+            serial: LAUNCHES.fetch_add(1, Ordering::Relaxed),
         }
     }
 
     /// Prints every report on stderr and returns the launch's fault, if there was one.
     pub(super) fn finish(self) -> Option<Error> {
         let count = self.count.into_inner();
-        INVALID_ACCESSES.fetch_add(count, Ordering::Relaxed);
+        CHECK_ERRORS.fetch_add(count, Ordering::Relaxed);
         let reports = self.reports.into_inner().unwrap_or_else(|p| p.into_inner());
         let first = reports.first()?;
         for report in &reports {
@@ -155,12 +238,12 @@ impl Checks {
         let more = count - reports.len() as u64;
         if more > 0 {
             eprintln!(
-                "gpu-embed check: kernel `{}`: {more} more invalid accesses",
+                "gpu-embed check: kernel `{}`: {more} more errors",
                 self.kernel
             );
         }
         let all = if count > 1 {
-            format!(" ({count} invalid accesses in all, printed on stderr)")
+            format!(" ({count} errors in all, printed on stderr)")
         } else {
             String::new()
         };
@@ -168,6 +251,26 @@ impl Checks {
             ErrorKind::KernelFault,
             format!("kernel `{}`: {first}{all}", self.kernel),
         ))
+    }
+
+    /// Counts a report and keeps its text (the first [`PRINTED`]).
+    fn record(&self, text: impl FnOnce() -> String) {
+        let previous = self.count.fetch_add(1, Ordering::Relaxed);
+        if previous as usize >= PRINTED {
+            return;
+        }
+        let mut reports = self.reports.lock().unwrap_or_else(|p| p.into_inner());
+        if reports.len() < PRINTED {
+            reports.push(text());
+        }
+    }
+
+    /// Whether the pair of sites is reported for the first time.
+    fn first_time(&self, site: *const Site, other: *const Site) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((site as usize, other as usize))
     }
 
     fn describe(&self, site: &Site, access: [u64; 4], ids: [u32; 6]) -> String {
@@ -247,19 +350,374 @@ pub(super) unsafe extern "C" fn report(
     // `checks` it set to the launch's, alive until every thread of the launch is done; `site`
     // is a constant of the object.
     let (checks, site) = unsafe { (&*(*context).checks, &*site) };
-    let previous = checks.count.fetch_add(1, Ordering::Relaxed);
-    if previous as usize >= PRINTED {
+    checks.record(|| {
+        checks.describe(
+            site,
+            [address, bytes, low, high],
+            [thread_x, thread_y, thread_z, block_x, block_y, block_z],
+        )
+    });
+}
+
+/// `file:line:col` of a site.
+fn location(site: *const Site) -> String {
+    // SAFETY: null or a constant of the checked object.
+    match unsafe { site.as_ref() } {
+        Some(site) if !site.location.is_null() => {
+            // SAFETY: the object's locations are NUL-terminated constants.
+            unsafe { CStr::from_ptr(site.location) }
+                .to_string_lossy()
+                .into_owned()
+        }
+        _ => "(unknown location)".to_string(),
+    }
+}
+
+/// What this OS thread knows of the block it runs: the barrier interval each of its threads is
+/// in and the barrier each last reached.
+struct BlockState {
+    serial: u64,
+    block: [u32; 3],
+    /// Told apart in the shadow (never 0, which a fresh shadow holds).
+    generation: u32,
+    intervals: Vec<u32>,
+    barrier_sites: Vec<*const Site>,
+    pending: Vec<Pending>,
+}
+
+thread_local! {
+    static BLOCK: RefCell<BlockState> = const {
+        RefCell::new(BlockState {
+            serial: 0,
+            block: [0; 3],
+            generation: 0,
+            intervals: Vec::new(),
+            barrier_sites: Vec::new(),
+            pending: Vec::new(),
+        })
+    };
+}
+
+/// The calling thread's linear id in its block and the block's state, started afresh when the
+/// block is not the one this OS thread ran last.
+fn with_block<T>(
+    context: &Context,
+    checks: &Checks,
+    thread: [u32; 3],
+    block: [u32; 3],
+    f: impl FnOnce(&mut BlockState, usize) -> T,
+) -> T {
+    let [bx, by, bz] = [context.ids[3], context.ids[4], context.ids[5]];
+    let threads = (bx * by * bz) as usize;
+    let linear = (thread[0] + bx * (thread[1] + by * thread[2])) as usize;
+    BLOCK.with_borrow_mut(|state| {
+        if state.serial != checks.serial || state.block != block || state.intervals.len() != threads
+        {
+            if state.serial == checks.serial {
+                flush_before(state, checks, u32::MAX);
+            }
+            state.pending.clear();
+            state.serial = checks.serial;
+            state.block = block;
+            state.generation = state.generation.wrapping_add(1).max(1);
+            state.intervals.clear();
+            state.intervals.resize(threads, 0);
+            state.barrier_sites.clear();
+            state.barrier_sites.resize(threads, std::ptr::null());
+        }
+        f(state, linear.min(threads.saturating_sub(1)))
+    })
+}
+
+/// The thread `linear` of a block of `dims`, as `(x, y, z)`.
+fn thread_of(linear: u32, dims: [u32; 3]) -> String {
+    let x = linear % dims[0];
+    let y = linear / dims[0] % dims[1];
+    let z = linear / (dims[0] * dims[1]);
+    format!("({x}, {y}, {z})")
+}
+
+/// Records a thread's arrival at a barrier (`host_abi::CHECK_BARRIER_OFFSET`): its next
+/// accesses are in the next interval.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn barrier(
+    context: *mut Context,
+    site: *const Site,
+    thread_x: u32,
+    thread_y: u32,
+    thread_z: u32,
+    block_x: u32,
+    block_y: u32,
+    block_z: u32,
+) {
+    // SAFETY: as in `report`.
+    let (context, checks) = unsafe { (&*context, &*(*context).checks) };
+    let thread = [thread_x, thread_y, thread_z];
+    with_block(
+        context,
+        checks,
+        thread,
+        [block_x, block_y, block_z],
+        |state, linear| {
+            state.intervals[linear] += 1;
+            state.barrier_sites[linear] = site;
+        },
+    );
+}
+
+/// Checks an access of workgroup memory against its shadow (`host_abi::CHECK_WORKGROUP_OFFSET`)
+/// and records it there.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn workgroup(
+    context: *mut Context,
+    site: *const Site,
+    variable: *const Variable,
+    shadow: *mut Shadow,
+    offset: u64,
+    bytes: u64,
+    thread_x: u32,
+    thread_y: u32,
+    thread_z: u32,
+    block_x: u32,
+    block_y: u32,
+    block_z: u32,
+) {
+    // SAFETY: as in `report`; `site` and `variable` are constants of the object.
+    let (context, checks, kind) = unsafe { (&*context, &*(*context).checks, (*site).kind) };
+    let access = Access {
+        site,
+        variable,
+        offset,
+        bytes,
+        thread: [thread_x, thread_y, thread_z],
+        block: [block_x, block_y, block_z],
+        dims: [context.ids[3], context.ids[4], context.ids[5]],
+    };
+    with_block(
+        context,
+        checks,
+        access.thread,
+        access.block,
+        |state, linear| {
+            let interval = state.intervals[linear] + 1;
+            // Every thread is past the intervals before this one (threads run from barrier to
+            // barrier, in loops or as coroutines): a read of a byte nobody wrote there is final.
+            flush_before(state, checks, interval);
+            let me = linear as u32;
+            let mut race = None;
+            let mut uninitialized = None;
+            for i in 0..bytes as usize {
+                // SAFETY: the object passes the shadow of the `bytes` accessed, within the
+                // variable's (the access was checked against its bounds first); only this OS
+                // thread, which runs the block, touches it.
+                let entry = unsafe { &mut *shadow.add(i) };
+                if entry.block != state.generation {
+                    *entry = Shadow::fresh(state.generation);
+                }
+                match kind {
+                    host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ => {
+                        if entry.write_interval == 0 {
+                            entry.pending = 1;
+                            uninitialized = uninitialized.or(Some(i));
+                        } else if entry.write_interval == interval
+                            && entry.writer != me
+                            && entry.writer != ATOMIC
+                        {
+                            race = race.or(Some(("written", entry.writer, entry.write_site, i)));
+                        }
+                        if entry.read_interval == interval && entry.reader != me {
+                            entry.reader = SEVERAL;
+                        } else if entry.read_interval != interval {
+                            entry.read_interval = interval;
+                            entry.reader = me;
+                            entry.read_site = site;
+                        }
+                    }
+                    host_abi::CHECK_ATOMIC => {
+                        entry.write_interval = interval;
+                        entry.writer = ATOMIC;
+                    }
+                    _ => {
+                        let read_by_another = entry.read_interval == interval && entry.reader != me;
+                        if entry.write_interval == interval
+                            && entry.writer != me
+                            && entry.writer != ATOMIC
+                        {
+                            race = race.or(Some(("written", entry.writer, entry.write_site, i)));
+                        } else if read_by_another {
+                            race = race.or(Some(("read", entry.reader, entry.read_site, i)));
+                        }
+                        // A read of this byte before it in the interval was a race, not a read
+                        // of memory nobody writes.
+                        if read_by_another {
+                            entry.pending = 0;
+                        }
+                        entry.write_interval = interval;
+                        entry.writer = me;
+                        entry.write_site = site;
+                    }
+                }
+            }
+            if let Some(byte) = uninitialized {
+                state.pending.push(Pending {
+                    interval,
+                    // SAFETY: within the access's shadow (above).
+                    entry: unsafe { shadow.add(byte) },
+                    generation: state.generation,
+                    byte: byte as u64,
+                    access: access.clone(),
+                });
+            }
+            if let Some((done, other, other_site, byte)) = race {
+                if checks.first_time(site, other_site) {
+                    checks.record(|| {
+                        let other = if other == SEVERAL {
+                            "several other threads".to_string()
+                        } else {
+                            format!("thread {}", thread_of(other, access.dims))
+                        };
+                        format!(
+                            "workgroup memory race: {} {}: byte {} of `{}` was {done} by {other} \
+                         at {} since the last barrier",
+                            access.what(kind),
+                            access.here(),
+                            offset + byte as u64,
+                            access.name(),
+                            location(other_site)
+                        )
+                    });
+                }
+            }
+        },
+    );
+}
+
+/// One access of workgroup memory, for its reports.
+#[derive(Clone)]
+struct Access {
+    site: *const Site,
+    variable: *const Variable,
+    offset: u64,
+    bytes: u64,
+    thread: [u32; 3],
+    block: [u32; 3],
+    dims: [u32; 3],
+}
+
+impl Access {
+    fn what(&self, kind: u32) -> String {
+        let what = match kind {
+            host_abi::CHECK_LOAD => "load",
+            host_abi::CHECK_STORE => "store",
+            host_abi::CHECK_COPY_READ => "copy reading",
+            _ => "copy writing",
+        };
+        format!("{what} of {} bytes", self.bytes)
+    }
+
+    fn here(&self) -> String {
+        let [tx, ty, tz] = self.thread;
+        let [bx, by, bz] = self.block;
+        format!(
+            "at {}, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz})",
+            location(self.site)
+        )
+    }
+
+    fn name(&self) -> String {
+        // SAFETY: a constant of the object, its name NUL-terminated.
+        unsafe { CStr::from_ptr((*self.variable).name) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// A read of workgroup bytes nobody had written yet in the block: reported once its interval
+/// is over, unless another thread writes the byte in the same interval (a race then, reported
+/// at the write).
+struct Pending {
+    interval: u32,
+    entry: *mut Shadow,
+    generation: u32,
+    byte: u64,
+    access: Access,
+}
+
+/// Reports the pending uninitialized reads of intervals before `interval` (all of them for
+/// `u32::MAX`).
+fn flush_before(state: &mut BlockState, checks: &Checks, interval: u32) {
+    if state.pending.is_empty() {
         return;
     }
-    let text = checks.describe(
-        site,
-        [address, bytes, low, high],
-        [thread_x, thread_y, thread_z, block_x, block_y, block_z],
-    );
-    let mut reports = checks.reports.lock().unwrap_or_else(|p| p.into_inner());
-    if reports.len() < PRINTED {
-        reports.push(text);
-    }
+    let generation = state.generation;
+    state.pending.retain(|pending| {
+        if pending.interval >= interval {
+            return true;
+        }
+        // SAFETY: the shadow entry of the block this OS thread runs: workgroup memory of this
+        // thread, which lives as long as the thread.
+        let entry = unsafe { &mut *pending.entry };
+        let still = entry.block == pending.generation && pending.generation == generation;
+        if still && entry.pending != 0 && checks.first_time(pending.access.site, std::ptr::null()) {
+            entry.pending = 0;
+            checks.record(|| {
+                format!(
+                    "uninitialized workgroup read: {} {}: byte {} of `{}` was not written since \
+                     the block began",
+                    pending.access.what(host_abi::CHECK_LOAD),
+                    pending.access.here(),
+                    pending.access.offset + pending.byte,
+                    pending.access.name()
+                )
+            });
+        }
+        false
+    });
+}
+
+/// Reports what the block this OS thread ran last left pending: called when a call of the
+/// blocks entry (or a coroutine block) is done.
+pub(super) fn flush(checks: &Checks) {
+    BLOCK.with_borrow_mut(|state| {
+        if state.serial == checks.serial {
+            flush_before(state, checks, u32::MAX);
+        }
+    });
+}
+
+/// Why the threads of the block this OS thread ran last reached different barriers, when the
+/// checks know: where each waits, or that it had returned. `None` when they do not.
+pub(super) fn divergence(checks: &Checks, dims: [u32; 3]) -> Option<String> {
+    BLOCK.with_borrow(|state| {
+        if state.serial != checks.serial || state.intervals.is_empty() {
+            return None;
+        }
+        // The first thread of those that got furthest.
+        let furthest = state.intervals.iter().copied().max()?;
+        let ahead = state.intervals.iter().position(|&i| i == furthest)?;
+        let behind = (0..state.intervals.len()).find(|&t| {
+            state.intervals[t] != state.intervals[ahead]
+                || state.barrier_sites[t] != state.barrier_sites[ahead]
+        })?;
+        let first = format!(
+            "thread {} reached the barrier at {}",
+            thread_of(ahead as u32, dims),
+            location(state.barrier_sites[ahead])
+        );
+        let second = if state.intervals[behind] < state.intervals[ahead] {
+            format!(
+                "thread {} did not (it had returned)",
+                thread_of(behind as u32, dims)
+            )
+        } else {
+            format!(
+                "thread {} the one at {}",
+                thread_of(behind as u32, dims),
+                location(state.barrier_sites[behind])
+            )
+        };
+        Some(format!("{first}, {second}"))
+    })
 }
 
 /// The live allocation holding `address` (`host_abi::CHECK_FIND_OFFSET`).

@@ -12,7 +12,7 @@
 
 mod check;
 #[cfg(feature = "mgpu")]
-pub(crate) use check::invalid_accesses;
+pub(crate) use check::check_errors;
 mod image;
 mod machine;
 mod stream;
@@ -66,6 +66,8 @@ struct Context {
     check_report: check::Report,
     check_find: check::Find,
     check_bounds: *const [u64; 2],
+    check_workgroup: check::Workgroup,
+    check_barrier: check::Barrier,
     /// The running coroutine's yielder (coroutine kernels only).
     yielder: *const Yielder<(), Wait>,
     /// Where a failed assertion is described (the launch's; the first one wins).
@@ -157,6 +159,8 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, check_report) == host_abi::CHECK_REPORT_OFFSET);
     assert!(std::mem::offset_of!(Context, check_find) == host_abi::CHECK_FIND_OFFSET);
     assert!(std::mem::offset_of!(Context, check_bounds) == host_abi::CHECK_BOUNDS_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_workgroup) == host_abi::CHECK_WORKGROUP_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_barrier) == host_abi::CHECK_BARRIER_OFFSET);
 };
 
 /// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
@@ -398,6 +402,8 @@ fn run_blocks(
         check_report: check::report,
         check_find: check::find,
         check_bounds: checks.map_or(std::ptr::null(), |c| c.bounds.as_ptr()),
+        check_workgroup: check::workgroup,
+        check_barrier: check::barrier,
         yielder: std::ptr::null(),
         assertions,
         checks: checks.map_or(std::ptr::null(), |c| c as *const Checks),
@@ -412,21 +418,15 @@ fn run_blocks(
             count,
         )
     };
+    if let Some(checks) = checks {
+        check::flush(checks);
+    }
     let name = kernel.name;
     match status {
         host_abi::STATUS_OK => Ok(()),
         host_abi::STATUS_DIVERGENT_BARRIER => {
             let [x, y, z] = [context.ids[6], context.ids[7], context.ids[8]];
-            Err(Error::new(
-                ErrorKind::KernelFault,
-                format!(
-                    "kernel `{name}`: the threads of block ({x}, {y}, {z}) reached different \
-                     barriers, or the threads of one of its subgroups different shuffles; a \
-                     gpu.barrier must be reached by all threads of a block or by none, a \
-                     shuffle or subgroup reduction by all threads of a subgroup or by none (on \
-                     a GPU this hangs or is undefined)"
-                ),
-            ))
+            Err(divergent_barrier(name, [x, y, z], block, checks))
         }
         host_abi::STATUS_OUT_OF_MEMORY => Err(Error::new(
             ErrorKind::Driver,
@@ -443,6 +443,32 @@ fn run_blocks(
     }
 }
 
+/// The fault of a block whose threads reached different barriers; checked kernels say where.
+fn divergent_barrier(
+    name: &str,
+    [x, y, z]: [u32; 3],
+    dims: [u32; 3],
+    checks: Option<&Checks>,
+) -> Error {
+    let detail = checks
+        .and_then(|checks| check::divergence(checks, dims))
+        .map_or(String::new(), |detail| format!(" ({detail})"));
+    if checks.is_some() {
+        eprintln!("gpu-embed check: kernel `{name}`: block ({x}, {y}, {z}): threads at different barriers{detail}");
+        check::count_error();
+    }
+    Error::new(
+        ErrorKind::KernelFault,
+        format!(
+            "kernel `{name}`: the threads of block ({x}, {y}, {z}) reached different barriers, \
+             or the threads of one of its subgroups different shuffles{detail}; a gpu.barrier \
+             must be reached by all threads of a block or by none, a shuffle or subgroup \
+             reduction by all threads of a subgroup or by none (on a GPU this hangs or is \
+             undefined)"
+        ),
+    )
+}
+
 /// One block of a kernel with barriers: a coroutine per thread.
 fn run_block_with_barriers(
     kernel: &HostKernel,
@@ -454,6 +480,7 @@ fn run_block_with_barriers(
     stacks: &mut Vec<DefaultStack>,
 ) -> Result<()> {
     let assertions = AssertionsPointer(assertions);
+    let launch_checks = checks;
     let checks: *const Checks = checks.map_or(std::ptr::null(), |c| c as *const Checks);
     let mut ids = [0u32; 12];
     ids[3..6].copy_from_slice(&block);
@@ -490,6 +517,8 @@ fn run_block_with_barriers(
                             // threads are done.
                             check_bounds: unsafe { checks.as_ref() }
                                 .map_or(std::ptr::null(), |c| c.bounds.as_ptr()),
+                            check_workgroup: check::workgroup,
+                            check_barrier: check::barrier,
                             yielder,
                             assertions: assertions.0,
                             checks,
@@ -505,6 +534,7 @@ fn run_block_with_barriers(
     // Threads at a block barrier are held until every live thread is at one; a thread at a
     // subgroup exchange runs again in the next round, after all others wrote theirs.
     let mut held = vec![false; threads.len()];
+    let mut divergent = None;
     loop {
         for (slot, held) in threads.iter_mut().zip(held.iter_mut()) {
             let Some(thread) = slot else { continue };
@@ -527,9 +557,24 @@ fn run_block_with_barriers(
             .filter(|(t, _)| t.is_some())
             .peekable();
         if live.peek().is_none() {
-            return Ok(());
+            if let Some(checks) = launch_checks {
+                check::flush(checks);
+            }
+            return divergent.map_or(Ok(()), Err);
         }
         if live.all(|(_, held)| *held) {
+            // Checked: every thread must wait at the same barrier, none may have returned. The
+            // block still runs to its end (a suspended coroutine must not be dropped).
+            if let Some(checks) = launch_checks.filter(|_| divergent.is_none()) {
+                if check::divergence(checks, block).is_some() {
+                    divergent = Some(divergent_barrier(
+                        kernel.name,
+                        block_id,
+                        block,
+                        Some(checks),
+                    ));
+                }
+            }
             held.iter_mut().for_each(|h| *h = false);
         }
     }
