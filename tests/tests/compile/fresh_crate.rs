@@ -124,3 +124,59 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_finding_bugs_crate_is_silent_unchecked_and_reports_its_bug_checked() {
+    let chapter =
+        std::fs::read_to_string(workspace().join("docs/guide/11-finding-kernel-bugs.md")).unwrap();
+    let files = chapter_files(&chapter);
+    let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Cargo.toml", "kernels/shift.mlir", "build.rs", "src/main.rs"],
+        "the chapter's files"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_crate(root, &files);
+    let run = |check: &str| {
+        crate::common::nested_cargo(root)
+            .args(["run", "--offline", "--quiet"])
+            .env("GPU_EMBED_CHECK", check)
+            .output()
+            .unwrap()
+    };
+    // Unchecked: the read past the view goes unnoticed, as the chapter shows.
+    let output = run("0");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    assert!(
+        stdout.contains("shifted: [9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("gpu-embed check"), "{stderr}");
+    // Checked (the same crate, nothing changed but the environment): the report at the
+    // kernel's line, by thread 7, and the launch's error.
+    let output = run("1");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}\n{stdout}");
+    let report = "kernel `shift_left`: out-of-bounds load of 4 bytes at kernels/shift.mlir:8:12, \
+                  block (0, 0, 0), thread (7, 0, 0): address ";
+    let place = "is 0 bytes past the end of argument `view` (32 bytes at ";
+    let reported: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("gpu-embed check: "))
+        .collect();
+    assert_eq!(reported.len(), 1, "{stderr}");
+    assert!(
+        reported[0].contains(report) && reported[0].contains(place),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("the launch failed: launching kernel `shift_left`")
+            && stdout.contains(report),
+        "{stdout}"
+    );
+}
