@@ -73,19 +73,16 @@ pub mod host_abi {
     /// where it points into none, or is not a pointer).
     pub const CHECK_BOUNDS_OFFSET: usize = 96;
     /// Byte offset of the checked run's workgroup-memory hook: `extern "C" fn(*mut context, site:
-    /// *const CheckSite, variable: *const { name: *const c_char, bytes: u64 }, shadow: *mut
-    /// u8, offset: u64, bytes: u64, thread x/y/z: u32, block x/y/z: u32)`, called for every
-    /// access of `bytes` at byte `offset` of a workgroup variable with its shadow entries
-    /// ([`CHECK_SHADOW_BYTES`] per byte, workgroup memory too: each block has its own), which
-    /// the runtime keeps to find races between the block's threads and reads of bytes not
-    /// written since the block began.
+    /// *const CheckSite, variable: *const { name: *const c_char, bytes: u64 }, offset: u64,
+    /// bytes: u64, thread x/y/z: u32, block x/y/z: u32)`, called for every access of `bytes` at
+    /// byte `offset` of a workgroup variable (a constant of the object names it); the runtime
+    /// keeps the variable's shadow to find races between the block's threads and reads of bytes
+    /// not written since the block began.
     pub const CHECK_WORKGROUP_OFFSET: usize = 104;
     /// Byte offset of the checked run's barrier hook: `extern "C" fn(*mut context, site:
     /// *const CheckSite, thread x/y/z: u32, block x/y/z: u32)`, called by each thread just
     /// before it waits at a `gpu.barrier`.
     pub const CHECK_BARRIER_OFFSET: usize = 112;
-    /// Bytes of shadow per byte of workgroup memory in checked objects.
-    pub const CHECK_SHADOW_BYTES: u32 = 40;
     /// What a checked object passes for an access that failed its check: a constant of the
     /// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32 }`, the op's
     /// `file:line:col` (NUL-terminated), a `CHECK_*` kind, and the kernel parameter the

@@ -133,7 +133,12 @@ fn the_finding_bugs_crate_is_silent_unchecked_and_reports_its_bug_checked() {
     let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         names,
-        ["Cargo.toml", "kernels/shift.mlir", "build.rs", "src/main.rs"],
+        [
+            "Cargo.toml",
+            "kernels/shift.mlir",
+            "build.rs",
+            "src/main.rs"
+        ],
         "the chapter's files"
     );
     let dir = tempfile::tempdir().unwrap();

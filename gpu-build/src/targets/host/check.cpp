@@ -55,8 +55,7 @@ struct GpuCheckLayout {
   uint32_t bounds_offset;
   uint32_t workgroup_offset;
   uint32_t barrier_offset;
-  // Bytes of shadow per byte of workgroup memory, and of a dynamic workgroup array.
-  uint32_t shadow_bytes;
+  // Bytes of a dynamic workgroup array.
   uint32_t dynamic_workgroup_bytes;
 };
 
@@ -231,10 +230,10 @@ class Instrumenter {
            name == "llvm.nvvm.barrier.cta.sync.all";
   }
 
-  // A workgroup variable's shadow (`layout.shadow_bytes` per byte: who wrote and read it, in
-  // which barrier interval), itself workgroup memory, so each block has its own; and a
-  // constant naming the variable for reports, `{ ptr name, i64 bytes }`.
-  DenseMap<GlobalVariable *, std::pair<GlobalVariable *, GlobalVariable *>> Shadows;
+  // A constant naming a workgroup variable for the runtime, `{ ptr name, i64 bytes }`: the
+  // runtime keeps the variable's shadow (who wrote and read each byte, in which barrier
+  // interval) under it, per OS thread as workgroup memory is.
+  DenseMap<GlobalVariable *, GlobalVariable *> Descriptions;
 
   uint64_t workgroupBytes(GlobalVariable *variable) {
     Type *type = variable->getValueType();
@@ -243,37 +242,32 @@ class Instrumenter {
     return bytes == 0 ? Layout.dynamic_workgroup_bytes : bytes;
   }
 
-  std::pair<GlobalVariable *, GlobalVariable *> shadowOf(GlobalVariable *variable) {
-    auto found = Shadows.find(variable);
-    if (found != Shadows.end()) return found->second;
-    uint64_t bytes = workgroupBytes(variable);
-    Type *type = ArrayType::get(Type::getInt8Ty(C), bytes * Layout.shadow_bytes);
-    auto *shadow = new GlobalVariable(M, type, false, GlobalValue::InternalLinkage,
-                                      Constant::getNullValue(type),
-                                      variable->getName() + ".check.shadow", nullptr,
-                                      GlobalValue::NotThreadLocal, WORKGROUP_ADDRESS_SPACE);
-    shadow->setAlignment(Align(16));
+  GlobalVariable *descriptionOf(GlobalVariable *variable) {
+    auto found = Descriptions.find(variable);
+    if (found != Descriptions.end()) return found->second;
     Constant *name = ConstantDataArray::getString(C, variable->getName());
     auto *nameVariable = new GlobalVariable(M, name->getType(), true, GlobalValue::PrivateLinkage,
                                             name, "check.variable.name");
     StructType *descriptionType = StructType::get(C, {Ptr, I64});
     auto *description = new GlobalVariable(
         M, descriptionType, true, GlobalValue::PrivateLinkage,
-        ConstantStruct::get(descriptionType, {nameVariable, ConstantInt::get(I64, bytes)}),
+        ConstantStruct::get(descriptionType,
+                            {nameVariable, ConstantInt::get(I64, workgroupBytes(variable))}),
         "check.variable");
-    Shadows[variable] = {shadow, description};
-    return {shadow, description};
+    Descriptions[variable] = description;
+    return description;
   }
 
   // An access of workgroup memory: within its variable (else reported as out of bounds and not
-  // made), and told to the runtime with its shadow (`layout.workgroup_offset`), which finds
-  // races between the block's threads and reads of bytes not written since the block began.
+  // made), and told to the runtime (`layout.workgroup_offset`), which keeps the variable's
+  // shadow to find races between the block's threads and reads of bytes not written since the
+  // block began.
   void checkWorkgroup(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind,
                       Value *context) {
     Value *pointer = I->getOperand(operandIndex);
     auto *variable = dyn_cast<GlobalVariable>(const_cast<Value *>(underlyingObject(pointer)));
     if (!variable || variable->getAddressSpace() != WORKGROUP_ADDRESS_SPACE) return;
-    auto [shadow, description] = shadowOf(variable);
+    GlobalVariable *description = descriptionOf(variable);
     IRBuilder<> b(I);
     auto *intrinsic = dyn_cast<MemIntrinsic>(I);
     if (intrinsic) bytes = b.CreateZExtOrTrunc(intrinsic->getLength(), I64);
@@ -286,15 +280,7 @@ class Instrumenter {
     Instruction *made = SplitBlockAndInsertIfThen(ok, I, false);
     IRBuilder<> record(made);
     Value *offset = record.CreateSub(address, base);
-    Value *entry = record.CreateGEP(
-        record.getInt8Ty(), shadow,
-        record.CreateMul(offset, ConstantInt::get(I64, Layout.shadow_bytes)));
-    SmallVector<Value *, 12> arguments = {context,
-                                          site(I, kind, -1),
-                                          description,
-                                          record.CreateAddrSpaceCast(entry, Ptr),
-                                          offset,
-                                          bytes};
+    SmallVector<Value *, 12> arguments = {context, site(I, kind, -1), description, offset, bytes};
     appendIds(record, arguments);
     callThrough(record, context, Layout.workgroup_offset, arguments);
   }

@@ -10,13 +10,14 @@
 //!   a global variable's own bytes; and for anything else (a pointer loaded from memory, a
 //!   device function's parameter) the live allocation the runtime finds it in at the access
 //!   (`host_abi::CHECK_FIND_OFFSET`). Private memory is not checked.
-//! - Workgroup memory: each access within its variable, and told to the runtime with the
-//!   variable's shadow (`host_abi::CHECK_WORKGROUP_OFFSET`): a workgroup array of
-//!   `host_abi::CHECK_SHADOW_BYTES` per byte (who wrote and read each byte, in which barrier
-//!   interval), per block as workgroup memory is. Each `gpu.barrier` tells the runtime the
-//!   thread got there (`host_abi::CHECK_BARRIER_OFFSET`), which starts its next interval. The
-//!   runtime then finds two threads of a block writing, or writing and reading, a byte between
-//!   the same two barriers, and reads of bytes not written since the block began.
+//! - Workgroup memory: each access within its variable, and told to the runtime
+//!   (`host_abi::CHECK_WORKGROUP_OFFSET`), which keeps the variable's shadow (who wrote and read
+//!   each byte, in which barrier interval; on the heap of the OS thread running the block, not
+//!   in thread-local storage, which glibc carves from every thread's stack). Each
+//!   `gpu.barrier` tells the runtime the thread got there (`host_abi::CHECK_BARRIER_OFFSET`),
+//!   which starts its next interval. The runtime then finds two threads of a block writing, or
+//!   writing and reading, a byte between the same two barriers, and reads of bytes not written
+//!   since the block began.
 //! - The ops' locations come from the MLIR file: a checked lowering translates with line tables
 //!   (`lower.rs`), read here into a constant per access site (`host_abi::CHECK_SITE_BYTES`)
 //!   and then dropped.
@@ -58,7 +59,6 @@ struct CheckLayout {
     bounds_offset: u32,
     workgroup_offset: u32,
     barrier_offset: u32,
-    shadow_bytes: u32,
     dynamic_workgroup_bytes: u32,
 }
 
@@ -121,7 +121,6 @@ pub(super) fn check_accesses<'ll>(
         bounds_offset: host_abi::CHECK_BOUNDS_OFFSET as u32,
         workgroup_offset: host_abi::CHECK_WORKGROUP_OFFSET as u32,
         barrier_offset: host_abi::CHECK_BARRIER_OFFSET as u32,
-        shadow_bytes: host_abi::CHECK_SHADOW_BYTES,
         dynamic_workgroup_bytes: host_abi::DYNAMIC_SHARED_BYTES,
     };
     // SAFETY: a live module and values of it; the arrays and the string outlive the call; the

@@ -14,7 +14,7 @@ use crate::binary::HostKernel;
 use crate::error::{Error, ErrorKind};
 use gpu_manifest::host_abi;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -56,7 +56,6 @@ pub(super) type Workgroup = unsafe extern "C" fn(
     *mut Context,
     *const Site,
     *const Variable,
-    *mut Shadow,
     u64,
     u64,
     u32,
@@ -79,11 +78,11 @@ pub(super) struct Variable {
     bytes: u64,
 }
 
-/// The shadow of one byte of workgroup memory (`host_abi::CHECK_SHADOW_BYTES`), zero at first:
-/// which block it is about, and the last write and read of it, each by barrier interval (the
-/// thread's count of barriers passed, plus one: 0 is never), thread and site.
-#[repr(C)]
-pub(super) struct Shadow {
+/// The shadow of one byte of workgroup memory: which block it is about, and the last write and
+/// read of it, each by barrier interval (the thread's count of barriers passed, plus one: 0 is
+/// never), thread and site.
+#[derive(Clone, Copy)]
+struct Shadow {
     block: u32,
     write_interval: u32,
     writer: u32,
@@ -94,8 +93,6 @@ pub(super) struct Shadow {
     write_site: *const Site,
     read_site: *const Site,
 }
-
-const _: () = assert!(std::mem::size_of::<Shadow>() == host_abi::CHECK_SHADOW_BYTES as usize);
 
 impl Shadow {
     /// A byte of block `block` not accessed yet.
@@ -383,10 +380,13 @@ struct BlockState {
     intervals: Vec<u32>,
     barrier_sites: Vec<*const Site>,
     pending: Vec<Pending>,
+    /// Each workgroup variable's shadow (by its description's address), kept for the blocks
+    /// this OS thread runs after (`generation` tells them apart).
+    shadows: HashMap<usize, Box<[Shadow]>>,
 }
 
 thread_local! {
-    static BLOCK: RefCell<BlockState> = const {
+    static BLOCK: RefCell<BlockState> = {
         RefCell::new(BlockState {
             serial: 0,
             block: [0; 3],
@@ -394,6 +394,7 @@ thread_local! {
             intervals: Vec::new(),
             barrier_sites: Vec::new(),
             pending: Vec::new(),
+            shadows: HashMap::new(),
         })
     };
 }
@@ -472,7 +473,6 @@ pub(super) unsafe extern "C" fn workgroup(
     context: *mut Context,
     site: *const Site,
     variable: *const Variable,
-    shadow: *mut Shadow,
     offset: u64,
     bytes: u64,
     thread_x: u32,
@@ -506,13 +506,19 @@ pub(super) unsafe extern "C" fn workgroup(
             let me = linear as u32;
             let mut race = None;
             let mut uninitialized = None;
-            for i in 0..bytes as usize {
-                // SAFETY: the object passes the shadow of the `bytes` accessed, within the
-                // variable's (the access was checked against its bounds first); only this OS
-                // thread, which runs the block, touches it.
-                let entry = unsafe { &mut *shadow.add(i) };
-                if entry.block != state.generation {
-                    *entry = Shadow::fresh(state.generation);
+            // SAFETY: a constant of the object.
+            let size = unsafe { (*variable).bytes } as usize;
+            let generation = state.generation;
+            let shadow = state
+                .shadows
+                .entry(variable as usize)
+                .or_insert_with(|| vec![Shadow::fresh(0); size].into_boxed_slice());
+            // The object checked the access against the variable's bounds first.
+            let start = (offset as usize).min(size);
+            let end = start.saturating_add(bytes as usize).min(size);
+            for (i, entry) in shadow[start..end].iter_mut().enumerate() {
+                if entry.block != generation {
+                    *entry = Shadow::fresh(generation);
                 }
                 match kind {
                     host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ => {
@@ -559,11 +565,11 @@ pub(super) unsafe extern "C" fn workgroup(
                 }
             }
             if let Some(byte) = uninitialized {
+                let entry: *mut Shadow = &mut shadow[start + byte];
                 state.pending.push(Pending {
                     interval,
-                    // SAFETY: within the access's shadow (above).
-                    entry: unsafe { shadow.add(byte) },
-                    generation: state.generation,
+                    entry,
+                    generation,
                     byte: byte as u64,
                     access: access.clone(),
                 });
@@ -654,8 +660,8 @@ fn flush_before(state: &mut BlockState, checks: &Checks, interval: u32) {
         if pending.interval >= interval {
             return true;
         }
-        // SAFETY: the shadow entry of the block this OS thread runs: workgroup memory of this
-        // thread, which lives as long as the thread.
+        // SAFETY: an entry of a shadow of this OS thread's block state, boxed (it does not
+        // move) and never freed while the thread lives.
         let entry = unsafe { &mut *pending.entry };
         let still = entry.block == pending.generation && pending.generation == generation;
         if still && entry.pending != 0 && checks.first_time(pending.access.site, std::ptr::null()) {
