@@ -184,4 +184,9 @@ fn the_finding_bugs_crate_is_silent_unchecked_and_reports_its_bug_checked() {
             && stdout.contains(report),
         "{stdout}"
     );
+    // The fault lost nothing: the next launch on the same buffers runs, checked, clean.
+    assert!(
+        stdout.contains("with a view of 9: [9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]"),
+        "{stdout}"
+    );
 }

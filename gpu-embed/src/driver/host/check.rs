@@ -14,7 +14,7 @@ use crate::binary::HostKernel;
 use crate::error::{Error, ErrorKind};
 use gpu_manifest::host_abi;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -381,8 +381,9 @@ struct BlockState {
     barrier_sites: Vec<*const Site>,
     pending: Vec<Pending>,
     /// Each workgroup variable's shadow (by its description's address), kept for the blocks
-    /// this OS thread runs after (`generation` tells them apart).
-    shadows: HashMap<usize, Box<[Shadow]>>,
+    /// this OS thread runs after (`generation` tells them apart). A kernel has few workgroup
+    /// variables: a list, the one used last first, beats hashing on every access.
+    shadows: Vec<(usize, Box<[Shadow]>)>,
 }
 
 thread_local! {
@@ -394,7 +395,7 @@ thread_local! {
             intervals: Vec::new(),
             barrier_sites: Vec::new(),
             pending: Vec::new(),
-            shadows: HashMap::new(),
+            shadows: Vec::new(),
         })
     };
 }
@@ -509,10 +510,7 @@ pub(super) unsafe extern "C" fn workgroup(
             // SAFETY: a constant of the object.
             let size = unsafe { (*variable).bytes } as usize;
             let generation = state.generation;
-            let shadow = state
-                .shadows
-                .entry(variable as usize)
-                .or_insert_with(|| vec![Shadow::fresh(0); size].into_boxed_slice());
+            let shadow = shadow_of(&mut state.shadows, variable as usize, size);
             // The object checked the access against the variable's bounds first.
             let start = (offset as usize).min(size);
             let end = start.saturating_add(bytes as usize).min(size);
@@ -596,6 +594,16 @@ pub(super) unsafe extern "C" fn workgroup(
             }
         },
     );
+}
+
+/// The shadow of the variable described at `key`, moved to the front of the list.
+fn shadow_of(shadows: &mut Vec<(usize, Box<[Shadow]>)>, key: usize, size: usize) -> &mut [Shadow] {
+    match shadows.iter().position(|(k, _)| *k == key) {
+        Some(0) => {}
+        Some(at) => shadows[..=at].rotate_right(1),
+        None => shadows.insert(0, (key, vec![Shadow::fresh(0); size].into_boxed_slice())),
+    }
+    &mut shadows[0].1
 }
 
 /// One access of workgroup memory, for its reports.
