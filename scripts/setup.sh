@@ -3,7 +3,8 @@
 # LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, Debian's HIP
 # runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the Vulkan loader, the
 # Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
-# loader (the host target's peer in benches/host_vs_peers.rs), Intel's CPU Runtime for OpenCL from
+# loader (the host target's peer in benches/host_vs_peers.rs), Oclgrind (the checked host run's
+# peer in benches/checked_vs_oclgrind.rs, which points the loader at its ICD library), Intel's CPU Runtime for OpenCL from
 # PyPI (the OpenCL driver's tests: it runs the levelzero target's SPIR-V on any x86-64 CPU) with
 # Debian's OpenCL headers (the OpenCL bindings), the stores the shared-cache tests
 # start on loopback (redis-server, nginx with its WebDAV modules, moto's S3 server from PyPI), the
@@ -16,7 +17,7 @@ set -euo pipefail
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip
           valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools
-          pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers
+          pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers oclgrind
           redis-server nginx libnginx-mod-http-dav-ext
           libze1 libze-dev)
 missing=()

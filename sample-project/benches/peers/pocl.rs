@@ -1,4 +1,5 @@
-//! PoCL through `opencl3` (libOpenCL.so.1 loaded at run time): the benchmark's OpenCL side.
+//! PoCL through `opencl3` (libOpenCL.so.1 loaded at run time): the benchmarks' OpenCL side (any
+//! platform by name: Oclgrind's too).
 
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -23,16 +24,23 @@ pub type FloatBuffer = Buffer<cl_float>;
 
 impl Pocl {
     /// PoCL, or why it cannot be had (no OpenCL loader, no PoCL platform, a build failure).
+    #[allow(dead_code)]
     pub fn new() -> Result<Pocl, String> {
+        Pocl::platform(
+            "Portable Computing Language",
+            "no PoCL platform (scripts/setup.sh installs pocl-opencl-icd)",
+        )
+    }
+
+    /// The first device of the platform whose name holds `name` (`missing` says why there is
+    /// none), with the benchmark's kernels built.
+    pub fn platform(name: &str, missing: &str) -> Result<Pocl, String> {
         let platforms =
             get_platforms().map_err(|e| format!("no OpenCL loader or platform ({e})"))?;
         let platform = platforms
             .into_iter()
-            .find(|p| {
-                p.name()
-                    .is_ok_and(|n| n.contains("Portable Computing Language"))
-            })
-            .ok_or("no PoCL platform (scripts/setup.sh installs pocl-opencl-icd)")?;
+            .find(|p| p.name().is_ok_and(|n| n.contains(name)))
+            .ok_or(missing)?;
         let id = *platform
             .get_devices(CL_DEVICE_TYPE_ALL)
             .map_err(|e| e.to_string())?
