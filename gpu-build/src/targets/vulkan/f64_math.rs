@@ -27,6 +27,9 @@
 //! fused them broke the error-free steps: 400 ulps in `exp2`), and GLSL's `Fma` is not relied on
 //! to be fused (Dekker's product instead).
 
+// fdlibm's coefficients, digit for digit as published (their last digits round to the same f64).
+#![allow(clippy::excessive_precision)]
+
 use crate::error::Result;
 use crate::targets::support::mlir::splice_text;
 use crate::targets::support::spirv::failed;
@@ -102,13 +105,13 @@ impl Text {
     fn bits(&mut self, a: &str) -> String {
         self.op(format!("arith.bitcast {a} : f64 to i64"))
     }
-    fn from_bits(&mut self, a: &str) -> String {
+    fn bits_as_double(&mut self, a: &str) -> String {
         self.op(format!("arith.bitcast {a} : i64 to f64"))
     }
-    fn to_int(&mut self, a: &str) -> String {
+    fn as_int_bits(&mut self, a: &str) -> String {
         self.op(format!("arith.fptosi {a} : f64 to i64"))
     }
-    fn to_float(&mut self, a: &str) -> String {
+    fn as_double(&mut self, a: &str) -> String {
         self.op(format!("arith.sitofp {a} : i64 to f64"))
     }
     /// The halves of `a` (Veltkamp's split): a = hi + lo, each of at most 26 significant bits.
@@ -158,7 +161,7 @@ impl Text {
         let biased = self.int("addi", k, &bias);
         let shift = self.i(52);
         let field = self.int("shli", &biased, &shift);
-        self.from_bits(&field)
+        self.bits_as_double(&field)
     }
 
     /// e^(hi + lo), |lo| at most a few ulps of `hi`.
@@ -188,7 +191,7 @@ impl Text {
             coefficients.push(1.0 / factorial);
         }
         let p = self.horner(&r, &coefficients);
-        let ki = self.to_int(&k);
+        let ki = self.as_int_bits(&k);
         let one = self.i(1);
         let k1 = self.int("shrsi", &ki, &one);
         let k2 = self.int("subi", &ki, &k1);
@@ -229,7 +232,7 @@ impl Text {
         let one_bits = self.i(0x3FF0_0000_0000_0000);
         let mantissa = self.int("andi", &b, &mantissa_mask);
         let m_bits = self.int("ori", &mantissa, &one_bits);
-        let m = self.from_bits(&m_bits);
+        let m = self.bits_as_double(&m_bits);
         let sqrt2 = self.f(std::f64::consts::SQRT_2);
         let big = self.cmp("ogt", &m, &sqrt2);
         let half = self.f(0.5);
@@ -238,7 +241,7 @@ impl Text {
         let one_i = self.i(1);
         let e_up = self.int("addi", &e, &one_i);
         let e = self.select_int(&big, &e_up, &e);
-        let ef = self.to_float(&e);
+        let ef = self.as_double(&e);
         let one = self.f(1.0);
         let two = self.f(2.0);
         // f exact (Sterbenz); t = 2 + f with its rounding error (two-sum, |2| ≥ |f|).
@@ -350,7 +353,7 @@ impl Text {
         let finite = self.cmp("olt", &q, &four);
         let zero = self.f(0.0);
         let q = self.select(&finite, &q, &zero);
-        let q = self.to_int(&q);
+        let q = self.as_int_bits(&q);
         (y0, y1, q)
     }
 

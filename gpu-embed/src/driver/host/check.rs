@@ -387,7 +387,7 @@ struct BlockState {
 }
 
 thread_local! {
-    static BLOCK: RefCell<BlockState> = {
+    static BLOCK: RefCell<BlockState> = const {
         RefCell::new(BlockState {
             serial: 0,
             block: [0; 3],
