@@ -584,10 +584,10 @@ fn a_store_killed_during_the_build_is_a_warning_and_the_build_succeeds() {
 /// A store that answers the lookups, then goes silent during the first upload: the end of the
 /// build waits for uploads only while they make progress.
 #[test]
-fn a_store_that_hangs_during_the_build_costs_at_most_a_second() {
+fn a_store_that_hangs_during_the_build_costs_about_a_second() {
     if !rerun::in_own_process(
         module_path!(),
-        "a_store_that_hangs_during_the_build_costs_at_most_a_second",
+        "a_store_that_hangs_during_the_build_costs_about_a_second",
         &[],
     ) {
         return; // it ran in a process of its own: its builds set `GPU_BUILD_VERBOSE`
@@ -609,9 +609,12 @@ fn a_store_that_hangs_during_the_build_costs_at_most_a_second() {
             warning.contains(&format!("the shared store {address} failed (")),
             "{warning}"
         );
+        // The wait ends 800 ms after the last progress (`cache/remote.rs`'s STALL), where the
+        // clients' own timeouts would take 20 s or more: 2 s tells the two apart with room for
+        // a loaded machine (1 s failed by 25 ms while another build ran).
         let cache_time = report.timings.get(Stage::Cache);
         assert!(
-            cache_time <= Duration::from_secs(1),
+            cache_time <= Duration::from_secs(2),
             "{scheme}: the hung store cost {cache_time:?}"
         );
     }
