@@ -328,6 +328,10 @@ impl Checks {
 }
 
 /// Records an access outside its bounds (`host_abi::CHECK_REPORT_OFFSET`).
+///
+/// # Safety
+/// Called by a checked object only, with the context the scheduler gave it (its `checks` the
+/// launch's, alive until the launch's threads are done) and a site constant of the object.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn report(
     context: *mut Context,
@@ -441,6 +445,10 @@ fn thread_of(linear: u32, dims: [u32; 3]) -> String {
 
 /// Records a thread's arrival at a barrier (`host_abi::CHECK_BARRIER_OFFSET`): its next
 /// accesses are in the next interval.
+///
+/// # Safety
+/// Called by a checked object only, with the context the scheduler gave it (its `checks` the
+/// launch's, alive until the launch's threads are done) and a site constant of the object.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn barrier(
     context: *mut Context,
@@ -469,6 +477,11 @@ pub(super) unsafe extern "C" fn barrier(
 
 /// Checks an access of workgroup memory against its shadow (`host_abi::CHECK_WORKGROUP_OFFSET`)
 /// and records it there.
+///
+/// # Safety
+/// Called by a checked object only, with the context the scheduler gave it (its `checks` the
+/// launch's, alive until the launch's threads are done) and a site constant of the object,
+/// and a variable description constant of the object.
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn workgroup(
     context: *mut Context,
@@ -735,6 +748,9 @@ pub(super) fn divergence(checks: &Checks, dims: [u32; 3]) -> Option<String> {
 }
 
 /// The live allocation holding `address` (`host_abi::CHECK_FIND_OFFSET`).
+///
+/// # Safety
+/// None beyond the ABI: it reads only the runtime's table (`unsafe` as every context hook is).
 pub(super) unsafe extern "C" fn find(_context: *mut Context, address: u64) -> Bounds {
     let [low, high] = allocation_of(address);
     Bounds { low, high }

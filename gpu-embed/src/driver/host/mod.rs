@@ -8,8 +8,10 @@
 //! Memory is ordinary host memory; a launch on the default stream returns when the kernel is
 //! done, one on a stream is queued (`stream.rs`); images loaded at run time are opened from memory
 //! (`image.rs`); what the machine has (cores, CPU level, memory) and how allocations are laid
-//! out on it is `machine.rs`.
+//! out on it is `machine.rs`; failed assertions are recorded by `assertions.rs`, and the checked
+//! run's allocation table, reports, workgroup shadows and barrier agreement are `check.rs`.
 
+mod assertions;
 mod check;
 #[cfg(feature = "mgpu")]
 pub(crate) use check::check_errors;
@@ -22,6 +24,7 @@ use super::{DeviceHandle, EventHandle, FunctionHandle, ModuleHandle, StreamHandl
 use super::{DeviceLimits, Driver, FoundDevice, HostMemory, KernelAttributes, Pattern};
 use crate::binary::{HostKernel, Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
+use assertions::{record_assertion, AssertFailed, Assertions};
 use check::Checks;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -30,7 +33,7 @@ use image::LoadedImage;
 use machine::{
     advise_huge_pages, allocation_layout, cores, cpu_level, cpu_name, host_memory, ALIGNMENT,
 };
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use stream::{drain_all, exclusive, HostEvent, HostStream};
@@ -74,69 +77,6 @@ struct Context {
     assertions: *const Assertions,
     /// The launch's checks (checked objects only; null otherwise).
     checks: *const Checks,
-}
-
-/// `cf.assert` failed: the context, message, file, line, function, thread x/y/z, block x/y/z.
-type AssertFailed = unsafe extern "C" fn(
-    *mut Context,
-    *const c_char,
-    *const c_char,
-    u32,
-    *const c_char,
-    u32,
-    u32,
-    u32,
-    u32,
-    u32,
-    u32,
-);
-
-/// The first failed assertion of a launch, described.
-type Assertions = Mutex<Option<String>>;
-
-/// Records a failed assertion; the thread then stops (its kernel returns) and the launch fails.
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn record_assertion(
-    context: *mut Context,
-    message: *const c_char,
-    file: *const c_char,
-    line: u32,
-    function: *const c_char,
-    thread_x: u32,
-    thread_y: u32,
-    thread_z: u32,
-    block_x: u32,
-    block_y: u32,
-    block_z: u32,
-) {
-    let text = |p: *const c_char| {
-        if p.is_null() {
-            String::new()
-        } else {
-            // SAFETY: the kernel passes NUL-terminated strings of its own constants.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        }
-    };
-    // Every failing thread reports on stderr as CUDA's device runtime does, in its words.
-    eprintln!(
-        "{}:{line}: {}: block: [{block_x},{block_y},{block_z}], thread: \
-         [{thread_x},{thread_y},{thread_z}] Assertion `{}` failed.",
-        text(file),
-        text(function),
-        text(message)
-    );
-    let description = format!(
-        "assertion failed in block ({block_x}, {block_y}, {block_z}), thread ({thread_x}, \
-         {thread_y}, {thread_z}): {}:{line}: {}",
-        text(file),
-        text(message)
-    );
-    // SAFETY: set by the scheduler to the launch's record, which outlives its threads.
-    let assertions = unsafe { &*(*context).assertions };
-    assertions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert(description);
 }
 
 /// Why a coroutine suspended.
