@@ -115,6 +115,8 @@ pub use cache::stats::{CacheStats, StoreStats};
 pub use cache_setting::CacheSetting;
 pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "compiler")]
+pub use frontend::check_mlir_file;
 pub use gpu_manifest as manifest;
 pub use gpu_manifest::Vendor;
 #[cfg(feature = "compiler")]

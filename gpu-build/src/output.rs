@@ -46,7 +46,8 @@ const OLD_OUTPUTS_PREFIX: &str = ".gpu-build-old-";
 pub(crate) const HOST_LIBRARY_DIR: &str = "gpu-build/host";
 
 /// Scratch space for external tools (ptxas, ld.lld): inside `OUT_DIR`, where cargo allows a build
-/// script to write, never the system temporary directory. Removed when dropped.
+/// script to write, never the system temporary directory. Removed when dropped, with the outputs'
+/// folder when nothing else is in it (a failed build leaves nothing in `OUT_DIR`).
 pub(crate) struct Scratch {
     path: PathBuf,
 }
@@ -60,6 +61,10 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+        if let Some(outputs) = self.path.parent() {
+            // Fails, as it should, where the build wrote objects there.
+            let _ = std::fs::remove_dir(outputs);
+        }
     }
 }
 

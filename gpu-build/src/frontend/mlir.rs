@@ -44,7 +44,7 @@ impl Mlir {
 
     /// Parses and verifies `source`; a failure carries MLIR's diagnostics at file:line:col.
     pub fn parse(&self, source: &SourceFile) -> Result<Module<'_>> {
-        let text = source.text()?;
+        let text = source.mlir_text()?;
         self.diagnostics.take();
         match Module::parse(&self.context, text) {
             Some(module) => Ok(module),

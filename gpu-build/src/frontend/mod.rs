@@ -4,6 +4,7 @@
 pub(crate) mod diagnostics;
 pub(crate) mod llvm_ir;
 pub(crate) mod mlir;
+pub(crate) mod parser_crashes;
 pub(crate) mod source;
 
 use crate::targets::interface::TargetSpec;
@@ -76,4 +77,12 @@ impl InputKind {
             _ => None,
         }
     }
+}
+
+/// Reads an MLIR file and makes the checks a build makes before MLIR's parser sees it (UTF-8, no
+/// NUL bytes, bounded nesting, nothing known to crash MLIR 22's parser), for tools that hand the
+/// file to MLIR themselves (`gpu-build run`). The error is located at the file's line and column.
+pub fn check_mlir_file(path: &std::path::Path) -> crate::error::Result<()> {
+    let file = source::SourceFile::read(path, path.display().to_string())?;
+    file.mlir_text().map(|_| ())
 }

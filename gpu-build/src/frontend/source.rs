@@ -1,7 +1,9 @@
 //! Reading a kernel file and the checks that must happen before any parser sees it: MLIR's parser
 //! needs UTF-8 without NUL bytes, and it recurses once per nesting level, so input nested deeper
-//! than any real kernel is refused here instead of overflowing the stack there.
+//! than any real kernel is refused here instead of overflowing the stack there; constructs that
+//! crash MLIR 22's parser are refused here too (`parser_crashes`).
 
+use super::parser_crashes;
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
 
@@ -52,7 +54,7 @@ impl SourceFile {
         })
     }
 
-    /// The file as text, for the MLIR parser: UTF-8, no NUL bytes, bounded nesting.
+    /// The file as text, for a parser: UTF-8, no NUL bytes, bounded nesting.
     pub fn text(&self) -> Result<&str> {
         let text = std::str::from_utf8(&self.bytes).map_err(|e| {
             let at = self.location_of(e.valid_up_to());
@@ -85,6 +87,23 @@ impl SourceFile {
             )
         })?;
         Ok(text)
+    }
+
+    /// The file as text for MLIR's parser: [`SourceFile::text`], and nothing known to crash
+    /// MLIR 22's parser.
+    pub fn mlir_text(&self) -> Result<&str> {
+        let text = self.text()?;
+        match parser_crashes::find(text) {
+            Some(crash) => Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{}: error: {}",
+                    self.location_of(crash.offset),
+                    crash.message
+                ),
+            )),
+            None => Ok(text),
+        }
     }
 
     /// Line and column (1-based, columns in bytes as MLIR counts them) of a byte offset.

@@ -298,6 +298,52 @@ fn bad_arguments_are_clear_errors() {
     assert!(ok, "{stderr}");
 }
 
+/// The typo MLIR 22's parser crashes on (a dense array of `index` elements) is an error at its
+/// line from `compile` and from `run`: exit status 1, nothing written.
+#[test]
+fn a_construct_that_crashes_mlirs_parser_is_an_error_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.mlir");
+    std::fs::write(
+        &file,
+        "func.func @f() attributes {x = array<index: 1>} { return }\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let expected = "k.mlir:1:38: error: a dense array attribute cannot hold `index` elements \
+                    (MLIR 22 crashes on it); write array<i32: …> or array<i64: …>";
+    let file = file.to_str().unwrap();
+    for args in [
+        vec![
+            "compile",
+            "-t",
+            "host",
+            "-t",
+            "vulkan",
+            "--out",
+            out.to_str().unwrap(),
+            file,
+        ],
+        vec!["run", "--device", "host", file],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_gpu-build"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(expected) && !stderr.contains("crashed"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    assert!(
+        left.is_empty(),
+        "a failed build left {left:?} in its output folder"
+    );
+}
+
 /// A thread loop behind a guard that passes every thread of most blocks runs an unguarded copy
 /// there (`optimize.cpp`'s versioning), which the vectorizer takes: the tree reduction's `i < n`
 /// (whose other side stores a zero) and the stencil's border test `x == 0 || x >= cols - 1`

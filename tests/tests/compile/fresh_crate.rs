@@ -123,6 +123,43 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
         stderr.contains("src/main.rs") && stderr.contains("mismatched types"),
         "{stderr}"
     );
+
+    // MLIR 22's parser crashes (SIGSEGV) on a dense array of `index` elements, the natural typo
+    // for a block size: the build script stops first, at the typo, naming the fix.
+    std::fs::write(&main, good).unwrap();
+    let kernel = root.join("kernels/vadd.mlir");
+    let good_kernel = std::fs::read_to_string(&kernel).unwrap();
+    let typo = good_kernel.replace(
+        ") kernel {",
+        ") kernel attributes {known_block_size = array<index: 256, 1, 1>} {",
+    );
+    assert_ne!(typo, good_kernel, "the typo applies");
+    std::fs::write(&kernel, &typo).unwrap();
+    let output = crate::common::nested_cargo(root)
+        .args(["build", "--offline", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the typo built");
+    let line = typo
+        .lines()
+        .position(|l| l.contains("array<index"))
+        .unwrap()
+        + 1;
+    let column = typo
+        .lines()
+        .nth(line - 1)
+        .unwrap()
+        .find("array<index")
+        .unwrap()
+        + 7;
+    assert!(
+        stderr.contains(&format!(
+            "kernels/vadd.mlir:{line}:{column}: error: a dense array attribute cannot hold \
+             `index` elements (MLIR 22 crashes on it); write array<i32: …> or array<i64: …>"
+        )) && !stderr.contains("crashed"),
+        "{stderr}"
+    );
 }
 
 #[test]

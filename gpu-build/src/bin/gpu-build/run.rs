@@ -219,6 +219,7 @@ fn parse<'c>(context: &'c Context, file: &Path) -> Result<Module<'c>, String> {
     if !file.is_file() {
         return Err(format!("{}: no such file", file.display()));
     }
+    gpu_build::check_mlir_file(file).map_err(|error| error.to_string())?;
     let path = file.to_string_lossy();
     // SAFETY: a live context and a path string that outlives the call.
     let raw = unsafe {
