@@ -612,6 +612,53 @@ mod once_crashed {
         );
     }
 
+    /// Intrinsics MLIR's NVVM lowering emits for upstream's sm_80 and sm_90 tests (mbarriers,
+    /// cluster ids, TMA, tf32 and f64 MMA, `elect.sync`) stopped the build through LLVM's fatal
+    /// error when compiled for an older chip or PTX version (found by the fuzzer with the default
+    /// sm_75): an error naming the intrinsic, the chip or PTX version it needs and how to ask.
+    #[test]
+    fn intrinsics_the_chip_lacks_are_an_error_naming_the_chip_they_need() {
+        let kernel = |target: &str, intrinsic: &str, args: &str, types: &str| {
+            format!(
+                "gpu.module @k [#nvvm.target<{target}>] {{\n  llvm.func @r(%a: !llvm.ptr<3>) \
+                 attributes {{gpu.kernel}} {{\n    %n = llvm.mlir.constant(1 : i32) : i32\n    \
+                 llvm.call_intrinsic \"{intrinsic}\"({args}) : ({types}) -> ()\n    llvm.return\n  \
+                 }}\n}}\n"
+            )
+        };
+        let mbarrier = |target: &str| {
+            kernel(
+                target,
+                "llvm.nvvm.mbarrier.init.shared",
+                "%a, %n",
+                "!llvm.ptr<3>, i32",
+            )
+        };
+        assert_error(
+            &mbarrier("chip = \"sm_75\""),
+            &[
+                "k.mlir:1:1: gpu.module @k for nvptx sm_75: the kernels call \
+               `llvm.nvvm.mbarrier.init.shared`, which NVIDIA chips have on sm_80 and newer, not \
+               on sm_75: compile this module for sm_80 (`#nvvm.target<chip = \"sm_80\">`",
+            ],
+        );
+        assert_eq!(build(&mbarrier("chip = \"sm_80\"")), None);
+        let prefetch = |target: &str| {
+            kernel(target, "llvm.nvvm.prefetch.tensormap", "%a", "!llvm.ptr<3>")
+                .replace("!llvm.ptr<3>", "!llvm.ptr")
+        };
+        assert_error(
+            &prefetch("chip = \"sm_90\""),
+            &["gpu.module @k for nvptx sm_90: the kernels call `llvm.nvvm.prefetch.tensormap.p0`, \
+               which needs PTX ISA 8.0 or newer, and this module is compiled for PTX 7.8: add \
+               `features = \"+ptx80\"` to its `#nvvm.target`"],
+        );
+        assert_eq!(
+            build(&prefetch("chip = \"sm_90\", features = \"+ptx80\"")),
+            None
+        );
+    }
+
     /// No check catches an intrinsic the chip lacks; LLVM's fatal error still becomes a build
     /// error that names the file, gpu.module and target, with exit status 1.
     #[test]

@@ -13,14 +13,17 @@ const JOB: &str = "GPU_BUILD_TEST_CHILD_JOB";
 const OUT: &str = "GPU_BUILD_TEST_CHILD_OUT";
 const BASE: &str = "GPU_BUILD_TEST_CHILD_BASE";
 const KERNELS: &str = "GPU_BUILD_TEST_CHILD_KERNELS";
+/// Set to `1` in the child: the host objects are the checked flavour (`Build::check`).
+pub const CHECKED: &str = "GPU_BUILD_TEST_CHILD_CHECKED";
 
 /// What the child builds.
 #[derive(Debug, Clone, Copy)]
 pub enum Job {
     /// The sample kernels for sm_80, sm_90, gfx90a, gfx1100 and the host.
     Samples,
-    /// Each kernel file for its own NVPTX and AMDGPU targets (else the default chips), and the host.
-    OwnTargets,
+    /// Each kernel file for its own NVPTX and AMDGPU targets (else the default chips), the host,
+    /// Vulkan and Level Zero: every target family.
+    EveryTarget,
     /// Each kernel file for its own target attributes only.
     FileTargets,
 }
@@ -29,7 +32,7 @@ impl Job {
     fn name(self) -> &'static str {
         match self {
             Job::Samples => "samples",
-            Job::OwnTargets => "own-targets",
+            Job::EveryTarget => "every-target",
             Job::FileTargets => "file-targets",
         }
     }
@@ -95,22 +98,37 @@ impl ChildBuild {
     }
 
     /// Runs to the end, or for at most `limit` (then it is killed and `timed_out` is set).
+    /// Its output is read while it runs: a child writing more than a pipe holds would otherwise
+    /// wait for a reader and look hung.
     pub fn run(self, limit: Duration) -> Outcome {
         let started = Instant::now();
         let mut child = self.start();
+        let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                bytes
+            })
+        };
+        let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
         let status = wait_until(&mut child, started + limit);
         let timed_out = status.is_none();
         if timed_out {
             let _ = child.kill();
         }
-        let output = child
-            .wait_with_output()
-            .expect("the child can be waited for");
+        let status = child.wait().expect("the child can be waited for");
+        let _ = stdout.join();
+        let stderr = stderr
+            .join()
+            .expect("the reader of the child's errors ends");
         Outcome {
-            status: output.status,
+            status,
             timed_out,
             elapsed: started.elapsed(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
         }
     }
 }
@@ -200,23 +218,30 @@ fn child_process() {
         return;
     };
     let var = |name| std::env::var(name).unwrap_or_else(|_| panic!("{name} is set"));
-    let (out, base) = (var(OUT), var(BASE));
-    let mut build = build_in(Path::new(&out));
-    build.base_dir(&base);
-    for kernel in var(KERNELS).lines() {
-        build.kernel(kernel);
-    }
-    match job.as_str() {
-        "samples" => build
-            .target(Vendor::Nvptx, &["sm_80", "sm_90"])
-            .target(Vendor::Amdgpu, &["gfx90a", "gfx1100"])
-            .target(Vendor::Host, &[]),
-        "file-targets" => &mut build,
-        _ => build
-            .target(Vendor::Nvptx, &[])
-            .target(Vendor::Amdgpu, &[])
-            .target(Vendor::Host, &[]),
+    let (out, base) = (PathBuf::from(var(OUT)), var(BASE));
+    let kernels = var(KERNELS);
+    let build_into = |out: &Path| {
+        let mut build = build_in(out);
+        build.base_dir(&base);
+        for kernel in kernels.lines() {
+            build.kernel(kernel);
+        }
+        if std::env::var(CHECKED).is_ok_and(|v| v == "1") {
+            build.check(true);
+        }
+        build
     };
+    let mut build = build_into(&out);
+    match job.as_str() {
+        "samples" => {
+            build
+                .target(Vendor::Nvptx, &["sm_80", "sm_90"])
+                .target(Vendor::Amdgpu, &["gfx90a", "gfx1100"])
+                .target(Vendor::Host, &[]);
+        }
+        "file-targets" => {}
+        _ => return every_target(build_into),
+    }
     match build.compile() {
         Ok(report) if report.reused => eprintln!("gpu-build child: reused the previous outputs"),
         Ok(report) => eprintln!(
@@ -228,4 +253,37 @@ fn child_process() {
             std::process::exit(1);
         }
     }
+}
+
+/// [`Job::EveryTarget`]: one build per target family, each into its own folder of `OUT`, so a
+/// family that rejects the input does not keep the others from compiling it. Exits 1 after the
+/// last when any rejected it, 2 if a failed build left a manifest.
+fn every_target(build_into: impl Fn(&Path) -> gpu_build::Build) {
+    let out = PathBuf::from(std::env::var(OUT).unwrap());
+    let mut failed = false;
+    let mut compiled = Vec::new();
+    for vendor in [
+        Vendor::Nvptx,
+        Vendor::Amdgpu,
+        Vendor::Host,
+        Vendor::Vulkan,
+        Vendor::LevelZero,
+    ] {
+        let dir = out.join(vendor.to_string());
+        let mut build = build_into(&dir);
+        build.target(vendor, &[]);
+        match build.compile() {
+            Ok(_) => compiled.push(vendor.to_string()),
+            Err(error) => {
+                failed = true;
+                eprintln!("gpu-build child: error: {vendor}: {error}");
+                if dir.join(gpu_manifest::MANIFEST_PATH).exists() {
+                    eprintln!("gpu-build child: the failed {vendor} build left a manifest");
+                    std::process::exit(2);
+                }
+            }
+        }
+    }
+    eprintln!("gpu-build child: compiled for [{}]", compiled.join(", "));
+    std::process::exit(i32::from(failed));
 }

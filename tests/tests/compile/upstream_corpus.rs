@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CORPUS: &str = "/opt/gpu-build/mlir-integration-tests/GPU";
+pub(crate) const CORPUS: &str = "/opt/gpu-build/mlir-integration-tests/GPU";
 
 /// The programs a target does not compile, and what the error must say. Everything else in the
 /// corpus must compile.
@@ -269,7 +269,7 @@ fn nvptx_chip(program: &str) -> &'static str {
     }
 }
 
-fn programs(corpus: &Path) -> Vec<String> {
+pub(crate) fn programs(corpus: &Path) -> Vec<String> {
     let mut programs = Vec::new();
     for folder in ["CUDA", "ROCM", "SYCL", "LevelZero", "SPIRV"] {
         for entry in walkdir::WalkDir::new(corpus.join(folder)) {
@@ -296,7 +296,7 @@ fn mlir_opt(args: &[&str]) -> bool {
 /// The program as its RUN lines have it before lowering: its transform schedule applied (where
 /// it has one), its kernels outlined into gpu.modules. Returns the scheduled program too, which
 /// upstream's NVVM pipeline takes (it outlines kernels itself, after converting nvgpu types).
-fn prepare(source: &Path, dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn prepare(source: &Path, dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let text = std::fs::read_to_string(source).unwrap();
     let scheduled = if text.contains("transform.named_sequence") {
         let scheduled = dir.join(format!("{name}.scheduled.mlir"));

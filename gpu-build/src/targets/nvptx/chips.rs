@@ -127,14 +127,27 @@ pub(crate) fn check_ptx_version(chip: &str, processor: &str, features: &str) -> 
 
 /// Whether an NVPTX chip has `redux.sync` (sm_80 and later).
 pub(crate) fn has_redux(chip: &str) -> bool {
-    let sm: u32 = chip
-        .trim_start_matches("sm_")
+    sm_number(chip) >= 80
+}
+
+/// The compute capability of an NVPTX chip times ten: 90 for `sm_90` and `sm_90a`.
+pub(crate) fn sm_number(chip: &str) -> u32 {
+    chip.trim_start_matches("sm_")
         .chars()
         .take_while(char::is_ascii_digit)
         .collect::<String>()
         .parse()
-        .unwrap_or(0);
-    sm >= 80
+        .unwrap_or(0)
+}
+
+/// The PTX ISA version (times ten) LLVM 22 emits for `processor` with `features`: the newest
+/// `+ptxNN` asked for, else the oldest the chip allows.
+pub(crate) fn ptx_version(processor: &str, features: &str) -> Option<u32> {
+    features
+        .split(',')
+        .filter_map(|f| f.trim().strip_prefix("+ptx")?.parse::<u32>().ok())
+        .max()
+        .or_else(|| min_ptx_version(processor))
 }
 
 /// The oldest PTX ISA version (times ten) LLVM 22 emits for an NVPTX chip.

@@ -13,6 +13,7 @@
 
 pub(crate) mod chips;
 pub(crate) mod flags;
+mod intrinsics;
 mod requirement;
 pub(crate) mod toolkit;
 
@@ -287,10 +288,11 @@ fn link_libdevice<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<Vec<S
     Ok(vec![path.display().to_string()])
 }
 
-/// After linking: names PTX can hold, precise sqrt unless `fast`; flush-to-zero applies to
+/// After linking: names PTX can hold, intrinsics the chip has, precise sqrt unless `fast`; flush-to-zero applies to
 /// everything, libdevice included.
 fn post_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
     ptx_names(module)?;
+    intrinsics::check(module, job.processor, &job.spec.features)?;
     fold_reflect(module, "__CUDA_PREC_SQRT", u64::from(!job.spec.flags.fast));
     if !NvptxFlags::of(&job.spec.flags).ftz {
         return Ok(());
