@@ -657,6 +657,15 @@ mod once_crashed {
             build(&prefetch("chip = \"sm_90\", features = \"+ptx80\"")),
             None
         );
+        // gpu.cluster_dim, which the fuzzer swapped in for a gpu.block_id.
+        let cluster = "gpu.module @k [#nvvm.target<chip = \"sm_80\">] {\n  gpu.func @f(%a: memref<?xindex>) kernel {\n    \
+                       %n = gpu.cluster_dim x\n    %c0 = arith.constant 0 : index\n    \
+                       memref.store %n, %a[%c0] : memref<?xindex>\n    gpu.return\n  }\n}\n";
+        assert_error(
+            cluster,
+            &["the kernels call `llvm.nvvm.read.ptx.sreg.nclusterid.x`, which NVIDIA chips have on \
+               sm_90 and newer, not on sm_80"],
+        );
     }
 
     /// No check catches an intrinsic the chip lacks; LLVM's fatal error still becomes a build

@@ -304,7 +304,7 @@ fn vulkan_error(kernel: &str) -> gpu_build::Error {
 
 #[test]
 fn kernels_vulkan_cannot_express_are_refused_naming_what_and_the_way_around() {
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
         (
             "  gpu.func @k(%p: !llvm.ptr, %q: !llvm.ptr) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    llvm.store %p, %q : !llvm.ptr, !llvm.ptr\n    gpu.return\n  }",
             &["k.mlir:3:5: error: kernel `k` uses pointer argument 0 in `llvm.store`", "write it as a gpu.func with memref arguments"],
@@ -320,6 +320,12 @@ fn kernels_vulkan_cannot_express_are_refused_naming_what_and_the_way_around() {
         (
             "  gpu.func @k(%a: memref<?xf64>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    %c0 = arith.constant 0 : index\n    %x = memref.load %a[%c0] : memref<?xf64>\n    %y = math.atan %x : f64\n    memref.store %y, %a[%c0] : memref<?xf64>\n    gpu.return\n  }",
             &["k.mlir:5:10: error: `math.atan` cannot be lowered for vulkan (vulkan1.1)", "16- and 32-bit floats only", "implements exp, exp2, log"],
+        ),
+        // MLIR 22's verifier accepts a matrix load with more indices than its memref has
+        // dimensions; the emulation had no element to address and panicked (found by the fuzzer).
+        (
+            "  gpu.func @k(%c: memref<16xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {\n    %c0 = arith.constant 0 : index\n    %m = gpu.subgroup_mma_load_matrix %c[%c0, %c0] {leadDimension = 16 : index} : memref<16xf32> -> !gpu.mma_matrix<16x16xf32, \"COp\">\n    gpu.subgroup_mma_store_matrix %m, %c[%c0] {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf32, \"COp\">, memref<16xf32>\n    gpu.return\n  }",
+            &["k.mlir:4:10: error: `gpu.subgroup_mma_load_matrix` gives 2 indices into `memref<16xf32>`, which has 1 dimensions; give one index per dimension"],
         ),
     ];
     for (kernel, expected) in cases {

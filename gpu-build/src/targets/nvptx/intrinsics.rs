@@ -38,6 +38,7 @@ const REQUIREMENTS: &[Requirement] = &[
     needs("llvm.nvvm.mbarrier.arrive.expect.tx", 90, 80),
     needs("llvm.nvvm.mbarrier.", 80, 70),
     needs("llvm.nvvm.read.ptx.sreg.cluster", 90, 78),
+    needs("llvm.nvvm.read.ptx.sreg.nclusterid", 90, 78),
     needs("llvm.nvvm.cp.async.bulk.", 90, 80),
     needs("llvm.nvvm.prefetch.tensormap", 90, 80),
     needs("llvm.nvvm.elect.sync", 90, 80),

@@ -104,3 +104,18 @@ pub(crate) fn source_position(op: &OperationRef) -> String {
         .trim_end_matches(')')
         .replace('"', "")
 }
+
+/// [`source_position`] of an op in a copy of a kernel that was printed and read back (whose ops
+/// name the file "-"): the file is that of `kernel_location`, the kernel's own `path:line:col`.
+pub(crate) fn source_position_in(kernel_location: &str, op: &OperationRef) -> String {
+    let place = source_position(op);
+    let file = kernel_location
+        .rsplitn(3, ':')
+        .last()
+        .unwrap_or(kernel_location);
+    match place.strip_prefix("-:") {
+        Some(position) => format!("{file}:{position}"),
+        None if place.contains(':') => place,
+        None => kernel_location.to_string(),
+    }
+}

@@ -14,7 +14,7 @@
 //!   `llvm.return` becomes `gpu.return`. Any other LLVM op is refused by name.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::mlir::{source_position, symbol_name};
+use crate::targets::support::mlir::{source_position_in, symbol_name};
 use crate::targets::support::spirv::{failed, ops_named, ops_with_prefix};
 use melior::ir::attribute::{AttributeLike, TypeAttribute};
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -120,15 +120,9 @@ pub(super) fn raise_llvm_kernels(context: &Context, module: &Module, file: &str)
 }
 
 fn refuse(file: &str, op: &OperationRef, why: &str) -> Error {
-    let place = source_position(op);
     // The copy was read from text named "-": the file is the kernel's (`file` is its
     // `path:line:col`).
-    let source = file.rsplitn(3, ':').last().unwrap_or(file);
-    let place = match place.strip_prefix("-:") {
-        Some(position) => format!("{source}:{position}"),
-        None if place.contains(':') => place,
-        None => file.to_string(),
-    };
+    let place = source_position_in(file, op);
     Error::new(
         ErrorKind::Unsupported,
         format!("{place}: error: {why}; a Vulkan kernel in the LLVM dialect is raised to the gpu dialect, which this kernel does not fit: write it as a gpu.func with memref arguments, or build it for the other targets"),

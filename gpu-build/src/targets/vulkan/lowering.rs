@@ -118,14 +118,14 @@ pub(super) fn serialize(
         let mut function = unsafe { OperationRefMut::from_raw(raw) };
         let name = symbol_name(&function).unwrap_or_default();
         set_entry_point_abi(context, &mut function)?;
-        // SAFETY: the same kernel, read through a shared reference while it is rewritten.
-        emulate_mma(context, unsafe { &OperationRef::from_raw(raw) })?;
-        attributions_to_allocs(context, &mut function)?;
         let location = kernels
             .iter()
             .zip(locations)
             .find(|(kernel, _)| kernel.name == name)
             .map_or("", |(_, location)| location.as_str());
+        // SAFETY: the same kernel, read through a shared reference while it is rewritten.
+        emulate_mma(context, unsafe { &OperationRef::from_raw(raw) }, location)?;
+        attributions_to_allocs(context, &mut function)?;
         bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;
         let log = write_log(context, &mut function, &name)?;

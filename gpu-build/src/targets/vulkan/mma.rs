@@ -11,7 +11,7 @@
 //! carried through loops or branches (refused by name).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::mlir::{source_position, splice_text};
+use crate::targets::support::mlir::{source_position_in, splice_text};
 use crate::targets::support::spirv::{failed, ops_with_prefix};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
@@ -34,9 +34,13 @@ fn private(rows: u64, cols: u64, element: &str) -> String {
     format!("memref<{rows}x{cols}x{element}, {FUNCTION_SPACE}>")
 }
 
-/// Rewrites the subgroup MMA ops of `kernel` (a `gpu.func` of the Vulkan copy); returns
-/// whether there were any.
-pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bool> {
+/// Rewrites the subgroup MMA ops of `kernel` (a `gpu.func` of the Vulkan copy, found in the
+/// kernel file at `kernel_location`); returns whether there were any.
+pub(super) fn emulate_mma(
+    context: &Context,
+    kernel: &OperationRef,
+    kernel_location: &str,
+) -> Result<bool> {
     let ops = ops_with_prefix(kernel, "gpu.subgroup_mma_");
     if ops.is_empty() {
         return Ok(false);
@@ -70,7 +74,7 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
                             "{}: error: a subgroup matrix fragment that comes through a loop or \
                              branch cannot be built for vulkan (each thread holds its fragments \
                              in private memory); keep a fragment's ops in one block",
-                            source_position(&op)
+                            source_position_in(kernel_location, &op)
                         ),
                         )
                     })
@@ -100,6 +104,31 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
             .filter_map(|i| op.operand(i).ok())
             .collect();
         let raw_operands: Vec<MlirValue> = operands.iter().map(|o| o.to_raw()).collect();
+        // MLIR 22's verifier lets a load or store give more or fewer indices than its memref
+        // has dimensions; there is no element to address then.
+        let memory_operand = match name.as_str() {
+            "gpu.subgroup_mma_load_matrix" => Some((0, operands.len().saturating_sub(1))),
+            "gpu.subgroup_mma_store_matrix" => Some((1, operands.len().saturating_sub(2))),
+            _ => None,
+        };
+        if let Some((at, indices)) = memory_operand {
+            let memory = operands
+                .get(at)
+                .ok_or_else(|| failed("reading a matrix op"))?
+                .r#type()
+                .to_string();
+            let rank = rank(&memory);
+            if rank != indices {
+                return Err(Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "{}: error: `{name}` gives {indices} indices into `{memory}`, which has \
+                         {rank} dimensions; give one index per dimension",
+                        source_position_in(kernel_location, &op)
+                    ),
+                ));
+            }
+        }
         let (text, arguments): (String, Vec<MlirValue>) = match name.as_str() {
             "gpu.subgroup_mma_load_matrix" => {
                 let (matrix, rows, cols, element) = result_matrix
@@ -186,7 +215,7 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
                         format!(
                             "{}: error: `gpu.subgroup_mma_elementwise` {kind} cannot be built \
                              for vulkan yet",
-                            source_position(&op)
+                            source_position_in(kernel_location, &op)
                         ),
                     )
                 })?;
@@ -203,7 +232,7 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
                     ErrorKind::Unsupported,
                     format!(
                         "{}: error: `{other}` cannot be built for vulkan",
-                        source_position(&op)
+                        source_position_in(kernel_location, &op)
                     ),
                 ))
             }
@@ -224,6 +253,18 @@ pub(super) fn emulate_mma(context: &Context, kernel: &OperationRef) -> Result<bo
         unsafe { mlir_sys::mlirOperationDestroy(*raw) };
     }
     Ok(true)
+}
+
+/// The number of dimensions of a memref type written as text (`memref<?x16xf16>`: 2).
+fn rank(memref: &str) -> usize {
+    memref
+        .trim_start_matches("memref<")
+        .split(',')
+        .next()
+        .unwrap_or_default()
+        .split('x')
+        .count()
+        .saturating_sub(1)
 }
 
 fn lead_dimension(op: &OperationRef) -> Result<u64> {
