@@ -73,16 +73,28 @@ pub mod host_abi {
     /// where it points into none, or is not a pointer).
     pub const CHECK_BOUNDS_OFFSET: usize = 96;
     /// Byte offset of the checked run's workgroup-memory hook: `extern "C" fn(*mut context, site:
-    /// *const CheckSite, variable: *const { name: *const c_char, bytes: u64 }, offset: u64,
-    /// bytes: u64, thread x/y/z: u32, block x/y/z: u32)`, called for every access of `bytes` at
-    /// byte `offset` of a workgroup variable (a constant of the object names it); the runtime
-    /// keeps the variable's shadow to find races between the block's threads and reads of bytes
-    /// not written since the block began.
+    /// *const CheckSite, variable: *const { name: *const c_char, bytes: u64, slot: u64 },
+    /// offset: u64, bytes: u64, thread x/y/z: u32, block x/y/z: u32)`, called for every access
+    /// of `bytes` at byte `offset` of a workgroup variable (a constant of the object names it;
+    /// `slot` is its [`CHECK_READY_OFFSET`] slot, or `u64::MAX`) except the loads
+    /// [`CHECK_READY_OFFSET`] lets the object skip; the runtime keeps the variable's shadow to
+    /// find races between the block's threads and reads of bytes not written since the block
+    /// began.
     pub const CHECK_WORKGROUP_OFFSET: usize = 104;
     /// Byte offset of the checked run's barrier hook: `extern "C" fn(*mut context, site:
     /// *const CheckSite, thread x/y/z: u32, block x/y/z: u32)`, called by each thread just
     /// before it waits at a `gpu.barrier`.
     pub const CHECK_BARRIER_OFFSET: usize = 112;
+    /// Byte offset of the checked run's ready slots: `[u32; CHECK_READY_SLOTS]`, zero when a
+    /// launch starts. The runtime sets a workgroup variable's slot to the block's linear id plus
+    /// one (`x + grid_x * (y + grid_y * z) + 1`, wrapping) once every byte of the variable has
+    /// been written in that block; a load the object proved no write of its variable can race
+    /// with (no write of it follows the same barrier) then has nothing to check, and the object
+    /// skips the hook while the slot holds its block's value.
+    pub const CHECK_READY_OFFSET: usize = 144;
+    /// The number of ready slots; workgroup variables past them get `u64::MAX`, and every load
+    /// of theirs calls the hook.
+    pub const CHECK_READY_SLOTS: usize = 32;
     /// What a checked object passes for an access that failed its check: a constant of the
     /// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32 }`, the op's
     /// `file:line:col` (NUL-terminated), a `CHECK_*` kind, and the kernel parameter the

@@ -10,7 +10,9 @@
 // (not checked here).
 
 #include "llvm-c/Core.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
@@ -55,6 +57,9 @@ struct GpuCheckLayout {
   uint32_t bounds_offset;
   uint32_t workgroup_offset;
   uint32_t barrier_offset;
+  // The ready slots (`host_abi::CHECK_READY_OFFSET`): `ready_slots` u32s.
+  uint32_t ready_offset;
+  uint32_t ready_slots;
   // Bytes of a dynamic workgroup array.
   uint32_t dynamic_workgroup_bytes;
 };
@@ -87,6 +92,7 @@ class Instrumenter {
           if (isBarrier(callee->getName())) barriers.push_back(call);
     }
     if (accesses.empty() && barriers.empty()) return;
+    Unraced = kernel ? unracedLoads(F) : DenseSet<Instruction *>();
     IRBuilder<> entry(&*F.getEntryBlock().getFirstInsertionPt());
     Value *context = entry.CreateLoad(Ptr, Context, "check.context");
     DenseMap<unsigned, Bounds> parameters;
@@ -134,6 +140,113 @@ class Instrumenter {
   StructType *SiteType;
   GlobalVariable *Scratch = nullptr;
   uint64_t ScratchBytes = 64;
+  // The function's workgroup loads no write of their variable can race with (`unracedLoads`).
+  DenseSet<Instruction *> Unraced;
+  uint64_t NextSlot = 0;
+
+  // The workgroup variable an access's pointer is traced to, if it is one.
+  static GlobalVariable *workgroupVariable(Value *pointer) {
+    auto *variable = dyn_cast<GlobalVariable>(const_cast<Value *>(underlyingObject(pointer)));
+    if (!variable || variable->getAddressSpace() != WORKGROUP_ADDRESS_SPACE) return nullptr;
+    return variable;
+  }
+
+  // The workgroup loads of kernel `F` that no write of their variable can race with: no write
+  // of the variable follows any of the barriers (or the kernel's start) the load follows
+  // without another barrier between. Threads of a block pass the same barriers (a divergent
+  // one is reported as such), so such a load and a write of its variable are never in the same
+  // barrier interval. Empty where something the instrumentation cannot see may write workgroup
+  // memory: a call of anything but a barrier, a memory intrinsic or a function that writes no
+  // memory, a workgroup pointer made generic, or a workgroup write whose variable is unknown.
+  DenseSet<Instruction *> unracedLoads(Function &F) {
+    DenseSet<Instruction *> none;
+    std::vector<Instruction *> barrierList;
+    std::vector<Instruction *> loads, writes;
+    for (Instruction &I : instructions(F)) {
+      if (auto *cast = dyn_cast<AddrSpaceCastInst>(&I))
+        if (cast->getSrcAddressSpace() == WORKGROUP_ADDRESS_SPACE) return none;
+      if (auto *call = dyn_cast<CallBase>(&I)) {
+        Function *callee = call->getCalledFunction();
+        if (!callee) return none;
+        if (isBarrier(callee->getName())) {
+          barrierList.push_back(&I);
+          continue;
+        }
+        if (!isa<MemIntrinsic>(call) && !call->isLifetimeStartOrEnd() && !call->onlyReadsMemory())
+          return none;
+      }
+      auto workgroupWrite = [&](Value *pointer) {
+        if (pointer->getType()->getPointerAddressSpace() != WORKGROUP_ADDRESS_SPACE) return true;
+        if (!workgroupVariable(pointer)) return false;
+        writes.push_back(&I);
+        return true;
+      };
+      bool known = true;
+      if (auto *load = dyn_cast<LoadInst>(&I)) {
+        if (load->getPointerAddressSpace() == WORKGROUP_ADDRESS_SPACE &&
+            workgroupVariable(load->getPointerOperand()))
+          loads.push_back(&I);
+      } else if (auto *store = dyn_cast<StoreInst>(&I)) {
+        known = workgroupWrite(store->getPointerOperand());
+      } else if (auto *rmw = dyn_cast<AtomicRMWInst>(&I)) {
+        known = workgroupWrite(rmw->getPointerOperand());
+      } else if (auto *cmpxchg = dyn_cast<AtomicCmpXchgInst>(&I)) {
+        known = workgroupWrite(cmpxchg->getPointerOperand());
+      } else if (auto *intrinsic = dyn_cast<MemIntrinsic>(&I)) {
+        known = workgroupWrite(intrinsic->getDest());
+      }
+      if (!known) return none;
+    }
+    if (loads.empty()) return none;
+    // Interval starts: 0 is the kernel's start, 1 + i the barrier barrierList[i]. For each
+    // instruction of interest, the starts it follows with no barrier between (a forward data
+    // flow over the blocks, to its fixed point).
+    DenseMap<Instruction *, unsigned> barrierIndex;
+    for (unsigned i = 0; i < barrierList.size(); ++i) barrierIndex[barrierList[i]] = i + 1;
+    unsigned starts = barrierList.size() + 1;
+    DenseMap<BasicBlock *, BitVector> out;
+    DenseMap<Instruction *, BitVector> follows;
+    for (BasicBlock &block : F) out[&block] = BitVector(starts);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (BasicBlock &block : F) {
+        BitVector current(starts);
+        if (&block == &F.getEntryBlock()) current.set(0);
+        for (BasicBlock *predecessor : predecessors(&block)) current |= out[predecessor];
+        for (Instruction &I : block) {
+          auto found = barrierIndex.find(&I);
+          if (found != barrierIndex.end()) {
+            current.reset();
+            current.set(found->second);
+          }
+          follows[&I] = current;
+        }
+        if (current != out[&block]) {
+          out[&block] = current;
+          changed = true;
+        }
+      }
+    }
+    DenseMap<GlobalVariable *, BitVector> written;
+    for (Instruction *write : writes) {
+      Value *pointer = getLoadStorePointerOperand(write);
+      if (!pointer) {
+        if (auto *rmw = dyn_cast<AtomicRMWInst>(write)) pointer = rmw->getPointerOperand();
+        else if (auto *cmpxchg = dyn_cast<AtomicCmpXchgInst>(write)) pointer = cmpxchg->getPointerOperand();
+        else pointer = cast<MemIntrinsic>(write)->getDest();
+      }
+      GlobalVariable *variable = workgroupVariable(pointer);
+      auto inserted = written.try_emplace(variable, BitVector(starts));
+      inserted.first->second |= follows[write];
+    }
+    DenseSet<Instruction *> unraced;
+    for (Instruction *load : loads) {
+      GlobalVariable *variable = workgroupVariable(cast<LoadInst>(load)->getPointerOperand());
+      auto found = written.find(variable);
+      if (found == written.end() || !found->second.anyCommon(follows[load])) unraced.insert(load);
+    }
+    return unraced;
+  }
 
   Constant *size(Type *type) {
     uint64_t bytes = M.getDataLayout().getTypeStoreSize(type).getFixedValue();
@@ -216,6 +329,17 @@ class Instrumenter {
       arguments.push_back(readId(b, id));
   }
 
+  // What the runtime writes to a ready slot for this block: its linear id plus one.
+  Value *blockStamp(IRBuilder<> &b) {
+    Value *x = readId(b, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+    Value *y = readId(b, "llvm.nvvm.read.ptx.sreg.ctaid.y");
+    Value *z = readId(b, "llvm.nvvm.read.ptx.sreg.ctaid.z");
+    Value *gridX = readId(b, "llvm.nvvm.read.ptx.sreg.nctaid.x");
+    Value *gridY = readId(b, "llvm.nvvm.read.ptx.sreg.nctaid.y");
+    Value *linear = b.CreateAdd(x, b.CreateMul(gridX, b.CreateAdd(y, b.CreateMul(gridY, z))));
+    return b.CreateAdd(linear, ConstantInt::get(I32, 1));
+  }
+
   // Calls the context's function at `offset` with `arguments` (returning nothing).
   void callThrough(IRBuilder<> &b, Value *context, uint32_t offset, ArrayRef<Value *> arguments) {
     Value *function = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, offset));
@@ -230,10 +354,12 @@ class Instrumenter {
            name == "llvm.nvvm.barrier.cta.sync.all";
   }
 
-  // A constant naming a workgroup variable for the runtime, `{ ptr name, i64 bytes }`: the
-  // runtime keeps the variable's shadow (who wrote and read each byte, in which barrier
-  // interval) under it, per OS thread as workgroup memory is.
+  // A constant naming a workgroup variable for the runtime, `{ ptr name, i64 bytes, i64 slot }`:
+  // the runtime keeps the variable's shadow (who wrote and read each byte, in which barrier
+  // interval) under it, per OS thread as workgroup memory is, and marks the variable's ready
+  // slot (`u64::MAX`: none) once a block has written all of it.
   DenseMap<GlobalVariable *, GlobalVariable *> Descriptions;
+  DenseMap<GlobalVariable *, uint64_t> Slots;
 
   uint64_t workgroupBytes(GlobalVariable *variable) {
     Type *type = variable->getValueType();
@@ -248,12 +374,15 @@ class Instrumenter {
     Constant *name = ConstantDataArray::getString(C, variable->getName());
     auto *nameVariable = new GlobalVariable(M, name->getType(), true, GlobalValue::PrivateLinkage,
                                             name, "check.variable.name");
-    StructType *descriptionType = StructType::get(C, {Ptr, I64});
+    StructType *descriptionType = StructType::get(C, {Ptr, I64, I64});
+    uint64_t slot = NextSlot < Layout.ready_slots ? NextSlot++ : UINT64_MAX;
     auto *description = new GlobalVariable(
         M, descriptionType, true, GlobalValue::PrivateLinkage,
         ConstantStruct::get(descriptionType,
-                            {nameVariable, ConstantInt::get(I64, workgroupBytes(variable))}),
+                            {nameVariable, ConstantInt::get(I64, workgroupBytes(variable)),
+                             ConstantInt::get(I64, slot)}),
         "check.variable");
+    Slots[variable] = slot;
     Descriptions[variable] = description;
     return description;
   }
@@ -265,8 +394,8 @@ class Instrumenter {
   void checkWorkgroup(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind,
                       Value *context) {
     Value *pointer = I->getOperand(operandIndex);
-    auto *variable = dyn_cast<GlobalVariable>(const_cast<Value *>(underlyingObject(pointer)));
-    if (!variable || variable->getAddressSpace() != WORKGROUP_ADDRESS_SPACE) return;
+    GlobalVariable *variable = workgroupVariable(pointer);
+    if (!variable) return;
     GlobalVariable *description = descriptionOf(variable);
     IRBuilder<> b(I);
     auto *intrinsic = dyn_cast<MemIntrinsic>(I);
@@ -276,7 +405,15 @@ class Instrumenter {
     Value *high = b.CreateAdd(base, ConstantInt::get(I64, workgroupBytes(variable)));
     Bounds bounds = {base, high, -1};
     Value *ok = guard(I, operandIndex, bytes, kind, context, bounds, address);
-    // Only accesses that were made are told to the shadow.
+    // Only accesses that were made are told to the shadow; a load no write can race with, not
+    // once its variable is all written in the block (`unracedLoads`).
+    uint64_t slot = Slots[variable];
+    if (Unraced.count(I) && slot != UINT64_MAX) {
+      IRBuilder<> b(I);
+      Value *ready = b.CreateLoad(
+          I32, b.CreateConstGEP1_64(b.getInt8Ty(), context, Layout.ready_offset + 4 * slot));
+      ok = b.CreateAnd(ok, b.CreateICmpNE(ready, blockStamp(b)));
+    }
     Instruction *made = SplitBlockAndInsertIfThen(ok, I, false);
     IRBuilder<> record(made);
     Value *offset = record.CreateSub(address, base);

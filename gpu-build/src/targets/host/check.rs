@@ -18,6 +18,14 @@
 //!   which starts its next interval. The runtime then finds two threads of a block writing, or
 //!   writing and reading, a byte between the same two barriers, and reads of bytes not written
 //!   since the block began.
+//! - A load of workgroup memory that no write of its variable can race with (no write of the
+//!   variable follows a barrier the load follows without another barrier between: the reads of
+//!   a tile between the barriers after it was filled and before it is refilled) skips the hook
+//!   once every byte of the variable has been written in the block, which the runtime tells
+//!   the object through the context's ready slots (`host_abi::CHECK_READY_OFFSET`): nothing
+//!   is left to check then (no race, no uninitialized byte), only its bounds. Decided per
+//!   kernel, and only where nothing the instrumentation cannot see (a call, a workgroup
+//!   pointer made generic or of unknown variable) may write workgroup memory.
 //! - The ops' locations come from the MLIR file: a checked lowering translates with line tables
 //!   (`lower.rs`), read here into a constant per access site (`host_abi::CHECK_SITE_BYTES`)
 //!   and then dropped.
@@ -59,6 +67,8 @@ struct CheckLayout {
     bounds_offset: u32,
     workgroup_offset: u32,
     barrier_offset: u32,
+    ready_offset: u32,
+    ready_slots: u32,
     dynamic_workgroup_bytes: u32,
 }
 
@@ -121,6 +131,8 @@ pub(super) fn check_accesses<'ll>(
         bounds_offset: host_abi::CHECK_BOUNDS_OFFSET as u32,
         workgroup_offset: host_abi::CHECK_WORKGROUP_OFFSET as u32,
         barrier_offset: host_abi::CHECK_BARRIER_OFFSET as u32,
+        ready_offset: host_abi::CHECK_READY_OFFSET as u32,
+        ready_slots: host_abi::CHECK_READY_SLOTS as u32,
         dynamic_workgroup_bytes: host_abi::DYNAMIC_SHARED_BYTES,
     };
     // SAFETY: a live module and values of it; the arrays and the string outlive the call; the

@@ -76,6 +76,8 @@ pub(super) struct Variable {
     /// NUL-terminated.
     name: *const c_char,
     bytes: u64,
+    /// Its ready slot in the context (`host_abi::CHECK_READY_OFFSET`), or `u64::MAX`.
+    slot: u64,
 }
 
 /// The shadow of one byte of workgroup memory: which block it is about, and the last write and
@@ -384,10 +386,20 @@ struct BlockState {
     intervals: Vec<u32>,
     barrier_sites: Vec<*const Site>,
     pending: Vec<Pending>,
-    /// Each workgroup variable's shadow (by its description's address), kept for the blocks
-    /// this OS thread runs after (`generation` tells them apart). A kernel has few workgroup
-    /// variables: a list, the one used last first, beats hashing on every access.
-    shadows: Vec<(usize, Box<[Shadow]>)>,
+    /// Each workgroup variable's shadow, kept for the blocks this OS thread runs after
+    /// (`generation` tells them apart). A kernel has few workgroup variables: a list, the one
+    /// used last first, beats hashing on every access.
+    shadows: Vec<VariableShadow>,
+}
+
+/// One workgroup variable's shadow.
+struct VariableShadow {
+    /// The address of the variable's description.
+    key: usize,
+    bytes: Box<[Shadow]>,
+    /// How many of its bytes block `generation` has written.
+    generation: u32,
+    written: usize,
 }
 
 thread_local! {
@@ -496,8 +508,10 @@ pub(super) unsafe extern "C" fn workgroup(
     block_y: u32,
     block_z: u32,
 ) {
+    let context_pointer = context;
     // SAFETY: as in `report`; `site` and `variable` are constants of the object.
     let (context, checks, kind) = unsafe { (&*context, &*(*context).checks, (*site).kind) };
+    let grid = [context.ids[9], context.ids[10]];
     let access = Access {
         site,
         variable,
@@ -507,12 +521,13 @@ pub(super) unsafe extern "C" fn workgroup(
         block: [block_x, block_y, block_z],
         dims: [context.ids[3], context.ids[4], context.ids[5]],
     };
-    with_block(
+    let ready = with_block(
         context,
         checks,
         access.thread,
         access.block,
         |state, linear| {
+            let mut ready = false;
             let interval = state.intervals[linear] + 1;
             // Every thread is past the intervals before this one (threads run from barrier to
             // barrier, in loops or as coroutines): a read of a byte nobody wrote there is final.
@@ -523,14 +538,18 @@ pub(super) unsafe extern "C" fn workgroup(
             // SAFETY: a constant of the object.
             let size = unsafe { (*variable).bytes } as usize;
             let generation = state.generation;
-            let shadow = shadow_of(&mut state.shadows, variable as usize, size);
+            let variable_shadow = shadow_of(&mut state.shadows, variable as usize, size);
+            let shadow = &mut variable_shadow.bytes;
             // The object checked the access against the variable's bounds first.
             let start = (offset as usize).min(size);
             let end = start.saturating_add(bytes as usize).min(size);
+            // Bytes this access writes for the first time in the block.
+            let mut first_writes = 0;
             for (i, entry) in shadow[start..end].iter_mut().enumerate() {
                 if entry.block != generation {
                     *entry = Shadow::fresh(generation);
                 }
+                let never_written = entry.write_interval == 0;
                 match kind {
                     host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ => {
                         if entry.write_interval == 0 {
@@ -551,6 +570,7 @@ pub(super) unsafe extern "C" fn workgroup(
                         }
                     }
                     host_abi::CHECK_ATOMIC => {
+                        first_writes += usize::from(never_written);
                         entry.write_interval = interval;
                         entry.writer = ATOMIC;
                     }
@@ -569,12 +589,24 @@ pub(super) unsafe extern "C" fn workgroup(
                         if read_by_another {
                             entry.pending = 0;
                         }
+                        first_writes += usize::from(never_written);
                         entry.write_interval = interval;
                         entry.writer = me;
                         entry.write_site = site;
                     }
                 }
             }
+            if first_writes > 0 {
+                if variable_shadow.generation != generation {
+                    variable_shadow.generation = generation;
+                    variable_shadow.written = 0;
+                }
+                variable_shadow.written += first_writes;
+                if variable_shadow.written >= size {
+                    ready = true;
+                }
+            }
+            let shadow = &mut variable_shadow.bytes;
             if let Some(byte) = uninitialized {
                 let entry: *mut Shadow = &mut shadow[start + byte];
                 state.pending.push(Pending {
@@ -605,18 +637,40 @@ pub(super) unsafe extern "C" fn workgroup(
                     });
                 }
             }
+            ready
         },
     );
+    // Every byte of the variable is written in this block: the object may skip the loads no
+    // write can race with (`host_abi::CHECK_READY_OFFSET`).
+    // SAFETY: a constant of the object.
+    let slot = unsafe { (*variable).slot };
+    if ready && slot < host_abi::CHECK_READY_SLOTS as u64 {
+        let [x, y, z] = access.block;
+        let stamp = x
+            .wrapping_add(grid[0].wrapping_mul(y.wrapping_add(grid[1].wrapping_mul(z))))
+            .wrapping_add(1);
+        // SAFETY: the context the scheduler made for this thread, which the object reads the
+        // slots of on this same thread; no reference to it is used after this point.
+        unsafe { (*context_pointer).check_ready[slot as usize] = stamp };
+    }
 }
 
 /// The shadow of the variable described at `key`, moved to the front of the list.
-fn shadow_of(shadows: &mut Vec<(usize, Box<[Shadow]>)>, key: usize, size: usize) -> &mut [Shadow] {
-    match shadows.iter().position(|(k, _)| *k == key) {
+fn shadow_of(shadows: &mut Vec<VariableShadow>, key: usize, size: usize) -> &mut VariableShadow {
+    match shadows.iter().position(|shadow| shadow.key == key) {
         Some(0) => {}
-        Some(at) => shadows[..=at].rotate_right(1),
-        None => shadows.insert(0, (key, vec![Shadow::fresh(0); size].into_boxed_slice())),
+        Some(at) => shadows.swap(0, at),
+        None => shadows.insert(
+            0,
+            VariableShadow {
+                key,
+                bytes: vec![Shadow::fresh(0); size].into_boxed_slice(),
+                generation: 0,
+                written: 0,
+            },
+        ),
     }
-    &mut shadows[0].1
+    &mut shadows[0]
 }
 
 /// One access of workgroup memory, for its reports.

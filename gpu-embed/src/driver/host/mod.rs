@@ -77,6 +77,9 @@ struct Context {
     assertions: *const Assertions,
     /// The launch's checks (checked objects only; null otherwise).
     checks: *const Checks,
+    /// Per workgroup variable, the block (linear id + 1) that has written all of it: its
+    /// loads no write can race with skip the checks then (`check.rs`).
+    check_ready: [u32; host_abi::CHECK_READY_SLOTS],
 }
 
 /// Why a coroutine suspended.
@@ -101,6 +104,7 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, check_bounds) == host_abi::CHECK_BOUNDS_OFFSET);
     assert!(std::mem::offset_of!(Context, check_workgroup) == host_abi::CHECK_WORKGROUP_OFFSET);
     assert!(std::mem::offset_of!(Context, check_barrier) == host_abi::CHECK_BARRIER_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_ready) == host_abi::CHECK_READY_OFFSET);
 };
 
 /// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
@@ -347,6 +351,7 @@ fn run_blocks(
         yielder: std::ptr::null(),
         assertions,
         checks: checks.map_or(std::ptr::null(), |c| c as *const Checks),
+        check_ready: [0; host_abi::CHECK_READY_SLOTS],
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
@@ -462,6 +467,7 @@ fn run_block_with_barriers(
                             yielder,
                             assertions: assertions.0,
                             checks,
+                            check_ready: [0; host_abi::CHECK_READY_SLOTS],
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
                         unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
