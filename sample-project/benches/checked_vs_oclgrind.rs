@@ -11,11 +11,11 @@
 //! One line per kernel for scripts: `ratio KERNEL checked/unchecked Rx checked/oclgrind Rx`.
 //! The host rows are medians of 11 rounds; Oclgrind's, of 3.
 
-#[path = "peers/pocl.rs"]
-mod pocl;
+#[path = "peers/opencl.rs"]
+mod opencl;
 
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
-use pocl::{arg, Pocl};
+use opencl::{arg, OpenCl};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 11;
@@ -63,7 +63,11 @@ fn main() {
         std::env::set_var("OCL_ICD_VENDORS", OCLGRIND_ICD);
         std::env::set_var("OCLGRIND_DATA_RACES", "1");
         std::env::set_var("OCLGRIND_UNINITIALIZED", "1");
-        Pocl::platform("Oclgrind", "no Oclgrind platform from its ICD library")
+        OpenCl::platform(
+            "Oclgrind",
+            "Oclgrind",
+            "no Oclgrind platform from its ICD library",
+        )
     } else {
         Err(format!(
             "{OCLGRIND_ICD} is missing (scripts/setup.sh installs Debian's oclgrind)"
@@ -126,7 +130,7 @@ fn main() {
     }
 }
 
-fn saxpy(host: &Device, oclgrind: Option<&Pocl>) -> Row {
+fn saxpy(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
     let a = 2.5f32;
     let x: Vec<f32> = (0..N).map(|i| (i % 1000) as f32).collect();
     let y0 = vec![1.0f32; N];
@@ -183,7 +187,7 @@ fn saxpy(host: &Device, oclgrind: Option<&Pocl>) -> Row {
     }
 }
 
-fn block_sum(host: &Device, oclgrind: Option<&Pocl>) -> Row {
+fn block_sum(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
     let blocks = N / 256;
     let values: Vec<f32> = (0..N).map(|i| (i % 100) as f32 * 0.25).collect();
     let want: Vec<f32> = values.chunks(256).map(|c| c.iter().sum()).collect();
@@ -230,7 +234,7 @@ fn block_sum(host: &Device, oclgrind: Option<&Pocl>) -> Row {
     }
 }
 
-fn matmul(host: &Device, oclgrind: Option<&Pocl>) -> Row {
+fn matmul(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
     let n = MATMUL_N;
     let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
     let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 - 2.0).collect();
@@ -296,7 +300,7 @@ fn matmul(host: &Device, oclgrind: Option<&Pocl>) -> Row {
     }
 }
 
-fn stencil(host: &Device, oclgrind: Option<&Pocl>) -> Row {
+fn stencil(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
     let (rows, cols) = (GRID, GRID);
     let input: Vec<f32> = (0..rows * cols)
         .map(|i| ((i * 7) % 13) as f32 * 0.5)

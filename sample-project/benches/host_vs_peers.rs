@@ -1,6 +1,7 @@
 //! The host target against what a user would run GPU-style kernels with on a CPU instead, in one
-//! run: PoCL (OpenCL C kernels written to match the MLIR ones line for line, `peers/kernels.cl`,
-//! built before timing), idiomatic rayon on the same threads, and single-threaded Rust. Kernels:
+//! run: PoCL and Intel's CPU Runtime for OpenCL (OpenCL C kernels written to match the MLIR ones
+//! line for line, `peers/kernels.cl`, built before timing), idiomatic rayon on the same threads,
+//! and single-threaded Rust. Kernels:
 //! saxpy over 2^24 floats, the block reduction (a tree in workgroup memory), the tiled 512 x 512
 //! matmul, a 2-D 5-point stencil, a block sum with `gpu.all_reduce`, and the launch latency of
 //! an empty kernel. saxpy and the stencil move more bytes than this machine's caches keep
@@ -9,21 +10,27 @@
 //! or AVX2 where the processor has it, in the same rounds.
 //!
 //! Only the kernels are timed (inputs resident); rounds alternate between the contenders and
-//! each figure is the median. Every result is checked against the Rust reference first. PoCL's
-//! columns say why they are empty where it cannot be loaded.
+//! each figure is the median. Every result is checked against the Rust reference first. An
+//! OpenCL platform's columns say why they are empty where it cannot be loaded.
 //!
 //!     cargo bench -p sample-project --bench host_vs_peers [-- KERNEL...]
 //!
 //! KERNEL (saxpy, block_sum, matmul, stencil, block_total, launch) runs only those rows.
 //!
-//! Besides the table, one line per kernel for scripts: `ratio KERNEL host/pocl 0.93x host/rayon
-//! 1.05x`, with `host/floor 1.01x pocl/floor 1.02x` after the kernels that have a floor.
+//! The table is made at each CPU level the host objects carry that this processor runs, from
+//! its own down (x86-64-v4, x86-64-v3, x86-64): the benchmark runs itself again with
+//! `GPU_EMBED_HOST_CPU` set for each lower one (set it yourself to run one level only). The
+//! peers run again at each level, so every ratio compares figures of the same rounds.
+//!
+//! Besides the tables, one line per kernel and level for scripts: `ratio KERNEL host/pocl 0.93x
+//! host/intel 1.10x host/rayon 1.05x`, with `host/floor 1.01x` after the kernels that have a
+//! floor, and `cpu x86-64-v3` last.
 
-#[path = "peers/pocl.rs"]
-mod pocl;
+#[path = "peers/opencl.rs"]
+mod opencl;
 
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
-use pocl::{arg, Pocl};
+use opencl::{arg, OpenCl};
 use rayon::prelude::*;
 use sample_project::{block_total, matmul, reduce, saxpy, stencil};
 use std::hint::black_box;
@@ -37,6 +44,12 @@ const LAUNCHES: u32 = 1000;
 
 /// One contender's run of one kernel.
 type Run<'a> = Box<dyn FnMut() + 'a>;
+
+/// The OpenCL platforms the host target is measured against, where they loaded: PoCL, Intel's.
+type Peers<'a> = [Option<&'a OpenCl>; 2];
+
+/// The contenders of one row: host target, PoCL, Intel, rayon, one thread.
+type Contenders<'a> = [Option<Run<'a>>; 5];
 
 /// The median time of each contender, over `ROUNDS` rounds that run each once, in turn.
 fn alternate(runs: &mut [Option<Run>]) -> Vec<Option<Duration>> {
@@ -62,10 +75,10 @@ fn alternate(runs: &mut [Option<Run>]) -> Vec<Option<Duration>> {
         .collect()
 }
 
-/// [`alternate`] over the four contenders and a memory floor in the same rounds: their
-/// medians, and the floor's.
+/// [`alternate`] over the contenders and a memory floor in the same rounds: their medians, and
+/// the floor's.
 fn alternate_with_floor(
-    contenders: [Option<Run>; 4],
+    contenders: Contenders,
     floor: Run,
 ) -> (Vec<Option<Duration>>, Option<Duration>) {
     let mut runs: Vec<Option<Run>> = contenders.into_iter().collect();
@@ -75,7 +88,7 @@ fn alternate_with_floor(
     (times, floor)
 }
 
-/// A row of the table: host target, PoCL, rayon, one thread.
+/// A row of the table: the medians of [`Contenders`].
 struct Row {
     name: String,
     key: &'static str,
@@ -117,21 +130,53 @@ fn check(what: &str, got: &[f32], want: &[f64], tolerance: f64) {
     }
 }
 
+/// The CPU levels of the host objects, lowest first (`host_abi::X86_64_CPUS`).
+const CPU_LEVELS: [&str; 3] = ["x86-64", "x86-64-v3", "x86-64-v4"];
+
 fn main() {
     let host = Device::host();
+    let chosen = std::env::var_os("GPU_EMBED_HOST_CPU").is_some();
+    tables(&host);
+    // The processor's own level ran above; each lower one runs in a process of its own, as
+    // the runtime reads its level once.
+    if chosen {
+        return;
+    }
+    for level in CPU_LEVELS[..cpu_level(&host).unwrap_or(0)].iter().rev() {
+        println!("\n--- the same at GPU_EMBED_HOST_CPU={level} ---\n");
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(std::env::args_os().skip(1))
+            .env("GPU_EMBED_HOST_CPU", level)
+            .status()
+            .unwrap();
+        assert!(status.success(), "the run at {level} failed: {status}");
+    }
+}
+
+/// Which of [`CPU_LEVELS`] the host device runs (its name ends with it), if any: none on
+/// other architectures.
+fn cpu_level(host: &Device) -> Option<usize> {
+    let name = host.name();
+    CPU_LEVELS
+        .iter()
+        .position(|level| name.ends_with(&format!(" {level})")))
+}
+
+/// The table and the ratio lines at the host device's CPU level.
+fn tables(host: &Device) {
     let threads = rayon::current_num_threads();
-    let pocl = match Pocl::new() {
-        Ok(pocl) => Some(pocl),
-        Err(why) => {
-            println!("PoCL rows skipped: {why}");
-            None
-        }
-    };
+    let loaded = [OpenCl::pocl(), OpenCl::intel()].map(|peer| {
+        peer.map_err(|why| println!("OpenCL rows skipped: {why}"))
+            .ok()
+    });
+    let peers: Peers = [loaded[0].as_ref(), loaded[1].as_ref()];
+    let named = |index: usize| peers[index].map_or("absent", |peer| peer.name.as_str());
     println!(
-        "host target ({}) vs PoCL ({}) vs rayon ({threads} threads) vs one thread; medians of \
-         {ROUNDS} alternating rounds, kernels only",
+        "host target ({}) vs PoCL ({}) vs Intel ({}) vs rayon ({threads} threads) vs one \
+         thread; medians of {ROUNDS} alternating rounds, kernels only",
         host.name(),
-        pocl.as_ref().map_or("absent", |p| p.name.as_str()),
+        named(0),
+        named(1),
     );
     // `cargo bench` passes its own flags (`--bench`); the other arguments name kernels.
     let only: Vec<String> = std::env::args()
@@ -139,45 +184,55 @@ fn main() {
         .filter(|arg| !arg.starts_with('-'))
         .collect();
     let wanted = |kernel: &str| only.is_empty() || only.iter().any(|name| name == kernel);
-    let pocl = pocl.as_ref();
     let mut rows = Vec::new();
     if wanted("saxpy") {
-        rows.extend(saxpy_rows(&host, pocl));
+        rows.extend(saxpy_rows(host, peers));
     }
     if wanted("block_sum") {
-        rows.push(block_sum_row(&host, pocl));
+        rows.push(block_sum_row(host, peers));
     }
     if wanted("matmul") {
-        rows.push(matmul_row(&host, pocl));
+        rows.push(matmul_row(host, peers));
     }
     if wanted("stencil") {
-        rows.extend(stencil_row(&host, pocl));
+        rows.extend(stencil_row(host, peers));
     }
     if wanted("block_total") {
-        rows.push(block_total_row(&host, pocl));
+        rows.push(block_total_row(host, peers));
     }
     if wanted("launch") {
-        rows.extend(launch_rows(&host, pocl));
+        rows.extend(launch_rows(host, peers));
     }
 
     println!(
-        "\n{:<34} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
-        "kernel", "host target", "PoCL", "rayon", "one thread", "host/PoCL", "host/rayon"
+        "\n{:<34} {:>11} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>10}",
+        "kernel",
+        "host target",
+        "PoCL",
+        "Intel",
+        "rayon",
+        "one thread",
+        "host/PoCL",
+        "host/Intel",
+        "host/rayon"
     );
     for row in &rows {
-        let [host, pocl, rayon, serial] = [0, 1, 2, 3].map(|i| row.times[i]);
+        let [host, pocl, intel, rayon, serial] = [0, 1, 2, 3, 4].map(|i| row.times[i]);
         println!(
-            "{:<34} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
+            "{:<34} {:>11} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>10}",
             row.name,
             row.unit.show(host),
             row.unit.show(pocl),
+            row.unit.show(intel),
             row.unit.show(rayon),
             row.unit.show(serial),
             ratio(host, pocl),
+            ratio(host, intel),
             ratio(host, rayon)
         );
     }
     println!();
+    let level = cpu_level(host).map_or(std::env::consts::ARCH, |level| CPU_LEVELS[level]);
     for (index, row) in rows.iter().enumerate() {
         if row.key == "floor" {
             continue;
@@ -189,17 +244,19 @@ fn main() {
             .and_then(|next| next.times[0]);
         let to_floor = match floor {
             Some(floor) => format!(
-                " host/floor {} pocl/floor {}",
+                " host/floor {} pocl/floor {} intel/floor {}",
                 ratio(row.times[0], Some(floor)),
-                ratio(row.times[1], Some(floor))
+                ratio(row.times[1], Some(floor)),
+                ratio(row.times[2], Some(floor))
             ),
             None => String::new(),
         };
         println!(
-            "ratio {} host/pocl {} host/rayon {}{to_floor}",
+            "ratio {} host/pocl {} host/intel {} host/rayon {}{to_floor} cpu {level}",
             row.key,
             ratio(row.times[0], row.times[1]),
-            ratio(row.times[0], row.times[2])
+            ratio(row.times[0], row.times[2]),
+            ratio(row.times[0], row.times[3])
         );
     }
 }
@@ -236,7 +293,7 @@ fn elementwise(out: &mut [f32], input: &[f32], op: impl Fn(f32, f32) -> f32) {
 }
 
 /// saxpy, and the memory-bandwidth floor over the same bytes.
-fn saxpy_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
+fn saxpy_rows(host: &Device, peers: Peers) -> Vec<Row> {
     let n = SAXPY_N;
     let a = 2.5f32;
     let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
@@ -262,24 +319,25 @@ fn saxpy_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
     );
     dy.copy_from(&y0).unwrap();
 
-    let pocl_run = pocl.map(|pocl| {
-        let (cx, mut cy) = (pocl.buffer(&x), pocl.buffer(&y0));
-        let kernel = pocl.kernel("saxpy");
+    let [pocl_run, intel_run] = peers.map(|peer| {
+        let cl = peer?;
+        let (cx, mut cy) = (cl.buffer(&x), cl.buffer(&y0));
+        let kernel = cl.kernel("saxpy");
         arg(&kernel, 0, &a);
         arg(&kernel, 1, &cx);
         arg(&kernel, 2, &cy);
         arg(&kernel, 3, &(n as i64));
-        pocl.enqueue(&kernel, &[n], &[256]);
-        pocl.finish();
+        cl.enqueue(&kernel, &[n], &[256]);
+        cl.finish();
         let mut out = vec![0.0; n];
-        pocl.read(&cy, &mut out);
-        check("saxpy on PoCL", &out, &want, 1e-6);
-        pocl.write(&mut cy, &y0);
-        Box::new(move || {
+        cl.read(&cy, &mut out);
+        check(&format!("saxpy on {}", cl.label), &out, &want, 1e-6);
+        cl.write(&mut cy, &y0);
+        Some(Box::new(move || {
             let _keep = (&cx, &cy);
-            pocl.enqueue(&kernel, &[n], &[256]);
-            pocl.finish();
-        }) as Run
+            cl.enqueue(&kernel, &[n], &[256]);
+            cl.finish();
+        }) as Run)
     });
 
     let mut y_rayon = y0.clone();
@@ -319,7 +377,13 @@ fn saxpy_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
         });
     });
     let (times, floor) = alternate_with_floor(
-        [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)],
+        [
+            Some(host_run),
+            pocl_run,
+            intel_run,
+            Some(rayon_run),
+            Some(serial_run),
+        ],
         floor_run,
     );
     vec![
@@ -358,7 +422,7 @@ fn floor_row(what: &str, time: Option<Duration>) -> Row {
     Row {
         name: format!("  memory floor: {what}, {} threads", threads_of_the_host()),
         key: "floor",
-        times: vec![time, None, None, None],
+        times: vec![time, None, None, None, None],
         unit: Unit::Milliseconds,
     }
 }
@@ -398,10 +462,10 @@ fn rust_block_sums<'a>(
 }
 
 /// The block reduction (`reduce.mlir`: a tree in workgroup memory).
-fn block_sum_row(host: &Device, pocl: Option<&Pocl>) -> Row {
+fn block_sum_row(host: &Device, peers: Peers) -> Row {
     block_reduction_row(
         host,
-        pocl,
+        peers,
         "block reduction (tree), 2^24",
         "block_sum",
         |config, values, partial, n| {
@@ -412,10 +476,10 @@ fn block_sum_row(host: &Device, pocl: Option<&Pocl>) -> Row {
 }
 
 /// The block sum with `gpu.all_reduce` (`block_total.mlir`).
-fn block_total_row(host: &Device, pocl: Option<&Pocl>) -> Row {
+fn block_total_row(host: &Device, peers: Peers) -> Row {
     block_reduction_row(
         host,
-        pocl,
+        peers,
         "block sum (all_reduce), 2^24",
         "block_total",
         |config, values, partial, n| {
@@ -427,7 +491,7 @@ fn block_total_row(host: &Device, pocl: Option<&Pocl>) -> Row {
 
 fn block_reduction_row(
     host: &Device,
-    pocl: Option<&Pocl>,
+    peers: Peers,
     name: &str,
     key: &'static str,
     launch: impl Fn(&LaunchConfig, &DeviceBuffer<f32>, &DeviceBuffer<f32>, usize),
@@ -452,26 +516,33 @@ fn block_reduction_row(
     );
     let host_run: Run = Box::new(host_run);
 
-    let pocl_run = pocl.map(|pocl| {
-        let (cin, cout) = (pocl.buffer(&values), pocl.buffer(&vec![0.0; blocks]));
-        let kernel = pocl.kernel(key);
+    let [pocl_run, intel_run] = peers.map(|peer| {
+        let cl = peer?;
+        let (cin, cout) = (cl.buffer(&values), cl.buffer(&vec![0.0; blocks]));
+        let kernel = cl.kernel(key);
         arg(&kernel, 0, &cin);
         arg(&kernel, 1, &cout);
         arg(&kernel, 2, &(n as u64));
-        pocl.enqueue(&kernel, &[n], &[256]);
-        pocl.finish();
+        cl.enqueue(&kernel, &[n], &[256]);
+        cl.finish();
         let mut out = vec![0.0; blocks];
-        pocl.read(&cout, &mut out);
-        check(&format!("{key} on PoCL"), &out, &want, 1e-5);
-        Box::new(move || {
+        cl.read(&cout, &mut out);
+        check(&format!("{key} on {}", cl.label), &out, &want, 1e-5);
+        Some(Box::new(move || {
             let _keep = (&cin, &cout);
-            pocl.enqueue(&kernel, &[n], &[256]);
-            pocl.finish();
-        }) as Run
+            cl.enqueue(&kernel, &[n], &[256]);
+            cl.finish();
+        }) as Run)
     });
     let (mut rayon_out, mut serial_out) = (vec![0.0f32; blocks], vec![0.0f32; blocks]);
     let [rayon_run, serial_run] = rust_block_sums(&values, &mut rayon_out, &mut serial_out);
-    let mut runs = [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)];
+    let mut runs = [
+        Some(host_run),
+        pocl_run,
+        intel_run,
+        Some(rayon_run),
+        Some(serial_run),
+    ];
     let times = alternate(&mut runs);
     drop(runs);
     check(&format!("{key} with rayon"), &rayon_out, &want, 1e-5);
@@ -485,7 +556,7 @@ fn block_reduction_row(
 }
 
 /// The tiled matmul (`matmul.mlir`).
-fn matmul_row(host: &Device, pocl: Option<&Pocl>) -> Row {
+fn matmul_row(host: &Device, peers: Peers) -> Row {
     let n = MATMUL_N;
     let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
     let b: Vec<f32> = (0..n * n).map(|i| (i % 5) as f32 - 2.0).collect();
@@ -520,28 +591,25 @@ fn matmul_row(host: &Device, pocl: Option<&Pocl>) -> Row {
     );
     let host_run: Run = Box::new(host_run);
 
-    let pocl_run = pocl.map(|pocl| {
-        let (ca, cb, cc) = (
-            pocl.buffer(&a),
-            pocl.buffer(&b),
-            pocl.buffer(&vec![0.0; n * n]),
-        );
-        let kernel = pocl.kernel("matmul");
+    let [pocl_run, intel_run] = peers.map(|peer| {
+        let cl = peer?;
+        let (ca, cb, cc) = (cl.buffer(&a), cl.buffer(&b), cl.buffer(&vec![0.0; n * n]));
+        let kernel = cl.kernel("matmul");
         arg(&kernel, 0, &ca);
         arg(&kernel, 1, &cb);
         arg(&kernel, 2, &cc);
         arg(&kernel, 3, &(n as u64));
         arg(&kernel, 4, &(n as u64));
-        pocl.enqueue(&kernel, &[n, n], &[16, 16]);
-        pocl.finish();
+        cl.enqueue(&kernel, &[n, n], &[16, 16]);
+        cl.finish();
         let mut out = vec![0.0; n * n];
-        pocl.read(&cc, &mut out);
-        check("matmul on PoCL", &out, &want, 0.0);
-        Box::new(move || {
+        cl.read(&cc, &mut out);
+        check(&format!("matmul on {}", cl.label), &out, &want, 0.0);
+        Some(Box::new(move || {
             let _keep = (&ca, &cb, &cc);
-            pocl.enqueue(&kernel, &[n, n], &[16, 16]);
-            pocl.finish();
-        }) as Run
+            cl.enqueue(&kernel, &[n, n], &[16, 16]);
+            cl.finish();
+        }) as Run)
     });
     let row_of = |row: usize, c_row: &mut [f32]| {
         c_row.iter_mut().for_each(|v| *v = 0.0);
@@ -566,7 +634,13 @@ fn matmul_row(host: &Device, pocl: Option<&Pocl>) -> Row {
             .for_each(|(row, c_row)| row_of(row, c_row));
         black_box(&mut c_serial);
     });
-    let mut runs = [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)];
+    let mut runs = [
+        Some(host_run),
+        pocl_run,
+        intel_run,
+        Some(rayon_run),
+        Some(serial_run),
+    ];
     let times = alternate(&mut runs);
     drop(runs);
     check("matmul with rayon", &c_rayon, &want, 0.0);
@@ -594,7 +668,7 @@ fn jacobi_row(input: &[f32], out: &mut [f32], row: usize, rows: usize, cols: usi
     }
 }
 
-fn stencil_row(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
+fn stencil_row(host: &Device, peers: Peers) -> Vec<Row> {
     let (rows, cols) = (GRID, GRID);
     let input: Vec<f32> = (0..rows * cols)
         .map(|i| ((i * 7) % 13) as f32 * 0.5)
@@ -629,23 +703,24 @@ fn stencil_row(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
         1e-6,
     );
     let host_run: Run = Box::new(host_run);
-    let pocl_run = pocl.map(|pocl| {
-        let (cin, cout) = (pocl.buffer(&input), pocl.buffer(&vec![0.0; rows * cols]));
-        let kernel = pocl.kernel("jacobi");
+    let [pocl_run, intel_run] = peers.map(|peer| {
+        let cl = peer?;
+        let (cin, cout) = (cl.buffer(&input), cl.buffer(&vec![0.0; rows * cols]));
+        let kernel = cl.kernel("jacobi");
         arg(&kernel, 0, &cin);
         arg(&kernel, 1, &cout);
         arg(&kernel, 2, &(rows as u64));
         arg(&kernel, 3, &(cols as u64));
-        pocl.enqueue(&kernel, &[cols, rows], &[16, 16]);
-        pocl.finish();
+        cl.enqueue(&kernel, &[cols, rows], &[16, 16]);
+        cl.finish();
         let mut out = vec![0.0; rows * cols];
-        pocl.read(&cout, &mut out);
-        check("stencil on PoCL", &out, &want, 1e-6);
-        Box::new(move || {
+        cl.read(&cout, &mut out);
+        check(&format!("stencil on {}", cl.label), &out, &want, 1e-6);
+        Some(Box::new(move || {
             let _keep = (&cin, &cout);
-            pocl.enqueue(&kernel, &[cols, rows], &[16, 16]);
-            pocl.finish();
-        }) as Run
+            cl.enqueue(&kernel, &[cols, rows], &[16, 16]);
+            cl.finish();
+        }) as Run)
     });
     let (mut out_rayon, mut out_serial) = (vec![0.0f32; rows * cols], vec![0.0f32; rows * cols]);
     let rayon_run: Run = Box::new(|| {
@@ -679,7 +754,13 @@ fn stencil_row(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
         });
     });
     let (times, floor) = alternate_with_floor(
-        [Some(host_run), pocl_run, Some(rayon_run), Some(serial_run)],
+        [
+            Some(host_run),
+            pocl_run,
+            intel_run,
+            Some(rayon_run),
+            Some(serial_run),
+        ],
         floor_run,
     );
     check("stencil with rayon", &out_rayon, &want, 0.0);
@@ -695,7 +776,7 @@ fn stencil_row(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
 }
 
 /// An empty one-block kernel: per launch waited for, and per launch of 1000 queued.
-fn launch_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
+fn launch_rows(host: &Device, peers: Peers) -> Vec<Row> {
     let one = LaunchConfig {
         grid: [1, 1, 1],
         block: [1, 1, 1],
@@ -716,27 +797,26 @@ fn launch_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
         }
         stream.synchronize().unwrap();
     });
-    let (pocl_sync, pocl_queued) = match pocl {
-        Some(pocl) => {
-            let kernel = pocl.kernel("nothing");
-            let queued = pocl.kernel("nothing");
-            (
-                Some(Box::new(move || {
-                    for _ in 0..LAUNCHES {
-                        pocl.enqueue(&kernel, &[1], &[1]);
-                        pocl.finish();
-                    }
-                }) as Run),
-                Some(Box::new(move || {
-                    for _ in 0..LAUNCHES {
-                        pocl.enqueue(&queued, &[1], &[1]);
-                    }
-                    pocl.finish();
-                }) as Run),
-            )
-        }
-        None => (None, None),
-    };
+    let opencl_sync = peers.map(|peer| {
+        let cl = peer?;
+        let kernel = cl.kernel("nothing");
+        Some(Box::new(move || {
+            for _ in 0..LAUNCHES {
+                cl.enqueue(&kernel, &[1], &[1]);
+                cl.finish();
+            }
+        }) as Run)
+    });
+    let opencl_queued = peers.map(|peer| {
+        let cl = peer?;
+        let kernel = cl.kernel("nothing");
+        Some(Box::new(move || {
+            for _ in 0..LAUNCHES {
+                cl.enqueue(&kernel, &[1], &[1]);
+            }
+            cl.finish();
+        }) as Run)
+    });
     let rayon_sync: Run = Box::new(|| {
         for _ in 0..LAUNCHES {
             rayon::scope(|scope| scope.spawn(|_| black_box(())));
@@ -745,13 +825,22 @@ fn launch_rows(host: &Device, pocl: Option<&Pocl>) -> Vec<Row> {
     let per = |times: Vec<Option<Duration>>| -> Vec<Option<Duration>> {
         times.into_iter().map(|t| t.map(|t| t / LAUNCHES)).collect()
     };
+    let [pocl_sync, intel_sync] = opencl_sync;
+    let [pocl_queued, intel_queued] = opencl_queued;
     let sync = per(alternate(&mut [
         Some(host_sync),
         pocl_sync,
+        intel_sync,
         Some(rayon_sync),
         None,
     ]));
-    let queued = per(alternate(&mut [Some(host_queued), pocl_queued, None, None]));
+    let queued = per(alternate(&mut [
+        Some(host_queued),
+        pocl_queued,
+        intel_queued,
+        None,
+        None,
+    ]));
     vec![
         Row {
             name: "empty kernel, launch + wait".into(),

@@ -1,5 +1,5 @@
-//! PoCL through `opencl3` (libOpenCL.so.1 loaded at run time): the benchmarks' OpenCL side (any
-//! platform by name: Oclgrind's too).
+//! The benchmarks' OpenCL side through `opencl3` (libOpenCL.so.1 loaded at run time): any
+//! platform by name — PoCL, Intel's CPU Runtime for OpenCL, Oclgrind.
 
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -11,41 +11,58 @@ use opencl3::program::Program;
 use opencl3::types::{cl_float, CL_BLOCKING};
 use std::ffi::c_void;
 
-/// PoCL's CPU device with the benchmark's kernels built.
-pub struct Pocl {
+/// One OpenCL platform's first device with the benchmark's kernels built.
+pub struct OpenCl {
+    /// Who makes it, in a few words ("PoCL", "Intel"): the table's column.
+    #[allow(dead_code)]
+    pub label: &'static str,
+    /// The device's own name.
     pub name: String,
     context: Context,
     queue: CommandQueue,
     program: Program,
 }
 
-/// A float buffer of PoCL's.
+/// A float buffer of an OpenCL device's.
 pub type FloatBuffer = Buffer<cl_float>;
 
-impl Pocl {
+impl OpenCl {
     /// PoCL, or why it cannot be had (no OpenCL loader, no PoCL platform, a build failure).
     #[allow(dead_code)]
-    pub fn new() -> Result<Pocl, String> {
-        Pocl::platform(
+    pub fn pocl() -> Result<OpenCl, String> {
+        OpenCl::platform(
+            "PoCL",
             "Portable Computing Language",
             "no PoCL platform (scripts/setup.sh installs pocl-opencl-icd)",
         )
     }
 
-    /// The first device of the platform whose name holds `name` (`missing` says why there is
-    /// none), with the benchmark's kernels built.
-    pub fn platform(name: &str, missing: &str) -> Result<Pocl, String> {
+    /// Intel's CPU Runtime for OpenCL, or why it cannot be had.
+    #[allow(dead_code)]
+    pub fn intel() -> Result<OpenCl, String> {
+        OpenCl::platform(
+            "Intel",
+            "Intel(R) OpenCL",
+            "no Intel OpenCL platform (scripts/setup.sh installs Intel's CPU Runtime for OpenCL \
+             from PyPI and its ICD file)",
+        )
+    }
+
+    /// The first device of the platform named `platform` (exactly: Intel's GPU platform is
+    /// "Intel(R) OpenCL Graphics"; `missing` says why there is none), with the benchmark's
+    /// kernels built, shown as `label`.
+    pub fn platform(label: &'static str, platform: &str, missing: &str) -> Result<OpenCl, String> {
         let platforms =
             get_platforms().map_err(|e| format!("no OpenCL loader or platform ({e})"))?;
         let platform = platforms
             .into_iter()
-            .find(|p| p.name().is_ok_and(|n| n.contains(name)))
+            .find(|p| p.name().is_ok_and(|n| n == platform))
             .ok_or(missing)?;
         let id = *platform
             .get_devices(CL_DEVICE_TYPE_ALL)
             .map_err(|e| e.to_string())?
             .first()
-            .ok_or("PoCL lists no device")?;
+            .ok_or_else(|| format!("the {label} platform lists no device"))?;
         let device = Device::new(id);
         let name = device.name().map_err(|e| e.to_string())?;
         let context = Context::from_device(&device).map_err(|e| e.to_string())?;
@@ -53,7 +70,8 @@ impl Pocl {
             .map_err(|e| e.to_string())?;
         let program =
             Program::create_and_build_from_source(&context, include_str!("kernels.cl"), "")?;
-        Ok(Pocl {
+        Ok(OpenCl {
+            label,
             name,
             context,
             queue,
