@@ -314,8 +314,9 @@ struct Fissioned {
 
 Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFunctions,
                 const Function *subgroupBarrier,
-                const SmallPtrSetImpl<Function *> &uniformFunctions, StringRef name,
-                uint32_t done, Fissioned &out) {
+                const SmallPtrSetImpl<Function *> &uniformFunctions,
+                ArrayRef<Function *> threadIdFunctions, StringRef name, uint32_t done,
+                Fissioned &out) {
   Module &M = *body.getParent();
   LLVMContext &C = M.getContext();
   const DataLayout &DL = M.getDataLayout();
@@ -336,6 +337,24 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
   } cleanup{work};
   if (Failure why = inlineBarrierCalls(*work, reaching); !why.empty())
     return why;
+  // The functions just inlined may read thread ids (a block reduction's helper computes the
+  // linear id): they become the body's id parameters, as the body's own reads did
+  // (entry/body.rs). A value made from them is then recomputed where a region resumes instead
+  // of saved per thread, and a test of it is a test of the thread loops' induction variables.
+  for (unsigned slot = 0; slot < threadIdFunctions.size(); ++slot) {
+    Function *reader = threadIdFunctions[slot];
+    if (!reader)
+      continue;
+    SmallVector<CallInst *, 8> reads;
+    for (User *user : reader->users())
+      if (auto *call = dyn_cast<CallInst>(user);
+          call && call->getCalledFunction() == reader && call->getFunction() == work)
+        reads.push_back(call);
+    for (CallInst *call : reads) {
+      call->replaceAllUsesWith(work->getArg(slot));
+      call->eraseFromParent();
+    }
+  }
 
   {
     DominatorTree DT(*work);
@@ -574,11 +593,13 @@ extern "C" {
 // The region function of `body` (see the top of this file); null without `*reason` when `body`
 // never reaches a barrier; null with `*reason` set (free it with LLVMDisposeMessage) when its
 // barriers cannot be split this way. `uniform` are functions whose result is the same in every
-// thread of a block; `subgroupBarrier` (one of `barriers`, or null) is the one only a subgroup
-// waits at. `*subgroupStates` is Fissioned::subgroupStates.
+// thread of a block; `threadIds` the three functions that read thread id x, y and z (each may be
+// null); `subgroupBarrier` (one of `barriers`, or null) is the one only a subgroup waits at.
+// `*subgroupStates` is Fissioned::subgroupStates.
 LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsigned barrierCount,
                                LLVMValueRef subgroupBarrier, LLVMValueRef *uniform,
-                               unsigned uniformCount, const char *name, uint32_t done,
+                               unsigned uniformCount, LLVMValueRef *threadIds,
+                               const char *name, uint32_t done,
                                uint64_t *uniformBytes, uint64_t *threadBytes,
                                unsigned *barrierTotal, LLVMValueRef *subgroupStates,
                                char **reason) {
@@ -589,8 +610,11 @@ LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsign
     uniformFunctions.insert(unwrap<Function>(uniform[i]));
   Fissioned result;
   const Function *subgroup = subgroupBarrier ? unwrap<Function>(subgroupBarrier) : nullptr;
+  Function *threadIdFunctions[3];
+  for (unsigned slot = 0; slot < 3; ++slot)
+    threadIdFunctions[slot] = threadIds[slot] ? unwrap<Function>(threadIds[slot]) : nullptr;
   Failure why = fission(*unwrap<Function>(body), barrierFunctions, subgroup, uniformFunctions,
-                        name, done, result);
+                        threadIdFunctions, name, done, result);
   if (!why.empty()) {
     *reason = strdup(why.c_str());
     return nullptr;

@@ -48,6 +48,7 @@ extern "C" {
         subgroup_barrier: LLVMValueRef,
         uniform: *const LLVMValueRef,
         uniform_count: u32,
+        thread_ids: *const LLVMValueRef,
         name: *const c_char,
         done: u32,
         uniform_bytes: *mut u64,
@@ -89,12 +90,14 @@ pub(crate) enum Fission<'ll> {
 
 /// Splits `body` (`<kernel>.ids`) at its calls of `barriers`, of which `subgroup_barrier` is
 /// the one only a subgroup waits at; the region function is called `name`. `uniform` return
-/// the same in every thread of a block (block ids and sizes).
+/// the same in every thread of a block (block ids and sizes); `thread_ids` read thread id x, y
+/// and z (where the module has them).
 pub(crate) fn fission<'ll>(
     body: FunctionValue<'ll>,
     barriers: &[FunctionValue<'ll>],
     subgroup_barrier: Option<FunctionValue<'ll>>,
     uniform: &[FunctionValue<'ll>],
+    thread_ids: [Option<FunctionValue<'ll>>; 3],
     name: &str,
 ) -> Fission<'ll> {
     if barriers.is_empty() {
@@ -105,11 +108,12 @@ pub(crate) fn fission<'ll>(
     };
     let raw: Vec<LLVMValueRef> = barriers.iter().map(|f| f.as_value_ref()).collect();
     let raw_uniform: Vec<LLVMValueRef> = uniform.iter().map(|f| f.as_value_ref()).collect();
+    let raw_thread_ids = thread_ids.map(|f| f.map_or(std::ptr::null_mut(), |f| f.as_value_ref()));
     let (mut uniform_bytes, mut thread_bytes, mut total) = (0u64, 0u64, 0u32);
     let mut subgroup_states = std::ptr::null_mut();
     let mut reason = std::ptr::null_mut();
-    // SAFETY: live functions of one module; the out-parameters are ours; `reason` is ours to
-    // free when set.
+    // SAFETY: live functions of one module (`raw_thread_ids` holds three, each one or null); the
+    // out-parameters are ours; `reason` is ours to free when set.
     let region = unsafe {
         gpu_build_fission(
             body.as_value_ref(),
@@ -118,6 +122,7 @@ pub(crate) fn fission<'ll>(
             subgroup_barrier.map_or(std::ptr::null_mut(), |f| f.as_value_ref()),
             raw_uniform.as_ptr(),
             raw_uniform.len() as u32,
+            raw_thread_ids.as_ptr(),
             c_name.as_ptr(),
             DONE,
             &mut uniform_bytes,

@@ -188,6 +188,50 @@ pub(crate) fn calls_of<'ll>(
     calls
 }
 
+/// Whether running `function` may call one of `callees`: directly, through functions it calls,
+/// or through a call of a pointer (which could be anything).
+pub(crate) fn may_call<'ll>(function: FunctionValue<'ll>, callees: &[FunctionValue<'ll>]) -> bool {
+    let mut seen = vec![function];
+    let mut stack = vec![function];
+    while let Some(caller) = stack.pop() {
+        for block in caller.get_basic_blocks() {
+            for instruction in block.get_instructions() {
+                if instruction.get_opcode() != inkwell::values::InstructionOpcode::Call {
+                    continue;
+                }
+                use inkwell::llvm_sys::core::{
+                    LLVMGetCalledValue, LLVMIsAFunction, LLVMIsAInlineAsm,
+                };
+                // SAFETY: a call instruction has a called value.
+                let called = unsafe { LLVMGetCalledValue(instruction.as_value_ref()) };
+                // SAFETY: `called` is a live value; each returns it when it is of that kind,
+                // null otherwise.
+                let (as_function, as_assembly) =
+                    unsafe { (LLVMIsAFunction(called), LLVMIsAInlineAsm(called)) };
+                if !as_assembly.is_null() {
+                    continue;
+                }
+                // SAFETY: null, or a function of the module.
+                let Some(callee) = (unsafe { FunctionValue::new(as_function) }) else {
+                    // A pointer: any function.
+                    if callees.is_empty() {
+                        continue;
+                    }
+                    return true;
+                };
+                if callees.contains(&callee) {
+                    return true;
+                }
+                if !seen.contains(&callee) {
+                    seen.push(callee);
+                    stack.push(callee);
+                }
+            }
+        }
+    }
+    false
+}
+
 pub(crate) fn always_inline(job: &Job, function: FunctionValue) {
     let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
     function.add_attribute(

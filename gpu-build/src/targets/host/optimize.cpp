@@ -37,7 +37,10 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
@@ -423,6 +426,88 @@ bool exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
   return true;
 }
 
+// The most instructions a thread loop may have for `unswitchUniformBranch` to copy it: each
+// branch it takes out doubles the loop, so this bounds the copies of a loop with many.
+constexpr unsigned UnswitchBudget = 600;
+// The most branches taken out of one entry's loops (each a copy of a loop).
+constexpr unsigned UnswitchLimit = 8;
+
+// A conditional branch inside `L` (both sides in the loop) on a condition that is the same in
+// every iteration, or null.
+BranchInst *uniformBranch(const Loop &L) {
+  for (BasicBlock *B : L.blocks()) {
+    auto *branch = dyn_cast<BranchInst>(B->getTerminator());
+    if (branch && branch->isConditional() && !isa<Constant>(branch->getCondition()) &&
+        L.isLoopInvariant(branch->getCondition()) && L.contains(branch->getSuccessor(0)) &&
+        L.contains(branch->getSuccessor(1)))
+      return branch;
+  }
+  return nullptr;
+}
+
+// When a thread loop's body branches on a condition that is the same for every thread (a value
+// from outside the loop: the tiled matmul's `t + 1 < tiles` before it loads the next tiles, in
+// the region after its second barrier), runs one copy of the loop per side, chosen before the
+// loop. The vectorizer would otherwise turn each side's loads and stores into masked ones run
+// by every thread (on AMD's Zen a masked store is microcoded: the matmul spent most of its time
+// in them), and LLVM's own unswitching gives up on loops the size of a region. Returns whether
+// it changed `L`.
+bool unswitchUniformBranch(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
+  if (!L.isInnermost() || !L.getLoopPreheader() || !L.hasDedicatedExits())
+    return false;
+  BranchInst *branch = uniformBranch(L);
+  if (!branch)
+    return false;
+  unsigned size = 0;
+  for (BasicBlock *B : L.blocks())
+    size += B->size();
+  if (size > UnswitchBudget)
+    return false;
+  // Values of the loop used after it go through phis in its exit blocks, which take the copy's
+  // values too.
+  formLCSSA(L, DT, &LI, &SE);
+  BasicBlock *header = L.getHeader();
+  BasicBlock *preheader = SplitEdge(L.getLoopPreheader(), header, &DT, &LI, nullptr, "unswitch");
+  SmallVector<BasicBlock *, 4> exits, exiting;
+  L.getUniqueExitBlocks(exits);
+  L.getExitingBlocks(exiting);
+  ValueToValueMapTy map;
+  SmallVector<BasicBlock *, 16> blocks;
+  cloneLoopWithPreheader(header, preheader, &L, map, ".uniform", &LI, &DT, blocks);
+  remapInstructionsInBlocks(blocks, map);
+  auto *copyPreheader = cast<BasicBlock>(map[preheader]);
+  copyPreheader->getTerminator()->replaceUsesOfWith(header, cast<BasicBlock>(map[header]));
+  for (BasicBlock *exit : exits)
+    for (PHINode &phi : exit->phis())
+      for (BasicBlock *from : exiting)
+        if (phi.getBasicBlockIndex(from) >= 0) {
+          Value *value = phi.getIncomingValueForBlock(from);
+          if (Value *copied = map.lookup(value))
+            value = copied;
+          phi.addIncoming(value, cast<BasicBlock>(map[from]));
+        }
+  // The original takes the true side, the copy the false one; what only the other side reached
+  // goes.
+  auto *copyBranch = cast<BranchInst>(map[branch]);
+  Value *condition = branch->getCondition();
+  LLVMContext &context = header->getContext();
+  branch->setCondition(ConstantInt::getTrue(context));
+  copyBranch->setCondition(ConstantInt::getFalse(context));
+  ConstantFoldTerminator(branch->getParent());
+  ConstantFoldTerminator(copyBranch->getParent());
+  // The choice, once, before the loop. A branch on poison is undefined, and the loop may never
+  // have reached this one: the value chosen on is frozen.
+  Instruction *at = preheader->getTerminator();
+  if (!isGuaranteedNotToBeUndefOrPoison(condition, nullptr, at, &DT))
+    condition = new FreezeInst(condition, "uniform", at->getIterator());
+  BranchInst::Create(header, copyPreheader, condition, at->getIterator());
+  at->eraseFromParent();
+  // The original keeps a preheader of its own.
+  SplitEdge(preheader, header, nullptr, nullptr);
+  removeUnreachableBlocks(*header->getParent());
+  return true;
+}
+
 struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
   // What the names of the functions whose loops are thread loops end with (the blocks entries).
   std::string entrySuffix;
@@ -431,17 +516,24 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
     if (!F.getName().ends_with(entrySuffix))
       return PreservedAnalyses::all();
     bool changed = false;
+    unsigned unswitched = 0;
     // One change at a time, with fresh analyses: a change alters the dominator tree.
     for (unsigned round = 0; round < 64; ++round) {
       auto &LI = FAM.getResult<LoopAnalysis>(F);
       auto &DT = FAM.getResult<DominatorTreeAnalysis>(F);
       auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
       bool once = false;
-      for (Loop *L : LI.getLoopsInPreorder())
+      for (Loop *L : LI.getLoopsInPreorder()) {
+        if (unswitched < UnswitchLimit && unswitchUniformBranch(*L, LI, DT, SE)) {
+          ++unswitched;
+          once = true;
+          break;
+        }
         if (versionAtGuard(*L, LI, DT, SE) || exitAtGuard(*L, DT, SE)) {
           once = true;
           break;
         }
+      }
       if (!once)
         break;
       changed = true;

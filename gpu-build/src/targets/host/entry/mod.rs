@@ -16,7 +16,7 @@ mod states;
 mod subgroups;
 
 use super::fission::{fission, Fission, Regions};
-use super::ir::always_inline;
+use super::ir::{always_inline, may_call};
 use crate::error::Result;
 use crate::targets::interface::Job;
 use crate::targets::support::nvvm::PTX_KERNEL_CALLING_CONVENTION;
@@ -24,9 +24,7 @@ use body::with_thread_id_parameters;
 use gpu_manifest::host_abi;
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::{Linkage, Module};
-use inkwell::values::{
-    BasicMetadataValueEnum, BasicValue, FunctionValue, GlobalValue, PointerValue,
-};
+use inkwell::values::{BasicMetadataValueEnum, FunctionValue, GlobalValue, PointerValue};
 
 /// What the entry points need from outside the module.
 pub(super) struct Entries {
@@ -61,17 +59,10 @@ pub(super) fn add_entry_points<'ll>(
         bodies.push(with_thread_id_parameters(job, module, *kernel, ids)?);
     }
     // Device functions that read a thread id (not inlined into a kernel here) still read it from
-    // the thread-local ids, which the block entry then keeps up to date.
-    let tid_read_elsewhere = (0..3).any(|slot| {
-        module
-            .get_function(&format!("__gpu_host_id_{slot}"))
-            .is_some_and(|f| {
-                f.as_global_value()
-                    .as_pointer_value()
-                    .get_first_use()
-                    .is_some()
-            })
-    });
+    // the thread-local ids, which a block entry whose work calls one then keeps up to date.
+    let thread_ids: [Option<FunctionValue>; 3] =
+        [0, 1, 2].map(|slot| module.get_function(&format!("__gpu_host_id_{slot}")));
+    let readers: Vec<FunctionValue> = thread_ids.iter().flatten().copied().collect();
     // Block ids and sizes, grid sizes: the same in every thread of a block.
     let uniform: Vec<FunctionValue> = (3..host_abi::ID_SLOTS)
         .filter_map(|slot| module.get_function(&format!("__gpu_host_id_{slot}")))
@@ -93,7 +84,14 @@ pub(super) fn add_entry_points<'ll>(
         )?
         .thread()?;
         let region_name = format!("{name}.region");
-        let work = match fission(body, barriers, subgroup_barrier, &uniform, &region_name) {
+        let work = match fission(
+            body,
+            barriers,
+            subgroup_barrier,
+            &uniform,
+            thread_ids,
+            &region_name,
+        ) {
             Fission::NoBarrier => ThreadWork::Body(body),
             Fission::Split(regions) => {
                 entries.allocates |= regions.thread_bytes > 0;
@@ -107,6 +105,11 @@ pub(super) fn add_entry_points<'ll>(
                 entries.coroutine_kernels.push(name.clone());
                 ThreadWork::Coroutines
             }
+        };
+        let tid_read_elsewhere = match &work {
+            ThreadWork::Body(body) => may_call(*body, &readers),
+            ThreadWork::Regions(regions) => may_call(regions.function, &readers),
+            ThreadWork::Coroutines => true,
         };
         EntryBuilder::new(
             job,
