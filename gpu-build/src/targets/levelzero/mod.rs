@@ -20,7 +20,7 @@ mod lowering;
 
 use crate::error::Result;
 use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
-use crate::targets::support::spirv::version_of_chip;
+use crate::targets::support::spirv::{check_entry_point_abis, version_of_chip};
 use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
 use melior::ir::OperationRef;
@@ -166,6 +166,7 @@ impl MlirSerializer for LevelZero {
             );
         }
         abi::check_arguments(kernels, locations)?;
+        check_entry_point_abis(gpu_module, kernels, locations)?;
         lowering::serialize(context, gpu_module, kernels, version)
     }
 }

@@ -219,6 +219,55 @@ pub(crate) fn drop_uniform_flags(module: &Module) {
     }
 }
 
+/// Refuses a kernel's own `spirv.entry_point_abi` whose workgroup size is not three sizes of at
+/// least 1, naming the kernel at `locations` (one per kernel of `kernels`): MLIR 22's ABI
+/// lowering reads three elements without looking (`workgroup_size = []` crashed the compiler;
+/// found by the fuzzer).
+pub(crate) fn check_entry_point_abis(
+    gpu_module: &OperationRef,
+    kernels: &[Kernel],
+    locations: &[String],
+) -> Result<()> {
+    for raw in ops_named(gpu_module, "gpu.func") {
+        // SAFETY: a live op of `gpu_module`, only read here.
+        let function = unsafe { OperationRef::from_raw(raw) };
+        let Ok(abi) = function.attribute("spirv.entry_point_abi") else {
+            continue;
+        };
+        let text = abi.to_string();
+        let Some((_, rest)) = text.split_once("workgroup_size = [") else {
+            continue;
+        };
+        let written = rest.split(']').next().unwrap_or_default();
+        let sizes: Vec<Option<u32>> = written
+            .split(',')
+            .map(str::trim)
+            .filter(|size| !size.is_empty())
+            .map(|size| size.parse().ok().filter(|&size| size >= 1))
+            .collect();
+        if sizes.len() == 3 && sizes.iter().all(Option::is_some) {
+            continue;
+        }
+        let name = super::mlir::symbol_name(&function).unwrap_or_default();
+        let location = kernels
+            .iter()
+            .zip(locations)
+            .find(|(kernel, _)| kernel.name == name)
+            .map_or("", |(_, location)| location.as_str());
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{location}: error: kernel `{name}`: `spirv.entry_point_abi` has workgroup_size \
+                 = [{written}]; it takes three sizes of at least 1 (x, y, z), e.g. \
+                 `#spirv.entry_point_abi<workgroup_size = [64, 1, 1]>`, or none \
+                 (`#spirv.entry_point_abi<>`: the size then comes from `known_block_size` or \
+                 the launch)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The unsigned numbers in `text`, in order (`array<i32: 256, 1, 1>` → 256, 1, 1).
 pub(crate) fn numbers(text: &str) -> Vec<u64> {
     text.split(|c: char| !c.is_ascii_digit())
