@@ -1,12 +1,13 @@
 // c = a * b for row-major matrices a (m x k), b (k x n), c (m x n), every size a multiple of 16,
 // passed as 2-D memrefs (the sizes come from their descriptors): 16 x 16 tiles of a and b staged
 // in workgroup memory, with a gpu.barrier after loading a tile and after using it. Launch an
-// (n/16, m/16) grid of (16, 16) blocks.
+// (n/16, m/16) grid of (16, 16) blocks, the size it declares.
 module attributes {gpu.container_module} {
   gpu.module @matmul [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
     gpu.func @matmul(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>)
         workgroup(%tile_a: memref<16x16xf32, #gpu.address_space<workgroup>>,
-                  %tile_b: memref<16x16xf32, #gpu.address_space<workgroup>>) kernel {
+                  %tile_b: memref<16x16xf32, #gpu.address_space<workgroup>>) kernel
+        attributes {known_block_size = array<i32: 16, 16, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c16 = arith.constant 16 : index

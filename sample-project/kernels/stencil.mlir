@@ -1,9 +1,10 @@
 // A 2-D 5-point stencil (one Jacobi step): out = 0.5 * in + 0.125 * (the four neighbours) on
 // the interior, out = in on the border, for a row-major rows x cols grid passed as 2-D memrefs.
-// Launch a (cols/16, rows/16) grid of (16, 16) blocks.
+// Launch a (cols/16, rows/16) grid of (16, 16) blocks, the size it declares.
 module attributes {gpu.container_module} {
   gpu.module @stencil [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
-    gpu.func @jacobi(%in: memref<?x?xf32>, %out: memref<?x?xf32>) kernel {
+    gpu.func @jacobi(%in: memref<?x?xf32>, %out: memref<?x?xf32>) kernel
+        attributes {known_block_size = array<i32: 16, 16, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %half = arith.constant 0.5 : f32

@@ -108,6 +108,29 @@ pub(crate) fn id_reader<'ll>(
     Ok(function)
 }
 
+/// The block size `kernel` declares, x, y, z: MLIR lowers `known_block_size` to the function
+/// attribute `nvvm.maxntid` ("16,16,1"); `nvvm.reqntid` says the same. A bound, as far as the IR
+/// tells (`maxntid` may be written as one): the block entry uses it only for launches of exactly
+/// this size.
+pub(crate) fn declared_block_size(kernel: FunctionValue) -> Option<[u32; 3]> {
+    let attribute = ["nvvm.reqntid", "nvvm.maxntid"]
+        .iter()
+        .find_map(|name| kernel.get_string_attribute(AttributeLoc::Function, name))?;
+    let text = attribute.get_string_value().to_str().ok()?;
+    let mut size = [1u32; 3];
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return None;
+    }
+    for (axis, part) in parts.iter().enumerate() {
+        size[axis] = part
+            .parse()
+            .ok()
+            .filter(|n| (1..=host_abi::MAX_THREADS).contains(n))?;
+    }
+    Some(size)
+}
+
 /// Marks `load`, a read of id `slot` of the context, with the range the runtime guarantees
 /// (`host_abi`: its launches are checked against these limits), for LLVM: thread ids, block
 /// sizes, block ids, grid sizes. A size known not to be zero lets LLVM compute with the

@@ -44,6 +44,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         for slot in 3..6 {
             sizes.push(load(slot, "size")?);
         }
+        let known_sizes = ir::declared_block_size(self.kernel)
+            .map(|known| known.map(|size| i32_type.const_int(u64::from(size), false)));
         let widen = |value| {
             self.builder
                 .build_int_z_extend(value, i64_type, "wide")
@@ -133,9 +135,13 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     .build_store(self.id_slot(slot, false)?, id)
                     .map_err(builder_error)?;
             }
-            match &split {
+            // The block's threads, in loops of the launch's block size; for a kernel compiled
+            // for one size, in loops of that size when the launch has it (constant trip
+            // counts LLVM unrolls and vectorizes without remainders, as an OpenCL runtime
+            // compiling for each launch's work-group size gets), of the launch's otherwise.
+            let threads = |sizes: &[IntValue<'ll>], before| match &split {
                 Some((regions, storage)) => {
-                    self.regions(regions, storage, tid_read_elsewhere, &sizes, latch)
+                    self.regions(regions, storage, tid_read_elsewhere, sizes, latch)
                 }
                 None => {
                     let innermost = Innermost {
@@ -143,10 +149,34 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                         tid_read_elsewhere,
                         region: None,
                     };
-                    self.nest(2, &sizes, &mut Vec::new(), &innermost, each, latch)
+                    self.nest(2, sizes, &mut Vec::new(), &innermost, before, latch)
                 }
+            };
+            let Some(known) = known_sizes else {
+                return threads(&sizes, each);
+            };
+            let mut same = llvm.bool_type().const_all_ones();
+            for (size, known) in sizes.iter().zip(known) {
+                let equal = builder
+                    .build_int_compare(inkwell::IntPredicate::EQ, *size, known, "known")
+                    .map_err(builder_error)?;
+                same = builder
+                    .build_and(same, equal, "known")
+                    .map_err(builder_error)?;
             }
+            let fixed = llvm.append_basic_block(self.function, "known_size");
+            let any = llvm.append_basic_block(self.function, "any_size");
+            builder
+                .build_conditional_branch(same, fixed, any)
+                .map_err(builder_error)?;
+            builder.position_at_end(fixed);
+            threads(&known, fixed)?;
+            builder.position_at_end(any);
+            threads(&sizes, any)
         })?;
+        if let Some((_, storage)) = &split {
+            self.report_divergence(storage)?;
+        }
         self.builder.position_at_end(exit);
         if let Some((_, storage)) = &split {
             self.release(storage)?;

@@ -223,11 +223,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_unconditional_branch(dispatch)
                 .map_err(builder_error)?;
         }
-        self.report_divergence(storage)
+        Ok(())
     }
 
-    /// The `diverged` block: the block's ids into the context for the error message, then the
-    /// status.
+    /// The `diverged` block the regions branch to: the block's ids into the context for the
+    /// error message, then the status. Built once, however many copies of the regions use it.
     pub(super) fn report_divergence(&self, storage: &RegionStorage<'ll>) -> Result<()> {
         let i32_type = self.job.llvm.i32_type();
         self.builder.position_at_end(storage.diverged);

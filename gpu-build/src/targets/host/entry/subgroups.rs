@@ -259,6 +259,6 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         builder
             .build_unconditional_branch(round)
             .map_err(builder_error)?;
-        self.report_divergence(storage)
+        Ok(())
     }
 }
