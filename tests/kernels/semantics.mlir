@@ -227,5 +227,25 @@ module attributes {gpu.container_module} {
       memref.store %value, %out[%row, %col] : memref<?x?xf32>
       gpu.return
     }
+    // Declares 8 x 4 blocks: on the host, a launch of that size runs thread loops of that
+    // constant size, any other launch loops of its own. Each block swaps its elements in pairs
+    // across x through workgroup memory: out[b, y, x] = in[b, y, x ^ 1]. Only thread and block
+    // ids (not gpu.block_dim, which the declaration lets MLIR fold): any block of even width up
+    // to 32 x 32 is a valid launch.
+    gpu.func @declared_size_swap(%in: memref<?x32x32xf32>, %out: memref<?x32x32xf32>)
+        workgroup(%tile: memref<32x32xf32, #gpu.address_space<workgroup>>) kernel
+        attributes {known_block_size = array<i32: 8, 4, 1>} {
+      %c1 = arith.constant 1 : index
+      %x = gpu.thread_id x
+      %y = gpu.thread_id y
+      %b = gpu.block_id x
+      %value = memref.load %in[%b, %y, %x] : memref<?x32x32xf32>
+      memref.store %value, %tile[%y, %x] : memref<32x32xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %pair = arith.xori %x, %c1 : index
+      %swapped = memref.load %tile[%y, %pair] : memref<32x32xf32, #gpu.address_space<workgroup>>
+      memref.store %swapped, %out[%b, %y, %x] : memref<?x32x32xf32>
+      gpu.return
+    }
   }
 }

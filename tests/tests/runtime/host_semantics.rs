@@ -1310,6 +1310,40 @@ fn a_stencil_treats_the_border_and_the_interior_apart_in_every_block() {
     assert_same(&y.to_vec().unwrap(), &want, "the stencil");
 }
 
+/// A kernel that declares its block size (known_block_size 8 x 4) runs thread loops of that
+/// constant size when the launch has it, of the launch's size otherwise: each gives every block's
+/// elements swapped in pairs across x, through workgroup memory and a barrier, and leaves the
+/// rest of each 32 x 32 plane alone.
+#[test]
+fn a_kernel_declaring_its_block_size_runs_right_at_that_size_and_at_others() {
+    let host = Device::host();
+    let blocks = 3usize;
+    let input: Vec<f32> = (0..blocks * 32 * 32).map(|i| i as f32).collect();
+    for block in [[8u32, 4, 1], [16, 2, 1], [4, 6, 1]] {
+        let mut want = vec![0.0f32; input.len()];
+        for b in 0..blocks {
+            for y in 0..block[1] as usize {
+                for x in 0..block[0] as usize {
+                    want[(b * 32 + y) * 32 + x] = input[(b * 32 + y) * 32 + (x ^ 1)];
+                }
+            }
+        }
+        let x = DeviceBuffer::from_slice(&host, &input).unwrap();
+        let y = DeviceBuffer::from_slice(&host, &vec![0.0f32; input.len()]).unwrap();
+        let (vx, vy) = (
+            x.view([blocks, 32, 32]).unwrap(),
+            y.view([blocks, 32, 32]).unwrap(),
+        );
+        // SAFETY: every block is at most 32 x 32 threads of even width, so each thread reads and
+        // writes inside its block's 32 x 32 plane, and reads the tile slot its pair wrote.
+        unsafe {
+            semantics::declared_size_swap(&host, &config([blocks as u32, 1, 1], block, 0), vx, vy)
+        }
+        .unwrap();
+        assert_same(&y.to_vec().unwrap(), &want, &format!("blocks of {block:?}"));
+    }
+}
+
 /// Fails naming the first element that differs (a whole buffer is too long to read).
 fn assert_same(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
