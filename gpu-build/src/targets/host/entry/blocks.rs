@@ -9,6 +9,12 @@ use crate::targets::host::ir::{self, builder_error};
 use gpu_manifest::host_abi;
 use inkwell::values::IntValue;
 
+/// The widest declared row (x size) the block entry runs at constant size. A row of 16 or 32
+/// threads unrolls into a few whole vectors (the tiled matmul: 0.85x Intel's OpenCL runtime
+/// instead of 1.12x); the 256-thread rows of the sample's reductions ran 1.2-1.9x slower with
+/// constant sizes (measured 2026-12-04), so wider rows keep the launch's.
+const DECLARED_ROW_LIMIT: u32 = 32;
+
 impl<'a, 'll> EntryBuilder<'a, 'll> {
     /// Every thread of blocks `first..first + count`: a loop over the blocks (their ids into the
     /// thread-local ids), and in it z, y, x loops over the block's threads calling the body, or
@@ -45,6 +51,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             sizes.push(load(slot, "size")?);
         }
         let known_sizes = ir::declared_block_size(self.kernel)
+            .filter(|known| known[0] <= DECLARED_ROW_LIMIT)
             .map(|known| known.map(|size| i32_type.const_int(u64::from(size), false)));
         let widen = |value| {
             self.builder
