@@ -161,6 +161,21 @@ void interleaveOnce(BasicBlock *latch) {
   addLoopProperty(latch->getTerminator(), MDNode::get(context, count));
 }
 
+// A copy of `L` (whose own preheader is `preheader`) with a preheader of its own that enters
+// it, named with `suffix`; `map` takes the original's values to the copy's. Nothing branches to
+// the copy yet, and its exits' phis do not yet take its values.
+BasicBlock *copyLoop(Loop &L, BasicBlock *preheader, const char *suffix, LoopInfo &LI,
+                     DominatorTree &DT, ValueToValueMapTy &map) {
+  BasicBlock *header = L.getHeader();
+  SmallVector<BasicBlock *, 16> blocks;
+  cloneLoopWithPreheader(header, preheader, &L, map, suffix, &LI, &DT, blocks);
+  remapInstructionsInBlocks(blocks, map);
+  auto *copyPreheader = cast<BasicBlock>(map[preheader]);
+  // The clone's preheader branches to the original header: to its own.
+  copyPreheader->getTerminator()->replaceUsesOfWith(header, cast<BasicBlock>(map[header]));
+  return copyPreheader;
+}
+
 // Whether the loop's shape is one both changes handle: a preheader, one latch that is its only
 // exit, a header ending in the guard, no value used after the loop.
 bool guardedLoop(Loop &L, BranchInst *&guard) {
@@ -341,12 +356,7 @@ bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &S
   BasicBlock *exit = L.getUniqueExitBlock();
   BasicBlock *latch = L.getLoopLatch();
   ValueToValueMapTy map;
-  SmallVector<BasicBlock *, 16> blocks;
-  cloneLoopWithPreheader(header, preheader, &L, map, ".unguarded", &LI, &DT, blocks);
-  remapInstructionsInBlocks(blocks, map);
-  auto *copyPreheader = cast<BasicBlock>(map[preheader]);
-  // The clone's preheader branches to the original header: to its own.
-  copyPreheader->getTerminator()->replaceUsesOfWith(header, cast<BasicBlock>(map[header]));
+  BasicBlock *copyPreheader = copyLoop(L, preheader, ".unguarded", LI, DT, map);
   for (PHINode &phi : exit->phis())
     phi.addIncoming(phi.getIncomingValueForBlock(latch), cast<BasicBlock>(map[latch]));
   auto *copyGuard = cast<BranchInst>(map[guard]);
@@ -472,11 +482,7 @@ bool unswitchUniformBranch(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolu
   L.getUniqueExitBlocks(exits);
   L.getExitingBlocks(exiting);
   ValueToValueMapTy map;
-  SmallVector<BasicBlock *, 16> blocks;
-  cloneLoopWithPreheader(header, preheader, &L, map, ".uniform", &LI, &DT, blocks);
-  remapInstructionsInBlocks(blocks, map);
-  auto *copyPreheader = cast<BasicBlock>(map[preheader]);
-  copyPreheader->getTerminator()->replaceUsesOfWith(header, cast<BasicBlock>(map[header]));
+  BasicBlock *copyPreheader = copyLoop(L, preheader, ".uniform", LI, DT, map);
   for (BasicBlock *exit : exits)
     for (PHINode &phi : exit->phis())
       for (BasicBlock *from : exiting)
