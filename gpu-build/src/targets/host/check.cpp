@@ -9,6 +9,8 @@
 // variables, so every report keeps its thread), and workgroup memory is still address space 3
 // (not checked here).
 
+#include "check_markers.h"
+
 #include "llvm-c/Core.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
@@ -340,12 +342,38 @@ class Instrumenter {
     return b.CreateAdd(linear, ConstantInt::get(I32, 1));
   }
 
+  // The marker function `name` (check_markers.h) taking `parameters`: an i1 that reads memory
+  // only when `reads`, has no other effect and may be computed anywhere.
+  FunctionCallee marker(const char *name, ArrayRef<Type *> parameters, bool reads) {
+    FunctionCallee callee =
+        M.getOrInsertFunction(name, FunctionType::get(Type::getInt1Ty(C), parameters, false));
+    auto *function = cast<Function>(callee.getCallee());
+    function->setMemoryEffects(reads ? MemoryEffects::readOnly() : MemoryEffects::none());
+    function->addFnAttr(Attribute::NoUnwind);
+    function->addFnAttr(Attribute::WillReturn);
+    function->addFnAttr(Attribute::NoSync);
+    if (!reads) function->addFnAttr(Attribute::Speculatable);
+    return callee;
+  }
+
+  // What the runtime's check functions touch, for LLVM: memory their pointer arguments point
+  // into (the context's ready slots; the object's constants) and the runtime's own (reports,
+  // shadows), never the kernel's buffers or the object's variables (its thread ids), so the
+  // code around a call keeps those in registers.
+  static MemoryEffects runtimeEffects(ModRefInfo own) {
+    return MemoryEffects::argMemOnly(ModRefInfo::ModRef) |
+           MemoryEffects::inaccessibleMemOnly(own);
+  }
+
   // Calls the context's function at `offset` with `arguments` (returning nothing).
   void callThrough(IRBuilder<> &b, Value *context, uint32_t offset, ArrayRef<Value *> arguments) {
     Value *function = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, offset));
     SmallVector<Type *, 16> types;
     for (Value *argument : arguments) types.push_back(argument->getType());
-    b.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false), function, arguments);
+    CallInst *call =
+        b.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false), function, arguments);
+    call->setMemoryEffects(runtimeEffects(ModRefInfo::ModRef));
+    call->setDoesNotThrow();
   }
 
   // NVVM's block-wide barriers (what gpu.barrier lowers to).
@@ -410,9 +438,9 @@ class Instrumenter {
     uint64_t slot = Slots[variable];
     if (Unraced.count(I) && slot != UINT64_MAX) {
       IRBuilder<> b(I);
-      Value *ready = b.CreateLoad(
-          I32, b.CreateConstGEP1_64(b.getInt8Ty(), context, Layout.ready_offset + 4 * slot));
-      ok = b.CreateAnd(ok, b.CreateICmpNE(ready, blockStamp(b)));
+      Value *ready = b.CreateConstGEP1_64(b.getInt8Ty(), context, Layout.ready_offset + 4 * slot);
+      ok = b.CreateAnd(ok, b.CreateCall(marker(gpu_check::UNREADY, {Ptr, I32}, true),
+                                        {ready, blockStamp(b)}, "check.unready"));
     }
     Instruction *made = SplitBlockAndInsertIfThen(ok, I, false);
     IRBuilder<> record(made);
@@ -461,8 +489,10 @@ class Instrumenter {
     // parameter): the live allocation it points into.
     Value *find = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, Layout.find_offset));
     StructType *pair = StructType::get(C, {I64, I64});
-    Value *found = b.CreateCall(FunctionType::get(pair, {Ptr, I64}, false), find,
-                                {context, b.CreatePtrToInt(pointer, I64)});
+    CallInst *found = b.CreateCall(FunctionType::get(pair, {Ptr, I64}, false), find,
+                                   {context, b.CreatePtrToInt(pointer, I64)});
+    found->setMemoryEffects(runtimeEffects(ModRefInfo::Ref));
+    found->setDoesNotThrow();
     bounds = {b.CreateExtractValue(found, 0), b.CreateExtractValue(found, 1), -1};
     return true;
   }
@@ -502,10 +532,8 @@ class Instrumenter {
   Value *guard(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind, Value *context,
                const Bounds &bounds, Value *address) {
     IRBuilder<> b(I);
-    Value *end = b.CreateAdd(address, bytes);
-    Value *ok = b.CreateAnd(b.CreateICmpUGE(address, bounds.low),
-                            b.CreateAnd(b.CreateICmpULE(end, bounds.high),
-                                        b.CreateICmpUGE(end, address)));
+    Value *ok = b.CreateCall(marker(gpu_check::WITHIN, {I64, I64, I64, I64}, false),
+                             {address, bytes, bounds.low, bounds.high}, "check.within");
     auto *intrinsic = dyn_cast<MemIntrinsic>(I);
     if (intrinsic) ok = b.CreateOr(ok, b.CreateICmpEQ(bytes, ConstantInt::get(I64, 0)));
     Instruction *bad = SplitBlockAndInsertIfThen(
@@ -551,6 +579,31 @@ class Instrumenter {
 };
 
 }  // namespace
+
+bool gpu_check::lowerCheckMarkers(Function &F) {
+  SmallVector<CallInst *, 16> calls;
+  for (Instruction &I : instructions(F))
+    if (auto *call = dyn_cast<CallInst>(&I))
+      if (Function *callee = call->getCalledFunction())
+        if (callee->getName() == WITHIN || callee->getName() == UNREADY) calls.push_back(call);
+  for (CallInst *call : calls) {
+    IRBuilder<> b(call);
+    Value *value;
+    if (call->getCalledFunction()->getName() == WITHIN) {
+      Value *address = call->getArgOperand(0), *bytes = call->getArgOperand(1);
+      Value *end = b.CreateAdd(address, bytes);
+      value = b.CreateAnd(b.CreateICmpUGE(address, call->getArgOperand(2)),
+                          b.CreateAnd(b.CreateICmpULE(end, call->getArgOperand(3)),
+                                      b.CreateICmpUGE(end, address)));
+    } else {
+      Value *stamp = call->getArgOperand(1);
+      value = b.CreateICmpNE(b.CreateLoad(stamp->getType(), call->getArgOperand(0)), stamp);
+    }
+    call->replaceAllUsesWith(value);
+    call->eraseFromParent();
+  }
+  return !calls.empty();
+}
 
 // Instruments every function defined in `module` (see the top of the file); `kernels` are the
 // kernel functions, `memrefs` their memref arguments (`kernel` indexes `kernels`). `context` is

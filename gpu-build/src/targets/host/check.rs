@@ -33,6 +33,13 @@
 //!   intrinsics, which the thread loops turn into their induction variables: the report names
 //!   the thread that made the access, in every way the host runs a kernel.
 //!
+//! - The checks' conditions are calls of two marker functions (`check_markers.h`: an access
+//!   within its bounds, a variable not yet stamped ready) until the optimization pipeline, which
+//!   runs a copy of a loop without the checks that a test before the loop decides for every
+//!   iteration (an address stepping by the same amount per thread, within its buffer at the
+//!   first and the last thread; a ready stamp already set), then lowers the rest: the checked
+//!   thread loops vectorize where every access is in bounds.
+//!
 //! Why a build option and not a second flavour in every build: a checked object costs a second
 //! compilation of every host module and as much again in the binary, which most builds never
 //! use; with the option, `GPU_EMBED_CHECK=1 cargo test` rebuilds the kernels checked (from the
@@ -58,6 +65,10 @@ struct CheckMemref {
     rank: u32,
     element_bytes: u32,
 }
+
+/// The marker functions `check_markers.h` names: declared only until the optimization pipeline
+/// lowers their calls.
+pub(super) const MARKERS: [&str; 2] = ["gpu.check.within", "gpu.check.unready"];
 
 /// Where the checked run's functions and tables are in the context.
 #[repr(C)]

@@ -174,7 +174,7 @@ impl LlvmTarget for Host {
     fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
         let retargeted = retarget(job, module, job.symbol_prefix)?;
         Ok(PreLinked {
-            allowed_undefined: retargeted.libm_calls,
+            allowed_undefined: retargeted.allowed_undefined,
             abi: gpu_manifest::ObjectAbi::Host(gpu_manifest::HostEntries {
                 symbol_prefix: job.symbol_prefix.to_string(),
                 coroutine_kernels: retargeted.coroutine_kernels,

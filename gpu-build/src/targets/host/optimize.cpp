@@ -22,8 +22,11 @@
 // wider than the loop counter, and IRCE finds the check but not the iteration space of a thread
 // id computed from the block's.
 
+#include "check_markers.h"
+
 #include "llvm-c/Core.h"
 #include "llvm-c/TargetMachine.h"
+#include "llvm/Analysis/InstructionSimplify.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
@@ -549,6 +552,202 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
   }
 };
 
+// The most instructions a loop of a checked object may have for `versionCheckedLoop` to copy it.
+constexpr unsigned CheckedCopyBudget = 4000;
+
+// A check of a checked object's loop (a marker of check_markers.h) that gives the same answer
+// in every iteration when a test before the loop passes: for `within`, an address the same in
+// every iteration or stepping by the same amount, with bounds the loop does not compute (the
+// test: every address the iterations give lies within them); for `unready`, a slot and a stamp
+// the loop does not compute (the test: the block has stamped the slot already).
+struct KnownCheck {
+  CallInst *call;
+  // within: the address at the first iteration and its step; unready: the slot and the stamp.
+  const SCEV *start, *step;
+  const SCEV *bytes, *low, *high;
+  // The call's value when the test passes.
+  bool answer;
+};
+
+bool isCheckMarker(const Instruction &I) {
+  auto *call = dyn_cast<CallInst>(&I);
+  Function *callee = call ? call->getCalledFunction() : nullptr;
+  return callee &&
+         (callee->getName() == gpu_check::WITHIN || callee->getName() == gpu_check::UNREADY);
+}
+
+// `call` as a KnownCheck of `L`, if it is one (nothing changes).
+bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, SCEVExpander &expander,
+                   KnownCheck &check) {
+  auto invariant = [&](Value *value, const SCEV *&S) {
+    if (!SE.isSCEVable(value->getType()))
+      return false;
+    S = SE.getSCEV(value);
+    return SE.isLoopInvariant(S, &L) && expander.isSafeToExpand(S);
+  };
+  check = {call, nullptr, nullptr, nullptr, nullptr, nullptr, false};
+  if (call->getCalledFunction()->getName() == gpu_check::UNREADY) {
+    // The stamp is the block's: a loop it is the same in runs within one block.
+    check.answer = false;
+    return invariant(call->getArgOperand(0), check.start) &&
+           invariant(call->getArgOperand(1), check.step);
+  }
+  check.answer = true;
+  if (!invariant(call->getArgOperand(1), check.bytes) ||
+      !invariant(call->getArgOperand(2), check.low) ||
+      !invariant(call->getArgOperand(3), check.high))
+    return false;
+  const SCEV *address = SE.getSCEV(call->getArgOperand(0));
+  check.start = address;
+  check.step = SE.getZero(address->getType());
+  if (!SE.isLoopInvariant(address, &L)) {
+    const auto *rec = dyn_cast<SCEVAddRecExpr>(address);
+    if (!rec || rec->getLoop() != &L || !rec->isAffine())
+      return false;
+    check.start = rec->getStart();
+    check.step = rec->getStepRecurrence(SE);
+  }
+  for (const SCEV *S : {check.start, check.step})
+    if (!SE.isLoopInvariant(S, &L) || !expander.isSafeToExpand(S))
+      return false;
+  return true;
+}
+
+// The test of `check` before loop `L` (at `at`), whose iterations after the first are
+// `backedges`.
+Value *testBefore(const KnownCheck &check, const SCEV *backedges, SCEVExpander &expander,
+                  Instruction *at) {
+  IRBuilder<> b(at);
+  if (check.call->getCalledFunction()->getName() == gpu_check::UNREADY) {
+    Value *slot = expander.expandCodeFor(check.start, check.call->getArgOperand(0)->getType(), at);
+    Value *stamp = expander.expandCodeFor(check.step, check.call->getArgOperand(1)->getType(), at);
+    return b.CreateICmpEQ(b.CreateLoad(stamp->getType(), slot), stamp, "stamped");
+  }
+  // In 128 bits nothing wraps: the first and the last address, the lower and the higher of them,
+  // and every address between, as the step is the same.
+  Type *I64 = b.getInt64Ty(), *I128 = b.getInt128Ty();
+  auto wide = [&](const SCEV *S, bool isSigned) {
+    Value *value = expander.expandCodeFor(S, I64, at);
+    return isSigned ? b.CreateSExt(value, I128) : b.CreateZExt(value, I128);
+  };
+  Value *first = wide(check.start, false);
+  Value *last = b.CreateAdd(first, b.CreateMul(wide(check.step, true), wide(backedges, false)));
+  Value *ascending = b.CreateICmpSLT(first, last);
+  Value *lowest = b.CreateSelect(ascending, first, last);
+  Value *highest = b.CreateSelect(ascending, last, first);
+  return b.CreateAnd(
+      b.CreateICmpSGE(lowest, wide(check.low, false)),
+      b.CreateICmpSLE(b.CreateAdd(highest, wide(check.bytes, false)), wide(check.high, false)),
+      "within");
+}
+
+// In a checked object, runs a copy of innermost loop `L` without the checks that give the same
+// answer in every iteration, when the tests before the loop say they do (an access whose address
+// steps by the same amount per thread, within its buffer for the first and the last thread, is
+// within it for all; a variable's ready stamp, once set, stays for the block): the copy keeps
+// no report branches, so the vectorizer takes it as it takes the unchecked loop. Returns whether
+// it changed `L`.
+bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
+  if (!L.isInnermost() || none_of(L.blocks(), [](BasicBlock *B) {
+        return any_of(*B, isCheckMarker);
+      }))
+    return false;
+  // The loops versioned before share their exits with their copies.
+  simplifyLoop(&L, &DT, &LI, &SE, nullptr, nullptr, false);
+  if (!L.getLoopPreheader() || !L.hasDedicatedExits())
+    return false;
+  const SCEV *backedges = SE.getBackedgeTakenCount(&L);
+  if (isa<SCEVCouldNotCompute>(backedges))
+    return false;
+  backedges = SE.getTruncateOrZeroExtend(backedges, Type::getInt64Ty(L.getHeader()->getContext()));
+  SCEVExpander expander(SE, "checked");
+  SmallVector<KnownCheck, 16> known;
+  unsigned size = 0;
+  for (BasicBlock *B : L.blocks())
+    for (Instruction &I : *B) {
+      KnownCheck check;
+      if (++size > CheckedCopyBudget)
+        return false;
+      if (isCheckMarker(I) && describeCheck(cast<CallInst>(&I), L, SE, expander, check))
+        known.push_back(check);
+    }
+  if (known.empty() || !expander.isSafeToExpand(backedges))
+    return false;
+  formLCSSA(L, DT, &LI, &SE);
+  BasicBlock *header = L.getHeader();
+  BasicBlock *preheader = SplitEdge(L.getLoopPreheader(), header, &DT, &LI, nullptr, "checked");
+  Instruction *at = preheader->getTerminator();
+  IRBuilder<> b(at);
+  Value *all = b.getTrue();
+  for (const KnownCheck &check : known)
+    all = b.CreateAnd(all, testBefore(check, backedges, expander, at));
+  SmallVector<BasicBlock *, 4> exits, exiting;
+  L.getUniqueExitBlocks(exits);
+  L.getExitingBlocks(exiting);
+  ValueToValueMapTy map;
+  BasicBlock *copyPreheader = copyLoop(L, preheader, ".checked", LI, DT, map);
+  for (BasicBlock *exit : exits)
+    for (PHINode &phi : exit->phis())
+      for (BasicBlock *from : exiting)
+        if (phi.getBasicBlockIndex(from) >= 0) {
+          Value *value = phi.getIncomingValueForBlock(from);
+          if (Value *copied = map.lookup(value))
+            value = copied;
+          phi.addIncoming(value, cast<BasicBlock>(map[from]));
+        }
+  BranchInst::Create(copyPreheader, header, all, at->getIterator());
+  at->eraseFromParent();
+  // The original keeps a preheader of its own.
+  SplitEdge(preheader, header, nullptr, nullptr);
+  // In the copy the known checks are constants, and what only a failed check reached goes.
+  SmallVector<BasicBlock *, 16> copies;
+  for (BasicBlock *B : L.blocks())
+    copies.push_back(cast<BasicBlock>(map[B]));
+  LLVMContext &C = header->getContext();
+  for (const KnownCheck &check : known)
+    replaceAndRecursivelySimplify(cast<Instruction>(map[check.call]),
+                                  ConstantInt::getBool(C, check.answer));
+  for (BasicBlock *copy : copies)
+    ConstantFoldTerminator(copy);
+  removeUnreachableBlocks(*header->getParent());
+  return true;
+}
+
+// The checked objects' markers (check_markers.h): innermost loops versioned on them
+// (`versionCheckedLoop`), then every marker lowered to the code it stands for, before the
+// vectorizers.
+struct VersionCheckedLoops : PassInfoMixin<VersionCheckedLoops> {
+  PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
+    bool changed = false;
+    if (none_of(instructions(F), isCheckMarker))
+      return PreservedAnalyses::all();
+    // One loop at a time, with fresh analyses, each loop once: the markers a copy keeps are
+    // the ones its original could not be versioned on.
+    SmallPtrSet<BasicBlock *, 16> done;
+    for (unsigned round = 0; round < 256; ++round) {
+      auto &LI = FAM.getResult<LoopAnalysis>(F);
+      auto &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+      auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+      bool once = false;
+      for (Loop *L : LI.getLoopsInPreorder()) {
+        if (done.count(L->getHeader()))
+          continue;
+        done.insert(L->getHeader());
+        if (versionCheckedLoop(*L, LI, DT, SE)) {
+          once = true;
+          break;
+        }
+      }
+      if (!once)
+        break;
+      changed = true;
+      FAM.invalidate(F, PreservedAnalyses::none());
+    }
+    changed |= gpu_check::lowerCheckMarkers(F);
+    return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  }
+};
+
 // The thread loops the host target marked (`loopMark` on the back edge, `bodyMark` on the call
 // of the kernel's body in it) as LLVM's parallel loops: an access group per function on the
 // calls (the inliner hands it on to every memory access of the inlined body) and
@@ -681,6 +880,8 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
         // Loops with preheaders, as the pass expects.
         FPM.addPass(LoopSimplifyPass());
         FPM.addPass(ExitThreadLoopsAtGuards{{}, suffix});
+        FPM.addPass(VersionCheckedLoops());
+        FPM.addPass(LoopSimplifyPass());
       });
   OptimizationLevel levels[] = {OptimizationLevel::O0, OptimizationLevel::O1,
                                 OptimizationLevel::O2, OptimizationLevel::O3};
@@ -691,6 +892,9 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
   ModulePassManager pipeline = level == 0 ? builder.buildO0DefaultPipeline(OptimizationLevel::O0)
                                           : builder.buildPerModuleDefaultPipeline(levels[level]);
   pipeline.run(M, MAM);
+  // What the pipeline left of the checks' markers (all of them at level 0) lowered.
+  for (Function &F : M)
+    gpu_check::lowerCheckMarkers(F);
   return 1;
 }
 

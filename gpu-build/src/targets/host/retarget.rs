@@ -94,9 +94,9 @@ const LIBM: &[&str] = &[
 pub(super) struct Retargeted {
     /// Kernels whose threads run as coroutines (barriers that fission cannot handle).
     pub(super) coroutine_kernels: Vec<String>,
-    /// C library functions the module now calls (allowed to stay undefined: the final link
-    /// resolves them).
-    pub(super) libm_calls: Vec<String>,
+    /// Functions the module now calls that stay undefined here: the C library's (the final
+    /// link resolves them) and the checks' markers (the optimization pipeline lowers them).
+    pub(super) allowed_undefined: Vec<String>,
 }
 
 /// The block-reduction helpers `block_reduce.rs` adds to a gpu.module (and the C-interface
@@ -183,11 +183,11 @@ pub(super) fn retarget<'ll>(
         barriers.push(exchange);
         subgroup_barrier = Some(exchange);
     }
-    let mut libm_calls = use_c_math_library(module)?;
+    let mut allowed_undefined = use_c_math_library(module)?;
     assert::report_assertions(job, module, context, ids)?;
     if printf::use_c_printf(job, module)? {
         // LLVM's optimizer turns a printf of a constant line into puts or putchar.
-        libm_calls.extend(["printf", "puts", "putchar"].map(String::from));
+        allowed_undefined.extend(["printf", "puts", "putchar"].map(String::from));
     }
     reject_other_intrinsics(module)?;
     let entries = add_entry_points(
@@ -199,12 +199,16 @@ pub(super) fn retarget<'ll>(
         &barriers,
         subgroup_barrier,
     )?;
+    if job.spec.check {
+        // Lowered by the optimization pipeline, not linked.
+        allowed_undefined.extend(check::MARKERS.map(String::from));
+    }
     if entries.allocates {
-        libm_calls.extend(["malloc".to_string(), "free".to_string()]);
+        allowed_undefined.extend(["malloc".to_string(), "free".to_string()]);
     }
     Ok(Retargeted {
         coroutine_kernels: entries.coroutine_kernels,
-        libm_calls,
+        allowed_undefined,
     })
 }
 
