@@ -95,6 +95,15 @@ pub mod host_abi {
     /// The number of ready slots; workgroup variables past them get `u64::MAX`, and every load
     /// of theirs calls the hook.
     pub const CHECK_READY_SLOTS: usize = 32;
+    /// Byte offset of the checked run's barrier hook for a row of threads: `extern "C"
+    /// fn(*mut context, site: *const CheckSite, first thread x: u32, count: u32, thread y/z:
+    /// u32, block x/y/z: u32)`, what [`CHECK_BARRIER_OFFSET`]'s hook does for each thread
+    /// `(first + i, y, z)`, `i < count`: a thread loop whose every thread reaches the barrier
+    /// calls it once after its threads ran.
+    pub const CHECK_BARRIERS_OFFSET: usize = CHECK_READY_OFFSET + 4 * CHECK_READY_SLOTS;
+    /// The bytes of a checked launch's context, at least: a checked object may read any of
+    /// them from the start of the kernel on.
+    pub const CHECK_CONTEXT_BYTES: usize = CHECK_BARRIERS_OFFSET + 8;
     /// What a checked object passes for an access that failed its check: a constant of the
     /// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32 }`, the op's
     /// `file:line:col` (NUL-terminated), a `CHECK_*` kind, and the kernel parameter the

@@ -394,6 +394,54 @@ fn thread_loops_guarded_by_id_tests_are_versioned_and_vectorized_on_the_host() {
     }
 }
 
+/// Checked host objects (`GPU_EMBED_CHECK=1` at build time): a thread loop whose accesses a test
+/// before the loop finds in bounds for every thread runs a copy without the checks, and the
+/// vectorizer takes that copy, as it takes the unchecked loop.
+#[test]
+fn checked_thread_loops_in_bounds_run_a_vectorized_copy_without_the_checks() {
+    for (file, module) in [("saxpy.mlir", "saxpy"), ("stencil.mlir", "stencil")] {
+        let out = tempfile::tempdir().unwrap();
+        let sample = workspace().join("sample-project");
+        let kernel = format!("kernels/{file}");
+        let (ok, _, stderr) = gpu_build_with(
+            &[
+                "compile",
+                "-t",
+                "host",
+                "--no-cache",
+                "--base-dir",
+                sample.to_str().unwrap(),
+                "--out",
+                out.path().to_str().unwrap(),
+                &kernel,
+            ],
+            &[("GPU_BUILD_DUMP", "llvm"), ("GPU_EMBED_CHECK", "1")],
+        );
+        assert!(ok, "{stderr}");
+        let dumps = out
+            .path()
+            .join(format!("gpu-build/kernels_{module}_mlir/{module}"));
+        let optimized = std::fs::read_dir(&dumps)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| path.to_string_lossy().ends_with(".opt.ll"))
+            .expect("the optimized LLVM IR dump");
+        let ir = std::fs::read_to_string(optimized).unwrap();
+        assert!(ir.contains("@check.site"), "{file}: not a checked object");
+        let copy_vectorized = ir.split("\n\n").any(|block| {
+            block
+                .lines()
+                .next()
+                .is_some_and(|label| label.contains(".checked") && label.contains(':'))
+                && block.contains("label %vector.body")
+        });
+        assert!(
+            copy_vectorized,
+            "{file}: no check-free copy of a thread loop enters a vector body"
+        );
+    }
+}
+
 /// `gpu-build cache`: statistics after a build, every entry re-hashed (a damaged one found and
 /// removed), emptied.
 #[test]

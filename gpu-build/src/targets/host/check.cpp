@@ -64,6 +64,9 @@ struct GpuCheckLayout {
   uint32_t ready_slots;
   // Bytes of a dynamic workgroup array.
   uint32_t dynamic_workgroup_bytes;
+  uint32_t barriers_offset;
+  // The context's size.
+  uint32_t context_bytes;
 };
 
 namespace {
@@ -96,7 +99,13 @@ class Instrumenter {
     if (accesses.empty() && barriers.empty()) return;
     Unraced = kernel ? unracedLoads(F) : DenseSet<Instruction *>();
     IRBuilder<> entry(&*F.getEntryBlock().getFirstInsertionPt());
-    Value *context = entry.CreateLoad(Ptr, Context, "check.context");
+    LoadInst *context = entry.CreateLoad(Ptr, Context, "check.context");
+    // The launch's context, whole, for as long as the kernel runs: loads of its function
+    // pointers may leave the thread loops.
+    context->setMetadata(LLVMContext::MD_nonnull, MDNode::get(C, {}));
+    context->setMetadata(
+        LLVMContext::MD_dereferenceable,
+        MDNode::get(C, {ConstantAsMetadata::get(ConstantInt::get(I64, Layout.context_bytes))}));
     DenseMap<unsigned, Bounds> parameters;
     if (kernel) {
       for (const GpuCheckMemref &memref : memrefs)
@@ -108,9 +117,19 @@ class Instrumenter {
     }
     for (CallInst *barrier : barriers) {
       IRBuilder<> b(barrier);
-      SmallVector<Value *, 8> arguments = {context, site(barrier, LOAD, -1)};
+      SmallVector<Value *, 10> arguments = {hook(b, context, Layout.barrier_offset),
+                                            hook(b, context, Layout.barriers_offset), context,
+                                            site(barrier, LOAD, -1)};
       appendIds(b, arguments);
-      callThrough(b, context, Layout.barrier_offset, arguments);
+      SmallVector<Type *, 10> types;
+      for (Value *argument : arguments) types.push_back(argument->getType());
+      FunctionCallee callee = M.getOrInsertFunction(
+          gpu_check::BARRIER, FunctionType::get(Type::getVoidTy(C), types, false));
+      auto *function = cast<Function>(callee.getCallee());
+      function->setMemoryEffects(gpu_check::runtimeEffects(true));
+      function->addFnAttr(Attribute::NoUnwind);
+      function->addFnAttr(Attribute::WillReturn);
+      b.CreateCall(callee, arguments);
     }
     for (Instruction *I : accesses) {
       if (auto *load = dyn_cast<LoadInst>(I)) {
@@ -356,24 +375,22 @@ class Instrumenter {
     return callee;
   }
 
-  // What the runtime's check functions touch, for LLVM: memory their pointer arguments point
-  // into (the context's ready slots; the object's constants) and the runtime's own (reports,
-  // shadows), never the kernel's buffers or the object's variables (its thread ids), so the
-  // code around a call keeps those in registers.
-  static MemoryEffects runtimeEffects(ModRefInfo own) {
-    return MemoryEffects::argMemOnly(ModRefInfo::ModRef) |
-           MemoryEffects::inaccessibleMemOnly(own);
+  // The context's function pointer at `offset` (the same for the whole launch).
+  Value *hook(IRBuilder<> &b, Value *context, uint32_t offset) {
+    LoadInst *function = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, offset));
+    function->setMetadata(LLVMContext::MD_invariant_load, MDNode::get(C, {}));
+    return function;
   }
 
   // Calls the context's function at `offset` with `arguments` (returning nothing).
   void callThrough(IRBuilder<> &b, Value *context, uint32_t offset, ArrayRef<Value *> arguments) {
-    Value *function = b.CreateLoad(Ptr, b.CreateConstGEP1_64(b.getInt8Ty(), context, offset));
     SmallVector<Type *, 16> types;
     for (Value *argument : arguments) types.push_back(argument->getType());
-    CallInst *call =
-        b.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false), function, arguments);
-    call->setMemoryEffects(runtimeEffects(ModRefInfo::ModRef));
+    CallInst *call = b.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false),
+                                  hook(b, context, offset), arguments);
+    call->setMemoryEffects(gpu_check::runtimeEffects(true));
     call->setDoesNotThrow();
+    call->addFnAttr(Attribute::WillReturn);
   }
 
   // NVVM's block-wide barriers (what gpu.barrier lowers to).
@@ -491,8 +508,9 @@ class Instrumenter {
     StructType *pair = StructType::get(C, {I64, I64});
     CallInst *found = b.CreateCall(FunctionType::get(pair, {Ptr, I64}, false), find,
                                    {context, b.CreatePtrToInt(pointer, I64)});
-    found->setMemoryEffects(runtimeEffects(ModRefInfo::Ref));
+    found->setMemoryEffects(gpu_check::runtimeEffects(false));
     found->setDoesNotThrow();
+    found->addFnAttr(Attribute::WillReturn);
     bounds = {b.CreateExtractValue(found, 0), b.CreateExtractValue(found, 1), -1};
     return true;
   }
@@ -580,16 +598,32 @@ class Instrumenter {
 
 }  // namespace
 
+MemoryEffects gpu_check::runtimeEffects(bool writes) {
+  return MemoryEffects::argMemOnly(ModRefInfo::ModRef) |
+         MemoryEffects::inaccessibleMemOnly(writes ? ModRefInfo::ModRef : ModRefInfo::Ref);
+}
+
 bool gpu_check::lowerCheckMarkers(Function &F) {
   SmallVector<CallInst *, 16> calls;
   for (Instruction &I : instructions(F))
     if (auto *call = dyn_cast<CallInst>(&I))
       if (Function *callee = call->getCalledFunction())
-        if (callee->getName() == WITHIN || callee->getName() == UNREADY) calls.push_back(call);
+        if (callee->getName() == WITHIN || callee->getName() == UNREADY ||
+            callee->getName() == BARRIER)
+          calls.push_back(call);
   for (CallInst *call : calls) {
     IRBuilder<> b(call);
-    Value *value;
-    if (call->getCalledFunction()->getName() == WITHIN) {
+    Value *value = nullptr;
+    if (call->getCalledFunction()->getName() == BARRIER) {
+      SmallVector<Value *, 8> arguments(drop_begin(call->args(), 2));
+      SmallVector<Type *, 8> types;
+      for (Value *argument : arguments) types.push_back(argument->getType());
+      CallInst *one = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),
+                                   call->getArgOperand(0), arguments);
+      one->setMemoryEffects(runtimeEffects(true));
+      one->setDoesNotThrow();
+      one->addFnAttr(Attribute::WillReturn);
+    } else if (call->getCalledFunction()->getName() == WITHIN) {
       Value *address = call->getArgOperand(0), *bytes = call->getArgOperand(1);
       Value *end = b.CreateAdd(address, bytes);
       value = b.CreateAnd(b.CreateICmpUGE(address, call->getArgOperand(2)),
@@ -599,7 +633,7 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
       Value *stamp = call->getArgOperand(1);
       value = b.CreateICmpNE(b.CreateLoad(stamp->getType(), call->getArgOperand(0)), stamp);
     }
-    call->replaceAllUsesWith(value);
+    if (value) call->replaceAllUsesWith(value);
     call->eraseFromParent();
   }
   return !calls.empty();

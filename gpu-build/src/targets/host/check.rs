@@ -38,7 +38,10 @@
 //!   runs a copy of a loop without the checks that a test before the loop decides for every
 //!   iteration (an address stepping by the same amount per thread, within its buffer at the
 //!   first and the last thread; a ready stamp already set), then lowers the rest: the checked
-//!   thread loops vectorize where every access is in bounds.
+//!   thread loops vectorize where every access is in bounds. A barrier hook every thread of a
+//!   thread loop calls becomes one call of the row hook after the loop
+//!   (`host_abi::CHECK_BARRIERS_OFFSET`), so the loop keeps no call outside its guarded work
+//!   and can still end at its guard.
 //!
 //! Why a build option and not a second flavour in every build: a checked object costs a second
 //! compilation of every host module and as much again in the binary, which most builds never
@@ -68,7 +71,8 @@ struct CheckMemref {
 
 /// The marker functions `check_markers.h` names: declared only until the optimization pipeline
 /// lowers their calls.
-pub(super) const MARKERS: [&str; 2] = ["gpu.check.within", "gpu.check.unready"];
+pub(super) const MARKERS: [&str; 3] =
+    ["gpu.check.within", "gpu.check.unready", "gpu.check.barrier"];
 
 /// Where the checked run's functions and tables are in the context.
 #[repr(C)]
@@ -81,6 +85,8 @@ struct CheckLayout {
     ready_offset: u32,
     ready_slots: u32,
     dynamic_workgroup_bytes: u32,
+    barriers_offset: u32,
+    context_bytes: u32,
 }
 
 extern "C" {
@@ -145,6 +151,8 @@ pub(super) fn check_accesses<'ll>(
         ready_offset: host_abi::CHECK_READY_OFFSET as u32,
         ready_slots: host_abi::CHECK_READY_SLOTS as u32,
         dynamic_workgroup_bytes: host_abi::DYNAMIC_SHARED_BYTES,
+        barriers_offset: host_abi::CHECK_BARRIERS_OFFSET as u32,
+        context_bytes: host_abi::CHECK_CONTEXT_BYTES as u32,
     };
     // SAFETY: a live module and values of it; the arrays and the string outlive the call; the
     // message, when one comes back, is ours to free.

@@ -1,9 +1,12 @@
-// The conditions of the checked host objects' checks, as calls of two functions the
-// optimization pipeline knows (check.cpp writes them, optimize.cpp versions thread loops on
-// them, then `lowerCheckMarkers` turns every call into the code it stands for). As calls, each
-// condition stays one value through LLVM's pipeline, whatever instcombine does with its users,
-// so a copy of a thread loop in which it is known to hold can replace it by a constant.
+// The checked host objects' checks, as calls of functions the optimization pipeline knows
+// (check.cpp writes them; optimize.cpp versions thread loops on the conditions and gathers a
+// thread loop's barrier hooks into one call; then `lowerCheckMarkers` turns every call into the
+// code it stands for). As a call, a condition stays one value through LLVM's pipeline, whatever
+// instcombine does with its users, so a copy of a thread loop in which it is known to hold can
+// replace it by a constant.
 #pragma once
+
+#include "llvm/Support/ModRef.h"
 
 namespace llvm {
 class Function;
@@ -21,7 +24,20 @@ constexpr const char *WITHIN = "gpu.check.within";
 // for the rest of the block. Reads memory.
 constexpr const char *UNREADY = "gpu.check.unready";
 
-// Replaces every call of either function in `F` by the code it stands for. Returns whether it
+// `void gpu.check.barrier(ptr one, ptr row, ptr context, ptr site, i32 thread x, y, z,
+// i32 block x, y, z)`: the thread reaching a barrier, told to the runtime by calling `one`
+// (host_abi::CHECK_BARRIER_OFFSET's hook) with the arguments after `row`; a thread loop whose
+// every thread reaches it calls `row` (CHECK_BARRIERS_OFFSET's) once after the loop instead.
+// Touches its pointer arguments' memory and the runtime's own.
+constexpr const char *BARRIER = "gpu.check.barrier";
+
+// The memory the runtime's check functions touch, for LLVM: what their pointer arguments
+// point into (the context's ready slots; the object's constants) and the runtime's own
+// (reports, shadows), never the kernel's buffers or the object's variables (its thread ids),
+// so the code around a call keeps those in registers.
+llvm::MemoryEffects runtimeEffects(bool writes);
+
+// Replaces every call of the marker functions in `F` by the code it stands for. Returns whether it
 // changed anything.
 bool lowerCheckMarkers(llvm::Function &F);
 

@@ -569,11 +569,16 @@ struct KnownCheck {
   bool answer;
 };
 
-bool isCheckMarker(const Instruction &I) {
+// Whether `I` calls the marker function `name` (check_markers.h).
+bool callsMarker(const Instruction &I, const char *name) {
   auto *call = dyn_cast<CallInst>(&I);
   Function *callee = call ? call->getCalledFunction() : nullptr;
-  return callee &&
-         (callee->getName() == gpu_check::WITHIN || callee->getName() == gpu_check::UNREADY);
+  return callee && callee->getName() == name;
+}
+
+// Whether `I` is a check a loop can be versioned on.
+bool isCheckMarker(const Instruction &I) {
+  return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::UNREADY);
 }
 
 // `call` as a KnownCheck of `L`, if it is one (nothing changes).
@@ -713,13 +718,121 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   return true;
 }
 
+// `value`'s SCEV, also where it is a phi whose every incoming value is the same (GVN merges the
+// thread id each side of a check computes into one).
+const SCEV *sameOnEveryPath(Value *value, ScalarEvolution &SE) {
+  const SCEV *S = SE.getSCEV(value);
+  auto *phi = dyn_cast<PHINode>(value);
+  if (!phi || !isa<SCEVUnknown>(S) || phi->getNumIncomingValues() == 0)
+    return S;
+  const SCEV *first = SE.getSCEV(phi->getIncomingValue(0));
+  for (Value *incoming : phi->incoming_values())
+    if (SE.getSCEV(incoming) != first)
+      return S;
+  return first;
+}
+
+// In a checked object, when every thread of innermost thread loop `L` tells the runtime it
+// reached a barrier (a `gpu.check.barrier` call each iteration runs once, with the thread's x
+// the loop's counter and everything else the same for the loop), one call of the row hook after
+// the loop tells it for all of them: the runtime's per-thread work is a counter each, and the
+// loop keeps no call outside its guarded work, so a tree reduction's step loop can end at its
+// guard again. Every thread's accesses before the barrier come before the call still, and the
+// next region's after it. Returns whether it changed `L`.
+bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
+  if (!L.isInnermost() ||
+      none_of(L.blocks(), [](BasicBlock *B) {
+        return any_of(*B, [](Instruction &I) { return callsMarker(I, gpu_check::BARRIER); });
+      }))
+    return false;
+  simplifyLoop(&L, &DT, &LI, &SE, nullptr, nullptr, false);
+  BasicBlock *latch = L.getLoopLatch();
+  BasicBlock *exit = L.getUniqueExitBlock();
+  BasicBlock *preheader = L.getLoopPreheader();
+  if (!latch || !exit || !preheader || L.getExitingBlock() != latch ||
+      exit->getSinglePredecessor() != latch)
+    return false;
+  const SCEV *backedges = SE.getBackedgeTakenCount(&L);
+  if (isa<SCEVCouldNotCompute>(backedges))
+    return false;
+  SCEVExpander expander(SE, "barriers");
+  for (BasicBlock *B : L.blocks()) {
+    if (!DT.dominates(B, latch))
+      continue;
+    for (Instruction &I : *B) {
+      if (!callsMarker(I, gpu_check::BARRIER))
+        continue;
+      auto *call = cast<CallInst>(&I);
+      // Arguments: one, row, context, site, thread x, y, z, block x, y, z.
+      Value *x = call->getArgOperand(4);
+      const auto *rec = dyn_cast<SCEVAddRecExpr>(sameOnEveryPath(x, SE));
+      if (!rec || rec->getLoop() != &L || !rec->isAffine() || !rec->getStepRecurrence(SE)->isOne())
+        continue;
+      bool invariant = true;
+      for (unsigned i = 0; i < call->arg_size(); ++i)
+        invariant &= i == 4 || L.isLoopInvariant(call->getArgOperand(i));
+      const SCEV *count = SE.getAddExpr(SE.getTruncateOrZeroExtend(backedges, x->getType()),
+                                        SE.getOne(x->getType()));
+      if (!invariant || !expander.isSafeToExpand(rec->getStart()) ||
+          !expander.isSafeToExpand(count))
+        continue;
+      Instruction *at = preheader->getTerminator();
+      Value *first = expander.expandCodeFor(rec->getStart(), x->getType(), at);
+      Value *threads = expander.expandCodeFor(count, x->getType(), at);
+      SmallVector<Value *, 9> arguments = {call->getArgOperand(2), call->getArgOperand(3), first,
+                                           threads};
+      for (unsigned i = 5; i < call->arg_size(); ++i)
+        arguments.push_back(call->getArgOperand(i));
+      SmallVector<Type *, 9> types;
+      for (Value *argument : arguments)
+        types.push_back(argument->getType());
+      IRBuilder<> b(&*exit->getFirstInsertionPt());
+      CallInst *row = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),
+                                   call->getArgOperand(1), arguments);
+      row->setMemoryEffects(gpu_check::runtimeEffects(true));
+      row->setDoesNotThrow();
+      row->addFnAttr(Attribute::WillReturn);
+      call->eraseFromParent();
+      SE.forgetLoop(&L);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The barrier hooks of checked objects' thread loops gathered after the loops
+// (`gatherBarrierHooks`), before ExitThreadLoopsAtGuards looks at the loops.
+struct GatherBarrierHooks : PassInfoMixin<GatherBarrierHooks> {
+  PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
+    bool changed = false;
+    for (unsigned round = 0; round < 256; ++round) {
+      auto &LI = FAM.getResult<LoopAnalysis>(F);
+      auto &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+      auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+      bool once = false;
+      for (Loop *L : LI.getLoopsInPreorder())
+        if (gatherBarrierHooks(*L, LI, DT, SE)) {
+          once = true;
+          break;
+        }
+      if (!once)
+        break;
+      changed = true;
+      FAM.invalidate(F, PreservedAnalyses::none());
+    }
+    return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  }
+};
+
 // The checked objects' markers (check_markers.h): innermost loops versioned on them
 // (`versionCheckedLoop`), then every marker lowered to the code it stands for, before the
 // vectorizers.
 struct VersionCheckedLoops : PassInfoMixin<VersionCheckedLoops> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
     bool changed = false;
-    if (none_of(instructions(F), isCheckMarker))
+    if (none_of(instructions(F), [](Instruction &I) {
+          return isCheckMarker(I) || callsMarker(I, gpu_check::BARRIER);
+        }))
       return PreservedAnalyses::all();
     // One loop at a time, with fresh analyses, each loop once: the markers a copy keeps are
     // the ones its original could not be versioned on.
@@ -879,6 +992,7 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
       [suffix = std::string(entrySuffix)](FunctionPassManager &FPM, OptimizationLevel) {
         // Loops with preheaders, as the pass expects.
         FPM.addPass(LoopSimplifyPass());
+        FPM.addPass(GatherBarrierHooks());
         FPM.addPass(ExitThreadLoopsAtGuards{{}, suffix});
         FPM.addPass(VersionCheckedLoops());
         FPM.addPass(LoopSimplifyPass());

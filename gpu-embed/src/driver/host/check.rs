@@ -70,6 +70,10 @@ pub(super) type Workgroup = unsafe extern "C" fn(
 pub(super) type Barrier =
     unsafe extern "C" fn(*mut Context, *const Site, u32, u32, u32, u32, u32, u32);
 
+/// `host_abi::CHECK_BARRIERS_OFFSET`'s function.
+pub(super) type Barriers =
+    unsafe extern "C" fn(*mut Context, *const Site, u32, u32, u32, u32, u32, u32, u32);
+
 /// A workgroup variable, as a checked object describes it.
 #[repr(C)]
 pub(super) struct Variable {
@@ -380,7 +384,8 @@ fn location(site: *const Site) -> String {
 /// in and the barrier each last reached.
 struct BlockState {
     serial: u64,
-    block: [u32; 3],
+    /// The block, as [`block_key`] packs it.
+    block: (u64, u32),
     /// Told apart in the shadow (never 0, which a fresh shadow holds).
     generation: u32,
     intervals: Vec<u32>,
@@ -406,7 +411,7 @@ thread_local! {
     static BLOCK: RefCell<BlockState> = const {
         RefCell::new(BlockState {
             serial: 0,
-            block: [0; 3],
+            block: (0, 0),
             generation: 0,
             intervals: Vec::new(),
             barrier_sites: Vec::new(),
@@ -428,6 +433,7 @@ fn with_block<T>(
     let [bx, by, bz] = [context.ids[3], context.ids[4], context.ids[5]];
     let threads = (bx * by * bz) as usize;
     let linear = (thread[0] + bx * (thread[1] + by * thread[2])) as usize;
+    let block = block_key(block);
     BLOCK.with_borrow_mut(|state| {
         if state.serial != checks.serial || state.block != block || state.intervals.len() != threads
         {
@@ -445,6 +451,13 @@ fn with_block<T>(
         }
         f(state, linear.min(threads.saturating_sub(1)))
     })
+}
+
+/// A block's id as the state keeps it: packed into registers' widths before the hook's state is
+/// reached (an id array written as three `u32`s and compared as a `u64` stalled every hook on
+/// the failed store forwarding, half its time).
+fn block_key([x, y, z]: [u32; 3]) -> (u64, u32) {
+    (u64::from(x) | u64::from(y) << 32, z)
 }
 
 /// The thread `linear` of a block of `dims`, as `(x, y, z)`.
@@ -487,6 +500,46 @@ pub(super) unsafe extern "C" fn barrier(
     );
 }
 
+/// Records the arrival of threads `(first + i, y, z)`, `i < count`, at a barrier
+/// (`host_abi::CHECK_BARRIERS_OFFSET`): [`barrier`] for a row of threads at once.
+///
+/// # Safety
+/// As [`barrier`]'s; the threads are the block's.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn barriers(
+    context: *mut Context,
+    site: *const Site,
+    first: u32,
+    count: u32,
+    thread_y: u32,
+    thread_z: u32,
+    block_x: u32,
+    block_y: u32,
+    block_z: u32,
+) {
+    if count == 0 {
+        return;
+    }
+    // SAFETY: as in `report`.
+    let (context, checks) = unsafe { (&*context, &*(*context).checks) };
+    with_block(
+        context,
+        checks,
+        [first, thread_y, thread_z],
+        [block_x, block_y, block_z],
+        |state, linear| {
+            // The row's threads are consecutive in the block's linear order (x varies fastest).
+            let end = (linear + count as usize).min(state.intervals.len());
+            for interval in &mut state.intervals[linear..end] {
+                *interval += 1;
+            }
+            for arrived in &mut state.barrier_sites[linear..end] {
+                *arrived = site;
+            }
+        },
+    );
+}
+
 /// Checks an access of workgroup memory against its shadow (`host_abi::CHECK_WORKGROUP_OFFSET`)
 /// and records it there.
 ///
@@ -524,8 +577,8 @@ pub(super) unsafe extern "C" fn workgroup(
     let ready = with_block(
         context,
         checks,
-        access.thread,
-        access.block,
+        [thread_x, thread_y, thread_z],
+        [block_x, block_y, block_z],
         |state, linear| {
             let mut ready = false;
             let interval = state.intervals[linear] + 1;

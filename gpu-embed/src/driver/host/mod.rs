@@ -80,6 +80,7 @@ struct Context {
     /// Per workgroup variable, the block (linear id + 1) that has written all of it: its
     /// loads no write can race with skip the checks then (`check.rs`).
     check_ready: [u32; host_abi::CHECK_READY_SLOTS],
+    check_barriers: check::Barriers,
 }
 
 /// Why a coroutine suspended.
@@ -105,6 +106,8 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, check_workgroup) == host_abi::CHECK_WORKGROUP_OFFSET);
     assert!(std::mem::offset_of!(Context, check_barrier) == host_abi::CHECK_BARRIER_OFFSET);
     assert!(std::mem::offset_of!(Context, check_ready) == host_abi::CHECK_READY_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_barriers) == host_abi::CHECK_BARRIERS_OFFSET);
+    assert!(std::mem::size_of::<Context>() >= host_abi::CHECK_CONTEXT_BYTES);
 };
 
 /// Suspends the calling GPU thread until the scheduler resumes it after the barrier.
@@ -352,6 +355,7 @@ fn run_blocks(
         assertions,
         checks: checks.map_or(std::ptr::null(), |c| c as *const Checks),
         check_ready: [0; host_abi::CHECK_READY_SLOTS],
+        check_barriers: check::barriers,
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
@@ -468,6 +472,7 @@ fn run_block_with_barriers(
                             assertions: assertions.0,
                             checks,
                             check_ready: [0; host_abi::CHECK_READY_SLOTS],
+                            check_barriers: check::barriers,
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
                         unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
