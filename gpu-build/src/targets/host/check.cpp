@@ -126,7 +126,8 @@ class Instrumenter {
       FunctionCallee callee = M.getOrInsertFunction(
           gpu_check::BARRIER, FunctionType::get(Type::getVoidTy(C), types, false));
       auto *function = cast<Function>(callee.getCallee());
-      function->setMemoryEffects(gpu_check::runtimeEffects(true));
+      // The barrier hooks read the context (the block's size), and write only their own.
+      function->setMemoryEffects(gpu_check::runtimeEffects(ModRefInfo::Ref, ModRefInfo::ModRef));
       function->addFnAttr(Attribute::NoUnwind);
       function->addFnAttr(Attribute::WillReturn);
       b.CreateCall(callee, arguments);
@@ -382,13 +383,17 @@ class Instrumenter {
     return function;
   }
 
-  // Calls the context's function at `offset` with `arguments` (returning nothing).
-  void callThrough(IRBuilder<> &b, Value *context, uint32_t offset, ArrayRef<Value *> arguments) {
+  // Calls the context's function at `offset` with `arguments` (returning nothing), which
+  // touches the memory its arguments point into as `touches` says (the workgroup hook writes
+  // the context's ready slots; the report only reads).
+  void callThrough(IRBuilder<> &b, Value *context, uint32_t offset, ArrayRef<Value *> arguments,
+                   ModRefInfo touches) {
     SmallVector<Type *, 16> types;
     for (Value *argument : arguments) types.push_back(argument->getType());
     CallInst *call = b.CreateCall(FunctionType::get(Type::getVoidTy(C), types, false),
                                   hook(b, context, offset), arguments);
-    call->setMemoryEffects(gpu_check::runtimeEffects(true));
+    call->setMemoryEffects(gpu_check::runtimeEffects(touches, ModRefInfo::ModRef));
+    gpu_check::markHookCall(call);
     call->setDoesNotThrow();
     call->addFnAttr(Attribute::WillReturn);
   }
@@ -464,7 +469,7 @@ class Instrumenter {
     Value *offset = record.CreateSub(address, base);
     SmallVector<Value *, 12> arguments = {context, site(I, kind, -1), description, offset, bytes};
     appendIds(record, arguments);
-    callThrough(record, context, Layout.workgroup_offset, arguments);
+    callThrough(record, context, Layout.workgroup_offset, arguments, ModRefInfo::ModRef);
   }
 
   // What `pointer` was computed from: LLVM's underlying object, also through the memref
@@ -508,7 +513,7 @@ class Instrumenter {
     StructType *pair = StructType::get(C, {I64, I64});
     CallInst *found = b.CreateCall(FunctionType::get(pair, {Ptr, I64}, false), find,
                                    {context, b.CreatePtrToInt(pointer, I64)});
-    found->setMemoryEffects(gpu_check::runtimeEffects(false));
+    found->setMemoryEffects(gpu_check::runtimeEffects(ModRefInfo::Ref, ModRefInfo::Ref));
     found->setDoesNotThrow();
     found->addFnAttr(Attribute::WillReturn);
     bounds = {b.CreateExtractValue(found, 0), b.CreateExtractValue(found, 1), -1};
@@ -561,7 +566,7 @@ class Instrumenter {
                                           address,    bytes,
                                           bounds.low, bounds.high};
     appendIds(report, arguments);
-    callThrough(report, context, Layout.report_offset, arguments);
+    callThrough(report, context, Layout.report_offset, arguments, ModRefInfo::Ref);
     IRBuilder<> at(I);
     if (intrinsic) {
       Value *length = intrinsic->getLength();
@@ -598,9 +603,12 @@ class Instrumenter {
 
 }  // namespace
 
-MemoryEffects gpu_check::runtimeEffects(bool writes) {
-  return MemoryEffects::argMemOnly(ModRefInfo::ModRef) |
-         MemoryEffects::inaccessibleMemOnly(writes ? ModRefInfo::ModRef : ModRefInfo::Ref);
+void gpu_check::markHookCall(CallInst *call) {
+  call->setMetadata(HOOK_CALL, MDNode::get(call->getContext(), {}));
+}
+
+MemoryEffects gpu_check::runtimeEffects(ModRefInfo arguments, ModRefInfo own) {
+  return MemoryEffects::argMemOnly(arguments) | MemoryEffects::inaccessibleMemOnly(own);
 }
 
 bool gpu_check::lowerCheckMarkers(Function &F) {
@@ -620,7 +628,8 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
       for (Value *argument : arguments) types.push_back(argument->getType());
       CallInst *one = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),
                                    call->getArgOperand(0), arguments);
-      one->setMemoryEffects(runtimeEffects(true));
+      one->setMemoryEffects(call->getMemoryEffects());
+      markHookCall(one);
       one->setDoesNotThrow();
       one->addFnAttr(Attribute::WillReturn);
     } else if (call->getCalledFunction()->getName() == WITHIN) {

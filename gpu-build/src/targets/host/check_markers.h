@@ -9,6 +9,7 @@
 #include "llvm/Support/ModRef.h"
 
 namespace llvm {
+class CallInst;
 class Function;
 }
 
@@ -31,11 +32,20 @@ constexpr const char *UNREADY = "gpu.check.unready";
 // Touches its pointer arguments' memory and the runtime's own.
 constexpr const char *BARRIER = "gpu.check.barrier";
 
-// The memory the runtime's check functions touch, for LLVM: what their pointer arguments
-// point into (the context's ready slots; the object's constants) and the runtime's own
-// (reports, shadows), never the kernel's buffers or the object's variables (its thread ids),
-// so the code around a call keeps those in registers.
-llvm::MemoryEffects runtimeEffects(bool writes);
+// The metadata kind marking a call of a runtime's check function. Such a function is given the
+// launch's context (the runtime's), constants of the object and values, never the address of a
+// variable the module defines: it writes none of them, whatever LLVM's alias analysis can tell
+// of the context pointer.
+constexpr const char *HOOK_CALL = "gpu.check.hook";
+
+// Marks `call` as a call of a runtime's check function (HOOK_CALL).
+void markHookCall(llvm::CallInst *call);
+
+// The memory a runtime's check function touches, for LLVM: what its pointer arguments point
+// into (the context; the object's constants) as `arguments` says, and the runtime's own
+// (reports, shadows) as `own` says, never the kernel's buffers or the object's variables (its
+// thread and block ids), so the code around a call keeps those in registers.
+llvm::MemoryEffects runtimeEffects(llvm::ModRefInfo arguments, llvm::ModRefInfo own);
 
 // Replaces every call of the marker functions in `F` by the code it stands for. Returns whether it
 // changed anything.

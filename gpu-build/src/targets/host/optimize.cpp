@@ -26,6 +26,7 @@
 
 #include "llvm-c/Core.h"
 #include "llvm-c/TargetMachine.h"
+#include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/Analysis/InstructionSimplify.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -732,6 +733,53 @@ const SCEV *sameOnEveryPath(Value *value, ScalarEvolution &SE) {
   return first;
 }
 
+// Whether nothing in `L` may write what `load` reads. A runtime's check function writes no
+// variable of the module (check_markers.h's HOOK_CALL), which alias analysis cannot tell: the
+// context pointer it is given comes from memory.
+bool unwrittenIn(LoadInst *load, const Loop &L, AAResults &AA) {
+  MemoryLocation location = MemoryLocation::get(load);
+  bool moduleVariable = isa<GlobalVariable>(getUnderlyingObject(load->getPointerOperand()));
+  for (BasicBlock *B : L.blocks())
+    for (Instruction &I : *B) {
+      if (moduleVariable && I.hasMetadata(gpu_check::HOOK_CALL))
+        continue;
+      if (I.mayWriteToMemory() && isModSet(AA.getModRefInfo(&I, location)))
+        return false;
+    }
+  return true;
+}
+
+// Whether `value` is the same in every iteration of `L` and can be computed again after it:
+// defined outside it, a load of what the loop does not write (a hook's function pointer, the
+// block's ids) or an operation without effects (the site a barrier's region selects) of such
+// values.
+bool computableAfter(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0) {
+  auto *I = dyn_cast<Instruction>(value);
+  if (!I || !L.contains(I->getParent()))
+    return true;
+  if (depth > 4 || isa<PHINode>(I))
+    return false;
+  if (auto *load = dyn_cast<LoadInst>(I))
+    return load->isSimple() && computableAfter(load->getPointerOperand(), L, AA, depth + 1) &&
+           (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
+  if (!isSafeToSpeculativelyExecute(I))
+    return false;
+  return all_of(I->operands(),
+                [&](Value *operand) { return computableAfter(operand, L, AA, depth + 1); });
+}
+
+// `value` (computableAfter) computed again before `at`, outside `L`.
+Value *computeAfter(Value *value, const Loop &L, Instruction *at) {
+  auto *I = dyn_cast<Instruction>(value);
+  if (!I || !L.contains(I->getParent()))
+    return value;
+  Instruction *copy = I->clone();
+  for (Use &operand : copy->operands())
+    operand.set(computeAfter(operand.get(), L, at));
+  copy->insertBefore(at->getIterator());
+  return copy;
+}
+
 // In a checked object, when every thread of innermost thread loop `L` tells the runtime it
 // reached a barrier (a `gpu.check.barrier` call each iteration runs once, with the thread's x
 // the loop's counter and everything else the same for the loop), one call of the row hook after
@@ -739,7 +787,8 @@ const SCEV *sameOnEveryPath(Value *value, ScalarEvolution &SE) {
 // loop keeps no call outside its guarded work, so a tree reduction's step loop can end at its
 // guard again. Every thread's accesses before the barrier come before the call still, and the
 // next region's after it. Returns whether it changed `L`.
-bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
+bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
+                        AAResults &AA) {
   if (!L.isInnermost() ||
       none_of(L.blocks(), [](BasicBlock *B) {
         return any_of(*B, [](Instruction &I) { return callsMarker(I, gpu_check::BARRIER); });
@@ -770,7 +819,7 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
         continue;
       bool invariant = true;
       for (unsigned i = 0; i < call->arg_size(); ++i)
-        invariant &= i == 4 || L.isLoopInvariant(call->getArgOperand(i));
+        invariant &= i == 4 || computableAfter(call->getArgOperand(i), L, AA);
       const SCEV *count = SE.getAddExpr(SE.getTruncateOrZeroExtend(backedges, x->getType()),
                                         SE.getOne(x->getType()));
       if (!invariant || !expander.isSafeToExpand(rec->getStart()) ||
@@ -779,17 +828,19 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
       Instruction *at = preheader->getTerminator();
       Value *first = expander.expandCodeFor(rec->getStart(), x->getType(), at);
       Value *threads = expander.expandCodeFor(count, x->getType(), at);
-      SmallVector<Value *, 9> arguments = {call->getArgOperand(2), call->getArgOperand(3), first,
-                                           threads};
+      Instruction *after = &*exit->getFirstInsertionPt();
+      auto again = [&](unsigned i) { return computeAfter(call->getArgOperand(i), L, after); };
+      SmallVector<Value *, 9> arguments = {again(2), again(3), first, threads};
       for (unsigned i = 5; i < call->arg_size(); ++i)
-        arguments.push_back(call->getArgOperand(i));
+        arguments.push_back(again(i));
       SmallVector<Type *, 9> types;
       for (Value *argument : arguments)
         types.push_back(argument->getType());
-      IRBuilder<> b(&*exit->getFirstInsertionPt());
-      CallInst *row = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),
-                                   call->getArgOperand(1), arguments);
-      row->setMemoryEffects(gpu_check::runtimeEffects(true));
+      IRBuilder<> b(after);
+      CallInst *row = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false), again(1),
+                                   arguments);
+      row->setMemoryEffects(call->getMemoryEffects());
+      gpu_check::markHookCall(row);
       row->setDoesNotThrow();
       row->addFnAttr(Attribute::WillReturn);
       call->eraseFromParent();
@@ -809,9 +860,10 @@ struct GatherBarrierHooks : PassInfoMixin<GatherBarrierHooks> {
       auto &LI = FAM.getResult<LoopAnalysis>(F);
       auto &DT = FAM.getResult<DominatorTreeAnalysis>(F);
       auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+      auto &AA = FAM.getResult<AAManager>(F);
       bool once = false;
       for (Loop *L : LI.getLoopsInPreorder())
-        if (gatherBarrierHooks(*L, LI, DT, SE)) {
+        if (gatherBarrierHooks(*L, LI, DT, SE, AA)) {
           once = true;
           break;
         }
