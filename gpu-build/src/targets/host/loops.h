@@ -1,0 +1,17 @@
+// Loop helpers the host target's passes share (optimize.cpp defines them).
+#pragma once
+
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
+
+namespace gpu_host {
+
+// A copy of `L` (whose own preheader is `preheader`) with a preheader of its own that enters
+// it, named with `suffix`; `map` takes the original's values to the copy's. Nothing branches to
+// the copy yet, and its exits' phis do not yet take its values.
+llvm::BasicBlock *copyLoop(llvm::Loop &L, llvm::BasicBlock *preheader, const char *suffix,
+                           llvm::LoopInfo &LI, llvm::DominatorTree &DT,
+                           llvm::ValueToValueMapTy &map);
+
+} // namespace gpu_host
