@@ -163,20 +163,9 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   Value *all = b.getTrue();
   for (const KnownCheck &check : known)
     all = b.CreateAnd(all, testBefore(check, backedges, expander, at));
-  SmallVector<BasicBlock *, 4> exits, exiting;
-  L.getUniqueExitBlocks(exits);
-  L.getExitingBlocks(exiting);
   ValueToValueMapTy map;
-  BasicBlock *copyPreheader = gpu_host::copyLoop(L, preheader, ".checked", LI, DT, map);
-  for (BasicBlock *exit : exits)
-    for (PHINode &phi : exit->phis())
-      for (BasicBlock *from : exiting)
-        if (phi.getBasicBlockIndex(from) >= 0) {
-          Value *value = phi.getIncomingValueForBlock(from);
-          if (Value *copied = map.lookup(value))
-            value = copied;
-          phi.addIncoming(value, cast<BasicBlock>(map[from]));
-        }
+  BasicBlock *copyPreheader =
+      gpu_host::copyLoopJoiningExits(L, preheader, ".checked", LI, DT, map);
   BranchInst::Create(copyPreheader, header, all, at->getIterator());
   at->eraseFromParent();
   // The original keeps a preheader of its own.
@@ -327,28 +316,40 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   return false;
 }
 
+// Runs `change` on the loops of `F` one change at a time, with fresh analyses after each, until
+// none changes (each loop at most once where `eachLoopOnce`). Returns whether any changed.
+template <typename Change>
+bool changeLoops(Function &F, FunctionAnalysisManager &FAM, bool eachLoopOnce, Change change) {
+  bool changed = false;
+  SmallPtrSet<BasicBlock *, 16> done;
+  for (unsigned round = 0; round < 256; ++round) {
+    auto &LI = FAM.getResult<LoopAnalysis>(F);
+    auto &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+    auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
+    auto &AA = FAM.getResult<AAManager>(F);
+    bool once = false;
+    for (Loop *L : LI.getLoopsInPreorder()) {
+      if (eachLoopOnce && !done.insert(L->getHeader()).second)
+        continue;
+      if (change(*L, LI, DT, SE, AA)) {
+        once = true;
+        break;
+      }
+    }
+    if (!once)
+      break;
+    changed = true;
+    FAM.invalidate(F, PreservedAnalyses::none());
+  }
+  return changed;
+}
+
 // The barrier hooks of checked objects' thread loops gathered after the loops
 // (`gatherBarrierHooks`), before ExitThreadLoopsAtGuards looks at the loops.
 struct GatherBarrierHooks : PassInfoMixin<GatherBarrierHooks> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
-    bool changed = false;
-    for (unsigned round = 0; round < 256; ++round) {
-      auto &LI = FAM.getResult<LoopAnalysis>(F);
-      auto &DT = FAM.getResult<DominatorTreeAnalysis>(F);
-      auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
-      auto &AA = FAM.getResult<AAManager>(F);
-      bool once = false;
-      for (Loop *L : LI.getLoopsInPreorder())
-        if (gatherBarrierHooks(*L, LI, DT, SE, AA)) {
-          once = true;
-          break;
-        }
-      if (!once)
-        break;
-      changed = true;
-      FAM.invalidate(F, PreservedAnalyses::none());
-    }
-    return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+    return changeLoops(F, FAM, false, gatherBarrierHooks) ? PreservedAnalyses::none()
+                                                            : PreservedAnalyses::all();
   }
 };
 
@@ -357,33 +358,15 @@ struct GatherBarrierHooks : PassInfoMixin<GatherBarrierHooks> {
 // vectorizers.
 struct VersionCheckedLoops : PassInfoMixin<VersionCheckedLoops> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
-    bool changed = false;
     if (none_of(instructions(F), [](Instruction &I) {
           return isCheckMarker(I) || callsMarker(I, gpu_check::BARRIER);
         }))
       return PreservedAnalyses::all();
-    // One loop at a time, with fresh analyses, each loop once: the markers a copy keeps are
-    // the ones its original could not be versioned on.
-    SmallPtrSet<BasicBlock *, 16> done;
-    for (unsigned round = 0; round < 256; ++round) {
-      auto &LI = FAM.getResult<LoopAnalysis>(F);
-      auto &DT = FAM.getResult<DominatorTreeAnalysis>(F);
-      auto &SE = FAM.getResult<ScalarEvolutionAnalysis>(F);
-      bool once = false;
-      for (Loop *L : LI.getLoopsInPreorder()) {
-        if (done.count(L->getHeader()))
-          continue;
-        done.insert(L->getHeader());
-        if (versionCheckedLoop(*L, LI, DT, SE)) {
-          once = true;
-          break;
-        }
-      }
-      if (!once)
-        break;
-      changed = true;
-      FAM.invalidate(F, PreservedAnalyses::none());
-    }
+    // Each loop once: the markers a copy keeps are the ones its original could not be
+    // versioned on.
+    bool changed = changeLoops(F, FAM, true,
+                               [](Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
+                                  AAResults &) { return versionCheckedLoop(L, LI, DT, SE); });
     changed |= gpu_check::lowerCheckMarkers(F);
     return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }

@@ -14,4 +14,10 @@ llvm::BasicBlock *copyLoop(llvm::Loop &L, llvm::BasicBlock *preheader, const cha
                            llvm::LoopInfo &LI, llvm::DominatorTree &DT,
                            llvm::ValueToValueMapTy &map);
 
+// A copy of `L` as copyLoop makes, whose exit blocks' phis (`L` in LCSSA form, with dedicated
+// exits) take the copy's values from the copy's exiting blocks.
+llvm::BasicBlock *copyLoopJoiningExits(llvm::Loop &L, llvm::BasicBlock *preheader,
+                                       const char *suffix, llvm::LoopInfo &LI,
+                                       llvm::DominatorTree &DT, llvm::ValueToValueMapTy &map);
+
 } // namespace gpu_host

@@ -68,6 +68,26 @@ BasicBlock *gpu_host::copyLoop(Loop &L, BasicBlock *preheader, const char *suffi
   return copyPreheader;
 }
 
+// (loops.h)
+BasicBlock *gpu_host::copyLoopJoiningExits(Loop &L, BasicBlock *preheader, const char *suffix,
+                                           LoopInfo &LI, DominatorTree &DT,
+                                           ValueToValueMapTy &map) {
+  SmallVector<BasicBlock *, 4> exits, exiting;
+  L.getUniqueExitBlocks(exits);
+  L.getExitingBlocks(exiting);
+  BasicBlock *copyPreheader = copyLoop(L, preheader, suffix, LI, DT, map);
+  for (BasicBlock *exit : exits)
+    for (PHINode &phi : exit->phis())
+      for (BasicBlock *from : exiting)
+        if (phi.getBasicBlockIndex(from) >= 0) {
+          Value *value = phi.getIncomingValueForBlock(from);
+          if (Value *copied = map.lookup(value))
+            value = copied;
+          phi.addIncoming(value, cast<BasicBlock>(map[from]));
+        }
+  return copyPreheader;
+}
+
 namespace {
 
 // In which senses an increasing AddRec never wraps over the loop.
@@ -482,20 +502,9 @@ bool unswitchUniformBranch(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolu
   formLCSSA(L, DT, &LI, &SE);
   BasicBlock *header = L.getHeader();
   BasicBlock *preheader = SplitEdge(L.getLoopPreheader(), header, &DT, &LI, nullptr, "unswitch");
-  SmallVector<BasicBlock *, 4> exits, exiting;
-  L.getUniqueExitBlocks(exits);
-  L.getExitingBlocks(exiting);
   ValueToValueMapTy map;
-  BasicBlock *copyPreheader = gpu_host::copyLoop(L, preheader, ".uniform", LI, DT, map);
-  for (BasicBlock *exit : exits)
-    for (PHINode &phi : exit->phis())
-      for (BasicBlock *from : exiting)
-        if (phi.getBasicBlockIndex(from) >= 0) {
-          Value *value = phi.getIncomingValueForBlock(from);
-          if (Value *copied = map.lookup(value))
-            value = copied;
-          phi.addIncoming(value, cast<BasicBlock>(map[from]));
-        }
+  BasicBlock *copyPreheader =
+      gpu_host::copyLoopJoiningExits(L, preheader, ".uniform", LI, DT, map);
   // The original takes the true side, the copy the false one; what only the other side reached
   // goes.
   auto *copyBranch = cast<BranchInst>(map[branch]);
