@@ -344,6 +344,52 @@ fn a_construct_that_crashes_mlirs_parser_is_an_error_at_its_line() {
     );
 }
 
+/// The optimized LLVM IR `gpu-build compile -t host` writes for the sample's `kernels/<module>.mlir`
+/// (with `env` besides `GPU_BUILD_DUMP=llvm`).
+fn optimized_host_ir(module: &str, env: &[(&str, &str)]) -> String {
+    let out = tempfile::tempdir().unwrap();
+    let sample = workspace().join("sample-project");
+    let kernel = format!("kernels/{module}.mlir");
+    let mut env = env.to_vec();
+    env.push(("GPU_BUILD_DUMP", "llvm"));
+    let (ok, _, stderr) = gpu_build_with(
+        &[
+            "compile",
+            "-t",
+            "host",
+            "--no-cache",
+            "--base-dir",
+            sample.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+            &kernel,
+        ],
+        &env,
+    );
+    assert!(ok, "{stderr}");
+    let dumps = out
+        .path()
+        .join(format!("gpu-build/kernels_{module}_mlir/{module}"));
+    let optimized = std::fs::read_dir(&dumps)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".opt.ll"))
+        .expect("the optimized LLVM IR dump");
+    std::fs::read_to_string(optimized).unwrap()
+}
+
+/// Whether a block of `ir` whose label contains `copy` (a loop copy's suffix) enters a vector
+/// body.
+fn copy_enters_vector_body(ir: &str, copy: &str) -> bool {
+    ir.split("\n\n").any(|block| {
+        block
+            .lines()
+            .next()
+            .is_some_and(|label| label.contains(copy) && label.contains(':'))
+            && block.contains("label %vector.body")
+    })
+}
+
 /// A thread loop behind a guard that passes every thread of most blocks runs an unguarded copy
 /// there (`optimize.cpp`'s versioning), which the vectorizer takes: the tree reduction's `i < n`
 /// (whose other side stores a zero) and the stencil's border test `x == 0 || x >= cols - 1`
@@ -351,45 +397,11 @@ fn a_construct_that_crashes_mlirs_parser_is_an_error_at_its_line() {
 /// a vector body. Without the versioning neither has one (baseline x86-64 has no masked loads).
 #[test]
 fn thread_loops_guarded_by_id_tests_are_versioned_and_vectorized_on_the_host() {
-    for (file, module) in [("reduce.mlir", "reduce"), ("stencil.mlir", "stencil")] {
-        let out = tempfile::tempdir().unwrap();
-        let sample = workspace().join("sample-project");
-        let kernel = format!("kernels/{file}");
-        let (ok, _, stderr) = gpu_build_with(
-            &[
-                "compile",
-                "-t",
-                "host",
-                "--no-cache",
-                "--base-dir",
-                sample.to_str().unwrap(),
-                "--out",
-                out.path().to_str().unwrap(),
-                &kernel,
-            ],
-            &[("GPU_BUILD_DUMP", "llvm")],
-        );
-        assert!(ok, "{stderr}");
-        let dumps = out
-            .path()
-            .join(format!("gpu-build/kernels_{module}_mlir/{module}"));
-        let optimized = std::fs::read_dir(&dumps)
-            .unwrap()
-            .map(|entry| entry.unwrap().path())
-            .find(|path| path.to_string_lossy().ends_with(".opt.ll"))
-            .expect("the optimized LLVM IR dump");
-        let ir = std::fs::read_to_string(optimized).unwrap();
-        let mut blocks = ir.split("\n\n");
-        let versioned_then_vectorized = blocks.any(|block| {
-            block
-                .lines()
-                .next()
-                .is_some_and(|label| label.contains(".unguarded") && label.contains(':'))
-                && block.contains("label %vector.body")
-        });
+    for module in ["reduce", "stencil"] {
+        let ir = optimized_host_ir(module, &[]);
         assert!(
-            versioned_then_vectorized,
-            "{file}: no unguarded copy of a thread loop enters a vector body"
+            copy_enters_vector_body(&ir, ".unguarded"),
+            "{module}: no unguarded copy of a thread loop enters a vector body"
         );
     }
 }
@@ -399,45 +411,12 @@ fn thread_loops_guarded_by_id_tests_are_versioned_and_vectorized_on_the_host() {
 /// vectorizer takes that copy, as it takes the unchecked loop.
 #[test]
 fn checked_thread_loops_in_bounds_run_a_vectorized_copy_without_the_checks() {
-    for (file, module) in [("saxpy.mlir", "saxpy"), ("stencil.mlir", "stencil")] {
-        let out = tempfile::tempdir().unwrap();
-        let sample = workspace().join("sample-project");
-        let kernel = format!("kernels/{file}");
-        let (ok, _, stderr) = gpu_build_with(
-            &[
-                "compile",
-                "-t",
-                "host",
-                "--no-cache",
-                "--base-dir",
-                sample.to_str().unwrap(),
-                "--out",
-                out.path().to_str().unwrap(),
-                &kernel,
-            ],
-            &[("GPU_BUILD_DUMP", "llvm"), ("GPU_EMBED_CHECK", "1")],
-        );
-        assert!(ok, "{stderr}");
-        let dumps = out
-            .path()
-            .join(format!("gpu-build/kernels_{module}_mlir/{module}"));
-        let optimized = std::fs::read_dir(&dumps)
-            .unwrap()
-            .map(|entry| entry.unwrap().path())
-            .find(|path| path.to_string_lossy().ends_with(".opt.ll"))
-            .expect("the optimized LLVM IR dump");
-        let ir = std::fs::read_to_string(optimized).unwrap();
-        assert!(ir.contains("@check.site"), "{file}: not a checked object");
-        let copy_vectorized = ir.split("\n\n").any(|block| {
-            block
-                .lines()
-                .next()
-                .is_some_and(|label| label.contains(".checked") && label.contains(':'))
-                && block.contains("label %vector.body")
-        });
+    for module in ["saxpy", "stencil"] {
+        let ir = optimized_host_ir(module, &[("GPU_EMBED_CHECK", "1")]);
+        assert!(ir.contains("@check.site"), "{module}: not a checked object");
         assert!(
-            copy_vectorized,
-            "{file}: no check-free copy of a thread loop enters a vector body"
+            copy_enters_vector_body(&ir, ".checked"),
+            "{module}: no check-free copy of a thread loop enters a vector body"
         );
     }
 }
