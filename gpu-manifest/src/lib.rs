@@ -101,9 +101,16 @@ pub mod host_abi {
     /// `(first + i, y, z)`, `i < count`: a thread loop whose every thread reaches the barrier
     /// calls it once after its threads ran.
     pub const CHECK_BARRIERS_OFFSET: usize = CHECK_READY_OFFSET + 4 * CHECK_READY_SLOTS;
+    /// Byte offset of the checked run's workgroup-store hook for a row of threads: `extern "C"
+    /// fn(*mut context, site: *const CheckSite, variable, offset: u64, stride: i64, bytes: u64,
+    /// count: u32, thread y/z: u32, block x/y/z: u32)`, what [`CHECK_WORKGROUP_OFFSET`]'s hook
+    /// does for the store of thread `(i, y, z)`, `i < count`, of `bytes` at byte `offset + i *
+    /// stride` (wrapping): a thread loop that a test before it proved free of races calls it
+    /// once, before its threads run, for each store its every thread below `count` makes.
+    pub const CHECK_WRITES_OFFSET: usize = CHECK_BARRIERS_OFFSET + 8;
     /// The bytes of a checked launch's context, at least: a checked object may read any of
     /// them from the start of the kernel on.
-    pub const CHECK_CONTEXT_BYTES: usize = CHECK_BARRIERS_OFFSET + 8;
+    pub const CHECK_CONTEXT_BYTES: usize = CHECK_WRITES_OFFSET + 8;
     /// What a checked object passes for an access that failed its check: a constant of the
     /// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32 }`, the op's
     /// `file:line:col` (NUL-terminated), a `CHECK_*` kind, and the kernel parameter the

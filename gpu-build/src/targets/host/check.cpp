@@ -39,8 +39,7 @@ namespace {
 
 constexpr unsigned WORKGROUP_ADDRESS_SPACE = 3;
 
-// Access kinds, as gpu_manifest::host_abi::CHECK_*.
-enum Kind : uint32_t { LOAD, STORE, ATOMIC, COPY_READ, COPY_WRITE };
+using Kind = gpu_check::AccessKind;
 
 }  // namespace
 
@@ -65,6 +64,7 @@ struct GpuCheckLayout {
   // Bytes of a dynamic workgroup array.
   uint32_t dynamic_workgroup_bytes;
   uint32_t barriers_offset;
+  uint32_t writes_offset;
   // The context's size.
   uint32_t context_bytes;
 };
@@ -119,7 +119,7 @@ class Instrumenter {
       IRBuilder<> b(barrier);
       SmallVector<Value *, 10> arguments = {hook(b, context, Layout.barrier_offset),
                                             hook(b, context, Layout.barriers_offset), context,
-                                            site(barrier, LOAD, -1)};
+                                            site(barrier, gpu_check::ACCESS_LOAD, -1)};
       appendIds(b, arguments);
       SmallVector<Type *, 10> types;
       for (Value *argument : arguments) types.push_back(argument->getType());
@@ -134,19 +134,19 @@ class Instrumenter {
     }
     for (Instruction *I : accesses) {
       if (auto *load = dyn_cast<LoadInst>(I)) {
-        checkOne(I, load->getPointerOperandIndex(), size(load->getType()), LOAD, context, parameters);
+        checkOne(I, load->getPointerOperandIndex(), size(load->getType()), gpu_check::ACCESS_LOAD, context, parameters);
       } else if (auto *store = dyn_cast<StoreInst>(I)) {
         checkOne(I, store->getPointerOperandIndex(), size(store->getValueOperand()->getType()),
-                 STORE, context, parameters);
+                 gpu_check::ACCESS_STORE, context, parameters);
       } else if (auto *rmw = dyn_cast<AtomicRMWInst>(I)) {
-        checkOne(I, rmw->getPointerOperandIndex(), size(rmw->getValOperand()->getType()), ATOMIC,
+        checkOne(I, rmw->getPointerOperandIndex(), size(rmw->getValOperand()->getType()), gpu_check::ACCESS_ATOMIC,
                  context, parameters);
       } else if (auto *cmpxchg = dyn_cast<AtomicCmpXchgInst>(I)) {
         checkOne(I, cmpxchg->getPointerOperandIndex(),
-                 size(cmpxchg->getNewValOperand()->getType()), ATOMIC, context, parameters);
+                 size(cmpxchg->getNewValOperand()->getType()), gpu_check::ACCESS_ATOMIC, context, parameters);
       } else if (auto *intrinsic = dyn_cast<MemIntrinsic>(I)) {
-        checkOne(I, 0, nullptr, COPY_WRITE, context, parameters);
-        if (isa<MemTransferInst>(intrinsic)) checkOne(I, 1, nullptr, COPY_READ, context, parameters);
+        checkOne(I, 0, nullptr, gpu_check::ACCESS_COPY_WRITE, context, parameters);
+        if (isa<MemTransferInst>(intrinsic)) checkOne(I, 1, nullptr, gpu_check::ACCESS_COPY_READ, context, parameters);
       }
     }
   }
@@ -384,8 +384,7 @@ class Instrumenter {
   }
 
   // Calls the context's function at `offset` with `arguments` (returning nothing), which
-  // touches the memory its arguments point into as `touches` says (the workgroup hook writes
-  // the context's ready slots; the report only reads).
+  // touches the memory its arguments point into as `touches` says.
   void callThrough(IRBuilder<> &b, Value *context, uint32_t offset, ArrayRef<Value *> arguments,
                    ModRefInfo touches) {
     SmallVector<Type *, 16> types;
@@ -438,9 +437,9 @@ class Instrumenter {
   }
 
   // An access of workgroup memory: within its variable (else reported as out of bounds and not
-  // made), and told to the runtime (`layout.workgroup_offset`), which keeps the variable's
-  // shadow to find races between the block's threads and reads of bytes not written since the
-  // block began.
+  // made), and told to the runtime (`layout.workgroup_offset`, through a `gpu.check.workgroup`
+  // marker), which keeps the variable's shadow to find races between the block's threads and
+  // reads of bytes not written since the block began.
   void checkWorkgroup(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind,
                       Value *context) {
     Value *pointer = I->getOperand(operandIndex);
@@ -458,18 +457,36 @@ class Instrumenter {
     // Only accesses that were made are told to the shadow; a load no write can race with, not
     // once its variable is all written in the block (`unracedLoads`).
     uint64_t slot = Slots[variable];
-    if (Unraced.count(I) && slot != UINT64_MAX) {
-      IRBuilder<> b(I);
-      Value *ready = b.CreateConstGEP1_64(b.getInt8Ty(), context, Layout.ready_offset + 4 * slot);
-      ok = b.CreateAnd(ok, b.CreateCall(marker(gpu_check::UNREADY, {Ptr, I32}, true),
-                                        {ready, blockStamp(b)}, "check.unready"));
-    }
+    IRBuilder<> before(I);
+    Value *ready = slot == UINT64_MAX ? ConstantPointerNull::get(Ptr)
+                                      : before.CreateConstGEP1_64(before.getInt8Ty(), context,
+                                                                  Layout.ready_offset + 4 * slot);
+    if (Unraced.count(I) && slot != UINT64_MAX)
+      ok = before.CreateAnd(ok, before.CreateCall(marker(gpu_check::UNREADY, {Ptr, I32}, true),
+                                                  {ready, blockStamp(before)}, "check.unready"));
     Instruction *made = SplitBlockAndInsertIfThen(ok, I, false);
     IRBuilder<> record(made);
     Value *offset = record.CreateSub(address, base);
-    SmallVector<Value *, 12> arguments = {context, site(I, kind, -1), description, offset, bytes};
+    SmallVector<Value *, 15> arguments = {hook(record, context, Layout.workgroup_offset),
+                                          hook(record, context, Layout.writes_offset),
+                                          ready,
+                                          blockStamp(record),
+                                          context,
+                                          site(I, kind, -1),
+                                          description,
+                                          offset,
+                                          bytes};
     appendIds(record, arguments);
-    callThrough(record, context, Layout.workgroup_offset, arguments, ModRefInfo::ModRef);
+    SmallVector<Type *, 15> types;
+    for (Value *argument : arguments) types.push_back(argument->getType());
+    FunctionCallee callee = M.getOrInsertFunction(
+        gpu_check::WORKGROUP, FunctionType::get(Type::getVoidTy(C), types, false));
+    auto *function = cast<Function>(callee.getCallee());
+    // The workgroup hook writes the context's ready slots, and its own shadow.
+    function->setMemoryEffects(gpu_check::runtimeEffects(ModRefInfo::ModRef, ModRefInfo::ModRef));
+    function->addFnAttr(Attribute::NoUnwind);
+    function->addFnAttr(Attribute::WillReturn);
+    gpu_check::markHookCall(record.CreateCall(callee, arguments));
   }
 
   // What `pointer` was computed from: LLVM's underlying object, also through the memref
@@ -617,13 +634,16 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
     if (auto *call = dyn_cast<CallInst>(&I))
       if (Function *callee = call->getCalledFunction())
         if (callee->getName() == WITHIN || callee->getName() == UNREADY ||
-            callee->getName() == BARRIER)
+            callee->getName() == BARRIER || callee->getName() == WORKGROUP)
           calls.push_back(call);
   for (CallInst *call : calls) {
     IRBuilder<> b(call);
     Value *value = nullptr;
-    if (call->getCalledFunction()->getName() == BARRIER) {
-      SmallVector<Value *, 8> arguments(drop_begin(call->args(), 2));
+    StringRef name = call->getCalledFunction()->getName();
+    if (name == BARRIER || name == WORKGROUP) {
+      // The hook, then (the barrier's row hook; the workgroup access's row hook, slot and
+      // stamp), then the hook's arguments.
+      SmallVector<Value *, 12> arguments(drop_begin(call->args(), name == BARRIER ? 2 : WORKGROUP_CONTEXT));
       SmallVector<Type *, 8> types;
       for (Value *argument : arguments) types.push_back(argument->getType());
       CallInst *one = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),
@@ -632,7 +652,7 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
       markHookCall(one);
       one->setDoesNotThrow();
       one->addFnAttr(Attribute::WillReturn);
-    } else if (call->getCalledFunction()->getName() == WITHIN) {
+    } else if (name == WITHIN) {
       Value *address = call->getArgOperand(0), *bytes = call->getArgOperand(1);
       Value *end = b.CreateAdd(address, bytes);
       value = b.CreateAnd(b.CreateICmpUGE(address, call->getArgOperand(2)),

@@ -71,8 +71,12 @@ struct CheckMemref {
 
 /// The marker functions `check_markers.h` names: declared only until the optimization pipeline
 /// lowers their calls.
-pub(super) const MARKERS: [&str; 3] =
-    ["gpu.check.within", "gpu.check.unready", "gpu.check.barrier"];
+pub(super) const MARKERS: [&str; 4] = [
+    "gpu.check.within",
+    "gpu.check.unready",
+    "gpu.check.barrier",
+    "gpu.check.workgroup",
+];
 
 /// Where the checked run's functions and tables are in the context.
 #[repr(C)]
@@ -86,6 +90,7 @@ struct CheckLayout {
     ready_slots: u32,
     dynamic_workgroup_bytes: u32,
     barriers_offset: u32,
+    writes_offset: u32,
     context_bytes: u32,
 }
 
@@ -152,6 +157,7 @@ pub(super) fn check_accesses<'ll>(
         ready_slots: host_abi::CHECK_READY_SLOTS as u32,
         dynamic_workgroup_bytes: host_abi::DYNAMIC_SHARED_BYTES,
         barriers_offset: host_abi::CHECK_BARRIERS_OFFSET as u32,
+        writes_offset: host_abi::CHECK_WRITES_OFFSET as u32,
         context_bytes: host_abi::CHECK_CONTEXT_BYTES as u32,
     };
     // SAFETY: a live module and values of it; the arrays and the string outlive the call; the

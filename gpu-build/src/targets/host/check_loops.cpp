@@ -1,12 +1,16 @@
 // The host optimization pipeline's passes for checked objects' loops (check_markers.h): a
 // thread loop's barrier hooks gathered into one call after the loop, and loops versioned on
-// the checks a test before the loop decides for every iteration. optimize.cpp adds them to the
-// pipeline around its own thread-loop pass.
+// the checks a test before the loop decides for every iteration, a thread loop also on a test
+// that no two of its nest's threads touch a byte of workgroup memory one of them writes (then
+// its copy tells the runtime's shadow nothing but the bytes it writes, a row at a time).
+// optimize.cpp adds them to the pipeline around its own thread-loop pass.
 
 #include "check_loops.h"
 #include "check_markers.h"
 #include "loops.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/Analysis/InstructionSimplify.h"
 #include "llvm/Analysis/LoopInfo.h"
@@ -18,12 +22,15 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/PassManager.h"
+#include "llvm/IR/PatternMatch.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
+
+#include <utility>
 
 using namespace llvm;
 
@@ -32,18 +39,52 @@ namespace {
 // The most instructions a loop of a checked object may have for `versionCheckedLoop` to copy it.
 constexpr unsigned CheckedCopyBudget = 4000;
 
+// A comparison of a loop's counter (from 0 by 1) with a bound the loop does not change, that
+// lets only the iterations below the bound reach a block: `counter < limit` (`<=` where
+// `inclusive`), signed or not, in the branch ending `from`, whose edge to `to` the block's
+// every path takes. No limit: no such guard.
+struct Guard {
+  const SCEV *limit = nullptr;
+  bool isSigned = false, inclusive = false;
+  BasicBlock *from = nullptr, *to = nullptr;
+};
+
+// `S` computed before `at`, extended to 128 bits (signed or not), where nothing wraps.
+Value *wide(const SCEV *S, bool isSigned, SCEVExpander &expander, Instruction *at) {
+  IRBuilder<> b(at);
+  Value *value = expander.expandCodeFor(S, S->getType(), at);
+  return isSigned ? b.CreateSExt(value, b.getInt128Ty()) : b.CreateZExt(value, b.getInt128Ty());
+}
+
+// How many of the first `count` iterations (i128, at least 0) `guard` lets through (all of
+// them without a guard), computed before `at`.
+Value *passing(const Guard &guard, Value *count, SCEVExpander &expander, Instruction *at) {
+  if (!guard.limit)
+    return count;
+  IRBuilder<> b(at);
+  Value *limit = wide(guard.limit, guard.isSigned, expander, at);
+  if (guard.inclusive)
+    limit = b.CreateAdd(limit, ConstantInt::get(limit->getType(), 1));
+  Value *zero = ConstantInt::get(limit->getType(), 0);
+  Value *above = b.CreateSelect(b.CreateICmpSLT(limit, zero), zero, limit);
+  return b.CreateSelect(b.CreateICmpSLT(above, count), above, count);
+}
+
 // A check of a checked object's loop (a marker of check_markers.h) that gives the same answer
 // in every iteration when a test before the loop passes: for `within`, an address the same in
 // every iteration or stepping by the same amount, with bounds the loop does not compute (the
 // test: every address the iterations give lies within them); for `unready`, a slot and a stamp
-// the loop does not compute (the test: the block has stamped the slot already).
+// the same in every iteration (knownAtEntry; the test: the block has stamped the slot already).
 struct KnownCheck {
   CallInst *call;
-  // within: the address at the first iteration and its step; unready: the slot and the stamp.
+  // within: the address at the first iteration and its step (unready: none).
   const SCEV *start, *step;
   const SCEV *bytes, *low, *high;
   // The call's value when the test passes.
   bool answer;
+  // Where only the iterations below a bound make the check (`within`): those the test asks
+  // about.
+  Guard guard;
 };
 
 // Whether `I` calls the marker function `name` (check_markers.h).
@@ -58,21 +99,24 @@ bool isCheckMarker(const Instruction &I) {
   return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::UNREADY);
 }
 
+bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0);
+Value *valueAtEntry(Value *value, const Loop &L, Instruction *at);
+
 // `call` as a KnownCheck of `L`, if it is one (nothing changes).
-bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, SCEVExpander &expander,
-                   KnownCheck &check) {
+bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults &AA,
+                   SCEVExpander &expander, KnownCheck &check) {
   auto invariant = [&](Value *value, const SCEV *&S) {
     if (!SE.isSCEVable(value->getType()))
       return false;
     S = SE.getSCEV(value);
     return SE.isLoopInvariant(S, &L) && expander.isSafeToExpand(S);
   };
-  check = {call, nullptr, nullptr, nullptr, nullptr, nullptr, false};
+  check = {call, nullptr, nullptr, nullptr, nullptr, nullptr, false, Guard()};
   if (call->getCalledFunction()->getName() == gpu_check::UNREADY) {
     // The stamp is the block's: a loop it is the same in runs within one block.
     check.answer = false;
-    return invariant(call->getArgOperand(0), check.start) &&
-           invariant(call->getArgOperand(1), check.step);
+    return knownAtEntry(call->getArgOperand(0), L, AA) &&
+           knownAtEntry(call->getArgOperand(1), L, AA);
   }
   check.answer = true;
   if (!invariant(call->getArgOperand(1), check.bytes) ||
@@ -95,93 +139,33 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, SCEVExpan
   return true;
 }
 
-// The test of `check` before loop `L` (at `at`), whose iterations after the first are
-// `backedges`.
-Value *testBefore(const KnownCheck &check, const SCEV *backedges, SCEVExpander &expander,
-                  Instruction *at) {
+// The test of `check` before loop `L` (at `at`, in its preheader), whose iterations after the
+// first are `backedges`.
+Value *testBefore(const KnownCheck &check, const Loop &L, const SCEV *backedges,
+                  SCEVExpander &expander, Instruction *at) {
   IRBuilder<> b(at);
   if (check.call->getCalledFunction()->getName() == gpu_check::UNREADY) {
-    Value *slot = expander.expandCodeFor(check.start, check.call->getArgOperand(0)->getType(), at);
-    Value *stamp = expander.expandCodeFor(check.step, check.call->getArgOperand(1)->getType(), at);
+    Value *slot = valueAtEntry(check.call->getArgOperand(0), L, at);
+    Value *stamp = valueAtEntry(check.call->getArgOperand(1), L, at);
     return b.CreateICmpEQ(b.CreateLoad(stamp->getType(), slot), stamp, "stamped");
   }
-  // In 128 bits nothing wraps: the first and the last address, the lower and the higher of them,
-  // and every address between, as the step is the same.
-  Type *I64 = b.getInt64Ty(), *I128 = b.getInt128Ty();
-  auto wide = [&](const SCEV *S, bool isSigned) {
-    Value *value = expander.expandCodeFor(S, I64, at);
-    return isSigned ? b.CreateSExt(value, I128) : b.CreateZExt(value, I128);
-  };
-  Value *first = wide(check.start, false);
-  Value *last = b.CreateAdd(first, b.CreateMul(wide(check.step, true), wide(backedges, false)));
+  // In 128 bits nothing wraps: the first and the last address the iterations the guard lets
+  // through give (none: nothing to test), the lower and the higher of them, and every address
+  // between, as the step is the same.
+  Value *iterations = b.CreateAdd(wide(backedges, false, expander, at), b.getIntN(128, 1));
+  Value *count = passing(check.guard, iterations, expander, at);
+  Value *none = b.CreateICmpEQ(count, b.getIntN(128, 0));
+  Value *first = wide(check.start, false, expander, at);
+  Value *steps = b.CreateSelect(none, b.getIntN(128, 0), b.CreateSub(count, b.getIntN(128, 1)));
+  Value *last = b.CreateAdd(first, b.CreateMul(wide(check.step, true, expander, at), steps));
   Value *ascending = b.CreateICmpSLT(first, last);
   Value *lowest = b.CreateSelect(ascending, first, last);
   Value *highest = b.CreateSelect(ascending, last, first);
-  return b.CreateAnd(
-      b.CreateICmpSGE(lowest, wide(check.low, false)),
-      b.CreateICmpSLE(b.CreateAdd(highest, wide(check.bytes, false)), wide(check.high, false)),
-      "within");
-}
-
-// In a checked object, runs a copy of innermost loop `L` without the checks that give the same
-// answer in every iteration, when the tests before the loop say they do (an access whose address
-// steps by the same amount per thread, within its buffer for the first and the last thread, is
-// within it for all; a variable's ready stamp, once set, stays for the block): the copy keeps
-// no report branches, so the vectorizer takes it as it takes the unchecked loop. Returns whether
-// it changed `L`.
-bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
-  if (!L.isInnermost() || none_of(L.blocks(), [](BasicBlock *B) {
-        return any_of(*B, isCheckMarker);
-      }))
-    return false;
-  // The loops versioned before share their exits with their copies.
-  simplifyLoop(&L, &DT, &LI, &SE, nullptr, nullptr, false);
-  if (!L.getLoopPreheader() || !L.hasDedicatedExits())
-    return false;
-  const SCEV *backedges = SE.getBackedgeTakenCount(&L);
-  if (isa<SCEVCouldNotCompute>(backedges))
-    return false;
-  backedges = SE.getTruncateOrZeroExtend(backedges, Type::getInt64Ty(L.getHeader()->getContext()));
-  SCEVExpander expander(SE, "checked");
-  SmallVector<KnownCheck, 16> known;
-  unsigned size = 0;
-  for (BasicBlock *B : L.blocks())
-    for (Instruction &I : *B) {
-      KnownCheck check;
-      if (++size > CheckedCopyBudget)
-        return false;
-      if (isCheckMarker(I) && describeCheck(cast<CallInst>(&I), L, SE, expander, check))
-        known.push_back(check);
-    }
-  if (known.empty() || !expander.isSafeToExpand(backedges))
-    return false;
-  formLCSSA(L, DT, &LI, &SE);
-  BasicBlock *header = L.getHeader();
-  BasicBlock *preheader = SplitEdge(L.getLoopPreheader(), header, &DT, &LI, nullptr, "checked");
-  Instruction *at = preheader->getTerminator();
-  IRBuilder<> b(at);
-  Value *all = b.getTrue();
-  for (const KnownCheck &check : known)
-    all = b.CreateAnd(all, testBefore(check, backedges, expander, at));
-  ValueToValueMapTy map;
-  BasicBlock *copyPreheader =
-      gpu_host::copyLoopJoiningExits(L, preheader, ".checked", LI, DT, map);
-  BranchInst::Create(copyPreheader, header, all, at->getIterator());
-  at->eraseFromParent();
-  // The original keeps a preheader of its own.
-  SplitEdge(preheader, header, nullptr, nullptr);
-  // In the copy the known checks are constants, and what only a failed check reached goes.
-  SmallVector<BasicBlock *, 16> copies;
-  for (BasicBlock *B : L.blocks())
-    copies.push_back(cast<BasicBlock>(map[B]));
-  LLVMContext &C = header->getContext();
-  for (const KnownCheck &check : known)
-    replaceAndRecursivelySimplify(cast<Instruction>(map[check.call]),
-                                  ConstantInt::getBool(C, check.answer));
-  for (BasicBlock *copy : copies)
-    ConstantFoldTerminator(copy);
-  removeUnreachableBlocks(*header->getParent());
-  return true;
+  Value *within = b.CreateAnd(
+      b.CreateICmpSGE(lowest, wide(check.low, false, expander, at)),
+      b.CreateICmpSLE(b.CreateAdd(highest, wide(check.bytes, false, expander, at)),
+                      wide(check.high, false, expander, at)));
+  return b.CreateOr(none, within, "within");
 }
 
 // `value`'s SCEV, also where it is a phi whose every incoming value is the same (GVN merges the
@@ -222,7 +206,7 @@ bool computableAfter(Value *value, const Loop &L, AAResults &AA, unsigned depth 
   auto *I = dyn_cast<Instruction>(value);
   if (!I || !L.contains(I->getParent()))
     return true;
-  if (depth > 4 || isa<PHINode>(I))
+  if (depth > 8 || isa<PHINode>(I))
     return false;
   if (auto *load = dyn_cast<LoadInst>(I))
     return load->isSimple() && computableAfter(load->getPointerOperand(), L, AA, depth + 1) &&
@@ -243,6 +227,537 @@ Value *computeAfter(Value *value, const Loop &L, Instruction *at) {
     operand.set(computeAfter(operand.get(), L, at));
   copy->insertBefore(at->getIterator());
   return copy;
+}
+
+// Whether `value`, computed in `L`'s iterations from values the same in all of them, can be
+// computed before the loop (`valueAtEntry`): from values defined outside, loads nothing in the
+// loop writes, operations without effects, and header phis whose every value from the loop is
+// such a load of one location (a block's ids, which LLVM loads again after each hook call: the
+// phi's value from before the loop is the location's, which the loop leaves alone).
+bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
+  auto *I = dyn_cast<Instruction>(value);
+  if (!I || !L.contains(I->getParent()))
+    return true;
+  if (depth > 8)
+    return false;
+  if (auto *phi = dyn_cast<PHINode>(I)) {
+    if (phi->getParent() != L.getHeader() || !L.getLoopPreheader())
+      return false;
+    Value *location = nullptr;
+    for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) {
+      if (!L.contains(phi->getIncomingBlock(i)))
+        continue;
+      auto *load = dyn_cast<LoadInst>(phi->getIncomingValue(i));
+      if (!load || !L.contains(load->getParent()) || (location && load->getPointerOperand() != location) ||
+          !knownAtEntry(load, L, AA, depth + 1))
+        return false;
+      location = load->getPointerOperand();
+    }
+    return true;
+  }
+  if (auto *load = dyn_cast<LoadInst>(I))
+    return load->isSimple() && knownAtEntry(load->getPointerOperand(), L, AA, depth + 1) &&
+           (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
+  if (!isSafeToSpeculativelyExecute(I))
+    return false;
+  return all_of(I->operands(),
+                [&](Value *operand) { return knownAtEntry(operand, L, AA, depth + 1); });
+}
+
+// `value` (knownAtEntry) as its first iteration computes it, before `at` in `L`'s preheader.
+Value *valueAtEntry(Value *value, const Loop &L, Instruction *at) {
+  auto *I = dyn_cast<Instruction>(value);
+  if (!I || !L.contains(I->getParent()))
+    return value;
+  if (auto *phi = dyn_cast<PHINode>(I))
+    return phi->getIncomingValueForBlock(at->getParent());
+  Instruction *copy = I->clone();
+  for (Use &operand : copy->operands())
+    operand.set(valueAtEntry(operand.get(), L, at));
+  copy->insertBefore(at->getIterator());
+  return copy;
+}
+
+// Whether `id` (a thread id a marker passes) is the counter of `loop`, from 0 by 1: `loop` is
+// the thread loop of that dimension.
+bool isThreadCounter(Value *id, const Loop *loop, ScalarEvolution &SE) {
+  const auto *rec = dyn_cast<SCEVAddRecExpr>(sameOnEveryPath(id, SE));
+  return loop && rec && rec->getLoop() == loop && rec->isAffine() && rec->getStart()->isZero() &&
+         rec->getStepRecurrence(SE)->isOne();
+}
+
+// The iterations of `L` (i64), or null where ScalarEvolution cannot tell.
+const SCEV *iterationsOf(const Loop &L, ScalarEvolution &SE) {
+  const SCEV *backedges = SE.getBackedgeTakenCount(&L);
+  if (isa<SCEVCouldNotCompute>(backedges))
+    return nullptr;
+  Type *I64 = Type::getInt64Ty(L.getHeader()->getContext());
+  return SE.getAddExpr(SE.getTruncateOrZeroExtend(backedges, I64), SE.getOne(I64));
+}
+
+// A workgroup access in a thread loop's body (a `gpu.check.workgroup` marker), as an affine
+// function of its thread's ids over the whole nest of thread loops: its byte offset in the
+// variable is base + stride[0] x + stride[1] y + stride[2] z, every term the same for the nest.
+struct WorkgroupAccess {
+  CallInst *call;
+  Value *variable;
+  bool writes;
+  const SCEV *base;
+  const SCEV *stride[3];
+  const SCEV *bytes;
+  // The offset for thread x = 0 of the running row (the same for the loop).
+  const SCEV *row;
+  // Where only threads x below a bound make the access.
+  Guard guard;
+  // Every thread of the row the guard lets through (all, without one) makes the access.
+  bool everyThread = false;
+};
+
+// The workgroup accesses of an innermost thread loop, the whole of its block's barrier interval
+// (a region of a split kernel runs as one nest of thread loops, z, y and x, from one barrier to
+// the next; a kernel without barriers as one nest): what a test before the loop needs to tell
+// that no byte one thread accesses is written by another thread of the nest.
+struct WorkgroupNest {
+  SmallVector<WorkgroupAccess, 8> accesses;
+  // The nest's threads per dimension, x y z (i64).
+  const SCEV *threads[3];
+  // Some access's base is known for the running row only, or the loop is one of a pair
+  // versioned at a guard, either of which a row may run: the test also asks for one row.
+  bool rowOnly = false;
+  // Per variable the nest reads, its ready slot and the block's stamp (knownAtEntry: the
+  // same for all the loop's iterations, as the block is): the variable must be written in full.
+  SmallVector<std::pair<Value *, Value *>, 4> ready;
+  // The stores of the variables the nest only writes, every one made by every thread its guard
+  // lets through: the copy tells the runtime of them before it runs (`recordWrites`), a row at
+  // a time, instead of the variable being written in full.
+  SmallVector<const WorkgroupAccess *, 4> recorded;
+};
+
+// `S` as start + step * (the counter of `loop`): `S` itself where the loop does not change it.
+bool splitOn(const SCEV *S, const Loop *loop, ScalarEvolution &SE, const SCEV *&start,
+             const SCEV *&step) {
+  if (SE.isLoopInvariant(S, loop)) {
+    start = S;
+    step = SE.getZero(S->getType());
+    return true;
+  }
+  const auto *rec = dyn_cast<SCEVAddRecExpr>(S);
+  if (!rec || rec->getLoop() != loop || !rec->isAffine())
+    return false;
+  start = rec->getStart();
+  step = rec->getStepRecurrence(SE);
+  return true;
+}
+
+// The guard in `L` that lets only the iterations below a bound (the same for all of `outer`'s)
+// reach block `B`, if one does: the nearest such comparison of `L`'s counter among the branches
+// whose one edge every path to `B` takes.
+Guard guardOf(BasicBlock *B, Loop &L, const Loop *outer, DominatorTree &DT, ScalarEvolution &SE,
+              SCEVExpander &expander) {
+  for (DomTreeNode *node = DT.getNode(B); node && node->getIDom(); node = node->getIDom()) {
+    BasicBlock *from = node->getIDom()->getBlock();
+    if (!L.contains(from))
+      break;
+    auto *branch = dyn_cast<BranchInst>(from->getTerminator());
+    auto *compare = branch && branch->isConditional()
+                        ? dyn_cast<ICmpInst>(branch->getCondition())
+                        : nullptr;
+    if (!compare || branch->getSuccessor(0) == branch->getSuccessor(1))
+      continue;
+    CmpInst::Predicate predicate;
+    BasicBlock *to;
+    if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(0)), B)) {
+      predicate = compare->getPredicate();
+      to = branch->getSuccessor(0);
+    } else if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(1)), B)) {
+      predicate = compare->getInversePredicate();
+      to = branch->getSuccessor(1);
+    } else {
+      continue;
+    }
+    Value *counter = compare->getOperand(0), *bound = compare->getOperand(1);
+    if (!isThreadCounter(counter, &L, SE)) {
+      std::swap(counter, bound);
+      predicate = CmpInst::getSwappedPredicate(predicate);
+    }
+    if (!isThreadCounter(counter, &L, SE))
+      continue;
+    const SCEV *S = SE.getSCEV(bound);
+    if (!SE.isLoopInvariant(S, outer) || !expander.isSafeToExpand(S))
+      continue;
+    switch (predicate) {
+    case ICmpInst::ICMP_ULT:
+    case ICmpInst::ICMP_ULE:
+    case ICmpInst::ICMP_SLT:
+    case ICmpInst::ICMP_SLE:
+    case ICmpInst::ICMP_EQ:
+      return {S, ICmpInst::isSigned(predicate),
+              predicate != ICmpInst::ICMP_ULT && predicate != ICmpInst::ICMP_SLT, from, to};
+    default:
+      continue;
+    }
+  }
+  return Guard();
+}
+
+// Whether every path of an iteration of innermost loop `L` from `start` reaches `target`
+// before the loop's next iteration or exit, where a branch on a check the copy knows the
+// answer of (`answers`) goes that way only.
+bool alwaysReaches(BasicBlock *start, BasicBlock *target, const Loop &L,
+                   const DenseMap<Value *, bool> &answers) {
+  SmallVector<BasicBlock *, 16> work = {start};
+  SmallPtrSet<BasicBlock *, 16> seen = {start};
+  while (!work.empty()) {
+    BasicBlock *B = work.pop_back_val();
+    if (B == target)
+      continue;
+    auto *branch = dyn_cast<BranchInst>(B->getTerminator());
+    SmallVector<BasicBlock *, 2> next(successors(B));
+    if (branch && branch->isConditional()) {
+      Value *condition = branch->getCondition();
+      bool negated = PatternMatch::match(condition, PatternMatch::m_Not(PatternMatch::m_Value(condition)));
+      auto known = answers.find(condition);
+      if (known != answers.end())
+        next = {branch->getSuccessor(known->second != negated ? 0 : 1)};
+    }
+    if (next.empty())
+      return false;
+    for (BasicBlock *successor : next) {
+      if (successor == L.getHeader() || !L.contains(successor))
+        return false;
+      if (seen.insert(successor).second)
+        work.push_back(successor);
+    }
+  }
+  return true;
+}
+
+// The workgroup accesses of innermost loop `L` as a WorkgroupNest, when `L` is the x loop of a
+// nest of thread loops (every marker's thread ids its and its parents' counters) and every
+// access is affine in the thread's x, when the checks `answers` has hold. False where one is
+// not (nothing changes).
+bool describeWorkgroupNest(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AAResults &AA,
+                           SCEVExpander &expander, const DenseMap<Value *, bool> &answers,
+                           WorkgroupNest &nest) {
+  const Loop *Y = L.getParentLoop();
+  const Loop *Z = Y ? Y->getParentLoop() : nullptr;
+  if (!Z)
+    return false;
+  nest.rowOnly = gpu_host::versionedAtGuard(L);
+  const Loop *loops[3] = {&L, Y, Z};
+  for (unsigned d = 0; d < 3; ++d) {
+    nest.threads[d] = iterationsOf(*loops[d], SE);
+    if (!nest.threads[d] || !SE.isLoopInvariant(nest.threads[d], Z) ||
+        !expander.isSafeToExpand(nest.threads[d]))
+      return false;
+  }
+  auto nestInvariant = [&](const SCEV *S) {
+    return SE.isLoopInvariant(S, Z) && expander.isSafeToExpand(S);
+  };
+  using namespace gpu_check;
+  for (BasicBlock *B : L.blocks())
+    for (Instruction &I : *B) {
+      if (!callsMarker(I, WORKGROUP))
+        continue;
+      auto *call = cast<CallInst>(&I);
+      for (unsigned d = 0; d < 3; ++d)
+        if (!isThreadCounter(call->getArgOperand(WORKGROUP_THREAD + d), loops[d], SE))
+          return false;
+      auto *site = dyn_cast<GlobalVariable>(call->getArgOperand(WORKGROUP_SITE));
+      auto *fields = site && site->hasInitializer()
+                         ? dyn_cast<ConstantStruct>(site->getInitializer())
+                         : nullptr;
+      auto *kind = fields ? dyn_cast<ConstantInt>(fields->getOperand(1)) : nullptr;
+      if (!kind || kind->getZExtValue() == ACCESS_ATOMIC)
+        return false;
+      WorkgroupAccess access;
+      access.call = call;
+      access.variable = call->getArgOperand(WORKGROUP_VARIABLE);
+      access.writes = kind->getZExtValue() == ACCESS_STORE ||
+                      kind->getZExtValue() == ACCESS_COPY_WRITE;
+      access.bytes = SE.getSCEV(call->getArgOperand(WORKGROUP_BYTES));
+      if (!nestInvariant(access.bytes))
+        return false;
+      const SCEV *rest;
+      if (!splitOn(SE.getSCEV(call->getArgOperand(WORKGROUP_OFFSET)), &L, SE, access.row,
+                   access.stride[0]) ||
+          !nestInvariant(access.stride[0]) || !SE.isLoopInvariant(access.row, &L) ||
+          !expander.isSafeToExpand(access.row))
+        return false;
+      if (!splitOn(access.row, Y, SE, rest, access.stride[1]) ||
+          !splitOn(rest, Z, SE, access.base, access.stride[2]) || !nestInvariant(access.base) ||
+          !nestInvariant(access.stride[1]) || !nestInvariant(access.stride[2])) {
+        // The row's own offset: right for the nest's only row.
+        nest.rowOnly = true;
+        access.base = access.row;
+        access.stride[1] = access.stride[2] = SE.getZero(access.row->getType());
+      }
+      access.guard = guardOf(B, L, Z, DT, SE, expander);
+      BasicBlock *header = L.getHeader();
+      access.everyThread = access.guard.limit
+                               ? alwaysReaches(header, access.guard.from, L, answers) &&
+                                     alwaysReaches(access.guard.to, B, L, answers)
+                               : alwaysReaches(header, B, L, answers);
+      nest.accesses.push_back(access);
+    }
+  if (nest.accesses.empty())
+    return false;
+  // Per variable: read, or only written by stores the copy can tell the runtime of.
+  SmallVector<Value *, 4> variables;
+  for (const WorkgroupAccess &access : nest.accesses)
+    if (!is_contained(variables, access.variable))
+      variables.push_back(access.variable);
+  for (Value *variable : variables) {
+    auto ofVariable = make_filter_range(nest.accesses, [&](const WorkgroupAccess &access) {
+      return access.variable == variable;
+    });
+    bool recordable = all_of(ofVariable, [&](const WorkgroupAccess &access) {
+      return access.writes && access.everyThread &&
+             all_of(seq<unsigned>(WORKGROUP_THREAD + 1, WORKGROUP_BLOCK + 3), [&](unsigned i) {
+               return knownAtEntry(access.call->getArgOperand(i), L, AA);
+             }) &&
+             all_of(seq<unsigned>(WORKGROUP_ROW, WORKGROUP_OFFSET), [&](unsigned i) {
+               return knownAtEntry(access.call->getArgOperand(i), L, AA);
+             });
+    });
+    if (recordable) {
+      for (const WorkgroupAccess &access : ofVariable)
+        nest.recorded.push_back(&access);
+      continue;
+    }
+    const CallInst *call = find_if(ofVariable, [](const WorkgroupAccess &) { return true; })->call;
+    Value *slot = call->getArgOperand(WORKGROUP_SLOT);
+    Value *stamp = call->getArgOperand(WORKGROUP_STAMP);
+    if (isa<ConstantPointerNull>(slot) || !knownAtEntry(slot, L, AA) ||
+        !knownAtEntry(stamp, L, AA))
+      return false;
+    nest.ready.push_back({slot, stamp});
+  }
+  return true;
+}
+
+// The test before the loop (at `at`) that no thread of `nest` accesses a byte of a variable
+// another thread writes, and that the block has written every variable the nest reads in full
+// (its ready stamp): then the accesses need no shadow. In 128 bits nothing wraps. Two accesses
+// with the same offsets and size (a thread reading the element it writes) overlap only within
+// a thread when one thread's bytes never reach another's (the strides in x, y, z each step
+// past what the dimensions below span); any other two, when the bytes the whole nest's threads
+// reach with them do not meet.
+Value *raceFreeTest(const WorkgroupNest &nest, const Loop &L, SCEVExpander &expander,
+                    Instruction *at) {
+  IRBuilder<> b(at);
+  Value *zero = b.getIntN(128, 0), *one = b.getIntN(128, 1);
+  auto smax = [&](Value *l, Value *r) { return b.CreateSelect(b.CreateICmpSGT(l, r), l, r); };
+  auto abs = [&](Value *v) { return b.CreateSelect(b.CreateICmpSLT(v, zero), b.CreateNeg(v), v); };
+  Value *threads[3];
+  for (unsigned d = 0; d < 3; ++d)
+    threads[d] = wide(nest.threads[d], false, expander, at);
+  Value *all = b.getTrue();
+  if (nest.rowOnly)
+    all = b.CreateAnd(all, b.CreateAnd(b.CreateICmpEQ(threads[1], one),
+                                       b.CreateICmpEQ(threads[2], one)));
+  for (auto [slot, stamp] : nest.ready) {
+    Value *stampValue = valueAtEntry(stamp, L, at);
+    all = b.CreateAnd(all, b.CreateICmpEQ(b.CreateLoad(stampValue->getType(),
+                                                       valueAtEntry(slot, L, at)),
+                                          stampValue));
+  }
+  struct Extent {
+    Value *low, *high, *stride[3], *bytes;
+  };
+  SmallVector<Extent, 8> extents;
+  for (const WorkgroupAccess &access : nest.accesses) {
+    Extent extent;
+    // At least one thread, for the extent's sake: an access no thread makes reaches nothing.
+    Value *counts[3] = {smax(passing(access.guard, threads[0], expander, at), one), threads[1],
+                        threads[2]};
+    Value *base = wide(access.base, true, expander, at);
+    extent.low = extent.high = base;
+    for (unsigned d = 0; d < 3; ++d) {
+      extent.stride[d] = wide(access.stride[d], true, expander, at);
+      Value *reach = b.CreateMul(extent.stride[d], b.CreateSub(counts[d], one));
+      Value *down = b.CreateICmpSLT(reach, zero);
+      extent.low = b.CreateAdd(extent.low, b.CreateSelect(down, reach, zero));
+      extent.high = b.CreateAdd(extent.high, b.CreateSelect(down, zero, reach));
+    }
+    extent.bytes = wide(access.bytes, false, expander, at);
+    extent.high = b.CreateAdd(extent.high, extent.bytes);
+    extents.push_back(extent);
+  }
+  for (unsigned i = 0; i < nest.accesses.size(); ++i) {
+    const WorkgroupAccess &write = nest.accesses[i];
+    if (!write.writes)
+      continue;
+    // No two threads' bytes of this access meet.
+    Value *below = zero;
+    for (unsigned d = 0; d < 3; ++d) {
+      Value *step = abs(extents[i].stride[d]);
+      Value *single = b.CreateICmpSLE(threads[d], one);
+      Value *apart = b.CreateICmpSGE(step, b.CreateAdd(below, extents[i].bytes));
+      all = b.CreateAnd(all, b.CreateOr(single, apart));
+      below = b.CreateAdd(below, b.CreateMul(step, b.CreateSub(threads[d], one)));
+    }
+    for (unsigned j = 0; j < nest.accesses.size(); ++j) {
+      const WorkgroupAccess &other = nest.accesses[j];
+      if (j == i || other.variable != write.variable)
+        continue;
+      bool same = other.base == write.base && other.bytes == write.bytes &&
+                  all_of(seq(3u), [&](unsigned d) { return other.stride[d] == write.stride[d]; });
+      if (same)
+        continue;
+      all = b.CreateAnd(all, b.CreateOr(b.CreateICmpSLE(extents[i].high, extents[j].low),
+                                        b.CreateICmpSLE(extents[j].high, extents[i].low)));
+    }
+  }
+  return all;
+}
+
+// A call of the workgroup row hook (CHECK_WRITES_OFFSET's): its function and arguments, and
+// the slot and stamp that tell whether the variable is written in full already (null: no slot).
+struct RowWrites {
+  Value *hook, *slot, *stamp;
+  SmallVector<Value *, 12> arguments;
+};
+
+// The calls of the row hook that tell the runtime of the stores `nest.recorded` the threads
+// of the running row make: what their markers would tell it, thread by thread. Computed before
+// `L` (at `at`, in its preheader).
+SmallVector<RowWrites, 4> rowWrites(const WorkgroupNest &nest, const Loop &L,
+                                    SCEVExpander &expander, Instruction *at) {
+  using namespace gpu_check;
+  SmallVector<RowWrites, 4> calls;
+  IRBuilder<> b(at);
+  Type *I64 = b.getInt64Ty();
+  for (const WorkgroupAccess *access : nest.recorded) {
+    CallInst *call = access->call;
+    auto entry = [&](unsigned i) { return valueAtEntry(call->getArgOperand(i), L, at); };
+    Value *threads = wide(nest.threads[0], false, expander, at);
+    RowWrites row;
+    row.hook = entry(WORKGROUP_ROW);
+    row.slot = isa<ConstantPointerNull>(call->getArgOperand(WORKGROUP_SLOT))
+                   ? nullptr
+                   : entry(WORKGROUP_SLOT);
+    row.stamp = row.slot ? entry(WORKGROUP_STAMP) : nullptr;
+    row.arguments = {entry(WORKGROUP_CONTEXT),
+                     entry(WORKGROUP_SITE),
+                     entry(WORKGROUP_VARIABLE),
+                     expander.expandCodeFor(access->row, I64, at),
+                     expander.expandCodeFor(access->stride[0], I64, at),
+                     expander.expandCodeFor(access->bytes, I64, at),
+                     b.CreateTrunc(passing(access->guard, threads, expander, at), b.getInt32Ty())};
+    for (unsigned i = WORKGROUP_THREAD + 1; i < WORKGROUP_BLOCK + 3; ++i)
+      row.arguments.push_back(entry(i));
+    calls.push_back(std::move(row));
+  }
+  return calls;
+}
+
+// Makes `calls` before `at` (the copy's preheader), each where its variable is not written in
+// full yet: once it is, nothing the nest does can race with or read what the call would record.
+void callRowWrites(ArrayRef<RowWrites> calls, const WorkgroupNest &nest, Instruction *at) {
+  for (const RowWrites &row : calls) {
+    Instruction *here = at;
+    if (row.slot) {
+      IRBuilder<> test(at);
+      Value *unready =
+          test.CreateICmpNE(test.CreateLoad(row.stamp->getType(), row.slot), row.stamp);
+      here = SplitBlockAndInsertIfThen(unready, at, false);
+    }
+    IRBuilder<> b(here);
+    SmallVector<Type *, 12> types;
+    for (Value *argument : row.arguments)
+      types.push_back(argument->getType());
+    CallInst *call =
+        b.CreateCall(FunctionType::get(b.getVoidTy(), types, false), row.hook, row.arguments);
+    call->setMemoryEffects(nest.recorded.front()->call->getMemoryEffects());
+    gpu_check::markHookCall(call);
+    call->setDoesNotThrow();
+    call->addFnAttr(Attribute::WillReturn);
+  }
+}
+
+// In a checked object, runs a copy of innermost loop `L` without the checks that give the same
+// answer in every iteration, when the tests before the loop say they do (an access whose address
+// steps by the same amount per thread, within its buffer for the first and the last thread, is
+// within it for all; a variable's ready stamp, once set, stays for the block), and, when `L` is
+// a thread loop whose nest no two threads of which touch a byte of workgroup memory one of them
+// writes (`raceFreeTest`), without telling the shadow of its workgroup accesses: the copy keeps
+// no report branches, so the vectorizer takes it as it takes the unchecked loop. Returns whether
+// it changed `L`.
+bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
+                        AAResults &AA) {
+  if (!L.isInnermost() || none_of(L.blocks(), [](BasicBlock *B) {
+        return any_of(*B, [](Instruction &I) {
+          return isCheckMarker(I) || callsMarker(I, gpu_check::WORKGROUP);
+        });
+      }))
+    return false;
+  // The loops versioned before share their exits with their copies.
+  simplifyLoop(&L, &DT, &LI, &SE, nullptr, nullptr, false);
+  if (!L.getLoopPreheader() || !L.hasDedicatedExits())
+    return false;
+  const SCEV *backedges = SE.getBackedgeTakenCount(&L);
+  if (isa<SCEVCouldNotCompute>(backedges))
+    return false;
+  backedges = SE.getTruncateOrZeroExtend(backedges, Type::getInt64Ty(L.getHeader()->getContext()));
+  SCEVExpander expander(SE, "checked");
+  SmallVector<KnownCheck, 16> known;
+  unsigned size = 0;
+  for (BasicBlock *B : L.blocks())
+    for (Instruction &I : *B) {
+      KnownCheck check;
+      if (++size > CheckedCopyBudget)
+        return false;
+      if (!isCheckMarker(I) || !describeCheck(cast<CallInst>(&I), L, SE, AA, expander, check))
+        continue;
+      check.guard = guardOf(B, L, &L, DT, SE, expander);
+      known.push_back(check);
+    }
+  DenseMap<Value *, bool> answers;
+  for (const KnownCheck &check : known)
+    answers[check.call] = check.answer;
+  WorkgroupNest nest;
+  bool raceFree = describeWorkgroupNest(L, DT, SE, AA, expander, answers, nest);
+  if (!raceFree)
+    nest = WorkgroupNest();
+  if ((known.empty() && !raceFree) || !expander.isSafeToExpand(backedges))
+    return false;
+  formLCSSA(L, DT, &LI, &SE);
+  BasicBlock *header = L.getHeader();
+  BasicBlock *preheader = SplitEdge(L.getLoopPreheader(), header, &DT, &LI, nullptr, "checked");
+  Instruction *at = preheader->getTerminator();
+  IRBuilder<> b(at);
+  Value *all = b.getTrue();
+  for (const KnownCheck &check : known)
+    all = b.CreateAnd(all, testBefore(check, L, backedges, expander, at));
+  SmallVector<RowWrites, 4> writes;
+  if (raceFree) {
+    all = b.CreateAnd(all, raceFreeTest(nest, L, expander, at));
+    writes = rowWrites(nest, L, expander, at);
+  }
+  ValueToValueMapTy map;
+  BasicBlock *copyPreheader =
+      gpu_host::copyLoopJoiningExits(L, preheader, ".checked", LI, DT, map);
+  BranchInst::Create(copyPreheader, header, all, at->getIterator());
+  at->eraseFromParent();
+  // The original keeps a preheader of its own.
+  SplitEdge(preheader, header, nullptr, nullptr);
+  // In the copy the known checks are constants, and what only a failed check reached goes.
+  SmallVector<BasicBlock *, 16> copies;
+  for (BasicBlock *B : L.blocks())
+    copies.push_back(cast<BasicBlock>(map[B]));
+  LLVMContext &C = header->getContext();
+  for (const WorkgroupAccess &access : nest.accesses)
+    cast<Instruction>(map[access.call])->eraseFromParent();
+  for (const KnownCheck &check : known)
+    replaceAndRecursivelySimplify(cast<Instruction>(map[check.call]),
+                                  ConstantInt::getBool(C, check.answer));
+  for (BasicBlock *copy : copies)
+    ConstantFoldTerminator(copy);
+  removeUnreachableBlocks(*header->getParent());
+  // Last: the blocks it adds are in no loop LoopInfo knows of (the caller computes it again).
+  callRowWrites(writes, nest, copyPreheader->getTerminator());
+  return true;
 }
 
 // In a checked object, when every thread of innermost thread loop `L` tells the runtime it
@@ -359,14 +874,13 @@ struct GatherBarrierHooks : PassInfoMixin<GatherBarrierHooks> {
 struct VersionCheckedLoops : PassInfoMixin<VersionCheckedLoops> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &FAM) {
     if (none_of(instructions(F), [](Instruction &I) {
-          return isCheckMarker(I) || callsMarker(I, gpu_check::BARRIER);
+          return isCheckMarker(I) || callsMarker(I, gpu_check::BARRIER) ||
+                 callsMarker(I, gpu_check::WORKGROUP);
         }))
       return PreservedAnalyses::all();
     // Each loop once: the markers a copy keeps are the ones its original could not be
     // versioned on.
-    bool changed = changeLoops(F, FAM, true,
-                               [](Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
-                                  AAResults &) { return versionCheckedLoop(L, LI, DT, SE); });
+    bool changed = changeLoops(F, FAM, true, versionCheckedLoop);
     changed |= gpu_check::lowerCheckMarkers(F);
     return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }

@@ -8,12 +8,23 @@
 
 #include "llvm/Support/ModRef.h"
 
+#include <cstdint>
+
 namespace llvm {
 class CallInst;
 class Function;
 }
 
 namespace gpu_check {
+
+// What an access does, as a site's kind (gpu_manifest::host_abi::CHECK_*).
+enum AccessKind : uint32_t {
+  ACCESS_LOAD,
+  ACCESS_STORE,
+  ACCESS_ATOMIC,
+  ACCESS_COPY_READ,
+  ACCESS_COPY_WRITE
+};
 
 // `i1 gpu.check.within(i64 address, i64 bytes, i64 low, i64 high)`: whether the `bytes` from
 // `address` lie within [low, high) (without wrapping). Reads no memory.
@@ -31,6 +42,32 @@ constexpr const char *UNREADY = "gpu.check.unready";
 // every thread reaches it calls `row` (CHECK_BARRIERS_OFFSET's) once after the loop instead.
 // Touches its pointer arguments' memory and the runtime's own.
 constexpr const char *BARRIER = "gpu.check.barrier";
+
+// `void gpu.check.workgroup(ptr hook, ptr row, ptr slot, i32 stamp, ptr context, ptr site,
+// ptr variable, i64 offset, i64 bytes, i32 thread x, y, z, i32 block x, y, z)`: an access of
+// workgroup memory told to the runtime's shadow by calling `hook`
+// (host_abi::CHECK_WORKGROUP_OFFSET's) with the arguments after `stamp`. `slot` is the
+// variable's ready slot (null: it has none) and `stamp` the running block's, as for `unready`.
+// A thread loop in which no two threads' accesses of a variable can overlap runs a copy
+// without these calls: once the variables it reads are written in full, and with one call of
+// `row` (CHECK_WRITES_OFFSET's) before it per store every thread makes. Touches its pointer
+// arguments' memory and the runtime's own.
+constexpr const char *WORKGROUP = "gpu.check.workgroup";
+
+// The operands of a `gpu.check.workgroup` call, in order.
+enum WorkgroupOperand : unsigned {
+  WORKGROUP_HOOK,
+  WORKGROUP_ROW,
+  WORKGROUP_SLOT,
+  WORKGROUP_STAMP,
+  WORKGROUP_CONTEXT,
+  WORKGROUP_SITE,
+  WORKGROUP_VARIABLE,
+  WORKGROUP_OFFSET,
+  WORKGROUP_BYTES,
+  WORKGROUP_THREAD,  // x, y, z
+  WORKGROUP_BLOCK = WORKGROUP_THREAD + 3  // x, y, z
+};
 
 // The metadata kind marking a call of a runtime's check function. Such a function is given the
 // launch's context (the runtime's), constants of the object and values, never the address of a

@@ -20,4 +20,8 @@ llvm::BasicBlock *copyLoopJoiningExits(llvm::Loop &L, llvm::BasicBlock *preheade
                                        const char *suffix, llvm::LoopInfo &LI,
                                        llvm::DominatorTree &DT, llvm::ValueToValueMapTy &map);
 
+// Whether `L` is one of the two copies of a thread loop versioned at a guard (optimize.cpp's
+// versionAtGuard): which of them a row of threads runs depends on the row.
+bool versionedAtGuard(const llvm::Loop &L);
+
 } // namespace gpu_host

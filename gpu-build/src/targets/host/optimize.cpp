@@ -68,7 +68,16 @@ BasicBlock *gpu_host::copyLoop(Loop &L, BasicBlock *preheader, const char *suffi
   return copyPreheader;
 }
 
+// The metadata marking a loop versioned at a guard already (the original keeps its test; both
+// copies are left alone afterwards).
+static const char *const VersionedMark = "gpu_build.versioned_at_guard";
+
 // (loops.h)
+bool gpu_host::versionedAtGuard(const Loop &L) {
+  const BasicBlock *latch = L.getLoopLatch();
+  return latch && latch->getTerminator()->getMetadata(VersionedMark);
+}
+
 BasicBlock *gpu_host::copyLoopJoiningExits(Loop &L, BasicBlock *preheader, const char *suffix,
                                            LoopInfo &LI, DominatorTree &DT,
                                            ValueToValueMapTy &map) {
@@ -156,15 +165,6 @@ bool inSubloop(const Loop &L, const BasicBlock *B) {
     if (sub->contains(B))
       return true;
   return false;
-}
-
-// The metadata marking a loop versioned already (the original keeps its test; both copies are
-// left alone afterwards).
-const char *const VersionedMark = "gpu_build.versioned_at_guard";
-
-bool versioned(const Loop &L) {
-  const BasicBlock *latch = L.getLoopLatch();
-  return latch && latch->getTerminator()->getMetadata(VersionedMark);
 }
 
 void markVersioned(BasicBlock *latch) {
@@ -310,7 +310,7 @@ unsigned ownWork(BasicBlock *B, BasicBlock *header) {
 // last thread tell whether it changes. Returns whether it versioned.
 bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
   BranchInst *guard;
-  if (versioned(L) || !L.isInnermost() || !guardedLoop(L, guard))
+  if (gpu_host::versionedAtGuard(L) || !L.isInnermost() || !guardedLoop(L, guard))
     return false;
   BasicBlock *header = L.getHeader();
   unsigned workSide = ownWork(guard->getSuccessor(1), header) > ownWork(guard->getSuccessor(0), header);

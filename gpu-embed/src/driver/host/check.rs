@@ -74,6 +74,22 @@ pub(super) type Barrier =
 pub(super) type Barriers =
     unsafe extern "C" fn(*mut Context, *const Site, u32, u32, u32, u32, u32, u32, u32);
 
+/// `host_abi::CHECK_WRITES_OFFSET`'s function.
+pub(super) type Writes = unsafe extern "C" fn(
+    *mut Context,
+    *const Site,
+    *const Variable,
+    u64,
+    i64,
+    u64,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+);
+
 /// A workgroup variable, as a checked object describes it.
 #[repr(C)]
 pub(super) struct Variable {
@@ -402,9 +418,53 @@ struct VariableShadow {
     /// The address of the variable's description.
     key: usize,
     bytes: Box<[Shadow]>,
-    /// How many of its bytes block `generation` has written.
+    /// The block (`BlockState::generation`) `written` is about.
     generation: u32,
-    written: usize,
+    /// Which bytes that block has written, a bit each: what tells a read of memory nobody wrote
+    /// (a row of stores proved free of races, [`workgroup_writes`], records only this).
+    written: Box<[u64]>,
+    /// How many bits of `written` are set.
+    written_count: usize,
+}
+
+impl VariableShadow {
+    fn new(key: usize, size: usize) -> VariableShadow {
+        VariableShadow {
+            key,
+            bytes: vec![Shadow::fresh(0); size].into_boxed_slice(),
+            generation: 0,
+            written: vec![0; size.div_ceil(64)].into_boxed_slice(),
+            written_count: 0,
+        }
+    }
+
+    /// Starts block `generation`'s written bytes afresh, unless they are its already.
+    fn begin(&mut self, generation: u32) {
+        if self.generation != generation {
+            self.generation = generation;
+            self.written.fill(0);
+            self.written_count = 0;
+        }
+    }
+
+    fn is_written(&self, byte: usize) -> bool {
+        self.written[byte / 64] >> (byte % 64) & 1 != 0
+    }
+
+    /// Marks bytes `start..end` (within the variable) written. Returns whether every byte of
+    /// the variable is written now.
+    fn mark_written(&mut self, start: usize, end: usize) -> bool {
+        let mut byte = start;
+        while byte < end {
+            let word = byte / 64;
+            let (low, high) = (byte % 64, (end - word * 64).min(64));
+            let mask = (u64::MAX >> (64 - (high - low))) << low;
+            self.written_count += (mask & !self.written[word]).count_ones() as usize;
+            self.written[word] |= mask;
+            byte = word * 64 + high;
+        }
+        self.written_count >= self.bytes.len()
+    }
 }
 
 thread_local! {
@@ -561,150 +621,223 @@ pub(super) unsafe extern "C" fn workgroup(
     block_y: u32,
     block_z: u32,
 ) {
-    let context_pointer = context;
-    // SAFETY: as in `report`; `site` and `variable` are constants of the object.
-    let (context, checks, kind) = unsafe { (&*context, &*(*context).checks, (*site).kind) };
-    let grid = [context.ids[9], context.ids[10]];
-    let access = Access {
-        site,
-        variable,
-        offset,
-        bytes,
-        thread: [thread_x, thread_y, thread_z],
-        block: [block_x, block_y, block_z],
-        dims: [context.ids[3], context.ids[4], context.ids[5]],
-    };
+    // SAFETY: as in `report`.
+    let (context_ref, checks) = unsafe { (&*context, &*(*context).checks) };
+    let dims = [context_ref.ids[3], context_ref.ids[4], context_ref.ids[5]];
+    let block = [block_x, block_y, block_z];
+    let thread = [thread_x, thread_y, thread_z];
+    let ready = with_block(context_ref, checks, thread, block, |state, linear| {
+        let access = Access {
+            site,
+            variable,
+            offset,
+            bytes,
+            thread,
+            block,
+            dims,
+        };
+        // SAFETY: constants of the object.
+        unsafe { record(state, checks, linear, &access) }
+    });
+    if ready {
+        // SAFETY: as this function's caller guarantees.
+        unsafe { mark_ready(context, variable, block) };
+    }
+}
+
+/// Records the stores of threads `(i, y, z)`, `i < count`, of `bytes` at byte `offset + i *
+/// stride` of a workgroup variable (`host_abi::CHECK_WRITES_OFFSET`): the bytes written in the
+/// block. The object proved that no two threads of the loop that makes them touch a byte one
+/// of them writes, and the loop is the whole of its barrier interval: no race can involve
+/// them, and what the shadow keeps for races (the writer, its site) is left alone.
+///
+/// # Safety
+/// As [`workgroup`]'s; the threads are the block's.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn workgroup_writes(
+    context: *mut Context,
+    _site: *const Site,
+    variable: *const Variable,
+    offset: u64,
+    stride: i64,
+    bytes: u64,
+    count: u32,
+    thread_y: u32,
+    thread_z: u32,
+    block_x: u32,
+    block_y: u32,
+    block_z: u32,
+) {
+    if count == 0 {
+        return;
+    }
+    // SAFETY: as in `report`.
+    let (context_ref, checks) = unsafe { (&*context, &*(*context).checks) };
+    // SAFETY: a constant of the object.
+    let size = unsafe { (*variable).bytes } as usize;
+    let block = [block_x, block_y, block_z];
     let ready = with_block(
-        context,
+        context_ref,
         checks,
-        [thread_x, thread_y, thread_z],
-        [block_x, block_y, block_z],
-        |state, linear| {
-            let mut ready = false;
-            let interval = state.intervals[linear] + 1;
-            // Every thread is past the intervals before this one (threads run from barrier to
-            // barrier, in loops or as coroutines): a read of a byte nobody wrote there is final.
-            flush_before(state, checks, interval);
-            let me = linear as u32;
-            let mut race = None;
-            let mut uninitialized = None;
-            // SAFETY: a constant of the object.
-            let size = unsafe { (*variable).bytes } as usize;
-            let generation = state.generation;
-            let variable_shadow = shadow_of(&mut state.shadows, variable as usize, size);
-            let shadow = &mut variable_shadow.bytes;
-            // The object checked the access against the variable's bounds first.
-            let start = (offset as usize).min(size);
-            let end = start.saturating_add(bytes as usize).min(size);
-            // Bytes this access writes for the first time in the block.
-            let mut first_writes = 0;
-            for (i, entry) in shadow[start..end].iter_mut().enumerate() {
-                if entry.block != generation {
-                    *entry = Shadow::fresh(generation);
+        [0, thread_y, thread_z],
+        block,
+        |state, first| {
+            // Reads of earlier intervals that found nothing written are final, as in `record`.
+            flush_before(state, checks, state.intervals[first] + 1);
+            let shadow = shadow_of(&mut state.shadows, variable as usize, size);
+            shadow.begin(state.generation);
+            let within = |start: u64, bytes: u64| {
+                let start = (start as usize).min(size);
+                (start, start.saturating_add(bytes as usize).min(size))
+            };
+            if stride >= 0 && stride as u64 == bytes {
+                // One run of bytes.
+                let (start, end) = within(offset, bytes.saturating_mul(u64::from(count)));
+                shadow.mark_written(start, end)
+            } else {
+                let mut ready = false;
+                for i in 0..u64::from(count) {
+                    let (start, end) =
+                        within(offset.wrapping_add(i.wrapping_mul(stride as u64)), bytes);
+                    ready = shadow.mark_written(start, end);
                 }
-                let never_written = entry.write_interval == 0;
-                match kind {
-                    host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ => {
-                        if entry.write_interval == 0 {
-                            entry.pending = 1;
-                            uninitialized = uninitialized.or(Some(i));
-                        } else if entry.write_interval == interval
-                            && entry.writer != me
-                            && entry.writer != ATOMIC
-                        {
-                            race = race.or(Some(("written", entry.writer, entry.write_site, i)));
-                        }
-                        if entry.read_interval == interval && entry.reader != me {
-                            entry.reader = SEVERAL;
-                        } else if entry.read_interval != interval {
-                            entry.read_interval = interval;
-                            entry.reader = me;
-                            entry.read_site = site;
-                        }
-                    }
-                    host_abi::CHECK_ATOMIC => {
-                        first_writes += usize::from(never_written);
-                        entry.write_interval = interval;
-                        entry.writer = ATOMIC;
-                    }
-                    _ => {
-                        let read_by_another = entry.read_interval == interval && entry.reader != me;
-                        if entry.write_interval == interval
-                            && entry.writer != me
-                            && entry.writer != ATOMIC
-                        {
-                            race = race.or(Some(("written", entry.writer, entry.write_site, i)));
-                        } else if read_by_another {
-                            race = race.or(Some(("read", entry.reader, entry.read_site, i)));
-                        }
-                        // A read of this byte before it in the interval was a race, not a read
-                        // of memory nobody writes.
-                        if read_by_another {
-                            entry.pending = 0;
-                        }
-                        first_writes += usize::from(never_written);
-                        entry.write_interval = interval;
-                        entry.writer = me;
-                        entry.write_site = site;
-                    }
-                }
+                ready
             }
-            if first_writes > 0 {
-                if variable_shadow.generation != generation {
-                    variable_shadow.generation = generation;
-                    variable_shadow.written = 0;
-                }
-                variable_shadow.written += first_writes;
-                if variable_shadow.written >= size {
-                    ready = true;
-                }
-            }
-            let shadow = &mut variable_shadow.bytes;
-            if let Some(byte) = uninitialized {
-                let entry: *mut Shadow = &mut shadow[start + byte];
-                state.pending.push(Pending {
-                    interval,
-                    entry,
-                    generation,
-                    byte: byte as u64,
-                    access: access.clone(),
-                });
-            }
-            if let Some((done, other, other_site, byte)) = race {
-                if checks.first_time(site, other_site) {
-                    checks.record(|| {
-                        let other = if other == SEVERAL {
-                            "several other threads".to_string()
-                        } else {
-                            format!("thread {}", thread_of(other, access.dims))
-                        };
-                        format!(
-                            "workgroup memory race: {} {}: byte {} of `{}` was {done} by {other} \
-                         at {} since the last barrier",
-                            access.what(kind),
-                            access.here(),
-                            offset + byte as u64,
-                            access.name(),
-                            location(other_site)
-                        )
-                    });
-                }
-            }
-            ready
         },
     );
-    // Every byte of the variable is written in this block: the object may skip the loads no
-    // write can race with (`host_abi::CHECK_READY_OFFSET`).
+    if ready {
+        // SAFETY: as this function's caller guarantees.
+        unsafe { mark_ready(context, variable, block) };
+    }
+}
+
+/// Checks `access` by the block's thread `linear` against its variable's shadow and records it
+/// there. Returns whether every byte of the variable is now written in the block.
+///
+/// # Safety
+/// `access.site` and `access.variable` are constants of a checked object.
+unsafe fn record(state: &mut BlockState, checks: &Checks, linear: usize, access: &Access) -> bool {
+    let mut ready = false;
+    // SAFETY: constants of the object.
+    let (kind, size) = unsafe { ((*access.site).kind, (*access.variable).bytes as usize) };
+    let site = access.site;
+    let interval = state.intervals[linear] + 1;
+    // Every thread is past the intervals before this one (threads run from barrier to
+    // barrier, in loops or as coroutines): a read of a byte nobody wrote there is final.
+    flush_before(state, checks, interval);
+    let me = linear as u32;
+    let mut race = None;
+    let mut uninitialized = None;
+    let generation = state.generation;
+    let variable_shadow = shadow_of(&mut state.shadows, access.variable as usize, size);
+    variable_shadow.begin(generation);
+    // The object checked the access against the variable's bounds first.
+    let start = (access.offset as usize).min(size);
+    let end = start.saturating_add(access.bytes as usize).min(size);
+    let reads = matches!(kind, host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ);
+    for i in 0..end - start {
+        let never_written = !variable_shadow.is_written(start + i);
+        let entry = &mut variable_shadow.bytes[start + i];
+        if entry.block != generation {
+            *entry = Shadow::fresh(generation);
+        }
+        match kind {
+            host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ => {
+                if never_written {
+                    entry.pending = 1;
+                    uninitialized = uninitialized.or(Some(i));
+                } else if entry.write_interval == interval
+                    && entry.writer != me
+                    && entry.writer != ATOMIC
+                {
+                    race = race.or(Some(("written", entry.writer, entry.write_site, i)));
+                }
+                if entry.read_interval == interval && entry.reader != me {
+                    entry.reader = SEVERAL;
+                } else if entry.read_interval != interval {
+                    entry.read_interval = interval;
+                    entry.reader = me;
+                    entry.read_site = site;
+                }
+            }
+            host_abi::CHECK_ATOMIC => {
+                entry.write_interval = interval;
+                entry.writer = ATOMIC;
+            }
+            _ => {
+                let read_by_another = entry.read_interval == interval && entry.reader != me;
+                if entry.write_interval == interval && entry.writer != me && entry.writer != ATOMIC
+                {
+                    race = race.or(Some(("written", entry.writer, entry.write_site, i)));
+                } else if read_by_another {
+                    race = race.or(Some(("read", entry.reader, entry.read_site, i)));
+                }
+                // A read of this byte before it in the interval was a race, not a read
+                // of memory nobody writes.
+                if read_by_another {
+                    entry.pending = 0;
+                }
+                entry.write_interval = interval;
+                entry.writer = me;
+                entry.write_site = site;
+            }
+        }
+    }
+    if !reads {
+        ready = variable_shadow.mark_written(start, end);
+    }
+    let shadow = &mut variable_shadow.bytes;
+    if let Some(byte) = uninitialized {
+        let entry: *mut Shadow = &mut shadow[start + byte];
+        state.pending.push(Pending {
+            interval,
+            entry,
+            generation,
+            byte: byte as u64,
+            access: access.clone(),
+        });
+    }
+    if let Some((done, other, other_site, byte)) = race {
+        if checks.first_time(site, other_site) {
+            checks.record(|| {
+                let other = if other == SEVERAL {
+                    "several other threads".to_string()
+                } else {
+                    format!("thread {}", thread_of(other, access.dims))
+                };
+                format!(
+                    "workgroup memory race: {} {}: byte {} of `{}` was {done} by {other} at {} \
+                     since the last barrier",
+                    access.what(kind),
+                    access.here(),
+                    access.offset + byte as u64,
+                    access.name(),
+                    location(other_site)
+                )
+            });
+        }
+    }
+    ready
+}
+
+/// Every byte of `variable` is written in block `block`: the object may skip the loads no write
+/// can race with (`host_abi::CHECK_READY_OFFSET`).
+///
+/// # Safety
+/// `context` is the context the scheduler made for the calling thread, no reference to which
+/// is alive; `variable` a constant of its object.
+unsafe fn mark_ready(context: *mut Context, variable: *const Variable, [x, y, z]: [u32; 3]) {
     // SAFETY: a constant of the object.
     let slot = unsafe { (*variable).slot };
-    if ready && slot < host_abi::CHECK_READY_SLOTS as u64 {
-        let [x, y, z] = access.block;
-        let stamp = x
-            .wrapping_add(grid[0].wrapping_mul(y.wrapping_add(grid[1].wrapping_mul(z))))
-            .wrapping_add(1);
-        // SAFETY: the context the scheduler made for this thread, which the object reads the
-        // slots of on this same thread; no reference to it is used after this point.
-        unsafe { (*context_pointer).check_ready[slot as usize] = stamp };
+    if slot < host_abi::CHECK_READY_SLOTS as u64 {
+        // SAFETY: as the caller guarantees; the object reads the slots on this same thread.
+        unsafe {
+            let grid = [(*context).ids[9], (*context).ids[10]];
+            let stamp = x
+                .wrapping_add(grid[0].wrapping_mul(y.wrapping_add(grid[1].wrapping_mul(z))))
+                .wrapping_add(1);
+            (*context).check_ready[slot as usize] = stamp;
+        }
     }
 }
 
@@ -713,15 +846,7 @@ fn shadow_of(shadows: &mut Vec<VariableShadow>, key: usize, size: usize) -> &mut
     match shadows.iter().position(|shadow| shadow.key == key) {
         Some(0) => {}
         Some(at) => shadows.swap(0, at),
-        None => shadows.insert(
-            0,
-            VariableShadow {
-                key,
-                bytes: vec![Shadow::fresh(0); size].into_boxed_slice(),
-                generation: 0,
-                written: 0,
-            },
-        ),
+        None => shadows.insert(0, VariableShadow::new(key, size)),
     }
     &mut shadows[0]
 }

@@ -81,6 +81,7 @@ struct Context {
     /// loads no write can race with skip the checks then (`check.rs`).
     check_ready: [u32; host_abi::CHECK_READY_SLOTS],
     check_barriers: check::Barriers,
+    check_writes: check::Writes,
 }
 
 /// Why a coroutine suspended.
@@ -107,6 +108,7 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, check_barrier) == host_abi::CHECK_BARRIER_OFFSET);
     assert!(std::mem::offset_of!(Context, check_ready) == host_abi::CHECK_READY_OFFSET);
     assert!(std::mem::offset_of!(Context, check_barriers) == host_abi::CHECK_BARRIERS_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_writes) == host_abi::CHECK_WRITES_OFFSET);
     assert!(std::mem::size_of::<Context>() >= host_abi::CHECK_CONTEXT_BYTES);
 };
 
@@ -356,6 +358,7 @@ fn run_blocks(
         checks: checks.map_or(std::ptr::null(), |c| c as *const Checks),
         check_ready: [0; host_abi::CHECK_READY_SLOTS],
         check_barriers: check::barriers,
+        check_writes: check::workgroup_writes,
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
@@ -473,6 +476,7 @@ fn run_block_with_barriers(
                             checks,
                             check_ready: [0; host_abi::CHECK_READY_SLOTS],
                             check_barriers: check::barriers,
+                            check_writes: check::workgroup_writes,
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
                         unsafe { entry(params.0, (&mut context as *mut Context).cast()) };
