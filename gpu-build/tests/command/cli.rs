@@ -421,6 +421,64 @@ fn checked_thread_loops_in_bounds_run_a_vectorized_copy_without_the_checks() {
     }
 }
 
+/// Checked host objects: the tree reduction's step (`row[t] += row[t + stride]` for `t <
+/// stride`, between barriers) touches no workgroup byte another thread writes, which a test
+/// before its thread loop finds (`check_loops.cpp`'s race-free test): the loop's copy, the one
+/// that adds, tells the runtime's shadow nothing, in the object for this CPU level (x86-64-v4,
+/// the AVX-512 copy). Its first region's stores, of a variable not yet written, go to the
+/// runtime a row at a time instead (the row hook's three `i64`s: offset, stride, bytes).
+#[test]
+fn checked_race_free_thread_loops_run_a_copy_without_workgroup_hooks() {
+    let ir = optimized_host_ir("reduce", &[("GPU_EMBED_CHECK", "1")]);
+    // The workgroup hook takes the offset and the bytes; the row hook the offset, the stride and
+    // the bytes.
+    let per_access = |block: &str| passes_variable_then_i64s(block, 2);
+    let per_row = |block: &str| passes_variable_then_i64s(block, 3);
+    let function = ir
+        .split("\ndefine ")
+        .find(|f| {
+            f.lines()
+                .next()
+                .is_some_and(|l| l.contains("x86-64-v4.blocks("))
+        })
+        .expect("the x86-64-v4 blocks entry");
+    let blocks: Vec<&str> = function.split("\n\n").collect();
+    let label = |block: &str| block.trim_start().lines().next().unwrap_or("").to_string();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| label(b).contains(".checked") && b.contains("fadd float")),
+        "no copy of the tree step"
+    );
+    for block in &blocks {
+        assert!(
+            !(label(block).contains(".checked") && per_access(block)),
+            "a loop copy tells the shadow of its accesses:\n{block}"
+        );
+    }
+    assert!(blocks.iter().any(|b| per_row(b)), "no row hook call");
+}
+
+/// Whether `block` calls a hook with a workgroup variable's description followed by `count`
+/// `i64` arguments (each a plain value or a name) and then an `i32` (the thread ids).
+fn passes_variable_then_i64s(block: &str, count: usize) -> bool {
+    block
+        .match_indices("@check.variable, ")
+        .any(|(at, prefix)| {
+            let mut rest = &block[at + prefix.len()..];
+            for _ in 0..count {
+                let Some(after) = rest.strip_prefix("i64 ") else {
+                    return false;
+                };
+                let Some(comma) = after.find(", ") else {
+                    return false;
+                };
+                rest = &after[comma + 2..];
+            }
+            rest.starts_with("i32 ")
+        })
+}
+
 /// `gpu-build cache`: statistics after a build, every entry re-hashed (a damaged one found and
 /// removed), emptied.
 #[test]

@@ -243,17 +243,30 @@ bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
   if (auto *phi = dyn_cast<PHINode>(I)) {
     if (phi->getParent() != L.getHeader() || !L.getLoopPreheader())
       return false;
+    // What the loop gives the phi: loads of one location (through the phis that merge them).
     Value *location = nullptr;
-    for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i) {
-      if (!L.contains(phi->getIncomingBlock(i)))
+    SmallVector<Value *, 8> work;
+    SmallPtrSet<Value *, 8> seen;
+    for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i)
+      if (L.contains(phi->getIncomingBlock(i)))
+        work.push_back(phi->getIncomingValue(i));
+    while (!work.empty()) {
+      Value *incoming = work.pop_back_val();
+      if (!seen.insert(incoming).second)
         continue;
-      auto *load = dyn_cast<LoadInst>(phi->getIncomingValue(i));
-      if (!load || !L.contains(load->getParent()) || (location && load->getPointerOperand() != location) ||
+      auto *merge = dyn_cast<PHINode>(incoming);
+      if (merge && merge != phi && L.contains(merge->getParent()) && seen.size() < 16) {
+        append_range(work, merge->incoming_values());
+        continue;
+      }
+      auto *load = dyn_cast<LoadInst>(incoming);
+      if (!load || !L.contains(load->getParent()) ||
+          (location && load->getPointerOperand() != location) ||
           !knownAtEntry(load, L, AA, depth + 1))
         return false;
       location = load->getPointerOperand();
     }
-    return true;
+    return location;
   }
   if (auto *load = dyn_cast<LoadInst>(I))
     return load->isSimple() && knownAtEntry(load->getPointerOperand(), L, AA, depth + 1) &&
