@@ -21,8 +21,12 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/PatternMatch.h"
+#include "llvm/Transforms/Scalar/IndVarSimplify.h"
+#include "llvm/Transforms/Scalar/LICM.h"
+#include "llvm/Transforms/Scalar/LoopPassManager.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
@@ -243,7 +247,8 @@ bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
   if (auto *phi = dyn_cast<PHINode>(I)) {
     if (phi->getParent() != L.getHeader() || !L.getLoopPreheader())
       return false;
-    // What the loop gives the phi: loads of one location (through the phis that merge them).
+    // What the loop gives the phi: loads of one location (through the phis that merge them and
+    // its own value).
     Value *location = nullptr;
     SmallVector<Value *, 8> work;
     SmallPtrSet<Value *, 8> seen;
@@ -252,10 +257,11 @@ bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
         work.push_back(phi->getIncomingValue(i));
     while (!work.empty()) {
       Value *incoming = work.pop_back_val();
-      if (!seen.insert(incoming).second)
+      // The phi's own value: what it held in the iteration before.
+      if (incoming == phi || !seen.insert(incoming).second)
         continue;
       auto *merge = dyn_cast<PHINode>(incoming);
-      if (merge && merge != phi && L.contains(merge->getParent()) && seen.size() < 16) {
+      if (merge && L.contains(merge->getParent()) && seen.size() < 16) {
         append_range(work, merge->incoming_values());
         continue;
       }
@@ -773,6 +779,68 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   return true;
 }
 
+// The running minima and maxima innermost loop `L` keeps of a value the same in every
+// iteration (a checked object's barrier bookkeeping: the lowest and the highest state its
+// threads reach, which a region's threads reach alike), each computed in every iteration before
+// the loop's one exit: after the loop such an extreme is the extreme of its start and that
+// value, computed before the loop instead, so no value leaves the loop for it (and exitAtGuard
+// can end a race-free copy of a tree reduction's step at its guard). Returns whether it
+// changed `L`.
+bool foldInvariantExtremes(Loop &L, DominatorTree &DT) {
+  BasicBlock *header = L.getHeader(), *latch = L.getLoopLatch();
+  BasicBlock *preheader = L.getLoopPreheader(), *exit = L.getExitBlock();
+  if (!L.isInnermost() || !latch || !preheader || !exit || L.getExitingBlock() != latch)
+    return false;
+  bool changed = false;
+  for (PHINode &phi : header->phis()) {
+    auto *running = dyn_cast<IntrinsicInst>(phi.getIncomingValueForBlock(latch));
+    if (!running || !L.contains(running->getParent()) ||
+        !DT.dominates(running->getParent(), latch))
+      continue;
+    Intrinsic::ID extreme = running->getIntrinsicID();
+    if (extreme != Intrinsic::umin && extreme != Intrinsic::umax && extreme != Intrinsic::smin &&
+        extreme != Intrinsic::smax)
+      continue;
+    Value *other = running->getArgOperand(0) == &phi   ? running->getArgOperand(1)
+                   : running->getArgOperand(1) == &phi ? running->getArgOperand(0)
+                                                       : nullptr;
+    bool hoisted = false;
+    if (!other || !L.makeLoopInvariant(other, hoisted, preheader->getTerminator()))
+      continue;
+    changed |= hoisted;
+    Value *after = nullptr;
+    for (PHINode &out : exit->phis()) {
+      if (out.getIncomingValueForBlock(latch) != running)
+        continue;
+      if (!after) {
+        IRBuilder<> b(preheader->getTerminator());
+        after = b.CreateBinaryIntrinsic(extreme, phi.getIncomingValueForBlock(preheader), other);
+      }
+      out.setIncomingValueForBlock(latch, after);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+// After versioning: innermost loops without checks (the copies) with their invariant extremes
+// folded (`foldInvariantExtremes`) and, where the rest of an iteration past a guard does
+// nothing, ended at the guard as unchecked objects' loops are. Returns whether it changed `L`.
+bool finishCheckFreeLoop(Loop &L, LoopInfo &, DominatorTree &DT, ScalarEvolution &SE,
+                         AAResults &) {
+  if (!L.isInnermost() || any_of(L.blocks(), [](BasicBlock *B) {
+        return any_of(*B, [](Instruction &I) {
+          return isCheckMarker(I) || callsMarker(I, gpu_check::WORKGROUP) ||
+                 callsMarker(I, gpu_check::BARRIER);
+        });
+      }))
+    return false;
+  bool folded = foldInvariantExtremes(L, DT);
+  if (folded)
+    SE.forgetLoop(&L);
+  return gpu_host::exitAtGuard(L, DT, SE) || folded;
+}
+
 // In a checked object, when every thread of innermost thread loop `L` tells the runtime it
 // reached a barrier (a `gpu.check.barrier` call each iteration runs once, with the thread's x
 // the loop's counter and everything else the same for the loop), one call of the row hook after
@@ -893,8 +961,23 @@ struct VersionCheckedLoops : PassInfoMixin<VersionCheckedLoops> {
       return PreservedAnalyses::all();
     // Each loop once: the markers a copy keeps are the ones its original could not be
     // versioned on.
-    bool changed = changeLoops(F, FAM, true, versionCheckedLoop);
-    changed |= gpu_check::lowerCheckMarkers(F);
+    bool versioned = changeLoops(F, FAM, true, versionCheckedLoop);
+    bool changed = gpu_check::lowerCheckMarkers(F) || versioned;
+    if (versioned) {
+      FAM.invalidate(F, PreservedAnalyses::none());
+      // In the copies, what LLVM's loop passes did to unchecked loops before: the thread's ids
+      // kept in registers (their stores to the ids variable leave the loop) and the values
+      // that leave it computed after it. Then the copies' bookkeeping folds and they end at
+      // their guards.
+      LoopPassManager loopPasses;
+      loopPasses.addPass(LICMPass(LICMOptions()));
+      loopPasses.addPass(IndVarSimplifyPass());
+      FunctionPassManager late;
+      late.addPass(createFunctionToLoopPassAdaptor(std::move(loopPasses), true));
+      late.run(F, FAM);
+      FAM.invalidate(F, PreservedAnalyses::none());
+      changeLoops(F, FAM, false, finishCheckFreeLoop);
+    }
     return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
@@ -23,5 +24,10 @@ llvm::BasicBlock *copyLoopJoiningExits(llvm::Loop &L, llvm::BasicBlock *preheade
 // Whether `L` is one of the two copies of a thread loop versioned at a guard (optimize.cpp's
 // versionAtGuard): which of them a row of threads runs depends on the row.
 bool versionedAtGuard(const llvm::Loop &L);
+
+// Makes `L` leave at its header's guard once the guard has turned for good (a thread loop whose
+// threads past a bound do nothing), when everything outside the guarded work is free of
+// effects and no value leaves the loop. Returns whether it did.
+bool exitAtGuard(llvm::Loop &L, llvm::DominatorTree &DT, llvm::ScalarEvolution &SE);
 
 } // namespace gpu_host

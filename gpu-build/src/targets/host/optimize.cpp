@@ -400,9 +400,10 @@ bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &S
   return true;
 }
 
-// Makes `L` leave at its header's guard once the guard has turned for good, when everything
-// outside the guarded work is free of effects. Returns whether it did.
-bool exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
+} // namespace
+
+// (loops.h)
+bool gpu_host::exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
   BasicBlock *header = L.getHeader();
   BasicBlock *latch = L.getLoopLatch();
   BasicBlock *exit = L.getUniqueExitBlock();
@@ -459,6 +460,8 @@ bool exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
   SE.forgetLoop(&L);
   return true;
 }
+
+namespace {
 
 // The most instructions a thread loop may have for `unswitchUniformBranch` to copy it: each
 // branch it takes out doubles the loop, so this bounds the copies of a loop with many.
@@ -548,7 +551,7 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
           once = true;
           break;
         }
-        if (versionAtGuard(*L, LI, DT, SE) || exitAtGuard(*L, DT, SE)) {
+        if (versionAtGuard(*L, LI, DT, SE) || gpu_host::exitAtGuard(*L, DT, SE)) {
           once = true;
           break;
         }

@@ -404,13 +404,71 @@ struct BlockState {
     block: (u64, u32),
     /// Told apart in the shadow (never 0, which a fresh shadow holds).
     generation: u32,
-    intervals: Vec<u32>,
-    barrier_sites: Vec<*const Site>,
+    progress: Progress,
     pending: Vec<Pending>,
     /// Each workgroup variable's shadow, kept for the blocks this OS thread runs after
     /// (`generation` tells them apart). A kernel has few workgroup variables: a list, the one
     /// used last first, beats hashing on every access.
     shadows: Vec<VariableShadow>,
+}
+
+/// Where each thread of a block is: the barrier interval it is in (its count of barriers
+/// passed) and the barrier it reached last. While every thread is at the same one, as a
+/// block's threads are that one row of threads runs at a time (a tree reduction's 256 threads
+/// in one row: each barrier's row hook stands for all), one value stands for all of them.
+struct Progress {
+    threads: usize,
+    /// Every thread's interval and barrier, while `intervals` is empty.
+    all: (u32, *const Site),
+    intervals: Vec<u32>,
+    sites: Vec<*const Site>,
+}
+
+impl Progress {
+    const fn new() -> Progress {
+        Progress {
+            threads: 0,
+            all: (0, std::ptr::null()),
+            intervals: Vec::new(),
+            sites: Vec::new(),
+        }
+    }
+
+    /// A block of `threads` threads, none past a barrier.
+    fn reset(&mut self, threads: usize) {
+        self.threads = threads;
+        self.all = (0, std::ptr::null());
+        self.intervals.clear();
+        self.sites.clear();
+    }
+
+    fn interval(&self, thread: usize) -> u32 {
+        self.intervals.get(thread).copied().unwrap_or(self.all.0)
+    }
+
+    fn site(&self, thread: usize) -> *const Site {
+        self.sites.get(thread).copied().unwrap_or(self.all.1)
+    }
+
+    /// Threads `first..first + count` (those of the block) arrive at the barrier at `site`.
+    fn arrive(&mut self, first: usize, count: usize, site: *const Site) {
+        let end = first.saturating_add(count).min(self.threads);
+        if first >= end {
+            return;
+        }
+        if self.intervals.is_empty() && first == 0 && end == self.threads {
+            self.all = (self.all.0 + 1, site);
+            return;
+        }
+        if self.intervals.is_empty() {
+            self.intervals.resize(self.threads, self.all.0);
+            self.sites.resize(self.threads, self.all.1);
+        }
+        for interval in &mut self.intervals[first..end] {
+            *interval += 1;
+        }
+        self.sites[first..end].fill(site);
+    }
 }
 
 /// One workgroup variable's shadow.
@@ -473,8 +531,7 @@ thread_local! {
             serial: 0,
             block: (0, 0),
             generation: 0,
-            intervals: Vec::new(),
-            barrier_sites: Vec::new(),
+            progress: Progress::new(),
             pending: Vec::new(),
             shadows: Vec::new(),
         })
@@ -495,7 +552,9 @@ fn with_block<T>(
     let linear = (thread[0] + bx * (thread[1] + by * thread[2])) as usize;
     let block = block_key(block);
     BLOCK.with_borrow_mut(|state| {
-        if state.serial != checks.serial || state.block != block || state.intervals.len() != threads
+        if state.serial != checks.serial
+            || state.block != block
+            || state.progress.threads != threads
         {
             if state.serial == checks.serial {
                 flush_before(state, checks, u32::MAX);
@@ -504,10 +563,7 @@ fn with_block<T>(
             state.serial = checks.serial;
             state.block = block;
             state.generation = state.generation.wrapping_add(1).max(1);
-            state.intervals.clear();
-            state.intervals.resize(threads, 0);
-            state.barrier_sites.clear();
-            state.barrier_sites.resize(threads, std::ptr::null());
+            state.progress.reset(threads);
         }
         f(state, linear.min(threads.saturating_sub(1)))
     })
@@ -554,8 +610,7 @@ pub(super) unsafe extern "C" fn barrier(
         thread,
         [block_x, block_y, block_z],
         |state, linear| {
-            state.intervals[linear] += 1;
-            state.barrier_sites[linear] = site;
+            state.progress.arrive(linear, 1, site);
         },
     );
 }
@@ -589,13 +644,7 @@ pub(super) unsafe extern "C" fn barriers(
         [block_x, block_y, block_z],
         |state, linear| {
             // The row's threads are consecutive in the block's linear order (x varies fastest).
-            let end = (linear + count as usize).min(state.intervals.len());
-            for interval in &mut state.intervals[linear..end] {
-                *interval += 1;
-            }
-            for arrived in &mut state.barrier_sites[linear..end] {
-                *arrived = site;
-            }
+            state.progress.arrive(linear, count as usize, site);
         },
     );
 }
@@ -683,7 +732,7 @@ pub(super) unsafe extern "C" fn workgroup_writes(
         block,
         |state, first| {
             // Reads of earlier intervals that found nothing written are final, as in `record`.
-            flush_before(state, checks, state.intervals[first] + 1);
+            flush_before(state, checks, state.progress.interval(first) + 1);
             let shadow = shadow_of(&mut state.shadows, variable as usize, size);
             shadow.begin(state.generation);
             let within = |start: u64, bytes: u64| {
@@ -721,7 +770,7 @@ unsafe fn record(state: &mut BlockState, checks: &Checks, linear: usize, access:
     // SAFETY: constants of the object.
     let (kind, size) = unsafe { ((*access.site).kind, (*access.variable).bytes as usize) };
     let site = access.site;
-    let interval = state.intervals[linear] + 1;
+    let interval = state.progress.interval(linear) + 1;
     // Every thread is past the intervals before this one (threads run from barrier to
     // barrier, in loops or as coroutines): a read of a byte nobody wrote there is final.
     flush_before(state, checks, interval);
@@ -948,22 +997,24 @@ pub(super) fn flush(checks: &Checks) {
 /// checks know: where each waits, or that it had returned. `None` when they do not.
 pub(super) fn divergence(checks: &Checks, dims: [u32; 3]) -> Option<String> {
     BLOCK.with_borrow(|state| {
-        if state.serial != checks.serial || state.intervals.is_empty() {
+        let progress = &state.progress;
+        if state.serial != checks.serial || progress.intervals.is_empty() {
+            // Every thread at one barrier (or none reached one).
             return None;
         }
         // The first thread of those that got furthest.
-        let furthest = state.intervals.iter().copied().max()?;
-        let ahead = state.intervals.iter().position(|&i| i == furthest)?;
-        let behind = (0..state.intervals.len()).find(|&t| {
-            state.intervals[t] != state.intervals[ahead]
-                || state.barrier_sites[t] != state.barrier_sites[ahead]
+        let furthest = progress.intervals.iter().copied().max()?;
+        let ahead = progress.intervals.iter().position(|&i| i == furthest)?;
+        let behind = (0..progress.threads).find(|&t| {
+            progress.interval(t) != progress.interval(ahead)
+                || progress.site(t) != progress.site(ahead)
         })?;
         let first = format!(
             "thread {} reached the barrier at {}",
             thread_of(ahead as u32, dims),
-            location(state.barrier_sites[ahead])
+            location(progress.site(ahead))
         );
-        let second = if state.intervals[behind] < state.intervals[ahead] {
+        let second = if progress.interval(behind) < progress.interval(ahead) {
             format!(
                 "thread {} did not (it had returned)",
                 thread_of(behind as u32, dims)
@@ -972,7 +1023,7 @@ pub(super) fn divergence(checks: &Checks, dims: [u32; 3]) -> Option<String> {
             format!(
                 "thread {} the one at {}",
                 thread_of(behind as u32, dims),
-                location(state.barrier_sites[behind])
+                location(progress.site(behind))
             )
         };
         Some(format!("{first}, {second}"))
