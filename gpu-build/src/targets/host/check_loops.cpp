@@ -105,6 +105,7 @@ bool isCheckMarker(const Instruction &I) {
 
 bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0);
 Value *valueAtEntry(Value *value, const Loop &L, Instruction *at);
+Value *locationOf(PHINode *phi, const Loop &L, AAResults &AA, unsigned depth = 0);
 
 // `call` as a KnownCheck of `L`, if it is one (nothing changes).
 bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults &AA,
@@ -204,14 +205,18 @@ bool unwrittenIn(LoadInst *load, const Loop &L, AAResults &AA) {
 
 // Whether `value` is the same in every iteration of `L` and can be computed again after it:
 // defined outside it, a load of what the loop does not write (a hook's function pointer, the
-// block's ids) or an operation without effects (the site a barrier's region selects) of such
-// values.
+// block's ids; also through a header phi of such loads, `locationOf`) or an operation without
+// effects (the site a barrier's region selects) of such values.
 bool computableAfter(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0) {
   auto *I = dyn_cast<Instruction>(value);
   if (!I || !L.contains(I->getParent()))
     return true;
-  if (depth > 8 || isa<PHINode>(I))
+  if (depth > 8)
     return false;
+  if (auto *phi = dyn_cast<PHINode>(I)) {
+    Value *location = L.getLoopPreheader() ? locationOf(phi, L, AA) : nullptr;
+    return location && computableAfter(location, L, AA, depth + 1);
+  }
   if (auto *load = dyn_cast<LoadInst>(I))
     return load->isSimple() && computableAfter(load->getPointerOperand(), L, AA, depth + 1) &&
            (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
@@ -222,15 +227,48 @@ bool computableAfter(Value *value, const Loop &L, AAResults &AA, unsigned depth 
 }
 
 // `value` (computableAfter) computed again before `at`, outside `L`.
-Value *computeAfter(Value *value, const Loop &L, Instruction *at) {
+Value *computeAfter(Value *value, const Loop &L, AAResults &AA, Instruction *at) {
   auto *I = dyn_cast<Instruction>(value);
   if (!I || !L.contains(I->getParent()))
     return value;
+  if (auto *phi = dyn_cast<PHINode>(I))
+    return new LoadInst(phi->getType(), computeAfter(locationOf(phi, L, AA), L, AA, at), "again",
+                        at->getIterator());
   Instruction *copy = I->clone();
   for (Use &operand : copy->operands())
-    operand.set(computeAfter(operand.get(), L, at));
+    operand.set(computeAfter(operand.get(), L, AA, at));
   copy->insertBefore(at->getIterator());
   return copy;
+}
+
+// The location whose loads are all that phi `phi` of `L` merges (through other phis of `L`;
+// of a header phi, the values from the loop), each a load `L` leaves alone; null where it
+// merges anything else. Such a phi holds the location's value in every iteration: a header
+// phi's value from before the loop is the location's too (a block's ids, which LLVM loads again
+// after each hook call, and forwards from their stores before the loop).
+Value *locationOf(PHINode *phi, const Loop &L, AAResults &AA, unsigned depth) {
+  Value *location = nullptr;
+  SmallVector<Value *, 8> work = {phi};
+  SmallPtrSet<Value *, 8> seen;
+  while (!work.empty()) {
+    Value *incoming = work.pop_back_val();
+    if (!seen.insert(incoming).second)
+      continue;
+    auto *merge = dyn_cast<PHINode>(incoming);
+    if (merge && L.contains(merge->getParent()) && seen.size() < 16) {
+      for (unsigned i = 0; i < merge->getNumIncomingValues(); ++i)
+        if (merge->getParent() != L.getHeader() || L.contains(merge->getIncomingBlock(i)))
+          work.push_back(merge->getIncomingValue(i));
+      continue;
+    }
+    auto *load = dyn_cast<LoadInst>(incoming);
+    if (!load || !L.contains(load->getParent()) ||
+        (location && load->getPointerOperand() != location) ||
+        !knownAtEntry(load, L, AA, depth + 1))
+      return nullptr;
+    location = load->getPointerOperand();
+  }
+  return location;
 }
 
 // Whether `value`, computed in `L`'s iterations from values the same in all of them, can be
@@ -244,36 +282,9 @@ bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
     return true;
   if (depth > 8)
     return false;
-  if (auto *phi = dyn_cast<PHINode>(I)) {
-    if (phi->getParent() != L.getHeader() || !L.getLoopPreheader())
-      return false;
-    // What the loop gives the phi: loads of one location (through the phis that merge them and
-    // its own value).
-    Value *location = nullptr;
-    SmallVector<Value *, 8> work;
-    SmallPtrSet<Value *, 8> seen;
-    for (unsigned i = 0; i < phi->getNumIncomingValues(); ++i)
-      if (L.contains(phi->getIncomingBlock(i)))
-        work.push_back(phi->getIncomingValue(i));
-    while (!work.empty()) {
-      Value *incoming = work.pop_back_val();
-      // The phi's own value: what it held in the iteration before.
-      if (incoming == phi || !seen.insert(incoming).second)
-        continue;
-      auto *merge = dyn_cast<PHINode>(incoming);
-      if (merge && L.contains(merge->getParent()) && seen.size() < 16) {
-        append_range(work, merge->incoming_values());
-        continue;
-      }
-      auto *load = dyn_cast<LoadInst>(incoming);
-      if (!load || !L.contains(load->getParent()) ||
-          (location && load->getPointerOperand() != location) ||
-          !knownAtEntry(load, L, AA, depth + 1))
-        return false;
-      location = load->getPointerOperand();
-    }
-    return location;
-  }
+  if (auto *phi = dyn_cast<PHINode>(I))
+    return phi->getParent() == L.getHeader() && L.getLoopPreheader() &&
+           locationOf(phi, L, AA, depth);
   if (auto *load = dyn_cast<LoadInst>(I))
     return load->isSimple() && knownAtEntry(load->getPointerOperand(), L, AA, depth + 1) &&
            (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
@@ -823,25 +834,19 @@ bool foldInvariantExtremes(Loop &L, DominatorTree &DT) {
   return changed;
 }
 
-// After versioning: innermost loops without checks (the copies) with their invariant extremes
-// folded (`foldInvariantExtremes`) and, where the rest of an iteration past a guard does
-// nothing, ended at the guard as unchecked objects' loops are. Returns whether it changed `L`.
+// After versioning, every innermost loop with its invariant extremes folded
+// (`foldInvariantExtremes`) and, where the rest of an iteration past a guard does nothing,
+// ended at the guard as unchecked objects' loops are: what it changes is the copies, whose
+// hooks are gone (a loop that calls one past its guard stays). Returns whether it changed `L`.
 bool finishCheckFreeLoop(Loop &L, LoopInfo &, DominatorTree &DT, ScalarEvolution &SE,
                          AAResults &) {
-  if (!L.isInnermost() || any_of(L.blocks(), [](BasicBlock *B) {
-        return any_of(*B, [](Instruction &I) {
-          return isCheckMarker(I) || callsMarker(I, gpu_check::WORKGROUP) ||
-                 callsMarker(I, gpu_check::BARRIER);
-        });
-      }))
-    return false;
   bool folded = foldInvariantExtremes(L, DT);
   if (folded)
     SE.forgetLoop(&L);
   return gpu_host::exitAtGuard(L, DT, SE) || folded;
 }
 
-// In a checked object, when every thread of innermost thread loop `L` tells the runtime it
+// In a checked object, when every thread of thread loop `L` tells the runtime it
 // reached a barrier (a `gpu.check.barrier` call each iteration runs once, with the thread's x
 // the loop's counter and everything else the same for the loop), one call of the row hook after
 // the loop tells it for all of them: the runtime's per-thread work is a counter each, and the
@@ -850,9 +855,12 @@ bool finishCheckFreeLoop(Loop &L, LoopInfo &, DominatorTree &DT, ScalarEvolution
 // next region's after it. Returns whether it changed `L`.
 bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
                         AAResults &AA) {
-  if (!L.isInnermost() ||
-      none_of(L.blocks(), [](BasicBlock *B) {
-        return any_of(*B, [](Instruction &I) { return callsMarker(I, gpu_check::BARRIER); });
+  // The barrier in the loop's own blocks: a loop inside it (the matmul's k loop before its
+  // barrier) runs its blocks many times a thread.
+  auto own = [&](BasicBlock *B) { return LI.getLoopFor(B) == &L; };
+  if (none_of(L.blocks(), [&](BasicBlock *B) {
+        return own(B) &&
+               any_of(*B, [](Instruction &I) { return callsMarker(I, gpu_check::BARRIER); });
       }))
     return false;
   simplifyLoop(&L, &DT, &LI, &SE, nullptr, nullptr, false);
@@ -867,7 +875,7 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
     return false;
   SCEVExpander expander(SE, "barriers");
   for (BasicBlock *B : L.blocks()) {
-    if (!DT.dominates(B, latch))
+    if (!own(B) || !DT.dominates(B, latch))
       continue;
     for (Instruction &I : *B) {
       if (!callsMarker(I, gpu_check::BARRIER))
@@ -890,7 +898,9 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
       Value *first = expander.expandCodeFor(rec->getStart(), x->getType(), at);
       Value *threads = expander.expandCodeFor(count, x->getType(), at);
       Instruction *after = &*exit->getFirstInsertionPt();
-      auto again = [&](unsigned i) { return computeAfter(call->getArgOperand(i), L, after); };
+      auto again = [&](unsigned i) {
+        return computeAfter(call->getArgOperand(i), L, AA, after);
+      };
       SmallVector<Value *, 9> arguments = {again(2), again(3), first, threads};
       for (unsigned i = 5; i < call->arg_size(); ++i)
         arguments.push_back(again(i));

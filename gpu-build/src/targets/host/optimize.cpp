@@ -698,6 +698,9 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
         FPM.addPass(LoopSimplifyPass());
         gpu_check::addBarrierGathering(FPM);
         FPM.addPass(ExitThreadLoopsAtGuards{{}, suffix});
+        // Again in the loops unswitched on a uniform branch, where a barrier the branch chose
+        // between is now reached by every thread.
+        gpu_check::addBarrierGathering(FPM);
         gpu_check::addCheckedLoopVersioning(FPM);
         FPM.addPass(LoopSimplifyPass());
       });
