@@ -886,9 +886,19 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
       const auto *rec = dyn_cast<SCEVAddRecExpr>(sameOnEveryPath(x, SE));
       if (!rec || rec->getLoop() != &L || !rec->isAffine() || !rec->getStepRecurrence(SE)->isOne())
         continue;
+      // Every other argument computed again after the loop, or, where it is a value the same
+      // on every path (a thread's y, which GVN merges from both sides of a check), expanded
+      // from its SCEV there.
+      auto bySCEV = [&](unsigned i) {
+        Value *value = call->getArgOperand(i);
+        if (!SE.isSCEVable(value->getType()) || computableAfter(value, L, AA))
+          return (const SCEV *)nullptr;
+        const SCEV *S = sameOnEveryPath(value, SE);
+        return SE.isLoopInvariant(S, &L) && expander.isSafeToExpand(S) ? S : nullptr;
+      };
       bool invariant = true;
       for (unsigned i = 0; i < call->arg_size(); ++i)
-        invariant &= i == 4 || computableAfter(call->getArgOperand(i), L, AA);
+        invariant &= i == 4 || computableAfter(call->getArgOperand(i), L, AA) || bySCEV(i);
       const SCEV *count = SE.getAddExpr(SE.getTruncateOrZeroExtend(backedges, x->getType()),
                                         SE.getOne(x->getType()));
       if (!invariant || !expander.isSafeToExpand(rec->getStart()) ||
@@ -899,6 +909,8 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
       Value *threads = expander.expandCodeFor(count, x->getType(), at);
       Instruction *after = &*exit->getFirstInsertionPt();
       auto again = [&](unsigned i) {
+        if (const SCEV *S = bySCEV(i))
+          return expander.expandCodeFor(S, call->getArgOperand(i)->getType(), after);
         return computeAfter(call->getArgOperand(i), L, AA, after);
       };
       SmallVector<Value *, 9> arguments = {again(2), again(3), first, threads};
