@@ -27,6 +27,7 @@
 #include "llvm/Transforms/Scalar/IndVarSimplify.h"
 #include "llvm/Transforms/Scalar/LICM.h"
 #include "llvm/Transforms/Scalar/LoopPassManager.h"
+#include "llvm/Transforms/Scalar/LoopUnrollPass.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
@@ -89,6 +90,9 @@ struct KnownCheck {
   // Where only the iterations below a bound make the check (`within`): those the test asks
   // about.
   Guard guard;
+  // The loops inside the loop (`within` in one of them): per loop, the address's step and the
+  // loop's backedges, the same in every iteration of the loop versioned.
+  SmallVector<std::pair<const SCEV *, const SCEV *>, 2> inner;
 };
 
 // Whether `I` calls the marker function `name` (check_markers.h).
@@ -104,7 +108,7 @@ bool isCheckMarker(const Instruction &I) {
 }
 
 bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0);
-Value *valueAtEntry(Value *value, const Loop &L, Instruction *at);
+Value *valueAtEntry(Value *value, const Loop &L, AAResults &AA, Instruction *at);
 Value *locationOf(PHINode *phi, const Loop &L, AAResults &AA, unsigned depth = 0);
 
 // `call` as a KnownCheck of `L`, if it is one (nothing changes).
@@ -116,7 +120,7 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
     S = SE.getSCEV(value);
     return SE.isLoopInvariant(S, &L) && expander.isSafeToExpand(S);
   };
-  check = {call, nullptr, nullptr, nullptr, nullptr, nullptr, false, Guard()};
+  check = {call, nullptr, nullptr, nullptr, nullptr, nullptr, false, Guard(), {}};
   if (call->getCalledFunction()->getName() == gpu_check::UNREADY) {
     // The stamp is the block's: a loop it is the same in runs within one block.
     check.answer = false;
@@ -128,16 +132,30 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
       !invariant(call->getArgOperand(2), check.low) ||
       !invariant(call->getArgOperand(3), check.high))
     return false;
+  // The address as start + step * (L's counter) + the steps of the loops inside L (each
+  // run the same number of times in every iteration of L) times their counters.
   const SCEV *address = SE.getSCEV(call->getArgOperand(0));
-  check.start = address;
   check.step = SE.getZero(address->getType());
-  if (!SE.isLoopInvariant(address, &L)) {
-    const auto *rec = dyn_cast<SCEVAddRecExpr>(address);
-    if (!rec || rec->getLoop() != &L || !rec->isAffine())
-      return false;
-    check.start = rec->getStart();
-    check.step = rec->getStepRecurrence(SE);
+  while (const auto *rec = dyn_cast<SCEVAddRecExpr>(address)) {
+    const Loop *loop = rec->getLoop();
+    if (!rec->isAffine() || !L.contains(loop))
+      break;
+    const SCEV *step = rec->getStepRecurrence(SE);
+    if (loop == &L) {
+      if (!check.step->isZero())
+        return false;
+      check.step = step;
+    } else {
+      const SCEV *backedges = SE.getBackedgeTakenCount(loop);
+      if (isa<SCEVCouldNotCompute>(backedges) || !SE.isLoopInvariant(backedges, &L) ||
+          !expander.isSafeToExpand(backedges) || !SE.isLoopInvariant(step, &L) ||
+          !expander.isSafeToExpand(step) || !loop->getLoopPreheader())
+        return false;
+      check.inner.push_back({step, backedges});
+    }
+    address = rec->getStart();
   }
+  check.start = address;
   for (const SCEV *S : {check.start, check.step})
     if (!SE.isLoopInvariant(S, &L) || !expander.isSafeToExpand(S))
       return false;
@@ -146,26 +164,33 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
 
 // The test of `check` before loop `L` (at `at`, in its preheader), whose iterations after the
 // first are `backedges`.
-Value *testBefore(const KnownCheck &check, const Loop &L, const SCEV *backedges,
-                  SCEVExpander &expander, Instruction *at) {
+Value *testBefore(const KnownCheck &check, const Loop &L, AAResults &AA,
+                  const SCEV *backedges, SCEVExpander &expander, Instruction *at) {
   IRBuilder<> b(at);
   if (check.call->getCalledFunction()->getName() == gpu_check::UNREADY) {
-    Value *slot = valueAtEntry(check.call->getArgOperand(0), L, at);
-    Value *stamp = valueAtEntry(check.call->getArgOperand(1), L, at);
+    Value *slot = valueAtEntry(check.call->getArgOperand(0), L, AA, at);
+    Value *stamp = valueAtEntry(check.call->getArgOperand(1), L, AA, at);
     return b.CreateICmpEQ(b.CreateLoad(stamp->getType(), slot), stamp, "stamped");
   }
-  // In 128 bits nothing wraps: the first and the last address the iterations the guard lets
-  // through give (none: nothing to test), the lower and the higher of them, and every address
-  // between, as the step is the same.
+  // In 128 bits nothing wraps: the addresses the iterations the guard lets through give (none:
+  // nothing to test), with those of the loops inside.
   Value *iterations = b.CreateAdd(wide(backedges, false, expander, at), b.getIntN(128, 1));
   Value *count = passing(check.guard, iterations, expander, at);
   Value *none = b.CreateICmpEQ(count, b.getIntN(128, 0));
   Value *first = wide(check.start, false, expander, at);
-  Value *steps = b.CreateSelect(none, b.getIntN(128, 0), b.CreateSub(count, b.getIntN(128, 1)));
-  Value *last = b.CreateAdd(first, b.CreateMul(wide(check.step, true, expander, at), steps));
-  Value *ascending = b.CreateICmpSLT(first, last);
-  Value *lowest = b.CreateSelect(ascending, first, last);
-  Value *highest = b.CreateSelect(ascending, last, first);
+  Value *zero = b.getIntN(128, 0);
+  Value *lowest = first, *highest = first;
+  // Each loop's reach from the first address, down or up: the lowest and the highest address
+  // are at the corners, every address between them.
+  auto reach = [&](const SCEV *step, Value *steps) {
+    Value *span = b.CreateMul(wide(step, true, expander, at), steps);
+    Value *down = b.CreateICmpSLT(span, zero);
+    lowest = b.CreateAdd(lowest, b.CreateSelect(down, span, zero));
+    highest = b.CreateAdd(highest, b.CreateSelect(down, zero, span));
+  };
+  reach(check.step, b.CreateSelect(none, zero, b.CreateSub(count, b.getIntN(128, 1))));
+  for (auto [step, innerBackedges] : check.inner)
+    reach(step, wide(innerBackedges, false, expander, at));
   Value *within = b.CreateAnd(
       b.CreateICmpSGE(lowest, wide(check.low, false, expander, at)),
       b.CreateICmpSLE(b.CreateAdd(highest, wide(check.bytes, false, expander, at)),
@@ -282,9 +307,10 @@ bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
     return true;
   if (depth > 8)
     return false;
-  if (auto *phi = dyn_cast<PHINode>(I))
-    return phi->getParent() == L.getHeader() && L.getLoopPreheader() &&
-           locationOf(phi, L, AA, depth);
+  if (auto *phi = dyn_cast<PHINode>(I)) {
+    Value *location = L.getLoopPreheader() ? locationOf(phi, L, AA, depth) : nullptr;
+    return location && knownAtEntry(location, L, AA, depth + 1);
+  }
   if (auto *load = dyn_cast<LoadInst>(I))
     return load->isSimple() && knownAtEntry(load->getPointerOperand(), L, AA, depth + 1) &&
            (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
@@ -295,15 +321,20 @@ bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
 }
 
 // `value` (knownAtEntry) as its first iteration computes it, before `at` in `L`'s preheader.
-Value *valueAtEntry(Value *value, const Loop &L, Instruction *at) {
+Value *valueAtEntry(Value *value, const Loop &L, AAResults &AA, Instruction *at) {
   auto *I = dyn_cast<Instruction>(value);
   if (!I || !L.contains(I->getParent()))
     return value;
-  if (auto *phi = dyn_cast<PHINode>(I))
-    return phi->getIncomingValueForBlock(at->getParent());
+  if (auto *phi = dyn_cast<PHINode>(I)) {
+    if (phi->getParent() == L.getHeader())
+      return phi->getIncomingValueForBlock(at->getParent());
+    // Its location's value, which the loop leaves alone.
+    return new LoadInst(phi->getType(), valueAtEntry(locationOf(phi, L, AA), L, AA, at),
+                        "entry", at->getIterator());
+  }
   Instruction *copy = I->clone();
   for (Use &operand : copy->operands())
-    operand.set(valueAtEntry(operand.get(), L, at));
+    operand.set(valueAtEntry(operand.get(), L, AA, at));
   copy->insertBefore(at->getIterator());
   return copy;
 }
@@ -573,8 +604,8 @@ bool describeWorkgroupNest(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AARe
 // a thread when one thread's bytes never reach another's (the strides in x, y, z each step
 // past what the dimensions below span); any other two, when the bytes the whole nest's threads
 // reach with them do not meet.
-Value *raceFreeTest(const WorkgroupNest &nest, const Loop &L, SCEVExpander &expander,
-                    Instruction *at) {
+Value *raceFreeTest(const WorkgroupNest &nest, const Loop &L, AAResults &AA,
+                    SCEVExpander &expander, Instruction *at) {
   IRBuilder<> b(at);
   Value *zero = b.getIntN(128, 0), *one = b.getIntN(128, 1);
   auto smax = [&](Value *l, Value *r) { return b.CreateSelect(b.CreateICmpSGT(l, r), l, r); };
@@ -587,9 +618,9 @@ Value *raceFreeTest(const WorkgroupNest &nest, const Loop &L, SCEVExpander &expa
     all = b.CreateAnd(all, b.CreateAnd(b.CreateICmpEQ(threads[1], one),
                                        b.CreateICmpEQ(threads[2], one)));
   for (auto [slot, stamp] : nest.ready) {
-    Value *stampValue = valueAtEntry(stamp, L, at);
+    Value *stampValue = valueAtEntry(stamp, L, AA, at);
     all = b.CreateAnd(all, b.CreateICmpEQ(b.CreateLoad(stampValue->getType(),
-                                                       valueAtEntry(slot, L, at)),
+                                                       valueAtEntry(slot, L, AA, at)),
                                           stampValue));
   }
   struct Extent {
@@ -652,7 +683,7 @@ struct RowWrites {
 // The calls of the row hook that tell the runtime of the stores `nest.recorded` the threads
 // of the running row make: what their markers would tell it, thread by thread. Computed before
 // `L` (at `at`, in its preheader).
-SmallVector<RowWrites, 4> rowWrites(const WorkgroupNest &nest, const Loop &L,
+SmallVector<RowWrites, 4> rowWrites(const WorkgroupNest &nest, const Loop &L, AAResults &AA,
                                     SCEVExpander &expander, Instruction *at) {
   using namespace gpu_check;
   SmallVector<RowWrites, 4> calls;
@@ -660,7 +691,7 @@ SmallVector<RowWrites, 4> rowWrites(const WorkgroupNest &nest, const Loop &L,
   Type *I64 = b.getInt64Ty();
   for (const WorkgroupAccess *access : nest.recorded) {
     CallInst *call = access->call;
-    auto entry = [&](unsigned i) { return valueAtEntry(call->getArgOperand(i), L, at); };
+    auto entry = [&](unsigned i) { return valueAtEntry(call->getArgOperand(i), L, AA, at); };
     Value *threads = wide(nest.threads[0], false, expander, at);
     RowWrites row;
     row.hook = entry(WORKGROUP_ROW);
@@ -706,7 +737,40 @@ void callRowWrites(ArrayRef<RowWrites> calls, const WorkgroupNest &nest, Instruc
   }
 }
 
-// In a checked object, runs a copy of innermost loop `L` without the checks that give the same
+// Whether `L` looks like a thread loop: its counter (from 0 by 1) is the thread id something in
+// it is given, a check's report or hook (as their thread x, y or z) or the ids variable (one of
+// `L`'s own blocks stores it there for the kernel's body). Only a heuristic, of which loops are
+// worth a copy: a copy is right for any loop.
+bool isThreadLoop(const Loop &L, LoopInfo &LI, ScalarEvolution &SE) {
+  auto isCounter = [&](Value *value) {
+    if (!SE.isSCEVable(value->getType()))
+      return false;
+    const SCEV *S = SE.getSCEV(value);
+    if (const auto *cast = dyn_cast<SCEVTruncateExpr>(S))
+      S = cast->getOperand();
+    const auto *rec = dyn_cast<SCEVAddRecExpr>(S);
+    return rec && rec->getLoop() == &L && rec->isAffine() && rec->getStart()->isZero() &&
+           rec->getStepRecurrence(SE)->isOne();
+  };
+  for (BasicBlock *B : L.blocks())
+    for (Instruction &I : *B) {
+      if (auto *call = dyn_cast<CallInst>(&I)) {
+        if (call->hasMetadata(gpu_check::HOOK_CALL) && any_of(call->args(), isCounter))
+          return true;
+        continue;
+      }
+      auto *store = dyn_cast<StoreInst>(&I);
+      auto *variable = store ? dyn_cast<GlobalVariable>(
+                                   getUnderlyingObject(store->getPointerOperand()))
+                             : nullptr;
+      if (variable && variable->getAddressSpace() == 0 && LI.getLoopFor(B) == &L &&
+          isCounter(store->getValueOperand()))
+        return true;
+    }
+  return false;
+}
+
+// In a checked object, runs a copy of loop `L` without the checks that give the same
 // answer in every iteration, when the tests before the loop say they do (an access whose address
 // steps by the same amount per thread, within its buffer for the first and the last thread, is
 // within it for all; a variable's ready stamp, once set, stays for the block), and, when `L` is
@@ -716,7 +780,15 @@ void callRowWrites(ArrayRef<RowWrites> calls, const WorkgroupNest &nest, Instruc
 // it changed `L`.
 bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
                         AAResults &AA) {
-  if (!L.isInnermost() || none_of(L.blocks(), [](BasicBlock *B) {
+  // Innermost loops, and thread loops around loops of the kernel's own (the matmul's k loop):
+  // one test before the thread loop, and a copy whose kernel loops LLVM can unroll and whose
+  // threads it can vectorize.
+  bool kernelLoopsInside =
+      !L.isInnermost() && isThreadLoop(L, LI, SE) &&
+      all_of(L.getSubLoops(), [&](const Loop *inner) {
+        return inner->isInnermost() && !isThreadLoop(*inner, LI, SE);
+      });
+  if ((!L.isInnermost() && !kernelLoopsInside) || none_of(L.blocks(), [](BasicBlock *B) {
         return any_of(*B, [](Instruction &I) {
           return isCheckMarker(I) || callsMarker(I, gpu_check::WORKGROUP);
         });
@@ -759,11 +831,11 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   IRBuilder<> b(at);
   Value *all = b.getTrue();
   for (const KnownCheck &check : known)
-    all = b.CreateAnd(all, testBefore(check, L, backedges, expander, at));
+    all = b.CreateAnd(all, testBefore(check, L, AA, backedges, expander, at));
   SmallVector<RowWrites, 4> writes;
   if (raceFree) {
-    all = b.CreateAnd(all, raceFreeTest(nest, L, expander, at));
-    writes = rowWrites(nest, L, expander, at);
+    all = b.CreateAnd(all, raceFreeTest(nest, L, AA, expander, at));
+    writes = rowWrites(nest, L, AA, expander, at);
   }
   ValueToValueMapTy map;
   BasicBlock *copyPreheader =
@@ -988,14 +1060,16 @@ struct VersionCheckedLoops : PassInfoMixin<VersionCheckedLoops> {
     if (versioned) {
       FAM.invalidate(F, PreservedAnalyses::none());
       // In the copies, what LLVM's loop passes did to unchecked loops before: the thread's ids
-      // kept in registers (their stores to the ids variable leave the loop) and the values
-      // that leave it computed after it. Then the copies' bookkeeping folds and they end at
-      // their guards.
-      LoopPassManager loopPasses;
-      loopPasses.addPass(LICMPass(LICMOptions()));
-      loopPasses.addPass(IndVarSimplifyPass());
+      // kept in registers (their stores to the ids variable leave the loop), the values that
+      // leave it computed after it, short kernel loops unrolled (the vectorizer takes a thread
+      // loop with none inside). Then the copies' bookkeeping folds and they end at their
+      // guards.
       FunctionPassManager late;
-      late.addPass(createFunctionToLoopPassAdaptor(std::move(loopPasses), true));
+      late.addPass(createFunctionToLoopPassAdaptor(LICMPass(LICMOptions()), true));
+      LoopPassManager loopPasses;
+      loopPasses.addPass(IndVarSimplifyPass());
+      loopPasses.addPass(LoopFullUnrollPass(3));
+      late.addPass(createFunctionToLoopPassAdaptor(std::move(loopPasses)));
       late.run(F, FAM);
       FAM.invalidate(F, PreservedAnalyses::none());
       changeLoops(F, FAM, false, finishCheckFreeLoop);
