@@ -79,7 +79,7 @@ Value *passing(const Guard &guard, Value *count, SCEVExpander &expander, Instruc
 // in every iteration when a test before the loop passes: for `within`, an address the same in
 // every iteration or stepping by the same amount, with bounds the loop does not compute (the
 // test: every address the iterations give lies within them); for `unready`, a slot and a stamp
-// the same in every iteration (knownAtEntry; the test: the block has stamped the slot already).
+// the same in every iteration (sameEveryIteration; the test: the block has stamped the slot already).
 struct KnownCheck {
   CallInst *call;
   // within: the address at the first iteration and its step (unready: none).
@@ -107,8 +107,8 @@ bool isCheckMarker(const Instruction &I) {
   return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::UNREADY);
 }
 
-bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0);
-Value *valueAtEntry(Value *value, const Loop &L, AAResults &AA, Instruction *at);
+bool sameEveryIteration(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0);
+Value *computeOutside(Value *value, const Loop &L, AAResults &AA, Instruction *at);
 Value *locationOf(PHINode *phi, const Loop &L, AAResults &AA, unsigned depth = 0);
 
 // `call` as a KnownCheck of `L`, if it is one (nothing changes).
@@ -124,8 +124,8 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
   if (call->getCalledFunction()->getName() == gpu_check::UNREADY) {
     // The stamp is the block's: a loop it is the same in runs within one block.
     check.answer = false;
-    return knownAtEntry(call->getArgOperand(0), L, AA) &&
-           knownAtEntry(call->getArgOperand(1), L, AA);
+    return sameEveryIteration(call->getArgOperand(0), L, AA) &&
+           sameEveryIteration(call->getArgOperand(1), L, AA);
   }
   check.answer = true;
   if (!invariant(call->getArgOperand(1), check.bytes) ||
@@ -168,8 +168,8 @@ Value *testBefore(const KnownCheck &check, const Loop &L, AAResults &AA,
                   const SCEV *backedges, SCEVExpander &expander, Instruction *at) {
   IRBuilder<> b(at);
   if (check.call->getCalledFunction()->getName() == gpu_check::UNREADY) {
-    Value *slot = valueAtEntry(check.call->getArgOperand(0), L, AA, at);
-    Value *stamp = valueAtEntry(check.call->getArgOperand(1), L, AA, at);
+    Value *slot = computeOutside(check.call->getArgOperand(0), L, AA, at);
+    Value *stamp = computeOutside(check.call->getArgOperand(1), L, AA, at);
     return b.CreateICmpEQ(b.CreateLoad(stamp->getType(), slot), stamp, "stamped");
   }
   // In 128 bits nothing wraps: the addresses the iterations the guard lets through give (none:
@@ -228,43 +228,6 @@ bool unwrittenIn(LoadInst *load, const Loop &L, AAResults &AA) {
   return true;
 }
 
-// Whether `value` is the same in every iteration of `L` and can be computed again after it:
-// defined outside it, a load of what the loop does not write (a hook's function pointer, the
-// block's ids; also through a header phi of such loads, `locationOf`) or an operation without
-// effects (the site a barrier's region selects) of such values.
-bool computableAfter(Value *value, const Loop &L, AAResults &AA, unsigned depth = 0) {
-  auto *I = dyn_cast<Instruction>(value);
-  if (!I || !L.contains(I->getParent()))
-    return true;
-  if (depth > 8)
-    return false;
-  if (auto *phi = dyn_cast<PHINode>(I)) {
-    Value *location = L.getLoopPreheader() ? locationOf(phi, L, AA) : nullptr;
-    return location && computableAfter(location, L, AA, depth + 1);
-  }
-  if (auto *load = dyn_cast<LoadInst>(I))
-    return load->isSimple() && computableAfter(load->getPointerOperand(), L, AA, depth + 1) &&
-           (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
-  if (!isSafeToSpeculativelyExecute(I))
-    return false;
-  return all_of(I->operands(),
-                [&](Value *operand) { return computableAfter(operand, L, AA, depth + 1); });
-}
-
-// `value` (computableAfter) computed again before `at`, outside `L`.
-Value *computeAfter(Value *value, const Loop &L, AAResults &AA, Instruction *at) {
-  auto *I = dyn_cast<Instruction>(value);
-  if (!I || !L.contains(I->getParent()))
-    return value;
-  if (auto *phi = dyn_cast<PHINode>(I))
-    return new LoadInst(phi->getType(), computeAfter(locationOf(phi, L, AA), L, AA, at), "again",
-                        at->getIterator());
-  Instruction *copy = I->clone();
-  for (Use &operand : copy->operands())
-    operand.set(computeAfter(operand.get(), L, AA, at));
-  copy->insertBefore(at->getIterator());
-  return copy;
-}
 
 // The location whose loads are all that phi `phi` of `L` merges (through other phis of `L`;
 // of a header phi, the values from the loop), each a load `L` leaves alone; null where it
@@ -289,19 +252,19 @@ Value *locationOf(PHINode *phi, const Loop &L, AAResults &AA, unsigned depth) {
     auto *load = dyn_cast<LoadInst>(incoming);
     if (!load || !L.contains(load->getParent()) ||
         (location && load->getPointerOperand() != location) ||
-        !knownAtEntry(load, L, AA, depth + 1))
+        !sameEveryIteration(load, L, AA, depth + 1))
       return nullptr;
     location = load->getPointerOperand();
   }
   return location;
 }
 
-// Whether `value`, computed in `L`'s iterations from values the same in all of them, can be
-// computed before the loop (`valueAtEntry`): from values defined outside, loads nothing in the
-// loop writes, operations without effects, and header phis whose every value from the loop is
-// such a load of one location (a block's ids, which LLVM loads again after each hook call: the
-// phi's value from before the loop is the location's, which the loop leaves alone).
-bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
+// Whether `value` is the same in every iteration of `L` and can be computed outside it, before
+// or after (`computeOutside`): defined outside it, a load of what the loop does not write (a
+// hook's function pointer, the block's ids), a phi of such loads of one location (`locationOf`:
+// the ids LLVM loads again after each hook call), or an operation without effects (the site a
+// barrier's region selects) of such values.
+bool sameEveryIteration(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
   auto *I = dyn_cast<Instruction>(value);
   if (!I || !L.contains(I->getParent()))
     return true;
@@ -309,32 +272,29 @@ bool knownAtEntry(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
     return false;
   if (auto *phi = dyn_cast<PHINode>(I)) {
     Value *location = L.getLoopPreheader() ? locationOf(phi, L, AA, depth) : nullptr;
-    return location && knownAtEntry(location, L, AA, depth + 1);
+    return location && sameEveryIteration(location, L, AA, depth + 1);
   }
   if (auto *load = dyn_cast<LoadInst>(I))
-    return load->isSimple() && knownAtEntry(load->getPointerOperand(), L, AA, depth + 1) &&
+    return load->isSimple() && sameEveryIteration(load->getPointerOperand(), L, AA, depth + 1) &&
            (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
   if (!isSafeToSpeculativelyExecute(I))
     return false;
   return all_of(I->operands(),
-                [&](Value *operand) { return knownAtEntry(operand, L, AA, depth + 1); });
+                [&](Value *operand) { return sameEveryIteration(operand, L, AA, depth + 1); });
 }
 
-// `value` (knownAtEntry) as its first iteration computes it, before `at` in `L`'s preheader.
-Value *valueAtEntry(Value *value, const Loop &L, AAResults &AA, Instruction *at) {
+// `value` (sameEveryIteration) computed before `at`, outside `L` (in its preheader or after it):
+// a phi of loads as a load of their location, which the loop leaves alone.
+Value *computeOutside(Value *value, const Loop &L, AAResults &AA, Instruction *at) {
   auto *I = dyn_cast<Instruction>(value);
   if (!I || !L.contains(I->getParent()))
     return value;
-  if (auto *phi = dyn_cast<PHINode>(I)) {
-    if (phi->getParent() == L.getHeader())
-      return phi->getIncomingValueForBlock(at->getParent());
-    // Its location's value, which the loop leaves alone.
-    return new LoadInst(phi->getType(), valueAtEntry(locationOf(phi, L, AA), L, AA, at),
-                        "entry", at->getIterator());
-  }
+  if (auto *phi = dyn_cast<PHINode>(I))
+    return new LoadInst(phi->getType(), computeOutside(locationOf(phi, L, AA), L, AA, at),
+                        "outside", at->getIterator());
   Instruction *copy = I->clone();
   for (Use &operand : copy->operands())
-    operand.set(valueAtEntry(operand.get(), L, AA, at));
+    operand.set(computeOutside(operand.get(), L, AA, at));
   copy->insertBefore(at->getIterator());
   return copy;
 }
@@ -385,7 +345,7 @@ struct WorkgroupNest {
   // Some access's base is known for the running row only, or the loop is one of a pair
   // versioned at a guard, either of which a row may run: the test also asks for one row.
   bool rowOnly = false;
-  // Per variable the nest reads, its ready slot and the block's stamp (knownAtEntry: the
+  // Per variable the nest reads, its ready slot and the block's stamp (sameEveryIteration: the
   // same for all the loop's iterations, as the block is): the variable must be written in full.
   SmallVector<std::pair<Value *, Value *>, 4> ready;
   // The stores of the variables the nest only writes, every one made by every thread its guard
@@ -575,10 +535,10 @@ bool describeWorkgroupNest(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AARe
     bool recordable = all_of(ofVariable, [&](const WorkgroupAccess &access) {
       return access.writes && access.everyThread &&
              all_of(seq<unsigned>(WORKGROUP_THREAD + 1, WORKGROUP_BLOCK + 3), [&](unsigned i) {
-               return knownAtEntry(access.call->getArgOperand(i), L, AA);
+               return sameEveryIteration(access.call->getArgOperand(i), L, AA);
              }) &&
              all_of(seq<unsigned>(WORKGROUP_ROW, WORKGROUP_OFFSET), [&](unsigned i) {
-               return knownAtEntry(access.call->getArgOperand(i), L, AA);
+               return sameEveryIteration(access.call->getArgOperand(i), L, AA);
              });
     });
     if (recordable) {
@@ -589,8 +549,8 @@ bool describeWorkgroupNest(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AARe
     const CallInst *call = find_if(ofVariable, [](const WorkgroupAccess &) { return true; })->call;
     Value *slot = call->getArgOperand(WORKGROUP_SLOT);
     Value *stamp = call->getArgOperand(WORKGROUP_STAMP);
-    if (isa<ConstantPointerNull>(slot) || !knownAtEntry(slot, L, AA) ||
-        !knownAtEntry(stamp, L, AA))
+    if (isa<ConstantPointerNull>(slot) || !sameEveryIteration(slot, L, AA) ||
+        !sameEveryIteration(stamp, L, AA))
       return false;
     nest.ready.push_back({slot, stamp});
   }
@@ -618,9 +578,9 @@ Value *raceFreeTest(const WorkgroupNest &nest, const Loop &L, AAResults &AA,
     all = b.CreateAnd(all, b.CreateAnd(b.CreateICmpEQ(threads[1], one),
                                        b.CreateICmpEQ(threads[2], one)));
   for (auto [slot, stamp] : nest.ready) {
-    Value *stampValue = valueAtEntry(stamp, L, AA, at);
+    Value *stampValue = computeOutside(stamp, L, AA, at);
     all = b.CreateAnd(all, b.CreateICmpEQ(b.CreateLoad(stampValue->getType(),
-                                                       valueAtEntry(slot, L, AA, at)),
+                                                       computeOutside(slot, L, AA, at)),
                                           stampValue));
   }
   struct Extent {
@@ -691,7 +651,7 @@ SmallVector<RowWrites, 4> rowWrites(const WorkgroupNest &nest, const Loop &L, AA
   Type *I64 = b.getInt64Ty();
   for (const WorkgroupAccess *access : nest.recorded) {
     CallInst *call = access->call;
-    auto entry = [&](unsigned i) { return valueAtEntry(call->getArgOperand(i), L, AA, at); };
+    auto entry = [&](unsigned i) { return computeOutside(call->getArgOperand(i), L, AA, at); };
     Value *threads = wide(nest.threads[0], false, expander, at);
     RowWrites row;
     row.hook = entry(WORKGROUP_ROW);
@@ -963,14 +923,14 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
       // from its SCEV there.
       auto bySCEV = [&](unsigned i) {
         Value *value = call->getArgOperand(i);
-        if (!SE.isSCEVable(value->getType()) || computableAfter(value, L, AA))
+        if (!SE.isSCEVable(value->getType()) || sameEveryIteration(value, L, AA))
           return (const SCEV *)nullptr;
         const SCEV *S = sameOnEveryPath(value, SE);
         return SE.isLoopInvariant(S, &L) && expander.isSafeToExpand(S) ? S : nullptr;
       };
       bool invariant = true;
       for (unsigned i = 0; i < call->arg_size(); ++i)
-        invariant &= i == 4 || computableAfter(call->getArgOperand(i), L, AA) || bySCEV(i);
+        invariant &= i == 4 || sameEveryIteration(call->getArgOperand(i), L, AA) || bySCEV(i);
       const SCEV *count = SE.getAddExpr(SE.getTruncateOrZeroExtend(backedges, x->getType()),
                                         SE.getOne(x->getType()));
       if (!invariant || !expander.isSafeToExpand(rec->getStart()) ||
@@ -983,7 +943,7 @@ bool gatherBarrierHooks(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
       auto again = [&](unsigned i) {
         if (const SCEV *S = bySCEV(i))
           return expander.expandCodeFor(S, call->getArgOperand(i)->getType(), after);
-        return computeAfter(call->getArgOperand(i), L, AA, after);
+        return computeOutside(call->getArgOperand(i), L, AA, after);
       };
       SmallVector<Value *, 9> arguments = {again(2), again(3), first, threads};
       for (unsigned i = 5; i < call->arg_size(); ++i)
