@@ -102,11 +102,13 @@ pub mod host_abi {
     /// calls it once after its threads ran.
     pub const CHECK_BARRIERS_OFFSET: usize = CHECK_READY_OFFSET + 4 * CHECK_READY_SLOTS;
     /// Byte offset of the checked run's workgroup-store hook for a row of threads: `extern "C"
-    /// fn(*mut context, site: *const CheckSite, variable, offset: u64, stride: i64, bytes: u64,
-    /// count: u32, thread y/z: u32, block x/y/z: u32)`, what [`CHECK_WORKGROUP_OFFSET`]'s hook
-    /// does for the store of thread `(i, y, z)`, `i < count`, of `bytes` at byte `offset + i *
-    /// stride` (wrapping): a thread loop that a test before it proved free of races calls it
-    /// once, before its threads run, for each store its every thread below `count` makes.
+    /// fn(*mut context, variable, offset: u64, stride: i64, bytes: u64, count: u32, thread y/z:
+    /// u32, block x/y/z: u32)`: thread `(i, y, z)`, `i < count`, stored
+    /// `bytes` at byte `offset + i * stride` (wrapping). A thread loop that a test before it
+    /// proved free of races (no two of its threads touch a byte one of them writes, and it is
+    /// the whole of its barrier interval) calls it once per row, before its threads run, for
+    /// each store every thread below `count` makes; the runtime records the bytes as written
+    /// in the block (nothing else: no race can involve them).
     pub const CHECK_WRITES_OFFSET: usize = CHECK_BARRIERS_OFFSET + 8;
     /// The bytes of a checked launch's context, at least: a checked object may read any of
     /// them from the start of the kernel on.

@@ -643,7 +643,7 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
     if (name == BARRIER || name == WORKGROUP) {
       // The hook, then (the barrier's row hook; the workgroup access's row hook, slot and
       // stamp), then the hook's arguments.
-      SmallVector<Value *, 12> arguments(drop_begin(call->args(), name == BARRIER ? 2 : WORKGROUP_CONTEXT));
+      SmallVector<Value *, 12> arguments(drop_begin(call->args(), name == BARRIER ? 2u : unsigned(WORKGROUP_CONTEXT)));
       SmallVector<Type *, 8> types;
       for (Value *argument : arguments) types.push_back(argument->getType());
       CallInst *one = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),

@@ -660,7 +660,6 @@ SmallVector<RowWrites, 4> rowWrites(const WorkgroupNest &nest, const Loop &L, AA
                    : entry(WORKGROUP_SLOT);
     row.stamp = row.slot ? entry(WORKGROUP_STAMP) : nullptr;
     row.arguments = {entry(WORKGROUP_CONTEXT),
-                     entry(WORKGROUP_SITE),
                      entry(WORKGROUP_VARIABLE),
                      expander.expandCodeFor(access->row, I64, at),
                      expander.expandCodeFor(access->stride[0], I64, at),
@@ -870,7 +869,7 @@ bool foldInvariantExtremes(Loop &L, DominatorTree &DT) {
 // (`foldInvariantExtremes`) and, where the rest of an iteration past a guard does nothing,
 // ended at the guard as unchecked objects' loops are: what it changes is the copies, whose
 // hooks are gone (a loop that calls one past its guard stays). Returns whether it changed `L`.
-bool finishCheckFreeLoop(Loop &L, LoopInfo &, DominatorTree &DT, ScalarEvolution &SE,
+bool tidyAfterVersioning(Loop &L, LoopInfo &, DominatorTree &DT, ScalarEvolution &SE,
                          AAResults &) {
   bool folded = foldInvariantExtremes(L, DT);
   if (folded)
@@ -1032,7 +1031,7 @@ struct VersionCheckedLoops : PassInfoMixin<VersionCheckedLoops> {
       late.addPass(createFunctionToLoopPassAdaptor(std::move(loopPasses)));
       late.run(F, FAM);
       FAM.invalidate(F, PreservedAnalyses::none());
-      changeLoops(F, FAM, false, finishCheckFreeLoop);
+      changeLoops(F, FAM, false, tidyAfterVersioning);
     }
     return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
   }

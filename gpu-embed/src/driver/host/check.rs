@@ -83,7 +83,6 @@ pub(super) type Barriers =
 /// `host_abi::CHECK_WRITES_OFFSET`'s function.
 pub(super) type Writes = unsafe extern "C" fn(
     *mut Context,
-    *const Site,
     *const Variable,
     u64,
     i64,

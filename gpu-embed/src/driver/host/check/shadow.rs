@@ -93,9 +93,11 @@ impl VariableShadow {
         self.written[byte / 64] >> (byte % 64) & 1 != 0
     }
 
-    /// Marks bytes `start..end` (within the variable) written. Returns whether every byte of
-    /// the variable is written now.
+    /// Marks bytes `start..end` (within the variable) written. Returns whether that completed
+    /// the variable: its every byte is written now and was not before (once a block, so the
+    /// ready slot is stamped once).
     fn mark_written(&mut self, start: usize, end: usize) -> bool {
+        let before = self.written_count;
         let mut byte = start;
         while byte < end {
             let word = byte / 64;
@@ -105,7 +107,7 @@ impl VariableShadow {
             self.written[word] |= mask;
             byte = word * 64 + high;
         }
-        self.written_count >= self.bytes.len()
+        before < self.bytes.len() && self.written_count >= self.bytes.len()
     }
 }
 
@@ -165,7 +167,6 @@ pub(in crate::driver::host) unsafe extern "C" fn workgroup(
 #[allow(clippy::too_many_arguments)]
 pub(in crate::driver::host) unsafe extern "C" fn workgroup_writes(
     context: *mut Context,
-    _site: *const Site,
     variable: *const Variable,
     offset: u64,
     stride: i64,
@@ -208,7 +209,7 @@ pub(in crate::driver::host) unsafe extern "C" fn workgroup_writes(
                 for i in 0..u64::from(count) {
                     let (start, end) =
                         within(offset.wrapping_add(i.wrapping_mul(stride as u64)), bytes);
-                    ready = shadow.mark_written(start, end);
+                    ready |= shadow.mark_written(start, end);
                 }
                 ready
             }
@@ -245,14 +246,15 @@ unsafe fn record(state: &mut BlockState, checks: &Checks, linear: usize, access:
     let end = start.saturating_add(access.bytes as usize).min(size);
     let reads = matches!(kind, host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ);
     for i in 0..end - start {
-        let never_written = !variable_shadow.is_written(start + i);
+        // Asked of reads only: a store's bytes are marked after the loop.
+        let unwritten = reads && !variable_shadow.is_written(start + i);
         let entry = &mut variable_shadow.bytes[start + i];
         if entry.block != generation {
             *entry = Shadow::fresh(generation);
         }
         match kind {
             host_abi::CHECK_LOAD | host_abi::CHECK_COPY_READ => {
-                if never_written {
+                if unwritten {
                     entry.pending = 1;
                     uninitialized = uninitialized.or(Some(i));
                 } else if entry.write_interval == interval
