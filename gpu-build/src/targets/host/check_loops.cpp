@@ -349,9 +349,9 @@ struct WorkgroupNest {
   // same for all the loop's iterations, as the block is): the variable must be written in full.
   SmallVector<std::pair<Value *, Value *>, 4> ready;
   // The stores of the variables the nest only writes, every one made by every thread its guard
-  // lets through: the copy tells the runtime of them before it runs (`recordWrites`), a row at
-  // a time, instead of the variable being written in full.
-  SmallVector<const WorkgroupAccess *, 4> recorded;
+  // lets through (indices into `accesses`): the copy tells the runtime of them before it runs
+  // (`rowWrites`), a row at a time, instead of the variable being written in full.
+  SmallVector<unsigned, 4> recorded;
 };
 
 // `S` as start + step * (the counter of `loop`): `S` itself where the loop does not change it.
@@ -542,11 +542,12 @@ bool describeWorkgroupNest(Loop &L, DominatorTree &DT, ScalarEvolution &SE, AARe
              });
     });
     if (recordable) {
-      for (const WorkgroupAccess &access : ofVariable)
-        nest.recorded.push_back(&access);
+      for (unsigned i = 0; i < nest.accesses.size(); ++i)
+        if (nest.accesses[i].variable == variable)
+          nest.recorded.push_back(i);
       continue;
     }
-    const CallInst *call = find_if(ofVariable, [](const WorkgroupAccess &) { return true; })->call;
+    const CallInst *call = (*ofVariable.begin()).call;
     Value *slot = call->getArgOperand(WORKGROUP_SLOT);
     Value *stamp = call->getArgOperand(WORKGROUP_STAMP);
     if (isa<ConstantPointerNull>(slot) || !sameEveryIteration(slot, L, AA) ||
@@ -649,7 +650,8 @@ SmallVector<RowWrites, 4> rowWrites(const WorkgroupNest &nest, const Loop &L, AA
   SmallVector<RowWrites, 4> calls;
   IRBuilder<> b(at);
   Type *I64 = b.getInt64Ty();
-  for (const WorkgroupAccess *access : nest.recorded) {
+  for (unsigned index : nest.recorded) {
+    const WorkgroupAccess *access = &nest.accesses[index];
     CallInst *call = access->call;
     auto entry = [&](unsigned i) { return computeOutside(call->getArgOperand(i), L, AA, at); };
     Value *threads = wide(nest.threads[0], false, expander, at);
@@ -689,7 +691,7 @@ void callRowWrites(ArrayRef<RowWrites> calls, const WorkgroupNest &nest, Instruc
       types.push_back(argument->getType());
     CallInst *call =
         b.CreateCall(FunctionType::get(b.getVoidTy(), types, false), row.hook, row.arguments);
-    call->setMemoryEffects(nest.recorded.front()->call->getMemoryEffects());
+    call->setMemoryEffects(nest.accesses[nest.recorded.front()].call->getMemoryEffects());
     gpu_check::markHookCall(call);
     call->setDoesNotThrow();
     call->addFnAttr(Attribute::WillReturn);
