@@ -3,8 +3,8 @@
 //! debug and release build scripts (different binaries of the same code) share them. Compiles
 //! the C++ halves of bitcode linking (`src/targets/support/link.cpp`) and of the host target's
 //! barrier fission, access checks and optimization pipeline (`src/targets/host/fission.cpp`,
-//! `check.cpp`, `check_loops.cpp`, `optimize.cpp`), what LLVM's C API lacks, against the LLVM
-//! that llvm-sys links.
+//! `check.cpp`, `check_loops.cpp`, `optimize.cpp`, `thread_rows.cpp`), what LLVM's C API lacks,
+//! against the LLVM that llvm-sys links.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ fn files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// `link.cpp`, the host's `fission.cpp`, `check.cpp`, `check_loops.cpp` and `optimize.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
+/// `link.cpp`, the host's `fission.cpp`, `check.cpp`, `check_loops.cpp`, `optimize.cpp` and `thread_rows.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
 /// else PATH).
 #[cfg(feature = "compiler")]
 fn compile_llvm_shims() {
@@ -55,6 +55,7 @@ fn compile_llvm_shims() {
         .file("src/targets/host/check.cpp")
         .file("src/targets/host/check_loops.cpp")
         .file("src/targets/host/optimize.cpp")
+        .file("src/targets/host/thread_rows.cpp")
         .warnings(false);
     for flag in flags.split_whitespace() {
         build.flag(flag);

@@ -1,7 +1,9 @@
 // c = a * b for row-major matrices a (m x k), b (k x n), c (m x n), every size a multiple of 16,
 // passed as 2-D memrefs (the sizes come from their descriptors): 16 x 16 tiles of a and b staged
 // in workgroup memory, with a gpu.barrier after loading a tile and after using it. Launch an
-// (n/16, m/16) grid of (16, 16) blocks, the size it declares.
+// (n/16, m/16) grid of (16, 16) blocks, the size it declares. The multiply-add is marked
+// `fastmath<contract>`: it may be one fused multiply-add, rounded once, as OpenCL C and CUDA
+// compile `a * b + c` by default; without the flag every target keeps the two roundings.
 module attributes {gpu.container_module} {
   gpu.module @matmul [#nvvm.target<chip = "sm_80">, #rocdl.target<chip = "gfx90a">] {
     gpu.func @matmul(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>)
@@ -34,8 +36,8 @@ module attributes {gpu.container_module} {
         %partial = scf.for %k = %c0 to %c16 step %c1 iter_args(%p = %acc) -> (f32) {
           %x = memref.load %tile_a[%ty, %k] : memref<16x16xf32, #gpu.address_space<workgroup>>
           %y = memref.load %tile_b[%k, %tx] : memref<16x16xf32, #gpu.address_space<workgroup>>
-          %product = arith.mulf %x, %y : f32
-          %next = arith.addf %p, %product : f32
+          %product = arith.mulf %x, %y fastmath<contract> : f32
+          %next = arith.addf %p, %product fastmath<contract> : f32
           scf.yield %next : f32
         }
         gpu.barrier

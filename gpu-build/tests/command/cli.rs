@@ -459,6 +459,44 @@ fn checked_race_free_thread_loops_run_a_copy_without_workgroup_hooks() {
     assert!(blocks.iter().any(|b| per_row(b)), "no row hook call");
 }
 
+/// The tiled matmul's rows of threads run four at a time where the processor has registers for
+/// them (thread_rows.cpp): at x86-64-v3 and x86-64-v4 every vector of the second tile loaded
+/// from workgroup memory serves four rows' products (one row per load before: seeded by turning
+/// the pass off, this fails).
+#[test]
+fn host_thread_rows_share_the_tile_loads_of_the_matmul() {
+    let ir = optimized_host_ir("matmul", &[]);
+    for cpu in ["x86-64-v3", "x86-64-v4"] {
+        let function = ir
+            .split("\ndefine ")
+            .find(|f| {
+                f.lines()
+                    .next()
+                    .is_some_and(|l| l.contains(&format!("{cpu}.blocks(")))
+            })
+            .unwrap_or_else(|| panic!("the {cpu} blocks entry"));
+        let tile_loads: Vec<&str> = function
+            .lines()
+            .filter(|l| l.contains("x float>, ptr addrspace(3)") && l.contains("@__wg_matmul_1"))
+            .filter_map(|l| l.trim().split(" = load ").next())
+            .collect();
+        assert!(
+            !tile_loads.is_empty(),
+            "{cpu}: no vector load of the second tile"
+        );
+        for load in &tile_loads {
+            let products = function
+                .lines()
+                .filter(|l| l.contains(" fmul ") && l.split([' ', ',']).any(|word| word == *load))
+                .count();
+            assert!(
+                products >= 4,
+                "{cpu}: {load} serves {products} products, not the four rows'"
+            );
+        }
+    }
+}
+
 /// Whether `block` calls a hook with a workgroup variable's description followed by `count`
 /// `i64` arguments (each a plain value or a name) and then an `i32` (the thread ids).
 fn passes_variable_then_i64s(block: &str, count: usize) -> bool {

@@ -29,7 +29,9 @@ kernel void block_sum(global const float *in, global float *out, ulong n) {
   }
 }
 
-// matmul.mlir: c = a * b with 16 x 16 tiles of a and b in local memory.
+// matmul.mlir: c = a * b with 16 x 16 tiles of a and b in local memory. OpenCL C may contract
+// `sum + x * y` into one fused multiply-add (FP_CONTRACT is on by default), which the MLIR
+// kernel allows too (`fastmath<contract>`).
 kernel void matmul(global const float *a, global const float *b, global float *c, ulong k_size,
                    ulong n) {
   local float tile_a[16][16];

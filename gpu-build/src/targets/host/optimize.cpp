@@ -1,7 +1,7 @@
 // The host target's optimization pipeline: LLVM's default<O> pipeline (as every target gets),
 // plus one pass for the thread loops of the blocks entries, which LLVM's C API cannot add (it
 // takes pipeline text only, with no extension points), and around it, for checked objects, the
-// passes of check_loops.cpp. See optimize.rs.
+// passes of check_loops.cpp, and after it the row blocking of thread_rows.cpp. See optimize.rs.
 //
 // The pass: a thread loop whose body starts with `if (id < bound) { work }`, with `bound` the same
 // for the whole loop, does nothing from the first thread that fails the test on (the test stays
@@ -26,6 +26,7 @@
 #include "check_loops.h"
 #include "check_markers.h"
 #include "loops.h"
+#include "thread_rows.h"
 
 #include "llvm-c/Core.h"
 #include "llvm-c/TargetMachine.h"
@@ -571,16 +572,26 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
 // `llvm.loop.parallel_accesses` naming it in the loops' ids. LLVM takes a loop as parallel only
 // when every memory access in it has a group the loop names, so anything else the loop touches
 // in memory keeps it an ordinary loop (one group for several loops of a function says no more).
-void markParallelThreadLoops(Module &M, const char *loopMark, const char *bodyMark) {
+// `threadsMark` on a back edge becomes a loop property of that name (every thread loop whose ids
+// are not kept in memory, see thread_rows.cpp).
+void markParallelThreadLoops(Module &M, const char *loopMark, const char *bodyMark,
+                             const char *threadsMark) {
   LLVMContext &C = M.getContext();
   unsigned loopKind = C.getMDKindID(loopMark), bodyKind = C.getMDKindID(bodyMark);
+  unsigned threadsKind = C.getMDKindID(threadsMark);
   for (Function &F : M) {
-    SmallVector<Instruction *, 4> backEdges, bodies;
+    SmallVector<Instruction *, 4> backEdges, bodies, threadLoops;
     for (Instruction &I : instructions(F)) {
       if (I.getMetadata(loopKind))
         backEdges.push_back(&I);
       if (I.getMetadata(bodyKind))
         bodies.push_back(&I);
+      if (I.getMetadata(threadsKind))
+        threadLoops.push_back(&I);
+    }
+    for (Instruction *backEdge : threadLoops) {
+      backEdge->setMetadata(threadsKind, nullptr);
+      addLoopProperty(backEdge, MDNode::get(C, {MDString::get(C, threadsMark)}));
     }
     if (backEdges.empty())
       continue;
@@ -662,8 +673,9 @@ void multiversionEntries(Module &M, const std::string &suffix, const char *const
 extern "C" {
 
 // LLVM's default pipeline at `level` (0 to 3) with loop unrolling, interleaving and both
-// vectorizers on (as upstream's makeOptimizingTransformer), plus ExitThreadLoopsAtGuards before
-// the vectorizers, on the functions whose names end with `entrySuffix`; before it, with
+// vectorizers on (as upstream's makeOptimizingTransformer), plus ExitThreadLoopsAtGuards and
+// then the row blocking of thread_rows.cpp before the vectorizers, on the functions whose names
+// end with `entrySuffix`; before them, with
 // `cpuCount` CPUs, the blocks entries multiversioned for them (see multiversionEntries).
 // Returns false with `*error` set (free it with LLVMDisposeMessage) on failure.
 LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef machine,
@@ -671,10 +683,10 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
                                  const char *const *cpus, unsigned cpuCount,
                                  const char *baselineCpu, unsigned levelOffset,
                                  const char *threadLoopMark, const char *threadBodyMark,
-                                 char **error) {
+                                 const char *threadsMark, char **error) {
   Module &M = *unwrap(module);
   auto *TM = reinterpret_cast<TargetMachine *>(machine);
-  markParallelThreadLoops(M, threadLoopMark, threadBodyMark);
+  markParallelThreadLoops(M, threadLoopMark, threadBodyMark, threadsMark);
   if (cpuCount > 0)
     multiversionEntries(M, entrySuffix, cpus, cpuCount, baselineCpu, levelOffset);
   PipelineTuningOptions tuning;
@@ -693,7 +705,8 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
   builder.registerLoopAnalyses(LAM);
   builder.crossRegisterProxies(LAM, FAM, CGAM, MAM);
   builder.registerVectorizerStartEPCallback(
-      [suffix = std::string(entrySuffix)](FunctionPassManager &FPM, OptimizationLevel) {
+      [suffix = std::string(entrySuffix),
+       threads = std::string(threadsMark)](FunctionPassManager &FPM, OptimizationLevel) {
         // Loops with preheaders, as the pass expects.
         FPM.addPass(LoopSimplifyPass());
         gpu_check::addBarrierGathering(FPM);
@@ -703,6 +716,7 @@ LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef mach
         gpu_check::addBarrierGathering(FPM);
         gpu_check::addCheckedLoopVersioning(FPM);
         FPM.addPass(LoopSimplifyPass());
+        gpu_host::addThreadRowBlocking(FPM, suffix, threads);
       });
   OptimizationLevel levels[] = {OptimizationLevel::O0, OptimizationLevel::O1,
                                 OptimizationLevel::O2, OptimizationLevel::O3};

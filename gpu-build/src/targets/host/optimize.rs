@@ -1,7 +1,8 @@
 //! The host target's optimization pipeline: LLVM's default pipeline plus a pass that lets a
 //! thread loop stop at the first thread a guard like `if (tid < stride)` turns away, when the
-//! rest of the block's threads would do nothing (`optimize.cpp`). LLVM's C API only takes
-//! pipeline text, which cannot add a pass of ours, hence the C++.
+//! rest of the block's threads would do nothing (`optimize.cpp`), and one that runs several rows
+//! of a block's threads together where they load the same values (`thread_rows.cpp`). LLVM's C
+//! API only takes pipeline text, which cannot add a pass of ours, hence the C++.
 
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::host_abi;
@@ -15,6 +16,11 @@ use std::ffi::{c_char, CStr, CString};
 /// Metadata kind the host target puts on the back edge of a thread loop whose iterations may run
 /// in any order (see `EntryBuilder::nest`); the pipeline makes it LLVM's parallel-loop metadata.
 pub(crate) const THREAD_LOOP_MARK: &str = "gpu_build.thread_loop";
+/// Metadata kind on the back edge of every thread loop (any dimension, a split kernel's regions
+/// too) whose thread ids are not kept in memory: its iterations are distinct threads between two
+/// barriers, which touch no memory another of them writes unless the kernel races. The pipeline
+/// makes it a loop property of the same name, which `thread_rows.cpp` reads.
+pub(crate) const THREADS_MARK: &str = "gpu_build.threads";
 /// Metadata kind on the call of the kernel's body in such a loop: its memory accesses, once
 /// inlined, are the loop's, which LLVM's parallel-loop metadata must list.
 pub(crate) const THREAD_BODY_MARK: &str = "gpu_build.thread_body";
@@ -31,6 +37,7 @@ extern "C" {
         level_offset: u32,
         thread_loop_mark: *const c_char,
         thread_body_mark: *const c_char,
+        threads_mark: *const c_char,
         error: *mut *mut c_char,
     ) -> LLVMBool;
 }
@@ -49,6 +56,7 @@ pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> R
     let suffix = c_string(&host_abi::blocks_entry("", ""))?;
     let thread_loop_mark = c_string(THREAD_LOOP_MARK)?;
     let thread_body_mark = c_string(THREAD_BODY_MARK)?;
+    let threads_mark = c_string(THREADS_MARK)?;
     let all_cpus = host_abi::X86_64_CPUS
         .iter()
         .map(|cpu| c_string(cpu))
@@ -74,6 +82,7 @@ pub(crate) fn optimize(module: &Module, machine: &TargetMachine, level: u8) -> R
             host_abi::CPU_LEVEL_OFFSET as u32,
             thread_loop_mark.as_ptr(),
             thread_body_mark.as_ptr(),
+            threads_mark.as_ptr(),
             &mut error,
         )
     };

@@ -80,11 +80,19 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         // run-time checks that the kernel's pointers do not overlap (each 16-thread row of a
         // stencil paid them). `optimize.cpp` turns these marks into LLVM's parallel-loop
         // metadata, which needs distinct nodes the C API cannot make.
+        let llvm = self.job.llvm;
+        let mark = llvm.metadata_node(&[]);
+        // Every loop of the nest, a split kernel's too, runs distinct threads of one region when
+        // no thread id is kept in memory: `thread_rows.cpp` may run several of its iterations
+        // together.
+        if !innermost.tid_read_elsewhere {
+            back_edge
+                .set_metadata(mark, llvm.get_kind_id(optimize::THREADS_MARK))
+                .map_err(|e| Error::new(ErrorKind::Codegen, format!("thread loop mark: {e}")))?;
+        }
         if let Some(call) =
             body_call.filter(|_| !innermost.tid_read_elsewhere && innermost.region.is_none())
         {
-            let llvm = self.job.llvm;
-            let mark = llvm.metadata_node(&[]);
             call.set_metadata(mark, llvm.get_kind_id(optimize::THREAD_BODY_MARK))
                 .and_then(|_| {
                     back_edge.set_metadata(mark, llvm.get_kind_id(optimize::THREAD_LOOP_MARK))
