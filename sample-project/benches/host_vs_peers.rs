@@ -20,7 +20,12 @@
 //! The table is made at each CPU level the host objects carry that this processor runs, from
 //! its own down (x86-64-v4, x86-64-v3, x86-64): the benchmark runs itself again with
 //! `GPU_EMBED_HOST_CPU` set for each lower one (set it yourself to run one level only). The
-//! peers run again at each level, so every ratio compares figures of the same rounds.
+//! peers run again at each level, so every ratio compares figures of the same rounds. Intel's
+//! runtime is held to the same instruction set there (`CL_CONFIG_CPU_TARGET_ARCH`: core-avx2
+//! at x86-64-v3, corei7 — SSE4.2, its lowest — at x86-64), unless you set that yourself:
+//! otherwise an AVX2 row would measure our AVX2 code against Intel's AVX-512. PoCL 3.1 has no
+//! such setting (it ignores `POCL_LLVM_CPU_NAME`) and stays at the processor's own level; the
+//! header says where each peer runs.
 //!
 //! Besides the tables, one line per kernel and level for scripts: `ratio KERNEL host/pocl 0.93x
 //! host/intel 1.10x host/rayon 1.05x`, with `host/floor 1.01x` after the kernels that have a
@@ -144,12 +149,27 @@ fn main() {
     }
     for level in CPU_LEVELS[..cpu_level(&host).unwrap_or(0)].iter().rev() {
         println!("\n--- the same at GPU_EMBED_HOST_CPU={level} ---\n");
-        let status = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(std::env::args_os().skip(1))
-            .env("GPU_EMBED_HOST_CPU", level)
-            .status()
-            .unwrap();
+        let mut run = std::process::Command::new(std::env::current_exe().unwrap());
+        run.args(std::env::args_os().skip(1))
+            .env("GPU_EMBED_HOST_CPU", level);
+        if std::env::var_os(INTEL_TARGET_ARCH).is_none() {
+            run.env(INTEL_TARGET_ARCH, intel_target_arch(level));
+        }
+        let status = run.status().unwrap();
         assert!(status.success(), "the run at {level} failed: {status}");
+    }
+}
+
+/// The setting that lowers the instruction set Intel's CPU Runtime for OpenCL compiles for.
+const INTEL_TARGET_ARCH: &str = "CL_CONFIG_CPU_TARGET_ARCH";
+
+/// Intel's name for the instruction set of one of [`CPU_LEVELS`] below the processor's own:
+/// x86-64-v3 is AVX2 + FMA (core-avx2); x86-64's SSE2 has no match, corei7 (SSE4.2) is the
+/// lowest Intel's runtime takes.
+fn intel_target_arch(level: &str) -> &'static str {
+    match level {
+        "x86-64-v3" => "core-avx2",
+        _ => "corei7",
     }
 }
 
@@ -172,11 +192,15 @@ fn tables(host: &Device) {
     let peers: Peers = [loaded[0].as_ref(), loaded[1].as_ref()];
     let named = |index: usize| peers[index].map_or("absent", |peer| peer.name.as_str());
     println!(
-        "host target ({}) vs PoCL ({}) vs Intel ({}) vs rayon ({threads} threads) vs one \
-         thread; medians of {ROUNDS} alternating rounds, kernels only",
+        "host target ({}) vs PoCL ({}, its own instruction set) vs Intel ({}, {}) vs rayon \
+         ({threads} threads) vs one thread; medians of {ROUNDS} alternating rounds, kernels only",
         host.name(),
         named(0),
         named(1),
+        std::env::var(INTEL_TARGET_ARCH)
+            .map_or("its own instruction set".to_string(), |arch| format!(
+                "{INTEL_TARGET_ARCH}={arch}"
+            )),
     );
     // `cargo bench` passes its own flags (`--bench`); the other arguments name kernels.
     let only: Vec<String> = std::env::args()
