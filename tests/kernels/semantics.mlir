@@ -247,5 +247,45 @@ module attributes {gpu.container_module} {
       memref.store %swapped, %out[%b, %y, %x] : memref<?x32x32xf32>
       gpu.return
     }
+
+    // One thread of each block does a region's work: every thread writes tile[l] = 3 l + b (l
+    // its linear id in the block), then the thread whose linear id is %chosen, if any, stores
+    // the block's sum of the tile at out[b]. The host runs that region's thread loop from the
+    // chosen thread only, or not at all when no thread of a row has the id.
+    gpu.func @one_thread_works(%out: memref<?xi32>, %chosen: index)
+        workgroup(%tile: memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %x = gpu.thread_id x
+      %y = gpu.thread_id y
+      %z = gpu.thread_id z
+      %b = gpu.block_id x
+      %width = gpu.block_dim x
+      %height = gpu.block_dim y
+      %depth = gpu.block_dim z
+      %plane = arith.muli %width, %height : index
+      %threads = arith.muli %plane, %depth : index
+      %rows_before = arith.muli %z, %height : index
+      %row_index = arith.addi %rows_before, %y : index
+      %row = arith.muli %row_index, %width : index
+      %linear = arith.addi %row, %x : index
+      %three_l = arith.muli %linear, %c3 : index
+      %value = arith.addi %three_l, %b : index
+      %value32 = arith.index_cast %value : index to i32
+      memref.store %value32, %tile[%linear] : memref<1024xi32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %is_chosen = arith.cmpi eq, %linear, %chosen : index
+      scf.if %is_chosen {
+        %zero = arith.constant 0 : i32
+        %sum = scf.for %k = %c0 to %threads step %c1 iter_args(%acc = %zero) -> (i32) {
+          %slot = memref.load %tile[%k] : memref<1024xi32, #gpu.address_space<workgroup>>
+          %next = arith.addi %acc, %slot : i32
+          scf.yield %next : i32
+        }
+        memref.store %sum, %out[%b] : memref<?xi32>
+      }
+      gpu.return
+    }
   }
 }

@@ -497,6 +497,30 @@ fn host_thread_rows_share_the_tile_loads_of_the_matmul() {
     }
 }
 
+/// The block sum's last region, which only thread 0 works in (`if (thread == 0)` after
+/// `gpu.all_reduce`, with the total kept in a register from the thread that computed it), runs
+/// that thread alone at every CPU level: its thread loop starts at the thread whose id matches,
+/// tested once per row (`%in_row`), instead of testing every thread of the block (seeded: with
+/// optimize.cpp's enterAtMatch off, no entry has the test).
+#[test]
+fn host_regions_of_thread_zero_run_one_thread() {
+    let ir = optimized_host_ir("block_total", &[]);
+    for entry in [
+        "block_total.x86-64-v3.blocks(",
+        "block_total.x86-64-v4.blocks(",
+        "block_total.blocks(",
+    ] {
+        let function = ir
+            .split("\ndefine ")
+            .find(|f| f.lines().next().is_some_and(|l| l.contains(entry)))
+            .unwrap_or_else(|| panic!("the entry {entry}"));
+        assert!(
+            function.contains("%in_row"),
+            "{entry}: the thread-0 region walks every thread"
+        );
+    }
+}
+
 /// Whether `block` calls a hook with a workgroup variable's description followed by `count`
 /// `i64` arguments (each a plain value or a name) and then an `i32` (the thread ids).
 fn passes_variable_then_i64s(block: &str, count: usize) -> bool {

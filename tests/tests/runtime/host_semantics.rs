@@ -1344,6 +1344,47 @@ fn a_kernel_declaring_its_block_size_runs_right_at_that_size_and_at_others() {
     }
 }
 
+/// A region only one thread of a block works in (`if (linear id == chosen)`) runs that thread
+/// wherever it is in the block, in whichever row, and none where no thread has the id (the
+/// host's thread loop starts at the chosen thread: optimize.cpp's enterAtMatch).
+#[test]
+fn a_region_one_chosen_thread_works_in_runs_that_thread_only() {
+    let host = Device::host();
+    let blocks = 5;
+    for (block, chosen) in [
+        ([8, 4, 1], 0),
+        ([8, 4, 1], 13),
+        ([8, 4, 1], 31),
+        ([8, 4, 1], 32),
+        ([8, 4, 1], usize::MAX),
+        ([32, 1, 1], 7),
+        ([4, 4, 2], 21),
+    ] {
+        let threads = block.iter().product::<u32>() as i32;
+        let out = DeviceBuffer::from_slice(&host, &[-1i32; 5]).unwrap();
+        // SAFETY: every block has at most 1024 threads (the tile's size); the chosen thread of
+        // block b writes out[b] only, b < 5.
+        unsafe {
+            semantics::one_thread_works(&host, &config([blocks, 1, 1], block, 0), &out, chosen)
+        }
+        .unwrap();
+        let want: Vec<i32> = (0..blocks as i32)
+            .map(|b| {
+                if chosen < threads as usize {
+                    (0..threads).map(|l| 3 * l + b).sum()
+                } else {
+                    -1
+                }
+            })
+            .collect();
+        assert_eq!(
+            out.to_vec().unwrap(),
+            want,
+            "blocks of {block:?}, thread {chosen}"
+        );
+    }
+}
+
 /// Fails naming the first element that differs (a whole buffer is too long to read).
 fn assert_same(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
