@@ -685,6 +685,8 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
           once = true;
           break;
         }
+        // The match first: `id == value` is also a guard versionAtGuard takes, whose copy
+        // without the test would run only where every thread of a row has the id.
         if (enterAtMatch(*L, LI, DT, SE) || versionAtGuard(*L, LI, DT, SE) ||
             gpu_host::exitAtGuard(*L, DT, SE)) {
           once = true;
