@@ -208,7 +208,7 @@ fn expand_module(
     let mut statics = TokenStream::new();
     let mut entries = Vec::new();
     for (index, object) in objects.iter().enumerate() {
-        let embedded = abi::embed(module, object, index, out_dir)?;
+        let embedded = abi::embed(module, object, index, out_dir);
         statics.extend(embedded.items);
         entries.push(embedded.entry);
     }

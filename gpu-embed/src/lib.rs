@@ -68,8 +68,6 @@ mod tracking;
 pub use binary::{
     Binary, Format, HostBlocksEntry, HostEntry, HostKernel, LoadRequirement, Object, Vendor,
 };
-pub use binary::{LevelZeroArgument, LevelZeroArgumentKind, LevelZeroKernel};
-pub use binary::{VulkanArgument, VulkanBinding, VulkanKernel, VulkanLogRecord};
 pub use bytemuck::Pod;
 pub use device::{Device, MemoryInfo, Queue, Stream};
 /// The raw driver APIs (generated from `cuda.h` and the HIP headers), for calls the safe API

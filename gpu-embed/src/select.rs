@@ -202,9 +202,9 @@ mod tests {
     #[cfg(feature = "vulkan")]
     fn vulkan_takes_the_newest_version_the_device_has() {
         static VULKAN: [Object; 3] = [
-            Object::vulkan("vulkan1.1", b"spirv11", &["Shader"], &[]),
-            Object::vulkan("vulkan1.3", b"spirv13", &["Shader"], &[]),
-            Object::vulkan("vulkan1.2", b"spirv12", &["Shader"], &[]),
+            Object::new(Vendor::Vulkan, "vulkan1.1", Format::Bin, b"spirv11"),
+            Object::new(Vendor::Vulkan, "vulkan1.3", Format::Bin, b"spirv13"),
+            Object::new(Vendor::Vulkan, "vulkan1.2", Format::Bin, b"spirv12"),
         ];
         static BINARY: Binary = Binary::new("k", &VULKAN, &["k"]);
         let chosen = |arch: &str| select(&BINARY, &device(Vendor::Vulkan, arch)).map(|o| o.bytes());

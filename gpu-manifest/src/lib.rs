@@ -25,11 +25,9 @@ mod abi;
 pub mod call;
 pub mod host_image;
 
-pub use abi::{
-    HostEntries, LevelZeroArgument, LevelZeroEntries, LevelZeroKernel, LevelZeroLaunchArgument,
-    LevelZeroLaunchKind, ObjectAbi, VulkanBinding, VulkanBindingKind, VulkanEntries, VulkanKernel,
-    VulkanLaunchBinding, VulkanLogEntry, VulkanLogValue, WORKGROUP_SIZE_SPEC_IDS,
-};
+pub mod targets;
+
+pub use abi::{decode_abi, EncodedAbi, HostEntries, ObjectAbi};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -173,7 +171,9 @@ pub mod host_abi {
 }
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 9;
+/// Version 10: a Vulkan or Level Zero object's ABI is the target's own value, encoded
+/// ([`ObjectAbi::Encoded`]), where 9 had a variant of its own per target.
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
 pub const MANIFEST_PATH: &str = "gpu-build/manifest.json";
@@ -363,6 +363,12 @@ impl ArgumentKind {
 }
 
 impl Kernel {
+    /// The index of the first lowered parameter of source argument `argument` (a memref's
+    /// allocated pointer); `None` when it has none.
+    pub fn first_param(&self, argument: usize) -> Option<usize> {
+        self.params.iter().position(|p| p.argument == argument)
+    }
+
     /// Per lowered parameter, the name of the source argument it was lowered from (`#i` for
     /// argument i where the source gives it none).
     pub fn parameter_names(&self) -> Vec<String> {
@@ -946,15 +952,16 @@ mod tests {
 
     #[test]
     fn a_manifest_of_the_previous_schema_is_refused_naming_both_versions() {
-        // Schema 6 carried an object's ABI as optional `host`, `vulkan` and `level_zero` fields.
-        let old = r#"{"schema_version": 6, "generator": "gpu-build 0.1.0", "modules": [{
+        // Schema 9 carried a Vulkan object's ABI as a variant of its own (`"kind": "vulkan"`).
+        let old = r#"{"schema_version": 9, "generator": "gpu-build 0.1.0", "modules": [{
             "source": "k.mlir", "name": "k", "kernels": [], "objects": [{
-                "vendor": "host", "chip": "x86_64-unknown-linux-gnu", "format": "bin",
-                "triple": "x86_64-unknown-linux-gnu", "features": "", "opt_level": 2,
-                "path": "gpu-build/k/k.o", "size": 1, "sha256": "00",
-                "host": {"symbol_prefix": "__gpu_host__k__", "coroutine_kernels": []}}]}]}"#;
+                "vendor": "vulkan", "chip": "vulkan1.1", "format": "bin",
+                "triple": "spirv", "features": "", "opt_level": 2,
+                "path": "gpu-build/k/k.spv", "size": 1, "sha256": "00",
+                "abi": {"kind": "vulkan", "spirv_version": "1.3", "capabilities": [],
+                        "extensions": [], "kernels": []}}]}]}"#;
         let message = Manifest::from_json(old).unwrap_err().to_string();
-        assert!(message.contains("schema version 6"), "{message}");
+        assert!(message.contains("schema version 9"), "{message}");
         assert!(
             message.contains(&format!("understands version {SCHEMA_VERSION}")),
             "{message}"
@@ -984,23 +991,49 @@ mod tests {
         assert_eq!(serde_json::from_value::<ObjectAbi>(json).unwrap(), checked);
         let plain = serde_json::to_value(ObjectAbi::LoweredParams).unwrap();
         assert_eq!(plain, serde_json::json!({"kind": "lowered_params"}));
-        let vulkan = ObjectAbi::Vulkan(VulkanEntries {
+        let vulkan = targets::vulkan::VulkanAbi {
             spirv_version: "1.3".into(),
             capabilities: vec!["Shader".into()],
             extensions: Vec::new(),
             kernels: Vec::new(),
-        });
-        let json = serde_json::to_string(&vulkan).unwrap();
-        assert!(json.starts_with(r#"{"kind":"vulkan","#), "{json}");
-        assert_eq!(serde_json::from_str::<ObjectAbi>(&json).unwrap(), vulkan);
-        let level_zero = serde_json::to_value(ObjectAbi::LevelZero(LevelZeroEntries {
+        };
+        let encoded = ObjectAbi::encode(&vulkan).unwrap();
+        let json = serde_json::to_string(&encoded).unwrap();
+        assert!(json.starts_with(r#"{"kind":"encoded","value":{"#), "{json}");
+        assert_eq!(serde_json::from_str::<ObjectAbi>(&json).unwrap(), encoded);
+        assert_eq!(
+            encoded.decode::<targets::vulkan::VulkanAbi>().unwrap(),
+            vulkan
+        );
+    }
+
+    #[test]
+    fn an_encoded_abi_reads_back_from_its_text_and_a_wrong_one_is_an_error() {
+        use targets::levelzero::{LevelZeroAbi, LevelZeroArgument, LevelZeroArgumentKind};
+        use targets::vulkan::VulkanAbi;
+        let abi = LevelZeroAbi {
             spirv_version: "1.0".into(),
-            capabilities: Vec::new(),
+            capabilities: vec!["Kernel".into()],
             extensions: Vec::new(),
-            kernels: Vec::new(),
-        }))
-        .unwrap();
-        assert_eq!(level_zero["kind"], "level_zero");
+            kernels: vec![targets::levelzero::LevelZeroKernel {
+                name: "k".into(),
+                workgroup_memory: 0,
+                arguments: vec![LevelZeroArgument {
+                    param: 3,
+                    kind: LevelZeroArgumentKind::Scalar { bytes: 4 },
+                }],
+            }],
+        };
+        let text = ObjectAbi::encode(&abi).unwrap().encoded_text().unwrap();
+        assert_eq!(decode_abi::<LevelZeroAbi>(&text).unwrap(), abi);
+        let wrong =
+            decode_abi::<VulkanAbi>(&text.replace("\"kernels\"", "\"entries\"")).unwrap_err();
+        assert!(
+            wrong.contains("VulkanAbi") && wrong.contains("one release"),
+            "{wrong}"
+        );
+        assert!(ObjectAbi::LoweredParams.encoded_text().is_none());
+        assert!(ObjectAbi::LoweredParams.decode::<LevelZeroAbi>().is_err());
     }
 
     #[test]

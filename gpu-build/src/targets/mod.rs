@@ -5,10 +5,9 @@
 //! target by name. `spec.rs` reads and checks target descriptions through it.
 //!
 //! Adding a target: its folder implementing `Target` (which alone builds its objects'
-//! `gpu_manifest::ObjectAbi`), one line in [`target`], one `Vendor` (gpu-manifest), an
-//! `ObjectAbi` variant with its arm in `include_gpu_binary!`'s `abi/` registry where its driver
-//! needs more than the lowered parameters, and its driver in gpu-embed (CONTRIBUTING.md lists
-//! each).
+//! `gpu_manifest::ObjectAbi`), one line in [`target`], one `Vendor` (gpu-manifest), its ABI type
+//! in `gpu_manifest::targets` where its driver needs more than the lowered parameters, and its
+//! driver in gpu-embed (CONTRIBUTING.md lists each).
 
 pub(crate) mod amdgpu;
 pub(crate) mod attr;

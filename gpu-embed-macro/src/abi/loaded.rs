@@ -1,6 +1,6 @@
-//! Objects a driver loads as they are and launches with the kernels' lowered parameters
-//! (PTX, cubins, hsaco): their bytes, vendor, chip, format and what loading them asks of the
-//! driver.
+//! Objects a driver loads: their bytes, vendor, chip, format, what loading them asks of the
+//! driver and, where their target wrote one, the text of their ABI, which only their driver
+//! reads (a Vulkan object's bindings: `gpu_manifest::targets`).
 
 use super::{object_bytes, Embedded};
 use gpu_manifest::{Format, LoadRequirement, Object};
@@ -20,9 +20,13 @@ pub(super) fn embed(object: &Object, index: usize, out_dir: &Path) -> Embedded {
         let requirement = requirement_tokens(requirement);
         quote!(.requiring(#requirement))
     });
+    let with_abi = object
+        .abi
+        .encoded_text()
+        .map(|text| quote!(.with_abi(#text)));
     Embedded {
         items,
-        entry: quote!(::gpu_embed::Object::new(::gpu_embed::Vendor::#vendor, #chip, #format, &#bytes.0)#requiring),
+        entry: quote!(::gpu_embed::Object::new(::gpu_embed::Vendor::#vendor, #chip, #format, &#bytes.0)#requiring #with_abi),
     }
 }
 

@@ -1,11 +1,11 @@
 //! Each object as the runtime takes it, by its ABI: the one place that matches on
-//! [`ObjectAbi`], handing every object to the file of its kind. The rest of the macro carries
-//! objects without knowing their targets.
+//! [`ObjectAbi`]. Objects a driver loads are embedded as their bytes and, where their target
+//! describes them further for their driver, that description's text, unread (`loaded.rs`); host
+//! objects, whose kernels are Rust symbols, as declarations of their entry points (`host.rs`).
+//! The rest of the macro carries objects without knowing their targets.
 
 mod host;
-mod level_zero;
 mod loaded;
-mod vulkan;
 
 use gpu_manifest::{GpuModule, Object, ObjectAbi};
 use proc_macro2::TokenStream;
@@ -21,17 +21,10 @@ pub(crate) struct Embedded {
 }
 
 /// The object numbered `index` among `module`'s embedded objects.
-pub(crate) fn embed(
-    module: &GpuModule,
-    object: &Object,
-    index: usize,
-    out_dir: &Path,
-) -> syn::Result<Embedded> {
+pub(crate) fn embed(module: &GpuModule, object: &Object, index: usize, out_dir: &Path) -> Embedded {
     match &object.abi {
-        ObjectAbi::Host(entries) => Ok(host::embed(module, object, entries, index)),
-        ObjectAbi::Vulkan(entries) => vulkan::embed(module, object, entries, index, out_dir),
-        ObjectAbi::LevelZero(entries) => level_zero::embed(module, object, entries, index, out_dir),
-        ObjectAbi::LoweredParams => Ok(loaded::embed(object, index, out_dir)),
+        ObjectAbi::Host(entries) => host::embed(module, object, entries, index),
+        ObjectAbi::Encoded(_) | ObjectAbi::LoweredParams => loaded::embed(object, index, out_dir),
     }
 }
 

@@ -147,7 +147,7 @@ pub(crate) trait Driver: Sync {
         HostMemory::Separate
     }
     /// Whether an object handed over at run time loads only with its kernels' ABI registered
-    /// first (`mgpu::register_vulkan_object`): Vulkan, whose SPIR-V does not say how the
+    /// first (`mgpu::register_object`): Vulkan and OpenCL, whose SPIR-V does not say how the
     /// arguments bind.
     #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
     fn needs_registered_abi(&self) -> bool {

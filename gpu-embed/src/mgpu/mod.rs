@@ -33,10 +33,9 @@
 //! Layout: `shims.rs`, the exported functions for modules, launches, streams, events and memory;
 //! `state.rs`, the runtime's state and the tables that turn the program's opaque pointers back
 //! into typed driver handles; `memref.rs`, memrefs at the ABI; `registered.rs`, the objects
-//! registered with their ABI; `vulkan.rs`, Vulkan objects' registration and staged launches;
-//! `level_zero.rs`, Level Zero objects' registration; `timing.rs`, launch times.
+//! registered with their ABI; `vulkan.rs`, Vulkan launches that stage host memory; `timing.rs`,
+//! launch times.
 
-mod level_zero;
 mod memref;
 mod registered;
 mod shims;
@@ -45,35 +44,13 @@ mod timing;
 mod vulkan;
 
 pub use memref::*;
+pub use registered::register_object;
 pub use shims::*;
 pub use state::{device, use_device};
-pub use vulkan::register_vulkan_object;
 
 use crate::error::{Error, ErrorKind, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
-
-/// Registers the kernel ABI of an object the program will hand to `mgpuModuleLoad`, as its
-/// gpu-build manifest describes it (`abi`; `kernels` are the gpu.module's kernels): for Vulkan
-/// and Level Zero objects, whose drivers need it; nothing for other objects, whose bytes say
-/// everything. `gpu-build run` calls this for every object before it runs the program.
-#[doc(hidden)]
-pub fn register_object(
-    chip: &str,
-    bytes: &[u8],
-    kernels: &[gpu_manifest::Kernel],
-    abi: &gpu_manifest::ObjectAbi,
-) -> Result<()> {
-    match abi {
-        gpu_manifest::ObjectAbi::Vulkan(entries) => {
-            vulkan::register_vulkan_object(chip, bytes, kernels, entries)
-        }
-        gpu_manifest::ObjectAbi::LevelZero(entries) => {
-            level_zero::register_level_zero_object(chip, bytes, kernels, entries)
-        }
-        gpu_manifest::ObjectAbi::LoweredParams | gpu_manifest::ObjectAbi::Host(_) => Ok(()),
-    }
-}
 
 /// How many errors the checked host kernels of this process reported: accesses outside their
 /// bounds, races and uninitialized reads of workgroup memory, divergent barriers (`gpu-build
@@ -195,23 +172,43 @@ mod tests {
     }
 
     #[test]
-    fn a_vulkan_abi_naming_a_missing_kernel_is_refused() {
-        let entries = gpu_manifest::VulkanEntries {
-            spirv_version: "1.3".into(),
-            capabilities: vec!["Shader".into()],
-            extensions: vec![],
-            kernels: vec![gpu_manifest::VulkanKernel {
-                name: "missing".into(),
-                workgroup_size: Some([1, 1, 1]),
-                workgroup_memory: 0,
-                subgroup_size: None,
-                max_block_threads: None,
-                bindings: vec![],
-                log: vec![],
-            }],
+    fn an_object_is_registered_once_and_only_with_an_abi_for_its_driver() {
+        use crate::binary::Vendor;
+        use gpu_manifest::targets::levelzero::LevelZeroAbi;
+        use gpu_manifest::ObjectAbi;
+        let bytes = [7u8, 1, 2, 3, 4, 5, 6, 7];
+        let count = || {
+            lock(&registered::REGISTERED_OBJECTS)
+                .iter()
+                .filter(|r| r.object.bytes() == bytes)
+                .count()
         };
-        let error = register_vulkan_object("vulkan1.1", &[1, 2, 3, 4], &[], &entries).unwrap_err();
-        assert!(error.message().contains("kernel `missing`"), "{error}");
+        register_object(
+            Vendor::Nvptx,
+            "sm_80",
+            &bytes,
+            &[],
+            &ObjectAbi::LoweredParams,
+        );
+        assert_eq!(count(), 0, "its bytes say everything");
+        let written = LevelZeroAbi {
+            spirv_version: "1.0".into(),
+            capabilities: Vec::new(),
+            extensions: Vec::new(),
+            kernels: Vec::new(),
+        };
+        let abi = ObjectAbi::encode(&written).unwrap();
+        register_object(Vendor::LevelZero, "spirv1.0", &bytes, &[], &abi);
+        register_object(Vendor::LevelZero, "spirv1.0", &bytes, &[], &abi);
+        assert_eq!(count(), 1);
+        let registered = lock(&registered::REGISTERED_OBJECTS);
+        let object = registered
+            .iter()
+            .find(|r| r.object.bytes() == bytes)
+            .unwrap();
+        assert_eq!(object.object.vendor(), Vendor::LevelZero);
+        let decoded: LevelZeroAbi = object.object.decode_abi().unwrap();
+        assert_eq!(decoded, written);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 use super::registered::REGISTERED_OBJECTS;
 use super::state::{use_device, with_runtime, Function, Module};
 use super::timing::{launch_timed, Launch};
-use super::vulkan::launch_vulkan;
+use super::vulkan::{launch_vulkan, staged_kernel};
 use super::{invalid, lock, report};
+use crate::binary::Vendor;
 use crate::device::Device;
 use crate::driver::{HostMemory, Pattern};
 use crate::error::Result;
@@ -138,9 +139,12 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(
             handle: driver.function(&loaded.handle, &name)?,
             module: module.addr(),
             param_sizes: loaded.kernels.get(name.as_ref()).cloned(),
-            vulkan: loaded
-                .registered
-                .and_then(|object| object.vulkan_kernel(&name)),
+            vulkan: match loaded.registered {
+                Some(object) if object.vendor() == Vendor::Vulkan => {
+                    Some(staged_kernel(object, &name)?)
+                }
+                _ => None,
+            },
         };
         Ok(runtime.functions.insert(function))
     });
@@ -220,7 +224,7 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
             shared,
             stream: runtime.streams.stream(stream)?,
         };
-        match function.vulkan {
+        match &function.vulkan {
             // SAFETY: the caller's guarantee.
             Some(kernel) => unsafe {
                 launch_vulkan(runtime, driver, kernel, &launch, params, &sizes)

@@ -2,10 +2,11 @@
 //! it gave the program, by the opaque pointer the program holds.
 
 use super::invalid;
-use crate::binary::{Object, VulkanKernel};
+use crate::binary::Object;
 use crate::device::Device;
 use crate::driver::{self, Driver, EventHandle, FunctionHandle, ModuleHandle, StreamHandle};
 use crate::error::Result;
+use gpu_manifest::targets::vulkan::VulkanKernel;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,7 +34,7 @@ pub(super) struct Module {
     pub handle: ModuleHandle,
     /// A host image's or a registered object's kernels: their parameter sizes by name.
     pub kernels: HashMap<String, Vec<usize>>,
-    /// The registered (Vulkan, Level Zero) object it was loaded from.
+    /// The registered object it was loaded from (one whose driver needs its ABI).
     pub registered: Option<&'static Object>,
 }
 
@@ -47,7 +48,7 @@ pub(super) struct Function {
     pub param_sizes: Option<Vec<usize>>,
     /// How its arguments are bound, for a Vulkan kernel (the launch stages the host memory
     /// it is passed).
-    pub vulkan: Option<&'static VulkanKernel>,
+    pub vulkan: Option<VulkanKernel>,
 }
 
 /// Handles given to the program as opaque pointers: each pointer a number given out once, so a

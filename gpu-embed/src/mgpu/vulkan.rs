@@ -1,103 +1,23 @@
-//! Vulkan objects handed over at run time: their kernel ABI, registered by the program's runner
-//! (a `gpu.binary` holds only the SPIR-V), and launches that stage host memory through device
-//! memory.
+//! Vulkan launches of a program's kernels that stage host memory through device memory (the
+//! kernels' bindings from their object's ABI, registered by the program's runner).
 
 use super::invalid;
-use super::registered::Registration;
 use super::state::Runtime;
 use super::timing::{launch_timed, Launch};
-use crate::binary::{Object, VulkanArgument, VulkanBinding, VulkanKernel, VulkanLogRecord};
+use crate::binary::Object;
 use crate::driver::Driver;
 use crate::error::Result;
+use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanBinding, VulkanBindingKind, VulkanKernel};
 use std::ffi::c_void;
 
-/// Registers the kernel ABI of a Vulkan (SPIR-V) object that the program will hand to
-/// `mgpuModuleLoad`: a `gpu.binary` holds only the SPIR-V, and the Vulkan driver binds each
-/// kernel argument as the object's ABI says (its storage-buffer binding and where its value is
-/// among the launch's lowered parameters). `chip` (`vulkan1.1`), `kernels` (the gpu.module's
-/// kernels, whose `params` say where each argument's lowered parameters start) and `entries`
-/// come from the gpu-build manifest that describes `spirv`. `gpu-build run` calls this for
-/// every Vulkan object before it runs the program.
-///
-/// `mgpuModuleLoad` finds the object again by its bytes (compared whole). Registering the same
-/// bytes again keeps the first registration. What is registered (a copy of the bytes, the
-/// tables) is leaked: loaded modules and their functions borrow it for the life of the
-/// process, as an embedded object's tables live, and a program registers each object once.
-#[doc(hidden)]
-pub fn register_vulkan_object(
-    chip: &str,
-    spirv: &[u8],
-    kernels: &[gpu_manifest::Kernel],
-    entries: &gpu_manifest::VulkanEntries,
-) -> Result<()> {
-    let registration = Registration {
-        kind: "Vulkan",
-        chip,
-        spirv,
-        capabilities: &entries.capabilities,
-        kernels,
-        entries: entries
-            .kernels
-            .iter()
-            .map(|e| (e.name.as_str(), e))
-            .collect(),
-    };
-    registration.register(
-        |entry, kernel, name| {
-            let bindings: Vec<VulkanBinding> = entry
-                .launch_bindings(kernel)
-                .map_err(invalid)?
-                .into_iter()
-                .map(VulkanBinding::from)
-                .collect();
-            Ok(VulkanKernel {
-                name,
-                workgroup_size: entry.workgroup_size,
-                workgroup_memory: entry.workgroup_memory,
-                subgroup_size: entry.subgroup_size,
-                max_block_threads: entry.max_block_threads,
-                bindings: Box::leak(bindings.into_boxed_slice()),
-                log: Box::leak(
-                    entry
-                        .log
-                        .iter()
-                        .map(log_record)
-                        .collect::<Vec<_>>()
-                        .into_boxed_slice(),
-                ),
-            })
-        },
-        Object::vulkan,
-    )
-}
-
-/// The runtime's form of a manifest's log record kind, its strings leaked with the object's
-/// registration (once per object, for the life of the process).
-fn log_record(entry: &gpu_manifest::VulkanLogEntry) -> VulkanLogRecord {
-    let leak = |text: &String| -> &'static str { Box::leak(text.clone().into_boxed_str()) };
-    match entry {
-        gpu_manifest::VulkanLogEntry::Printf { format, arguments } => VulkanLogRecord::Printf {
-            format: leak(format),
-            floats: Box::leak(
-                arguments
-                    .iter()
-                    .map(|a| *a == gpu_manifest::VulkanLogValue::Float)
-                    .collect::<Vec<_>>()
-                    .into_boxed_slice(),
-            ),
-        },
-        gpu_manifest::VulkanLogEntry::Assertion {
-            message,
-            file,
-            line,
-            function,
-        } => VulkanLogRecord::Assertion {
-            message: leak(message),
-            file: leak(file),
-            line: *line,
-            function: leak(function),
-        },
-    }
+/// Kernel `name` of a registered Vulkan object, as its ABI says, for launches that stage host
+/// memory.
+pub(super) fn staged_kernel(object: &Object, name: &str) -> Result<VulkanKernel> {
+    let abi: VulkanAbi = object.decode_abi()?;
+    abi.kernels
+        .into_iter()
+        .find(|kernel| kernel.name == name)
+        .ok_or_else(|| invalid(format!("{} has no kernel `{name}`", object.describe())))
 }
 
 /// One range of host memory a Vulkan launch uses through device memory.
@@ -131,8 +51,8 @@ pub(super) unsafe fn launch_vulkan(
     let mut fields: Vec<Box<[u64; 3]>> = Vec::new();
     let mut rewritten: Vec<*mut c_void> = params.to_vec();
     let result = (|| {
-        for binding in kernel.bindings {
-            let VulkanArgument::Elements {
+        for binding in &kernel.bindings {
+            let VulkanBindingKind::Elements {
                 rank,
                 element_bytes,
             } = binding.kind

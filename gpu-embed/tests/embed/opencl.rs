@@ -3,8 +3,8 @@
 //! such device is found.
 //!
 //! The kernel is `fixtures/opencl/vadd.mlir`, compiled by gpu-build's levelzero target
-//! (`fixtures/opencl/regenerate.sh`); its argument table is written here as
-//! `include_gpu_binary!` writes it, and launched with the lowered parameters a stub passes.
+//! (`fixtures/opencl/regenerate.sh`); its ABI (the arguments' table) is written here as the
+//! target writes it, and launched with the lowered parameters a stub passes.
 //!
 //! The module runs again under valgrind's memcheck, with Intel's kernel vectorizer off
 //! (`CL_CONFIG_USE_VECTORIZER=False`): its vectorized kernels, taking a code path for the CPU
@@ -14,51 +14,57 @@
 //! over-reading RUNPATH strings while it maps Intel's libraries, suppressed by
 //! `fixtures/opencl/valgrind.supp` (explained there).
 
-use gpu_embed::{
-    Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, LevelZeroArgument,
-    LevelZeroArgumentKind, LevelZeroKernel, Object, Stream, Vendor,
+use crate::common::{binary, object_with_abi};
+use gpu_embed::{Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, Object, Stream, Vendor};
+use gpu_manifest::targets::levelzero::{
+    LevelZeroAbi, LevelZeroArgument, LevelZeroArgumentKind, LevelZeroKernel,
 };
 use std::ffi::c_void;
+use std::sync::LazyLock;
 
 static VADD_SPIRV: &[u8] = include_bytes!("fixtures/opencl/vadd.spv");
 
-const fn memref(param: usize) -> LevelZeroArgument {
-    LevelZeroArgument {
+/// The object's ABI: `vadd(a, b, c: memref<?xf32>, n: index)`, three descriptors of 5
+/// parameters, then `n`; and `vsub`, in the table but not in the program (a table and an object
+/// that disagree).
+fn vadd_abi() -> LevelZeroAbi {
+    let memref = |param| LevelZeroArgument {
         param,
         kind: LevelZeroArgumentKind::FirstElement { element_bytes: 4 },
+    };
+    let arguments = vec![
+        memref(0),
+        memref(5),
+        memref(10),
+        LevelZeroArgument {
+            param: 15,
+            kind: LevelZeroArgumentKind::Scalar { bytes: 8 },
+        },
+    ];
+    let kernel = |name: &str| LevelZeroKernel {
+        name: name.into(),
+        workgroup_memory: 0,
+        arguments: arguments.clone(),
+    };
+    LevelZeroAbi {
+        spirv_version: "1.0".into(),
+        capabilities: ["Addresses", "Kernel", "Int64"].map(String::from).to_vec(),
+        extensions: Vec::new(),
+        kernels: vec![kernel("vadd"), kernel("vsub")],
     }
 }
 
-/// `vadd(a, b, c: memref<?xf32>, n: index)`: three descriptors of 5 parameters, then `n`.
-static VADD_ARGUMENTS: [LevelZeroArgument; 4] = [
-    memref(0),
-    memref(5),
-    memref(10),
-    LevelZeroArgument {
-        param: 15,
-        kind: LevelZeroArgumentKind::Scalar { bytes: 8 },
-    },
-];
-static VADD_KERNELS: [LevelZeroKernel; 2] = [
-    LevelZeroKernel {
-        name: "vadd",
-        workgroup_memory: 0,
-        arguments: &VADD_ARGUMENTS,
-    },
-    // In the table, not in the program: a table and an object that disagree.
-    LevelZeroKernel {
-        name: "vsub",
-        workgroup_memory: 0,
-        arguments: &VADD_ARGUMENTS,
-    },
-];
-static VADD_OBJECTS: [Object; 1] = [Object::level_zero(
-    "spirv1.0",
-    VADD_SPIRV,
-    &["Addresses", "Kernel", "Int64"],
-    &VADD_KERNELS,
-)];
-static VADD: Binary = Binary::new("vadd", &VADD_OBJECTS, &["vadd", "vsub", "vmul"]);
+fn vadd_object(bytes: &'static [u8]) -> Object {
+    object_with_abi(Vendor::LevelZero, "spirv1.0", bytes, &vadd_abi())
+}
+
+static VADD: LazyLock<Binary> = LazyLock::new(|| {
+    binary(
+        "vadd",
+        vec![vadd_object(VADD_SPIRV)],
+        &["vadd", "vsub", "vmul"],
+    )
+});
 
 /// The same object with its words damaged after the header: SPIR-V the driver cannot take.
 static DAMAGED_SPIRV: [u8; 916] = {
@@ -74,22 +80,18 @@ static DAMAGED_SPIRV: [u8; 916] = {
     }
     bytes
 };
-static DAMAGED_OBJECTS: [Object; 1] = [Object::level_zero(
-    "spirv1.0",
-    &DAMAGED_SPIRV,
-    &["Addresses", "Kernel", "Int64"],
-    &VADD_KERNELS,
-)];
-static DAMAGED: Binary = Binary::new("damaged", &DAMAGED_OBJECTS, &["vadd"]);
+static DAMAGED: LazyLock<Binary> =
+    LazyLock::new(|| binary("damaged", vec![vadd_object(&DAMAGED_SPIRV)], &["vadd"]));
 
 /// Not SPIR-V at all: 18 bytes.
-static SHORT_OBJECTS: [Object; 1] = [Object::level_zero(
-    "spirv1.0",
-    b"not a SPIR-V file!",
-    &[],
-    &VADD_KERNELS,
-)];
-static SHORT: Binary = Binary::new("short", &SHORT_OBJECTS, &["vadd"]);
+static SHORT: LazyLock<Binary> = LazyLock::new(|| {
+    let abi = LevelZeroAbi {
+        capabilities: Vec::new(),
+        ..vadd_abi()
+    };
+    let object = object_with_abi(Vendor::LevelZero, "spirv1.0", b"not a SPIR-V file!", &abi);
+    binary("short", vec![object], &["vadd"])
+});
 
 #[test]
 fn memcheck() {

@@ -8,98 +8,115 @@
 //! binding tables are written here as `include_gpu_binary!` writes them, and launched with the
 //! lowered parameters a stub passes.
 
+use crate::common::{binary, object_with_abi};
 use gpu_embed::{
     memref_descriptor, Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, MemrefLayout,
-    MemrefType, MemrefView, Object, Queue, Stream, Vendor, VulkanArgument, VulkanBinding,
-    VulkanKernel,
+    MemrefType, MemrefView, Object, Queue, Stream, Vendor,
 };
+use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanBinding, VulkanBindingKind, VulkanKernel};
 use std::ffi::c_void;
+use std::sync::LazyLock;
 
 static VADD_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/vadd.spv");
 
-const fn memref(binding: u32, param: usize) -> VulkanBinding {
+fn memref(binding: u32, param: usize) -> VulkanBinding {
     memref_of(binding, param, 4)
 }
 
-const fn memref_of(binding: u32, param: usize, element_bytes: u32) -> VulkanBinding {
+fn memref_of(binding: u32, param: usize, element_bytes: u32) -> VulkanBinding {
     VulkanBinding {
         set: 0,
         binding,
         param,
-        kind: VulkanArgument::Elements {
+        kind: VulkanBindingKind::Elements {
             rank: 1,
             element_bytes,
         },
     }
 }
 
-/// `vadd(a, b, c: memref<?xf32>, n: index)`: three descriptors of 5 parameters, then `n`.
-static VADD_BINDINGS: [VulkanBinding; 4] = [
-    memref(0, 0),
-    memref(1, 5),
-    memref(2, 10),
+fn scalar(binding: u32, param: usize, bytes: u32) -> VulkanBinding {
     VulkanBinding {
         set: 0,
-        binding: 3,
-        param: 15,
-        kind: VulkanArgument::Scalar { bytes: 4 },
-    },
-];
-static VADD_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
-    name: "vadd",
-    workgroup_size: Some([64, 1, 1]),
-    workgroup_memory: 0,
-    subgroup_size: None,
-    max_block_threads: None,
-    bindings: &VADD_BINDINGS,
-    log: &[],
-}];
-static VADD_OBJECTS: [Object; 1] = [Object::vulkan(
-    "vulkan1.1",
-    VADD_SPIRV,
-    &["Shader"],
-    &VADD_KERNELS,
-)];
-static VADD: Binary = Binary::new("vadd", &VADD_OBJECTS, &["vadd"]);
+        binding,
+        param,
+        kind: VulkanBindingKind::Scalar { bytes },
+    }
+}
+
+/// A Vulkan object of `chip` with one kernel, compiled for `workgroup_size`, whose arguments
+/// are bound as `bindings` say.
+fn vulkan_object(
+    chip: &'static str,
+    spirv: &'static [u8],
+    capabilities: &[&str],
+    name: &str,
+    workgroup_size: [u32; 3],
+    bindings: Vec<VulkanBinding>,
+) -> Object {
+    let abi = VulkanAbi {
+        spirv_version: "1.3".into(),
+        capabilities: capabilities.iter().map(|c| c.to_string()).collect(),
+        extensions: Vec::new(),
+        kernels: vec![VulkanKernel {
+            name: name.into(),
+            workgroup_size: Some(workgroup_size),
+            workgroup_memory: 0,
+            subgroup_size: None,
+            max_block_threads: None,
+            bindings,
+            log: Vec::new(),
+        }],
+    };
+    object_with_abi(Vendor::Vulkan, chip, spirv, &abi)
+}
+
+/// `vadd(a, b, c: memref<?xf32>, n: index)`: three descriptors of 5 parameters, then `n`.
+fn vadd_bindings() -> Vec<VulkanBinding> {
+    vec![memref(0, 0), memref(1, 5), memref(2, 10), scalar(3, 15, 4)]
+}
+
+fn vadd_object(chip: &'static str, capabilities: &[&str]) -> Object {
+    vulkan_object(
+        chip,
+        VADD_SPIRV,
+        capabilities,
+        "vadd",
+        [64, 1, 1],
+        vadd_bindings(),
+    )
+}
+
+static VADD: LazyLock<Binary> = LazyLock::new(|| {
+    binary(
+        "vadd",
+        vec![vadd_object("vulkan1.1", &["Shader"])],
+        &["vadd"],
+    )
+});
 
 /// The same SPIR-V claiming a capability no Vulkan device has.
-static KERNEL_OBJECTS: [Object; 1] = [Object::vulkan(
-    "vulkan1.1",
-    VADD_SPIRV,
-    &["Shader", "Kernel"],
-    &VADD_KERNELS,
-)];
-static KERNEL_CAPABILITY: Binary = Binary::new("opencl", &KERNEL_OBJECTS, &["vadd"]);
+static KERNEL_CAPABILITY: LazyLock<Binary> = LazyLock::new(|| {
+    binary(
+        "opencl",
+        vec![vadd_object("vulkan1.1", &["Shader", "Kernel"])],
+        &["vadd"],
+    )
+});
 
 static WIDEN_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/widen.spv");
 /// `widen(a: memref<?xi8>, b: memref<?xi16>, h: memref<?xf16>, w: memref<?xi64>,
 /// out: memref<?xf64>, n: index)`.
-static WIDEN_BINDINGS: [VulkanBinding; 6] = [
-    memref_of(0, 0, 1),
-    memref_of(1, 5, 2),
-    memref_of(2, 10, 2),
-    memref_of(3, 15, 8),
-    memref_of(4, 20, 8),
-    VulkanBinding {
-        set: 0,
-        binding: 5,
-        param: 25,
-        kind: VulkanArgument::Scalar { bytes: 4 },
-    },
-];
-static WIDEN_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
-    name: "widen",
-    workgroup_size: Some([64, 1, 1]),
-    workgroup_memory: 0,
-    subgroup_size: None,
-    max_block_threads: None,
-    bindings: &WIDEN_BINDINGS,
-    log: &[],
-}];
-static WIDEN_OBJECTS: [Object; 1] = [Object::vulkan(
-    "vulkan1.1",
-    WIDEN_SPIRV,
-    &[
+static WIDEN: LazyLock<Binary> = LazyLock::new(|| {
+    let bindings = vec![
+        memref_of(0, 0, 1),
+        memref_of(1, 5, 2),
+        memref_of(2, 10, 2),
+        memref_of(3, 15, 8),
+        memref_of(4, 20, 8),
+        scalar(5, 25, 4),
+    ];
+    let capabilities = [
         "StorageBuffer8BitAccess",
         "Shader",
         "StorageBuffer16BitAccess",
@@ -108,83 +125,65 @@ static WIDEN_OBJECTS: [Object; 1] = [Object::vulkan(
         "Int8",
         "Int16",
         "Float16",
-    ],
-    &WIDEN_KERNELS,
-)];
-static WIDEN: Binary = Binary::new("widen", &WIDEN_OBJECTS, &["widen"]);
+    ];
+    let object = vulkan_object(
+        "vulkan1.1",
+        WIDEN_SPIRV,
+        &capabilities,
+        "widen",
+        [64, 1, 1],
+        bindings,
+    );
+    binary("widen", vec![object], &["widen"])
+});
 
 static SCALE2D_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/scale2d.spv");
-const MATRIX: VulkanArgument = VulkanArgument::Elements {
-    rank: 2,
-    element_bytes: 4,
-};
 /// `scale2d(in, out: memref<40x24xf32>, s: f32)`: two rank-2 descriptors of 7 parameters, then
 /// `s` (4 bytes).
-static SCALE2D_BINDINGS: [VulkanBinding; 3] = [
-    VulkanBinding {
+static SCALE2D: LazyLock<Binary> = LazyLock::new(|| {
+    let matrix = |binding, param| VulkanBinding {
         set: 0,
-        binding: 0,
-        param: 0,
-        kind: MATRIX,
-    },
-    VulkanBinding {
-        set: 0,
-        binding: 1,
-        param: 7,
-        kind: MATRIX,
-    },
-    VulkanBinding {
-        set: 0,
-        binding: 2,
-        param: 14,
-        kind: VulkanArgument::Scalar { bytes: 4 },
-    },
-];
-static SCALE2D_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
-    name: "scale2d",
-    workgroup_size: Some([8, 8, 1]),
-    workgroup_memory: 0,
-    subgroup_size: None,
-    max_block_threads: None,
-    bindings: &SCALE2D_BINDINGS,
-    log: &[],
-}];
-static SCALE2D_OBJECTS: [Object; 1] = [Object::vulkan(
-    "vulkan1.1",
-    SCALE2D_SPIRV,
-    &["Shader"],
-    &SCALE2D_KERNELS,
-)];
-static SCALE2D: Binary = Binary::new("scale2d", &SCALE2D_OBJECTS, &["scale2d"]);
+        binding,
+        param,
+        kind: VulkanBindingKind::Elements {
+            rank: 2,
+            element_bytes: 4,
+        },
+    };
+    let bindings = vec![matrix(0, 0), matrix(1, 7), scalar(2, 14, 4)];
+    let object = vulkan_object(
+        "vulkan1.1",
+        SCALE2D_SPIRV,
+        &["Shader"],
+        "scale2d",
+        [8, 8, 1],
+        bindings,
+    );
+    binary("scale2d", vec![object], &["scale2d"])
+});
 
 /// A binding table naming more lowered parameters than vadd's launch passes.
-static OVERLONG_BINDINGS: [VulkanBinding; 4] =
-    [memref(0, 0), memref(1, 5), memref(2, 10), memref(3, 14)];
-static OVERLONG_KERNELS: [VulkanKernel; 1] = [VulkanKernel {
-    name: "vadd",
-    workgroup_size: Some([64, 1, 1]),
-    workgroup_memory: 0,
-    subgroup_size: None,
-    max_block_threads: None,
-    bindings: &OVERLONG_BINDINGS,
-    log: &[],
-}];
-static OVERLONG_OBJECTS: [Object; 1] = [Object::vulkan(
-    "vulkan1.1",
-    VADD_SPIRV,
-    &["Shader"],
-    &OVERLONG_KERNELS,
-)];
-static OVERLONG: Binary = Binary::new("overlong", &OVERLONG_OBJECTS, &["vadd"]);
+static OVERLONG: LazyLock<Binary> = LazyLock::new(|| {
+    let bindings = vec![memref(0, 0), memref(1, 5), memref(2, 10), memref(3, 14)];
+    let object = vulkan_object(
+        "vulkan1.1",
+        VADD_SPIRV,
+        &["Shader"],
+        "vadd",
+        [64, 1, 1],
+        bindings,
+    );
+    binary("overlong", vec![object], &["vadd"])
+});
 
 /// The same SPIR-V for a Vulkan version no device has yet.
-static FUTURE_OBJECTS: [Object; 1] = [Object::vulkan(
-    "vulkan9.9",
-    VADD_SPIRV,
-    &["Shader"],
-    &VADD_KERNELS,
-)];
-static FUTURE: Binary = Binary::new("future", &FUTURE_OBJECTS, &["vadd"]);
+static FUTURE: LazyLock<Binary> = LazyLock::new(|| {
+    binary(
+        "future",
+        vec![vadd_object("vulkan9.9", &["Shader"])],
+        &["vadd"],
+    )
+});
 
 use crate::common::{on_vulkan, test_name};
 

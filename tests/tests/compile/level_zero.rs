@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use gpu_build::{ErrorKind, Vendor};
-use gpu_manifest::LevelZeroArgument;
+use gpu_manifest::targets::levelzero::{LevelZeroAbi, LevelZeroArgumentKind};
 use std::process::Command;
 
 /// The validator's environment for an object of `chip`: OpenCL 2.2's rules take SPIR-V up to
@@ -77,7 +77,7 @@ fn spirv_val_accepts_every_level_zero_object_for_its_spirv_version() {
                     object.path, object.chip
                 )
             });
-            let abi = object.abi.level_zero().expect("the Level Zero ABI");
+            let abi: LevelZeroAbi = object.abi.decode().expect("the Level Zero ABI");
             for capability in ["Addresses", "Kernel"] {
                 assert!(abi.capabilities.iter().any(|c| c == capability), "{abi:?}");
             }
@@ -106,28 +106,40 @@ fn the_manifest_records_pointers_scalar_widths_and_workgroup_memory() {
     assert_eq!(object.chip, "spirv1.3");
     assert_eq!(object.triple, "spirv64-unknown-unknown");
     assert!(object.path.ends_with(".spv"), "{}", object.path);
-    let abi = object.abi.level_zero().unwrap();
+    let abi: LevelZeroAbi = object.abi.decode().unwrap();
     assert!(abi.capabilities.iter().any(|c| c == "Int8"), "{abi:?}");
     assert!(!abi.capabilities.iter().any(|c| c == "Float64"), "{abi:?}");
     let kernel = |name: &str| abi.kernels.iter().find(|k| k.name == name).unwrap();
     assert_eq!(kernel("block_max").workgroup_memory, 64 * 4);
     assert_eq!(kernel("scale").workgroup_memory, 0);
-    use LevelZeroArgument::{Pointer, Scalar};
+    use LevelZeroArgumentKind::{FirstElement, Scalar};
+    // Each argument with its first lowered parameter (a memref's descriptor is 5 of them).
+    let arguments = |name: &str| -> Vec<(usize, LevelZeroArgumentKind)> {
+        kernel(name)
+            .arguments
+            .iter()
+            .map(|a| (a.param, a.kind))
+            .collect()
+    };
     // (x: memref<?xi8>, y: memref<?xf16>, z: memref<?xi64>, w: i64, n: index): `index` is 64
     // bits wide here, unlike Vulkan's 32.
     assert_eq!(
-        kernel("widths").arguments,
+        arguments("widths"),
         [
-            Pointer,
-            Pointer,
-            Pointer,
-            Scalar { bytes: 8 },
-            Scalar { bytes: 8 }
+            (0, FirstElement { element_bytes: 1 }),
+            (5, FirstElement { element_bytes: 2 }),
+            (10, FirstElement { element_bytes: 8 }),
+            (15, Scalar { bytes: 8 }),
+            (16, Scalar { bytes: 8 })
         ]
     );
     assert_eq!(
-        kernel("scale").arguments,
-        [Pointer, Scalar { bytes: 4 }, Scalar { bytes: 8 }]
+        arguments("scale"),
+        [
+            (0, FirstElement { element_bytes: 4 }),
+            (5, Scalar { bytes: 4 }),
+            (6, Scalar { bytes: 8 })
+        ]
     );
 }
 

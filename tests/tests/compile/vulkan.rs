@@ -4,7 +4,7 @@
 
 use crate::common::*;
 use gpu_build::{ErrorKind, Vendor};
-use gpu_manifest::VulkanBindingKind;
+use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanBindingKind, WORKGROUP_SIZE_SPEC_IDS};
 use std::process::Command;
 
 /// `spirv-val --target-env <chip>` on `spirv`: `Err` with its complaint when it refuses.
@@ -84,7 +84,7 @@ fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
                 object.path, object.chip
             )
         });
-        let vulkan = object.abi.vulkan().expect("the Vulkan ABI");
+        let vulkan: VulkanAbi = object.abi.decode().expect("the Vulkan ABI");
         assert!(vulkan.capabilities.contains(&"Shader".to_string()));
     }
     // The workgroup size is specialization constants: the `WorkgroupSize` built-in decorates a
@@ -101,7 +101,7 @@ fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
         text.contains(&format!("{built_in} = OpSpecConstantComposite")),
         "{text}"
     );
-    for id in gpu_manifest::WORKGROUP_SIZE_SPEC_IDS {
+    for id in WORKGROUP_SIZE_SPEC_IDS {
         assert!(text.contains(&format!("SpecId {id}")), "{id}: {text}");
     }
     // A check that could never fail would prove nothing: a damaged object is refused.
@@ -125,7 +125,7 @@ fn the_manifest_records_bindings_workgroup_sizes_and_the_capabilities_used() {
     let object = &module.objects[0];
     assert_eq!(object.chip, "vulkan1.1");
     assert!(object.path.ends_with(".spv"), "{}", object.path);
-    let vulkan = object.abi.vulkan().unwrap();
+    let vulkan: VulkanAbi = object.abi.decode().unwrap();
     // Only what the kernels use: 8-, 16- and 64-bit values and subgroup arithmetic, not Float64.
     for capability in [
         "Int8",
@@ -152,20 +152,25 @@ fn the_manifest_records_bindings_workgroup_sizes_and_the_capabilities_used() {
     assert_eq!(kernel("shuffle_sum").max_block_threads, Some(1024));
     assert_eq!(kernel("block_max").workgroup_memory, 64 * 4);
     let widths = kernel("widths");
-    let bindings: Vec<(u32, u32, VulkanBindingKind)> = widths
+    // Each binding with its argument's first lowered parameter (a 1-D memref's descriptor is 5).
+    let bindings: Vec<(u32, u32, usize, VulkanBindingKind)> = widths
         .bindings
         .iter()
-        .map(|b| (b.set, b.binding, b.kind))
+        .map(|b| (b.set, b.binding, b.param, b.kind))
         .collect();
+    let elements = |element_bytes| VulkanBindingKind::Elements {
+        rank: 1,
+        element_bytes,
+    };
     assert_eq!(
         bindings,
         [
-            (0, 0, VulkanBindingKind::Elements { element_bytes: 1 }),
-            (0, 1, VulkanBindingKind::Elements { element_bytes: 2 }),
-            (0, 2, VulkanBindingKind::Elements { element_bytes: 8 }),
-            (0, 3, VulkanBindingKind::Scalar { bytes: 8 }),
+            (0, 0, 0, elements(1)),
+            (0, 1, 5, elements(2)),
+            (0, 2, 10, elements(8)),
+            (0, 3, 15, VulkanBindingKind::Scalar { bytes: 8 }),
             // `index` travels as 32 bits.
-            (0, 4, VulkanBindingKind::Scalar { bytes: 4 }),
+            (0, 4, 16, VulkanBindingKind::Scalar { bytes: 4 }),
         ]
     );
     // The stubs' parameters are those of every other target: a memref is its descriptor.
@@ -191,23 +196,32 @@ fn memrefs_with_dynamic_inner_sizes_get_their_sizes_as_hidden_bindings() {
         },
     );
     let object = &report.manifest.modules[0].objects[0];
-    let jacobi = &object.abi.vulkan().unwrap().kernels[0];
-    let size = |argument, dim| VulkanBindingKind::MemrefSize { argument, dim };
-    let bindings: Vec<(u32, VulkanBindingKind)> = jacobi
+    let vulkan: VulkanAbi = object.abi.decode().unwrap();
+    let jacobi = &vulkan.kernels[0];
+    let size = |argument, dim| VulkanBindingKind::MemrefSize {
+        argument,
+        rank: 2,
+        dim,
+    };
+    // Each with where its memref's descriptor starts among the lowered parameters (7 each).
+    let bindings: Vec<(u32, usize, VulkanBindingKind)> = jacobi
         .bindings
         .iter()
-        .map(|b| (b.binding, b.kind))
+        .map(|b| (b.binding, b.param, b.kind))
         .collect();
-    let elements = VulkanBindingKind::Elements { element_bytes: 4 };
+    let elements = VulkanBindingKind::Elements {
+        rank: 2,
+        element_bytes: 4,
+    };
     assert_eq!(
         bindings,
         [
-            (0, elements),
-            (1, elements),
-            (2, size(0, 0)),
-            (3, size(0, 1)),
-            (4, size(1, 0)),
-            (5, size(1, 1)),
+            (0, 0, elements),
+            (1, 7, elements),
+            (2, 0, size(0, 0)),
+            (3, 0, size(0, 1)),
+            (4, 7, size(1, 0)),
+            (5, 7, size(1, 1)),
         ]
     );
     // A size read with an index the kernel computes cannot become one argument.
@@ -232,15 +246,17 @@ fn pointer_arguments_of_llvm_dialect_kernels_are_bound_from_their_address() {
         },
     );
     let object = &report.manifest.modules[0].objects[0];
-    let saxpy = &object.abi.vulkan().unwrap().kernels[0];
-    let kinds: Vec<VulkanBindingKind> = saxpy.bindings.iter().map(|b| b.kind).collect();
+    let vulkan: VulkanAbi = object.abi.decode().unwrap();
+    let saxpy = &vulkan.kernels[0];
+    let kinds: Vec<(usize, VulkanBindingKind)> =
+        saxpy.bindings.iter().map(|b| (b.param, b.kind)).collect();
     assert_eq!(
         kinds,
         [
-            VulkanBindingKind::Scalar { bytes: 4 },
-            VulkanBindingKind::Pointer,
-            VulkanBindingKind::Pointer,
-            VulkanBindingKind::Scalar { bytes: 8 },
+            (0, VulkanBindingKind::Scalar { bytes: 4 }),
+            (1, VulkanBindingKind::Pointer),
+            (2, VulkanBindingKind::Pointer),
+            (3, VulkanBindingKind::Scalar { bytes: 8 }),
         ]
     );
 }
@@ -268,14 +284,8 @@ fn a_kernel_vulkan_cannot_express_is_refused_alone_and_its_module_still_builds()
         b.target(Vendor::Vulkan, &[]);
     });
     let object = &report.manifest.modules[0].objects[0];
-    let names: Vec<&str> = object
-        .abi
-        .vulkan()
-        .unwrap()
-        .kernels
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
+    let vulkan: VulkanAbi = object.abi.decode().unwrap();
+    let names: Vec<&str> = vulkan.kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(names, ["fine"]);
     let warning = report
         .warnings

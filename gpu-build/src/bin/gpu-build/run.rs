@@ -6,7 +6,7 @@
 //! 2. compile every `gpu.module` with our pipeline for the device (`gpu_build::Build`): a cubin
 //!    (or PTX) for CUDA, an hsaco for HIP, a host image (`gpu_build::host_image`) for the host,
 //!    SPIR-V for Vulkan (whose kernel ABI from the manifest is registered with the runtime,
-//!    `gpu_embed::mgpu::register_vulkan_object`: the `gpu.binary` carries only the bytes);
+//!    `gpu_embed::mgpu::register_object`: the `gpu.binary` carries only the bytes);
 //! 3. replace each `gpu.module` by a `gpu.binary` holding that object;
 //! 4. lower the host code with MLIR's own passes (`gpu-lower-to-nvvm-pipeline`, whose device
 //!    half then has nothing left to do; its host half is `gpu-to-llvm` with the `gpu.binary`
@@ -124,8 +124,13 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
     gpu_embed::mgpu::use_device(device).map_err(|e| e.to_string())?;
     for object in &objects {
         if let Some(abi) = &object.registered {
-            gpu_embed::mgpu::register_object(&abi.chip, &object.bytes, &abi.kernels, &abi.abi)
-                .map_err(|e| format!("gpu.module @{}: {}", object.module, e.message()))?;
+            gpu_embed::mgpu::register_object(
+                abi.vendor,
+                &abi.chip,
+                &object.bytes,
+                &abi.kernels,
+                &abi.abi,
+            );
         }
     }
     let result = execute(&module, request, uses_async);
@@ -289,6 +294,7 @@ struct DeviceObject {
 
 /// What `gpu_embed::mgpu::register_object` takes, from the manifest.
 struct RegisteredAbi {
+    vendor: gpu_build::manifest::Vendor,
     chip: String,
     kernels: Vec<gpu_build::manifest::Kernel>,
     abi: gpu_build::manifest::ObjectAbi,
@@ -393,6 +399,7 @@ fn compile_kernels(
                 bytes: std::fs::read(&path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
                 registered: Some(RegisteredAbi {
+                    vendor: object.vendor,
                     chip: object.chip.clone(),
                     kernels: gpu_module.kernels.clone(),
                     abi: object.abi.clone(),

@@ -4,7 +4,8 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::spirv::{self, scalar_bits};
-use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, LevelZeroArgument, Vendor};
+use gpu_manifest::targets::levelzero::{LevelZeroArgument, LevelZeroArgumentKind};
+use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
 use melior::ir::r#type::FunctionType;
 
 /// Refuses, before any lowering, the arguments an OpenCL-style kernel cannot take, naming the
@@ -91,16 +92,36 @@ pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<LevelZe
                 .input(index)
                 .map_err(|_| internal(format!("reading SPIR-V argument {index}")))?;
             let pointer = input.to_string().starts_with("!spirv.ptr<");
-            match (&argument.kind, pointer, scalar_bits(input)) {
-                (ArgumentKind::Memref { .. }, true, _) => Ok(LevelZeroArgument::Pointer),
-                (ArgumentKind::Scalar { .. }, false, Some(bits)) => Ok(LevelZeroArgument::Scalar {
+            let kind = match (&argument.kind, pointer, scalar_bits(input)) {
+                (ArgumentKind::Memref { element, .. }, true, _) => {
+                    LevelZeroArgumentKind::FirstElement {
+                        element_bytes: element.bytes(),
+                    }
+                }
+                (ArgumentKind::Scalar { .. }, false, Some(bits)) => LevelZeroArgumentKind::Scalar {
                     bytes: bits.div_ceil(8),
-                }),
-                _ => Err(internal(format!(
-                    "argument {index} ({}) became `{input}` in SPIR-V",
-                    argument.ty
-                ))),
-            }
+                },
+                _ => {
+                    return Err(internal(format!(
+                        "argument {index} ({}) became `{input}` in SPIR-V",
+                        argument.ty
+                    )))
+                }
+            };
+            argument_at(kernel, index, kind).map_err(internal)
         })
         .collect()
+}
+
+/// Argument `index` of `kernel`, passed as `kind`, with where a launch finds its value: its
+/// first lowered parameter.
+pub(super) fn argument_at(
+    kernel: &Kernel,
+    index: usize,
+    kind: LevelZeroArgumentKind,
+) -> std::result::Result<LevelZeroArgument, String> {
+    let param = kernel
+        .first_param(index)
+        .ok_or_else(|| format!("argument {index} has no lowered parameter"))?;
+    Ok(LevelZeroArgument { param, kind })
 }

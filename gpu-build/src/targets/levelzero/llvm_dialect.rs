@@ -13,12 +13,14 @@
 //! scalar by value. A kernel with private memory (`llvm.alloca`, whose pointers are not global)
 //! is refused, as is a module mixing `gpu.func` and `llvm.func` kernels (one path per module).
 
+use super::abi::argument_at;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::spirv::{failed, ops_named, run};
-use gpu_manifest::{
-    ArgumentKind, Format, Kernel, LevelZeroArgument, LevelZeroEntries, LevelZeroKernel, ObjectAbi,
+use gpu_manifest::targets::levelzero::{
+    LevelZeroAbi, LevelZeroArgument, LevelZeroArgumentKind, LevelZeroKernel,
 };
+use gpu_manifest::{ArgumentKind, Format, Kernel, ObjectAbi};
 use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetTriple};
 use inkwell::OptimizationLevel;
 use melior::ir::operation::{OperationLike, OperationPrintingFlags};
@@ -113,7 +115,7 @@ pub(super) fn serialize(
             bytes: bytes.clone(),
         }],
         dumps: Dumps::default(),
-        abi: ObjectAbi::LevelZero(LevelZeroEntries {
+        abi: ObjectAbi::encode(&LevelZeroAbi {
             spirv_version: format!("{}.{}", version.0, version.1),
             capabilities: capabilities(&bytes),
             extensions: Vec::new(),
@@ -126,31 +128,44 @@ pub(super) fn serialize(
                     arguments,
                 })
                 .collect(),
-        }),
+        })
+        .map_err(|e| failed(&e))?,
     })
 }
 
-/// What each argument of an LLVM-dialect kernel is: a pointer or a scalar.
+/// What each argument of an LLVM-dialect kernel is (a pointer or a scalar), and where a launch
+/// finds it.
 fn arguments(kernel: &Kernel, location: &str) -> Result<Vec<LevelZeroArgument>> {
     kernel
         .arguments
         .iter()
         .enumerate()
-        .map(|(index, argument)| match &argument.kind {
-            ArgumentKind::Pointer => Ok(LevelZeroArgument::Pointer),
-            ArgumentKind::Scalar { element } if *element != gpu_manifest::Element::I1 => {
-                Ok(LevelZeroArgument::Scalar {
-                    bytes: element.bytes(),
-                })
-            }
-            _ => Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "{location}: error: kernel `{}` cannot be built for levelzero: argument \
-                     {index} ({}): an LLVM-dialect kernel takes pointers and scalars (not i1)",
-                    kernel.name, argument.ty
-                ),
-            )),
+        .map(|(index, argument)| {
+            let kind = match &argument.kind {
+                ArgumentKind::Pointer => LevelZeroArgumentKind::Address,
+                ArgumentKind::Scalar { element } if *element != gpu_manifest::Element::I1 => {
+                    LevelZeroArgumentKind::Scalar {
+                        bytes: element.bytes(),
+                    }
+                }
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "{location}: error: kernel `{}` cannot be built for levelzero: \
+                             argument {index} ({}): an LLVM-dialect kernel takes pointers and \
+                             scalars (not i1)",
+                            kernel.name, argument.ty
+                        ),
+                    ))
+                }
+            };
+            argument_at(kernel, index, kind).map_err(|why| {
+                Error::new(
+                    ErrorKind::Lowering,
+                    format!("internal error: kernel `{}`: {why}", kernel.name),
+                )
+            })
         })
         .collect()
 }

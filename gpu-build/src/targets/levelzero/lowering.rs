@@ -15,7 +15,8 @@ use crate::targets::support::spirv::{
     kernel_functions, move_into_gpu_module, run, serialize as serialize_module, set_environment,
     spirv_function, spirv_function_type,
 };
-use gpu_manifest::{Format, Kernel, LevelZeroEntries, LevelZeroKernel, ObjectAbi};
+use gpu_manifest::targets::levelzero::{LevelZeroAbi, LevelZeroKernel};
+use gpu_manifest::{Format, Kernel, ObjectAbi};
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::OperationRef;
@@ -99,11 +100,12 @@ pub(super) fn serialize(
             bytes,
         }],
         dumps: Dumps::default(),
-        abi: ObjectAbi::LevelZero(LevelZeroEntries {
+        abi: ObjectAbi::encode(&LevelZeroAbi {
             spirv_version: spirv_version.trim_start_matches('v').to_string(),
             capabilities,
             extensions,
             kernels: entries,
-        }),
+        })
+        .map_err(|e| failed(&e))?,
     })
 }

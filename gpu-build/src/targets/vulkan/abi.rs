@@ -6,8 +6,8 @@
 use super::memref_sizes::{set_inputs, HiddenSize};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::spirv;
+use gpu_manifest::targets::vulkan::{VulkanBinding, VulkanBindingKind};
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
-use gpu_manifest::{VulkanBinding, VulkanBindingKind};
 use melior::dialect::arith;
 use melior::ir::attribute::IntegerAttribute;
 use melior::ir::operation::{OperationLike, OperationRefMut};
@@ -89,75 +89,91 @@ pub(super) struct ConvertedArgument {
 }
 
 /// The bindings of `kernel`'s arguments, then of its `hidden` sizes and its log buffer (if it
-/// `logs`), checked against what the conversion made of them.
+/// `logs`), checked against what the conversion made of them, each with where a launch finds
+/// its value among `kernel`'s lowered parameters.
 pub(super) fn bindings(
     kernel: &Kernel,
     converted: &[ConvertedArgument],
     hidden: &[HiddenSize],
     logs: bool,
 ) -> Result<Vec<VulkanBinding>> {
+    let internal = |what: String| {
+        Error::new(
+            ErrorKind::Lowering,
+            format!("internal error: kernel `{}`: {what}", kernel.name),
+        )
+    };
     let expected = kernel.arguments.len() + hidden.len() + usize::from(logs);
     if converted.len() != expected {
-        return Err(Error::new(
-            ErrorKind::Lowering,
-            format!(
-                "internal error: kernel `{}` has {} arguments, its SPIR-V entry point {}",
-                kernel.name,
-                expected,
-                converted.len()
-            ),
-        ));
+        return Err(internal(format!(
+            "{expected} arguments, its SPIR-V entry point {}",
+            converted.len()
+        )));
     }
+    let first_param = |argument: usize| {
+        kernel
+            .first_param(argument)
+            .ok_or_else(|| internal(format!("argument {argument} has no lowered parameter")))
+    };
+    let rank = |argument: usize| match kernel.arguments.get(argument).map(|a| &a.kind) {
+        Some(ArgumentKind::Memref { shape, .. }) => Some(shape.len()),
+        _ => None,
+    };
     let (own, extra) = converted.split_at(kernel.arguments.len());
     let (sizes, log) = extra.split_at(hidden.len());
-    let hidden = hidden
-        .iter()
-        .zip(sizes)
-        .map(|(size, converted)| VulkanBinding {
+    let mut bindings = Vec::with_capacity(expected);
+    for (index, (argument, converted)) in kernel.arguments.iter().zip(own).enumerate() {
+        let kind = match (&argument.kind, converted.scalar_bits) {
+            (ArgumentKind::Memref { element, shape, .. }, None) => VulkanBindingKind::Elements {
+                rank: shape.len(),
+                element_bytes: element_bytes(*element),
+            },
+            (ArgumentKind::Scalar { .. }, Some(bits)) => {
+                VulkanBindingKind::Scalar { bytes: bits / 8 }
+            }
+            (ArgumentKind::Pointer, None) => VulkanBindingKind::Pointer,
+            _ => {
+                return Err(internal(format!(
+                    "argument {} was converted to an unexpected SPIR-V type",
+                    argument.ty
+                )))
+            }
+        };
+        bindings.push(VulkanBinding {
             set: converted.set,
             binding: converted.binding,
+            param: first_param(index)?,
+            kind,
+        });
+    }
+    for (size, converted) in hidden.iter().zip(sizes) {
+        let rank = rank(size.argument)
+            .filter(|&rank| size.dim < rank)
+            .ok_or_else(|| {
+                internal(format!(
+                    "a hidden size {} of argument {}, which is not a memref of that many \
+                     dimensions",
+                    size.dim, size.argument
+                ))
+            })?;
+        bindings.push(VulkanBinding {
+            set: converted.set,
+            binding: converted.binding,
+            param: first_param(size.argument)?,
             kind: VulkanBindingKind::MemrefSize {
                 argument: size.argument as u32,
+                rank,
                 dim: size.dim as u32,
             },
-        })
-        .chain(log.iter().map(|converted| VulkanBinding {
-            set: converted.set,
-            binding: converted.binding,
-            kind: VulkanBindingKind::Log,
-        }));
-    kernel
-        .arguments
-        .iter()
-        .zip(own)
-        .map(|(argument, converted)| {
-            let kind = match (&argument.kind, converted.scalar_bits) {
-                (ArgumentKind::Memref { element, .. }, None) => VulkanBindingKind::Elements {
-                    element_bytes: element_bytes(*element),
-                },
-                (ArgumentKind::Scalar { .. }, Some(bits)) => {
-                    VulkanBindingKind::Scalar { bytes: bits / 8 }
-                }
-                (ArgumentKind::Pointer, None) => VulkanBindingKind::Pointer,
-                _ => {
-                    return Err(Error::new(
-                        ErrorKind::Lowering,
-                        format!(
-                            "internal error: kernel `{}`: argument {} was converted to an \
-                             unexpected SPIR-V type",
-                            kernel.name, argument.ty
-                        ),
-                    ))
-                }
-            };
-            Ok(VulkanBinding {
-                set: converted.set,
-                binding: converted.binding,
-                kind,
-            })
-        })
-        .chain(hidden.map(Ok))
-        .collect()
+        });
+    }
+    bindings.extend(log.iter().map(|converted| VulkanBinding {
+        set: converted.set,
+        binding: converted.binding,
+        param: 0,
+        kind: VulkanBindingKind::Log,
+    }));
+    Ok(bindings)
 }
 
 /// Makes each `i1` argument of `function` (a `gpu.func` of the Vulkan copy) an `i32`, compared

@@ -1,6 +1,6 @@
 //! `gpu.printf` and `cf.assert` on Vulkan (issue 39), which a compute shader has no instruction
 //! for: a kernel that has them gets a hidden log buffer (`memref<?xi32>`, bound last), and
-//! each becomes a record written to it (`gpu_manifest::VulkanLogEntry` has the layout), which
+//! each becomes a record written to it (`gpu_manifest::targets::vulkan::VulkanLogEntry` has the layout), which
 //! the runtime reads once the launch has run: it prints the `printf`s as C would and reports a
 //! failed assertion as a kernel fault, with CUDA's words on stderr.
 //!
@@ -13,7 +13,7 @@ use super::memref_sizes::set_inputs;
 use crate::error::Result;
 use crate::targets::support::mlir::splice_text;
 use crate::targets::support::spirv::{failed, ops_named, signature};
-use gpu_manifest::{VulkanLogEntry, VulkanLogValue};
+use gpu_manifest::targets::vulkan::{VulkanLogEntry, VulkanLogValue};
 use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{BlockLike, Location, RegionLike, Type, Value, ValueLike};

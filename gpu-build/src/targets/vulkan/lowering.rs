@@ -37,7 +37,8 @@ use crate::targets::support::spirv::{
     kernel_functions, move_into_gpu_module, numbers, ops_named, run, scalar_bits, spirv_function,
     spirv_function_type,
 };
-use gpu_manifest::{Format, Kernel, ObjectAbi, VulkanEntries, VulkanKernel, VulkanLogEntry};
+use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanKernel, VulkanLogEntry};
+use gpu_manifest::{Format, Kernel, ObjectAbi};
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::OperationPrintingFlags;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
@@ -189,12 +190,13 @@ pub(super) fn serialize(
             bytes,
         }],
         dumps: Dumps::default(),
-        abi: ObjectAbi::Vulkan(VulkanEntries {
+        abi: ObjectAbi::encode(&VulkanAbi {
             spirv_version: spirv_version.trim_start_matches('v').to_string(),
             capabilities,
             extensions,
             kernels: entries,
-        }),
+        })
+        .map_err(|e| failed(&e))?,
     })
 }
 

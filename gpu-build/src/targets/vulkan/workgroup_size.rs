@@ -12,7 +12,7 @@
 //! which sizes it accepts, and lets the compiler fold `gpu.block_dim`).
 
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::WORKGROUP_SIZE_SPEC_IDS;
+use gpu_manifest::targets::vulkan::WORKGROUP_SIZE_SPEC_IDS;
 use rspirv::binary::Assemble;
 use rspirv::dr::{self, Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, Op, Word};

@@ -1,7 +1,7 @@
 //! Modules from SPIR-V (`clCreateProgramWithIL`, built for the one device; a failed build is an
 //! error carrying the driver's build log), kernels, and launches: the lowered parameters a stub
 //! passes turned into the OpenCL-style kernel's arguments, as the object's
-//! [`LevelZeroKernel`](crate::binary::LevelZeroKernel) table says — a memref the address of its
+//! [`LevelZeroKernel`] table (decoded from the object when it loads) says — a memref the address of its
 //! first element (its descriptor's aligned pointer plus offset), a pointer as it is, a scalar
 //! its bytes.
 
@@ -9,19 +9,21 @@ use super::api::{check, info_string, info_value, Api, Event};
 use super::device::Gpu;
 use super::queue::{lock, Queue};
 use super::sys;
-use crate::binary::{LevelZeroArgumentKind, LevelZeroKernel, Object};
+use crate::binary::Object;
 use crate::driver::{c_name, FunctionHandle, ModuleHandle};
 use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::targets::levelzero::{LevelZeroAbi, LevelZeroArgumentKind, LevelZeroKernel};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 /// The SPIR-V magic number, as the first word of a module in the host's byte order.
 const SPIRV_MAGIC: u32 = 0x0723_0203;
 
-/// A built program and the object it came from.
+/// A built program, the object it came from and that object's ABI.
 pub(super) struct Module {
     gpu: &'static Gpu,
     object: &'static Object,
+    abi: LevelZeroAbi,
     program: sys::cl_program,
 }
 
@@ -57,7 +59,7 @@ pub(super) struct Function {
     /// Keeps the program (and the object's name, for messages) alive.
     module: Arc<Module>,
     kernel: Kernel,
-    pub table: &'static LevelZeroKernel,
+    pub table: LevelZeroKernel,
     /// Held from setting the arguments until the launch is queued: OpenCL kernels' arguments
     /// are the one thing its API does not make thread-safe.
     launching: Mutex<()>,
@@ -111,8 +113,9 @@ pub(super) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
             ),
         ));
     }
-    for capability in object.capabilities() {
-        let missing = match *capability {
+    let abi: LevelZeroAbi = object.decode_abi()?;
+    for capability in &abi.capabilities {
+        let missing = match capability.as_str() {
             "Float64" if !gpu.fp64 => Some("double precision (CL_DEVICE_DOUBLE_FP_CONFIG)"),
             "Float16" if !gpu.fp16 => Some("half precision (cl_khr_fp16)"),
             _ => None,
@@ -139,6 +142,7 @@ pub(super) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
     let module = Module {
         gpu,
         object,
+        abi,
         program,
     };
     // SAFETY: a live program and one device of its context; empty options, no callback.
@@ -193,12 +197,18 @@ pub(super) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
     let gpu = module.gpu;
     let api = gpu.api;
     let what = module.object.describe();
-    let table = module.object.level_zero_kernel(name).ok_or_else(|| {
-        Error::new(
-            ErrorKind::NoFittingObject,
-            format!("{what} has no kernel `{name}` in its argument table"),
-        )
-    })?;
+    let table = module
+        .abi
+        .kernels
+        .iter()
+        .find(|kernel| kernel.name == name)
+        .cloned()
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoFittingObject,
+                format!("{what} has no kernel `{name}` in its argument table"),
+            )
+        })?;
     let c_name = c_name(name)?;
     let mut status = 0;
     // SAFETY: a live, built program; a NUL-terminated name.
@@ -353,7 +363,7 @@ pub(super) unsafe fn launch(
     let function = function.object::<Function>()?;
     let gpu = function.gpu;
     let api = gpu.api;
-    let name = function.table.name;
+    let name = function.table.name.as_str();
     if shared != 0 {
         return Err(Error::new(
             ErrorKind::NotSupported,
@@ -407,7 +417,7 @@ pub(super) unsafe fn launch(
         Bytes(Vec<u8>),
     }
     let mut values = Vec::with_capacity(function.table.arguments.len());
-    for argument in function.table.arguments {
+    for argument in &function.table.arguments {
         let p = argument.param;
         let value = match argument.kind {
             LevelZeroArgumentKind::FirstElement { element_bytes } => {

@@ -1,7 +1,8 @@
 //! SPIR-V modules, a compute pipeline per kernel, and launches: the lowered parameters a stub
-//! passes turned into storage-buffer bindings, as the object's `VulkanKernel` tables say.
+//! passes turned into storage-buffer bindings, as the object's ABI (`VulkanAbi`, decoded when
+//! the module loads) says.
 //!
-//! A memref argument (`VulkanArgument::Elements`) at lowered parameter `p` is its descriptor:
+//! A memref argument (`VulkanBindingKind::Elements`) at lowered parameter `p` is its descriptor:
 //! `params[p]` the allocated pointer, `params[p + 1]` the aligned pointer (both `u64` device
 //! addresses), `params[p + 2]` the offset, then `rank` sizes and `rank` strides (all `i64`, in
 //! elements). It is bound as the bytes from `aligned + offset * element_bytes` over the view's
@@ -10,7 +11,7 @@
 //! its start must be a multiple of the device's `minStorageBufferOffsetAlignment`; anything
 //! else is an `InvalidArgument` error, never a wrong result. A view without elements is bound to
 //! a small buffer of the device's own (the kernel may not read it). A scalar
-//! (`VulkanArgument::Scalar`) is copied into a per-launch host-visible buffer, each at a
+//! (`VulkanBindingKind::Scalar`) is copied into a per-launch host-visible buffer, each at a
 //! multiple of the alignment; an 8-byte `index` taken as 4 bytes must fit in an `i32`.
 
 use super::allocation::{Allocation, Table};
@@ -19,10 +20,12 @@ use super::log;
 use super::select::vulkan_version;
 use super::setup::Core;
 use super::stream::{DescriptorPool, Stream};
-use crate::binary::{Object, VulkanArgument, VulkanKernel};
+use crate::binary::Object;
 use crate::error::{Error, ErrorKind, Result};
 use ash::vk;
-use gpu_manifest::WORKGROUP_SIZE_SPEC_IDS;
+use gpu_manifest::targets::vulkan::{
+    VulkanAbi, VulkanBindingKind, VulkanKernel, WORKGROUP_SIZE_SPEC_IDS,
+};
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex};
 
@@ -35,14 +38,15 @@ struct Module {
     core: &'static Core,
     /// The allocation table of the module's device (what its kernels' launches address).
     table: &'static Table,
-    object: &'static Object,
+    /// The object's ABI: its kernels' bindings.
+    abi: VulkanAbi,
     shader: vk::ShaderModule,
 }
 
 struct Function {
     core: &'static Core,
     table: &'static Table,
-    kernel: &'static VulkanKernel,
+    kernel: Arc<VulkanKernel>,
     /// Keeps the shader module, which pipelines made later are made from.
     module: Arc<Module>,
     entry: CString,
@@ -122,7 +126,8 @@ pub(crate) fn load_module(
             ),
         ));
     }
-    for capability in object.capabilities() {
+    let abi: VulkanAbi = object.decode_abi()?;
+    for capability in &abi.capabilities {
         if let Some(why) = core.missing_capability(capability) {
             return Err(Error::new(
                 ErrorKind::NotSupported,
@@ -140,7 +145,7 @@ pub(crate) fn load_module(
     Ok(ModuleHandle::from_object(Arc::new(Module {
         core,
         table,
-        object,
+        abi,
         shader,
     })))
 }
@@ -156,22 +161,30 @@ impl Drop for Module {
 }
 
 /// The binding table of a kernel [`function`] returned.
-pub(crate) fn kernel_of(function: &FunctionHandle) -> Result<&'static VulkanKernel> {
-    Ok(function.object::<Function>()?.kernel)
+pub(crate) fn kernel_of(function: &FunctionHandle) -> Result<Arc<VulkanKernel>> {
+    Ok(Arc::clone(&function.object::<Function>()?.kernel))
 }
 
 pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHandle> {
     let module = module.shared_object::<Module>()?;
     let (core, table) = (module.core, module.table);
-    let kernel = module.object.vulkan_kernel(name).ok_or_else(|| {
-        Error::new(
-            ErrorKind::NoFittingObject,
-            format!(
-                "the Vulkan object has no kernel `{name}`: the build leaves out a kernel Vulkan \
-                 cannot express, with a warning saying why, and builds the module's others"
-            ),
-        )
-    })?;
+    let kernel = module
+        .abi
+        .kernels
+        .iter()
+        .find(|kernel| kernel.name == name)
+        .cloned()
+        .map(Arc::new)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoFittingObject,
+                format!(
+                    "the Vulkan object has no kernel `{name}`: the build leaves out a kernel \
+                     Vulkan cannot express, with a warning saying why, and builds the module's \
+                     others"
+                ),
+            )
+        })?;
     let limits = &core.limits;
     if let Some(size) = kernel.workgroup_size {
         check_block(core, name, size).map_err(|why| {
@@ -205,7 +218,7 @@ pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
         ));
     }
     let mut bindings = Vec::new();
-    for binding in kernel.bindings {
+    for binding in &kernel.bindings {
         if binding.set != 0 {
             return Err(Error::new(
                 ErrorKind::NotSupported,
@@ -264,6 +277,7 @@ pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
     };
     let entry = CString::new(name)
         .map_err(|_| invalid(format!("kernel name `{name}` contains a NUL byte")))?;
+    let workgroup_size = kernel.workgroup_size;
     let function = Function {
         core,
         table,
@@ -277,7 +291,7 @@ pub(crate) fn function(module: &ModuleHandle, name: &str) -> Result<FunctionHand
     };
     // A kernel of one size gets its pipeline now, so that a module the device rejects fails
     // here; another's are made as launches ask for them.
-    if let Some(size) = kernel.workgroup_size {
+    if let Some(size) = workgroup_size {
         function.pipeline(size)?;
     }
     // Kept for the life of the process, as embedded modules are (device.rs caches the handle).
@@ -313,7 +327,7 @@ impl Function {
         if let Some(&(_, pipeline)) = pipelines.iter().find(|(size, _)| *size == block) {
             return Ok(pipeline);
         }
-        let name = self.kernel.name;
+        let name = self.kernel.name.as_str();
         let map: Vec<vk::SpecializationMapEntry> = WORKGROUP_SIZE_SPEC_IDS
             .iter()
             .enumerate()
@@ -438,17 +452,17 @@ unsafe fn bindings(
     params: &[*mut c_void],
     param_sizes: &[usize],
 ) -> Result<Bindings> {
-    let name = kernel.name;
+    let name = kernel.name.as_str();
     let alignment = core.checks.min_storage_offset;
     let mut bound = Vec::new();
     let mut scalars = Vec::new();
     let mut scalar_bytes: Vec<u8> = Vec::new();
     let mut log_buffer = None;
-    for binding in kernel.bindings {
+    for binding in &kernel.bindings {
         let at = binding.param;
         let which = format!("kernel `{name}`, binding {}", binding.binding);
         match binding.kind {
-            VulkanArgument::Elements {
+            VulkanBindingKind::Elements {
                 rank,
                 element_bytes,
             } => {
@@ -539,7 +553,7 @@ unsafe fn bindings(
                     range,
                 });
             }
-            VulkanArgument::Scalar { bytes } => {
+            VulkanBindingKind::Scalar { bytes } => {
                 let (Some(&pointer), Some(&size)) = (params.get(at), param_sizes.get(at)) else {
                     return Err(invalid(format!(
                         "{which}: its binding table names lowered parameter {at}, but the launch \
@@ -575,7 +589,7 @@ unsafe fn bindings(
                 scalar_bytes.extend_from_slice(&stored);
                 scalars.push((binding.binding, place, stored.len() as u64));
             }
-            VulkanArgument::Pointer => {
+            VulkanBindingKind::Pointer => {
                 // SAFETY: the caller guarantees the parameters match the kernel, whose binding
                 // table puts this pointer here (8 bytes).
                 let address = unsafe { read_u64(name, params, param_sizes, at) }?;
@@ -597,7 +611,7 @@ unsafe fn bindings(
                     range,
                 });
             }
-            VulkanArgument::Log => {
+            VulkanBindingKind::Log => {
                 let buffer = log::make(core, table)?;
                 let range = buffer.size;
                 bound.push(Bound {
@@ -608,7 +622,8 @@ unsafe fn bindings(
                 });
                 log_buffer = Some(buffer);
             }
-            VulkanArgument::Size { rank, dim } => {
+            VulkanBindingKind::MemrefSize { rank, dim, .. } => {
+                let dim = dim as usize;
                 let field = (dim < rank)
                     .then(|| at.checked_add(3 + dim))
                     .flatten()
@@ -653,8 +668,8 @@ pub(crate) unsafe fn launch(
 ) -> Result<()> {
     let function = function.object::<Function>()?;
     let (core, table) = (function.core, function.table);
-    let kernel = function.kernel;
-    let name = kernel.name;
+    let kernel = &function.kernel;
+    let name = kernel.name.as_str();
     match kernel.workgroup_size {
         Some(size) if size != block => {
             return Err(invalid(format!(
@@ -789,11 +804,12 @@ pub(crate) unsafe fn launch(
                 .buffers
                 .extend(bound.iter().map(|b| Arc::clone(&b.buffer)));
             resources.descriptor_pools.extend(pool.take());
-            resources.logs.extend(
-                log_buffer
-                    .take()
-                    .map(|buffer| log::LaunchLog { buffer, kernel }),
-            );
+            resources
+                .logs
+                .extend(log_buffer.take().map(|buffer| log::LaunchLog {
+                    buffer,
+                    kernel: Arc::clone(kernel),
+                }));
             Ok(())
         })
         .map_err(|e| e.map_message(|m| format!("kernel `{name}`: {m}")))?;

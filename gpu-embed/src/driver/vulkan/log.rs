@@ -1,5 +1,5 @@
 //! A Vulkan kernel's log buffer (its `gpu.printf`s and `cf.assert`s, which a compute shader has
-//! no instruction for; `gpu_manifest::VulkanLogEntry` has the layout): made per launch, bound
+//! no instruction for; `gpu_manifest::targets::vulkan::VulkanLogEntry` has the layout): made per launch, bound
 //! last, and read when the stream learns the launch has run (its next synchronization, as CUDA
 //! prints a kernel's `printf`s). `printf` records are formatted by the C library's own
 //! `snprintf`, one conversion at a time, so the text is what C prints; a failed assertion is
@@ -8,8 +8,8 @@
 
 use super::allocation::{Allocation, Table};
 use super::setup::Core;
-use crate::binary::{VulkanKernel, VulkanLogRecord};
 use crate::error::{Error, ErrorKind, Result};
+use gpu_manifest::targets::vulkan::{VulkanKernel, VulkanLogEntry, VulkanLogValue};
 use std::ffi::{c_char, CString};
 use std::io::Write;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ const LOG_WORDS: u32 = 1 << 16;
 /// One launch's log, kept with the launch's resources until it has run.
 pub(crate) struct LaunchLog {
     pub buffer: Arc<Allocation>,
-    pub kernel: &'static VulkanKernel,
+    pub kernel: Arc<VulkanKernel>,
 }
 
 /// A fresh log buffer: no words claimed, `LOG_WORDS` of room.
@@ -41,7 +41,7 @@ impl LaunchLog {
         let words = unsafe { std::slice::from_raw_parts(mapped.cast::<u32>().cast_const(), total) };
         let claimed = words[0] as usize;
         let room = total.saturating_sub(2);
-        let name = self.kernel.name;
+        let name = self.kernel.name.as_str();
         let mut printed = String::new();
         let mut fault = None;
         let mut at = 2;
@@ -55,17 +55,21 @@ impl LaunchLog {
             };
             let payload = &words[at + 1..];
             match record {
-                VulkanLogRecord::Printf { format, floats } => {
+                VulkanLogEntry::Printf { format, arguments } => {
+                    let floats: Vec<bool> = arguments
+                        .iter()
+                        .map(|a| *a == VulkanLogValue::Float)
+                        .collect();
                     if payload.len() < 2 * floats.len() {
                         break;
                     }
                     let values: Vec<u64> = (0..floats.len())
                         .map(|j| u64::from(payload[2 * j]) | (u64::from(payload[2 * j + 1]) << 32))
                         .collect();
-                    printed.push_str(&format_c(format, &values, floats));
+                    printed.push_str(&format_c(format, &values, &floats));
                     at += 1 + 2 * floats.len();
                 }
-                VulkanLogRecord::Assertion {
+                VulkanLogEntry::Assertion {
                     message,
                     file,
                     line,

@@ -39,3 +39,28 @@ pub fn on_vulkan(test: impl FnOnce(&gpu_embed::Device)) {
         messages.join("\n")
     );
 }
+
+/// An object of `vendor` for `chip` whose target wrote `abi` for its driver (a
+/// `gpu_manifest::targets` type), carried as `include_gpu_binary!` embeds it: as text, leaked
+/// for the life of the test process as an embedded object's lives.
+pub fn object_with_abi(
+    vendor: gpu_embed::Vendor,
+    chip: &'static str,
+    bytes: &'static [u8],
+    abi: &impl serde::Serialize,
+) -> gpu_embed::Object {
+    let text = gpu_manifest::ObjectAbi::encode(abi)
+        .and_then(|abi| abi.encoded_text().ok_or_else(|| "not encoded".to_string()))
+        .expect("a target ABI encodes");
+    gpu_embed::Object::new(vendor, chip, gpu_embed::Format::Bin, bytes)
+        .with_abi(Box::leak(text.into_boxed_str()))
+}
+
+/// A binary of `objects`, leaked as [`object_with_abi`]'s text is.
+pub fn binary(
+    name: &'static str,
+    objects: Vec<gpu_embed::Object>,
+    kernels: &'static [&'static str],
+) -> gpu_embed::Binary {
+    gpu_embed::Binary::new(name, Box::leak(objects.into_boxed_slice()), kernels)
+}

@@ -1,0 +1,61 @@
+//! A `levelzero` (OpenCL-style SPIR-V) object's ABI: what a device must support, and for each
+//! kernel what `clSetKernelArg` gets for each argument and where a launch finds it among the
+//! lowered parameters. Written by gpu-build's `targets/levelzero/`, read by gpu-embed's
+//! `driver/opencl/` (and its `mgpu` launches).
+
+use serde::{Deserialize, Serialize};
+
+/// A memref argument is one pointer to its first element (the buffer's device address: the
+/// kernel knows its shape, so a memref's dynamic sizes must be passed as arguments too), a
+/// scalar its value, `index` 64 bits wide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelZeroAbi {
+    /// The SPIR-V version the module declares (`1.0`).
+    pub spirv_version: String,
+    /// The SPIR-V capabilities the module declares (`Addresses`, `Kernel`, `Int64`, ...).
+    pub capabilities: Vec<String>,
+    /// The SPIR-V extensions the module declares.
+    pub extensions: Vec<String>,
+    /// One per kernel of the module, in source order.
+    pub kernels: Vec<LevelZeroKernel>,
+}
+
+/// One OpenCL-style SPIR-V entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelZeroKernel {
+    /// The entry point's name (the kernel's).
+    pub name: String,
+    /// Workgroup (shared) memory the kernel declares, in bytes.
+    pub workgroup_memory: u64,
+    /// One per source argument, in order.
+    pub arguments: Vec<LevelZeroArgument>,
+}
+
+/// One kernel argument: where a launch finds its value and what the kernel gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelZeroArgument {
+    /// Index of the argument's first lowered parameter (a memref's allocated pointer).
+    pub param: usize,
+    /// What the kernel gets.
+    #[serde(flatten)]
+    pub kind: LevelZeroArgumentKind,
+}
+
+/// What one kernel argument gets from the lowered parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LevelZeroArgumentKind {
+    /// A memref: the address of its first element, `aligned + offset * element_bytes` from its
+    /// descriptor (the parameters at `param + 1` and `param + 2`), 8 bytes.
+    FirstElement {
+        /// Bytes per element.
+        element_bytes: u32,
+    },
+    /// A pointer argument, passed as it is (8 bytes).
+    Address,
+    /// A scalar of `bytes` bytes, by value.
+    Scalar {
+        /// Its size.
+        bytes: u32,
+    },
+}
