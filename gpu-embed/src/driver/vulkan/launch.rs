@@ -318,7 +318,7 @@ fn check_block(core: &Core, name: &str, block: [u32; 3]) -> std::result::Result<
 impl Function {
     /// The pipeline of this kernel at workgroup size `block`, made on first use: the object's
     /// `WorkgroupSize` built-in is specialization constants
-    /// ([`gpu_manifest::WORKGROUP_SIZE_SPEC_IDS`]), set here to `block`.
+    /// ([`WORKGROUP_SIZE_SPEC_IDS`]), set here to `block`.
     fn pipeline(&self, block: [u32; 3]) -> Result<vk::Pipeline> {
         let mut pipelines = self
             .pipelines

@@ -35,7 +35,7 @@
 //!   own query pool, read with the device's `timestampPeriod` for elapsed times.
 //! - **Kernels** (`launch.rs`): an object's SPIR-V becomes one `VkShaderModule`; each kernel a
 //!   compute pipeline whose set 0 has a storage buffer per argument, as the object's
-//!   [`VulkanKernel`](crate::binary::VulkanKernel) table says. A launch turns the lowered memref
+//!   `VulkanAbi` (`gpu_manifest::targets::vulkan`) says. A launch turns the lowered memref
 //!   descriptors into buffer ranges (contiguous views only) and scalars into a small per-launch
 //!   buffer, binds them by push descriptors (`VK_KHR_push_descriptor`) or a descriptor pool of the
 //!   launch, and dispatches the grid.
