@@ -8,7 +8,7 @@ pub use gpu_manifest::{Format, LoadRequirement, Vendor};
 pub type HostEntry = unsafe extern "C" fn(*mut *mut std::ffi::c_void, *mut std::ffi::c_void);
 
 /// A host kernel's entry point for a range of blocks: `(params, context, first, count) ->
-/// status`, see `gpu_manifest::host_abi::blocks_entry`. Used by `include_gpu_binary!`'s
+/// status`, see `gpu_manifest::targets::host::blocks_entry`. Used by `include_gpu_binary!`'s
 /// expansion.
 #[doc(hidden)]
 pub type HostBlocksEntry =
@@ -28,7 +28,7 @@ pub struct HostKernel {
     /// Whether its threads run as coroutines, switching at barriers (barriers `gpu-build` could
     /// not split the kernel at).
     pub coroutines: bool,
-    /// Whether its entry points check every memory access (`gpu_manifest::HostEntries::checked`).
+    /// Whether its entry points check every memory access (`gpu_manifest::targets::host::HostEntries::checked`).
     pub checked: bool,
     /// Per lowered parameter, the name of the source argument it belongs to (for the checked
     /// run's reports).

@@ -5,6 +5,7 @@
 //! description travels encoded ([`ObjectAbi::Encoded`]), its type known only to the target and
 //! its driver (`targets/`).
 
+use crate::targets::host::HostEntries;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -106,26 +107,4 @@ fn mismatch<T>(error: serde_json::Error) -> String {
         "the object's ABI does not read as a {name} ({error}); build the program with gpu-build \
          and gpu-embed of one release"
     )
-}
-
-/// How a host object's kernels are called: each kernel `k` has an entry point
-/// `<symbol_prefix>k(void **params, void *context)` in the static library the build script links.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostEntries {
-    /// What every entry point's symbol starts with (unique to the crate, file and module).
-    pub symbol_prefix: String,
-    /// Kernels whose threads the scheduler runs as coroutines, switching at each barrier
-    /// (barriers `gpu-build` could not split the kernel at). Every other kernel runs through its
-    /// blocks entry ([`crate::host_abi::blocks_entry`]).
-    pub coroutine_kernels: Vec<String>,
-    /// Whether the entry points check every memory access (`GPU_EMBED_CHECK=1` at build time):
-    /// the runtime then passes the checked run's functions in the context
-    /// ([`crate::host_abi::CHECK_REPORT_OFFSET`]) and fails the launch with what they report.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub checked: bool,
-    /// The static library holding the entry points (`lib<library>.a` in `gpu-build/host/`).
-    /// The build script links it into the crate; the embedding code names it as well, so that
-    /// what the build script's link flags do not reach (the crate's doc tests) links it too.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub library: String,
 }

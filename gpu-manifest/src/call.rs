@@ -2,7 +2,7 @@
 //! Both sides of the contract parse them with this code: the macro (to expand) and
 //! `gpu_build::build()` (to know what to compile).
 
-use crate::Vendor;
+use crate::vendor::Vendor;
 use proc_macro2::Span;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;

@@ -3,7 +3,8 @@
 //! through.
 
 use super::Embedded;
-use gpu_manifest::{host_abi, GpuModule, HostEntries, Object};
+use gpu_manifest::targets::host::{self as host_abi, HostEntries};
+use gpu_manifest::{GpuModule, Object};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -45,7 +46,7 @@ pub(super) fn embed(
     let count = kernels.len();
     let triple = &object.chip;
     // The declarations are the entry points gpu-build generated for exactly these kernels, with
-    // the signatures `gpu_manifest::host_abi` fixes; the host object defining them is linked
+    // the signatures `gpu_manifest::targets::host` fixes; the host object defining them is linked
     // into this crate by the build script, and named here too for what its link flags do not
     // reach (doc tests). `HostKernel`'s fields hold them as `unsafe fn`s, so calling one stays
     // the host driver's `unsafe`, with its own stated reasons.

@@ -42,7 +42,7 @@ fn every_sample_kernel_runs_on_the_host_and_matches_the_reference() {
 /// binary's kernel test again, at each level up to the processor's.
 #[test]
 fn every_cpu_level_runs_every_kernel() {
-    use gpu_manifest::host_abi::X86_64_CPUS;
+    use gpu_manifest::targets::host::X86_64_CPUS;
     if !cfg!(target_arch = "x86_64") {
         eprintln!("skipped: CPU levels are x86-64's");
         return;

@@ -225,7 +225,7 @@ fn dynamic_shared_memory_gets_its_full_size_in_thread_local_storage() {
     assert_eq!(
         sizes.iter().map(|(_, size)| *size).collect::<Vec<_>>(),
         [u64::from(
-            gpu_build::manifest::host_abi::DYNAMIC_SHARED_BYTES
+            gpu_build::manifest::targets::host::DYNAMIC_SHARED_BYTES
         )],
         "{sizes:?}"
     );
@@ -276,7 +276,7 @@ fn disassembly(object: &std::path::Path, symbol: &str) -> String {
 
 #[test]
 fn x86_64_blocks_entries_have_a_copy_per_cpu_level_behind_a_dispatcher() {
-    use gpu_build::manifest::host_abi::X86_64_CPUS;
+    use gpu_build::manifest::targets::host::X86_64_CPUS;
     if !cfg!(target_arch = "x86_64") {
         eprintln!("skipped: host objects are compiled for x86-64 only on an x86-64 build machine");
         return;
@@ -316,7 +316,7 @@ fn x86_64_blocks_entries_have_a_copy_per_cpu_level_behind_a_dispatcher() {
     assert!(
         exported.contains(&format!(
             "0x{:x}(",
-            gpu_build::manifest::host_abi::CPU_LEVEL_OFFSET
+            gpu_build::manifest::targets::host::CPU_LEVEL_OFFSET
         )),
         "the CPU level is read from the context: {exported}"
     );

@@ -8,7 +8,7 @@
 use super::ir::{builder_error, calls_of, context_callback, read_id};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::{
     BasicMetadataValueEnum, FunctionValue, GlobalValue, InstructionOpcode, InstructionValue,

@@ -52,7 +52,8 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
 use crate::targets::support::nvvm::PTX_KERNEL_CALLING_CONVENTION;
-use gpu_manifest::{host_abi, ArgumentKind};
+use gpu_manifest::targets::host as host_abi;
+use gpu_manifest::ArgumentKind;
 use inkwell::llvm_sys::core::LLVMDisposeMessage;
 use inkwell::llvm_sys::prelude::{LLVMModuleRef, LLVMValueRef};
 use inkwell::module::Module;

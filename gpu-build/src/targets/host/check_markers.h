@@ -17,7 +17,7 @@ class Function;
 
 namespace gpu_check {
 
-// What an access does, as a site's kind (gpu_manifest::host_abi::CHECK_*).
+// What an access does, as a site's kind (gpu_manifest::targets::host::CHECK_*).
 enum AccessKind : uint32_t {
   ACCESS_LOAD,
   ACCESS_STORE,

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::{

@@ -26,7 +26,7 @@
 //!   its set-up over a whole chunk of blocks.
 //!
 //! The context's layout and the entry points' names are shared with `gpu-embed`'s host scheduler
-//! through `gpu_manifest::host_abi`: twelve `u32` ids at byte 0, then the block and subgroup
+//! through `gpu_manifest::targets::host`: twelve `u32` ids at byte 0, then the block and subgroup
 //! barrier function pointers.
 //!
 //! This file holds the `Target` and `LlvmTarget` hooks; the rewrite `pre_link` runs is
@@ -175,7 +175,7 @@ impl LlvmTarget for Host {
         let retargeted = retarget(job, module, job.symbol_prefix)?;
         Ok(PreLinked {
             allowed_undefined: retargeted.allowed_undefined,
-            abi: gpu_manifest::ObjectAbi::Host(gpu_manifest::HostEntries {
+            abi: gpu_manifest::ObjectAbi::Host(gpu_manifest::targets::host::HostEntries {
                 symbol_prefix: job.symbol_prefix.to_string(),
                 coroutine_kernels: retargeted.coroutine_kernels,
                 checked: job.spec.check,

@@ -5,7 +5,7 @@
 //! API only takes pipeline text, which cannot add a pass of ours, hence the C++.
 
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::llvm_sys::core::LLVMDisposeMessage;
 use inkwell::llvm_sys::prelude::{LLVMBool, LLVMModuleRef};
 use inkwell::llvm_sys::target_machine::LLVMTargetMachineRef;

@@ -10,7 +10,7 @@ use super::ir::{barrier_function, id_reader};
 use super::{assert, block_reduce, check, mma, printf, subgroup};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::module::{Linkage, Module};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{BasicValue, FunctionValue, GlobalValue};

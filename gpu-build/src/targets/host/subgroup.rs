@@ -29,9 +29,9 @@ use inkwell::values::{
 use inkwell::IntPredicate;
 
 /// Threads per subgroup on the host (what `gpu-embed`'s host device reports as its warp size).
-pub(crate) const SUBGROUP_SIZE: u64 = gpu_manifest::host_abi::SUBGROUP_SIZE as u64;
+pub(crate) const SUBGROUP_SIZE: u64 = gpu_manifest::targets::host::SUBGROUP_SIZE as u64;
 /// The most threads a block has on the host (`host_abi`, which the runtime enforces).
-pub(super) const MAX_THREADS: u32 = gpu_manifest::host_abi::MAX_THREADS;
+pub(super) const MAX_THREADS: u32 = gpu_manifest::targets::host::MAX_THREADS;
 const EXCHANGE_VARIABLE: &str = "__gpu_host_exchange";
 
 /// The shuffle modes.

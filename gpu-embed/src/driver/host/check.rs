@@ -17,7 +17,7 @@ pub(super) use shadow::{workgroup, workgroup_writes};
 use super::Context;
 use crate::binary::HostKernel;
 use crate::error::{Error, ErrorKind};
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use shadow::{flush_before, Pending, Variable, VariableShadow};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};

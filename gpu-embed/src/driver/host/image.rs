@@ -5,7 +5,8 @@
 
 use crate::binary::{HostBlocksEntry, HostEntry, HostKernel};
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::{host_abi, host_image, Vendor};
+use gpu_manifest::targets::host as host_abi;
+use gpu_manifest::{host_image, Vendor};
 
 /// A loaded host image: its kernels, valid while the library stays open.
 pub(crate) struct LoadedImage {

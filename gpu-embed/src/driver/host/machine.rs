@@ -2,7 +2,7 @@
 //! the host objects' entry points are chosen by, its memory; and how host allocations are laid
 //! out on it.
 
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use std::alloc::Layout;
 use std::sync::OnceLock;
 

@@ -28,7 +28,7 @@ use assertions::{record_assertion, AssertFailed, Assertions};
 use check::Checks;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use gpu_manifest::host_abi::{self, DYNAMIC_SHARED_BYTES};
+use gpu_manifest::targets::host::{self as host_abi, DYNAMIC_SHARED_BYTES};
 use image::LoadedImage;
 use machine::{
     advise_huge_pages, allocation_layout, cores, cpu_level, cpu_name, host_memory, ALIGNMENT,

@@ -6,7 +6,7 @@ use super::loops::Innermost;
 use super::{EntryBuilder, ThreadWork};
 use crate::error::Result;
 use crate::targets::host::ir::{self, builder_error};
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::values::IntValue;
 
 /// The widest declared row (x size) the block entry runs at constant size. A row of 16 or 32

@@ -1,6 +1,6 @@
 //! The entry points of each kernel, what the runtime's block scheduler calls: the one-thread
 //! entry `<prefix><kernel>` and the block-range entry `<prefix><kernel>.blocks` (names and
-//! context layout from `gpu_manifest::host_abi`). Here, which entries each kernel gets and what
+//! context layout from `gpu_manifest::targets::host`). Here, which entries each kernel gets and what
 //! they share; the entry builder's parts, one concern a file: the prologue every entry starts
 //! with (`prologue.rs`), the kernel's body as a function of its thread ids (`body.rs`), the loop
 //! over a range of blocks (`blocks.rs`), the loops over a block's threads (`loops.rs`), kernels
@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::targets::interface::Job;
 use crate::targets::support::nvvm::PTX_KERNEL_CALLING_CONVENTION;
 use body::with_thread_id_parameters;
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::basic_block::BasicBlock;
 use inkwell::module::{Linkage, Module};
 use inkwell::values::{BasicMetadataValueEnum, FunctionValue, GlobalValue, PointerValue};

@@ -8,7 +8,7 @@ use super::EntryBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::host::fission::Regions;
 use crate::targets::host::ir::builder_error;
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValue, FunctionValue, IntValue, PointerValue};
 use inkwell::AddressSpace;

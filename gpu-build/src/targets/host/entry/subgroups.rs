@@ -8,7 +8,7 @@ use super::EntryBuilder;
 use crate::error::Result;
 use crate::targets::host::fission::{Regions, DONE};
 use crate::targets::host::ir::builder_error;
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{GlobalValue, IntValue, PointerValue};
 

@@ -4,7 +4,7 @@
 //! memory nobody wrote.
 
 use super::{location, thread_of, with_block, BlockState, Checks, Context, Site};
-use gpu_manifest::host_abi;
+use gpu_manifest::targets::host as host_abi;
 use std::ffi::{c_char, CStr};
 
 /// A workgroup variable, as a checked object describes it.
