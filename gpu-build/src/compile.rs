@@ -471,9 +471,6 @@ pub(crate) fn compile_build(
     Ok(report)
 }
 
-/// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...` (each target's
-/// `chip_override_variable`): chips that replace every module's chips for that target (for CI
-/// and packagers).
 /// The build machine's CPU features (LLVM's list) when the crate is compiled with
 /// `-C target-cpu=native` (cargo's `CARGO_ENCODED_RUSTFLAGS`): host kernels then use the same
 /// instructions as the crate's own code (AVX2, AVX-512 ...) and, like it, run on this machine's
@@ -504,6 +501,9 @@ fn wants_native_cpu(encoded: &str) -> bool {
     native
 }
 
+/// `GPU_BUILD_NVPTX_CHIPS=sm_80,sm_90` / `GPU_BUILD_AMDGPU_CHIPS=...` (each target's
+/// `chip_override_variable`): chips that replace every module's chips for that target (for CI
+/// and packagers).
 pub(crate) fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
     all()
         .filter_map(|target| Some((target.vendor(), target.chip_override_variable()?)))

@@ -1,6 +1,7 @@
-//! `include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx, amdgpu])`: reads the manifest
-//! gpu-build wrote into `OUT_DIR` and expands, per gpu.module of the file, to a module holding the
-//! embedded objects, a `BINARY` describing them, and one typed, `unsafe` launch function per
+//! `include_gpu_binary!("kernels/vadd.mlir", targets = [nvptx, amdgpu, vulkan, host])`: reads
+//! the manifest gpu-build wrote into `OUT_DIR` and expands, per gpu.module of the file, to a
+//! module holding the embedded objects (of any target: NVIDIA, AMD, Vulkan, OpenCL-style SPIR-V,
+//! the host), a `BINARY` describing them, and one typed, `unsafe` launch function per
 //! kernel. Use it through `gpu_embed::include_gpu_binary!`, documented there.
 
 #![warn(missing_docs)]
