@@ -7,9 +7,10 @@
 //! every stream has run its queue. On Vulkan, an event is a point on its stream's timeline
 //! semaphore with a timestamp query written there (`driver/vulkan/stream.rs`).
 
-use crate::device::{name_faulting_launch, Device, LastLaunchSlot, Queue, Stream};
+use crate::device::{name_faulting_launch, Device, LastLaunchSlot};
 use crate::driver::{EventHandle, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
+use crate::stream::{Queue, Stream};
 use std::time::Duration;
 
 /// A marker in the work of one device's stream.

@@ -15,9 +15,10 @@
 //! holds its buffers weakly: a replay after one of them was dropped is an error, never a launch
 //! on freed memory.
 use crate::binary::Binary;
-use crate::device::{Device, LastLaunch, Queue, Stream};
+use crate::device::{Device, LastLaunch};
 use crate::driver::{FunctionHandle, GraphHandle, Pattern, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
+use crate::stream::{Queue, Stream};
 use crate::tracking::{lock, mark_end, Access, Tracking};
 use std::collections::HashMap;
 use std::ffi::c_void;

@@ -62,6 +62,7 @@ mod memref;
 pub mod mgpu;
 mod pinned;
 mod select;
+mod stream;
 mod trace;
 mod tracking;
 
@@ -69,7 +70,7 @@ pub use binary::{
     Binary, Format, HostBlocksEntry, HostEntry, HostKernel, LoadRequirement, Object, Vendor,
 };
 pub use bytemuck::Pod;
-pub use device::{Device, MemoryInfo, Queue, Stream};
+pub use device::{Device, MemoryInfo};
 /// The raw driver APIs (generated from `cuda.h` and the HIP headers), for calls the safe API
 /// does not make. Each `*Driver`/`*Runtime` struct loads a library and resolves every entry
 /// point at once.
@@ -93,4 +94,5 @@ pub use memref::{memref_descriptor, MemrefDescriptor, MemrefLayout, MemrefType};
 pub use memref::{AsMemref, MemrefView};
 pub use pinned::{Pinned, PinnedBuffer, PinnedSlice};
 pub use select::{select, DeviceArch, NoFit};
+pub use stream::{Queue, Stream};
 pub use tracking::Tracked;

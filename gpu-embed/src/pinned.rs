@@ -20,10 +20,11 @@
 //!
 //! On the host backend page-locked memory is ordinary memory, with the same rules.
 
-use crate::device::{Device, Queue, Stream};
+use crate::device::Device;
 use crate::driver::EventHandle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
+use crate::stream::{Queue, Stream};
 use crate::trace::event;
 use crate::tracking::{mark_end, Access};
 use bytemuck::Pod;

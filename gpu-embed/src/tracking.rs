@@ -12,9 +12,10 @@
 //! Several threads using one buffer at once are ordered as each call finds the buffer: the
 //! checks and the marks are taken under the buffer's lock, the work is queued between them.
 
-use crate::device::{Device, Queue, Stream};
+use crate::device::Device;
 use crate::error::Result;
 use crate::event::Event;
+use crate::stream::{Queue, Stream};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How work uses a buffer.

@@ -1,0 +1,118 @@
+//! The modules loaded on a device: each binary's best object loaded once, on first launch,
+//! thread-safely, and its kernels' functions with what the driver says of them.
+
+use super::Device;
+use crate::binary::Binary;
+use crate::driver::{Driver, FunctionHandle, KernelAttributes, ModuleHandle};
+use crate::error::{Error, ErrorKind, Result};
+use crate::select::select;
+use crate::trace::event;
+use std::collections::hash_map::{Entry, HashMap};
+use std::sync::{Arc, Mutex};
+
+pub(super) struct Loaded {
+    module: ModuleHandle,
+    object: String,
+    functions: HashMap<&'static str, LoadedFunction>,
+}
+
+/// A kernel's function on a device, with what the driver knows about it (read once).
+#[derive(Clone)]
+pub(crate) struct LoadedFunction {
+    pub handle: FunctionHandle,
+    pub attributes: KernelAttributes,
+    /// The dynamic shared memory the function was opted into beyond the default, in bytes.
+    opted_in: Arc<Mutex<u32>>,
+}
+
+impl LoadedFunction {
+    /// Opts the function into `bytes` of dynamic shared memory per block unless it has that
+    /// much already. The allowance only grows (under the lock), so a launch another thread
+    /// prepared keeps what it asked for.
+    pub(crate) fn allow_dynamic_shared(&self, driver: &dyn Driver, bytes: u32) -> Result<()> {
+        let mut opted_in = self.opted_in.lock().unwrap_or_else(|p| p.into_inner());
+        if bytes > *opted_in {
+            driver.allow_dynamic_shared(&self.handle, bytes)?;
+            *opted_in = bytes;
+        }
+        Ok(())
+    }
+}
+
+impl Device {
+    /// The kernel's function, loading the binary's best object onto this device the first time.
+    /// `driver` is this device's, already current (see [`Device::current`]).
+    pub(crate) fn function(
+        &self,
+        driver: &dyn Driver,
+        binary: &'static Binary,
+        kernel: &'static str,
+    ) -> Result<LoadedFunction> {
+        let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let loaded = self.loaded(&mut modules, driver, binary)?;
+        if let Some(function) = loaded.functions.get(kernel) {
+            return Ok(function.clone());
+        }
+        let in_object = |e: Error| {
+            e.map_message(|message| format!("{message} in {} on {}", loaded.object, self.name()))
+        };
+        let handle = driver.function(&loaded.module, kernel).map_err(in_object)?;
+        let attributes = driver
+            .attributes(&handle, self.limits())
+            .map_err(in_object)?;
+        let function = LoadedFunction {
+            handle,
+            attributes,
+            opted_in: Arc::default(),
+        };
+        loaded.functions.insert(kernel, function.clone());
+        Ok(function)
+    }
+
+    /// Loads the binary's best object onto this device unless it is loaded already. `driver`
+    /// is this device's, already current.
+    pub(crate) fn load(&self, driver: &dyn Driver, binary: &'static Binary) -> Result<()> {
+        let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
+        self.loaded(&mut modules, driver, binary).map(|_| ())
+    }
+
+    /// The binary's loaded module, loading it the first time.
+    fn loaded<'m>(
+        &self,
+        modules: &'m mut HashMap<usize, Loaded>,
+        driver: &dyn Driver,
+        binary: &'static Binary,
+    ) -> Result<&'m mut Loaded> {
+        Ok(match modules.entry(binary as *const Binary as usize) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                let object = select(binary, &self.arch())
+                    .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
+                #[cfg(feature = "tracing")]
+                let started = std::time::Instant::now();
+                let module = driver.load_module(object).map_err(|e| {
+                    e.map_message(|message| {
+                        format!(
+                            "{message} of gpu.module @{} on {}",
+                            binary.name(),
+                            self.name()
+                        )
+                    })
+                })?;
+                event!(
+                    info,
+                    device = self.name(),
+                    module = binary.name(),
+                    object = %object.describe(),
+                    ms = started.elapsed().as_secs_f64() * 1e3,
+                    "module loaded"
+                );
+                entry.insert(Loaded {
+                    module,
+                    object: object.describe(),
+                    functions: HashMap::new(),
+                })
+            }
+        })
+    }
+}
