@@ -29,8 +29,9 @@
 //!   NDRange of grid × block work-items in groups of block.
 //!
 //! Files, from the bottom up: `api.rs` (status codes, information queries, events), `queue.rs`,
-//! `device.rs` (a device opened: context, limits, allocations), `program.rs`, and this file: the
-//! loader, discovery and the [`Driver`] implementation.
+//! `device.rs` (a device opened: context, limits, allocations), `discovery.rs` (every platform's
+//! devices, opened or passed over), `program.rs`, and this file: the loader and the [`Driver`]
+//! implementation.
 //!
 //! Left out: cl_mem buffers (devices without SVM), USM (`cl_intel_unified_shared_memory`),
 //! managed memory, dynamic shared memory (the kernels declare their workgroup memory), graphs,
@@ -39,6 +40,7 @@
 
 mod api;
 mod device;
+mod discovery;
 mod program;
 mod queue;
 
@@ -47,8 +49,9 @@ use super::{DeviceHandle, EventHandle, FunctionHandle, ModuleHandle, StreamHandl
 use super::{DeviceLimits, Driver, FoundDevice, HostMemory, KernelAttributes, Pattern};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, ErrorKind, Result};
-use api::{check, info_bytes, info_string, Api};
-use device::{Description, Gpu};
+use api::{check, Api};
+use device::Gpu;
+pub(crate) use discovery::skipped_devices;
 use libloading::Library;
 use queue::{lock, Queue};
 use std::cell::Cell;
@@ -90,7 +93,7 @@ impl OpenCl {
     pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
         let gpus = self
             .devices
-            .get_or_init(|| self.open_devices())
+            .get_or_init(|| discovery::open_all(&self.api))
             .as_ref()
             .map_err(Clone::clone)?;
         Ok(gpus
@@ -107,119 +110,6 @@ impl OpenCl {
             })
             .collect())
     }
-
-    fn open_devices(&'static self) -> Result<Vec<&'static Gpu>> {
-        let api = &self.api;
-        let platforms = info_bytes("clGetPlatformIDs", |size, value, size_ret| {
-            let entries = (size / std::mem::size_of::<sys::cl_platform_id>()) as sys::cl_uint;
-            let mut count: sys::cl_uint = 0;
-            // SAFETY: `value` holds `entries` platform ids (null and 0 to ask for the count).
-            let status = unsafe { api.clGetPlatformIDs(entries, value.cast(), &mut count) };
-            if !size_ret.is_null() {
-                // SAFETY: `info_bytes` passes a live size.
-                unsafe { *size_ret = count as usize * std::mem::size_of::<sys::cl_platform_id>() };
-            }
-            status
-        })
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::NoDevice,
-                format!(
-                    "{} (no OpenCL driver (ICD) installed? Intel's CPU runtime: scripts/setup.sh)",
-                    e.message()
-                ),
-            )
-        })?;
-        let platforms: Vec<sys::cl_platform_id> = platforms
-            .chunks_exact(std::mem::size_of::<sys::cl_platform_id>())
-            .map(|chunk| {
-                usize::from_ne_bytes(chunk.try_into().unwrap_or_default()) as sys::cl_platform_id
-            })
-            .collect();
-        let mut found = Vec::new();
-        let mut skipped = Vec::new();
-        for platform in platforms {
-            let platform_name = info_string("clGetPlatformInfo", |size, value, size_ret| {
-                // SAFETY: a platform the loader listed; `value` holds `size` bytes.
-                unsafe {
-                    api.clGetPlatformInfo(platform, sys::CL_PLATFORM_NAME, size, value, size_ret)
-                }
-            })
-            .unwrap_or_else(|_| "an OpenCL platform".to_string());
-            let devices = info_bytes("clGetDeviceIDs", |size, value, size_ret| {
-                let entries = (size / std::mem::size_of::<sys::cl_device_id>()) as sys::cl_uint;
-                let mut count: sys::cl_uint = 0;
-                // SAFETY: `value` holds `entries` device ids (null and 0 for the count).
-                let status = unsafe {
-                    api.clGetDeviceIDs(
-                        platform,
-                        sys::CL_DEVICE_TYPE_ALL as sys::cl_device_type,
-                        entries,
-                        value.cast(),
-                        &mut count,
-                    )
-                };
-                if !size_ret.is_null() {
-                    // SAFETY: `info_bytes` passes a live size.
-                    unsafe {
-                        *size_ret = count as usize * std::mem::size_of::<sys::cl_device_id>()
-                    };
-                }
-                status
-            });
-            let devices = match devices {
-                Ok(devices) => devices,
-                Err(error) => {
-                    skipped.push(format!("{platform_name}: {}", error.message()));
-                    continue;
-                }
-            };
-            for chunk in devices.chunks_exact(std::mem::size_of::<sys::cl_device_id>()) {
-                let device =
-                    usize::from_ne_bytes(chunk.try_into().unwrap_or_default()) as sys::cl_device_id;
-                let description = match Description::read(api, &platform_name, device) {
-                    Ok(description) => description,
-                    Err(error) => {
-                        skipped.push(format!("a device of {platform_name}: {}", error.message()));
-                        continue;
-                    }
-                };
-                if let Some(why) = description.unusable() {
-                    skipped.push(why);
-                    continue;
-                }
-                let name = description.name.clone();
-                // The process's loader (`self` is `'static`), which every device keeps.
-                let api: &'static Api = &self.api;
-                match Gpu::open(api, device, description) {
-                    Ok(gpu) => found.push(&*Box::leak(Box::new(gpu))),
-                    Err(error) => skipped.push(format!("{name}: {}", error.message())),
-                }
-            }
-        }
-        *lock(&SKIPPED) = skipped.clone();
-        if found.is_empty() {
-            return Err(Error::new(
-                ErrorKind::NoDevice,
-                if skipped.is_empty() {
-                    "the OpenCL loader reports no device (no driver (ICD) installed? Intel's CPU \
-                     runtime: scripts/setup.sh)"
-                        .to_string()
-                } else {
-                    format!("no usable OpenCL device: {}", skipped.join("; "))
-                },
-            ));
-        }
-        Ok(found)
-    }
-}
-
-/// The OpenCL devices discovery passed over, each with the reason (PoCL 3.1 takes no SPIR-V).
-static SKIPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-/// The OpenCL devices found but not used, each with the reason, once devices were listed.
-pub(crate) fn skipped_devices() -> Vec<String> {
-    lock(&SKIPPED).clone()
 }
 
 thread_local! {
