@@ -506,7 +506,12 @@ fn wants_native_cpu(encoded: &str) -> bool {
 /// and packagers).
 pub(crate) fn chip_overrides(cargo: &CargoOutput) -> Vec<(Vendor, Vec<String>)> {
     all()
-        .filter_map(|target| Some((target.vendor(), target.chip_override_variable()?)))
+        .filter_map(|target| {
+            Some((
+                target.description().vendor,
+                target.description().chip_override_variable?,
+            ))
+        })
         .filter_map(|(vendor, name)| {
             let value = cargo.env(name)?;
             let chips: Vec<String> = value
@@ -587,7 +592,7 @@ fn cache_key(
     }
     let target = target(spec.vendor);
     lines.push(format!("toolkit {}", target.toolkit_identity(toolkits)));
-    if target.names_symbols_after_the_crate() {
+    if target.description().names_symbols_after_the_crate {
         lines.push(format!(
             "symbols {}",
             symbol_prefix(options.crate_name, &file.source.display, &desc.name)

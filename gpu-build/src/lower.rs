@@ -12,7 +12,7 @@ use crate::frontend::mlir::{gpu_modules, llvm_result_type, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::{GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
-use crate::targets::interface::{Compiled, TargetSpec};
+use crate::targets::interface::{Compiled, Question, TargetSpec};
 use crate::targets::{owner_of_op, target};
 use gpu_manifest::{Kernel, Vendor};
 use inkwell::context::Context as LlvmContext;
@@ -107,9 +107,11 @@ pub(crate) fn check_vendor_ops(desc: &GpuModuleDesc, spec: &TargetSpec) -> Resul
         return Ok(());
     };
     let allowed: Vec<&str> = op.allowed.iter().map(|v| v.name()).collect();
-    let why = target(vendor).unsupported_neutral_op(&op.name).unwrap_or(
-        "it is specific to another vendor; use the target-neutral gpu dialect op instead",
-    );
+    let why = target(vendor)
+        .explain(Question::NeutralOp(&op.name))
+        .unwrap_or(
+            "it is specific to another vendor; use the target-neutral gpu dialect op instead",
+        );
     Err(Error::new(
         ErrorKind::Unsupported,
         format!(
@@ -416,15 +418,15 @@ fn explain(diagnostics: Vec<Diag>, target: &TargetSpec) -> Vec<Diag> {
 /// Why MLIR 22 has no lowering for `op` on `vendor`, and what to do instead.
 fn why_not_lowered(op: &str, vendor: Vendor) -> String {
     let target = target(vendor);
-    if let Some(why) = target.why_not_lowered(op) {
+    if let Some(why) = target.explain(Question::NotLowered(op)) {
         return why.to_string();
     }
     if let Some(owner) = owner_of_op(op) {
         return format!(
             "it is an {} operation; build this module for {} only, or write it with \
              target-neutral ops",
-            owner.maker(),
-            owner.vendor()
+            owner.description().maker,
+            owner.description().vendor
         );
     }
     match op {
@@ -442,7 +444,7 @@ fn why_not_lowered(op: &str, vendor: Vendor) -> String {
         _ => format!(
             "MLIR 22's {} lowering has no pattern for it; build this module only for targets \
              that support it, or write it with ops that lower everywhere",
-            target.lowering_name()
+            target.description().lowering_name
         ),
     }
 }

@@ -11,7 +11,7 @@ use crate::llvm_errors::Compiling;
 use crate::lower::check_vendor_ops;
 pub(crate) use crate::request::TargetRequest;
 use crate::targets::interface::DumpRequest;
-use crate::targets::interface::TargetSpec;
+use crate::targets::interface::{Question, TargetSpec};
 use crate::targets::{all, target};
 use crate::timing::{Stage, Timings};
 use gpu_manifest::Vendor;
@@ -101,13 +101,15 @@ pub(crate) fn resolve_targets(
     if let Some(features) = options.host_features {
         specs
             .iter_mut()
-            .filter(|spec| target(spec.vendor).chip_is_triple() && spec.features.is_empty())
+            .filter(|spec| {
+                target(spec.vendor).description().chip_is_triple() && spec.features.is_empty()
+            })
             .for_each(|spec| spec.features = features.to_string());
     }
     if options.check {
         specs
             .iter_mut()
-            .filter(|spec| target(spec.vendor).chip_is_triple())
+            .filter(|spec| target(spec.vendor).description().chip_is_triple())
             .for_each(|spec| spec.check = true);
     }
     let mut unique: Vec<TargetSpec> = Vec::new();
@@ -123,7 +125,9 @@ pub(crate) fn resolve_targets(
 /// triple when one was given.
 fn default_spec(vendor: Vendor, options: &BuildContext) -> TargetSpec {
     match options.host_triple {
-        Some(triple) if target(vendor).chip_is_triple() => TargetSpec::new(vendor, triple),
+        Some(triple) if target(vendor).description().chip_is_triple() => {
+            TargetSpec::new(vendor, triple)
+        }
         _ => TargetSpec::default_for(vendor),
     }
 }
@@ -239,7 +243,14 @@ fn targets_for(
     let at = &desc.location;
     if specs.is_empty() {
         let examples: Vec<(Vendor, &str, &str)> = all()
-            .filter_map(|t| Some((t.vendor(), t.attribute_name()?, t.example_chip())))
+            .filter_map(|t| {
+                let description = t.description();
+                Some((
+                    description.vendor,
+                    description.attribute_name?,
+                    description.example_chip,
+                ))
+            })
             .collect();
         let attributes: Vec<String> = examples
             .iter()
@@ -321,11 +332,11 @@ fn check_module_names(descs: &[GpuModuleDesc]) -> Result<()> {
 fn check_kernel_names(desc: &GpuModuleDesc, specs: &[TargetSpec]) -> Result<()> {
     for spec in specs {
         let target = target(spec.vendor);
-        if let Some((kernel, rule)) = desc
-            .kernels
-            .iter()
-            .find_map(|k| target.kernel_name_rule(&k.name).map(|rule| (k, rule)))
-        {
+        if let Some((kernel, rule)) = desc.kernels.iter().find_map(|k| {
+            target
+                .explain(Question::KernelName(&k.name))
+                .map(|rule| (k, rule))
+        }) {
             return Err(Error::new(
                 ErrorKind::InvalidInput,
                 format!(

@@ -67,7 +67,7 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
                     .and_then(|llvm| llvm.kernel_calling_convention())
                     .is_some()
             })
-            .map(|target| target.triple(""))
+            .map(|target| target.description().triple_for(""))
             .collect();
         return Err(Error::new(
             ErrorKind::InvalidTarget,
@@ -79,7 +79,7 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
             ),
         ));
     };
-    let vendor = target.vendor();
+    let vendor = target.description().vendor;
     let conventions = kernel_calling_conventions();
     let at = SourceLocation {
         file: source.display.clone(),

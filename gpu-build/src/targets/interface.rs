@@ -1,8 +1,10 @@
 //! The interface between the pipeline and the targets, at the bottom of both: the [`Target`]
-//! trait (MLIR's `TargetAttrInterface` / `SerializeGPUModuleBase`: defaults, attribute
-//! parameters and flags, chips, the lowering pipeline and kernel attribute, the pre-link,
-//! device-library and post-link steps, what may stay undefined, emission and file extensions,
-//! what identifies the toolkit) and the plain data it exchanges. Each target implements it in
+//! trait (MLIR's `TargetAttrInterface`: a target's [`Description`] as data, its flags and chips,
+//! what only its code can explain, what identifies its toolkit, and its [`Backend`]), the
+//! backends' traits ([`LlvmTarget`], upstream's `SerializeGPUModuleBase`: the lowering pipeline
+//! and kernel attribute, the pre-link, device-library and post-link steps, what may stay
+//! undefined, emission and file extensions; [`MlirSerializer`]) and the plain data they
+//! exchange. Each target implements it in
 //! its own folder; the registry (`targets/mod.rs`) is the one place that lists them; the
 //! pipeline asks the registry and never names a target.
 
@@ -176,52 +178,122 @@ pub(crate) struct Job<'a, 'll> {
     pub kernels: &'a [Kernel],
 }
 
-pub(crate) trait Target: Sync {
+/// What a target is, as plain data: its names, defaults and the words its messages use. Each
+/// target has one `static`; the pipeline reads it and never names a target.
+#[derive(Debug)]
+pub(crate) struct Description {
     /// Which target this is.
-    fn vendor(&self) -> Vendor;
+    pub vendor: Vendor,
     /// The MLIR attribute that names this target on a `gpu.module` (`nvvm.target`), if any.
-    fn attribute_name(&self) -> Option<&'static str> {
-        None
-    }
+    pub attribute_name: Option<&'static str>,
     /// The code object ABIs the attribute's `abi` may name; empty: it takes no `abi`.
-    fn abis(&self) -> &'static [&'static str] {
-        &[]
+    pub abis: &'static [&'static str],
+    /// The code object ABI a target without one gets (empty where `abis` is).
+    pub default_abi: &'static str,
+    /// This target's flags, for messages.
+    pub known_flags: &'static str,
+    /// A chip to show in examples and messages (`sm_80`).
+    pub example_chip: &'static str,
+    /// The chip a target without one gets; `None`: the build's own triple (the host, whose
+    /// chip is its triple).
+    pub default_chip: Option<&'static str>,
+    /// The LLVM target triple, whatever the chip; `None`: the chip is the triple (the host),
+    /// which a build's own host triple replaces when one is given.
+    pub triple: Option<&'static str>,
+    /// What the target's triples start with (`nvptx`, `amdgcn`): a target description with
+    /// another triple is refused, an LLVM IR file with such a triple is this target's. `None`:
+    /// any triple.
+    pub triple_prefix: Option<&'static str>,
+    /// Target features a target without any gets.
+    pub default_features: &'static str,
+    /// The MLIR dialects whose ops only this target compiles.
+    pub dialects: &'static [&'static str],
+    /// The environment variable whose chips replace every module's chips for this target.
+    pub chip_override_variable: Option<&'static str>,
+    /// Who makes the hardware, for messages (`NVIDIA`, `AMD`).
+    pub maker: &'static str,
+    /// The name of MLIR's lowering to this target, for messages (`NVVM`, `ROCDL`).
+    pub lowering_name: &'static str,
+    /// Whether objects depend on the crate being built (host symbols are named after it), so a
+    /// cache entry cannot be shared between crates.
+    pub names_symbols_after_the_crate: bool,
+}
+
+impl Description {
+    /// `vendor`'s description with every optional part empty, for its target to fill in.
+    pub const fn new(vendor: Vendor) -> Description {
+        Description {
+            vendor,
+            attribute_name: None,
+            abis: &[],
+            default_abi: "",
+            known_flags: "fast",
+            example_chip: "",
+            default_chip: None,
+            triple: None,
+            triple_prefix: None,
+            default_features: "",
+            dialects: &[],
+            chip_override_variable: None,
+            maker: "",
+            lowering_name: "",
+            names_symbols_after_the_crate: false,
+        }
     }
+
+    /// Whether the target's chip is a target triple (the host's).
+    pub fn chip_is_triple(&self) -> bool {
+        self.triple.is_none()
+    }
+
+    /// The LLVM target triple for `chip`.
+    pub fn triple_for(&self, chip: &str) -> String {
+        self.triple.unwrap_or(chip).to_string()
+    }
+
+    /// The chip a target without one gets.
+    pub fn default_chip(&self) -> String {
+        self.default_chip.map_or_else(build_triple, str::to_string)
+    }
+}
+
+/// Something the other targets take that a target may refuse, to be explained in its own words.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Question<'a> {
+    /// An op of the target-neutral dialects the other targets compile: why this target cannot.
+    NeutralOp(&'a str),
+    /// An op MLIR 22 left unlowered for this target: why, where the target knows better than the
+    /// shared explanation.
+    NotLowered(&'a str),
+    /// A kernel name: why this target cannot give a kernel this name.
+    KernelName(&'a str),
+}
+
+/// How a target makes its objects.
+pub(crate) enum Backend<'a> {
+    /// Through LLVM IR (NVPTX, AMDGPU, the host).
+    Llvm(&'a dyn LlvmTarget),
+    /// From MLIR itself (SPIR-V: upstream's SPIR-V target serializes the `spirv.module`, no LLVM
+    /// IR).
+    Mlir(&'a dyn MlirSerializer),
+}
+
+/// A target: its [`Description`] and the few questions only its own code can answer (MLIR's
+/// `TargetAttrInterface` has two).
+pub(crate) trait Target: Sync {
+    /// What the target is.
+    fn description(&self) -> &'static Description;
     /// Checks one entry of the attribute's `flags` and returns the values to keep for it;
     /// `None`: not a flag of this target (`fast`, which every target takes, is read before).
     fn parse_flag(&self, _name: &str, _value: &Value) -> Option<Result<Vec<String>, String>> {
         None
     }
-    /// This target's flags, for messages.
-    fn known_flags(&self) -> &'static str {
-        "fast"
-    }
-    /// Whether the target's chip is a target triple (the host's), which a build's own host
-    /// triple replaces when one is given.
-    fn chip_is_triple(&self) -> bool {
-        false
-    }
-    /// A chip to show in examples and messages (`sm_80`).
-    fn example_chip(&self) -> &'static str;
     /// Checks a chip, splitting feature suffixes off.
     fn parse_chip(&self, chip: &str) -> Result<Chip>;
-    /// Checks a target's `features` string.
-    fn check_features(&self, _features: &str) -> Result<()> {
-        Ok(())
-    }
-    /// Checks what only this target knows about a whole target description (checked chip).
+    /// Checks what only this target knows about a whole target description (its `features`
+    /// string, the checked chip with them).
     fn check_spec(&self, _spec: &TargetSpec, _chip: &Chip) -> Result<()> {
         Ok(())
-    }
-    /// What the target's triples start with (`nvptx`, `amdgcn`): a target description with
-    /// another triple is refused, an LLVM IR file with such a triple is this target's. `None`:
-    /// any triple (the host's chip is its triple).
-    fn triple_prefix(&self) -> Option<&'static str> {
-        None
-    }
-    /// The MLIR dialects whose ops only this target compiles.
-    fn dialects(&self) -> &'static [&'static str] {
-        &[]
     }
     /// What loading an object of `format` with these bytes asks of the driver (a PTX ISA
     /// version, the CUDA version that built a cubin, a code object version), read from the
@@ -229,67 +301,37 @@ pub(crate) trait Target: Sync {
     fn load_requirement(&self, _format: Format, _bytes: &[u8]) -> Option<LoadRequirement> {
         None
     }
-
-    /// The environment variable whose chips replace every module's chips for this target.
-    fn chip_override_variable(&self) -> Option<&'static str> {
-        None
-    }
-    /// Who makes the hardware, for messages (`NVIDIA`, `AMD`).
-    fn maker(&self) -> &'static str {
-        ""
-    }
-    /// The name of MLIR's lowering to this target, for messages (`NVVM`, `ROCDL`).
-    fn lowering_name(&self) -> &'static str;
     /// Whether MLIR 22's lowering for this target would crash the process on `op` (named
     /// `name`): the op as written and what to write instead. The front end finds these first.
     fn lowering_crash(&self, _op: &OperationRef, _name: &str) -> Option<(String, String)> {
         None
     }
-    /// Why this target cannot compile `op`, an op of the target-neutral dialects the other
-    /// targets compile; `None` when it can.
-    fn unsupported_neutral_op(&self, _op: &str) -> Option<&'static str> {
+    /// Why this target refuses what `question` asks about; `None` when it takes it (or has
+    /// nothing better to say than the shared explanation).
+    fn explain(&self, _question: Question<'_>) -> Option<&'static str> {
         None
     }
-    /// Why MLIR 22 has no lowering for `op` on this target, when the target knows better than
-    /// the shared explanation.
-    fn why_not_lowered(&self, _op: &str) -> Option<&'static str> {
-        None
-    }
-
-    /// The LLVM target triple for `chip` (the host's chip is its triple).
-    fn triple(&self, chip: &str) -> String;
-    /// The chip a target without one gets.
-    fn default_chip(&self) -> String;
-    /// Target features a target without any gets.
-    fn default_features(&self) -> &'static str {
-        ""
-    }
-    /// The code object ABI a target without one gets (AMDGPU only).
-    fn default_abi(&self) -> &'static str {
-        ""
-    }
-
-    /// Why a kernel cannot have this name on this vendor, if it cannot.
-    fn kernel_name_rule(&self, _name: &str) -> Option<&'static str> {
-        None
-    }
-
     /// Everything about the vendor's toolkit that can change an object (for cache keys).
     fn toolkit_identity(&self, toolkits: &Toolkits) -> String;
-    /// Whether objects depend on the crate being built (host symbols are named after it), so a
-    /// cache entry cannot be shared between crates.
-    fn names_symbols_after_the_crate(&self) -> bool {
-        false
+    /// How this target makes objects.
+    fn backend(&self) -> Backend<'_>;
+}
+
+impl dyn Target {
+    /// The target's LLVM half, for a target that compiles through LLVM.
+    pub(crate) fn llvm(&self) -> Option<&dyn LlvmTarget> {
+        match self.backend() {
+            Backend::Llvm(llvm) => Some(llvm),
+            Backend::Mlir(_) => None,
+        }
     }
 
-    /// How this target makes objects through LLVM: `None` for a target serialized from MLIR
-    /// itself (SPIR-V: upstream's SPIR-V target serializes the `spirv.module`, no LLVM IR).
-    fn llvm(&self) -> Option<&dyn LlvmTarget> {
-        None
-    }
-    /// How this target makes objects from MLIR itself; `None` for a target through LLVM.
-    fn mlir_serializer(&self) -> Option<&dyn MlirSerializer> {
-        None
+    /// The target's serializer, for a target serialized from MLIR itself.
+    pub(crate) fn mlir_serializer(&self) -> Option<&dyn MlirSerializer> {
+        match self.backend() {
+            Backend::Mlir(serializer) => Some(serializer),
+            Backend::Llvm(_) => None,
+        }
     }
 }
 

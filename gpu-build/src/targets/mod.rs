@@ -21,7 +21,7 @@ pub(crate) mod vulkan;
 
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Vendor;
-use interface::{LlvmTarget, Target};
+use interface::{LlvmTarget, Question, Target};
 use std::sync::Once;
 
 /// The target `vendor` names.
@@ -59,12 +59,14 @@ pub(crate) fn all() -> impl Iterator<Item = &'static dyn Target> {
 
 /// The target whose MLIR attribute is `#name` (`nvvm.target`).
 pub(crate) fn by_attribute(name: &str) -> Option<&'static dyn Target> {
-    all().find(|target| target.attribute_name() == Some(name))
+    all().find(|target| target.description().attribute_name == Some(name))
 }
 
 /// Every target's MLIR attribute names, for messages.
 pub(crate) fn attribute_names() -> Vec<&'static str> {
-    all().filter_map(|target| target.attribute_name()).collect()
+    all()
+        .filter_map(|target| target.description().attribute_name)
+        .collect()
 }
 
 /// The target an LLVM IR file of `triple` is for: one whose kernels LLVM IR can mark.
@@ -73,7 +75,8 @@ pub(crate) fn by_llvm_triple(triple: &str) -> Option<&'static dyn Target> {
         .find(|(target, llvm)| {
             llvm.kernel_calling_convention().is_some()
                 && target
-                    .triple_prefix()
+                    .description()
+                    .triple_prefix
                     .is_some_and(|prefix| triple.starts_with(prefix))
         })
         .map(|(target, _)| target)
@@ -99,11 +102,11 @@ pub(crate) fn kernel_attributes() -> Vec<&'static str> {
 /// host does not emulate), the others.
 pub(crate) fn targets_of_op(name: &str) -> Option<Vec<Vendor>> {
     if let Some(owner) = owner_of_op(name) {
-        return Some(vec![owner.vendor()]);
+        return Some(vec![owner.description().vendor]);
     }
     let able: Vec<Vendor> = all()
-        .filter(|target| target.unsupported_neutral_op(name).is_none())
-        .map(|target| target.vendor())
+        .filter(|target| target.explain(Question::NeutralOp(name)).is_none())
+        .map(|target| target.description().vendor)
         .collect();
     (able.len() < Vendor::ALL.len()).then_some(able)
 }
@@ -111,7 +114,7 @@ pub(crate) fn targets_of_op(name: &str) -> Option<Vec<Vendor>> {
 /// The target whose own dialect op `name` belongs to (`nvvm.*`), if any.
 pub(crate) fn owner_of_op(name: &str) -> Option<&'static dyn Target> {
     let dialect = name.split('.').next()?;
-    all().find(|target| target.dialects().contains(&dialect))
+    all().find(|target| target.description().dialects.contains(&dialect))
 }
 
 /// Whether some target's MLIR lowering would crash on `op`: the op as written, what to write
@@ -126,7 +129,7 @@ pub(crate) fn lowering_crash(
             found
                 .get_or_insert_with(|| (what, fix, Vec::new()))
                 .2
-                .push(target.vendor());
+                .push(target.description().vendor);
         }
     }
     found

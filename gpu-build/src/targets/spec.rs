@@ -18,13 +18,13 @@ impl TargetSpec {
         let target = target(vendor);
         TargetSpec {
             vendor,
-            triple: target.triple(&chip),
+            triple: target.description().triple_for(&chip),
             chip,
             opt_level: 2,
-            features: target.default_features().into(),
+            features: target.description().default_features.into(),
             flags: Flags::default(),
             link: Vec::new(),
-            abi: target.default_abi().into(),
+            abi: target.description().default_abi.into(),
             check: false,
         }
     }
@@ -32,7 +32,7 @@ impl TargetSpec {
     /// The vendor's defaults with its default chip (upstream's `sm_75` and `gfx900`; the host: this
     /// build's triple).
     pub fn default_for(vendor: Vendor) -> Self {
-        TargetSpec::new(vendor, target(vendor).default_chip())
+        TargetSpec::new(vendor, target(vendor).description().default_chip())
     }
 
     /// Checks what upstream's verifier checks, and what it lets through to LLVM (which then
@@ -54,7 +54,7 @@ impl TargetSpec {
             ));
         }
         let target = target(self.vendor);
-        if let Some(prefix) = target.triple_prefix() {
+        if let Some(prefix) = target.description().triple_prefix {
             if !self.triple.starts_with(prefix) {
                 return Err(Error::new(
                     ErrorKind::InvalidTarget,
@@ -63,21 +63,20 @@ impl TargetSpec {
                          `{}`",
                         self.triple,
                         self.vendor,
-                        target.triple(&self.chip)
+                        target.description().triple_for(&self.chip)
                     ),
                 ));
             }
         }
         let chip = target.parse_chip(&self.chip)?;
-        target.check_features(&self.features)?;
         target.check_spec(self, &chip)?;
-        let abis = target.abis();
+        let abis = target.description().abis;
         if !abis.is_empty() && !abis.contains(&self.abi.as_str()) {
             return Err(Error::new(
                 ErrorKind::InvalidTarget,
                 format!(
                     "unknown {} abi `{}`; use one of {} (the code object version times 100)",
-                    target.lowering_name(),
+                    target.description().lowering_name,
                     self.abi,
                     abis.join(", ")
                 ),
@@ -107,7 +106,7 @@ impl TargetSpec {
                 names.join(" or ")
             ));
         };
-        let vendor = target.vendor();
+        let vendor = target.description().vendor;
         let mut spec = TargetSpec::default_for(vendor);
         for (key, value) in &attr.params {
             match (key.as_str(), value) {
@@ -117,7 +116,9 @@ impl TargetSpec {
                 ("triple", Value::Str(s)) => spec.triple = s.clone(),
                 ("chip", Value::Str(s)) => spec.chip = s.clone(),
                 ("features", Value::Str(s)) => spec.features = s.clone(),
-                ("abi", Value::Str(s)) if !target.abis().is_empty() => spec.abi = s.clone(),
+                ("abi", Value::Str(s)) if !target.description().abis.is_empty() => {
+                    spec.abi = s.clone()
+                }
                 ("flags", Value::Dict(entries)) => {
                     spec.flags = Flags::from_entries(vendor, entries)?
                 }
@@ -155,7 +156,7 @@ impl Flags {
                 None => {
                     return Err(format!(
                         "unknown {vendor} target flag `{name}`; known flags: {}",
-                        target.known_flags()
+                        target.description().known_flags
                     ))
                 }
             }

@@ -7,7 +7,10 @@ pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
-use crate::targets::interface::{Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target};
+use crate::targets::interface::{
+    Artifact, Backend, Chip, Description, Dumps, Job, LlvmTarget, PreLinked, Question, Target,
+    TargetSpec,
+};
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_object, optimize};
 use crate::timing::Stage;
@@ -43,57 +46,34 @@ const HIP_DEFAULT_BLOCK: &str = "1,1024";
 
 pub(crate) struct Amdgpu;
 
+/// What the Amdgpu target is.
+static DESCRIPTION: Description = Description {
+    attribute_name: Some("rocdl.target"),
+    abis: ABIS,
+    default_abi: DEFAULT_ABI,
+    known_flags: flags::KNOWN,
+    example_chip: chips::EXAMPLE,
+    default_chip: Some(DEFAULT_CHIP),
+    triple: Some("amdgcn-amd-amdhsa"),
+    triple_prefix: Some("amdgcn"),
+    dialects: &["rocdl", "amdgpu"],
+    chip_override_variable: Some("GPU_BUILD_AMDGPU_CHIPS"),
+    maker: "AMD",
+    lowering_name: "ROCDL",
+    ..Description::new(Vendor::Amdgpu)
+};
+
 impl Target for Amdgpu {
-    fn vendor(&self) -> Vendor {
-        Vendor::Amdgpu
-    }
-
-    fn attribute_name(&self) -> Option<&'static str> {
-        Some("rocdl.target")
-    }
-
-    fn triple(&self, _chip: &str) -> String {
-        "amdgcn-amd-amdhsa".to_string()
-    }
-
-    fn default_chip(&self) -> String {
-        DEFAULT_CHIP.to_string()
-    }
-
-    fn default_abi(&self) -> &'static str {
-        DEFAULT_ABI
-    }
-
-    fn abis(&self) -> &'static [&'static str] {
-        ABIS
+    fn description(&self) -> &'static Description {
+        &DESCRIPTION
     }
 
     fn parse_flag(&self, name: &str, value: &Value) -> Option<Result<Vec<String>, String>> {
         flags::parse(name, value)
     }
 
-    fn known_flags(&self) -> &'static str {
-        flags::KNOWN
-    }
-
-    fn example_chip(&self) -> &'static str {
-        chips::EXAMPLE
-    }
-
     fn parse_chip(&self, chip: &str) -> Result<Chip> {
         chips::parse(chip)
-    }
-
-    fn check_features(&self, features: &str) -> Result<()> {
-        chips::check_features(features)
-    }
-
-    fn triple_prefix(&self) -> Option<&'static str> {
-        Some("amdgcn")
-    }
-
-    fn dialects(&self) -> &'static [&'static str] {
-        &["rocdl", "amdgpu"]
     }
 
     fn load_requirement(&self, format: Format, bytes: &[u8]) -> Option<LoadRequirement> {
@@ -103,33 +83,31 @@ impl Target for Amdgpu {
             .map(|version| LoadRequirement::CodeObject { version })
     }
 
-    fn chip_override_variable(&self) -> Option<&'static str> {
-        Some("GPU_BUILD_AMDGPU_CHIPS")
-    }
-
-    fn maker(&self) -> &'static str {
-        "AMD"
-    }
-
-    fn lowering_name(&self) -> &'static str {
-        "ROCDL"
-    }
-
-    fn why_not_lowered(&self, op: &str) -> Option<&'static str> {
-        op.starts_with("gpu.subgroup_mma_").then_some(
-            "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
-             on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only",
-        )
-    }
-
     fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
         toolkits
             .identity(Vendor::Amdgpu, |cargo| rocm(toolkits).identity(cargo))
             .to_string()
     }
 
-    fn llvm(&self) -> Option<&dyn LlvmTarget> {
-        Some(self)
+    fn check_spec(&self, spec: &TargetSpec, _chip: &Chip) -> Result<()> {
+        chips::check_features(&spec.features)?;
+        Ok(())
+    }
+
+    fn explain(&self, question: Question<'_>) -> Option<&'static str> {
+        match question {
+            Question::NotLowered(op) => {
+                op.starts_with("gpu.subgroup_mma_").then_some(
+                    "MLIR 22 lowers the gpu dialect's subgroup MMA ops only to NVIDIA's WMMA instructions; \
+                     on AMDGPU write `amdgpu.wmma` / `amdgpu.mfma`, or build this module for nvptx only",
+                )
+            }
+            _ => None,
+        }
+    }
+
+    fn backend(&self) -> Backend<'_> {
+        Backend::Llvm(self)
     }
 }
 

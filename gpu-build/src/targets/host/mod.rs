@@ -46,7 +46,7 @@ mod subgroup;
 
 use crate::error::Result;
 use crate::targets::interface::{
-    build_triple, Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target,
+    Artifact, Backend, Chip, Description, Dumps, Job, LlvmTarget, PreLinked, Question, Target,
 };
 use crate::targets::support::llvm::{emit_object, verify_optimized};
 use crate::targets::support::nvvm::{
@@ -75,26 +75,21 @@ const SUBGROUP_OPS: &[&str] = &[
     "gpu.subgroup_broadcast",
 ];
 
+/// What the Host target is.
+static DESCRIPTION: Description = Description {
+    example_chip: "x86_64-unknown-linux-gnu",
+    // The host's chip is its target triple, the build's own by default.
+    default_chip: None,
+    triple: None,
+    // The host runs the NVVM lowering (see `lowering_pass`).
+    lowering_name: "NVVM",
+    names_symbols_after_the_crate: true,
+    ..Description::new(Vendor::Host)
+};
+
 impl Target for Host {
-    fn vendor(&self) -> Vendor {
-        Vendor::Host
-    }
-
-    /// The host's chip is its target triple.
-    fn triple(&self, chip: &str) -> String {
-        chip.to_string()
-    }
-
-    fn default_chip(&self) -> String {
-        build_triple()
-    }
-
-    fn chip_is_triple(&self) -> bool {
-        true
-    }
-
-    fn example_chip(&self) -> &'static str {
-        "x86_64-unknown-linux-gnu"
+    fn description(&self) -> &'static Description {
+        &DESCRIPTION
     }
 
     /// Any triple, compiled for its baseline processor (as rustc does by default).
@@ -105,33 +100,27 @@ impl Target for Host {
         })
     }
 
-    /// The host runs the NVVM lowering (see `lowering_pass`).
-    fn lowering_name(&self) -> &'static str {
-        "NVVM"
-    }
-
     fn lowering_crash(&self, op: &OperationRef, name: &str) -> Option<(String, String)> {
         nvvm_crash(op, name)
-    }
-
-    fn unsupported_neutral_op(&self, op: &str) -> Option<&'static str> {
-        SUBGROUP_OPS.contains(&op).then_some(
-            "the host target does not emulate this subgroup (warp) operation (it emulates \
-             gpu.shuffle, gpu.lane_id, gpu.all_reduce, gpu.subgroup_reduce and the \
-             gpu.subgroup_mma ops)",
-        )
     }
 
     fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
         "none (LLVM only)".to_string()
     }
 
-    fn names_symbols_after_the_crate(&self) -> bool {
-        true
+    fn explain(&self, question: Question<'_>) -> Option<&'static str> {
+        match question {
+            Question::NeutralOp(op) => SUBGROUP_OPS.contains(&op).then_some(
+                "the host target does not emulate this subgroup (warp) operation (it emulates \
+                     gpu.shuffle, gpu.lane_id, gpu.all_reduce, gpu.subgroup_reduce and the \
+                     gpu.subgroup_mma ops)",
+            ),
+            _ => None,
+        }
     }
 
-    fn llvm(&self) -> Option<&dyn LlvmTarget> {
-        Some(self)
+    fn backend(&self) -> Backend<'_> {
+        Backend::Llvm(self)
     }
 }
 

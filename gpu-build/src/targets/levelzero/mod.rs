@@ -19,7 +19,9 @@ mod llvm_dialect;
 mod lowering;
 
 use crate::error::Result;
-use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
+use crate::targets::interface::{
+    Backend, Chip, Compiled, Description, MlirSerializer, Question, Target, TargetSpec,
+};
 use crate::targets::support::spirv::{check_entry_point_abis, version_of_chip};
 use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
@@ -47,13 +49,22 @@ fn spirv_version(chip: &str) -> Result<&'static str> {
     )
 }
 
-impl Target for LevelZero {
-    fn vendor(&self) -> Vendor {
-        Vendor::LevelZero
-    }
+/// What the LevelZero target is.
+static DESCRIPTION: Description = Description {
+    example_chip: "spirv1.0",
+    default_chip: Some(Vendor::LevelZero.default_chips()[0]),
+    // LLVM's triple for OpenCL-style SPIR-V, whatever the version (the chip): a spec's triple
+    // is set before its chip.
+    triple: Some("spirv64-unknown-unknown"),
+    chip_override_variable: Some("GPU_BUILD_LEVELZERO_CHIPS"),
+    maker: "Intel (Level Zero)",
+    lowering_name: "SPIR-V",
+    ..Description::new(Vendor::LevelZero)
+};
 
-    fn example_chip(&self) -> &'static str {
-        "spirv1.0"
+impl Target for LevelZero {
+    fn description(&self) -> &'static Description {
+        &DESCRIPTION
     }
 
     fn parse_chip(&self, chip: &str) -> Result<Chip> {
@@ -64,80 +75,62 @@ impl Target for LevelZero {
         })
     }
 
-    fn chip_override_variable(&self) -> Option<&'static str> {
-        Some("GPU_BUILD_LEVELZERO_CHIPS")
-    }
-
-    fn maker(&self) -> &'static str {
-        "Intel (Level Zero)"
-    }
-
-    fn lowering_name(&self) -> &'static str {
-        "SPIR-V"
-    }
-
-    fn unsupported_neutral_op(&self, op: &str) -> Option<&'static str> {
-        match op {
-            "cf.assert" => {
-                Some("MLIR 22 has no SPIR-V lowering of an assertion that stops the launch")
-            }
-            _ => None,
-        }
-    }
-
-    fn why_not_lowered(&self, op: &str) -> Option<&'static str> {
-        Some(match op {
-            "memref.load" | "memref.store" => {
-                "MLIR 22's SPIR-V conversion cannot address this memref: an OpenCL-style kernel \
-                 gets a memref as a pointer to its first element, so it must have an identity \
-                 layout and at most one dynamic size (the outermost); pass a memref<?xT> and \
-                 index it row-major, or give it static sizes"
-            }
-            "memref.dim" => {
-                "a Level Zero kernel gets a memref as a bare pointer and cannot read its size; \
-                 pass the size as an index argument"
-            }
-            "gpu.all_reduce" => {
-                "gpu-build lowers a `uniform` `gpu.all_reduce` of a scalar integer or float \
-                 (through workgroup memory); this one is not, and MLIR 22 has no SPIR-V lowering \
-                 of the others: mark it `uniform` if the whole block reaches it, or reduce a \
-                 vector's elements one by one"
-            }
-            "gpu.subgroup_reduce" => {
-                "SPIR-V has subgroup arithmetic from version 1.3 (GroupNonUniformArithmetic): \
-                 build the module for `spirv1.3` or later (`targets = [levelzero(spirv1.3)]`); \
-                 MLIR 22 converts add, mul, min and max of scalar integers and floats"
-            }
-            "gpu.shuffle" => {
-                "SPIR-V has subgroup shuffles from version 1.3: build the module for `spirv1.3` \
-                 or later; MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values \
-                 with a constant width of 32 (the subgroup size the kernel then assumes)"
-            }
-            op if op.starts_with("math.") => {
-                "MLIR 22 has no OpenCL SPIR-V instruction for this math function on this type; \
-                 compute it in f32, or build this module only for the other targets"
-            }
-            _ => return None,
-        })
-    }
-
-    fn triple(&self, _chip: &str) -> String {
-        // LLVM's triple for OpenCL-style SPIR-V, whatever the version (the chip): a spec's
-        // triple is set before its chip.
-        "spirv64-unknown-unknown".to_string()
-    }
-
-    fn default_chip(&self) -> String {
-        Vendor::LevelZero.default_chips()[0].to_string()
-    }
-
     fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
         // No external tool: MLIR's serializer, already part of the compiler identity.
         "mlir-spirv".to_string()
     }
 
-    fn mlir_serializer(&self) -> Option<&dyn MlirSerializer> {
-        Some(self)
+    fn explain(&self, question: Question<'_>) -> Option<&'static str> {
+        match question {
+            Question::NeutralOp(op) => {
+                match op {
+                    "cf.assert" => {
+                        Some("MLIR 22 has no SPIR-V lowering of an assertion that stops the launch")
+                    }
+                    _ => None,
+                }
+            }
+            Question::NotLowered(op) => {
+                Some(match op {
+                    "memref.load" | "memref.store" => {
+                        "MLIR 22's SPIR-V conversion cannot address this memref: an OpenCL-style kernel \
+                         gets a memref as a pointer to its first element, so it must have an identity \
+                         layout and at most one dynamic size (the outermost); pass a memref<?xT> and \
+                         index it row-major, or give it static sizes"
+                    }
+                    "memref.dim" => {
+                        "a Level Zero kernel gets a memref as a bare pointer and cannot read its size; \
+                         pass the size as an index argument"
+                    }
+                    "gpu.all_reduce" => {
+                        "gpu-build lowers a `uniform` `gpu.all_reduce` of a scalar integer or float \
+                         (through workgroup memory); this one is not, and MLIR 22 has no SPIR-V lowering \
+                         of the others: mark it `uniform` if the whole block reaches it, or reduce a \
+                         vector's elements one by one"
+                    }
+                    "gpu.subgroup_reduce" => {
+                        "SPIR-V has subgroup arithmetic from version 1.3 (GroupNonUniformArithmetic): \
+                         build the module for `spirv1.3` or later (`targets = [levelzero(spirv1.3)]`); \
+                         MLIR 22 converts add, mul, min and max of scalar integers and floats"
+                    }
+                    "gpu.shuffle" => {
+                        "SPIR-V has subgroup shuffles from version 1.3: build the module for `spirv1.3` \
+                         or later; MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values \
+                         with a constant width of 32 (the subgroup size the kernel then assumes)"
+                    }
+                    op if op.starts_with("math.") => {
+                        "MLIR 22 has no OpenCL SPIR-V instruction for this math function on this type; \
+                         compute it in f32, or build this module only for the other targets"
+                    }
+                    _ => return None,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn backend(&self) -> Backend<'_> {
+        Backend::Mlir(self)
     }
 }
 

@@ -20,7 +20,8 @@ pub(crate) mod toolkit;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::Value;
 use crate::targets::interface::{
-    Artifact, Chip, Dumps, Job, LlvmTarget, PreLinked, Target, TargetSpec,
+    Artifact, Backend, Chip, Description, Dumps, Job, LlvmTarget, PreLinked, Question, Target,
+    TargetSpec,
 };
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_checked, optimize};
@@ -58,45 +59,33 @@ pub(crate) struct Nvptx;
 /// Functions the CUDA driver resolves when it loads a module, allowed to stay undefined.
 const DRIVER_SYMBOLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
 
-impl Target for Nvptx {
-    fn vendor(&self) -> Vendor {
-        Vendor::Nvptx
-    }
+/// What the Nvptx target is.
+static DESCRIPTION: Description = Description {
+    attribute_name: Some("nvvm.target"),
+    known_flags: flags::KNOWN,
+    example_chip: chips::EXAMPLE,
+    default_chip: Some(DEFAULT_CHIP),
+    triple: Some("nvptx64-nvidia-cuda"),
+    triple_prefix: Some("nvptx"),
+    default_features: DEFAULT_FEATURES,
+    dialects: &["nvvm", "nvgpu"],
+    chip_override_variable: Some("GPU_BUILD_NVPTX_CHIPS"),
+    maker: "NVIDIA",
+    lowering_name: "NVVM",
+    ..Description::new(Vendor::Nvptx)
+};
 
-    fn attribute_name(&self) -> Option<&'static str> {
-        Some("nvvm.target")
+impl Target for Nvptx {
+    fn description(&self) -> &'static Description {
+        &DESCRIPTION
     }
 
     fn parse_flag(&self, name: &str, value: &Value) -> Option<Result<Vec<String>, String>> {
         flags::parse(name, value)
     }
 
-    fn known_flags(&self) -> &'static str {
-        flags::KNOWN
-    }
-
-    fn example_chip(&self) -> &'static str {
-        chips::EXAMPLE
-    }
-
     fn parse_chip(&self, chip: &str) -> Result<Chip> {
         chips::parse(chip)
-    }
-
-    fn check_features(&self, features: &str) -> Result<()> {
-        chips::check_features(features)
-    }
-
-    fn check_spec(&self, spec: &TargetSpec, chip: &Chip) -> Result<()> {
-        chips::check_ptx_version(&spec.chip, &chip.processor, &spec.features)
-    }
-
-    fn triple_prefix(&self) -> Option<&'static str> {
-        Some("nvptx")
-    }
-
-    fn dialects(&self) -> &'static [&'static str] {
-        &["nvvm", "nvgpu"]
     }
 
     fn load_requirement(&self, format: Format, bytes: &[u8]) -> Option<LoadRequirement> {
@@ -106,39 +95,8 @@ impl Target for Nvptx {
         }
     }
 
-    fn chip_override_variable(&self) -> Option<&'static str> {
-        Some("GPU_BUILD_NVPTX_CHIPS")
-    }
-
-    fn maker(&self) -> &'static str {
-        "NVIDIA"
-    }
-
-    fn lowering_name(&self) -> &'static str {
-        "NVVM"
-    }
-
     fn lowering_crash(&self, op: &OperationRef, name: &str) -> Option<(String, String)> {
         nvvm_crash(op, name)
-    }
-
-    fn triple(&self, _chip: &str) -> String {
-        "nvptx64-nvidia-cuda".to_string()
-    }
-
-    fn default_chip(&self) -> String {
-        DEFAULT_CHIP.to_string()
-    }
-
-    fn default_features(&self) -> &'static str {
-        DEFAULT_FEATURES
-    }
-
-    fn kernel_name_rule(&self, name: &str) -> Option<&'static str> {
-        (!is_ptx_identifier(name)).then_some(
-            "a PTX name is letters, digits, `_` and `$`, starting with a letter (or with `_` or \
-             `$` followed by at least one more)",
-        )
     }
 
     fn toolkit_identity(&self, toolkits: &Toolkits) -> String {
@@ -147,8 +105,25 @@ impl Target for Nvptx {
             .to_string()
     }
 
-    fn llvm(&self) -> Option<&dyn LlvmTarget> {
-        Some(self)
+    fn check_spec(&self, spec: &TargetSpec, chip: &Chip) -> Result<()> {
+        chips::check_features(&spec.features)?;
+        chips::check_ptx_version(&spec.chip, &chip.processor, &spec.features)
+    }
+
+    fn explain(&self, question: Question<'_>) -> Option<&'static str> {
+        match question {
+            Question::KernelName(name) => {
+                (!is_ptx_identifier(name)).then_some(
+                    "a PTX name is letters, digits, `_` and `$`, starting with a letter (or with `_` or \
+                     `$` followed by at least one more)",
+                )
+            }
+            _ => None,
+        }
+    }
+
+    fn backend(&self) -> Backend<'_> {
+        Backend::Llvm(self)
     }
 }
 

@@ -23,7 +23,9 @@ mod structured;
 mod workgroup_size;
 
 use crate::error::Result;
-use crate::targets::interface::{Chip, Compiled, MlirSerializer, Target, TargetSpec};
+use crate::targets::interface::{
+    Backend, Chip, Compiled, Description, MlirSerializer, Question, Target, TargetSpec,
+};
 use crate::targets::support::spirv::{check_entry_point_abis, version_of_chip};
 use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
@@ -48,13 +50,21 @@ fn spirv_version(chip: &str) -> Result<&'static str> {
     )
 }
 
-impl Target for Vulkan {
-    fn vendor(&self) -> Vendor {
-        Vendor::Vulkan
-    }
+/// What the Vulkan target is.
+static DESCRIPTION: Description = Description {
+    example_chip: "vulkan1.1",
+    default_chip: Some(Vendor::Vulkan.default_chips()[0]),
+    // One triple whatever the version (the chip): a spec's triple is set before its chip.
+    triple: Some("spirv-unknown-vulkan"),
+    chip_override_variable: Some("GPU_BUILD_VULKAN_CHIPS"),
+    maker: "Khronos Vulkan",
+    lowering_name: "SPIR-V",
+    ..Description::new(Vendor::Vulkan)
+};
 
-    fn example_chip(&self) -> &'static str {
-        "vulkan1.1"
+impl Target for Vulkan {
+    fn description(&self) -> &'static Description {
+        &DESCRIPTION
     }
 
     fn parse_chip(&self, chip: &str) -> Result<Chip> {
@@ -65,62 +75,46 @@ impl Target for Vulkan {
         })
     }
 
-    fn chip_override_variable(&self) -> Option<&'static str> {
-        Some("GPU_BUILD_VULKAN_CHIPS")
-    }
-
-    fn maker(&self) -> &'static str {
-        "Khronos Vulkan"
-    }
-
-    fn lowering_name(&self) -> &'static str {
-        "SPIR-V"
-    }
-
-    fn why_not_lowered(&self, op: &str) -> Option<&'static str> {
-        Some(match op {
-            "memref.load" | "memref.store" => {
-                "MLIR 22's SPIR-V conversion cannot address this memref: Vulkan binds a \
-                 kernel's memref as one storage buffer, row-major with its sizes passed along, \
-                 and a memref made inside the kernel (a view, a cast) must fold into such an \
-                 access; index the kernel's own memref"
-            }
-            "memref.dim" => {
-                "gpu-build passes the sizes of a kernel's memref arguments, not of memrefs made \
-                 inside the kernel; read the size of the argument"
-            }
-            "gpu.all_reduce" => {
-                "gpu-build lowers a `uniform` `gpu.all_reduce` of a scalar integer or float \
-                 (through workgroup memory); this one is not, and MLIR 22 has no SPIR-V lowering \
-                 of the others: mark it `uniform` if the whole block reaches it, or reduce a \
-                 vector's elements one by one"
-            }
-            op if op.starts_with("math.") => {
-                "SPIR-V for Vulkan has this math function (GLSL.std.450) for 16- and 32-bit \
-                 floats only, and some not at all; gpu-build implements exp, exp2, log, log2, \
-                 log10, sin, cos, tan and powf on scalar f64 itself: compute this one from those \
-                 or in f32, or build this module only for the other targets"
-            }
-            _ => return None,
-        })
-    }
-
-    fn triple(&self, _chip: &str) -> String {
-        // One triple whatever the version (the chip): a spec's triple is set before its chip.
-        "spirv-unknown-vulkan".to_string()
-    }
-
-    fn default_chip(&self) -> String {
-        Vendor::Vulkan.default_chips()[0].to_string()
-    }
-
     fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
         // No external tool: MLIR's serializer, already part of the compiler identity.
         "mlir-spirv".to_string()
     }
 
-    fn mlir_serializer(&self) -> Option<&dyn MlirSerializer> {
-        Some(self)
+    fn explain(&self, question: Question<'_>) -> Option<&'static str> {
+        match question {
+            Question::NotLowered(op) => {
+                Some(match op {
+                    "memref.load" | "memref.store" => {
+                        "MLIR 22's SPIR-V conversion cannot address this memref: Vulkan binds a \
+                         kernel's memref as one storage buffer, row-major with its sizes passed along, \
+                         and a memref made inside the kernel (a view, a cast) must fold into such an \
+                         access; index the kernel's own memref"
+                    }
+                    "memref.dim" => {
+                        "gpu-build passes the sizes of a kernel's memref arguments, not of memrefs made \
+                         inside the kernel; read the size of the argument"
+                    }
+                    "gpu.all_reduce" => {
+                        "gpu-build lowers a `uniform` `gpu.all_reduce` of a scalar integer or float \
+                         (through workgroup memory); this one is not, and MLIR 22 has no SPIR-V lowering \
+                         of the others: mark it `uniform` if the whole block reaches it, or reduce a \
+                         vector's elements one by one"
+                    }
+                    op if op.starts_with("math.") => {
+                        "SPIR-V for Vulkan has this math function (GLSL.std.450) for 16- and 32-bit \
+                         floats only, and some not at all; gpu-build implements exp, exp2, log, log2, \
+                         log10, sin, cos, tan and powf on scalar f64 itself: compute this one from those \
+                         or in f32, or build this module only for the other targets"
+                    }
+                    _ => return None,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn backend(&self) -> Backend<'_> {
+        Backend::Mlir(self)
     }
 }
 
