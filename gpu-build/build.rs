@@ -2,9 +2,9 @@
 //! key, so objects compiled by one version of this code are never reused by another, while the
 //! debug and release build scripts (different binaries of the same code) share them. Compiles
 //! the C++ halves of bitcode linking (`src/targets/support/link.cpp`) and of the host target's
-//! barrier fission, access checks and optimization pipeline (`src/targets/host/fission.cpp`,
-//! `check.cpp`, `check_loops.cpp`, `optimize.cpp`, `thread_rows.cpp`), what LLVM's C API lacks,
-//! against the LLVM that llvm-sys links.
+//! barrier fission, access checks and optimization pipeline (its pass library: every `.cpp` of
+//! `src/targets/host/passes/`, read from the folder), what LLVM's C API lacks, against the LLVM
+//! that llvm-sys links.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -23,8 +23,31 @@ fn files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// `link.cpp`, the host's `fission.cpp`, `check.cpp`, `check_loops.cpp`, `optimize.cpp` and `thread_rows.cpp`, with `llvm-config --cxxflags` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`,
-/// else PATH).
+/// The host target's pass library: every `.cpp` of `HOST_PASSES`, sorted (the order does not
+/// depend on the file system's), each and the folder watched, so a pass added there is compiled
+/// without naming it here.
+#[cfg(feature = "compiler")]
+fn host_passes() -> Vec<PathBuf> {
+    const HOST_PASSES: &str = "src/targets/host/passes";
+    println!("cargo::rerun-if-changed={HOST_PASSES}");
+    let entries = std::fs::read_dir(HOST_PASSES).unwrap_or_else(|error| {
+        eprintln!("error: cannot read {HOST_PASSES}: {error}");
+        std::process::exit(1);
+    });
+    let mut sources: Vec<PathBuf> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "cpp"))
+        .collect();
+    sources.sort();
+    for source in &sources {
+        println!("cargo::rerun-if-changed={}", source.display());
+    }
+    sources
+}
+
+/// `link.cpp` and the host's pass library ([`host_passes`]), with `llvm-config --cxxflags` of the
+/// LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`, else PATH).
 #[cfg(feature = "compiler")]
 fn compile_llvm_shims() {
     println!("cargo::rerun-if-env-changed=LLVM_SYS_221_PREFIX");
@@ -51,11 +74,7 @@ fn compile_llvm_shims() {
     build
         .cpp(true)
         .file("src/targets/support/link.cpp")
-        .file("src/targets/host/fission.cpp")
-        .file("src/targets/host/check.cpp")
-        .file("src/targets/host/check_loops.cpp")
-        .file("src/targets/host/optimize.cpp")
-        .file("src/targets/host/thread_rows.cpp")
+        .files(host_passes())
         .warnings(false);
     for flag in flags.split_whitespace() {
         build.flag(flag);

@@ -391,10 +391,11 @@ fn copy_enters_vector_body(ir: &str, copy: &str) -> bool {
 }
 
 /// A thread loop behind a guard that passes every thread of most blocks runs an unguarded copy
-/// there (`optimize.cpp`'s versioning), which the vectorizer takes: the tree reduction's `i < n`
-/// (whose other side stores a zero) and the stencil's border test `x == 0 || x >= cols - 1`
-/// (comparisons combined with `or`, one of them `==`) each leave a `.unguarded` loop that enters
-/// a vector body. Without the versioning neither has one (baseline x86-64 has no masked loads).
+/// there (`exit_thread_loops_at_guards.cpp`'s versioning), which the vectorizer takes: the tree
+/// reduction's `i < n` (whose other side stores a zero) and the stencil's border test
+/// `x == 0 || x >= cols - 1` (comparisons combined with `or`, one of them `==`) each leave a
+/// `.unguarded` loop that enters a vector body. Without the versioning neither has one
+/// (baseline x86-64 has no masked loads).
 #[test]
 fn thread_loops_guarded_by_id_tests_are_versioned_and_vectorized_on_the_host() {
     for module in ["reduce", "stencil"] {
@@ -423,7 +424,7 @@ fn checked_thread_loops_in_bounds_run_a_vectorized_copy_without_the_checks() {
 
 /// Checked host objects: the tree reduction's step (`row[t] += row[t + stride]` for `t <
 /// stride`, between barriers) touches no workgroup byte another thread writes, which a test
-/// before its thread loop finds (`check_loops.cpp`'s race-free test): the loop's copy, the one
+/// before its thread loop finds (`workgroup_nest.cpp`'s race-free test): the loop's copy, the one
 /// that adds, tells the runtime's shadow nothing, in the object for this CPU level (x86-64-v4,
 /// the AVX-512 copy). Its first region's stores, of a variable not yet written, go to the
 /// runtime a row at a time instead (the row hook's three `i64`s: offset, stride, bytes).
@@ -501,7 +502,7 @@ fn host_thread_rows_share_the_tile_loads_of_the_matmul() {
 /// `gpu.all_reduce`, with the total kept in a register from the thread that computed it), runs
 /// that thread alone at every CPU level: its thread loop starts at the thread whose id matches,
 /// tested once per row (`%in_row`), instead of testing every thread of the block (seeded: with
-/// optimize.cpp's enterAtMatch off, no entry has the test).
+/// exit_thread_loops_at_guards.cpp's enterAtMatch off, no entry has the test).
 #[test]
 fn host_regions_of_thread_zero_run_one_thread() {
     let ir = optimized_host_ir("block_total", &[]);

@@ -1346,7 +1346,8 @@ fn a_kernel_declaring_its_block_size_runs_right_at_that_size_and_at_others() {
 
 /// A region only one thread of a block works in (`if (linear id == chosen)`) runs that thread
 /// wherever it is in the block, in whichever row, and none where no thread has the id (the
-/// host's thread loop starts at the chosen thread: optimize.cpp's enterAtMatch).
+/// host's thread loop starts at the chosen thread: exit_thread_loops_at_guards.cpp's
+/// enterAtMatch).
 #[test]
 fn a_region_one_chosen_thread_works_in_runs_that_thread_only() {
     let host = Device::host();

@@ -33,7 +33,7 @@
 //!   intrinsics, which the thread loops turn into their induction variables: the report names
 //!   the thread that made the access, in every way the host runs a kernel.
 //!
-//! - The checks' conditions are calls of two marker functions (`check_markers.h`: an access
+//! - The checks' conditions are calls of two marker functions (`passes/check_markers.h`: an access
 //!   within its bounds, a variable not yet stamped ready) until the optimization pipeline, which
 //!   runs a copy of a loop without the checks that a test before the loop decides for every
 //!   iteration (an address stepping by the same amount per thread, within its buffer at the
@@ -49,64 +49,26 @@
 //! object cache when it has them: switching back and forth compiles nothing twice) and nothing
 //! in the user's code changes.
 
+use super::passes::{gpu_build_check_accesses, CheckLayout, CheckMemref};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::Job;
 use crate::targets::support::nvvm::PTX_KERNEL_CALLING_CONVENTION;
 use gpu_manifest::targets::host as host_abi;
 use gpu_manifest::ArgumentKind;
 use inkwell::llvm_sys::core::LLVMDisposeMessage;
-use inkwell::llvm_sys::prelude::{LLVMModuleRef, LLVMValueRef};
+use inkwell::llvm_sys::prelude::LLVMValueRef;
 use inkwell::module::Module;
 use inkwell::values::{AsValueRef, FunctionValue, GlobalValue};
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{CStr, CString};
 
-/// A memref argument of kernel `kernel`: its descriptor's aligned pointer is parameter
-/// `aligned`, then the offset, `rank` sizes and `rank` strides (`check.cpp`).
-#[repr(C)]
-struct CheckMemref {
-    kernel: u32,
-    aligned: u32,
-    rank: u32,
-    element_bytes: u32,
-}
-
-/// The marker functions `check_markers.h` names: declared only until the optimization pipeline
-/// lowers their calls.
+/// The marker functions `passes/check_markers.h` names: declared only until the optimization
+/// pipeline lowers their calls.
 pub(super) const MARKERS: [&str; 4] = [
     "gpu.check.within",
     "gpu.check.unready",
     "gpu.check.barrier",
     "gpu.check.workgroup",
 ];
-
-/// Where the checked run's functions and tables are in the context.
-#[repr(C)]
-struct CheckLayout {
-    report_offset: u32,
-    find_offset: u32,
-    bounds_offset: u32,
-    workgroup_offset: u32,
-    barrier_offset: u32,
-    ready_offset: u32,
-    ready_slots: u32,
-    dynamic_workgroup_bytes: u32,
-    barriers_offset: u32,
-    writes_offset: u32,
-    context_bytes: u32,
-}
-
-extern "C" {
-    fn gpu_build_check_accesses(
-        module: LLVMModuleRef,
-        context: LLVMValueRef,
-        source: *const c_char,
-        kernels: *const LLVMValueRef,
-        kernel_count: u32,
-        memrefs: *const CheckMemref,
-        memref_count: u32,
-        layout: *const CheckLayout,
-    ) -> *mut c_char;
-}
 
 /// Instruments every function of `module` (see the module docs); `context` is the thread-local
 /// pointer to the launch's context.

@@ -1,7 +1,7 @@
 //! Barrier fission: a kernel with `gpu.barrier`s runs on the host as loops over the block's
 //! threads, one loop per stretch of code between barriers, instead of a coroutine per thread.
 //!
-//! The kernel body is split at its barriers into regions (`fission.cpp`): one function runs
+//! The kernel body is split at its barriers into regions (`passes/fission.cpp`): one function runs
 //! one thread from a resume point (the start, or just after barrier `s`) to its next barrier and
 //! says which one it reached. The block entry runs that function for every thread of the block
 //! in the usual thread loops, then resumes all threads after the barrier they reached, until
@@ -35,29 +35,11 @@
 //! a barrier in a function called through a pointer or recursively, and private allocations of
 //! run-time size.
 
+use super::passes::gpu_build_fission;
 use inkwell::llvm_sys::core::LLVMDisposeMessage;
 use inkwell::llvm_sys::prelude::LLVMValueRef;
 use inkwell::values::{AsValueRef, FunctionValue, GlobalValue};
-use std::ffi::{c_char, CStr, CString};
-
-extern "C" {
-    fn gpu_build_fission(
-        body: LLVMValueRef,
-        barriers: *const LLVMValueRef,
-        barrier_count: u32,
-        subgroup_barrier: LLVMValueRef,
-        uniform: *const LLVMValueRef,
-        uniform_count: u32,
-        thread_ids: *const LLVMValueRef,
-        name: *const c_char,
-        done: u32,
-        uniform_bytes: *mut u64,
-        thread_bytes: *mut u64,
-        barrier_total: *mut u32,
-        subgroup_states: *mut LLVMValueRef,
-        reason: *mut *mut c_char,
-    ) -> LLVMValueRef;
-}
+use std::ffi::{CStr, CString};
 
 /// What a region function returns when the thread is done.
 pub(crate) const DONE: u32 = u32::MAX;

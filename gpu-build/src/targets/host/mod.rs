@@ -40,6 +40,7 @@ mod fission;
 mod ir;
 mod mma;
 mod optimize;
+mod passes;
 mod printf;
 mod retarget;
 mod subgroup;

@@ -1,14 +1,14 @@
 //! The host target's optimization pipeline: LLVM's default pipeline plus a pass that lets a
 //! thread loop stop at the first thread a guard like `if (tid < stride)` turns away, when the
-//! rest of the block's threads would do nothing (`optimize.cpp`), and one that runs several rows
-//! of a block's threads together where they load the same values (`thread_rows.cpp`). LLVM's C
-//! API only takes pipeline text, which cannot add a pass of ours, hence the C++.
+//! rest of the block's threads would do nothing (`passes/exit_thread_loops_at_guards.cpp`), and
+//! one that runs several rows of a block's threads together where they load the same values
+//! (`passes/thread_rows.cpp`), both registered by `passes/pipeline.cpp`. LLVM's C API only takes
+//! pipeline text, which cannot add a pass of ours, hence the C++.
 
+use super::passes::gpu_build_optimize_host;
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::targets::host as host_abi;
 use inkwell::llvm_sys::core::LLVMDisposeMessage;
-use inkwell::llvm_sys::prelude::{LLVMBool, LLVMModuleRef};
-use inkwell::llvm_sys::target_machine::LLVMTargetMachineRef;
 use inkwell::module::Module;
 use inkwell::targets::TargetMachine;
 use std::ffi::{c_char, CStr, CString};
@@ -19,28 +19,11 @@ pub(crate) const THREAD_LOOP_MARK: &str = "gpu_build.thread_loop";
 /// Metadata kind on the back edge of every thread loop (any dimension, a split kernel's regions
 /// too) whose thread ids are not kept in memory: its iterations are distinct threads between two
 /// barriers, which touch no memory another of them writes unless the kernel races. The pipeline
-/// makes it a loop property of the same name, which `thread_rows.cpp` reads.
+/// makes it a loop property of the same name, which `passes/thread_rows.cpp` reads.
 pub(crate) const THREADS_MARK: &str = "gpu_build.threads";
 /// Metadata kind on the call of the kernel's body in such a loop: its memory accesses, once
 /// inlined, are the loop's, which LLVM's parallel-loop metadata must list.
 pub(crate) const THREAD_BODY_MARK: &str = "gpu_build.thread_body";
-
-extern "C" {
-    fn gpu_build_optimize_host(
-        module: LLVMModuleRef,
-        machine: LLVMTargetMachineRef,
-        level: u32,
-        entry_suffix: *const c_char,
-        cpus: *const *const c_char,
-        cpu_count: u32,
-        baseline_cpu: *const c_char,
-        level_offset: u32,
-        thread_loop_mark: *const c_char,
-        thread_body_mark: *const c_char,
-        threads_mark: *const c_char,
-        error: *mut *mut c_char,
-    ) -> LLVMBool;
-}
 
 /// Optimizes `module` at `level` (0 to 3) for the host. An optimized x86-64 module compiled
 /// for no particular CPU (rustc's default) gets each blocks entry once per CPU of

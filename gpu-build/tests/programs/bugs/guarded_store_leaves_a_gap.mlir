@@ -1,7 +1,7 @@
 // A seeded bug for `gpu-build run --check` (gpu-build/tests/command/check.rs): every thread but
 // the last stores its element of a workgroup row (`t < 7` of 8 threads), then after the barrier
 // every thread reads its element: element 7 was never written. The guarded stores are told to
-// the shadow a row at a time (check_loops.cpp's row hook), for exactly the threads the guard
+// the shadow a row at a time (workgroup_nest.cpp's row hook), for exactly the threads the guard
 // lets through.
 // EXPECT: uninitialized workgroup read: load of 4 bytes at {FILE}:22:12, block (0, 0, 0), thread (7, 0, 0): byte 28 of `__wg_copy_row_0` was not written since the block began
 // EXPECT-COUNT: 1

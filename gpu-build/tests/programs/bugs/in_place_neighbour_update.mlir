@@ -2,7 +2,7 @@
 // each element's right neighbour in place, `row[t] += row[t + 1]`, with no barrier between the
 // read of the neighbour and the neighbour's own store. The row is written in full before, so
 // the step is a loop the checked object would run without the shadow if no two threads' bytes
-// met (check_loops.cpp's race-free test): they do, and the test must say so.
+// met (workgroup_nest.cpp's race-free test): they do, and the test must say so.
 // EXPECT: workgroup memory race: store of 4 bytes at {FILE}:25:9, block (0, 0, 0), thread (1, 0, 0): byte 4 of `__wg_smooth_0` was read by … at {FILE}:23:19 since the last barrier
 // EXPECT-COUNT: 1
 module attributes {gpu.container_module} {

@@ -1,7 +1,7 @@
 // A seeded bug for `gpu-build run --check` (gpu-build/tests/command/check.rs): each thread sums
 // its row of `n` (8) with a loop of its own that runs to `n` inclusive, one element too far:
 // the last thread's last read is past the buffer. The checked object tests a thread loop with a loop
-// inside once before it (check_loops.cpp: the addresses of both loops' iterations), and the
+// inside once before it (version_checked_loops.cpp: the addresses of both loops' iterations), and the
 // last thread's reach must fail that test.
 // EXPECT: out-of-bounds load of 4 bytes at {FILE}:19:14, block (0, 0, 0), thread (7, 0, 0): address … is 0 bytes past the end of argument `in` (256 bytes
 // EXPECT-COUNT: 1

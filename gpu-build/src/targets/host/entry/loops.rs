@@ -78,13 +78,13 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         // kernel's own code (not a split kernel's bookkeeping, not thread ids kept in memory)
         // is a parallel loop, as PoCL marks its work-item loops. The vectorizer then needs no
         // run-time checks that the kernel's pointers do not overlap (each 16-thread row of a
-        // stencil paid them). `optimize.cpp` turns these marks into LLVM's parallel-loop
-        // metadata, which needs distinct nodes the C API cannot make.
+        // stencil paid them). `passes/parallel_thread_loops.cpp` turns these marks into LLVM's
+        // parallel-loop metadata, which needs distinct nodes the C API cannot make.
         let llvm = self.job.llvm;
         let mark = llvm.metadata_node(&[]);
         // Every loop of the nest, a split kernel's too, runs distinct threads of one region when
-        // no thread id is kept in memory: `thread_rows.cpp` may run several of its iterations
-        // together.
+        // no thread id is kept in memory: `passes/thread_rows.cpp` may run several of its
+        // iterations together.
         if !innermost.tid_read_elsewhere {
             back_edge
                 .set_metadata(mark, llvm.get_kind_id(optimize::THREADS_MARK))

@@ -10,6 +10,7 @@
 // (not checked here).
 
 #include "check_markers.h"
+#include "passes.h"
 
 #include "llvm-c/Core.h"
 #include "llvm/ADT/BitVector.h"
@@ -40,36 +41,6 @@ namespace {
 constexpr unsigned WORKGROUP_ADDRESS_SPACE = 3;
 
 using Kind = gpu_check::AccessKind;
-
-}  // namespace
-
-// One memref argument of a kernel: its descriptor's aligned pointer is parameter `aligned`, the
-// offset `aligned + 1`, then `rank` sizes and `rank` strides.
-struct GpuCheckMemref {
-  uint32_t kernel;
-  uint32_t aligned;
-  uint32_t rank;
-  uint32_t element_bytes;
-};
-
-struct GpuCheckLayout {
-  uint32_t report_offset;
-  uint32_t find_offset;
-  uint32_t bounds_offset;
-  uint32_t workgroup_offset;
-  uint32_t barrier_offset;
-  // The ready slots (`host_abi::CHECK_READY_OFFSET`): `ready_slots` u32s.
-  uint32_t ready_offset;
-  uint32_t ready_slots;
-  // Bytes of a dynamic workgroup array.
-  uint32_t dynamic_workgroup_bytes;
-  uint32_t barriers_offset;
-  uint32_t writes_offset;
-  // The context's size.
-  uint32_t context_bytes;
-};
-
-namespace {
 
 struct Bounds {
   Value *low;
@@ -620,58 +591,7 @@ class Instrumenter {
 
 }  // namespace
 
-void gpu_check::markHookCall(CallInst *call) {
-  call->setMetadata(HOOK_CALL, MDNode::get(call->getContext(), {}));
-}
-
-MemoryEffects gpu_check::runtimeEffects(ModRefInfo arguments, ModRefInfo own) {
-  return MemoryEffects::argMemOnly(arguments) | MemoryEffects::inaccessibleMemOnly(own);
-}
-
-bool gpu_check::lowerCheckMarkers(Function &F) {
-  SmallVector<CallInst *, 16> calls;
-  for (Instruction &I : instructions(F))
-    if (auto *call = dyn_cast<CallInst>(&I))
-      if (Function *callee = call->getCalledFunction())
-        if (callee->getName() == WITHIN || callee->getName() == UNREADY ||
-            callee->getName() == BARRIER || callee->getName() == WORKGROUP)
-          calls.push_back(call);
-  for (CallInst *call : calls) {
-    IRBuilder<> b(call);
-    Value *value = nullptr;
-    StringRef name = call->getCalledFunction()->getName();
-    if (name == BARRIER || name == WORKGROUP) {
-      // The hook, then (the barrier's row hook; the workgroup access's row hook, slot and
-      // stamp), then the hook's arguments.
-      SmallVector<Value *, 12> arguments(drop_begin(call->args(), name == BARRIER ? 2u : unsigned(WORKGROUP_CONTEXT)));
-      SmallVector<Type *, 8> types;
-      for (Value *argument : arguments) types.push_back(argument->getType());
-      CallInst *one = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),
-                                   call->getArgOperand(0), arguments);
-      one->setMemoryEffects(call->getMemoryEffects());
-      markHookCall(one);
-      one->setDoesNotThrow();
-      one->addFnAttr(Attribute::WillReturn);
-    } else if (name == WITHIN) {
-      Value *address = call->getArgOperand(0), *bytes = call->getArgOperand(1);
-      Value *end = b.CreateAdd(address, bytes);
-      value = b.CreateAnd(b.CreateICmpUGE(address, call->getArgOperand(2)),
-                          b.CreateAnd(b.CreateICmpULE(end, call->getArgOperand(3)),
-                                      b.CreateICmpUGE(end, address)));
-    } else {
-      Value *stamp = call->getArgOperand(1);
-      value = b.CreateICmpNE(b.CreateLoad(stamp->getType(), call->getArgOperand(0)), stamp);
-    }
-    if (value) call->replaceAllUsesWith(value);
-    call->eraseFromParent();
-  }
-  return !calls.empty();
-}
-
-// Instruments every function defined in `module` (see the top of the file); `kernels` are the
-// kernel functions, `memrefs` their memref arguments (`kernel` indexes `kernels`). `context` is
-// the thread-local pointer to the launch's context; `source` names the kernel file where an op
-// has no location of its own. Returns null, or a message (LLVMDisposeMessage) saying why not.
+// (passes.h)
 extern "C" char *gpu_build_check_accesses(LLVMModuleRef module, LLVMValueRef context,
                                           const char *source, LLVMValueRef const *kernels,
                                           uint32_t kernel_count, const GpuCheckMemref *memrefs,

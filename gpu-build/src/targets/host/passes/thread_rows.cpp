@@ -18,7 +18,7 @@
 // values than registers. The body is therefore reordered: the first statement of every row, then
 // the second of every row, and so on, which the rows' independence allows.
 
-#include "thread_rows.h"
+#include "pipeline.h"
 
 #include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/DependenceAnalysis.h"

@@ -1,7 +1,5 @@
-// The host target's optimization pipeline: LLVM's default<O> pipeline (as every target gets),
-// plus one pass for the thread loops of the blocks entries, which LLVM's C API cannot add (it
-// takes pipeline text only, with no extension points), and around it, for checked objects, the
-// passes of check_loops.cpp, and after it the row blocking of thread_rows.cpp. See optimize.rs.
+// The host target's pass for the thread loops of the blocks entries (ExitThreadLoopsAtGuards),
+// which LLVM's C API cannot add; pipeline.cpp adds it before the vectorizers.
 //
 // The pass: a thread loop whose body starts with `if (id < bound) { work }`, with `bound` the same
 // for the whole loop, does nothing from the first thread that fails the test on (the test stays
@@ -25,183 +23,29 @@
 // wider than the loop counter, and IRCE finds the check but not the iteration space of a thread
 // id computed from the block's.
 
-#include "check_loops.h"
-#include "check_markers.h"
 #include "loops.h"
-#include "thread_rows.h"
+#include "pipeline.h"
 
-#include "llvm-c/Core.h"
-#include "llvm-c/TargetMachine.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
-#include "llvm/IR/Dominators.h"
-#include "llvm/IR/InstIterator.h"
-#include "llvm/IR/Instructions.h"
-#include "llvm/IR/Module.h"
-#include "llvm/IR/PassManager.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/IR/IRBuilder.h"
-#include "llvm/Transforms/Utils/BasicBlockUtils.h"
-#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
-#include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
-#include <cstring>
 #include <functional>
 #include <string>
 
 using namespace llvm;
 
-// (loops.h)
-BasicBlock *gpu_host::copyLoop(Loop &L, BasicBlock *preheader, const char *suffix,
-                               LoopInfo &LI, DominatorTree &DT, ValueToValueMapTy &map) {
-  BasicBlock *header = L.getHeader();
-  SmallVector<BasicBlock *, 16> blocks;
-  cloneLoopWithPreheader(header, preheader, &L, map, suffix, &LI, &DT, blocks);
-  remapInstructionsInBlocks(blocks, map);
-  auto *copyPreheader = cast<BasicBlock>(map[preheader]);
-  // The clone's preheader branches to the original header: to its own.
-  copyPreheader->getTerminator()->replaceUsesOfWith(header, cast<BasicBlock>(map[header]));
-  return copyPreheader;
-}
-
-// The metadata marking a loop versioned at a guard already (the original keeps its test; both
-// copies are left alone afterwards).
-static const char *const VersionedMark = "gpu_build.versioned_at_guard";
-
-// (loops.h)
-bool gpu_host::versionedAtGuard(const Loop &L) {
-  const BasicBlock *latch = L.getLoopLatch();
-  return latch && latch->getTerminator()->getMetadata(VersionedMark);
-}
-
-BasicBlock *gpu_host::copyLoopJoiningExits(Loop &L, BasicBlock *preheader, const char *suffix,
-                                           LoopInfo &LI, DominatorTree &DT,
-                                           ValueToValueMapTy &map) {
-  SmallVector<BasicBlock *, 4> exits, exiting;
-  L.getUniqueExitBlocks(exits);
-  L.getExitingBlocks(exiting);
-  BasicBlock *copyPreheader = copyLoop(L, preheader, suffix, LI, DT, map);
-  for (BasicBlock *exit : exits)
-    for (PHINode &phi : exit->phis())
-      for (BasicBlock *from : exiting)
-        if (phi.getBasicBlockIndex(from) >= 0) {
-          Value *value = phi.getIncomingValueForBlock(from);
-          if (Value *copied = map.lookup(value))
-            value = copied;
-          phi.addIncoming(value, cast<BasicBlock>(map[from]));
-        }
-  return copyPreheader;
-}
-
 namespace {
-
-// In which senses an increasing AddRec never wraps over the loop.
-struct NoWrap {
-  bool asUnsigned = false;
-  bool asSigned = false;
-};
-
-// `S` as an affine AddRec of `L` with a positive constant step (a thread id, or an index made
-// from one, increasing over the loop), with the senses in which it does not wrap; null if it is
-// not one. No signed wrap from a non-negative start is no unsigned wrap either, which is what
-// sign-extended thread ids give.
-const SCEVAddRecExpr *increasing(const SCEV *S, const Loop &L, ScalarEvolution &SE,
-                                 NoWrap &noWrap) {
-  const auto *rec = dyn_cast<SCEVAddRecExpr>(S);
-  if (!rec || rec->getLoop() != &L || !rec->isAffine())
-    return nullptr;
-  const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(SE));
-  if (!step || !step->getAPInt().isStrictlyPositive())
-    return nullptr;
-  noWrap.asSigned = rec->hasNoSignedWrap();
-  noWrap.asUnsigned =
-      rec->hasNoUnsignedWrap() || (noWrap.asSigned && SE.isKnownNonNegative(rec->getStart()));
-  return rec;
-}
-
-// Whether a comparison of an increasing AddRec keeps its order in `predicate`'s sense.
-bool orderKept(ICmpInst::Predicate predicate, const NoWrap &noWrap) {
-  return ICmpInst::isUnsigned(predicate) ? noWrap.asUnsigned : noWrap.asSigned;
-}
-
-// Whether the branch `guard` (in `L`'s header) is `AddRec < bound` or `AddRec >= bound` for an
-// increasing AddRec of `L` that does not wrap: then once the condition takes the returned
-// direction, it keeps it for the rest of the loop. `eventually` is that direction.
-bool monotoneGuard(BranchInst *guard, const Loop &L, ScalarEvolution &SE, bool &eventually) {
-  auto *compare = dyn_cast<ICmpInst>(guard->getCondition());
-  if (!compare || !SE.isSCEVable(compare->getOperand(0)->getType()))
-    return false;
-  const SCEV *lhs = SE.getSCEV(compare->getOperand(0));
-  const SCEV *rhs = SE.getSCEV(compare->getOperand(1));
-  CmpPredicate predicate = compare->getCmpPredicate();
-  if (!isa<SCEVAddRecExpr>(lhs)) {
-    std::swap(lhs, rhs);
-    predicate = CmpPredicate::getSwapped(predicate);
-  }
-  NoWrap noWrap;
-  if (!increasing(lhs, L, SE, noWrap) || !SE.isLoopInvariant(rhs, &L) ||
-      !orderKept(predicate, noWrap))
-    return false;
-  switch (ICmpInst::getUnsignedPredicate(predicate)) {
-  case ICmpInst::ICMP_ULT:
-  case ICmpInst::ICMP_ULE:
-    eventually = false; // true, then false for good
-    return true;
-  case ICmpInst::ICMP_UGT:
-  case ICmpInst::ICMP_UGE:
-    eventually = true; // false, then true for good
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool inSubloop(const Loop &L, const BasicBlock *B) {
-  for (const Loop *sub : L.getSubLoops())
-    if (sub->contains(B))
-      return true;
-  return false;
-}
-
-void markVersioned(BasicBlock *latch) {
-  LLVMContext &context = latch->getContext();
-  latch->getTerminator()->setMetadata(VersionedMark, MDNode::get(context, {}));
-}
-
-// Adds `property` to the id of the loop whose back edge is `backEdge`, keeping what the id said
-// besides (a parallel thread loop's access group, an interleave count). A loop's id is a
-// distinct node whose first operand is itself.
-void addLoopProperty(Instruction *backEdge, MDNode *property) {
-  LLVMContext &context = backEdge->getContext();
-  auto placeholder = MDNode::getTemporary(context, {});
-  SmallVector<Metadata *, 4> properties{placeholder.get()};
-  if (MDNode *old = backEdge->getMetadata(LLVMContext::MD_loop))
-    for (unsigned i = 1; i < old->getNumOperands(); ++i)
-      properties.push_back(old->getOperand(i));
-  properties.push_back(property);
-  MDNode *id = MDNode::getDistinct(context, properties);
-  id->replaceOperandWith(0, id);
-  backEdge->setMetadata(LLVMContext::MD_loop, id);
-}
-
-// Asks the vectorizer not to interleave the loop ending at `latch`. A thread loop runs as many
-// iterations as the block is wide, often 16 or 32 threads: a 16-wide AVX-512 loop interleaved
-// twice needs 32 threads before its vector body runs at all, and a 16 x 16 block's rows then
-// ran in the scalar remainder (measured on the stencil: 2.5-4.1 ms instead of 3.0-5.5 ms).
-void interleaveOnce(BasicBlock *latch) {
-  LLVMContext &context = latch->getContext();
-  Metadata *count[] = {MDString::get(context, "llvm.loop.interleave.count"),
-                       ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(context), 1))};
-  addLoopProperty(latch->getTerminator(), MDNode::get(context, count));
-}
-
 
 // Whether the loop's shape is one both changes handle: a preheader, one latch that is its only
 // exit, a header ending in the guard, no value used after the loop.
@@ -264,13 +108,13 @@ bool describeLeaf(ICmpInst *compare, const Loop &L, ScalarEvolution &SE, const S
     return false;
   leaf.compare = compare;
   const SCEVAddRecExpr *rec = nullptr;
-  NoWrap noWrap;
+  gpu_host::NoWrap noWrap;
   for (unsigned i = 0; i < 2; ++i) {
     const SCEV *operand = SE.getSCEV(compare->getOperand(i));
     leaf.first[i] = leaf.last[i] = operand;
     if (SE.isLoopInvariant(operand, &L))
       continue;
-    if (rec || !(rec = increasing(operand, L, SE, noWrap)))
+    if (rec || !(rec = gpu_host::increasing(operand, L, SE, noWrap)))
       return false;
     leaf.first[i] = rec->getStart();
     leaf.last[i] = rec->evaluateAtIteration(
@@ -291,7 +135,7 @@ bool describeLeaf(ICmpInst *compare, const Loop &L, ScalarEvolution &SE, const S
       return false;
     return true;
   }
-  if (!orderKept(predicate, noWrap))
+  if (!gpu_host::orderKept(predicate, noWrap))
     return false;
   leaf.tests.push_back(predicate);
   return true;
@@ -395,102 +239,13 @@ bool versionAtGuard(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &S
   at->eraseFromParent();
   // The original keeps a preheader of its own, which the exit change needs.
   SplitEdge(preheader, header, nullptr, nullptr);
-  markVersioned(latch);
+  gpu_host::markVersioned(latch);
   auto *copyLatch = cast<BasicBlock>(map[latch]);
-  markVersioned(copyLatch);
-  interleaveOnce(copyLatch);
+  gpu_host::markVersioned(copyLatch);
+  gpu_host::interleaveOnce(copyLatch);
   SE.forgetLoop(&L);
   return true;
 }
-
-// The header's guard of a loop whose one exit is at its latch (other than the header), with
-// the loop's exit block; null if the loop has another shape.
-BranchInst *headerGuard(const Loop &L, BasicBlock *&exit) {
-  BasicBlock *header = L.getHeader();
-  BasicBlock *latch = L.getLoopLatch();
-  exit = L.getUniqueExitBlock();
-  if (!latch || !exit || !L.getLoopPreheader() || L.getExitingBlock() != latch || header == latch)
-    return nullptr;
-  auto *guard = dyn_cast<BranchInst>(header->getTerminator());
-  return guard && guard->isConditional() ? guard : nullptr;
-}
-
-// Whether an iteration of `L` that does not take its header's edge to `work` has no effect, so
-// that a loop may skip such iterations: what runs outside the guarded work must be free of
-// effects and outside subloops, and must stay reachable once the header's other edge is gone
-// (so the loop keeps its blocks). Values leaving the loop are the callers' to check.
-bool idleIterationsHaveNoEffect(const Loop &L, BasicBlock *work, const DominatorTree &DT) {
-  BasicBlock *header = L.getHeader();
-  if (!L.contains(work) || work->getSinglePredecessor() != header)
-    return false;
-  SmallPtrSet<BasicBlock *, 16> reachable;
-  SmallVector<BasicBlock *, 16> stack{work};
-  while (!stack.empty()) {
-    BasicBlock *B = stack.pop_back_val();
-    if (B == header || !L.contains(B) || !reachable.insert(B).second)
-      continue;
-    for (BasicBlock *S : successors(B))
-      stack.push_back(S);
-  }
-  for (BasicBlock *B : L.blocks()) {
-    if (DT.dominates(work, B))
-      continue;
-    if ((B != header && !reachable.count(B)) || inSubloop(L, B))
-      return false;
-    for (Instruction &I : *B)
-      if (I.mayHaveSideEffects())
-        return false;
-  }
-  return true;
-}
-
-// The values of `L` used after it (an exit block's phi counts as a use after it).
-SmallVector<Instruction *, 4> valuesLeaving(const Loop &L) {
-  SmallVector<Instruction *, 4> leaving;
-  for (BasicBlock *B : L.blocks())
-    for (Instruction &I : *B)
-      if (any_of(I.users(), [&](User *user) {
-            return !L.contains(cast<Instruction>(user)->getParent());
-          }))
-        leaving.push_back(&I);
-  return leaving;
-}
-
-// Sends the header's edge to `idle` to the loop's exit instead: the loop leaves at the first
-// iteration that does not do the work. Each exit phi takes `atHeader` of what it takes from
-// the latch.
-void leaveWhenIdle(Loop &L, BranchInst *guard, BasicBlock *idle, BasicBlock *exit,
-                   function_ref<Value *(Value *)> atHeader) {
-  BasicBlock *header = L.getHeader();
-  for (PHINode &phi : exit->phis())
-    phi.addIncoming(atHeader(phi.getIncomingValueForBlock(L.getLoopLatch())), header);
-  idle->removePredecessor(header);
-  guard->setSuccessor(guard->getSuccessor(0) == idle ? 0 : 1, exit);
-}
-
-} // namespace
-
-// (loops.h)
-bool gpu_host::exitAtGuard(Loop &L, DominatorTree &DT, ScalarEvolution &SE) {
-  BasicBlock *exit;
-  BranchInst *guard = headerGuard(L, exit);
-  bool eventually;
-  if (!guard || !monotoneGuard(guard, L, SE, eventually))
-    return false;
-  BasicBlock *work = guard->getSuccessor(eventually ? 1 : 0);
-  BasicBlock *idle = guard->getSuccessor(eventually ? 0 : 1);
-  if (!L.contains(idle) || work == idle || !idleIterationsHaveNoEffect(L, work, DT) ||
-      !valuesLeaving(L).empty())
-    return false;
-  leaveWhenIdle(L, guard, idle, exit, [](Value *value) { return value; });
-  // The loop now runs as many threads as its guard lets through, often fewer than an
-  // interleaved vector body takes (a tree reduction's steps run 128, 64, ..., 1 threads).
-  interleaveOnce(L.getLoopLatch());
-  SE.forgetLoop(&L);
-  return true;
-}
-
-namespace {
 
 // A thread loop whose body is `if (id == value) { work }`, with `value` the same for the whole
 // loop (gpu.all_reduce's and a reduction's `if (thread == 0)`: one thread of the block does the
@@ -504,7 +259,7 @@ namespace {
 // iterations have no effect. Returns whether it changed `L`.
 bool enterAtMatch(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE) {
   BasicBlock *exit;
-  BranchInst *guard = headerGuard(L, exit);
+  BranchInst *guard = gpu_host::headerGuard(L, exit);
   if (!guard)
     return false;
   auto *compare = dyn_cast<ICmpInst>(guard->getCondition());
@@ -525,7 +280,7 @@ bool enterAtMatch(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE)
   Type *idType = id->getType();
   if (!L.contains(idle) || work == idle || isa<SCEVCouldNotCompute>(lastIteration) ||
       SE.getTypeSizeInBits(lastIteration->getType()) > SE.getTypeSizeInBits(idType) ||
-      !L.hasDedicatedExits() || !idleIterationsHaveNoEffect(L, work, DT))
+      !L.hasDedicatedExits() || !gpu_host::idleIterationsHaveNoEffect(L, work, DT))
     return false;
   // The header phis that an iteration without the work hands on unchanged (the all_reduce's
   // total, kept in a register from the thread that computed it): their value from the latch is
@@ -544,7 +299,7 @@ bool enterAtMatch(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE)
   }
   // What leaves the loop must be such a value: after the match it keeps the match's value, and
   // without one it is what the loop was entered with.
-  for (Instruction *leaving : valuesLeaving(L))
+  for (Instruction *leaving : gpu_host::valuesLeaving(L))
     if (!handedOn.count(leaving))
       return false;
   // The iteration where the difference is zero (past the last one, after wrapping, when the
@@ -589,7 +344,7 @@ bool enterAtMatch(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE)
   }
   BranchInst::Create(L.getHeader(), exit, inRow, at->getIterator());
   at->eraseFromParent();
-  leaveWhenIdle(L, guard, idle, exit, [&](Value *value) -> Value * {
+  gpu_host::leaveWhenIdle(L, guard, idle, exit, [&](Value *value) -> Value * {
     auto handed = handedOn.find(value);
     return handed == handedOn.end() ? value : handed->second;
   });
@@ -702,171 +457,9 @@ struct ExitThreadLoopsAtGuards : PassInfoMixin<ExitThreadLoopsAtGuards> {
   }
 };
 
-// The thread loops the host target marked (`loopMark` on the back edge, `bodyMark` on the call
-// of the kernel's body in it) as LLVM's parallel loops: an access group per function on the
-// calls (the inliner hands it on to every memory access of the inlined body) and
-// `llvm.loop.parallel_accesses` naming it in the loops' ids. LLVM takes a loop as parallel only
-// when every memory access in it has a group the loop names, so anything else the loop touches
-// in memory keeps it an ordinary loop (one group for several loops of a function says no more).
-// `threadsMark` on a back edge becomes a loop property of that name (every thread loop whose ids
-// are not kept in memory, see thread_rows.cpp).
-void markParallelThreadLoops(Module &M, const char *loopMark, const char *bodyMark,
-                             const char *threadsMark) {
-  LLVMContext &C = M.getContext();
-  unsigned loopKind = C.getMDKindID(loopMark), bodyKind = C.getMDKindID(bodyMark);
-  unsigned threadsKind = C.getMDKindID(threadsMark);
-  for (Function &F : M) {
-    SmallVector<Instruction *, 4> backEdges, bodies, threadLoops;
-    for (Instruction &I : instructions(F)) {
-      if (I.getMetadata(loopKind))
-        backEdges.push_back(&I);
-      if (I.getMetadata(bodyKind))
-        bodies.push_back(&I);
-      if (I.getMetadata(threadsKind))
-        threadLoops.push_back(&I);
-    }
-    for (Instruction *backEdge : threadLoops) {
-      backEdge->setMetadata(threadsKind, nullptr);
-      addLoopProperty(backEdge, MDNode::get(C, {MDString::get(C, threadsMark)}));
-    }
-    if (backEdges.empty())
-      continue;
-    MDNode *group = MDNode::getDistinct(C, {});
-    for (Instruction *body : bodies) {
-      body->setMetadata(bodyKind, nullptr);
-      body->setMetadata(LLVMContext::MD_access_group, group);
-    }
-    Metadata *parallel[] = {MDString::get(C, "llvm.loop.parallel_accesses"), group};
-    for (Instruction *backEdge : backEdges) {
-      backEdge->setMetadata(loopKind, nullptr);
-      addLoopProperty(backEdge, MDNode::get(C, parallel));
-    }
-  }
-}
-
-// One copy of every blocks entry per CPU in `cpus` (after the baseline), each compiled for its
-// CPU, behind the entry's own name: a dispatcher that reads the runtime's CPU level (a u32 at
-// `levelOffset` in the context, the entry's second argument; 0 the baseline, i the i-th CPU)
-// and calls that copy. The bodies the entries call are always inlined, so each copy's thread
-// loops are vectorized for its CPU. Copies are named `<kernel>.<cpu>.blocks` (still ending with
-// the suffix, for ExitThreadLoopsAtGuards), the baseline's `<kernel>.<baseline>.blocks`.
-void multiversionEntries(Module &M, const std::string &suffix, const char *const *cpus,
-                         unsigned count, const char *baseline, unsigned levelOffset) {
-  SmallVector<Function *, 8> entries;
-  for (Function &F : M)
-    if (!F.isDeclaration() && F.getName().ends_with(suffix))
-      entries.push_back(&F);
-  for (Function *F : entries) {
-    std::string name = F->getName().str();
-    std::string stem = name.substr(0, name.size() - suffix.size());
-    SmallVector<Function *, 4> copies{F};
-    for (unsigned i = 0; i < count; ++i) {
-      ValueToValueMapTy map;
-      Function *copy = CloneFunction(F, map);
-      copy->setName(stem + "." + cpus[i] + suffix);
-      copy->setLinkage(GlobalValue::InternalLinkage);
-      copy->addFnAttr("target-cpu", cpus[i]);
-      // The last CPU is the AVX-512 one: its thread loops use all 512 bits (LLVM prefers 256
-      // there, for the clock Skylake servers lose on wide vectors). A 16-thread row is then one
-      // vector: the stencil went from 1.10-1.56x PoCL's time to 0.78-1.06x here, no kernel of
-      // host_vs_peers got slower.
-      if (i + 1 == count)
-        copy->addFnAttr("prefer-vector-width", "512");
-      copy->removeFnAttr("target-features");
-      copies.push_back(copy);
-    }
-    Function *dispatch =
-        Function::Create(F->getFunctionType(), F->getLinkage(), F->getAddressSpace(), "", &M);
-    dispatch->copyAttributesFrom(F);
-    F->setName(stem + "." + baseline + suffix);
-    F->setLinkage(GlobalValue::InternalLinkage);
-    dispatch->setName(name);
-
-    LLVMContext &C = M.getContext();
-    IRBuilder<> b(BasicBlock::Create(C, "entry", dispatch));
-    Value *slot = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), dispatch->getArg(1), levelOffset);
-    Value *cpu = b.CreateLoad(b.getInt32Ty(), slot, "cpu_level");
-    SmallVector<Value *, 4> arguments;
-    for (Argument &argument : dispatch->args())
-      arguments.push_back(&argument);
-    SmallVector<BasicBlock *, 4> calls;
-    for (Function *copy : copies) {
-      BasicBlock *call = BasicBlock::Create(C, copy->getName(), dispatch);
-      IRBuilder<> c(call);
-      CallInst *result = c.CreateCall(copy, arguments);
-      result->setTailCall();
-      c.CreateRet(result);
-      calls.push_back(call);
-    }
-    SwitchInst *choice = b.CreateSwitch(cpu, calls[0], copies.size() - 1);
-    for (unsigned i = 1; i < calls.size(); ++i)
-      choice->addCase(b.getInt32(i), calls[i]);
-  }
-}
-
 } // namespace
 
-extern "C" {
-
-// LLVM's default pipeline at `level` (0 to 3) with loop unrolling, interleaving and both
-// vectorizers on (as upstream's makeOptimizingTransformer), plus ExitThreadLoopsAtGuards and
-// then the row blocking of thread_rows.cpp before the vectorizers, on the functions whose names
-// end with `entrySuffix`; before them, with
-// `cpuCount` CPUs, the blocks entries multiversioned for them (see multiversionEntries).
-// Returns false with `*error` set (free it with LLVMDisposeMessage) on failure.
-LLVMBool gpu_build_optimize_host(LLVMModuleRef module, LLVMTargetMachineRef machine,
-                                 unsigned level, const char *entrySuffix,
-                                 const char *const *cpus, unsigned cpuCount,
-                                 const char *baselineCpu, unsigned levelOffset,
-                                 const char *threadLoopMark, const char *threadBodyMark,
-                                 const char *threadsMark, char **error) {
-  Module &M = *unwrap(module);
-  auto *TM = reinterpret_cast<TargetMachine *>(machine);
-  markParallelThreadLoops(M, threadLoopMark, threadBodyMark, threadsMark);
-  if (cpuCount > 0)
-    multiversionEntries(M, entrySuffix, cpus, cpuCount, baselineCpu, levelOffset);
-  PipelineTuningOptions tuning;
-  tuning.LoopUnrolling = true;
-  tuning.LoopInterleaving = true;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  PassBuilder builder(TM, tuning);
-  LoopAnalysisManager LAM;
-  FunctionAnalysisManager FAM;
-  CGSCCAnalysisManager CGAM;
-  ModuleAnalysisManager MAM;
-  builder.registerModuleAnalyses(MAM);
-  builder.registerCGSCCAnalyses(CGAM);
-  builder.registerFunctionAnalyses(FAM);
-  builder.registerLoopAnalyses(LAM);
-  builder.crossRegisterProxies(LAM, FAM, CGAM, MAM);
-  builder.registerVectorizerStartEPCallback(
-      [suffix = std::string(entrySuffix),
-       threads = std::string(threadsMark)](FunctionPassManager &FPM, OptimizationLevel) {
-        // Loops with preheaders, as the pass expects.
-        FPM.addPass(LoopSimplifyPass());
-        gpu_check::addBarrierGathering(FPM);
-        FPM.addPass(ExitThreadLoopsAtGuards{{}, suffix});
-        // Again in the loops unswitched on a uniform branch, where a barrier the branch chose
-        // between is now reached by every thread.
-        gpu_check::addBarrierGathering(FPM);
-        gpu_check::addCheckedLoopVersioning(FPM);
-        FPM.addPass(LoopSimplifyPass());
-        gpu_host::addThreadRowBlocking(FPM, suffix, threads);
-      });
-  OptimizationLevel levels[] = {OptimizationLevel::O0, OptimizationLevel::O1,
-                                OptimizationLevel::O2, OptimizationLevel::O3};
-  if (level > 3) {
-    *error = strdup("optimization level above 3");
-    return 0;
-  }
-  ModulePassManager pipeline = level == 0 ? builder.buildO0DefaultPipeline(OptimizationLevel::O0)
-                                          : builder.buildPerModuleDefaultPipeline(levels[level]);
-  pipeline.run(M, MAM);
-  // What the pipeline left of the checks' markers (all of them at level 0) lowered.
-  for (Function &F : M)
-    gpu_check::lowerCheckMarkers(F);
-  return 1;
+void gpu_host::addExitThreadLoopsAtGuards(FunctionPassManager &FPM,
+                                          const std::string &entrySuffix) {
+  FPM.addPass(ExitThreadLoopsAtGuards{{}, entrySuffix});
 }
-
-} // extern "C"

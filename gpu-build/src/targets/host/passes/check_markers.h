@@ -1,9 +1,10 @@
 // The checked host objects' checks, as calls of functions the optimization pipeline knows
-// (check.cpp writes them; optimize.cpp versions thread loops on the conditions and gathers a
-// thread loop's barrier hooks into one call; then `lowerCheckMarkers` turns every call into the
-// code it stands for). As a call, a condition stays one value through LLVM's pipeline, whatever
-// instcombine does with its users, so a copy of a thread loop in which it is known to hold can
-// replace it by a constant.
+// (check_accesses.cpp writes them; version_checked_loops.cpp versions thread loops on the
+// conditions and gather_barrier_hooks.cpp gathers a thread loop's barrier hooks into one call;
+// then `lowerCheckMarkers`, in check_markers.cpp, turns every call into the code it stands
+// for). As a call, a condition stays one value through LLVM's pipeline, whatever instcombine
+// does with its users, so a copy of a thread loop in which it is known to hold can replace it by
+// a constant.
 #pragma once
 
 #include "llvm/Support/ModRef.h"

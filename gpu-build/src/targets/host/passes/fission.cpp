@@ -20,6 +20,8 @@
 // is split too, its subgroups then run by their own state (fission.rs): every value is saved per
 // thread, and a table says which states follow a subgroup barrier.
 
+#include "passes.h"
+
 #include "llvm-c/Core.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -590,12 +592,7 @@ Failure fission(Function &body, const SmallPtrSetImpl<Function *> &barrierFuncti
 
 extern "C" {
 
-// The region function of `body` (see the top of this file); null without `*reason` when `body`
-// never reaches a barrier; null with `*reason` set (free it with LLVMDisposeMessage) when its
-// barriers cannot be split this way. `uniform` are functions whose result is the same in every
-// thread of a block; `threadIds` the three functions that read thread id x, y and z (each may be
-// null); `subgroupBarrier` (one of `barriers`, or null) is the one only a subgroup waits at.
-// `*subgroupStates` is Fissioned::subgroupStates.
+// (passes.h)
 LLVMValueRef gpu_build_fission(LLVMValueRef body, LLVMValueRef *barriers, unsigned barrierCount,
                                LLVMValueRef subgroupBarrier, LLVMValueRef *uniform,
                                unsigned uniformCount, LLVMValueRef *threadIds,

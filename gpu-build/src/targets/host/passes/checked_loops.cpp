@@ -1,0 +1,214 @@
+// What the host optimization pipeline's passes for checked objects' loops share (see
+// checked_loops.h).
+
+#include "checked_loops.h"
+#include "check_markers.h"
+
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/ScalarEvolutionExpressions.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
+
+#include <utility>
+
+using namespace llvm;
+
+// (checked_loops.h)
+Value *gpu_check::wide(const SCEV *S, bool isSigned, SCEVExpander &expander, Instruction *at) {
+  IRBuilder<> b(at);
+  Value *value = expander.expandCodeFor(S, S->getType(), at);
+  return isSigned ? b.CreateSExt(value, b.getInt128Ty()) : b.CreateZExt(value, b.getInt128Ty());
+}
+
+// (checked_loops.h)
+Value *gpu_check::passing(const Guard &guard, Value *count, SCEVExpander &expander,
+                          Instruction *at) {
+  if (!guard.limit)
+    return count;
+  IRBuilder<> b(at);
+  Value *limit = wide(guard.limit, guard.isSigned, expander, at);
+  if (guard.inclusive)
+    limit = b.CreateAdd(limit, ConstantInt::get(limit->getType(), 1));
+  Value *zero = ConstantInt::get(limit->getType(), 0);
+  Value *above = b.CreateSelect(b.CreateICmpSLT(limit, zero), zero, limit);
+  return b.CreateSelect(b.CreateICmpSLT(above, count), above, count);
+}
+
+// (checked_loops.h)
+bool gpu_check::callsMarker(const Instruction &I, const char *name) {
+  auto *call = dyn_cast<CallInst>(&I);
+  Function *callee = call ? call->getCalledFunction() : nullptr;
+  return callee && callee->getName() == name;
+}
+
+// (checked_loops.h)
+const SCEV *gpu_check::sameOnEveryPath(Value *value, ScalarEvolution &SE) {
+  const SCEV *S = SE.getSCEV(value);
+  auto *phi = dyn_cast<PHINode>(value);
+  if (!phi || !isa<SCEVUnknown>(S) || phi->getNumIncomingValues() == 0)
+    return S;
+  const SCEV *first = SE.getSCEV(phi->getIncomingValue(0));
+  for (Value *incoming : phi->incoming_values())
+    if (SE.getSCEV(incoming) != first)
+      return S;
+  return first;
+}
+
+namespace {
+
+Value *locationOf(PHINode *phi, const Loop &L, AAResults &AA, unsigned depth = 0);
+
+// Whether nothing in `L` may write what `load` reads. A runtime's check function writes no
+// variable of the module (check_markers.h's HOOK_CALL), which alias analysis cannot tell: the
+// context pointer it is given comes from memory.
+bool unwrittenIn(LoadInst *load, const Loop &L, AAResults &AA) {
+  MemoryLocation location = MemoryLocation::get(load);
+  bool moduleVariable = isa<GlobalVariable>(getUnderlyingObject(load->getPointerOperand()));
+  for (BasicBlock *B : L.blocks())
+    for (Instruction &I : *B) {
+      if (moduleVariable && I.hasMetadata(gpu_check::HOOK_CALL))
+        continue;
+      if (I.mayWriteToMemory() && isModSet(AA.getModRefInfo(&I, location)))
+        return false;
+    }
+  return true;
+}
+
+
+// The location whose loads are all that phi `phi` of `L` merges (through other phis of `L`;
+// of a header phi, the values from the loop), each a load `L` leaves alone; null where it
+// merges anything else. Such a phi holds the location's value in every iteration: a header
+// phi's value from before the loop is the location's too (a block's ids, which LLVM loads again
+// after each hook call, and forwards from their stores before the loop).
+Value *locationOf(PHINode *phi, const Loop &L, AAResults &AA, unsigned depth) {
+  Value *location = nullptr;
+  SmallVector<Value *, 8> work = {phi};
+  SmallPtrSet<Value *, 8> seen;
+  while (!work.empty()) {
+    Value *incoming = work.pop_back_val();
+    if (!seen.insert(incoming).second)
+      continue;
+    auto *merge = dyn_cast<PHINode>(incoming);
+    if (merge && L.contains(merge->getParent()) && seen.size() < 16) {
+      for (unsigned i = 0; i < merge->getNumIncomingValues(); ++i)
+        if (merge->getParent() != L.getHeader() || L.contains(merge->getIncomingBlock(i)))
+          work.push_back(merge->getIncomingValue(i));
+      continue;
+    }
+    auto *load = dyn_cast<LoadInst>(incoming);
+    if (!load || !L.contains(load->getParent()) ||
+        (location && load->getPointerOperand() != location) ||
+        !gpu_check::sameEveryIteration(load, L, AA, depth + 1))
+      return nullptr;
+    location = load->getPointerOperand();
+  }
+  return location;
+}
+
+} // namespace
+
+// (checked_loops.h)
+bool gpu_check::sameEveryIteration(Value *value, const Loop &L, AAResults &AA, unsigned depth) {
+  auto *I = dyn_cast<Instruction>(value);
+  if (!I || !L.contains(I->getParent()))
+    return true;
+  if (depth > 8)
+    return false;
+  if (auto *phi = dyn_cast<PHINode>(I)) {
+    Value *location = L.getLoopPreheader() ? locationOf(phi, L, AA, depth) : nullptr;
+    return location && sameEveryIteration(location, L, AA, depth + 1);
+  }
+  if (auto *load = dyn_cast<LoadInst>(I))
+    return load->isSimple() && sameEveryIteration(load->getPointerOperand(), L, AA, depth + 1) &&
+           (load->hasMetadata(LLVMContext::MD_invariant_load) || unwrittenIn(load, L, AA));
+  if (!isSafeToSpeculativelyExecute(I))
+    return false;
+  return all_of(I->operands(),
+                [&](Value *operand) { return sameEveryIteration(operand, L, AA, depth + 1); });
+}
+
+// (checked_loops.h)
+Value *gpu_check::computeOutside(Value *value, const Loop &L, AAResults &AA, Instruction *at) {
+  auto *I = dyn_cast<Instruction>(value);
+  if (!I || !L.contains(I->getParent()))
+    return value;
+  if (auto *phi = dyn_cast<PHINode>(I))
+    return new LoadInst(phi->getType(), computeOutside(locationOf(phi, L, AA), L, AA, at),
+                        "outside", at->getIterator());
+  Instruction *copy = I->clone();
+  for (Use &operand : copy->operands())
+    operand.set(computeOutside(operand.get(), L, AA, at));
+  copy->insertBefore(at->getIterator());
+  return copy;
+}
+
+// (checked_loops.h)
+bool gpu_check::isThreadCounter(Value *id, const Loop *loop, ScalarEvolution &SE) {
+  const auto *rec = dyn_cast<SCEVAddRecExpr>(sameOnEveryPath(id, SE));
+  return loop && rec && rec->getLoop() == loop && rec->isAffine() && rec->getStart()->isZero() &&
+         rec->getStepRecurrence(SE)->isOne();
+}
+
+// (checked_loops.h)
+const SCEV *gpu_check::iterationsOf(const Loop &L, ScalarEvolution &SE) {
+  const SCEV *backedges = SE.getBackedgeTakenCount(&L);
+  if (isa<SCEVCouldNotCompute>(backedges))
+    return nullptr;
+  Type *I64 = Type::getInt64Ty(L.getHeader()->getContext());
+  return SE.getAddExpr(SE.getTruncateOrZeroExtend(backedges, I64), SE.getOne(I64));
+}
+
+// (checked_loops.h)
+gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
+                                    DominatorTree &DT, ScalarEvolution &SE,
+                                    SCEVExpander &expander) {
+  for (DomTreeNode *node = DT.getNode(B); node && node->getIDom(); node = node->getIDom()) {
+    BasicBlock *from = node->getIDom()->getBlock();
+    if (!L.contains(from))
+      break;
+    auto *branch = dyn_cast<BranchInst>(from->getTerminator());
+    auto *compare = branch && branch->isConditional()
+                        ? dyn_cast<ICmpInst>(branch->getCondition())
+                        : nullptr;
+    if (!compare || branch->getSuccessor(0) == branch->getSuccessor(1))
+      continue;
+    CmpInst::Predicate predicate;
+    BasicBlock *to;
+    if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(0)), B)) {
+      predicate = compare->getPredicate();
+      to = branch->getSuccessor(0);
+    } else if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(1)), B)) {
+      predicate = compare->getInversePredicate();
+      to = branch->getSuccessor(1);
+    } else {
+      continue;
+    }
+    Value *counter = compare->getOperand(0), *bound = compare->getOperand(1);
+    if (!isThreadCounter(counter, &L, SE)) {
+      std::swap(counter, bound);
+      predicate = CmpInst::getSwappedPredicate(predicate);
+    }
+    if (!isThreadCounter(counter, &L, SE))
+      continue;
+    const SCEV *S = SE.getSCEV(bound);
+    if (!SE.isLoopInvariant(S, outer) || !expander.isSafeToExpand(S))
+      continue;
+    switch (predicate) {
+    case ICmpInst::ICMP_ULT:
+    case ICmpInst::ICMP_ULE:
+    case ICmpInst::ICMP_SLT:
+    case ICmpInst::ICMP_SLE:
+    case ICmpInst::ICMP_EQ:
+      return {S, ICmpInst::isSigned(predicate),
+              predicate != ICmpInst::ICMP_ULT && predicate != ICmpInst::ICMP_SLT, from, to};
+    default:
+      continue;
+    }
+  }
+  return Guard();
+}

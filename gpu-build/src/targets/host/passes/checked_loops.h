@@ -1,0 +1,100 @@
+// What the host optimization pipeline's passes for checked objects' loops share
+// (gather_barrier_hooks.cpp, version_checked_loops.cpp, workgroup_nest.cpp; checked_loops.cpp
+// defines it): a loop counter's guard, values the same in every iteration and computed outside
+// the loop, thread loops' counters, and the driver that changes a function's loops one at a
+// time.
+#pragma once
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
+
+namespace gpu_check {
+
+// A comparison of a loop's counter (from 0 by 1) with a bound the loop does not change, that
+// lets only the iterations below the bound reach a block: `counter < limit` (`<=` where
+// `inclusive`), signed or not, in the branch ending `from`, whose edge to `to` the block's
+// every path takes. No limit: no such guard.
+struct Guard {
+  const llvm::SCEV *limit = nullptr;
+  bool isSigned = false, inclusive = false;
+  llvm::BasicBlock *from = nullptr, *to = nullptr;
+};
+
+// `S` computed before `at`, extended to 128 bits (signed or not), where nothing wraps.
+llvm::Value *wide(const llvm::SCEV *S, bool isSigned, llvm::SCEVExpander &expander,
+                  llvm::Instruction *at);
+
+// How many of the first `count` iterations (i128, at least 0) `guard` lets through (all of
+// them without a guard), computed before `at`.
+llvm::Value *passing(const Guard &guard, llvm::Value *count, llvm::SCEVExpander &expander,
+                     llvm::Instruction *at);
+
+// Whether `I` calls the marker function `name` (check_markers.h).
+bool callsMarker(const llvm::Instruction &I, const char *name);
+
+// `value`'s SCEV, also where it is a phi whose every incoming value is the same (GVN merges the
+// thread id each side of a check computes into one).
+const llvm::SCEV *sameOnEveryPath(llvm::Value *value, llvm::ScalarEvolution &SE);
+
+// Whether `value` is the same in every iteration of `L` and can be computed outside it, before
+// or after (`computeOutside`): defined outside it, a load of what the loop does not write (a
+// hook's function pointer, the block's ids), a phi of such loads of one location (`locationOf`:
+// the ids LLVM loads again after each hook call), or an operation without effects (the site a
+// barrier's region selects) of such values.
+bool sameEveryIteration(llvm::Value *value, const llvm::Loop &L, llvm::AAResults &AA,
+                        unsigned depth = 0);
+
+// `value` (sameEveryIteration) computed before `at`, outside `L` (in its preheader or after it):
+// a phi of loads as a load of their location, which the loop leaves alone.
+llvm::Value *computeOutside(llvm::Value *value, const llvm::Loop &L, llvm::AAResults &AA,
+                            llvm::Instruction *at);
+
+// Whether `id` (a thread id a marker passes) is the counter of `loop`, from 0 by 1: `loop` is
+// the thread loop of that dimension.
+bool isThreadCounter(llvm::Value *id, const llvm::Loop *loop, llvm::ScalarEvolution &SE);
+
+// The iterations of `L` (i64), or null where ScalarEvolution cannot tell.
+const llvm::SCEV *iterationsOf(const llvm::Loop &L, llvm::ScalarEvolution &SE);
+
+// The guard in `L` that lets only the iterations below a bound (the same for all of `outer`'s)
+// reach block `B`, if one does: the nearest such comparison of `L`'s counter among the branches
+// whose one edge every path to `B` takes.
+Guard guardOf(llvm::BasicBlock *B, llvm::Loop &L, const llvm::Loop *outer,
+              llvm::DominatorTree &DT, llvm::ScalarEvolution &SE, llvm::SCEVExpander &expander);
+
+// Runs `change` on the loops of `F` one change at a time, with fresh analyses after each, until
+// none changes (each loop at most once where `eachLoopOnce`). Returns whether any changed.
+template <typename Change>
+bool changeLoops(llvm::Function &F, llvm::FunctionAnalysisManager &FAM, bool eachLoopOnce,
+                 Change change) {
+  bool changed = false;
+  llvm::SmallPtrSet<llvm::BasicBlock *, 16> done;
+  for (unsigned round = 0; round < 256; ++round) {
+    auto &LI = FAM.getResult<llvm::LoopAnalysis>(F);
+    auto &DT = FAM.getResult<llvm::DominatorTreeAnalysis>(F);
+    auto &SE = FAM.getResult<llvm::ScalarEvolutionAnalysis>(F);
+    auto &AA = FAM.getResult<llvm::AAManager>(F);
+    bool once = false;
+    for (llvm::Loop *L : LI.getLoopsInPreorder()) {
+      if (eachLoopOnce && !done.insert(L->getHeader()).second)
+        continue;
+      if (change(*L, LI, DT, SE, AA)) {
+        once = true;
+        break;
+      }
+    }
+    if (!once)
+      break;
+    changed = true;
+    FAM.invalidate(F, llvm::PreservedAnalyses::none());
+  }
+  return changed;
+}
+
+} // namespace gpu_check
