@@ -49,6 +49,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod binary;
+mod copies;
 mod device;
 mod driver;
 mod error;

@@ -13,7 +13,6 @@ use crate::driver::host::HOST;
 use crate::driver::{self, DeviceHandle, DeviceLimits, Driver, EventHandle, FoundDevice};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::DeviceArch;
-use crate::stream::Stream;
 use crate::trace::event;
 use std::collections::hash_map::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,9 +45,6 @@ struct Inner {
     last_launch: LastLaunchSlot,
     /// Buffers' work is no longer ordered across streams (`Device::disable_tracking`).
     untracked: AtomicBool,
-    /// The stream the whole-buffer helpers queue on (`Device::helper_stream`). It holds the
-    /// device, so the device is never freed: devices live as long as the process anyway.
-    helper: OnceLock<Stream>,
     /// Tracking's marker events nothing holds any more, to record again
     /// (`Driver::create_marker_event`): an operation then costs a recording, not a creation.
     markers: Mutex<Vec<EventHandle>>,
@@ -274,7 +270,6 @@ impl Device {
                 found,
                 modules: Mutex::new(HashMap::new()),
                 untracked: AtomicBool::new(false),
-                helper: OnceLock::new(),
                 markers: Mutex::default(),
                 last_launch: LastLaunchSlot::default(),
             }),
@@ -346,7 +341,7 @@ impl Device {
 
     /// Lets this device's kernels read and write `peer`'s memory directly (NVLink or PCIe
     /// peer-to-peer: `cuCtxEnablePeerAccess`, `hipDeviceEnablePeerAccess`); enabled already is
-    /// no error. Peer copies ([`Stream::copy_from_peer`]) need no access: without it the driver
+    /// no error. Peer copies ([`Stream::copy_from_peer`](crate::Stream::copy_from_peer)) need no access: without it the driver
     /// routes them through the host. An error between devices of different drivers, for the
     /// host and Vulkan devices, and where the two GPUs cannot reach each other.
     pub fn enable_peer_access(&self, peer: &Device) -> Result<()> {
@@ -387,15 +382,6 @@ impl Device {
         self.current()?.synchronize().map_err(|e| self.context(e))
     }
 
-    /// A new stream: work queued on it runs in order, concurrently with other streams.
-    pub fn create_stream(&self) -> Result<Stream> {
-        let raw = self
-            .current()?
-            .create_stream()
-            .map_err(|e| self.context(e))?;
-        Ok(Stream::new(self.clone(), raw))
-    }
-
     /// Stops ordering buffers' work across streams on this device (cudarc's
     /// `disable_event_tracking`): work on one stream no longer waits for other streams' work on
     /// the same buffer, and no events are recorded for it (each buffer then waits for the whole
@@ -415,21 +401,6 @@ impl Device {
     /// work).
     pub(crate) fn orders_all_work(&self) -> bool {
         self.inner.found.driver.orders_all_work()
-    }
-
-    /// The stream the whole-buffer helpers (`to_vec`, `fill`, `copy_from`, ...) queue on, made
-    /// the first time: a stream of its own, so a helper waits for its buffer's work only (the
-    /// buffers' tracking orders it), not for every stream as the default stream would.
-    pub(crate) fn helper_stream(&self) -> Result<&Stream> {
-        if let Some(stream) = self.inner.helper.get() {
-            return Ok(stream);
-        }
-        // Two threads may both make one: the first kept, the other dropped.
-        let _ = self.inner.helper.set(self.create_stream()?);
-        self.inner
-            .helper
-            .get()
-            .ok_or_else(|| Error::new(ErrorKind::Driver, "the helper stream was not kept"))
     }
 
     /// Whether buffers' work is ordered across streams (see [`Device::disable_tracking`]).

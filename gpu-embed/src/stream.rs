@@ -1,14 +1,40 @@
 //! Streams: ordered queues of work on one device (their copies and fills: `copies.rs`), and
 //! [`Queue`], where a launch or a copy goes.
 
-mod copies;
-
 use crate::device::{name_faulting_launch, Device, LastLaunch, LastLaunchSlot};
 use crate::driver::StreamHandle;
 use crate::error::Result;
 use crate::trace::event;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A device's streams are made here, beside [`Stream`], so that the device's own file need not
+/// know the stream type (a stream holds its device).
+impl Device {
+    /// A new stream: work queued on it runs in order, concurrently with other streams.
+    pub fn create_stream(&self) -> Result<Stream> {
+        let raw = self
+            .current()?
+            .create_stream()
+            .map_err(|e| self.context(e))?;
+        Ok(Stream::new(self.clone(), raw))
+    }
+
+    /// The stream the whole-buffer helpers (`to_vec`, `fill`, `copy_from`, ...) queue on, made
+    /// the first time: a stream of its own, so a helper waits for its buffer's work only (the
+    /// buffers' tracking orders it), not for every stream as the default stream would. Kept for
+    /// the life of the process: it holds its device, and devices live as long as the process.
+    pub(crate) fn helper_stream(&self) -> Result<&'static Stream> {
+        static HELPERS: Mutex<Vec<&'static Stream>> = Mutex::new(Vec::new());
+        let mut helpers = HELPERS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(stream) = helpers.iter().find(|stream| stream.device.is_same(self)) {
+            return Ok(stream);
+        }
+        let stream: &'static Stream = Box::leak(Box::new(self.create_stream()?));
+        helpers.push(stream);
+        Ok(stream)
+    }
+}
 
 /// An ordered queue of work on one device.
 pub struct Stream {

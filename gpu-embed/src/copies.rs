@@ -1,11 +1,11 @@
-//! Copies and fills queued on a stream.
+//! Copies and fills queued on a stream ([`Stream`]'s methods for them), over buffers and their
+//! slices: above the memory, the graphs that may capture them and the tracking that orders them.
 
-use super::Stream;
 use crate::driver::{Driver, Pattern};
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph;
 use crate::memory::DeviceRange;
-use crate::stream::Queue;
+use crate::stream::{Queue, Stream};
 use crate::trace::event;
 use crate::tracking::{lock, mark_end, Access, After};
 use bytemuck::Pod;
