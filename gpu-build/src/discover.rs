@@ -6,16 +6,8 @@
 use crate::builder::Build;
 use crate::request::TargetRequest;
 use gpu_manifest::call::IncludeCall;
-use gpu_manifest::Vendor;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
-
-/// The chips a bare `nvptx` builds for when the kernel file has no `#nvvm.target`
-/// ([`Vendor::default_chips`]).
-pub const NVPTX_DEFAULT_CHIPS: &[&str] = Vendor::Nvptx.default_chips();
-/// The chips a bare `amdgpu` builds for when the kernel file has no `#rocdl.target`
-/// ([`Vendor::default_chips`]).
-pub const AMDGPU_DEFAULT_CHIPS: &[&str] = Vendor::Amdgpu.default_chips();
 
 /// The folders of a crate whose Rust files may call `include_gpu_binary!`.
 const SOURCE_DIRS: [&str; 4] = ["src", "examples", "tests", "benches"];
@@ -211,7 +203,7 @@ mod tests {
         let a = &calls[0].1;
         assert_eq!(a.len(), 3, "nvptx(sm_80), amdgpu and nvptx(sm_90), merged");
         assert_eq!(a[0].chips, ["sm_80"]);
-        assert_eq!(a[1].fallback, AMDGPU_DEFAULT_CHIPS);
+        assert_eq!(a[1].fallback, crate::AMDGPU_DEFAULT_CHIPS);
         assert!(calls[1].1.is_empty(), "no targets: the file's own");
         assert!(
             calls[2].1.is_empty(),

@@ -114,7 +114,7 @@ pub use cache::admin::{CacheDir, Verified};
 #[cfg(feature = "compiler")]
 pub use cache::stats::{CacheStats, StoreStats};
 pub use cache_setting::CacheSetting;
-pub use discover::{build, AMDGPU_DEFAULT_CHIPS, NVPTX_DEFAULT_CHIPS};
+pub use discover::build;
 pub use error::{Error, ErrorKind, Result};
 #[cfg(feature = "compiler")]
 pub use frontend::check_mlir_file;
@@ -131,3 +131,10 @@ pub use targets::interface::{Flags, TargetSpec};
 #[cfg(feature = "compiler")]
 pub use targets::nvptx::DEFAULT_CHIP as NVPTX_DEFAULT_CHIP;
 pub use timing::{Stage, StageTimes};
+
+/// The chips a bare `nvptx` builds for when the kernel file has no `#nvvm.target`
+/// ([`Vendor::default_chips`]).
+pub const NVPTX_DEFAULT_CHIPS: &[&str] = Vendor::Nvptx.default_chips();
+/// The chips a bare `amdgpu` builds for when the kernel file has no `#rocdl.target`
+/// ([`Vendor::default_chips`]).
+pub const AMDGPU_DEFAULT_CHIPS: &[&str] = Vendor::Amdgpu.default_chips();

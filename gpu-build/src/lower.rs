@@ -300,7 +300,8 @@ pub(crate) fn serialize_from_mlir(
         };
         let (mut result, mut diagnostics) = serialize(kernels, &locations);
         let mut warnings = Vec::new();
-        if result.is_err() && kernels.len() > 1 && vendor == Vendor::Vulkan {
+        if result.is_err() && kernels.len() > 1 && target(vendor).description().builds_kernels_alone
+        {
             // Which kernels fail alone: the others are built, these refused with the reason.
             let mut kept = Vec::new();
             let mut refused = Vec::new();

@@ -217,6 +217,10 @@ pub(crate) struct Description {
     /// Whether objects depend on the crate being built (host symbols are named after it), so a
     /// cache entry cannot be shared between crates.
     pub names_symbols_after_the_crate: bool,
+    /// Whether a module whose kernels fail together is tried kernel by kernel, the kernels the
+    /// target refuses left out with a warning and the others built (so that one kernel a
+    /// device cannot run does not fail a crate that targets every device).
+    pub builds_kernels_alone: bool,
 }
 
 impl Description {
@@ -238,6 +242,7 @@ impl Description {
             maker: "",
             lowering_name: "",
             names_symbols_after_the_crate: false,
+            builds_kernels_alone: false,
         }
     }
 

@@ -9,7 +9,6 @@ use discovery::{discovery, parse_uuid};
 use modules::Loaded;
 
 use crate::binary::{Binary, Vendor};
-use crate::driver::host::HOST;
 use crate::driver::{self, DeviceHandle, DeviceLimits, Driver, EventHandle, FoundDevice};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::DeviceArch;
@@ -235,7 +234,7 @@ impl Device {
     pub fn host() -> Device {
         static HOST_DEVICE: OnceLock<Device> = OnceLock::new();
         HOST_DEVICE
-            .get_or_init(|| Device::from_found(HOST.device()))
+            .get_or_init(|| Device::from_found(driver::registry::host_device()))
             .clone()
     }
 

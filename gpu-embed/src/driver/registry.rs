@@ -4,7 +4,7 @@
 
 #[cfg(feature = "vulkan")]
 use super::vulkan;
-use super::{cuda, hip, level_zero, opencl, FoundDevice};
+use super::{cuda, hip, host, level_zero, opencl, FoundDevice};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, Result};
 
@@ -46,6 +46,11 @@ pub(crate) fn find_gpus() -> Vec<(&'static str, Probe)> {
         opencl::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ));
     probes
+}
+
+/// The host device: the CPU, whose driver is this crate itself.
+pub(crate) fn host_device() -> FoundDevice {
+    host::HOST.device()
 }
 
 /// The devices drivers found and cannot run kernels on, each with the reason (an OpenCL device

@@ -24,6 +24,7 @@ mod host_cross;
 mod host_objects;
 mod level_zero;
 mod missing_toolkit;
+mod names;
 mod packaging;
 mod pipeline;
 mod prebuilt;

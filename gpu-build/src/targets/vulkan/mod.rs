@@ -59,6 +59,7 @@ static DESCRIPTION: Description = Description {
     chip_override_variable: Some("GPU_BUILD_VULKAN_CHIPS"),
     maker: "Khronos Vulkan",
     lowering_name: "SPIR-V",
+    builds_kernels_alone: true,
     ..Description::new(Vendor::Vulkan)
 };
 
