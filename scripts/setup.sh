@@ -5,7 +5,7 @@
 # Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
 # loader (the host target's peer in benches/host_vs_peers.rs), Oclgrind (the checked host run's
 # peer in benches/checked_vs_oclgrind.rs, which points the loader at its ICD library), Intel's CPU Runtime for OpenCL from
-# PyPI (the OpenCL driver's tests: it runs the levelzero target's SPIR-V on any x86-64 CPU) with
+# PyPI (the OpenCL driver's tests: it runs the opencl target's SPIR-V on any x86-64 CPU) with
 # Debian's OpenCL headers (the OpenCL bindings), the stores the shared-cache tests
 # start on loopback (redis-server, nginx with its WebDAV modules, moto's S3 server from PyPI), the
 # Level Zero loader and headers (Intel GPUs: bindings and discovery), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
@@ -98,7 +98,7 @@ fi
 
 # Intel's CPU Runtime for OpenCL, from PyPI, pinned, into a prefix of its own: an OpenCL driver
 # that takes SPIR-V (clCreateProgramWithIL) on any x86-64 CPU, so the OpenCL driver's tests run the
-# levelzero target's objects on every machine. The wheels' libraries all land in $intel/lib, where
+# opencl target's objects on every machine. The wheels' libraries all land in $intel/lib, where
 # libintelocl.so finds them (its RUNPATH is $ORIGIN). Its own ICD file names a conda prefix that
 # does not exist; ours names the installed library, and the ICD loader lists it beside PoCL.
 intel=/opt/gpu-build/intel-opencl

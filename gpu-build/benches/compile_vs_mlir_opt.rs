@@ -111,7 +111,7 @@ fn single_vendor_copy(kernel: &Path, vendor: Vendor, dir: &Path) -> PathBuf {
             .iter()
             .map(|c| format!("#rocdl.target<chip = \"{c}\", abi = \"500\">"))
             .collect(),
-        Vendor::Host | Vendor::Vulkan | Vendor::LevelZero => {
+        Vendor::Host | Vendor::Vulkan | Vendor::OpenCl => {
             unreachable!("only the LLVM GPU vendors are compared with mlir-opt")
         }
     };
@@ -158,7 +158,7 @@ fn upstream(inputs: &[(PathBuf, Vendor)], cuda: &Path, rocm: &Path) -> (Duration
     let lowering = |vendor| match vendor {
         Vendor::Nvptx => "convert-gpu-to-nvvm",
         Vendor::Amdgpu => "convert-gpu-to-rocdl{chipset=gfx90a}",
-        Vendor::Host | Vendor::Vulkan | Vendor::LevelZero => {
+        Vendor::Host | Vendor::Vulkan | Vendor::OpenCl => {
             unreachable!("only the LLVM GPU vendors are compared with mlir-opt")
         }
     };

@@ -1,6 +1,6 @@
 //! `gpu-build`: GPU kernels written once in MLIR (or LLVM IR), compiled during `cargo build` for
 //! NVIDIA (PTX, cubin), AMD (hsaco), Vulkan (SPIR-V), OpenCL devices that take SPIR-V
-//! (OpenCL-style SPIR-V, the `levelzero` target) and the host CPU. A Rust implementation of the design of
+//! (OpenCL-style SPIR-V, the `opencl` target) and the host CPU. A Rust implementation of the design of
 //! MLIR's GPU serialization pipeline: target attributes → per-target lowering → ModuleToObject →
 //! objects, plus a manifest in `OUT_DIR` that `gpu_embed::include_gpu_binary!` reads.
 //!

@@ -217,14 +217,13 @@ mod tests {
     }
 
     #[test]
-    fn level_zero_takes_the_newest_spirv_the_driver_takes() {
+    fn opencl_takes_the_newest_spirv_the_driver_takes() {
         static SPIRV: [Object; 2] = [
-            Object::new(Vendor::LevelZero, "spirv1.0", Format::Bin, b"spirv10"),
-            Object::new(Vendor::LevelZero, "spirv1.3", Format::Bin, b"spirv13"),
+            Object::new(Vendor::OpenCl, "spirv1.0", Format::Bin, b"spirv10"),
+            Object::new(Vendor::OpenCl, "spirv1.3", Format::Bin, b"spirv13"),
         ];
         static BINARY: Binary = Binary::new("k", &SPIRV, &["k"]);
-        let chosen =
-            |arch: &str| select(&BINARY, &device(Vendor::LevelZero, arch)).map(|o| o.bytes());
+        let chosen = |arch: &str| select(&BINARY, &device(Vendor::OpenCl, arch)).map(|o| o.bytes());
         assert_eq!(chosen("spirv1.4").unwrap(), b"spirv13");
         assert_eq!(chosen("spirv1.3").unwrap(), b"spirv13");
         assert_eq!(chosen("spirv1.2").unwrap(), b"spirv10");

@@ -39,8 +39,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-/// Version 10: a Vulkan or Level Zero object's ABI is the target's own value, encoded
-/// ([`ObjectAbi::Encoded`]), where 9 had a variant of its own per target.
+/// Version 10: a Vulkan or OpenCL object's ABI is the target's own value, encoded
+/// ([`ObjectAbi::Encoded`]), where 9 had a variant of its own per target; the OpenCL-style
+/// target's objects are `opencl`'s, where 9 named them `levelzero`.
 pub const SCHEMA_VERSION: u32 = 10;
 
 /// Where the manifest lives, relative to `OUT_DIR`.
@@ -288,23 +289,23 @@ mod tests {
 
     #[test]
     fn an_encoded_abi_reads_back_from_its_text_and_a_wrong_one_is_an_error() {
-        use targets::levelzero::{LevelZeroAbi, LevelZeroArgument, LevelZeroArgumentKind};
+        use targets::opencl::{OpenClAbi, OpenClArgument, OpenClArgumentKind};
         use targets::vulkan::VulkanAbi;
-        let abi = LevelZeroAbi {
+        let abi = OpenClAbi {
             spirv_version: "1.0".into(),
             capabilities: vec!["Kernel".into()],
             extensions: Vec::new(),
-            kernels: vec![targets::levelzero::LevelZeroKernel {
+            kernels: vec![targets::opencl::OpenClKernel {
                 name: "k".into(),
                 workgroup_memory: 0,
-                arguments: vec![LevelZeroArgument {
+                arguments: vec![OpenClArgument {
                     param: 3,
-                    kind: LevelZeroArgumentKind::Scalar { bytes: 4 },
+                    kind: OpenClArgumentKind::Scalar { bytes: 4 },
                 }],
             }],
         };
         let text = ObjectAbi::encode(&abi).unwrap().encoded_text().unwrap();
-        assert_eq!(decode_abi::<LevelZeroAbi>(&text).unwrap(), abi);
+        assert_eq!(decode_abi::<OpenClAbi>(&text).unwrap(), abi);
         let wrong =
             decode_abi::<VulkanAbi>(&text.replace("\"kernels\"", "\"entries\"")).unwrap_err();
         assert!(
@@ -312,7 +313,7 @@ mod tests {
             "{wrong}"
         );
         assert!(ObjectAbi::LoweredParams.encoded_text().is_none());
-        assert!(ObjectAbi::LoweredParams.decode::<LevelZeroAbi>().is_err());
+        assert!(ObjectAbi::LoweredParams.decode::<OpenClAbi>().is_err());
     }
 
     #[test]

@@ -17,10 +17,12 @@ pub enum Vendor {
     /// Any Vulkan device (GPUs of every maker, Mesa's lavapipe on a CPU): SPIR-V through MLIR's
     /// SPIR-V conversion, run through the Vulkan API.
     Vulkan,
-    /// Intel GPUs through Level Zero (oneAPI's driver interface): OpenCL-style SPIR-V (physical
-    /// 64-bit pointers, the `Kernel` capability) through MLIR's SPIR-V conversion.
-    #[serde(rename = "levelzero")]
-    LevelZero,
+    /// OpenCL devices that take SPIR-V (Intel GPUs, Intel's CPU runtime, Mesa's rusticl; Level
+    /// Zero takes the same objects): OpenCL-style SPIR-V (physical 64-bit pointers, the `Kernel`
+    /// capability) through MLIR's SPIR-V conversion. Formerly `levelzero`, a name still accepted
+    /// ([`Vendor::from_name`]).
+    #[serde(rename = "opencl")]
+    OpenCl,
 }
 
 impl Vendor {
@@ -30,19 +32,23 @@ impl Vendor {
         Vendor::Amdgpu,
         Vendor::Host,
         Vendor::Vulkan,
-        Vendor::LevelZero,
+        Vendor::OpenCl,
     ];
     /// The GPU vendors (every vendor but the host).
     pub const GPUS: [Vendor; 4] = [
         Vendor::Nvptx,
         Vendor::Amdgpu,
         Vendor::Vulkan,
-        Vendor::LevelZero,
+        Vendor::OpenCl,
     ];
 
-    /// The vendor `name` spells ([`Vendor::name`]), if any.
+    /// The vendor `name` spells ([`Vendor::name`]), if any; `levelzero`, the OpenCL target's
+    /// name until its files, its driver and its name were made one, still means it.
     pub fn from_name(name: &str) -> Option<Vendor> {
-        Vendor::ALL.into_iter().find(|vendor| vendor.name() == name)
+        match name {
+            "levelzero" => Some(Vendor::OpenCl),
+            _ => Vendor::ALL.into_iter().find(|vendor| vendor.name() == name),
+        }
     }
 
     /// The chips a bare vendor builds for (`targets = [nvptx]` in `include_gpu_binary!`,
@@ -50,14 +56,15 @@ impl Vendor {
     /// NVIDIA a cubin for Turing, Ampere and Hopper and their PTX (which newer GPUs compile at
     /// load time); for AMD MI200, MI300 and RDNA3; for the host none (the build's own triple);
     /// for Vulkan one SPIR-V object for Vulkan 1.1 and newer (subgroup operations need 1.1);
-    /// for Level Zero one SPIR-V 1.0 object (every Level Zero driver takes it).
+    /// for OpenCL one SPIR-V 1.0 object (every OpenCL and Level Zero driver that takes SPIR-V
+    /// takes it).
     pub const fn default_chips(self) -> &'static [&'static str] {
         match self {
             Vendor::Nvptx => &["sm_75", "sm_80", "sm_90"],
             Vendor::Amdgpu => &["gfx90a", "gfx942", "gfx1100"],
             Vendor::Host => &[],
             Vendor::Vulkan => &["vulkan1.1"],
-            Vendor::LevelZero => &["spirv1.0"],
+            Vendor::OpenCl => &["spirv1.0"],
         }
     }
 
@@ -71,7 +78,7 @@ impl Vendor {
             (Vendor::Amdgpu, Format::Bin) => "hsaco",
             (Vendor::Host, _) => "native code",
             (Vendor::Vulkan, _) => "SPIR-V",
-            (Vendor::LevelZero, _) => "OpenCL SPIR-V",
+            (Vendor::OpenCl, _) => "OpenCL SPIR-V",
         }
     }
 
@@ -83,25 +90,25 @@ impl Vendor {
             "amd" | "rocm" | "rocdl" | "hip" | "hsaco" | "amdgcn" | "gfx" => Some(Vendor::Amdgpu),
             "cpu" | "x86" | "x86_64" | "aarch64" | "native" | "llvm" => Some(Vendor::Host),
             "vk" | "spirv" | "spir-v" | "lavapipe" | "moltenvk" => Some(Vendor::Vulkan),
-            "intel" | "ze" | "level_zero" | "level-zero" | "l0" | "oneapi" | "sycl" | "opencl"
-            | "xe" => Some(Vendor::LevelZero),
+            "intel" | "ze" | "level_zero" | "level-zero" | "l0" | "oneapi" | "sycl" | "cl"
+            | "xe" | "rusticl" => Some(Vendor::OpenCl),
             _ => None,
         }
     }
 
     /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`,
-    /// `host`, `vulkan`, `levelzero`.
+    /// `host`, `vulkan`, `opencl`.
     pub fn name(self) -> &'static str {
         match self {
             Vendor::Nvptx => "nvptx",
             Vendor::Amdgpu => "amdgpu",
             Vendor::Host => "host",
             Vendor::Vulkan => "vulkan",
-            Vendor::LevelZero => "levelzero",
+            Vendor::OpenCl => "opencl",
         }
     }
 
-    /// The variant's name in Rust (`Nvptx`, `LevelZero`), for code that generates a path to it
+    /// The variant's name in Rust (`Nvptx`, `OpenCl`), for code that generates a path to it
     /// (`include_gpu_binary!`'s `::gpu_embed::Vendor::Nvptx`).
     pub fn variant_name(self) -> &'static str {
         match self {
@@ -109,7 +116,7 @@ impl Vendor {
             Vendor::Amdgpu => "Amdgpu",
             Vendor::Host => "Host",
             Vendor::Vulkan => "Vulkan",
-            Vendor::LevelZero => "LevelZero",
+            Vendor::OpenCl => "OpenCl",
         }
     }
 }
@@ -144,9 +151,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_opencl_targets_former_name_still_means_it() {
+        assert_eq!(Vendor::from_name("opencl"), Some(Vendor::OpenCl));
+        assert_eq!(Vendor::from_name("levelzero"), Some(Vendor::OpenCl));
+        assert_eq!(Vendor::OpenCl.name(), "opencl");
+        assert_eq!(Vendor::from_name("level_zero"), None);
+        assert_eq!(Vendor::from_alias("level_zero"), Some(Vendor::OpenCl));
+    }
+
+    #[test]
     fn each_vendor_names_its_rust_variant() {
         assert_eq!(Vendor::Nvptx.variant_name(), "Nvptx");
-        assert_eq!(Vendor::LevelZero.variant_name(), "LevelZero");
+        assert_eq!(Vendor::OpenCl.variant_name(), "OpenCl");
         for vendor in Vendor::ALL {
             assert_eq!(format!("{vendor:?}"), vendor.variant_name());
         }

@@ -89,7 +89,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 fn main() {
     let Some(device) = Device::all()
         .into_iter()
-        .find(|d| d.vendor() == Vendor::LevelZero)
+        .find(|d| d.vendor() == Vendor::OpenCl)
     else {
         println!(
             "opencl_launch: no OpenCL device that takes SPIR-V ({}); scripts/setup.sh installs \
@@ -99,7 +99,7 @@ fn main() {
         return;
     };
     let spirv = gpu_embed::select(&block_total::BINARY, &device.arch())
-        .expect("a levelzero object of block_total")
+        .expect("a opencl object of block_total")
         .bytes();
     let raw = Raw::new(device.name(), spirv).expect("the raw opencl3 side");
     let one = LaunchConfig {

@@ -1,5 +1,5 @@
 //! The sample kernels, embedded for two NVIDIA and two AMD chips and the host CPU (and for Vulkan
-//! and Level Zero / OpenCL where those can express them), with a runner for each that checks the
+//! and OpenCL where those can express them), with a runner for each that checks the
 //! device's result against a plain Rust reference.
 
 use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result, Vendor};
@@ -12,7 +12,7 @@ gpu_embed::include_gpu_binary!(
         amdgpu(gfx90a, gfx1100),
         host,
         vulkan,
-        levelzero
+        opencl
     ]
 );
 gpu_embed::include_gpu_binary!(
@@ -22,7 +22,7 @@ gpu_embed::include_gpu_binary!(
         amdgpu(gfx90a, gfx1100),
         host,
         vulkan,
-        levelzero
+        opencl
     ]
 );
 gpu_embed::include_gpu_binary!(
@@ -32,7 +32,7 @@ gpu_embed::include_gpu_binary!(
         amdgpu(gfx90a, gfx1100),
         host,
         vulkan,
-        levelzero
+        opencl
     ]
 );
 gpu_embed::include_gpu_binary!(
@@ -42,7 +42,7 @@ gpu_embed::include_gpu_binary!(
         amdgpu(gfx90a, gfx1100),
         host,
         vulkan,
-        levelzero
+        opencl
     ]
 );
 gpu_embed::include_gpu_binary!(
@@ -61,7 +61,7 @@ gpu_embed::include_gpu_binary!(
         amdgpu(gfx90a, gfx1100),
         host,
         vulkan,
-        levelzero
+        opencl
     ]
 );
 
@@ -77,11 +77,11 @@ pub static BINARIES: [&Binary; 7] = [
 ];
 
 /// The sample kernels a target's objects cannot express, and why (the build refuses them with
-/// these reasons, so they are built for the other targets only): for `levelzero`;
+/// these reasons, so they are built for the other targets only): for `opencl`;
 /// every other target builds them all.
 pub fn not_built_for(vendor: Vendor) -> &'static [(&'static str, &'static str)] {
     match vendor {
-        Vendor::LevelZero => &[
+        Vendor::OpenCl => &[
             (
                 "matmul",
                 "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \

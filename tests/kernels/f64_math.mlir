@@ -1,6 +1,6 @@
 // f64 math that GLSL lacks, which the Vulkan target implements itself (`tests/runtime/vulkan.rs`
 // holds it to the host's libm, within the ulps of `gpu_tests::spirv_checks::F64_MATH`). Not
-// built for levelzero: MLIR 22's OpenCL lowering has no exp2, log2 or log10 on f64.
+// built for opencl: MLIR 22's OpenCL lowering has no exp2, log2 or log10 on f64.
 module attributes {gpu.container_module} {
   gpu.module @f64_math {
     // out[9 i + j] = the j-th of exp, exp2, log, log2, log10, sin, cos, tan of x[i], and

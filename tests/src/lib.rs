@@ -16,16 +16,17 @@ gpu_embed::include_gpu_binary!("kernels/subgroup_reduce.mlir", targets = [nvptx,
 // (`tests/runtime/host_semantics.rs`, `tests/runtime/vulkan.rs`).
 gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host, vulkan]);
 // Kernel and module names no Rust identifier can hold (`tests/runtime/host_semantics.rs`).
+// `levelzero`: the OpenCL target's former name, still accepted.
 gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, levelzero, host]);
 // Memrefs of rank 0 to 3, static and strided (`tests/runtime/host_semantics.rs`, the ABI test).
 gpu_embed::include_gpu_binary!("kernels/memrefs.mlir", targets = [nvptx, amdgpu, host]);
-// Kernels for the SPIR-V targets: run on Vulkan and on OpenCL (the levelzero target at SPIR-V
+// Kernels for the SPIR-V targets: run on Vulkan and on OpenCL (the opencl target at SPIR-V
 // 1.3, for the subgroup operations), and on the host for comparison (`tests/runtime/vulkan.rs`,
 // `tests/runtime/opencl.rs`), and on NVIDIA GPUs by the tests that run on every device (graphs;
 // its subgroup reduction needs sm_80, and has no AMDGPU lowering in MLIR 22).
 gpu_embed::include_gpu_binary!(
     "kernels/vulkan.mlir",
-    targets = [vulkan, levelzero("spirv1.3"), nvptx(sm_80, sm_90), host]
+    targets = [vulkan, opencl("spirv1.3"), nvptx(sm_80, sm_90), host]
 );
 // What only the Vulkan target among the SPIR-V ones runs: gpu.printf and cf.assert through its
 // log buffer, shuffles narrower than the subgroup (`tests/runtime/vulkan.rs`).
@@ -69,7 +70,7 @@ pub fn opencl_devices() -> Vec<gpu_embed::Device> {
     use gpu_embed::{Device, Vendor};
     let devices: Vec<Device> = Device::all()
         .into_iter()
-        .filter(|d| d.vendor() == Vendor::LevelZero)
+        .filter(|d| d.vendor() == Vendor::OpenCl)
         .collect();
     if devices.is_empty() {
         eprintln!(

@@ -56,7 +56,7 @@ pub fn build_triple() -> String {
 /// (`#nvvm.target`, `#rocdl.target`, ...) with its parameters resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetSpec {
-    /// The target (`nvptx`, `amdgpu`, `host`, `vulkan`, `levelzero`: every [`Vendor`]).
+    /// The target (`nvptx`, `amdgpu`, `host`, `vulkan`, `opencl`: every [`Vendor`]).
     pub vendor: Vendor,
     /// As the user wrote it, feature suffixes included (`gfx90a:xnack-`).
     pub chip: String,

@@ -1,4 +1,4 @@
-//! The targets: one folder each (`nvptx/`, `amdgpu/`, `host/`, `vulkan/`, `levelzero/`) owning everything about it —
+//! The targets: one folder each (`nvptx/`, `amdgpu/`, `host/`, `vulkan/`, `opencl/`) owning everything about it —
 //! attribute, defaults, flags, chips, toolkit, lowering, link steps, emission, hints — behind
 //! the [`Target`](interface::Target) trait of `interface.rs`, over the helpers of `support/`.
 //! This file is the registry, the one place that lists them: the pipeline asks it, never a
@@ -13,8 +13,8 @@ pub(crate) mod amdgpu;
 pub(crate) mod attr;
 pub(crate) mod host;
 pub(crate) mod interface;
-pub(crate) mod levelzero;
 pub(crate) mod nvptx;
+pub(crate) mod opencl;
 pub(crate) mod spec;
 pub(crate) mod support;
 pub(crate) mod vulkan;
@@ -31,7 +31,7 @@ pub(crate) fn target(vendor: Vendor) -> &'static dyn Target {
         Vendor::Amdgpu => &amdgpu::Amdgpu,
         Vendor::Host => &host::Host,
         Vendor::Vulkan => &vulkan::Vulkan,
-        Vendor::LevelZero => &levelzero::LevelZero,
+        Vendor::OpenCl => &opencl::OpenCl,
     }
 }
 

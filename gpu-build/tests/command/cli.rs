@@ -98,17 +98,17 @@ fn compile_writes_what_the_build_script_writes() {
         "host",
         "-t",
         "vulkan",
-        // As the sample's own include_gpu_binary! calls: these five also for Level Zero.
+        // As the sample's own include_gpu_binary! calls: these five also for OpenCL.
         "-T",
-        "kernels/vadd.mlir=levelzero",
+        "kernels/vadd.mlir=opencl",
         "-T",
-        "kernels/saxpy.mlir=levelzero",
+        "kernels/saxpy.mlir=opencl",
         "-T",
-        "kernels/reduce.mlir=levelzero",
+        "kernels/reduce.mlir=opencl",
         "-T",
-        "kernels/math.mlir=levelzero",
+        "kernels/math.mlir=opencl",
         "-T",
-        "kernels/block_total.mlir=levelzero",
+        "kernels/block_total.mlir=opencl",
     ]);
     args.extend(kernels.iter().map(String::as_str));
     let (ok, _, stderr) = gpu_build(&args);
@@ -269,7 +269,7 @@ fn bad_arguments_are_clear_errors() {
     assert!(!ok);
     assert!(
         stderr.contains("unknown target vendor `nvidia`")
-            && stderr.contains("nvptx, amdgpu, host, vulkan or levelzero"),
+            && stderr.contains("nvptx, amdgpu, host, vulkan or opencl"),
         "{stderr}"
     );
     let (ok, _, stderr) = gpu_build(&[

@@ -124,7 +124,7 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
 
 /// Upstream's tests whose output `gpu-build run --device opencl` matches (every CHECK line) on
 /// an OpenCL device that takes SPIR-V: all four SYCL and all four LevelZero programs, and of the
-/// others those the levelzero target builds (`gpu.all_reduce` through workgroup memory,
+/// others those the opencl target builds (`gpu.all_reduce` through workgroup memory,
 /// `targets/support/all_reduce.rs`). The rest of `UPSTREAM_ON_THE_HOST` need `gpu.shuffle` at
 /// width 32, `cf.assert`, NVIDIA's MMA, or a 3-D dynamic memref (`all-reduce-op`).
 const UPSTREAM_ON_OPENCL: &[&str] = &[
@@ -161,7 +161,7 @@ fn no_opencl_device() -> Option<String> {
     let found = gpu_embed::Device::gpus().ok().is_some_and(|devices| {
         devices
             .iter()
-            .any(|d| d.vendor() == gpu_embed::Vendor::LevelZero)
+            .any(|d| d.vendor() == gpu_embed::Vendor::OpenCl)
     });
     (!found).then(|| {
         format!(

@@ -1,5 +1,5 @@
 //! Vendor drivers, loaded at run time: CUDA (`libcuda.so.1`), HIP (`libamdhip64.so`), Vulkan
-//! (`libvulkan.so.1`) and OpenCL (`libOpenCL.so.1`, which runs the `levelzero` target's
+//! (`libvulkan.so.1`) and OpenCL (`libOpenCL.so.1`, which runs the `opencl` target's
 //! OpenCL-style SPIR-V); and the host; Level Zero (`libze_loader.so.1`) for discovery only. Each
 //! implements [`Driver`], the few calls the runtime needs, with every failure turned into an
 //! [`Error`](crate::Error) carrying the driver's error name. One folder per driver; CUDA and HIP

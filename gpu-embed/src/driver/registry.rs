@@ -40,7 +40,7 @@ pub(crate) fn find_gpus() -> Vec<(&'static str, Probe)> {
         "Vulkan",
         vulkan::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
     ));
-    // The levelzero target's objects on OpenCL devices that take SPIR-V.
+    // The opencl target's objects on OpenCL devices that take SPIR-V.
     probes.push((
         "OpenCL",
         opencl::driver().map(|driver| driver.devices().map_err(in_library(driver.library))),
@@ -76,7 +76,7 @@ pub(crate) fn select_for_chip<'b>(
         // No Vulkan driver compiled in: no Vulkan device to select for.
         #[cfg(not(feature = "vulkan"))]
         Vendor::Vulkan => None,
-        Vendor::LevelZero => level_zero::select::select(candidates, arch),
+        Vendor::OpenCl => level_zero::select::select(candidates, arch),
     }
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn gpu_vendor_named(name: &str) -> Option<Vendor> {
         "cuda" => Some(Vendor::Nvptx),
         "hip" => Some(Vendor::Amdgpu),
         "vulkan" => Some(Vendor::Vulkan),
-        "opencl" => Some(Vendor::LevelZero),
+        "opencl" => Some(Vendor::OpenCl),
         _ => None,
     }
 }

@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn an_object_is_registered_once_and_only_with_an_abi_for_its_driver() {
         use crate::binary::Vendor;
-        use gpu_manifest::targets::levelzero::LevelZeroAbi;
+        use gpu_manifest::targets::opencl::OpenClAbi;
         use gpu_manifest::ObjectAbi;
         let bytes = [7u8, 1, 2, 3, 4, 5, 6, 7];
         let count = || {
@@ -191,23 +191,23 @@ mod tests {
             &ObjectAbi::LoweredParams,
         );
         assert_eq!(count(), 0, "its bytes say everything");
-        let written = LevelZeroAbi {
+        let written = OpenClAbi {
             spirv_version: "1.0".into(),
             capabilities: Vec::new(),
             extensions: Vec::new(),
             kernels: Vec::new(),
         };
         let abi = ObjectAbi::encode(&written).unwrap();
-        register_object(Vendor::LevelZero, "spirv1.0", &bytes, &[], &abi);
-        register_object(Vendor::LevelZero, "spirv1.0", &bytes, &[], &abi);
+        register_object(Vendor::OpenCl, "spirv1.0", &bytes, &[], &abi);
+        register_object(Vendor::OpenCl, "spirv1.0", &bytes, &[], &abi);
         assert_eq!(count(), 1);
         let registered = lock(&registered::REGISTERED_OBJECTS);
         let object = registered
             .iter()
             .find(|r| r.object.bytes() == bytes)
             .unwrap();
-        assert_eq!(object.object.vendor(), Vendor::LevelZero);
-        let decoded: LevelZeroAbi = object.object.decode_abi().unwrap();
+        assert_eq!(object.object.vendor(), Vendor::OpenCl);
+        let decoded: OpenClAbi = object.object.decode_abi().unwrap();
         assert_eq!(decoded, written);
     }
 

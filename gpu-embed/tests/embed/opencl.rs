@@ -2,7 +2,7 @@
 //! where there is no Intel GPU: `scripts/setup.sh` installs it). Skipped, visibly, only where no
 //! such device is found.
 //!
-//! The kernel is `fixtures/opencl/vadd.mlir`, compiled by gpu-build's levelzero target
+//! The kernel is `fixtures/opencl/vadd.mlir`, compiled by gpu-build's opencl target
 //! (`fixtures/opencl/regenerate.sh`); its ABI (the arguments' table) is written here as the
 //! target writes it, and launched with the lowered parameters a stub passes.
 //!
@@ -16,9 +16,7 @@
 
 use crate::common::{binary, object_with_abi};
 use gpu_embed::{Binary, Device, DeviceBuffer, ErrorKind, LaunchConfig, Object, Stream, Vendor};
-use gpu_manifest::targets::levelzero::{
-    LevelZeroAbi, LevelZeroArgument, LevelZeroArgumentKind, LevelZeroKernel,
-};
+use gpu_manifest::targets::opencl::{OpenClAbi, OpenClArgument, OpenClArgumentKind, OpenClKernel};
 use std::ffi::c_void;
 use std::sync::LazyLock;
 
@@ -27,26 +25,26 @@ static VADD_SPIRV: &[u8] = include_bytes!("fixtures/opencl/vadd.spv");
 /// The object's ABI: `vadd(a, b, c: memref<?xf32>, n: index)`, three descriptors of 5
 /// parameters, then `n`; and `vsub`, in the table but not in the program (a table and an object
 /// that disagree).
-fn vadd_abi() -> LevelZeroAbi {
-    let memref = |param| LevelZeroArgument {
+fn vadd_abi() -> OpenClAbi {
+    let memref = |param| OpenClArgument {
         param,
-        kind: LevelZeroArgumentKind::FirstElement { element_bytes: 4 },
+        kind: OpenClArgumentKind::FirstElement { element_bytes: 4 },
     };
     let arguments = vec![
         memref(0),
         memref(5),
         memref(10),
-        LevelZeroArgument {
+        OpenClArgument {
             param: 15,
-            kind: LevelZeroArgumentKind::Scalar { bytes: 8 },
+            kind: OpenClArgumentKind::Scalar { bytes: 8 },
         },
     ];
-    let kernel = |name: &str| LevelZeroKernel {
+    let kernel = |name: &str| OpenClKernel {
         name: name.into(),
         workgroup_memory: 0,
         arguments: arguments.clone(),
     };
-    LevelZeroAbi {
+    OpenClAbi {
         spirv_version: "1.0".into(),
         capabilities: ["Addresses", "Kernel", "Int64"].map(String::from).to_vec(),
         extensions: Vec::new(),
@@ -55,7 +53,7 @@ fn vadd_abi() -> LevelZeroAbi {
 }
 
 fn vadd_object(bytes: &'static [u8]) -> Object {
-    object_with_abi(Vendor::LevelZero, "spirv1.0", bytes, &vadd_abi())
+    object_with_abi(Vendor::OpenCl, "spirv1.0", bytes, &vadd_abi())
 }
 
 static VADD: LazyLock<Binary> = LazyLock::new(|| {
@@ -85,11 +83,11 @@ static DAMAGED: LazyLock<Binary> =
 
 /// Not SPIR-V at all: 18 bytes.
 static SHORT: LazyLock<Binary> = LazyLock::new(|| {
-    let abi = LevelZeroAbi {
+    let abi = OpenClAbi {
         capabilities: Vec::new(),
         ..vadd_abi()
     };
-    let object = object_with_abi(Vendor::LevelZero, "spirv1.0", b"not a SPIR-V file!", &abi);
+    let object = object_with_abi(Vendor::OpenCl, "spirv1.0", b"not a SPIR-V file!", &abi);
     binary("short", vec![object], &["vadd"])
 });
 
@@ -107,7 +105,7 @@ fn memcheck() {
 fn opencl_devices() -> Vec<Device> {
     let devices: Vec<Device> = Device::all()
         .into_iter()
-        .filter(|d| d.vendor() == Vendor::LevelZero)
+        .filter(|d| d.vendor() == Vendor::OpenCl)
         .collect();
     if devices.is_empty() {
         eprintln!(
@@ -248,7 +246,7 @@ fn damaged_or_foreign_objects_are_errors_naming_what_is_wrong() {
             .expect_err("a damaged object loads");
         assert!(
             matches!(error.kind(), ErrorKind::Driver | ErrorKind::InvalidArgument)
-                && error.message().contains("levelzero spirv1.0"),
+                && error.message().contains("opencl spirv1.0"),
             "{error}"
         );
         let error = SHORT.kernel(device, "vadd").expect_err("18 bytes load");

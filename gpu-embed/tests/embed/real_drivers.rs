@@ -29,7 +29,7 @@ fn debians_hip_runtime_loads_and_a_machine_without_a_gpu_falls_back_to_the_host(
                 // Mesa's lavapipe where there is no GPU (scripts/setup.sh installs it).
                 Vendor::Vulkan => assert!(arch.starts_with("vulkan1."), "{gpu:?}"),
                 // Intel's CPU Runtime for OpenCL (scripts/setup.sh installs it).
-                Vendor::LevelZero => assert!(arch.starts_with("spirv1."), "{gpu:?}"),
+                Vendor::OpenCl => assert!(arch.starts_with("spirv1."), "{gpu:?}"),
                 _ => assert!(arch.starts_with("sm_"), "{gpu:?}"),
             }
         }

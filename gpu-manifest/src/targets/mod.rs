@@ -8,5 +8,5 @@
 //! else here names them.
 
 pub mod host;
-pub mod levelzero;
+pub mod opencl;
 pub mod vulkan;

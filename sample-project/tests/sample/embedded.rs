@@ -45,7 +45,7 @@ fn embedded_bytes_equal_the_files_in_out_dir() {
     }
     assert_eq!(
         checked, 54,
-        "six GPU objects for each of seven modules, a Vulkan object for each module, and a Level Zero object for vadd, saxpy, reduce, math and \
+        "six GPU objects for each of seven modules, a Vulkan object for each module, and an OpenCL object for vadd, saxpy, reduce, math and \
          block_total"
     );
     assert_eq!(

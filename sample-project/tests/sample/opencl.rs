@@ -1,4 +1,4 @@
-//! The sample kernels the `levelzero` target builds (OpenCL-style SPIR-V), through their launch
+//! The sample kernels the `opencl` target builds (OpenCL-style SPIR-V), through their launch
 //! stubs on every OpenCL device that takes SPIR-V (Intel's CPU Runtime for OpenCL, which
 //! scripts/setup.sh installs, where there is no Intel GPU): each result against the plain Rust
 //! reference. Skipped, visibly, only where no such device is found.
@@ -9,7 +9,7 @@ use gpu_embed::{Device, Vendor};
 fn opencl_devices() -> Vec<Device> {
     let devices: Vec<Device> = Device::all()
         .into_iter()
-        .filter(|d| d.vendor() == Vendor::LevelZero)
+        .filter(|d| d.vendor() == Vendor::OpenCl)
         .collect();
     if devices.is_empty() {
         eprintln!(
@@ -22,7 +22,7 @@ fn opencl_devices() -> Vec<Device> {
 }
 
 #[test]
-fn every_sample_kernel_levelzero_builds_runs_on_opencl_and_matches_the_reference() {
+fn every_sample_kernel_the_opencl_target_builds_runs_and_matches_the_reference() {
     for device in opencl_devices() {
         let ran = run_every_kernel(&device);
         assert_eq!(

@@ -458,7 +458,7 @@ mod once_crashed {
     /// MLIR 22's SPIR-V ABI lowering reads three sizes from a kernel's own
     /// `spirv.entry_point_abi` without looking: `workgroup_size = []` crashed the Vulkan build
     /// (SIGSEGV), found by the fuzzer 8 times in 10,000 inputs. Built for every target family,
-    /// in a child: Vulkan and Level Zero refuse it at the kernel, the others ignore it.
+    /// in a child: Vulkan and OpenCL refuse it at the kernel, the others ignore it.
     #[test]
     fn spirv_entry_point_abis_without_three_sizes_are_refused() {
         let kernel = |sizes: &str| {
@@ -489,7 +489,7 @@ mod once_crashed {
                 outcome.stderr
             );
             let written = sizes.trim_start_matches('[').trim_end_matches(']');
-            for family in ["vulkan", "levelzero"] {
+            for family in ["vulkan", "opencl"] {
                 assert_parts(
                     &outcome.stderr,
                     &[&format!(

@@ -22,7 +22,7 @@ pub enum Job {
     /// The sample kernels for sm_80, sm_90, gfx90a, gfx1100 and the host.
     Samples,
     /// Each kernel file for its own NVPTX and AMDGPU targets (else the default chips), the host,
-    /// Vulkan and Level Zero: every target family.
+    /// Vulkan and OpenCL: every target family.
     EveryTarget,
     /// Each kernel file for its own target attributes only.
     FileTargets,
@@ -267,7 +267,7 @@ fn every_target(build_into: impl Fn(&Path) -> gpu_build::Build) {
         Vendor::Amdgpu,
         Vendor::Host,
         Vendor::Vulkan,
-        Vendor::LevelZero,
+        Vendor::OpenCl,
     ] {
         let dir = out.join(vendor.to_string());
         let mut build = build_into(&dir);

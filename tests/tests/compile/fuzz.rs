@@ -5,7 +5,7 @@
 //! shapes changed, kernel attributes added with other element types and values, op names swapped
 //! for others the seeds use, target attributes with values out of range, random chips, features,
 //! flags and names), each compiled for every target family (NVPTX, AMDGPU, the host — a quarter
-//! of them checked —, Vulkan and Level Zero) in a child process with a time limit, so an abort,
+//! of them checked —, Vulkan and OpenCL) in a child process with a time limit, so an abort,
 //! a crash, a panic or a hang is caught and reported with the input that caused it.
 //!
 //! `cargo test` runs 200 inputs; more, with another seed:

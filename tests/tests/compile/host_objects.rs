@@ -113,7 +113,7 @@ fn subgroup_operations_the_host_does_not_emulate_are_a_build_error_for_it() {
         b.target(Vendor::Host, &[]);
     });
     assert_eq!(error.kind(), ErrorKind::Unsupported);
-    assert!(error.message().contains("k.mlir:4:10: error: `gpu.subgroup_id` is a nvptx/amdgpu/vulkan/levelzero operation and cannot be compiled for host"), "{error}");
+    assert!(error.message().contains("k.mlir:4:10: error: `gpu.subgroup_id` is a nvptx/amdgpu/vulkan/opencl operation and cannot be compiled for host"), "{error}");
     assert!(
         error
             .message()

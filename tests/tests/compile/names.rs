@@ -16,7 +16,7 @@ const TARGETS: &[(&str, &str)] = &[
     ("Amdgpu", "amdgpu"),
     ("Host", "host"),
     ("Vulkan", "vulkan"),
-    ("LevelZero", "levelzero"),
+    ("OpenCl", "opencl"),
 ];
 
 /// The drivers' folders under `gpu-embed/src/driver/` (`gpu/`: the protocol CUDA and HIP share).
@@ -40,10 +40,10 @@ const ABI_TYPES: &[&str] = &[
     "VulkanLogEntry",
     "VulkanLogValue",
     "WORKGROUP_SIZE_SPEC_IDS",
-    "LevelZeroAbi",
-    "LevelZeroKernel",
-    "LevelZeroArgument",
-    "LevelZeroArgumentKind",
+    "OpenClAbi",
+    "OpenClKernel",
+    "OpenClArgument",
+    "OpenClArgumentKind",
     "HostEntries",
     "HostKernel",
 ];
@@ -224,7 +224,7 @@ fn the_scan_finds_names_in_code_and_not_in_longer_names_or_comments() {
     assert!(names_in("Vendor::Vulkanish, MyVulkanAbi, driver::hosted").is_empty());
     assert!(names_in("/// `Vendor::Vulkan` in a doc comment").is_empty());
     assert!(may_name("gpu-build/src/targets/vulkan/abi.rs"));
-    assert!(may_name("gpu-manifest/src/targets/levelzero.rs"));
+    assert!(may_name("gpu-manifest/src/targets/opencl.rs"));
     assert!(!may_name("gpu-build/src/lower.rs"));
     assert!(!may_name("gpu-embed/src/device/mod.rs"));
 }

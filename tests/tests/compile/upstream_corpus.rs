@@ -1,7 +1,7 @@
 //! MLIR 22's own GPU integration tests (llvm-project `mlir/test/Integration/GPU`, the CUDA,
 //! ROCM, SYCL, LevelZero and SPIRV folders), from Debian's source of the LLVM release we link
 //! (`scripts/setup.sh` unpacks them): every program compiled with our compiler for NVPTX,
-//! AMDGPU, the host and Level Zero (its objects checked by `spirv-val`), and with
+//! AMDGPU, the host and OpenCL (its objects checked by `spirv-val`), and with
 //! `mlir-opt-22`'s own pipelines. Whatever upstream compiles, we
 //! compile; what we do not is listed below with the reason our error gives. Run with
 //! `--nocapture` for the table.
@@ -157,106 +157,106 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "for amdgpu (gfx90a) failed",
     ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA, atomics,
     // clusters), an argument a bare pointer cannot carry (a 3-D dynamic memref), LLVM
-    // dialect kernels, an assertion, and a shuffle at SPIR-V 1.0 (it needs 1.3): Level Zero.
+    // dialect kernels, an assertion, and a shuffle at SPIR-V 1.0 (it needs 1.3): OpenCL.
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f32.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/TensorCore/sm80/wmma-matmul-f64.mlir",
-        Vendor::LevelZero,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
     ),
     (
         "CUDA/TensorCore/wmma-matmul-f16.mlir",
-        Vendor::LevelZero,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
     ),
     (
         "CUDA/TensorCore/wmma-matmul-f32-bare-ptr.mlir",
-        Vendor::LevelZero,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
     ),
     (
         "CUDA/TensorCore/wmma-matmul-f32.mlir",
-        Vendor::LevelZero,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
     ),
     (
         "CUDA/all-reduce-op.mlir",
-        Vendor::LevelZero,
-        "kernel `main_kernel` cannot be built for levelzero: argument 0 `%arg0`",
+        Vendor::OpenCl,
+        "kernel `main_kernel` cannot be built for opencl: argument 0 `%arg0`",
     ),
     (
         "CUDA/assert.mlir",
-        Vendor::LevelZero,
-        "`cf.assert` is a nvptx/amdgpu/host/vulkan operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`cf.assert` is a nvptx/amdgpu/host/vulkan operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/concurrent-kernels.mlir",
-        Vendor::LevelZero,
-        "`memref.atomic_rmw` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`memref.atomic_rmw` cannot be lowered for opencl",
     ),
     (
         "CUDA/dump-ptx.mlir",
-        Vendor::LevelZero,
-        "`llvm.func` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`llvm.func` cannot be lowered for opencl",
     ),
     (
         "CUDA/shuffle.mlir",
-        Vendor::LevelZero,
-        "`gpu.shuffle` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`gpu.shuffle` cannot be lowered for opencl",
     ),
     (
         "CUDA/sm90/cga_cluster.mlir",
-        Vendor::LevelZero,
-        "`gpu.cluster_id` cannot be lowered for levelzero",
+        Vendor::OpenCl,
+        "`gpu.cluster_id` cannot be lowered for opencl",
     ),
     (
         "CUDA/sm90/gemm_f32_f16_f16_128x128x128.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/sm90/gemm_pred_f32_f16_f16_128x128x128.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/sm90/tma_load_128x128_stride_noswizzle.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/sm90/tma_load_128x64_swizzle128b.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/sm90/tma_load_64x64_swizzle128b.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/sm90/tma_load_64x8_8x128_noswizzle.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/sm90/transform-dialect/tma_load_64x8_8x128_noswizzle-transform.mlir",
-        Vendor::LevelZero,
-        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for opencl",
     ),
     (
         "ROCM/vector-transferops.mlir",
-        Vendor::LevelZero,
-        "`amdgpu.raw_buffer_load` is a amdgpu operation and cannot be compiled for levelzero",
+        Vendor::OpenCl,
+        "`amdgpu.raw_buffer_load` is a amdgpu operation and cannot be compiled for opencl",
     ),
 ];
 
@@ -347,7 +347,7 @@ fn upstream_compiles(program: &str, vendor: Vendor, scheduled: &Path, outlined: 
         ]),
         // The SYCL and LevelZero tests' own pipeline, with the entry-point attribute they write
         // by hand added by MLIR's test pass (the other programs have none).
-        Vendor::LevelZero => mlir_opt(&[
+        Vendor::OpenCl => mlir_opt(&[
             outlined.to_str().unwrap(),
             "--pass-pipeline=builtin.module(spirv-attach-target{ver=v1.0 caps=Addresses,Int64,Kernel},gpu.module(test-spirv-entry-point-abi),convert-gpu-to-spirv{use-64bit-index=true},gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)),gpu-module-to-binary)",
             "-o",
@@ -368,17 +368,12 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
     let programs = programs(corpus);
     assert!(programs.len() >= 40, "{programs:?}");
     let dir = tempfile::tempdir().unwrap();
-    let vendors = [
-        Vendor::Nvptx,
-        Vendor::Amdgpu,
-        Vendor::Host,
-        Vendor::LevelZero,
-    ];
+    let vendors = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host, Vendor::OpenCl];
     let mut ours: BTreeMap<Vendor, usize> = BTreeMap::new();
     let mut upstream: BTreeMap<Vendor, usize> = BTreeMap::new();
     let mut problems = Vec::new();
     println!(
-        "{:<72} nvptx  amdgpu host   levelzero | mlir-opt: nvptx amdgpu levelzero",
+        "{:<72} nvptx  amdgpu host   opencl | mlir-opt: nvptx amdgpu opencl",
         "program"
     );
     for program in &programs {
@@ -392,12 +387,12 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
             match vendor {
                 Vendor::Nvptx => build.target(vendor, &[nvptx_chip(program)]),
                 Vendor::Amdgpu => build.target(vendor, &["gfx90a"]),
-                Vendor::Host | Vendor::Vulkan | Vendor::LevelZero => build.target(vendor, &[]),
+                Vendor::Host | Vendor::Vulkan | Vendor::OpenCl => build.target(vendor, &[]),
             };
             let result = build.compile();
-            if let (Ok(report), Vendor::LevelZero) = (&result, vendor) {
+            if let (Ok(report), Vendor::OpenCl) = (&result, vendor) {
                 for (object, bytes) in objects_of(report, vendor) {
-                    if let Err(why) = super::level_zero::spirv_val_opencl(&bytes, &object.chip) {
+                    if let Err(why) = super::opencl::spirv_val_opencl(&bytes, &object.chip) {
                         problems.push(format!("{program}: spirv-val refuses its object: {why}"));
                     }
                 }

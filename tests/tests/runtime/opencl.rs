@@ -1,4 +1,4 @@
-//! The levelzero target end to end on OpenCL: `kernels/vulkan.mlir` (built for SPIR-V 1.3, for
+//! The opencl target end to end on OpenCL: `kernels/vulkan.mlir` (built for SPIR-V 1.3, for
 //! its subgroup operations) and `kernels/names.mlir`, launched through the generated stubs on
 //! every OpenCL device that takes SPIR-V (Intel's CPU Runtime for OpenCL where there is no
 //! Intel GPU), checked against plain Rust and against the host target. Skipped, visibly, only

@@ -1,4 +1,4 @@
-//! `gpu.all_reduce` for the SPIR-V targets (Vulkan, Level Zero), which MLIR 22 cannot convert:
+//! `gpu.all_reduce` for the SPIR-V targets (Vulkan, OpenCL), which MLIR 22 cannot convert:
 //! each uniform reduction of a scalar is replaced, in place, by a reduction through workgroup
 //! memory that every SPIR-V version and device can run (no subgroup operations):
 //!

@@ -1,4 +1,4 @@
-//! The steps the SPIR-V targets (`vulkan/`, `levelzero/`) share: MLIR's SPIR-V conversion run
+//! The steps the SPIR-V targets (`vulkan/`, `opencl/`) share: MLIR's SPIR-V conversion run
 //! in process on a copy of the gpu.module, with what the conversion needs supplied from the
 //! target-neutral kernel, and the serialized module read back.
 //!

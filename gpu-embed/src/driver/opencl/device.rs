@@ -108,7 +108,7 @@ impl Description {
     pub(super) fn unusable(&self) -> Option<String> {
         if self.spirv.is_none() {
             return Some(format!(
-                "{}: takes no SPIR-V (its CL_DEVICE_IL_VERSION lists none), which the levelzero \
+                "{}: takes no SPIR-V (its CL_DEVICE_IL_VERSION lists none), which the opencl \
                  target's objects are",
                 self.name
             ));

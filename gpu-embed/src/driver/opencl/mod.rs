@@ -1,4 +1,4 @@
-//! The OpenCL driver: the `levelzero` target's objects (OpenCL-style SPIR-V) on any OpenCL
+//! The OpenCL driver: the `opencl` target's objects (OpenCL-style SPIR-V) on any OpenCL
 //! device whose driver takes SPIR-V (`CL_DEVICE_IL_VERSION`): Intel's CPU Runtime for OpenCL on
 //! any x86-64 CPU, Intel GPUs through Intel's compute runtime, Mesa's rusticl, PoCL built with
 //! SPIR-V. The ICD loader (`libOpenCL.so.1`) is opened at run time through bindings generated
@@ -242,7 +242,7 @@ fn fill(
 /// makes its call sound.
 impl Driver for OpenCl {
     fn vendor(&self) -> Vendor {
-        Vendor::LevelZero
+        Vendor::OpenCl
     }
 
     /// Host memory where the current device's kernels may use any host address (fine-grained

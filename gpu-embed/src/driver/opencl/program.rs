@@ -1,7 +1,7 @@
 //! Modules from SPIR-V (`clCreateProgramWithIL`, built for the one device; a failed build is an
 //! error carrying the driver's build log), kernels, and launches: the lowered parameters a stub
 //! passes turned into the OpenCL-style kernel's arguments, as the object's
-//! [`LevelZeroKernel`] table (decoded from the object when it loads) says — a memref the address of its
+//! [`OpenClKernel`] table (decoded from the object when it loads) says — a memref the address of its
 //! first element (its descriptor's aligned pointer plus offset), a pointer as it is, a scalar
 //! its bytes.
 
@@ -12,7 +12,7 @@ use super::sys;
 use crate::binary::Object;
 use crate::driver::{c_name, FunctionHandle, ModuleHandle};
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::targets::levelzero::{LevelZeroAbi, LevelZeroArgumentKind, LevelZeroKernel};
+use gpu_manifest::targets::opencl::{OpenClAbi, OpenClArgumentKind, OpenClKernel};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -23,7 +23,7 @@ const SPIRV_MAGIC: u32 = 0x0723_0203;
 pub(super) struct Module {
     gpu: &'static Gpu,
     object: &'static Object,
-    abi: LevelZeroAbi,
+    abi: OpenClAbi,
     program: sys::cl_program,
 }
 
@@ -59,7 +59,7 @@ pub(super) struct Function {
     /// Keeps the program (and the object's name, for messages) alive.
     module: Arc<Module>,
     kernel: Kernel,
-    pub table: LevelZeroKernel,
+    pub table: OpenClKernel,
     /// Held from setting the arguments until the launch is queued: OpenCL kernels' arguments
     /// are the one thing its API does not make thread-safe.
     launching: Mutex<()>,
@@ -113,7 +113,7 @@ pub(super) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
             ),
         ));
     }
-    let abi: LevelZeroAbi = object.decode_abi()?;
+    let abi: OpenClAbi = object.decode_abi()?;
     for capability in &abi.capabilities {
         let missing = match capability.as_str() {
             "Float64" if !gpu.fp64 => Some("double precision (CL_DEVICE_DOUBLE_FP_CONFIG)"),
@@ -420,7 +420,7 @@ pub(super) unsafe fn launch(
     for argument in &function.table.arguments {
         let p = argument.param;
         let value = match argument.kind {
-            LevelZeroArgumentKind::FirstElement { element_bytes } => {
+            OpenClArgumentKind::FirstElement { element_bytes } => {
                 // SAFETY: the caller guarantees `params` and `param_sizes`.
                 let aligned = unsafe { param_word(name, params, param_sizes, p + 1) }?;
                 // SAFETY: as above.
@@ -436,11 +436,11 @@ pub(super) unsafe fn launch(
                     })?;
                 Value::Address(address)
             }
-            LevelZeroArgumentKind::Address => {
+            OpenClArgumentKind::Address => {
                 // SAFETY: the caller guarantees `params` and `param_sizes`.
                 Value::Address(unsafe { param_word(name, params, param_sizes, p) }?)
             }
-            LevelZeroArgumentKind::Scalar { bytes } => {
+            OpenClArgumentKind::Scalar { bytes } => {
                 // SAFETY: the caller guarantees `params` and `param_sizes`.
                 Value::Bytes(unsafe { param_bytes(name, params, param_sizes, p, bytes as usize) }?)
             }

@@ -18,7 +18,7 @@ pub(super) struct DeviceObject {
     pub(super) module: String,
     format: u32,
     pub(super) bytes: Vec<u8>,
-    /// The kernel ABI the runtime must be told (Vulkan, Level Zero objects).
+    /// The kernel ABI the runtime must be told (Vulkan, OpenCL objects).
     pub(super) registered: Option<RegisteredAbi>,
 }
 
@@ -114,7 +114,7 @@ pub(super) fn compile_kernels(
                 bytes: gpu_build::host_image(&report, gpu_module).map_err(|e| e.to_string())?,
                 registered: None,
             }
-        } else if matches!(vendor, Vendor::Vulkan | Vendor::LevelZero) {
+        } else if matches!(vendor, Vendor::Vulkan | Vendor::OpenCl) {
             // SPIR-V, whose kernel ABI the runtime is told from the manifest.
             let object = gpu_module.objects.first().ok_or_else(|| {
                 format!(

@@ -47,7 +47,7 @@ pub enum DeviceChoice {
     Hip,
     /// The first Vulkan device: any maker's GPU, or Mesa's lavapipe on the CPU.
     Vulkan,
-    /// The first OpenCL device that takes SPIR-V (the levelzero target's objects): an Intel
+    /// The first OpenCL device that takes SPIR-V (the opencl target's objects): an Intel
     /// GPU, or Intel's CPU Runtime for OpenCL.
     Opencl,
 }
@@ -81,7 +81,7 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
              the {vendor} device does not (use --device host)"
         ));
     }
-    if matches!(vendor, Vendor::Vulkan | Vendor::LevelZero) && request.emit_mlir.is_some() {
+    if matches!(vendor, Vendor::Vulkan | Vendor::OpenCl) && request.emit_mlir.is_some() {
         let (what, device) = if vendor == Vendor::Vulkan {
             ("a Vulkan device", "vulkan")
         } else {
@@ -178,7 +178,7 @@ fn choose_device(choice: DeviceChoice) -> Result<Device, String> {
                 .map_or(String::new(), |e| format!(" ({})", e.message()));
             let what = match vendor {
                 Vendor::Vulkan => "Vulkan device".to_string(),
-                Vendor::LevelZero => "OpenCL device that takes SPIR-V".to_string(),
+                Vendor::OpenCl => "OpenCL device that takes SPIR-V".to_string(),
                 _ => format!("{name} GPU"),
             };
             format!("--device {name}: no {what} was found{why} (try --device host)")
@@ -190,7 +190,7 @@ fn choose_device(choice: DeviceChoice) -> Result<Device, String> {
         DeviceChoice::Cuda => gpu(Vendor::Nvptx, "cuda"),
         DeviceChoice::Hip => gpu(Vendor::Amdgpu, "hip"),
         DeviceChoice::Vulkan => gpu(Vendor::Vulkan, "vulkan"),
-        DeviceChoice::Opencl => gpu(Vendor::LevelZero, "opencl"),
+        DeviceChoice::Opencl => gpu(Vendor::OpenCl, "opencl"),
     }
 }
 

@@ -17,9 +17,7 @@ use super::abi::argument_at;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::spirv::{failed, ops_named, run};
-use gpu_manifest::targets::levelzero::{
-    LevelZeroAbi, LevelZeroArgument, LevelZeroArgumentKind, LevelZeroKernel,
-};
+use gpu_manifest::targets::opencl::{OpenClAbi, OpenClArgument, OpenClArgumentKind, OpenClKernel};
 use gpu_manifest::{ArgumentKind, Format, Kernel, ObjectAbi};
 use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetTriple};
 use inkwell::OptimizationLevel;
@@ -54,7 +52,7 @@ pub(super) fn kernels_in_llvm_dialect(
             ErrorKind::Unsupported,
             format!(
                 "{location}: error: this gpu.module mixes `gpu.func` and `llvm.func` kernels, \
-                 which the levelzero target builds in two different ways; put them in two \
+                 which the opencl target builds in two different ways; put them in two \
                  gpu.modules"
             ),
         ));
@@ -84,7 +82,7 @@ pub(super) fn serialize(
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
-                "{location}: error: an LLVM-dialect kernel built for levelzero cannot use \
+                "{location}: error: an LLVM-dialect kernel built for opencl cannot use \
                  `llvm.alloca` (private memory, whose pointers are not global); use registers, \
                  or a gpu.func with a private memref"
             ),
@@ -115,14 +113,14 @@ pub(super) fn serialize(
             bytes: bytes.clone(),
         }],
         dumps: Dumps::default(),
-        abi: ObjectAbi::encode(&LevelZeroAbi {
+        abi: ObjectAbi::encode(&OpenClAbi {
             spirv_version: format!("{}.{}", version.0, version.1),
             capabilities: capabilities(&bytes),
             extensions: Vec::new(),
             kernels: kernels
                 .iter()
                 .zip(arguments)
-                .map(|(kernel, arguments)| LevelZeroKernel {
+                .map(|(kernel, arguments)| OpenClKernel {
                     name: kernel.name.clone(),
                     workgroup_memory: 0,
                     arguments,
@@ -135,16 +133,16 @@ pub(super) fn serialize(
 
 /// What each argument of an LLVM-dialect kernel is (a pointer or a scalar), and where a launch
 /// finds it.
-fn arguments(kernel: &Kernel, location: &str) -> Result<Vec<LevelZeroArgument>> {
+fn arguments(kernel: &Kernel, location: &str) -> Result<Vec<OpenClArgument>> {
     kernel
         .arguments
         .iter()
         .enumerate()
         .map(|(index, argument)| {
             let kind = match &argument.kind {
-                ArgumentKind::Pointer => LevelZeroArgumentKind::Address,
+                ArgumentKind::Pointer => OpenClArgumentKind::Address,
                 ArgumentKind::Scalar { element } if *element != gpu_manifest::Element::I1 => {
-                    LevelZeroArgumentKind::Scalar {
+                    OpenClArgumentKind::Scalar {
                         bytes: element.bytes(),
                     }
                 }
@@ -152,7 +150,7 @@ fn arguments(kernel: &Kernel, location: &str) -> Result<Vec<LevelZeroArgument>> 
                     return Err(Error::new(
                         ErrorKind::Unsupported,
                         format!(
-                            "{location}: error: kernel `{}` cannot be built for levelzero: \
+                            "{location}: error: kernel `{}` cannot be built for opencl: \
                              argument {index} ({}): an LLVM-dialect kernel takes pointers and \
                              scalars (not i1)",
                             kernel.name, argument.ty

@@ -15,7 +15,7 @@ use crate::targets::support::spirv::{
     kernel_functions, move_into_gpu_module, run, serialize as serialize_module, set_environment,
     spirv_function, spirv_function_type,
 };
-use gpu_manifest::targets::levelzero::{LevelZeroAbi, LevelZeroKernel};
+use gpu_manifest::targets::opencl::{OpenClAbi, OpenClKernel};
 use gpu_manifest::{Format, Kernel, ObjectAbi};
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
@@ -76,7 +76,7 @@ pub(super) fn serialize(
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.
         let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
-        entries.push(LevelZeroKernel {
+        entries.push(OpenClKernel {
             name: kernel.name.clone(),
             workgroup_memory: workgroup_memory
                 .iter()
@@ -100,7 +100,7 @@ pub(super) fn serialize(
             bytes,
         }],
         dumps: Dumps::default(),
-        abi: ObjectAbi::encode(&LevelZeroAbi {
+        abi: ObjectAbi::encode(&OpenClAbi {
             spirv_version: spirv_version.trim_start_matches('v').to_string(),
             capabilities,
             extensions,

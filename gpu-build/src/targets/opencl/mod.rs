@@ -1,6 +1,8 @@
-//! The Level Zero target: OpenCL-style SPIR-V (physical 64-bit pointers, the `Kernel`
-//! capability) for Intel GPUs, which run it through Level Zero (`zeModuleCreate` with
-//! `ZE_MODULE_FORMAT_IL_SPIRV`), through MLIR's own SPIR-V conversion and serializer — the path
+//! The OpenCL target (formerly `levelzero`): OpenCL-style SPIR-V (physical 64-bit pointers, the
+//! `Kernel` capability) for OpenCL devices that take SPIR-V (`clCreateProgramWithIL`: Intel GPUs,
+//! Intel's CPU runtime, Mesa's rusticl; gpu-embed's `driver/opencl/` runs it), which Level Zero
+//! takes too (`zeModuleCreate` with `ZE_MODULE_FORMAT_IL_SPIRV`), through MLIR's own SPIR-V
+//! conversion and serializer — the path
 //! upstream's SYCL and LevelZero integration tests take (`spirv-attach-target{caps=Addresses,
 //! Int64,Kernel}`, `convert-gpu-to-spirv{use-64bit-index=true}`); no LLVM IR.
 //!
@@ -8,8 +10,8 @@
 //! on the 62 corpus and project kernel files, this path compiles 35 (all 8 SYCL and LevelZero
 //! programs among them); `mlir-opt-22 --gpu-lower-to-xevm-pipeline` on the same files, none.
 //!
-//! The chip is the SPIR-V version an object declares (`spirv1.0` … `spirv1.4`: a Level Zero
-//! driver reports the newest it takes). Arguments are what OpenCL kernels take: a memref is a
+//! The chip is the SPIR-V version an object declares (`spirv1.0` … `spirv1.4`: an OpenCL or
+//! Level Zero driver reports the newest it takes). Arguments are what OpenCL kernels take: a memref is a
 //! pointer to its first element (`CrossWorkgroup`), a scalar its value, `index` 64 bits (`abi.rs`).
 //! Kernels written in the LLVM dialect (`llvm.func`, `!llvm.ptr` arguments), which MLIR's
 //! conversion cannot take, go through LLVM's SPIR-V back end instead (`llvm_dialect.rs`).
@@ -27,7 +29,7 @@ use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
 use melior::ir::OperationRef;
 
-pub(crate) struct LevelZero;
+pub(crate) struct OpenCl;
 
 /// The SPIR-V versions objects can be built for, with MLIR's spelling of each.
 const VERSIONS: [(&str, &str); 5] = [
@@ -43,26 +45,26 @@ fn spirv_version(chip: &str) -> Result<&'static str> {
     version_of_chip(
         &VERSIONS,
         chip,
-        "unknown levelzero SPIR-V version",
+        "unknown opencl SPIR-V version",
         "the newest SPIR-V the oldest driver the object must load on takes; spirv1.0 loads on \
-         every Level Zero driver",
+         every OpenCL and Level Zero driver that takes SPIR-V",
     )
 }
 
-/// What the LevelZero target is.
+/// What the OpenCl target is.
 static DESCRIPTION: Description = Description {
     example_chip: "spirv1.0",
-    default_chip: Some(Vendor::LevelZero.default_chips()[0]),
+    default_chip: Some(Vendor::OpenCl.default_chips()[0]),
     // LLVM's triple for OpenCL-style SPIR-V, whatever the version (the chip): a spec's triple
     // is set before its chip.
     triple: Some("spirv64-unknown-unknown"),
-    chip_override_variable: Some("GPU_BUILD_LEVELZERO_CHIPS"),
-    maker: "Intel (Level Zero)",
+    chip_override_variable: Some("GPU_BUILD_OPENCL_CHIPS"),
+    maker: "OpenCL",
     lowering_name: "SPIR-V",
-    ..Description::new(Vendor::LevelZero)
+    ..Description::new(Vendor::OpenCl)
 };
 
-impl Target for LevelZero {
+impl Target for OpenCl {
     fn description(&self) -> &'static Description {
         &DESCRIPTION
     }
@@ -99,7 +101,7 @@ impl Target for LevelZero {
                          index it row-major, or give it static sizes"
                     }
                     "memref.dim" => {
-                        "a Level Zero kernel gets a memref as a bare pointer and cannot read its size; \
+                        "an OpenCL kernel gets a memref as a bare pointer and cannot read its size; \
                          pass the size as an index argument"
                     }
                     "gpu.all_reduce" => {
@@ -110,7 +112,7 @@ impl Target for LevelZero {
                     }
                     "gpu.subgroup_reduce" => {
                         "SPIR-V has subgroup arithmetic from version 1.3 (GroupNonUniformArithmetic): \
-                         build the module for `spirv1.3` or later (`targets = [levelzero(spirv1.3)]`); \
+                         build the module for `spirv1.3` or later (`targets = [opencl(spirv1.3)]`); \
                          MLIR 22 converts add, mul, min and max of scalar integers and floats"
                     }
                     "gpu.shuffle" => {
@@ -134,7 +136,7 @@ impl Target for LevelZero {
     }
 }
 
-impl MlirSerializer for LevelZero {
+impl MlirSerializer for OpenCl {
     fn serialize(
         &self,
         context: &melior::Context,

@@ -1,17 +1,17 @@
-//! The Level Zero kernel ABI: which arguments an OpenCL-style SPIR-V kernel can take, and what
+//! The OpenCL kernel ABI: which arguments an OpenCL-style SPIR-V kernel can take, and what
 //! each becomes (read back from the converted `spirv.func`): a memref a pointer to its first
 //! element, a scalar its value, `index` 64 bits wide.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::spirv::{self, scalar_bits};
-use gpu_manifest::targets::levelzero::{LevelZeroArgument, LevelZeroArgumentKind};
+use gpu_manifest::targets::opencl::{OpenClArgument, OpenClArgumentKind};
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
 use melior::ir::r#type::FunctionType;
 
 /// Refuses, before any lowering, the arguments an OpenCL-style kernel cannot take, naming the
 /// argument and the way around.
 pub(super) fn check_arguments(kernels: &[Kernel], locations: &[String]) -> Result<()> {
-    spirv::check_arguments(kernels, locations, Vendor::LevelZero, check_argument)
+    spirv::check_arguments(kernels, locations, Vendor::OpenCl, check_argument)
 }
 
 fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
@@ -24,22 +24,18 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
         } => {
             check_element(*element, "use a memref of it")?;
             if *layout != Layout::Identity {
-                return Err(
-                    "a Level Zero kernel gets a memref as a pointer to its first \
+                return Err("an OpenCL kernel gets a memref as a pointer to its first \
                             element, so it must have the identity layout; pass the underlying \
                             memref and index it yourself"
-                        .to_string(),
-                );
+                    .to_string());
             }
             if shape.iter().skip(1).any(Option::is_none) {
-                return Err(
-                    "a Level Zero kernel gets a memref as a bare pointer, so its \
+                return Err("an OpenCL kernel gets a memref as a bare pointer, so its \
                             strides must be known when it is compiled and only its outermost \
                             size may be dynamic; pass a memref<?xT> and index it row-major \
                             (pass the sizes as index arguments), or give the inner sizes \
                             statically"
-                        .to_string(),
-                );
+                    .to_string());
             }
             Ok(())
         }
@@ -48,9 +44,9 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
                                       `llvm.func` (built through LLVM's SPIR-V back end)"
             .to_string()),
         ArgumentKind::UnrankedMemref => {
-            Err("a Level Zero kernel takes ranked memrefs only; give the memref a rank".to_string())
+            Err("an OpenCL kernel takes ranked memrefs only; give the memref a rank".to_string())
         }
-        ArgumentKind::Other => Err("Level Zero kernels take memrefs and scalars only".to_string()),
+        ArgumentKind::Other => Err("OpenCL kernels take memrefs and scalars only".to_string()),
     }
 }
 
@@ -69,7 +65,7 @@ fn check_element(element: Element, how: &str) -> std::result::Result<(), String>
 
 /// What each of `kernel`'s arguments became in its converted entry point (`ty`), checked
 /// against the source argument it stands for.
-pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<LevelZeroArgument>> {
+pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<OpenClArgument>> {
     let internal = |what: String| {
         Error::new(
             ErrorKind::Lowering,
@@ -94,11 +90,11 @@ pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<LevelZe
             let pointer = input.to_string().starts_with("!spirv.ptr<");
             let kind = match (&argument.kind, pointer, scalar_bits(input)) {
                 (ArgumentKind::Memref { element, .. }, true, _) => {
-                    LevelZeroArgumentKind::FirstElement {
+                    OpenClArgumentKind::FirstElement {
                         element_bytes: element.bytes(),
                     }
                 }
-                (ArgumentKind::Scalar { .. }, false, Some(bits)) => LevelZeroArgumentKind::Scalar {
+                (ArgumentKind::Scalar { .. }, false, Some(bits)) => OpenClArgumentKind::Scalar {
                     bytes: bits.div_ceil(8),
                 },
                 _ => {
@@ -118,10 +114,10 @@ pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<LevelZe
 pub(super) fn argument_at(
     kernel: &Kernel,
     index: usize,
-    kind: LevelZeroArgumentKind,
-) -> std::result::Result<LevelZeroArgument, String> {
+    kind: OpenClArgumentKind,
+) -> std::result::Result<OpenClArgument, String> {
     let param = kernel
         .first_param(index)
         .ok_or_else(|| format!("argument {index} has no lowered parameter"))?;
-    Ok(LevelZeroArgument { param, kind })
+    Ok(OpenClArgument { param, kind })
 }

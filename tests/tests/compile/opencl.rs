@@ -1,10 +1,10 @@
-//! The Level Zero target's objects (OpenCL-style SPIR-V) checked with the Khronos SPIR-V
+//! The OpenCL target's objects (OpenCL-style SPIR-V) checked with the Khronos SPIR-V
 //! validator (`spirv-val`) under OpenCL's rules, its kernel ABI in the manifest, and the clear
 //! error for every kernel it cannot express.
 
 use crate::common::*;
 use gpu_build::{ErrorKind, Vendor};
-use gpu_manifest::targets::levelzero::{LevelZeroAbi, LevelZeroArgumentKind};
+use gpu_manifest::targets::opencl::{OpenClAbi, OpenClArgumentKind};
 use std::process::Command;
 
 /// The validator's environment for an object of `chip`: OpenCL 2.2's rules take SPIR-V up to
@@ -41,7 +41,7 @@ pub(crate) fn spirv_val_opencl(spirv: &[u8], chip: &str) -> Result<(), String> {
 }
 
 #[test]
-fn spirv_val_accepts_every_level_zero_object_for_its_spirv_version() {
+fn spirv_val_accepts_every_opencl_object_for_its_spirv_version() {
     let root = workspace();
     // Subgroup operations (tests/kernels/vulkan.mlir's) need SPIR-V 1.3.
     let builds: [(&[&str], &[&str]); 2] = [
@@ -66,9 +66,9 @@ fn spirv_val_accepts_every_level_zero_object_for_its_spirv_version() {
         for file in files {
             build.kernel(root.join(file));
         }
-        build.target(Vendor::LevelZero, chips);
+        build.target(Vendor::OpenCl, chips);
         let report = build.compile().unwrap_or_else(|e| panic!("{e}"));
-        let objects = objects_of(&report, Vendor::LevelZero);
+        let objects = objects_of(&report, Vendor::OpenCl);
         assert_eq!(objects.len(), files.len() * chips.len(), "{files:?}");
         for (object, bytes) in objects {
             spirv_val_opencl(&bytes, &object.chip).unwrap_or_else(|why| {
@@ -77,7 +77,7 @@ fn spirv_val_accepts_every_level_zero_object_for_its_spirv_version() {
                     object.path, object.chip
                 )
             });
-            let abi: LevelZeroAbi = object.abi.decode().expect("the Level Zero ABI");
+            let abi: OpenClAbi = object.abi.decode().expect("the OpenCL ABI");
             for capability in ["Addresses", "Kernel"] {
                 assert!(abi.capabilities.iter().any(|c| c == capability), "{abi:?}");
             }
@@ -99,22 +99,22 @@ fn the_manifest_records_pointers_scalar_widths_and_workgroup_memory() {
         "k.mlir",
         &std::fs::read_to_string(workspace().join("tests/kernels/vulkan.mlir")).unwrap(),
         |b| {
-            b.target(Vendor::LevelZero, &["spirv1.3"]);
+            b.target(Vendor::OpenCl, &["spirv1.3"]);
         },
     );
     let object = &report.manifest.modules[0].objects[0];
     assert_eq!(object.chip, "spirv1.3");
     assert_eq!(object.triple, "spirv64-unknown-unknown");
     assert!(object.path.ends_with(".spv"), "{}", object.path);
-    let abi: LevelZeroAbi = object.abi.decode().unwrap();
+    let abi: OpenClAbi = object.abi.decode().unwrap();
     assert!(abi.capabilities.iter().any(|c| c == "Int8"), "{abi:?}");
     assert!(!abi.capabilities.iter().any(|c| c == "Float64"), "{abi:?}");
     let kernel = |name: &str| abi.kernels.iter().find(|k| k.name == name).unwrap();
     assert_eq!(kernel("block_max").workgroup_memory, 64 * 4);
     assert_eq!(kernel("scale").workgroup_memory, 0);
-    use LevelZeroArgumentKind::{FirstElement, Scalar};
+    use OpenClArgumentKind::{FirstElement, Scalar};
     // Each argument with its first lowered parameter (a memref's descriptor is 5 of them).
-    let arguments = |name: &str| -> Vec<(usize, LevelZeroArgumentKind)> {
+    let arguments = |name: &str| -> Vec<(usize, OpenClArgumentKind)> {
         kernel(name)
             .arguments
             .iter()
@@ -143,24 +143,24 @@ fn the_manifest_records_pointers_scalar_widths_and_workgroup_memory() {
     );
 }
 
-/// Builds `kernel` (one gpu.func inside a module) for Level Zero and returns the error.
-fn level_zero_error(kernel: &str) -> gpu_build::Error {
+/// Builds `kernel` (one gpu.func inside a module) for OpenCL and returns the error.
+fn opencl_error(kernel: &str) -> gpu_build::Error {
     let text = format!("gpu.module @k {{\n{kernel}\n}}\n");
     compile_error("k.mlir", text.as_bytes(), |b| {
-        b.target(Vendor::LevelZero, &[]);
+        b.target(Vendor::OpenCl, &[]);
     })
 }
 
 #[test]
-fn kernels_level_zero_cannot_express_are_refused_naming_what_and_the_way_around() {
+fn kernels_opencl_cannot_express_are_refused_naming_what_and_the_way_around() {
     let cases: [(&str, &[&str]); 8] = [
         (
             "  gpu.func @k(%a: memref<?xi32>) kernel {\n    %c0 = arith.constant 0 : index\n    %v = memref.load %a[%c0] : memref<?xi32>\n    %s = gpu.subgroup_reduce add %v : (i32) -> i32\n    memref.store %s, %a[%c0] : memref<?xi32>\n    gpu.return\n  }",
-            &["k.mlir:5:10: error: `gpu.subgroup_reduce` cannot be lowered for levelzero (spirv1.0)", "build the module for `spirv1.3`"],
+            &["k.mlir:5:10: error: `gpu.subgroup_reduce` cannot be lowered for opencl (spirv1.0)", "build the module for `spirv1.3`"],
         ),
         (
             "  gpu.func @k(%a: memref<?x?xf32>) kernel {\n    gpu.return\n  }",
-            &["k.mlir:2:3: error: kernel `k` cannot be built for levelzero: argument 0 `%a` (memref<?x?xf32>)", "only its outermost size may be dynamic", "memref<?xT>"],
+            &["k.mlir:2:3: error: kernel `k` cannot be built for opencl: argument 0 `%a` (memref<?x?xf32>)", "only its outermost size may be dynamic", "memref<?xT>"],
         ),
         (
             "  gpu.func @k(%p: !llvm.ptr) kernel {\n    gpu.return\n  }",
@@ -180,15 +180,15 @@ fn kernels_level_zero_cannot_express_are_refused_naming_what_and_the_way_around(
         ),
         (
             "  gpu.func @k(%a: memref<?x4xf32>) kernel {\n    %c0 = arith.constant 0 : index\n    %d = memref.dim %a, %c0 : memref<?x4xf32>\n    %f = arith.index_cast %d : index to i32\n    %v = arith.sitofp %f : i32 to f32\n    memref.store %v, %a[%c0, %c0] : memref<?x4xf32>\n    gpu.return\n  }",
-            &["`memref.dim` cannot be lowered for levelzero", "pass the size as an index argument"],
+            &["`memref.dim` cannot be lowered for opencl", "pass the size as an index argument"],
         ),
         (
             "  gpu.func @k(%a: memref<?xi32>) kernel {\n    %c0 = arith.constant 0 : index\n    %v = memref.load %a[%c0] : memref<?xi32>\n    %ok = arith.cmpi eq, %v, %v : i32\n    cf.assert %ok, \"boom\"\n    gpu.return\n  }",
-            &["`cf.assert`", "levelzero"],
+            &["`cf.assert`", "opencl"],
         ),
     ];
     for (kernel, expected) in cases {
-        let error = level_zero_error(kernel);
+        let error = opencl_error(kernel);
         let message = error.message();
         for part in expected {
             assert!(message.contains(part), "expected `{part}` in:\n{message}");
@@ -203,13 +203,13 @@ fn unknown_spirv_versions_are_refused_with_the_known_ones() {
         "k.mlir",
         b"gpu.module @k {\n  gpu.func @k() kernel {\n    gpu.return\n  }\n}\n",
         |b| {
-            b.target(Vendor::LevelZero, &["spirv2.0"]);
+            b.target(Vendor::OpenCl, &["spirv2.0"]);
         },
     );
     assert_eq!(error.kind(), ErrorKind::InvalidTarget);
     assert!(
         error.message().contains(
-            "unknown levelzero SPIR-V version `spirv2.0`; use one of spirv1.0, spirv1.1, \
+            "unknown opencl SPIR-V version `spirv2.0`; use one of spirv1.0, spirv1.1, \
              spirv1.2, spirv1.3, spirv1.4"
         ),
         "{error}"
@@ -230,9 +230,9 @@ fn llvm_dialect_kernels_compile_in_parallel_builds_of_one_process() {
                     let out = tempfile::tempdir().unwrap();
                     let mut build = build_in(out.path());
                     build.kernel(&saxpy);
-                    build.target(Vendor::LevelZero, &["spirv1.0", "spirv1.2", "spirv1.3"]);
+                    build.target(Vendor::OpenCl, &["spirv1.0", "spirv1.2", "spirv1.3"]);
                     let report = build.compile().unwrap_or_else(|e| panic!("{e}"));
-                    objects_of(&report, Vendor::LevelZero)
+                    objects_of(&report, Vendor::OpenCl)
                         .into_iter()
                         .map(|(_, bytes)| bytes)
                         .collect()

@@ -1,6 +1,6 @@
-//! A `levelzero` (OpenCL-style SPIR-V) object's ABI: what a device must support, and for each
+//! An `opencl` (OpenCL-style SPIR-V) object's ABI: what a device must support, and for each
 //! kernel what `clSetKernelArg` gets for each argument and where a launch finds it among the
-//! lowered parameters. Written by gpu-build's `targets/levelzero/`, read by gpu-embed's
+//! lowered parameters. Written by gpu-build's `targets/opencl/`, read by gpu-embed's
 //! `driver/opencl/` (and its `mgpu` launches).
 
 use serde::{Deserialize, Serialize};
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// kernel knows its shape, so a memref's dynamic sizes must be passed as arguments too), a
 /// scalar its value, `index` 64 bits wide.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LevelZeroAbi {
+pub struct OpenClAbi {
     /// The SPIR-V version the module declares (`1.0`).
     pub spirv_version: String,
     /// The SPIR-V capabilities the module declares (`Addresses`, `Kernel`, `Int64`, ...).
@@ -17,34 +17,34 @@ pub struct LevelZeroAbi {
     /// The SPIR-V extensions the module declares.
     pub extensions: Vec<String>,
     /// One per kernel of the module, in source order.
-    pub kernels: Vec<LevelZeroKernel>,
+    pub kernels: Vec<OpenClKernel>,
 }
 
 /// One OpenCL-style SPIR-V entry point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LevelZeroKernel {
+pub struct OpenClKernel {
     /// The entry point's name (the kernel's).
     pub name: String,
     /// Workgroup (shared) memory the kernel declares, in bytes.
     pub workgroup_memory: u64,
     /// One per source argument, in order.
-    pub arguments: Vec<LevelZeroArgument>,
+    pub arguments: Vec<OpenClArgument>,
 }
 
 /// One kernel argument: where a launch finds its value and what the kernel gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LevelZeroArgument {
+pub struct OpenClArgument {
     /// Index of the argument's first lowered parameter (a memref's allocated pointer).
     pub param: usize,
     /// What the kernel gets.
     #[serde(flatten)]
-    pub kind: LevelZeroArgumentKind,
+    pub kind: OpenClArgumentKind,
 }
 
 /// What one kernel argument gets from the lowered parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum LevelZeroArgumentKind {
+pub enum OpenClArgumentKind {
     /// A memref: the address of its first element, `aligned + offset * element_bytes` from its
     /// descriptor (the parameters at `param + 1` and `param + 2`), 8 bytes.
     FirstElement {
