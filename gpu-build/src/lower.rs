@@ -67,17 +67,20 @@ impl Lowering {
         let target = target(spec.vendor);
         // LLVM IR never gets here for a target without an LLVM half: its triple names an LLVM
         // target, and planning refuses it for any other (`compile/vulkan.rs` tests the message).
-        let Some(llvm) = target.llvm() else {
+        let Some(llvm) = target.description().llvm() else {
             return Ok(Lowering::Serialized(spec.clone()));
         };
         if kind != InputKind::Mlir {
             return Ok(Lowering::LlvmIr);
         }
-        let processor = target.parse_chip(&spec.chip)?.processor;
+        let processor = target.chip(spec)?.processor;
         Ok(Lowering::Mlir {
             vendor: spec.vendor,
-            pipeline: pipeline(llvm.vendor_dialect_pass(), &llvm.lowering_pass(&processor)),
-            kernel_attribute: llvm.kernel_attribute(),
+            pipeline: pipeline(
+                llvm.vendor_dialect_pass,
+                &llvm.steps.lowering_pass(&processor),
+            ),
+            kernel_attribute: llvm.kernel_attribute,
             line_tables: spec.check,
         })
     }
@@ -178,8 +181,8 @@ pub(crate) fn lower_to_llvm<'ll>(
         // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
         let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
         mark_llvm_kernels(&mlir.context, &mut gpu_module, kernel_attribute);
-        if let Some(llvm) = crate::targets::target(vendor).llvm() {
-            llvm.prepare_for_lowering(&mlir.context, &gpu_module);
+        if let Some(llvm) = crate::targets::target(vendor).description().llvm() {
+            llvm.steps.prepare_for_lowering(&mlir.context, &gpu_module);
         }
         mlir.diagnostics.take();
         // SAFETY: the op and the pass manager share `mlir.context`.
@@ -258,12 +261,15 @@ pub(crate) fn serialize_from_mlir(
     spec: &TargetSpec,
 ) -> Result<Vec<(Compiled, Vec<String>)>> {
     let (vendor, chip) = (spec.vendor, &spec.chip);
-    let serializer = target(vendor).mlir_serializer().ok_or_else(|| {
-        Error::new(
-            ErrorKind::Lowering,
-            format!("internal error: the {vendor} target does not serialize from MLIR"),
-        )
-    })?;
+    let serializer = target(vendor)
+        .description()
+        .mlir_serializer()
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Lowering,
+                format!("internal error: the {vendor} target does not serialize from MLIR"),
+            )
+        })?;
     let module = mlir.parse(source)?;
     let raws = gpu_modules(&module);
     let mut compiled = Vec::new();

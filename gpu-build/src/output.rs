@@ -219,8 +219,9 @@ pub(crate) fn write_outputs(
                 }
             }
             let isa_extension = target(spec.vendor)
+                .description()
                 .llvm()
-                .map_or("s", |llvm| llvm.isa_dump_extension());
+                .map_or("s", |llvm| llvm.isa_dump_extension);
             let dumps = [
                 ("linked.ll", &compiled.dumps.linked),
                 ("opt.ll", &compiled.dumps.optimized),

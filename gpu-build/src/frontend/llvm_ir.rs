@@ -63,8 +63,9 @@ pub(crate) fn describe(source: &SourceFile, module: &Module) -> Result<GpuModule
         let triples: Vec<String> = all()
             .filter(|target| {
                 target
+                    .description()
                     .llvm()
-                    .and_then(|llvm| llvm.kernel_calling_convention())
+                    .and_then(|llvm| llvm.kernel_calling_convention)
                     .is_some()
             })
             .map(|target| target.description().triple_for(""))

@@ -1,37 +1,27 @@
 //! The interface between the pipeline and the targets, at the bottom of both: the [`Target`]
-//! trait (MLIR's `TargetAttrInterface`: a target's [`Description`] as data, its flags and chips,
-//! what only its code can explain, what identifies its toolkit, and its [`Backend`]), the
-//! backends' traits ([`LlvmTarget`], upstream's `SerializeGPUModuleBase`: the lowering pipeline
-//! and kernel attribute, the pre-link, device-library and post-link steps, what may stay
-//! undefined, emission and file extensions; [`MlirSerializer`]) and the plain data they
-//! exchange. Each target implements it in
-//! its own folder; the registry (`targets/mod.rs`) is the one place that lists them; the
-//! pipeline asks the registry and never names a target.
+//! trait (MLIR's `TargetAttrInterface`: a target's [`Description`] as data, its chips, what only
+//! its code can explain, what its objects ask of a driver and what identifies its toolkit), the
+//! backends' traits ([`LlvmTarget`], upstream's `SerializeGPUModuleBase`: the module's
+//! preparation and lowering pass, then ModuleToObject over the shared steps of [`ObjectSteps`]
+//! (`support/object_steps.rs`); [`MlirSerializer`]) and
+//! the plain data they exchange. Ten methods in all: everything a target only states (flags,
+//! kernel attribute, relocation model, driver symbols, ...) is data in its description. Each
+//! target implements it in its own folder; the registry (`targets/mod.rs`) is the one place that
+//! lists them; the pipeline asks the registry and never names a target.
 
 use crate::cargo::CargoOutput;
 use crate::error::Result;
 use crate::llvm_errors::Diagnostics;
-use crate::targets::attr::Value;
 use crate::timing::Timings;
 use crate::toolkit::Toolkits;
 use gpu_manifest::{Format, Kernel, LoadRequirement, ObjectAbi, Vendor};
 use inkwell::context::Context;
 use inkwell::module::Module;
-use inkwell::targets::{RelocMode, TargetMachine};
+use inkwell::targets::{InitializationConfig, RelocMode, TargetMachine};
 use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// What the pre-link step tells the rest of ModuleToObject.
-#[derive(Default)]
-pub(crate) struct PreLinked {
-    /// Symbols that may stay undefined (a later link provides them).
-    pub allowed_undefined: Vec<String>,
-    /// How the runtime will run the object's kernels, for the targets whose ABI says more than
-    /// the lowered parameters (the host's entry points); carried unread to the manifest.
-    pub abi: ObjectAbi,
-}
 
 /// A validated chip: the processor name LLVM takes and the target features its suffixes imply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,6 +146,7 @@ pub(crate) struct Compiled {
 }
 
 /// Everything a vendor hook may need.
+#[derive(Clone, Copy)]
 pub(crate) struct Job<'a, 'll> {
     pub spec: &'a TargetSpec,
     pub processor: &'a str,
@@ -178,6 +169,25 @@ pub(crate) struct Job<'a, 'll> {
     pub kernels: &'a [Kernel],
 }
 
+/// One module on its way to objects for one target, with ModuleToObject's shared steps (their
+/// code is `support/object_steps.rs`) for the target's [`LlvmTarget::to_object`] to call
+/// between its own.
+pub(crate) struct ObjectSteps<'a, 'll> {
+    pub job: Job<'a, 'll>,
+    pub machine: &'a TargetMachine,
+    /// The module, its triple and data layout set.
+    pub module: &'a Module<'ll>,
+    /// What the target states about itself.
+    pub backend: &'static LlvmBackend,
+    /// Relative `link` paths are resolved against this.
+    pub link_base: &'a Path,
+    pub dump: DumpRequest,
+    /// The dumps made so far.
+    pub dumps: Dumps,
+    /// When linking began, for the timings.
+    pub started: std::time::Instant,
+}
+
 /// What a target is, as plain data: its names, defaults and the words its messages use. Each
 /// target has one `static`; the pipeline reads it and never names a target.
 #[derive(Debug)]
@@ -190,8 +200,8 @@ pub(crate) struct Description {
     pub abis: &'static [&'static str],
     /// The code object ABI a target without one gets (empty where `abis` is).
     pub default_abi: &'static str,
-    /// This target's flags, for messages.
-    pub known_flags: &'static str,
+    /// The attribute's `flags` this target takes besides `fast` (which every target takes).
+    pub flags: &'static [Flag],
     /// A chip to show in examples and messages (`sm_80`).
     pub example_chip: &'static str,
     /// The chip a target without one gets; `None`: the build's own triple (the host, whose
@@ -221,17 +231,20 @@ pub(crate) struct Description {
     /// target refuses left out with a warning and the others built (so that one kernel a
     /// device cannot run does not fail a crate that targets every device).
     pub builds_kernels_alone: bool,
+    /// How the target makes its objects.
+    pub backend: Backend,
 }
 
 impl Description {
-    /// `vendor`'s description with every optional part empty, for its target to fill in.
-    pub const fn new(vendor: Vendor) -> Description {
+    /// `vendor`'s description, made by `backend`, with every optional part empty, for its
+    /// target to fill in.
+    pub const fn new(vendor: Vendor, backend: Backend) -> Description {
         Description {
             vendor,
             attribute_name: None,
             abis: &[],
             default_abi: "",
-            known_flags: "fast",
+            flags: &[],
             example_chip: "",
             default_chip: None,
             triple: None,
@@ -243,6 +256,31 @@ impl Description {
             lowering_name: "",
             names_symbols_after_the_crate: false,
             builds_kernels_alone: false,
+            backend,
+        }
+    }
+
+    /// Every flag the target takes, for messages: `fast, ftz, ...`.
+    pub fn known_flags(&self) -> String {
+        std::iter::once("fast")
+            .chain(self.flags.iter().map(|flag| flag.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The target's LLVM back end, for a target that compiles through LLVM.
+    pub fn llvm(&self) -> Option<&'static LlvmBackend> {
+        match self.backend {
+            Backend::Llvm(llvm) => Some(llvm),
+            Backend::Mlir(_) => None,
+        }
+    }
+
+    /// The target's serializer, for a target serialized from MLIR itself.
+    pub fn mlir_serializer(&self) -> Option<&'static dyn MlirSerializer> {
+        match self.backend {
+            Backend::Mlir(serializer) => Some(serializer),
+            Backend::Llvm(_) => None,
         }
     }
 
@@ -262,6 +300,41 @@ impl Description {
     }
 }
 
+/// One of a target's own `flags` (`ftz`, `daz`) and the value it takes.
+#[derive(Debug)]
+pub(crate) struct Flag {
+    pub name: &'static str,
+    pub value: FlagValue,
+}
+
+impl Flag {
+    /// A flag that is on when present.
+    pub const fn unit(name: &'static str) -> Flag {
+        Flag {
+            name,
+            value: FlagValue::Unit,
+        }
+    }
+
+    /// A flag whose value is a tool's command-line arguments.
+    pub const fn arguments(name: &'static str) -> Flag {
+        Flag {
+            name,
+            value: FlagValue::Arguments,
+        }
+    }
+}
+
+/// What a flag's value may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlagValue {
+    /// None: the flag is on when present, whatever its value (`ftz`, `ftz = true`).
+    Unit,
+    /// Command-line arguments for a tool: one string split at whitespace, or an array of
+    /// strings (`ptxas-cmd-options`).
+    Arguments,
+}
+
 /// Something the other targets take that a target may refuse, to be explained in its own words.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Question<'a> {
@@ -275,12 +348,49 @@ pub(crate) enum Question<'a> {
 }
 
 /// How a target makes its objects.
-pub(crate) enum Backend<'a> {
+#[derive(Clone, Copy)]
+pub(crate) enum Backend {
     /// Through LLVM IR (NVPTX, AMDGPU, the host).
-    Llvm(&'a dyn LlvmTarget),
+    Llvm(&'static LlvmBackend),
     /// From MLIR itself (SPIR-V: upstream's SPIR-V target serializes the `spirv.module`, no LLVM
     /// IR).
-    Mlir(&'a dyn MlirSerializer),
+    Mlir(&'static dyn MlirSerializer),
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Backend::Llvm(_) => "Llvm",
+            Backend::Mlir(_) => "Mlir",
+        })
+    }
+}
+
+/// What a target that compiles through LLVM IR states about it, and its steps.
+pub(crate) struct LlvmBackend {
+    /// The target's own steps.
+    pub steps: &'static dyn LlvmTarget,
+    /// LLVM's initializers of the back ends its objects need (`Target::initialize_nvptx`).
+    pub back_ends: &'static [fn(&InitializationConfig)],
+    /// The calling convention that marks kernels in LLVM IR input (`CallingConv::PTX_Kernel`);
+    /// `None`: LLVM IR input cannot name this target.
+    pub kernel_calling_convention: Option<u32>,
+    /// Passes for the vendor's own high-level dialect, run first: before loops are lowered, so
+    /// that its types carried around loops are converted with the loops.
+    pub vendor_dialect_pass: Option<&'static str>,
+    /// The unit attribute that makes an `llvm.func` a kernel in the LLVM IR translation.
+    pub kernel_attribute: &'static str,
+    /// The relocation model of its objects.
+    pub reloc_mode: RelocMode,
+    /// Symbols the vendor's driver provides at load time, which may stay undefined.
+    pub driver_symbols: &'static [&'static str],
+    /// Whether this is a GPU, whose code cannot call software routines for wide floating point.
+    pub is_gpu: bool,
+    /// Whether code generation expands conversions between floats and integers wider than 64
+    /// bits inline (else LLVM would call a routine no GPU library has).
+    pub converts_wide_integers: bool,
+    /// The file extension of the ISA dump.
+    pub isa_dump_extension: &'static str,
 }
 
 /// A target: its [`Description`] and the few questions only its own code can answer (MLIR's
@@ -288,18 +398,10 @@ pub(crate) enum Backend<'a> {
 pub(crate) trait Target: Sync {
     /// What the target is.
     fn description(&self) -> &'static Description;
-    /// Checks one entry of the attribute's `flags` and returns the values to keep for it;
-    /// `None`: not a flag of this target (`fast`, which every target takes, is read before).
-    fn parse_flag(&self, _name: &str, _value: &Value) -> Option<Result<Vec<String>, String>> {
-        None
-    }
-    /// Checks a chip, splitting feature suffixes off.
-    fn parse_chip(&self, chip: &str) -> Result<Chip>;
-    /// Checks what only this target knows about a whole target description (its `features`
-    /// string, the checked chip with them).
-    fn check_spec(&self, _spec: &TargetSpec, _chip: &Chip) -> Result<()> {
-        Ok(())
-    }
+    /// Checks a target description's chip and what only this target knows about the rest (its
+    /// `features` string with that chip): the chip's processor and the features its suffixes
+    /// imply.
+    fn chip(&self, spec: &TargetSpec) -> Result<Chip>;
     /// What loading an object of `format` with these bytes asks of the driver (a PTX ISA
     /// version, the CUDA version that built a cubin, a code object version), read from the
     /// object itself; `None` where the target's objects ask nothing of the sort.
@@ -318,100 +420,22 @@ pub(crate) trait Target: Sync {
     }
     /// Everything about the vendor's toolkit that can change an object (for cache keys).
     fn toolkit_identity(&self, toolkits: &Toolkits) -> String;
-    /// How this target makes objects.
-    fn backend(&self) -> Backend<'_>;
 }
 
-impl dyn Target {
-    /// The target's LLVM half, for a target that compiles through LLVM.
-    pub(crate) fn llvm(&self) -> Option<&dyn LlvmTarget> {
-        match self.backend() {
-            Backend::Llvm(llvm) => Some(llvm),
-            Backend::Mlir(_) => None,
-        }
-    }
-
-    /// The target's serializer, for a target serialized from MLIR itself.
-    pub(crate) fn mlir_serializer(&self) -> Option<&dyn MlirSerializer> {
-        match self.backend() {
-            Backend::Mlir(serializer) => Some(serializer),
-            Backend::Llvm(_) => None,
-        }
-    }
-}
-
-/// The LLVM half of a target that compiles through LLVM IR (NVPTX, AMDGPU, the host): the
-/// lowering to the LLVM dialect, then ModuleToObject's hooks (upstream's
-/// `SerializeGPUModuleBase`).
+/// The steps of a target that compiles through LLVM IR (NVPTX, AMDGPU, the host): the lowering
+/// to the LLVM dialect, then ModuleToObject (upstream's `SerializeGPUModuleBase`).
 pub(crate) trait LlvmTarget: Sync {
-    /// Registers the target's LLVM back end.
-    fn initialize_llvm(&self);
-    /// The calling convention that marks kernels in LLVM IR input (`CallingConv::PTX_Kernel`).
-    fn kernel_calling_convention(&self) -> Option<u32> {
-        None
-    }
     /// Rewrites the `gpu.module` before its lowering pipeline runs (after the kernel attribute
     /// is set). Targets whose lowering pipelines are equal (they share one lowering) must make
     /// the same rewrite.
     fn prepare_for_lowering(&self, _context: &melior::Context, _gpu_module: &OperationRefMut) {}
-
     /// The MLIR passes that lower the gpu dialect (and the vendor's own dialect) to this
     /// vendor's (the rest of the pipeline is shared, in `lower`).
     fn lowering_pass(&self, processor: &str) -> String;
-
-    /// Passes for the vendor's own high-level dialect, run first: before loops are lowered, so
-    /// that its types carried around loops are converted with the loops.
-    fn vendor_dialect_pass(&self) -> Option<&'static str> {
-        None
-    }
-    /// The unit attribute that makes an `llvm.func` a kernel in the LLVM IR translation.
-    fn kernel_attribute(&self) -> &'static str;
-
-    /// The relocation model of its objects.
-    fn reloc_mode(&self) -> RelocMode {
-        RelocMode::Default
-    }
-    /// Steps on the module before user bitcode and device libraries are linked.
-    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked>;
-    /// Links the device libraries the module calls; returns what was searched, for messages.
-    fn link_device_libraries<'ll>(
-        &self,
-        job: &Job<'_, 'll>,
-        module: &Module<'ll>,
-    ) -> Result<Vec<String>>;
-    /// Steps after linking, before optimization.
-    fn post_link<'ll>(&self, _job: &Job<'_, 'll>, _module: &Module<'ll>) -> Result<()> {
-        Ok(())
-    }
-    /// The optimization pipeline at `level`; for GPUs, LLVM's default pipeline configured as
-    /// upstream's `makeOptimizingTransformer` (`support::llvm::optimize`).
-    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()>;
-    /// Symbols the vendor's driver provides at load time.
-    fn driver_symbols(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Whether this is a GPU, whose code cannot call software routines for wide floating point.
-    fn is_gpu(&self) -> bool {
-        true
-    }
-    /// Whether code generation expands conversions between floats and integers wider than 64
-    /// bits inline (else LLVM would call a routine no GPU library has).
-    fn converts_wide_integers(&self) -> bool {
-        true
-    }
-    /// The objects of the optimized module, with the ISA dump when asked for.
-    fn emit(
-        &self,
-        job: &Job,
-        machine: &TargetMachine,
-        module: &Module,
-        dumps: &mut Dumps,
-        dump_isa: bool,
-    ) -> Result<Vec<Artifact>>;
-    /// The file extension of the ISA dump.
-    fn isa_dump_extension(&self) -> &'static str {
-        "s"
-    }
+    /// ModuleToObject: the target's own steps on the module between the shared ones of
+    /// `steps`, in upstream's order (pre-link fixes → link user bitcode and device libraries →
+    /// post-link checks → optimize → ISA → binary).
+    fn to_object(&self, steps: ObjectSteps<'_, '_>) -> Result<Compiled>;
 }
 
 /// A target whose objects are serialized from MLIR itself, not through LLVM IR (upstream's

@@ -21,7 +21,7 @@ pub(crate) mod vulkan;
 
 use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Vendor;
-use interface::{LlvmTarget, Question, Target};
+use interface::{LlvmBackend, Question, Target};
 use std::sync::Once;
 
 /// The target `vendor` names.
@@ -35,10 +35,10 @@ pub(crate) fn target(vendor: Vendor) -> &'static dyn Target {
     }
 }
 
-/// The LLVM half of the target `vendor` names; an internal error for a target serialized from
-/// MLIR (the pipeline sends those elsewhere before asking).
-pub(crate) fn llvm_target(vendor: Vendor) -> Result<&'static dyn LlvmTarget> {
-    target(vendor).llvm().ok_or_else(|| {
+/// The LLVM back end of the target `vendor` names; an internal error for a target serialized
+/// from MLIR (the pipeline sends those elsewhere before asking).
+pub(crate) fn llvm_backend(vendor: Vendor) -> Result<&'static LlvmBackend> {
+    target(vendor).description().llvm().ok_or_else(|| {
         Error::new(
             ErrorKind::Lowering,
             format!("internal error: the {vendor} target does not compile through LLVM"),
@@ -46,10 +46,9 @@ pub(crate) fn llvm_target(vendor: Vendor) -> Result<&'static dyn LlvmTarget> {
     })
 }
 
-/// Every target that compiles through LLVM, with its LLVM half.
-pub(crate) fn llvm_targets() -> impl Iterator<Item = (&'static dyn Target, &'static dyn LlvmTarget)>
-{
-    all().filter_map(|target| Some((target, target.llvm()?)))
+/// Every target that compiles through LLVM, with its LLVM back end.
+pub(crate) fn llvm_targets() -> impl Iterator<Item = (&'static dyn Target, &'static LlvmBackend)> {
+    all().filter_map(|target| Some((target, target.description().llvm()?)))
 }
 
 /// Every target.
@@ -73,7 +72,7 @@ pub(crate) fn attribute_names() -> Vec<&'static str> {
 pub(crate) fn by_llvm_triple(triple: &str) -> Option<&'static dyn Target> {
     llvm_targets()
         .find(|(target, llvm)| {
-            llvm.kernel_calling_convention().is_some()
+            llvm.kernel_calling_convention.is_some()
                 && target
                     .description()
                     .triple_prefix
@@ -85,7 +84,7 @@ pub(crate) fn by_llvm_triple(triple: &str) -> Option<&'static dyn Target> {
 /// Every kernel calling convention of LLVM IR input.
 pub(crate) fn kernel_calling_conventions() -> Vec<u32> {
     llvm_targets()
-        .filter_map(|(_, llvm)| llvm.kernel_calling_convention())
+        .filter_map(|(_, llvm)| llvm.kernel_calling_convention)
         .collect()
 }
 
@@ -93,7 +92,7 @@ pub(crate) fn kernel_calling_conventions() -> Vec<u32> {
 /// `gpu.kernel` does.
 pub(crate) fn kernel_attributes() -> Vec<&'static str> {
     llvm_targets()
-        .map(|(_, llvm)| llvm.kernel_attribute())
+        .map(|(_, llvm)| llvm.kernel_attribute)
         .collect()
 }
 
@@ -138,5 +137,12 @@ pub(crate) fn lowering_crash(
 /// Registers every target's LLVM back end, once per process.
 pub(crate) fn initialize_llvm() {
     static INIT: Once = Once::new();
-    INIT.call_once(|| llvm_targets().for_each(|(_, llvm)| llvm.initialize_llvm()));
+    INIT.call_once(|| {
+        let config = inkwell::targets::InitializationConfig::default();
+        for (_, llvm) in llvm_targets() {
+            llvm.back_ends
+                .iter()
+                .for_each(|initialize| initialize(&config));
+        }
+    });
 }

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::{TargetAttr, Value};
-use crate::targets::interface::{Flags, TargetSpec};
+use crate::targets::interface::{FlagValue, Flags, TargetSpec};
 use crate::targets::{attribute_names, by_attribute, target};
 use gpu_manifest::Vendor;
 use std::path::PathBuf;
@@ -68,8 +68,7 @@ impl TargetSpec {
                 ));
             }
         }
-        let chip = target.parse_chip(&self.chip)?;
-        target.check_spec(self, &chip)?;
+        target.chip(self)?;
         let abis = target.description().abis;
         if !abis.is_empty() && !abis.contains(&self.abi.as_str()) {
             return Err(Error::new(
@@ -87,7 +86,7 @@ impl TargetSpec {
 
     /// Processor name and full feature string for LLVM's target machine.
     pub(crate) fn processor_and_features(&self) -> Result<(String, String)> {
-        let chip = target(self.vendor).parse_chip(&self.chip)?;
+        let chip = target(self.vendor).chip(self)?;
         let features = [self.features.as_str(), chip.features.as_str()]
             .into_iter()
             .filter(|f| !f.is_empty())
@@ -149,19 +148,36 @@ impl Flags {
                 flags.fast = true;
                 continue;
             }
-            match target.parse_flag(name, value) {
-                Some(values) => {
-                    flags.target.insert(name.clone(), values?);
-                }
-                None => {
-                    return Err(format!(
-                        "unknown {vendor} target flag `{name}`; known flags: {}",
-                        target.description().known_flags
-                    ))
-                }
-            }
+            let description = target.description();
+            let Some(flag) = description.flags.iter().find(|flag| flag.name == name) else {
+                return Err(format!(
+                    "unknown {vendor} target flag `{name}`; known flags: {}",
+                    description.known_flags()
+                ));
+            };
+            let values = match flag.value {
+                FlagValue::Unit => Vec::new(),
+                FlagValue::Arguments => arguments(name, value)?,
+            };
+            flags.target.insert(name.clone(), values);
         }
         Ok(flags)
+    }
+}
+
+/// A flag's command-line arguments: a string of whitespace-separated arguments, or an array of
+/// them.
+fn arguments(name: &str, value: &Value) -> Result<Vec<String>, String> {
+    match value {
+        Value::Str(s) => Ok(s.split_whitespace().map(str::to_string).collect()),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::Str(s) => Ok(s.clone()),
+                _ => Err(format!("`{name}` entries must be strings")),
+            })
+            .collect(),
+        _ => Err(format!("`{name}` must be a string or an array of strings")),
     }
 }
 

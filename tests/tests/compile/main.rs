@@ -34,5 +34,6 @@ mod remote_cache;
 mod rerun;
 mod safe_api_probes;
 mod sample_objects;
+mod target_interface;
 mod upstream_corpus;
 mod vulkan;

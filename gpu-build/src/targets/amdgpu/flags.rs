@@ -2,19 +2,16 @@
 //! into the AMDGPU target's own options: each sets one of the device libraries' control
 //! variables.
 
-use crate::targets::attr::Value;
-use crate::targets::interface::Flags;
+use crate::targets::interface::{Flag, Flags};
 
-/// The flags of `#rocdl.target` besides `fast`.
-const NAMES: [&str; 5] = [
-    "daz",
-    "finite_only",
-    "unsafe_math",
-    "unsafe_sqrt",
-    "no_wave64",
+/// The flags of `#rocdl.target` besides `fast`, all on when present.
+pub(crate) const FLAGS: &[Flag] = &[
+    Flag::unit("daz"),
+    Flag::unit("finite_only"),
+    Flag::unit("unsafe_math"),
+    Flag::unit("unsafe_sqrt"),
+    Flag::unit("no_wave64"),
 ];
-/// Every flag of `#rocdl.target`, for messages.
-pub(crate) const KNOWN: &str = "fast, daz, finite_only, unsafe_math, unsafe_sqrt, no_wave64";
 
 /// What an AMDGPU target's own flags ask for (`fast`, every target's, is `Flags::fast`: on
 /// AMDGPU, `finite_only` + `unsafe_math` + `daz`, no correctly rounded sqrt).
@@ -41,9 +38,4 @@ impl AmdgpuFlags {
             unsafe_sqrt: flags.has("unsafe_sqrt"),
         }
     }
-}
-
-/// Checks one flag (all are unit flags); its values to keep.
-pub(crate) fn parse(name: &str, _value: &Value) -> Option<Result<Vec<String>, String>> {
-    NAMES.contains(&name).then(|| Ok(Vec::new()))
 }

@@ -6,20 +6,19 @@ pub(crate) mod flags;
 pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::attr::Value;
 use crate::targets::interface::{
-    Artifact, Backend, Chip, Description, Dumps, Job, LlvmTarget, PreLinked, Question, Target,
-    TargetSpec,
+    Artifact, Backend, Chip, Compiled, Description, Job, LlvmBackend, LlvmTarget, ObjectSteps,
+    Question, Target, TargetSpec,
 };
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_object, optimize};
 use crate::timing::Stage;
 use crate::toolkit::{shared_library, Toolkits};
 use flags::AmdgpuFlags;
-use gpu_manifest::{Format, LoadRequirement, Vendor};
+use gpu_manifest::{Format, LoadRequirement, ObjectAbi, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::{FlagBehavior, Linkage, Module};
-use inkwell::targets::TargetMachine;
+use inkwell::targets::RelocMode;
 use inkwell::types::IntType;
 use inkwell::values::UnnamedAddress;
 use inkwell::{AddressSpace, GlobalVisibility};
@@ -51,7 +50,7 @@ static DESCRIPTION: Description = Description {
     attribute_name: Some("rocdl.target"),
     abis: ABIS,
     default_abi: DEFAULT_ABI,
-    known_flags: flags::KNOWN,
+    flags: flags::FLAGS,
     example_chip: chips::EXAMPLE,
     default_chip: Some(DEFAULT_CHIP),
     triple: Some("amdgcn-amd-amdhsa"),
@@ -60,7 +59,21 @@ static DESCRIPTION: Description = Description {
     chip_override_variable: Some("GPU_BUILD_AMDGPU_CHIPS"),
     maker: "AMD",
     lowering_name: "ROCDL",
-    ..Description::new(Vendor::Amdgpu)
+    ..Description::new(Vendor::Amdgpu, Backend::Llvm(&LLVM))
+};
+
+/// How the Amdgpu target compiles through LLVM.
+static LLVM: LlvmBackend = LlvmBackend {
+    steps: &Amdgpu,
+    back_ends: &[inkwell::targets::Target::initialize_amd_gpu],
+    kernel_calling_convention: Some(AMDGPU_KERNEL),
+    vendor_dialect_pass: None,
+    kernel_attribute: "rocdl.kernel",
+    reloc_mode: RelocMode::Default,
+    driver_symbols: &[],
+    is_gpu: true,
+    converts_wide_integers: true,
+    isa_dump_extension: "s",
 };
 
 impl Target for Amdgpu {
@@ -68,12 +81,10 @@ impl Target for Amdgpu {
         &DESCRIPTION
     }
 
-    fn parse_flag(&self, name: &str, value: &Value) -> Option<Result<Vec<String>, String>> {
-        flags::parse(name, value)
-    }
-
-    fn parse_chip(&self, chip: &str) -> Result<Chip> {
-        chips::parse(chip)
+    fn chip(&self, spec: &TargetSpec) -> Result<Chip> {
+        let chip = chips::parse(&spec.chip)?;
+        chips::check_features(&spec.features)?;
+        Ok(chip)
     }
 
     fn load_requirement(&self, format: Format, bytes: &[u8]) -> Option<LoadRequirement> {
@@ -89,11 +100,6 @@ impl Target for Amdgpu {
             .to_string()
     }
 
-    fn check_spec(&self, spec: &TargetSpec, _chip: &Chip) -> Result<()> {
-        chips::check_features(&spec.features)?;
-        Ok(())
-    }
-
     fn explain(&self, question: Question<'_>) -> Option<&'static str> {
         match question {
             Question::NotLowered(op) => {
@@ -105,59 +111,28 @@ impl Target for Amdgpu {
             _ => None,
         }
     }
-
-    fn backend(&self) -> Backend<'_> {
-        Backend::Llvm(self)
-    }
 }
 
 impl LlvmTarget for Amdgpu {
-    fn initialize_llvm(&self) {
-        inkwell::targets::Target::initialize_amd_gpu(&Default::default());
-    }
-
-    fn kernel_calling_convention(&self) -> Option<u32> {
-        Some(AMDGPU_KERNEL)
-    }
-
     /// `runtime=HIP`, as upstream's ROCDL pipeline for HIP: `gpu.printf` becomes the device
     /// library's printf (`__ockl_printf_*`, a hostcall the HIP runtime serves).
     fn lowering_pass(&self, processor: &str) -> String {
         format!("convert-gpu-to-rocdl{{chipset={processor} runtime=HIP}}")
     }
 
-    fn kernel_attribute(&self) -> &'static str {
-        "rocdl.kernel"
-    }
-
-    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
-        pre_link(job, module)?;
-        Ok(PreLinked::default())
-    }
-
-    fn link_device_libraries<'ll>(
-        &self,
-        job: &Job<'_, 'll>,
-        module: &Module<'ll>,
-    ) -> Result<Vec<String>> {
-        link_device_libraries(job, module)
-    }
-
-    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
-        optimize(module, machine, level)
-    }
-
-    /// The object, linked into an hsaco with ld.lld.
-    fn emit(
-        &self,
-        job: &Job,
-        machine: &TargetMachine,
-        module: &Module,
-        dumps: &mut Dumps,
-        dump_isa: bool,
-    ) -> Result<Vec<Artifact>> {
-        let object = emit_object(job, machine, module, dumps, dump_isa)?;
-        object_to_hsaco(job, object)
+    /// The code object version and block sizes, the device libraries; the object, linked into
+    /// an hsaco with ld.lld.
+    fn to_object(&self, mut steps: ObjectSteps<'_, '_>) -> Result<Compiled> {
+        let (job, module, machine) = (steps.job, steps.module, steps.machine);
+        pre_link(&job, module)?;
+        let mut searched = steps.link_user_bitcode()?;
+        searched.extend(link_device_libraries(&job, module)?);
+        steps.drop_unused()?;
+        steps.optimize(|| optimize(module, machine, job.spec.opt_level))?;
+        steps.check_resolved(Vec::new(), &searched)?;
+        let object = emit_object(&job, machine, module, &mut steps.dumps, steps.dump.isa)?;
+        let artifacts = object_to_hsaco(&job, object)?;
+        Ok(steps.finish(artifacts, ObjectAbi::LoweredParams))
     }
 }
 

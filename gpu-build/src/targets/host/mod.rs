@@ -29,7 +29,7 @@
 //! through `gpu_manifest::targets::host`: twelve `u32` ids at byte 0, then the block and subgroup
 //! barrier function pointers.
 //!
-//! This file holds the `Target` and `LlvmTarget` hooks; the rewrite `pre_link` runs is
+//! This file holds the `Target` and `LlvmTarget` hooks; the rewrite `to_object` starts with is
 //! `retarget.rs`, the entry points it ends with `entry/`.
 
 mod assert;
@@ -47,17 +47,17 @@ mod subgroup;
 
 use crate::error::Result;
 use crate::targets::interface::{
-    Artifact, Backend, Chip, Description, Dumps, Job, LlvmTarget, PreLinked, Question, Target,
+    Artifact, Backend, Chip, Compiled, Description, LlvmBackend, LlvmTarget, ObjectSteps, Question,
+    Target, TargetSpec,
 };
 use crate::targets::support::llvm::{emit_object, verify_optimized};
 use crate::targets::support::nvvm::{
     nvvm_crash, nvvm_lowering, pass_tensor_maps_as_pointers, NVGPU_LOWERING,
 };
 use crate::toolkit::Toolkits;
-use gpu_manifest::Format;
-use gpu_manifest::Vendor;
-use inkwell::module::Module;
-use inkwell::targets::{RelocMode, TargetMachine};
+use gpu_manifest::targets::host::HostEntries;
+use gpu_manifest::{Format, ObjectAbi, Vendor};
+use inkwell::targets::RelocMode;
 use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
 use retarget::retarget;
@@ -85,7 +85,27 @@ static DESCRIPTION: Description = Description {
     // The host runs the NVVM lowering (see `lowering_pass`).
     lowering_name: "NVVM",
     names_symbols_after_the_crate: true,
-    ..Description::new(Vendor::Host)
+    ..Description::new(Vendor::Host, Backend::Llvm(&LLVM))
+};
+
+/// How the Host target compiles through LLVM.
+static LLVM: LlvmBackend = LlvmBackend {
+    steps: &Host,
+    // The CPUs Rust's tier-1 Linux targets run on.
+    back_ends: &[
+        inkwell::targets::Target::initialize_x86,
+        inkwell::targets::Target::initialize_aarch64,
+    ],
+    // LLVM IR input has no kernel calling convention for the host.
+    kernel_calling_convention: None,
+    vendor_dialect_pass: Some(NVGPU_LOWERING),
+    kernel_attribute: "nvvm.kernel",
+    // Host objects end up in the crate's program, possibly a shared library.
+    reloc_mode: RelocMode::PIC,
+    driver_symbols: &[],
+    is_gpu: false,
+    converts_wide_integers: true,
+    isa_dump_extension: "s",
 };
 
 impl Target for Host {
@@ -94,7 +114,7 @@ impl Target for Host {
     }
 
     /// Any triple, compiled for its baseline processor (as rustc does by default).
-    fn parse_chip(&self, _chip: &str) -> Result<Chip> {
+    fn chip(&self, _spec: &TargetSpec) -> Result<Chip> {
         Ok(Chip {
             processor: "generic".into(),
             features: String::new(),
@@ -119,20 +139,9 @@ impl Target for Host {
             _ => None,
         }
     }
-
-    fn backend(&self) -> Backend<'_> {
-        Backend::Llvm(self)
-    }
 }
 
 impl LlvmTarget for Host {
-    /// The CPUs Rust's tier-1 Linux targets run on.
-    fn initialize_llvm(&self) {
-        let config = Default::default();
-        inkwell::targets::Target::initialize_x86(&config);
-        inkwell::targets::Target::initialize_aarch64(&config);
-    }
-
     /// TMA descriptors become pointers before the NVVM lowering (see
     /// `pass_tensor_maps_as_pointers`), and block reductions go through workgroup memory
     /// instead of warp shuffles (`block_reduce.rs`).
@@ -148,64 +157,33 @@ impl LlvmTarget for Host {
         nvvm_lowering(true)
     }
 
-    fn vendor_dialect_pass(&self) -> Option<&'static str> {
-        Some(NVGPU_LOWERING)
-    }
-
-    fn kernel_attribute(&self) -> &'static str {
-        "nvvm.kernel"
-    }
-
-    /// Host objects end up in the crate's program, possibly a shared library.
-    fn reloc_mode(&self) -> RelocMode {
-        RelocMode::PIC
-    }
-
-    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
-        let retargeted = retarget(job, module, job.symbol_prefix)?;
-        Ok(PreLinked {
-            allowed_undefined: retargeted.allowed_undefined,
-            abi: gpu_manifest::ObjectAbi::Host(gpu_manifest::targets::host::HostEntries {
-                symbol_prefix: job.symbol_prefix.to_string(),
-                coroutine_kernels: retargeted.coroutine_kernels,
-                checked: job.spec.check,
-                // Named once the crate's objects are gathered into it (`output.rs`).
-                library: String::new(),
-            }),
-        })
-    }
-
-    /// libdevice calls became C library calls in `retarget`; the final link resolves them.
-    fn link_device_libraries<'ll>(
-        &self,
-        _job: &Job<'_, 'll>,
-        _module: &Module<'ll>,
-    ) -> Result<Vec<String>> {
-        Ok(vec!["the C math library".to_string()])
-    }
-
-    fn is_gpu(&self) -> bool {
-        false
-    }
-
-    fn emit(
-        &self,
-        job: &Job,
-        machine: &TargetMachine,
-        module: &Module,
-        dumps: &mut Dumps,
-        dump_isa: bool,
-    ) -> Result<Vec<Artifact>> {
-        Ok(vec![Artifact {
+    /// The GPU module retargeted to the CPU with its entry points (libdevice calls became C
+    /// library calls, which the final link resolves); optimized with thread loops that stop at
+    /// the first thread a guard turns away; an object file.
+    fn to_object(&self, mut steps: ObjectSteps<'_, '_>) -> Result<Compiled> {
+        let (job, module, machine) = (steps.job, steps.module, steps.machine);
+        let retargeted = retarget(&job, module, job.symbol_prefix)?;
+        let mut searched = steps.link_user_bitcode()?;
+        searched.push("the C math library".to_string());
+        steps.drop_unused()?;
+        steps.optimize(|| {
+            optimize::optimize(module, machine, job.spec.opt_level)?;
+            verify_optimized(module)
+        })?;
+        steps.check_resolved(retargeted.allowed_undefined, &searched)?;
+        let object = emit_object(&job, machine, module, &mut steps.dumps, steps.dump.isa)?;
+        let abi = ObjectAbi::Host(HostEntries {
+            symbol_prefix: job.symbol_prefix.to_string(),
+            coroutine_kernels: retargeted.coroutine_kernels,
+            checked: job.spec.check,
+            // Named once the crate's objects are gathered into it (`output.rs`).
+            library: String::new(),
+        });
+        let artifacts = vec![Artifact {
             format: Format::Bin,
             extension: "o".to_string(),
-            bytes: emit_object(job, machine, module, dumps, dump_isa)?,
-        }])
-    }
-
-    /// The default pipeline plus thread loops that stop at the first thread a guard turns away.
-    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
-        optimize::optimize(module, machine, level)?;
-        verify_optimized(module)
+            bytes: object,
+        }];
+        Ok(steps.finish(artifacts, abi))
     }
 }

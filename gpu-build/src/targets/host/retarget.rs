@@ -1,4 +1,4 @@
-//! The retargeting `Host::pre_link` runs: in checked objects first the access checks
+//! The retargeting `Host::to_object` starts with: in checked objects first the access checks
 //! (`check.rs`), then the NVVM-lowered module's GPU pieces turned into CPU code (thread-local
 //! ids and context, thread-local workgroup memory, barriers that call the scheduler, the
 //! subgroup, MMA, assert and printf emulation, libdevice as the C math library), then the entry

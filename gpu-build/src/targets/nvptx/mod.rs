@@ -18,10 +18,9 @@ mod requirement;
 pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::attr::Value;
 use crate::targets::interface::{
-    Artifact, Backend, Chip, Description, Dumps, Job, LlvmTarget, PreLinked, Question, Target,
-    TargetSpec,
+    Artifact, Backend, Chip, Compiled, Description, Job, LlvmBackend, LlvmTarget, ObjectSteps,
+    Question, Target, TargetSpec,
 };
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_checked, optimize};
@@ -32,7 +31,7 @@ use crate::targets::support::nvvm::{
 use crate::timing::Stage;
 use crate::toolkit::Toolkits;
 use flags::NvptxFlags;
-use gpu_manifest::{Format, LoadRequirement, Vendor};
+use gpu_manifest::{Format, LoadRequirement, ObjectAbi, Vendor};
 use inkwell::attributes::AttributeLoc;
 use inkwell::llvm_sys::core::{
     LLVMCanValueUseFastMathFlags, LLVMGetAsString, LLVMGetInitializer, LLVMGetOperand,
@@ -41,7 +40,7 @@ use inkwell::llvm_sys::core::{
 };
 use inkwell::llvm_sys::LLVMFastMathAll;
 use inkwell::module::{FlagBehavior, Linkage, Module};
-use inkwell::targets::{FileType, TargetMachine};
+use inkwell::targets::{FileType, RelocMode};
 use inkwell::values::{AnyValueEnum, AsValueRef, BasicValue, InstructionValue};
 use melior::ir::operation::OperationRefMut;
 use melior::ir::OperationRef;
@@ -62,7 +61,7 @@ const DRIVER_SYMBOLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
 /// What the Nvptx target is.
 static DESCRIPTION: Description = Description {
     attribute_name: Some("nvvm.target"),
-    known_flags: flags::KNOWN,
+    flags: flags::FLAGS,
     example_chip: chips::EXAMPLE,
     default_chip: Some(DEFAULT_CHIP),
     triple: Some("nvptx64-nvidia-cuda"),
@@ -72,7 +71,21 @@ static DESCRIPTION: Description = Description {
     chip_override_variable: Some("GPU_BUILD_NVPTX_CHIPS"),
     maker: "NVIDIA",
     lowering_name: "NVVM",
-    ..Description::new(Vendor::Nvptx)
+    ..Description::new(Vendor::Nvptx, Backend::Llvm(&LLVM))
+};
+
+/// How the Nvptx target compiles through LLVM.
+static LLVM: LlvmBackend = LlvmBackend {
+    steps: &Nvptx,
+    back_ends: &[inkwell::targets::Target::initialize_nvptx],
+    kernel_calling_convention: Some(PTX_KERNEL_CALLING_CONVENTION),
+    vendor_dialect_pass: Some(NVGPU_LOWERING),
+    kernel_attribute: "nvvm.kernel",
+    reloc_mode: RelocMode::Default,
+    driver_symbols: DRIVER_SYMBOLS,
+    is_gpu: true,
+    converts_wide_integers: false,
+    isa_dump_extension: "ptx.s",
 };
 
 impl Target for Nvptx {
@@ -80,12 +93,11 @@ impl Target for Nvptx {
         &DESCRIPTION
     }
 
-    fn parse_flag(&self, name: &str, value: &Value) -> Option<Result<Vec<String>, String>> {
-        flags::parse(name, value)
-    }
-
-    fn parse_chip(&self, chip: &str) -> Result<Chip> {
-        chips::parse(chip)
+    fn chip(&self, spec: &TargetSpec) -> Result<Chip> {
+        let chip = chips::parse(&spec.chip)?;
+        chips::check_features(&spec.features)?;
+        chips::check_ptx_version(&spec.chip, &chip.processor, &spec.features)?;
+        Ok(chip)
     }
 
     fn load_requirement(&self, format: Format, bytes: &[u8]) -> Option<LoadRequirement> {
@@ -105,11 +117,6 @@ impl Target for Nvptx {
             .to_string()
     }
 
-    fn check_spec(&self, spec: &TargetSpec, chip: &Chip) -> Result<()> {
-        chips::check_features(&spec.features)?;
-        chips::check_ptx_version(&spec.chip, &chip.processor, &spec.features)
-    }
-
     fn explain(&self, question: Question<'_>) -> Option<&'static str> {
         match question {
             Question::KernelName(name) => {
@@ -121,21 +128,9 @@ impl Target for Nvptx {
             _ => None,
         }
     }
-
-    fn backend(&self) -> Backend<'_> {
-        Backend::Llvm(self)
-    }
 }
 
 impl LlvmTarget for Nvptx {
-    fn initialize_llvm(&self) {
-        inkwell::targets::Target::initialize_nvptx(&Default::default());
-    }
-
-    fn kernel_calling_convention(&self) -> Option<u32> {
-        Some(PTX_KERNEL_CALLING_CONVENTION)
-    }
-
     /// TMA descriptors become pointers before the NVVM lowering (see
     /// `pass_tensor_maps_as_pointers`).
     fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
@@ -146,61 +141,23 @@ impl LlvmTarget for Nvptx {
         nvvm_lowering(chips::has_redux(processor))
     }
 
-    fn vendor_dialect_pass(&self) -> Option<&'static str> {
-        Some(NVGPU_LOWERING)
-    }
-
-    fn kernel_attribute(&self) -> &'static str {
-        "nvvm.kernel"
-    }
-
-    fn pre_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<PreLinked> {
-        fast_math(job, module);
-        Ok(PreLinked::default())
-    }
-
-    fn link_device_libraries<'ll>(
-        &self,
-        job: &Job<'_, 'll>,
-        module: &Module<'ll>,
-    ) -> Result<Vec<String>> {
-        link_libdevice(job, module)
-    }
-
-    fn post_link<'ll>(&self, job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
-        post_link(job, module)
-    }
-
-    fn optimize(&self, module: &Module, machine: &TargetMachine, level: u8) -> Result<()> {
-        optimize(module, machine, level)
-    }
-
-    fn driver_symbols(&self) -> &'static [&'static str] {
-        DRIVER_SYMBOLS
-    }
-
-    fn converts_wide_integers(&self) -> bool {
-        false
-    }
-
-    /// PTX is both the ISA and the object the driver loads; with ptxas, a cubin too.
-    fn emit(
-        &self,
-        job: &Job,
-        machine: &TargetMachine,
-        module: &Module,
-        dumps: &mut Dumps,
-        dump_isa: bool,
-    ) -> Result<Vec<Artifact>> {
-        let ptx = emit_checked(job, machine, module, FileType::Assembly)?;
-        if dump_isa {
-            dumps.isa = Some(String::from_utf8_lossy(&ptx).into_owned());
+    /// Fast-math on the kernel's own code, libdevice, the post-link checks and flags; PTX is
+    /// both the ISA and the object the driver loads; with ptxas, a cubin too.
+    fn to_object(&self, mut steps: ObjectSteps<'_, '_>) -> Result<Compiled> {
+        let (job, module, machine) = (steps.job, steps.module, steps.machine);
+        fast_math(&job, module);
+        let mut searched = steps.link_user_bitcode()?;
+        searched.extend(link_libdevice(&job, module)?);
+        steps.drop_unused()?;
+        post_link(&job, module)?;
+        steps.optimize(|| optimize(module, machine, job.spec.opt_level))?;
+        steps.check_resolved(Vec::new(), &searched)?;
+        let ptx = emit_checked(&job, machine, module, FileType::Assembly)?;
+        if steps.dump.isa {
+            steps.dumps.isa = Some(String::from_utf8_lossy(&ptx).into_owned());
         }
-        isa_to_objects(job, ptx)
-    }
-
-    fn isa_dump_extension(&self) -> &'static str {
-        "ptx.s"
+        let artifacts = isa_to_objects(&job, ptx)?;
+        Ok(steps.finish(artifacts, ObjectAbi::LoweredParams))
     }
 }
 

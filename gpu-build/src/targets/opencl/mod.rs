@@ -61,7 +61,7 @@ static DESCRIPTION: Description = Description {
     chip_override_variable: Some("GPU_BUILD_OPENCL_CHIPS"),
     maker: "OpenCL",
     lowering_name: "SPIR-V",
-    ..Description::new(Vendor::OpenCl)
+    ..Description::new(Vendor::OpenCl, Backend::Mlir(&OpenCl))
 };
 
 impl Target for OpenCl {
@@ -69,10 +69,10 @@ impl Target for OpenCl {
         &DESCRIPTION
     }
 
-    fn parse_chip(&self, chip: &str) -> Result<Chip> {
-        spirv_version(chip)?;
+    fn chip(&self, spec: &TargetSpec) -> Result<Chip> {
+        spirv_version(&spec.chip)?;
         Ok(Chip {
-            processor: chip.to_string(),
+            processor: spec.chip.clone(),
             features: String::new(),
         })
     }
@@ -129,10 +129,6 @@ impl Target for OpenCl {
             }
             _ => None,
         }
-    }
-
-    fn backend(&self) -> Backend<'_> {
-        Backend::Mlir(self)
     }
 }
 

@@ -1,4 +1,5 @@
 //! What targets share, below every target: chip parsing, bitcode linking, the LLVM steps,
+//! ModuleToObject's shared steps (`object_steps.rs`),
 //! reading MLIR ops, the NVVM lowering (the NVPTX target's and the host's), the SPIR-V
 //! conversion steps and `gpu.all_reduce` for the SPIR-V targets (finding and running external
 //! tools is `crate::toolkit`, below the target interface).
@@ -9,4 +10,5 @@ pub(crate) mod link;
 pub(crate) mod llvm;
 pub(crate) mod mlir;
 pub(crate) mod nvvm;
+pub(crate) mod object_steps;
 pub(crate) mod spirv;

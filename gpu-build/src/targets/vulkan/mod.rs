@@ -60,7 +60,7 @@ static DESCRIPTION: Description = Description {
     maker: "Khronos Vulkan",
     lowering_name: "SPIR-V",
     builds_kernels_alone: true,
-    ..Description::new(Vendor::Vulkan)
+    ..Description::new(Vendor::Vulkan, Backend::Mlir(&Vulkan))
 };
 
 impl Target for Vulkan {
@@ -68,10 +68,10 @@ impl Target for Vulkan {
         &DESCRIPTION
     }
 
-    fn parse_chip(&self, chip: &str) -> Result<Chip> {
-        spirv_version(chip)?;
+    fn chip(&self, spec: &TargetSpec) -> Result<Chip> {
+        spirv_version(&spec.chip)?;
         Ok(Chip {
-            processor: chip.to_string(),
+            processor: spec.chip.clone(),
             features: String::new(),
         })
     }
@@ -112,10 +112,6 @@ impl Target for Vulkan {
             }
             _ => None,
         }
-    }
-
-    fn backend(&self) -> Backend<'_> {
-        Backend::Mlir(self)
     }
 }
 
