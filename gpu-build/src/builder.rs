@@ -39,7 +39,7 @@ pub struct Build {
     use_prebuilt: bool,
     crate_name: Option<String>,
     pub(crate) host_triple: Option<String>,
-    pub(crate) check: Option<bool>,
+    pub(crate) checked: Option<bool>,
     pub(crate) progress: bool,
     quiet: bool,
 }
@@ -180,9 +180,16 @@ impl Build {
     /// `GPU_EMBED_CHECK=1` in the build's environment (so `GPU_EMBED_CHECK=1 cargo test`
     /// rebuilds the kernels checked and runs them so, nothing else changed). Other targets'
     /// objects are the same either way.
-    pub fn check(&mut self, check: bool) -> &mut Build {
-        self.check = Some(check);
+    pub fn checked(&mut self, checked: bool) -> &mut Build {
+        self.checked = Some(checked);
         self
+    }
+
+    /// The former name of [`checked`](Build::checked), kept so that build scripts written
+    /// for it still build.
+    #[deprecated(note = "renamed `checked`: `check` names validation elsewhere")]
+    pub fn check(&mut self, check: bool) -> &mut Build {
+        self.checked(check)
     }
 
     /// Print a line per (gpu.module, target) compiled, on stderr (for tools on a terminal).
@@ -306,7 +313,7 @@ impl Build {
             requests: self.requests.clone(),
             opt_level: self.opt_level,
             host_triple: self.host_triple.clone(),
-            check: self.check,
+            checked: self.checked,
             cache: self.cache.clone(),
             remote_cache: self.remote_cache.clone(),
             progress: self.progress,

@@ -436,8 +436,8 @@ pub(crate) fn compile_build(
         timings: &timings,
         host_triple: build.host_triple.as_deref(),
         host_features: host_features.as_deref(),
-        check: build
-            .check
+        checked: build
+            .checked
             .unwrap_or_else(|| cargo.env("GPU_EMBED_CHECK").is_some_and(|v| v != "0")),
         progress: build.progress,
     };

@@ -81,7 +81,7 @@ impl Lowering {
                 &llvm.steps.lowering_pass(&processor),
             ),
             kernel_attribute: llvm.kernel_attribute,
-            line_tables: spec.check,
+            line_tables: spec.checked,
         })
     }
 }
@@ -190,7 +190,7 @@ pub(crate) fn lower_to_llvm<'ll>(
         if result.value == 0 {
             return Err(failure("lowering"));
         }
-        let llvm_module = if target.check {
+        let llvm_module = if target.checked {
             translate_with_line_tables(mlir, raw, llvm)
         } else {
             // SAFETY: the two crates wrap the same `llvm::LLVMContext*`; MLIR creates the module

@@ -37,8 +37,8 @@ pub(crate) struct BuildContext<'a> {
     /// build machine's, where rustc compiles the crate with `-C target-cpu=native`
     /// (`compile::host_features`); none (the triple's baseline, as rustc's default) otherwise.
     pub host_features: Option<&'a str>,
-    /// Host objects that check every memory access (`Build::check`, `GPU_EMBED_CHECK=1`).
-    pub check: bool,
+    /// Host objects that check every memory access (`Build::checked`, `GPU_EMBED_CHECK=1`).
+    pub checked: bool,
     /// Print a line per (module, target) done, on stderr.
     pub progress: bool,
 }
@@ -106,11 +106,11 @@ pub(crate) fn resolve_targets(
             })
             .for_each(|spec| spec.features = features.to_string());
     }
-    if options.check {
+    if options.checked {
         specs
             .iter_mut()
             .filter(|spec| target(spec.vendor).description().chip_is_triple())
-            .for_each(|spec| spec.check = true);
+            .for_each(|spec| spec.checked = true);
     }
     let mut unique: Vec<TargetSpec> = Vec::new();
     for spec in specs {
@@ -393,7 +393,7 @@ mod tests {
         let timings = Timings::default();
         let options = |opt_level, chip_overrides| BuildContext {
             host_features: None,
-            check: false,
+            checked: false,
             opt_level,
             chip_overrides,
             base_dir: Path::new("."),
@@ -447,7 +447,7 @@ mod tests {
         // The build machine's features reach host targets that name none, nothing else.
         let native = BuildContext {
             host_features: Some("+avx2,+fma"),
-            check: false,
+            checked: false,
             ..options(None, &[])
         };
         let own = TargetSpec {

@@ -38,8 +38,8 @@ pub(crate) struct BuildInputs {
     pub opt_level: Option<u8>,
     /// The host target's triple, when not the build machine's.
     pub host_triple: Option<String>,
-    /// `Build::check`; `None`: `GPU_EMBED_CHECK`.
-    pub check: Option<bool>,
+    /// `Build::checked`; `None`: `GPU_EMBED_CHECK`.
+    pub checked: Option<bool>,
     pub cache: CacheSetting,
     pub remote_cache: RemoteSetting,
     /// Whether to print what is being compiled.
@@ -52,7 +52,7 @@ impl BuildInputs {
     pub fn outputs_key(&self) -> String {
         format!(
             "kernels={:?} requests={:?} opt_level={:?} host_triple={:?} check={:?}",
-            self.kernels, self.requests, self.opt_level, self.host_triple, self.check
+            self.kernels, self.requests, self.opt_level, self.host_triple, self.checked
         )
     }
 }

@@ -5,7 +5,7 @@ fn main() {
     println!("cargo::rerun-if-changed=src");
     match gpu_build::Build::for_crate(&dir) {
         Ok(mut build) => {
-            build.check(true).compile_or_exit();
+            build.checked(true).compile_or_exit();
         }
         Err(error) => {
             eprintln!("error: {error}");

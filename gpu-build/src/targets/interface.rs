@@ -63,7 +63,7 @@ pub struct TargetSpec {
     /// ROCDL code object version (`400`, `500`, `600`); empty for every other target.
     pub abi: String,
     /// Host objects only: every memory access checked (`GPU_EMBED_CHECK=1`, `targets/host/check`).
-    pub check: bool,
+    pub checked: bool,
 }
 
 /// The `flags` dictionary of a target attribute: `fast`, which every target takes, and the

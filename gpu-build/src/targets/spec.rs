@@ -25,7 +25,7 @@ impl TargetSpec {
             flags: Flags::default(),
             link: Vec::new(),
             abi: target.description().default_abi.into(),
-            check: false,
+            checked: false,
         }
     }
 

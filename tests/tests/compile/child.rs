@@ -13,7 +13,7 @@ const JOB: &str = "GPU_BUILD_TEST_CHILD_JOB";
 const OUT: &str = "GPU_BUILD_TEST_CHILD_OUT";
 const BASE: &str = "GPU_BUILD_TEST_CHILD_BASE";
 const KERNELS: &str = "GPU_BUILD_TEST_CHILD_KERNELS";
-/// Set to `1` in the child: the host objects are the checked flavour (`Build::check`).
+/// Set to `1` in the child: the host objects are the checked flavour (`Build::checked`).
 pub const CHECKED: &str = "GPU_BUILD_TEST_CHILD_CHECKED";
 
 /// What the child builds.
@@ -227,7 +227,7 @@ fn child_process() {
             build.kernel(kernel);
         }
         if std::env::var(CHECKED).is_ok_and(|v| v == "1") {
-            build.check(true);
+            build.checked(true);
         }
         build
     };

@@ -19,7 +19,12 @@ fn methods(source: &str, name: &str) -> Vec<String> {
         .lines()
         .take_while(|line| *line != "}")
         .filter_map(|line| line.strip_prefix("    fn "))
-        .map(|rest| rest.split(['(', '<']).next().unwrap_or_default().to_string())
+        .map(|rest| {
+            rest.split(['(', '<'])
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect()
 }
 
@@ -35,7 +40,9 @@ fn target_and_its_backend_traits_have_at_most_ten_methods() {
         .flat_map(|name| {
             let found = methods(&source, name);
             assert!(!found.is_empty(), "found no method of `{name}`");
-            found.into_iter().map(move |method| format!("{name}::{method}"))
+            found
+                .into_iter()
+                .map(move |method| format!("{name}::{method}"))
         })
         .collect();
     assert!(
@@ -53,6 +60,9 @@ fn the_count_reads_every_method_and_fails_past_the_limit() {
                   fn b<'a>(&self, x: &'a str) {}\n    fn c(\n        &self,\n    );\n}\n\
                   fn outside() {}\n";
     assert_eq!(methods(seeded, "Target"), ["a", "b", "c"]);
-    let counted: usize = TRAITS.iter().map(|name| methods(&interface(), name).len()).sum();
+    let counted: usize = TRAITS
+        .iter()
+        .map(|name| methods(&interface(), name).len())
+        .sum();
     assert!(counted > 3, "the real interface reads as {counted} methods");
 }

@@ -146,7 +146,7 @@ fn main() -> ExitCode {
             shared_libs: &shared_libs,
             opt_level,
             emit_mlir: emit_mlir.as_deref(),
-            check,
+            checked: check,
         }),
     };
     match result {

@@ -1,4 +1,4 @@
-//! The checked host objects (`GPU_EMBED_CHECK=1` or `Build::check` at build time): every load,
+//! The checked host objects (`GPU_EMBED_CHECK=1` or `Build::checked` at build time): every load,
 //! store, atomic and memory intrinsic through global memory is checked against the memory its
 //! pointer may reach, and one outside it is reported to the runtime, with the op's
 //! `file:line:col`, the thread and the block, instead of being made (a load then reads zero).

@@ -175,7 +175,7 @@ impl LlvmTarget for Host {
         let abi = ObjectAbi::Host(HostEntries {
             symbol_prefix: job.symbol_prefix.to_string(),
             coroutine_kernels: retargeted.coroutine_kernels,
-            checked: job.spec.check,
+            checked: job.spec.checked,
             // Named once the crate's objects are gathered into it (`output.rs`).
             library: String::new(),
         });

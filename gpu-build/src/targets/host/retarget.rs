@@ -136,7 +136,7 @@ pub(super) fn retarget<'ll>(
     ids.set_linkage(Linkage::Internal);
     ids.set_alignment(16);
 
-    if job.spec.check {
+    if job.spec.checked {
         // First: the checks read the NVVM ids and tell workgroup memory by its address space.
         check::check_accesses(job, module, context)?;
     }
@@ -199,7 +199,7 @@ pub(super) fn retarget<'ll>(
         &barriers,
         subgroup_barrier,
     )?;
-    if job.spec.check {
+    if job.spec.checked {
         // Lowered by the optimization pipeline, not linked.
         allowed_undefined.extend(check::MARKERS.map(String::from));
     }

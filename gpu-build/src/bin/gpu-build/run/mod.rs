@@ -62,20 +62,20 @@ pub struct RunRequest<'a> {
     /// Write the lowered program here instead of running it (for `mlir-runner` with
     /// `libgpu_mgpu.so`).
     pub emit_mlir: Option<&'a Path>,
-    /// Checked host objects (`Build::check`): the run fails at the first kernel fault.
-    pub check: bool,
+    /// Checked host objects (`Build::checked`): the run fails at the first kernel fault.
+    pub checked: bool,
 }
 
 /// Runs the program; `Err` says what failed and where.
 pub fn run(request: &RunRequest) -> Result<(), String> {
     let choice = match request.device {
         // The host device is the one that checks.
-        DeviceChoice::Default if request.check => DeviceChoice::Host,
+        DeviceChoice::Default if request.checked => DeviceChoice::Host,
         choice => choice,
     };
     let device = choose_device(choice)?;
     let (vendor, chip) = target_of(&device)?;
-    if request.check && vendor != Vendor::Host {
+    if request.checked && vendor != Vendor::Host {
         return Err(format!(
             "--check runs the kernels on the host device, which checks their memory accesses; \
              the {vendor} device does not (use --device host)"
@@ -135,7 +135,7 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
     }
     let result = execute(&module, request, uses_async);
     let invalid = gpu_embed::mgpu::check_errors();
-    if request.check && invalid > 0 && result.is_ok() {
+    if request.checked && invalid > 0 && result.is_ok() {
         return Err(format!(
             "the checked kernels had {invalid} error{} (reported above)",
             if invalid == 1 { "" } else { "s" }
