@@ -1,8 +1,8 @@
-//! The sample kernels, embedded for two NVIDIA and two AMD chips and the host CPU (and for Vulkan
-//! and OpenCL where those can express them), with a runner for each that checks the
-//! device's result against a plain Rust reference.
+//! The sample kernels, embedded for two NVIDIA and two AMD chips, the host CPU, Vulkan and
+//! OpenCL, with a runner for each that checks the device's result against a plain Rust
+//! reference.
 
-use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result, Vendor};
+use gpu_embed::{Binary, Device, DeviceBuffer, DevicePtr, LaunchConfig, Result};
 use std::time::Duration;
 
 gpu_embed::include_gpu_binary!(
@@ -47,12 +47,24 @@ gpu_embed::include_gpu_binary!(
 );
 gpu_embed::include_gpu_binary!(
     "kernels/matmul.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host, vulkan]
+    targets = [
+        nvptx(sm_80, sm_90),
+        amdgpu(gfx90a, gfx1100),
+        host,
+        vulkan,
+        opencl
+    ]
 );
 // The host target's benchmark against PoCL and rayon (`benches/host_vs_peers.rs`).
 gpu_embed::include_gpu_binary!(
     "kernels/stencil.mlir",
-    targets = [nvptx(sm_80, sm_90), amdgpu(gfx90a, gfx1100), host, vulkan]
+    targets = [
+        nvptx(sm_80, sm_90),
+        amdgpu(gfx90a, gfx1100),
+        host,
+        vulkan,
+        opencl
+    ]
 );
 gpu_embed::include_gpu_binary!(
     "kernels/block_total.mlir",
@@ -75,27 +87,6 @@ pub static BINARIES: [&Binary; 7] = [
     &stencil::BINARY,
     &block_total::BINARY,
 ];
-
-/// The sample kernels a target's objects cannot express, and why (the build refuses them with
-/// these reasons, so they are built for the other targets only): for `opencl`;
-/// every other target builds them all.
-pub fn not_built_for(vendor: Vendor) -> &'static [(&'static str, &'static str)] {
-    match vendor {
-        Vendor::OpenCl => &[
-            (
-                "matmul",
-                "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
-                 strides fixed when compiled",
-            ),
-            (
-                "stencil",
-                "2-D dynamic memrefs: an OpenCL-style kernel gets a bare pointer, its inner \
-                 strides fixed when compiled",
-            ),
-        ],
-        _ => &[],
-    }
-}
 
 /// One kernel run on a device, checked against the CPU.
 pub struct Run {

@@ -5,9 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A memref argument is one pointer to its first element (the buffer's device address: the
-/// kernel knows its shape, so a memref's dynamic sizes must be passed as arguments too), a
-/// scalar its value, `index` 64 bits wide.
+/// A memref argument is one pointer to its first element (the buffer's device address), a
+/// scalar its value, `index` 64 bits wide; a memref with dynamic sizes past the first, or read
+/// by `memref.dim`, also gets each dynamic size as a hidden argument after the kernel's own
+/// ([`OpenClArgumentKind::MemrefSize`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenClAbi {
     /// The SPIR-V version the module declares (`1.0`).
@@ -27,7 +28,7 @@ pub struct OpenClKernel {
     pub name: String,
     /// Workgroup (shared) memory the kernel declares, in bytes.
     pub workgroup_memory: u64,
-    /// One per source argument, in order.
+    /// One per source argument, in order, then one per hidden size.
     pub arguments: Vec<OpenClArgument>,
 }
 
@@ -57,5 +58,12 @@ pub enum OpenClArgumentKind {
     Scalar {
         /// Its size.
         bytes: u32,
+    },
+    /// A hidden argument: size `dim` of the memref whose descriptor starts at `param` (the
+    /// parameter at `param + 3 + dim`), 8 bytes. The kernel indexes that memref row-major
+    /// with it.
+    MemrefSize {
+        /// Which size.
+        dim: u32,
     },
 }

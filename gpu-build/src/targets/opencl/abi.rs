@@ -1,8 +1,10 @@
 //! The OpenCL kernel ABI: which arguments an OpenCL-style SPIR-V kernel can take, and what
 //! each becomes (read back from the converted `spirv.func`): a memref a pointer to its first
-//! element, a scalar its value, `index` 64 bits wide.
+//! element, a scalar its value, `index` 64 bits wide; then each hidden size
+//! (`support/memref_sizes.rs`).
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::targets::support::memref_sizes::HiddenSize;
 use crate::targets::support::spirv::{self, scalar_bits};
 use gpu_manifest::targets::opencl::{OpenClArgument, OpenClArgumentKind};
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
@@ -17,24 +19,15 @@ pub(super) fn check_arguments(kernels: &[Kernel], locations: &[String]) -> Resul
 fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
     match &argument.kind {
         ArgumentKind::Scalar { element } => check_element(*element, "pass it"),
+        // Dynamic sizes are passed as hidden arguments (`support/memref_sizes.rs`).
         ArgumentKind::Memref {
-            element,
-            shape,
-            layout,
+            element, layout, ..
         } => {
             check_element(*element, "use a memref of it")?;
             if *layout != Layout::Identity {
                 return Err("an OpenCL kernel gets a memref as a pointer to its first \
                             element, so it must have the identity layout; pass the underlying \
                             memref and index it yourself"
-                    .to_string());
-            }
-            if shape.iter().skip(1).any(Option::is_none) {
-                return Err("an OpenCL kernel gets a memref as a bare pointer, so its \
-                            strides must be known when it is compiled and only its outermost \
-                            size may be dynamic; pass a memref<?xT> and index it row-major \
-                            (pass the sizes as index arguments), or give the inner sizes \
-                            statically"
                     .to_string());
             }
             Ok(())
@@ -64,21 +57,32 @@ fn check_element(element: Element, how: &str) -> std::result::Result<(), String>
 }
 
 /// What each of `kernel`'s arguments became in its converted entry point (`ty`), checked
-/// against the source argument it stands for.
-pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<OpenClArgument>> {
+/// against the source argument it stands for, then its `hidden` sizes.
+pub(super) fn arguments(
+    kernel: &Kernel,
+    ty: FunctionType,
+    hidden: &[HiddenSize],
+) -> Result<Vec<OpenClArgument>> {
     let internal = |what: String| {
         Error::new(
             ErrorKind::Lowering,
             format!("internal error: kernel `{}`: {what}", kernel.name),
         )
     };
-    if ty.input_count() != kernel.arguments.len() {
+    if ty.input_count() != kernel.arguments.len() + hidden.len() {
         return Err(internal(format!(
-            "{} arguments, its SPIR-V entry point {}",
+            "{} arguments and {} hidden sizes, its SPIR-V entry point {}",
             kernel.arguments.len(),
+            hidden.len(),
             ty.input_count()
         )));
     }
+    let sizes = hidden.iter().map(|size| {
+        let kind = OpenClArgumentKind::MemrefSize {
+            dim: size.dim as u32,
+        };
+        argument_at(kernel, size.argument, kind).map_err(internal)
+    });
     kernel
         .arguments
         .iter()
@@ -106,6 +110,7 @@ pub(super) fn arguments(kernel: &Kernel, ty: FunctionType) -> Result<Vec<OpenClA
             };
             argument_at(kernel, index, kind).map_err(internal)
         })
+        .chain(sizes)
         .collect()
 }
 

@@ -2,13 +2,16 @@
 //! `support/spirv.rs`): what upstream's SYCL and LevelZero tests run (`spirv-attach-target{ver=v1.0
 //! caps=Addresses,Int64,Kernel}`, `convert-gpu-to-spirv{use-64bit-index=true}`,
 //! `spirv-lower-abi-attrs`, `spirv-update-vce`, `gpu-module-to-binary`), with the entry-point
-//! attribute they write by hand supplied here. Unlike Vulkan, the workgroup size stays a launch
-//! parameter (no `LocalSize`), so `known_block_size` is a promise, not a requirement.
+//! attribute they write by hand supplied here, and a memref's dynamic sizes past the first (or
+//! read by `memref.dim`) passed as hidden arguments, as on Vulkan (`support/memref_sizes.rs`).
+//! Unlike Vulkan, the workgroup size stays a launch parameter (no `LocalSize`), so
+//! `known_block_size` is a promise, not a requirement.
 
 use super::abi::arguments;
 use crate::error::Result;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
+use crate::targets::support::memref_sizes::pass_sizes;
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
@@ -33,6 +36,7 @@ pub(super) fn serialize(
     context: &Context,
     gpu_module: &OperationRef,
     kernels: &[Kernel],
+    locations: &[String],
     spirv_version: &str,
 ) -> Result<Compiled> {
     let environment = format!(
@@ -45,7 +49,8 @@ pub(super) fn serialize(
     all_reduce_for_spirv(context, &module);
     let entry_point = Attribute::parse(context, "#spirv.entry_point_abi<>")
         .ok_or_else(|| failed("making the entry point attribute"))?;
-    let mut workgroup_memory = Vec::new();
+    // Each kernel's name, workgroup memory and hidden sizes.
+    let mut facts = Vec::new();
     for raw in kernel_functions(&module) {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
         // and not otherwise borrowed.
@@ -55,18 +60,24 @@ pub(super) fn serialize(
             function.set_discardable_attribute("spirv.entry_point_abi", entry_point);
         }
         attributions_to_allocs(context, &mut function)?;
-        workgroup_memory.push((
-            symbol_name(&function).unwrap_or_default(),
-            alloc_bytes(&function),
-        ));
+        let name = symbol_name(&function).unwrap_or_default();
+        let location = kernels
+            .iter()
+            .zip(locations)
+            .find(|(kernel, _)| kernel.name == name)
+            .map_or("", |(_, location)| location.as_str());
+        let hidden = pass_sizes(context, &mut function, location)?;
+        facts.push((name, alloc_bytes(&function), hidden));
     }
     drop_uniform_flags(&module);
 
     run(
         context,
         &mut module,
-        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,convert-math-to-spirv),\
-         convert-gpu-to-spirv{use-64bit-index=true})",
+        // `lower-affine` again after `fold-memref-alias-ops`, which indexes a reshaped memref's
+        // buffer with `affine.linearize_index`.
+        "builtin.module(gpu.module(lower-affine,fold-memref-alias-ops,lower-affine,\
+         convert-math-to-spirv),convert-gpu-to-spirv{use-64bit-index=true})",
         "converting to SPIR-V",
     )?;
     let spirv_module = move_into_gpu_module(&module)?;
@@ -76,13 +87,14 @@ pub(super) fn serialize(
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.
         let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
+        let (_, workgroup_memory, hidden) = facts
+            .iter()
+            .find(|(name, ..)| *name == kernel.name)
+            .ok_or_else(|| failed(&format!("finding kernel `{}`", kernel.name)))?;
         entries.push(OpenClKernel {
             name: kernel.name.clone(),
-            workgroup_memory: workgroup_memory
-                .iter()
-                .find(|(name, _)| *name == kernel.name)
-                .map_or(0, |(_, bytes)| *bytes),
-            arguments: arguments(kernel, spirv_function_type(&function)?)?,
+            workgroup_memory: *workgroup_memory,
+            arguments: arguments(kernel, spirv_function_type(&function)?, hidden)?,
         });
     }
     run(

@@ -12,7 +12,9 @@
 //!
 //! The chip is the SPIR-V version an object declares (`spirv1.0` … `spirv1.4`: an OpenCL or
 //! Level Zero driver reports the newest it takes). Arguments are what OpenCL kernels take: a memref is a
-//! pointer to its first element (`CrossWorkgroup`), a scalar its value, `index` 64 bits (`abi.rs`).
+//! pointer to its first element (`CrossWorkgroup`), a scalar its value, `index` 64 bits (`abi.rs`);
+//! a memref's dynamic sizes past the first are hidden arguments, as on Vulkan
+//! (`support/memref_sizes.rs`).
 //! Kernels written in the LLVM dialect (`llvm.func`, `!llvm.ptr` arguments), which MLIR's
 //! conversion cannot take, go through LLVM's SPIR-V back end instead (`llvm_dialect.rs`).
 
@@ -158,6 +160,6 @@ impl MlirSerializer for OpenCl {
         }
         abi::check_arguments(kernels, locations)?;
         check_entry_point_abis(gpu_module, kernels, locations)?;
-        lowering::serialize(context, gpu_module, kernels, version)
+        lowering::serialize(context, gpu_module, kernels, locations, version)
     }
 }

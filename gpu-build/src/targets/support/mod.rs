@@ -8,6 +8,7 @@ pub(crate) mod all_reduce;
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;
+pub(crate) mod memref_sizes;
 pub(crate) mod mlir;
 pub(crate) mod nvvm;
 pub(crate) mod object_steps;

@@ -1,10 +1,10 @@
 //! The Vulkan kernel ABI: which arguments a Vulkan kernel can take, and how each reaches it.
 //! MLIR's SPIR-V conversion makes every argument a storage buffer in descriptor set 0 (binding =
 //! argument index, `spirv.interface_var_abi`): a memref its elements, a scalar a buffer holding
-//! the value, `index` 32 bits wide; then a buffer per hidden size (`memref_sizes.rs`).
+//! the value, `index` 32 bits wide; then a buffer per hidden size (`support/memref_sizes.rs`).
 
-use super::memref_sizes::{set_inputs, HiddenSize};
 use crate::error::{Error, ErrorKind, Result};
+use crate::targets::support::memref_sizes::{set_inputs, HiddenSize};
 use crate::targets::support::spirv;
 use gpu_manifest::targets::vulkan::{VulkanBinding, VulkanBindingKind};
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};

@@ -111,7 +111,7 @@ pub(super) fn raise_llvm_kernels(context: &Context, module: &Module, file: &str)
             }
             inputs.push(argument.r#type());
         }
-        super::memref_sizes::set_inputs(context, &mut kernel, &inputs, &[], 0)?;
+        crate::targets::support::memref_sizes::set_inputs(context, &mut kernel, &inputs, &[], 0)?;
         rewrite_memory(context, &view, file)?;
         rewrite_ops(context, &view, file)?;
         raised = true;

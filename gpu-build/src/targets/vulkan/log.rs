@@ -9,8 +9,8 @@
 //! assertion inside a region that yields values (a loop's carried values) records the failure
 //! and lets the thread go on.
 
-use super::memref_sizes::set_inputs;
 use crate::error::Result;
+use crate::targets::support::memref_sizes::set_inputs;
 use crate::targets::support::mlir::splice_text;
 use crate::targets::support::spirv::{failed, ops_named, signature};
 use gpu_manifest::targets::vulkan::{VulkanLogEntry, VulkanLogValue};

@@ -10,7 +10,7 @@
 //! 2. Per kernel: `spirv.entry_point_abi` (a workgroup size only from `known_block_size`;
 //!    otherwise `workgroup_size.rs` makes it specialization constants after serialization),
 //!    subgroup MMA emulated (`mma.rs`), workgroup attributions as `memref.alloc`s in space 3,
-//!    `i1` arguments as i32 (`abi.rs`), hidden size arguments (`memref_sizes.rs`), the log
+//!    `i1` arguments as i32 (`abi.rs`), hidden size arguments (`support/memref_sizes.rs`), the log
 //!    buffer of printf and assert (`log.rs`), shuffles at any width (`shuffle.rs`). A
 //!    `uniform` subgroup reduction loses the flag (the conversion takes only the general form);
 //!    f64 math GLSL lacks is implemented (`f64_math.rs`).
@@ -23,7 +23,6 @@ use super::abi::{bindings, bools_as_i32, ConvertedArgument};
 use super::f64_math::implement_f64_math;
 use super::llvm_kernels::raise_llvm_kernels;
 use super::log::write_log;
-use super::memref_sizes::{pass_sizes, HiddenSize};
 use super::mma::emulate_mma;
 use super::shuffle::{shuffle_anywhere, SLOTS};
 use super::structured::structure_control_flow;
@@ -31,6 +30,7 @@ use super::workgroup_size::specializable;
 use crate::error::Result;
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
+use crate::targets::support::memref_sizes::{pass_sizes, HiddenSize};
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
@@ -54,7 +54,7 @@ struct KernelFacts {
     name: String,
     /// Bytes of workgroup memory.
     workgroup_memory: u64,
-    /// Its hidden size arguments (`memref_sizes.rs`).
+    /// Its hidden size arguments (`support/memref_sizes.rs`).
     hidden: Vec<HiddenSize>,
     /// Its log records (`log.rs`).
     log: Vec<VulkanLogEntry>,

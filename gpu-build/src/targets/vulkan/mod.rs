@@ -16,7 +16,6 @@ mod f64_math;
 mod llvm_kernels;
 mod log;
 mod lowering;
-mod memref_sizes;
 mod mma;
 mod shuffle;
 mod structured;

@@ -444,6 +444,17 @@ pub(super) unsafe fn launch(
                 // SAFETY: the caller guarantees `params` and `param_sizes`.
                 Value::Bytes(unsafe { param_bytes(name, params, param_sizes, p, bytes as usize) }?)
             }
+            OpenClArgumentKind::MemrefSize { dim } => {
+                // The descriptor: allocated, aligned, offset, then the sizes.
+                let at = p.checked_add(3 + dim as usize).ok_or_else(|| {
+                    invalid(format!(
+                        "kernel `{name}`: size {dim} of the memref at parameter {p} is past                          the parameters"
+                    ))
+                })?;
+                // SAFETY: the caller guarantees `params` and `param_sizes`.
+                let size = unsafe { param_word(name, params, param_sizes, at) }?;
+                Value::Bytes(size.to_ne_bytes().to_vec())
+            }
         };
         if let Value::Address(address) = value {
             // A view without elements may point anywhere (the kernel may not read it).

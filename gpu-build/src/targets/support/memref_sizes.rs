@@ -1,11 +1,11 @@
-//! Memrefs with dynamic sizes inside, and `memref.dim`, on Vulkan (issue 39).
+//! Memrefs with dynamic sizes inside, and `memref.dim`, for both SPIR-V targets (issues 39, 55).
 //!
-//! MLIR 22 binds a memref argument as a storage buffer of its elements and must know every
-//! stride but the outermost when it converts the kernel; it cannot read a buffer's sizes
-//! (`memref.dim`). So, on the Vulkan copy of a kernel, each memref argument with a dynamic size
-//! past the first, or read by `memref.dim`, gets one hidden `index` argument per dynamic size,
-//! appended after the kernel's own (the launch passes each from the memref's descriptor,
-//! `VulkanBindingKind::MemrefSize`):
+//! MLIR 22's SPIR-V conversion passes a memref argument as its elements (Vulkan: a storage
+//! buffer; OpenCL: a pointer to the first) and must know every stride but the outermost when it
+//! converts the kernel; it cannot read a memref's sizes (`memref.dim`). So, on the SPIR-V copy
+//! of a kernel, each memref argument with a dynamic size past the first, or read by
+//! `memref.dim`, gets one hidden `index` argument per dynamic size, appended after the kernel's
+//! own (the launch passes each from the memref's descriptor: the target's ABI says where):
 //!
 //! - `memref.dim` of it becomes the size (a hidden argument, or the static size);
 //! - an argument with a dynamic inner size becomes the flat `memref<?xT>` it is bound as (the
@@ -24,15 +24,15 @@ use melior::Context;
 
 /// A hidden argument of a kernel: size `dim` of its argument `argument`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct HiddenSize {
+pub(crate) struct HiddenSize {
     pub argument: usize,
     pub dim: usize,
 }
 
-/// Gives `function` (a `gpu.func` of the Vulkan copy, workgroup attributions already gone) the
+/// Gives `function` (a `gpu.func` of the SPIR-V copy, workgroup attributions already gone) the
 /// hidden size arguments it needs; returns them in the order they were appended. `location` is
 /// the kernel's, for errors.
-pub(super) fn pass_sizes<'c>(
+pub(crate) fn pass_sizes<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
     location: &str,
@@ -91,7 +91,7 @@ pub(super) fn pass_sizes<'c>(
                     ErrorKind::Unsupported,
                     format!(
                         "{location}: error: `memref.dim` of kernel argument {i} with a size \
-                         index that is not a constant: a Vulkan kernel gets each size as an \
+                         index that is not a constant: a SPIR-V kernel gets each size as an \
                          argument of its own; read the size with a constant index"
                     ),
                 )
@@ -180,7 +180,7 @@ pub(super) fn pass_sizes<'c>(
 
 /// Gives `function` the type with `inputs` (its block's arguments, `added` of them appended)
 /// and `results`, with an empty attribute dictionary for each added argument.
-pub(super) fn set_inputs<'c>(
+pub(crate) fn set_inputs<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
     inputs: &[Type<'c>],
