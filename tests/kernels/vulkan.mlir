@@ -75,6 +75,45 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // x[i][j][k] = 1000 ((i d1 + j) d2 + k) + 100 d0 + 10 d1 + d2 for thread (k, j, i) of one
+    // block, over a 3-D memref whose sizes (d0, d1, d2) all come at launch and are read with
+    // memref.dim: the SPIR-V targets pass them as hidden arguments and index the buffer
+    // row-major with them.
+    gpu.func @tag_dims(%x: memref<?x?x?xi32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c10 = arith.constant 10 : index
+      %c100 = arith.constant 100 : index
+      %c1000 = arith.constant 1000 : index
+      %d0 = memref.dim %x, %c0 : memref<?x?x?xi32>
+      %d1 = memref.dim %x, %c1 : memref<?x?x?xi32>
+      %d2 = memref.dim %x, %c2 : memref<?x?x?xi32>
+      %k = gpu.thread_id x
+      %j = gpu.thread_id y
+      %i = gpu.thread_id z
+      %i_ok = arith.cmpi ult, %i, %d0 : index
+      %j_ok = arith.cmpi ult, %j, %d1 : index
+      %k_ok = arith.cmpi ult, %k, %d2 : index
+      %ij_ok = arith.andi %i_ok, %j_ok : i1
+      %ok = arith.andi %ij_ok, %k_ok : i1
+      scf.if %ok {
+        %row = arith.muli %i, %d1 : index
+        %plane = arith.addi %row, %j : index
+        %scaled = arith.muli %plane, %d2 : index
+        %linear = arith.addi %scaled, %k : index
+        %tag_linear = arith.muli %linear, %c1000 : index
+        %tag_d0 = arith.muli %d0, %c100 : index
+        %tag_d1 = arith.muli %d1, %c10 : index
+        %tag_sizes = arith.addi %tag_d0, %tag_d1 : index
+        %tag_all = arith.addi %tag_sizes, %d2 : index
+        %tag = arith.addi %tag_linear, %tag_all : index
+        %v = arith.index_cast %tag : index to i32
+        memref.store %v, %x[%i, %j, %k] : memref<?x?x?xi32>
+      }
+      gpu.return
+    }
+
     // out[block] = the largest of the block's 64 values: a tree in workgroup memory.
     gpu.func @block_max(%in: memref<?xi32>, %out: memref<?xi32>)
         workgroup(%tile: memref<64xi32, #gpu.address_space<workgroup>>) kernel

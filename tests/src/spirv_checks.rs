@@ -217,6 +217,25 @@ pub fn check_shift_rows(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// `tag_dims`: a 3-D memref whose sizes all come at launch, read with `memref.dim`, over one
+/// block larger than the memref in each dimension (the kernel guards with the sizes it reads).
+pub fn check_tag_dims(device: &Device) -> Result<()> {
+    let (d0, d1, d2) = (3usize, 4usize, 5usize);
+    let x = DeviceBuffer::from_slice(device, &vec![-1i32; d0 * d1 * d2])?;
+    let config = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [8, 8, 4],
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: each thread writes at most x[i][j][k] for i < d0, j < d1, k < d2; the view covers
+    // the buffer.
+    unsafe { vk::tag_dims(device, &config, x.view([d0, d1, d2])?)? };
+    let sizes = (100 * d0 + 10 * d1 + d2) as i32;
+    let want: Vec<i32> = (0..d0 * d1 * d2).map(|i| 1000 * i as i32 + sizes).collect();
+    assert_eq!(x.to_vec()?, want);
+    Ok(())
+}
+
 /// `block_max`: each block's maximum through workgroup memory and barriers.
 pub fn check_block_max(device: &Device) -> Result<()> {
     let blocks = 50;

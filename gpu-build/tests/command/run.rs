@@ -125,8 +125,9 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
 /// Upstream's tests whose output `gpu-build run --device opencl` matches (every CHECK line) on
 /// an OpenCL device that takes SPIR-V: all four SYCL and all four LevelZero programs, and of the
 /// others those the opencl target builds (`gpu.all_reduce` through workgroup memory,
-/// `targets/support/all_reduce.rs`). The rest of `UPSTREAM_ON_THE_HOST` need `gpu.shuffle` at
-/// width 32, `cf.assert`, NVIDIA's MMA, or a 3-D dynamic memref (`all-reduce-op`).
+/// `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic memref gets its sizes at
+/// launch, `targets/support/memref_sizes.rs`). The rest of `UPSTREAM_ON_THE_HOST` need
+/// `gpu.shuffle` at width 32, `cf.assert` or NVIDIA's MMA.
 const UPSTREAM_ON_OPENCL: &[&str] = &[
     "SYCL/gpu-addf32-to-spirv.mlir",
     "SYCL/gpu-addi64-to-spirv.mlir",
@@ -137,6 +138,7 @@ const UPSTREAM_ON_OPENCL: &[&str] = &[
     "LevelZero/gpu-memcpy-addf32-to-spirv.mlir",
     "LevelZero/gpu-reluf32-to-spirv.mlir",
     "CUDA/all-reduce-and.mlir",
+    "CUDA/all-reduce-op.mlir",
     "CUDA/all-reduce-maxsi.mlir",
     "CUDA/all-reduce-minsi.mlir",
     "CUDA/all-reduce-or.mlir",

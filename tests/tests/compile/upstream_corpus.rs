@@ -156,8 +156,7 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         Vendor::Amdgpu,
         "for amdgpu (gfx90a) failed",
     ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA, atomics,
-    // clusters), an argument a bare pointer cannot carry (a 3-D dynamic memref), LLVM
-    // dialect kernels, an assertion, and a shuffle at SPIR-V 1.0 (it needs 1.3): OpenCL.
+    // clusters), LLVM dialect kernels, an assertion, and a shuffle at SPIR-V 1.0 (it needs 1.3): OpenCL.
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
         Vendor::OpenCl,
@@ -187,11 +186,6 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/TensorCore/wmma-matmul-f32.mlir",
         Vendor::OpenCl,
         "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
-    ),
-    (
-        "CUDA/all-reduce-op.mlir",
-        Vendor::OpenCl,
-        "kernel `main_kernel` cannot be built for opencl: argument 0 `%arg0`",
     ),
     (
         "CUDA/assert.mlir",

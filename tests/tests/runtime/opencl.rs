@@ -30,6 +30,11 @@ fn shift_rows_over_a_2d_memref_with_a_static_inner_size() {
 }
 
 #[test]
+fn a_3d_memref_whose_sizes_all_come_at_launch() {
+    on_opencl_and_host(spirv_checks::check_tag_dims);
+}
+
+#[test]
 fn block_max_through_workgroup_memory_and_barriers() {
     on_opencl_and_host(spirv_checks::check_block_max);
 }

@@ -98,13 +98,13 @@ impl Target for OpenCl {
                 Some(match op {
                     "memref.load" | "memref.store" => {
                         "MLIR 22's SPIR-V conversion cannot address this memref: an OpenCL-style kernel \
-                         gets a memref as a pointer to its first element, so it must have an identity \
-                         layout and at most one dynamic size (the outermost); pass a memref<?xT> and \
-                         index it row-major, or give it static sizes"
+                         gets a memref argument as a pointer to its first element, row-major with its \
+                         sizes passed along, and a memref made inside the kernel (a view, a cast) must \
+                         fold into such an access; index the kernel's own memref"
                     }
                     "memref.dim" => {
-                        "an OpenCL kernel gets a memref as a bare pointer and cannot read its size; \
-                         pass the size as an index argument"
+                        "gpu-build passes the sizes of a kernel's memref arguments, not of memrefs made \
+                         inside the kernel; read the size of the argument"
                     }
                     "gpu.all_reduce" => {
                         "gpu-build lowers a `uniform` `gpu.all_reduce` of a scalar integer or float \
