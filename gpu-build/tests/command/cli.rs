@@ -98,23 +98,14 @@ fn compile_writes_what_the_build_script_writes() {
         "host",
         "-t",
         "vulkan",
-        // As the sample's own include_gpu_binary! calls: these five also for OpenCL.
-        "-T",
-        "kernels/vadd.mlir=opencl",
-        "-T",
-        "kernels/saxpy.mlir=opencl",
-        "-T",
-        "kernels/reduce.mlir=opencl",
-        "-T",
-        "kernels/math.mlir=opencl",
-        "-T",
-        "kernels/block_total.mlir=opencl",
+        "-t",
+        "opencl",
     ]);
     args.extend(kernels.iter().map(String::as_str));
     let (ok, _, stderr) = gpu_build(&args);
     assert!(ok, "{stderr}");
     assert!(
-        stderr.contains("wrote 61 objects of 7 gpu.modules"),
+        stderr.contains("wrote 63 objects of 7 gpu.modules"),
         "{stderr}"
     );
     let (ours, theirs) = (tree(cli.path()), tree(script.path()));
