@@ -79,7 +79,7 @@ const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 /// written for no particular block size (the workgroup size is specialization constants set
 /// at launch, `targets/vulkan/workgroup_size.rs`), CUDA's block reductions (`gpu.all_reduce`
 /// through workgroup memory, `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic
-/// memref with its sizes as hidden arguments, `targets/vulkan/memref_sizes.rs`), ROCM's `vecadd` (host memory
+/// memref with its sizes as hidden arguments, `targets/support/memref_sizes.rs`), ROCM's `vecadd` (host memory
 /// registered, its "device view" the host memory the launch stages), the `printf` and `assert`
 /// programs (a log buffer the runtime reads, `targets/vulkan/log.rs`), `shuffle` (its width-13
 /// shuffle through workgroup memory on lavapipe's 8-wide subgroups, its branches structured,

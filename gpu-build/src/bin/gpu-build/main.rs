@@ -121,6 +121,10 @@ enum Command {
         /// not made, and fails the run.
         #[arg(long)]
         check: bool,
+        /// With `--device all`: how far apart, relative to the larger, two numbers of the
+        /// outputs may be and still agree.
+        #[arg(long, value_name = "REL", default_value_t = 1e-5)]
+        tolerance: f64,
     },
 }
 
@@ -139,6 +143,7 @@ fn main() -> ExitCode {
             opt_level,
             emit_mlir,
             check,
+            tolerance,
         } => run::run(&run::RunRequest {
             file: &file,
             device,
@@ -147,6 +152,7 @@ fn main() -> ExitCode {
             opt_level,
             emit_mlir: emit_mlir.as_deref(),
             checked: check,
+            tolerance,
         }),
     };
     match result {

@@ -17,6 +17,8 @@
 //! 6. on Vulkan devices under the validation layer (`GPU_EMBED_VULKAN_VALIDATION=1`), fail if
 //!    it reported anything.
 
+mod compare;
+mod every_device;
 mod kernels;
 
 use gpu_build::Vendor;
@@ -50,6 +52,10 @@ pub enum DeviceChoice {
     /// The first OpenCL device that takes SPIR-V (the opencl target's objects): an Intel
     /// GPU, or Intel's CPU Runtime for OpenCL.
     Opencl,
+    /// Every kind of device found, the host first: the program runs on each (a process
+    /// apiece) and each output is compared with the host's (`--tolerance`); the run fails
+    /// where one differs, naming the line.
+    All,
 }
 
 /// What `gpu-build run` was asked.
@@ -64,10 +70,23 @@ pub struct RunRequest<'a> {
     pub emit_mlir: Option<&'a Path>,
     /// Checked host objects (`Build::checked`): the run fails at the first kernel fault.
     pub checked: bool,
+    /// `--device all`: how far, relative to the larger, two numbers in the outputs may be
+    /// apart and still agree.
+    pub tolerance: f64,
 }
 
 /// Runs the program; `Err` says what failed and where.
 pub fn run(request: &RunRequest) -> Result<(), String> {
+    if let DeviceChoice::All = request.device {
+        if request.checked || request.emit_mlir.is_some() {
+            return Err(
+                "--device all compares the outputs of runs: it takes neither --check \
+                        (the host alone checks) nor --emit-mlir"
+                    .to_string(),
+            );
+        }
+        return every_device::run_on_every_device(request);
+    }
     let choice = match request.device {
         // The host device is the one that checks.
         DeviceChoice::Default if request.checked => DeviceChoice::Host,
@@ -191,6 +210,7 @@ fn choose_device(choice: DeviceChoice) -> Result<Device, String> {
         DeviceChoice::Hip => gpu(Vendor::Amdgpu, "hip"),
         DeviceChoice::Vulkan => gpu(Vendor::Vulkan, "vulkan"),
         DeviceChoice::Opencl => gpu(Vendor::OpenCl, "opencl"),
+        DeviceChoice::All => Err("--device all names no one device".to_string()),
     }
 }
 
