@@ -51,6 +51,7 @@
 mod binary;
 mod copies;
 mod device;
+pub mod differential;
 mod driver;
 mod error;
 mod event;

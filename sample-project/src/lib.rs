@@ -97,6 +97,8 @@ pub struct Run {
     pub max_error: f64,
     /// The tolerance the result must meet.
     pub tolerance: f64,
+    /// The device's result, for comparing devices (`gpu_embed::differential`).
+    pub output: Vec<f64>,
 }
 
 const N: usize = 1 << 20;
@@ -157,6 +159,7 @@ pub fn run_vadd(device: &Device) -> Result<Run> {
         object: object_used(device, &vadd::BINARY),
         time,
         max_error: max_error(&got, &want),
+        output: got,
         tolerance: 0.0,
     })
 }
@@ -185,6 +188,7 @@ pub fn run_saxpy(device: &Device) -> Result<Run> {
         object: object_used(device, &saxpy::BINARY),
         time,
         max_error: max_error(&got, &want),
+        output: got,
         tolerance: 1e-5 * 30.0,
     })
 }
@@ -215,6 +219,7 @@ pub fn run_block_sum(device: &Device) -> Result<Run> {
         object: object_used(device, &reduce::BINARY),
         time,
         max_error: max_error(&got, &want),
+        output: got,
         tolerance: 2e-3,
     })
 }
@@ -240,6 +245,7 @@ pub fn run_math_f32(device: &Device) -> Result<Run> {
         object: object_used(device, &math::BINARY),
         time,
         max_error: max_error(&got, &want),
+        output: got,
         tolerance: 2e-2,
     })
 }
@@ -272,6 +278,7 @@ pub fn run_math_f64(device: &Device) -> Result<Run> {
         object: object_used(device, &math::BINARY),
         time,
         max_error: max_error(&got, &want),
+        output: got,
         tolerance: 1e-9,
     })
 }
@@ -322,6 +329,7 @@ pub fn run_matmul(device: &Device) -> Result<Run> {
         object: object_used(device, &matmul::BINARY),
         time,
         max_error: max_error(&got, &want),
+        output: got,
         tolerance: 5e-3,
     })
 }
@@ -372,6 +380,7 @@ pub fn run_stencil(device: &Device) -> Result<Run> {
         object: object_used(device, &stencil::BINARY),
         time,
         max_error: max_error(&got, &stencil_reference(&grid, n)),
+        output: got,
         // Five terms below 10.5, each rounded to f32 once: a few ulps of ~10.
         tolerance: 1e-5,
     })
@@ -398,21 +407,29 @@ pub fn run_block_total(device: &Device) -> Result<Run> {
         object: object_used(device, &block_total::BINARY),
         time,
         max_error: max_error(&got, &want),
+        output: got,
         // 256 values below 10.5 summed in f32, in any order: sums below ~2700.
         tolerance: 2e-3,
     })
 }
 
 /// Every sample kernel, in order.
+/// Every sample kernel's runner, by name, in the order the program lists them.
+pub const RUNNERS: [(&str, fn(&Device) -> Result<Run>); 8] = [
+    ("vadd", run_vadd),
+    ("saxpy", run_saxpy),
+    ("block_sum", run_block_sum),
+    ("math_f32", run_math_f32),
+    ("math_f64", run_math_f64),
+    ("matmul", run_matmul),
+    ("stencil", run_stencil),
+    ("block_total", run_block_total),
+];
+
+/// Runs every sample kernel on `device`.
 pub fn run_all(device: &Device) -> Vec<(&'static str, Result<Run>)> {
-    vec![
-        ("vadd", run_vadd(device)),
-        ("saxpy", run_saxpy(device)),
-        ("block_sum", run_block_sum(device)),
-        ("math_f32", run_math_f32(device)),
-        ("math_f64", run_math_f64(device)),
-        ("matmul", run_matmul(device)),
-        ("stencil", run_stencil(device)),
-        ("block_total", run_block_total(device)),
-    ]
+    RUNNERS
+        .iter()
+        .map(|(kernel, run)| (*kernel, run(device)))
+        .collect()
 }

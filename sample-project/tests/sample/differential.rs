@@ -1,0 +1,27 @@
+//! The differential check over the sample: each kernel's output on every device found here
+//! (lavapipe, Intel's CPU runtime for OpenCL, any GPU) against the host's, within twice the
+//! kernel's own tolerance against the Rust reference (`gpu_embed::differential`).
+
+use gpu_embed::differential::on_every_device;
+use gpu_embed::Device;
+use sample_project::RUNNERS;
+
+#[test]
+fn every_sample_kernel_gives_the_hosts_result_on_every_device() {
+    let others = Device::all().len() - 1;
+    if others == 0 {
+        eprintln!(
+            "note: only the host here ({}); scripts/setup.sh installs lavapipe and Intel's runtime",
+            Device::discovery_report().join("; ")
+        );
+    }
+    for (kernel, run) in RUNNERS {
+        let tolerance = 2.0 * run(&Device::host()).unwrap().tolerance;
+        let compared = on_every_device(tolerance, |device| run(device).map(|r| r.output))
+            .unwrap_or_else(|e| panic!("{kernel} on the host: {e}"));
+        match compared {
+            Ok(lines) => assert_eq!(lines.len(), 1 + others, "{kernel}: {lines:?}"),
+            Err(report) => panic!("{kernel}:\n{report}"),
+        }
+    }
+}
