@@ -32,37 +32,62 @@ pub struct DeviceArch {
     pub driver_version: Option<DriverVersion>,
 }
 
-/// No embedded object can run on the device.
+/// No embedded object can run on the device. Its message is at most three lines: the device,
+/// what was built for its kind of device (and, in a word, for the others), and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoFit {
     /// The device, for the message.
     pub device: String,
     /// The gpu.module whose objects do not fit.
     pub binary: &'static str,
-    /// What was embedded (vendor and chip of each object, and what loading it needs).
+    /// The device's driver and chip.
+    pub vendor: Vendor,
+    pub arch: String,
+    /// The objects embedded for the device's driver (chip, kind, and what loading each needs).
     pub objects: Vec<String>,
+    /// The other drivers objects were embedded for.
+    pub other_targets: Vec<Vendor>,
     /// Why objects for the device's chip were passed over: its driver is too old for them.
     pub driver_too_old: Option<String>,
 }
 
 impl fmt::Display for NoFit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
+        let vendor = self.vendor;
+        writeln!(
             f,
-            "no object of gpu.module @{} runs on {}; embedded: {}. ",
-            self.binary,
-            self.device,
-            if self.objects.is_empty() {
-                "none".to_string()
-            } else {
-                self.objects.join(", ")
-            }
+            "no object of gpu.module @{} runs on {}",
+            self.binary, self.device
         )?;
+        let others = if self.other_targets.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<&str> = self.other_targets.iter().map(|v| v.name()).collect();
+            format!("; also built for {}", names.join(", "))
+        };
+        if self.objects.is_empty() {
+            writeln!(f, "  built for no {vendor} chip{others}")?;
+        } else {
+            writeln!(
+                f,
+                "  built for {vendor}: {}{others}",
+                self.objects.join(", ")
+            )?;
+        }
         match &self.driver_too_old {
-            Some(fix) => f.write_str(fix),
-            None => f.write_str(
-                "Add the device's chip to the targets of include_gpu_binary! (or \
-                 GPU_BUILD_NVPTX_CHIPS / GPU_BUILD_AMDGPU_CHIPS)",
+            Some(fix) => write!(f, "  {fix}"),
+            // Without any object of the vendor, the vendor's default chips may run here too.
+            None if self.objects.is_empty() => write!(
+                f,
+                "  add `{vendor}` (or `{vendor}({})`) to the targets of include_gpu_binary!",
+                self.arch
+            ),
+            None => write!(
+                f,
+                "  add `{vendor}({arch})` to the targets of include_gpu_binary! (or build with \
+                 GPU_BUILD_{upper}_CHIPS={arch})",
+                arch = self.arch,
+                upper = vendor.name().to_uppercase()
             ),
         }
     }
@@ -84,13 +109,27 @@ pub fn select<'b>(binary: &'b Binary, device: &DeviceArch) -> Result<&'b Object,
             Some(rocm) => format!(", {rocm}"),
             None => String::new(),
         };
+        let mut other_targets: Vec<Vendor> = Vec::new();
+        for object in binary.objects() {
+            if object.vendor() != device.vendor && !other_targets.contains(&object.vendor()) {
+                other_targets.push(object.vendor());
+            }
+        }
         NoFit {
             device: format!(
                 "{} ({} {}{driver})",
                 device.name, device.vendor, device.arch
             ),
             binary: binary.name(),
-            objects: binary.objects().iter().map(Object::describe).collect(),
+            vendor: device.vendor,
+            arch: device.arch.clone(),
+            objects: binary
+                .objects()
+                .iter()
+                .filter(|o| o.vendor() == device.vendor)
+                .map(Object::describe)
+                .collect(),
+            other_targets,
             driver_too_old: driver_too_old(binary, device),
         }
     })
@@ -282,7 +321,13 @@ mod tests {
         }
         // An older chip has nothing for it whatever the driver: the chip is the fix.
         let message = on(&BINARY, "sm_75", (12, 9)).unwrap_err().to_string();
-        assert!(message.contains("Add the device's chip"), "{message}");
+        assert!(
+            message.contains(
+                "add `nvptx(sm_75)` to the targets of include_gpu_binary! (or build \
+                              with GPU_BUILD_NVPTX_CHIPS=sm_75)"
+            ),
+            "{message}"
+        );
 
         // An older chip's PTX is the fallback for older drivers: LLVM 22 writes sm_80's PTX at
         // ISA 7.0 (CUDA 11.0) and sm_70's at 6.0 (CUDA 9.0).
@@ -366,15 +411,27 @@ mod tests {
         assert_eq!(on(&FUTURE_BINARY, "gfx90a", Some((7, 0))).unwrap(), b"v7");
         // An older chip has nothing for it whatever the runtime: the chip is the fix.
         let message = on(&BINARY, "gfx908", Some((6, 4))).unwrap_err().to_string();
-        assert!(message.contains("Add the device's chip"), "{message}");
+        assert!(message.contains("add `amdgpu(gfx908)`"), "{message}");
     }
 
+    /// Three lines: the device; its driver's objects, each, and the other targets in a word;
+    /// the fix, naming the chip to add (or the target, where it has no object at all).
     #[test]
-    fn no_fit_names_the_device_and_every_object() {
-        let error = chosen(Vendor::Amdgpu, "gfx90a").unwrap_err();
-        let message = error.to_string();
-        assert!(message.contains("test GPU (amdgpu gfx90a)"), "{message}");
-        assert!(message.contains("amdgpu gfx1100 hsaco"), "{message}");
-        assert!(message.contains("nvptx sm_80 PTX"), "{message}");
+    fn no_fit_names_the_device_what_was_built_and_the_fix_in_three_lines() {
+        let message = chosen(Vendor::Amdgpu, "gfx90a").unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "no object of gpu.module @k runs on test GPU (amdgpu gfx90a)\n  \
+             built for amdgpu: amdgpu gfx1100 hsaco, amdgpu gfx942:xnack- hsaco; also built for \
+             nvptx\n  add `amdgpu(gfx90a)` to the targets of include_gpu_binary! (or build with \
+             GPU_BUILD_AMDGPU_CHIPS=gfx90a)"
+        );
+        let message = chosen(Vendor::Vulkan, "vulkan1.3").unwrap_err().to_string();
+        assert_eq!(message.lines().count(), 3, "{message}");
+        assert!(
+            message.contains("built for no vulkan chip; also built for nvptx, amdgpu")
+                && message.contains("add `vulkan` (or `vulkan(vulkan1.3)`) to the targets"),
+            "{message}"
+        );
     }
 }
