@@ -40,8 +40,9 @@ pub struct NoFit {
     pub device: String,
     /// The gpu.module whose objects do not fit.
     pub binary: &'static str,
-    /// The device's driver and chip.
+    /// The device's driver.
     pub vendor: Vendor,
+    /// The device's chip (`sm_75`, `gfx90a`, `vulkan1.3`).
     pub arch: String,
     /// The objects embedded for the device's driver (chip, kind, and what loading each needs).
     pub objects: Vec<String>,

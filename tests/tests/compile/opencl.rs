@@ -54,6 +54,8 @@ fn spirv_val_accepts_every_opencl_object_for_its_spirv_version() {
                 "sample-project/kernels/saxpy.mlir",
                 "sample-project/kernels/block_total.mlir",
                 "sample-project/kernels/math.mlir",
+                "sample-project/kernels/matmul.mlir",
+                "sample-project/kernels/stencil.mlir",
             ],
             &["spirv1.0", "spirv1.2", "spirv1.3"],
         ),
