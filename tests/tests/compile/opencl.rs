@@ -46,7 +46,8 @@ fn spirv_val_accepts_every_opencl_object_for_its_spirv_version() {
     // Subgroup operations (tests/kernels/vulkan.mlir's) need SPIR-V 1.3.
     let builds: [(&[&str], &[&str]); 2] = [
         (
-            // saxpy's kernel is in the LLVM dialect (LLVM's SPIR-V back end); block_total's
+            // saxpy's and llvm_dialect's kernels are in the LLVM dialect (LLVM's SPIR-V back
+            // end; the latter over `!llvm.ptr<1>` with an intrinsic and a loop); block_total's
             // `gpu.all_reduce` is gpu-build's own lowering; math's OpenCL math instructions.
             &[
                 "sample-project/kernels/vadd.mlir",
@@ -56,6 +57,7 @@ fn spirv_val_accepts_every_opencl_object_for_its_spirv_version() {
                 "sample-project/kernels/math.mlir",
                 "sample-project/kernels/matmul.mlir",
                 "sample-project/kernels/stencil.mlir",
+                "tests/kernels/llvm_dialect.mlir",
             ],
             &["spirv1.0", "spirv1.2", "spirv1.3"],
         ),
