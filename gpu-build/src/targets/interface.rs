@@ -31,6 +31,16 @@ pub(crate) struct Chip {
     pub features: String,
 }
 
+impl Chip {
+    /// A chip without feature suffixes: the processor as named.
+    pub fn plain(processor: &str) -> Chip {
+        Chip {
+            processor: processor.to_string(),
+            features: String::new(),
+        }
+    }
+}
+
 /// The triple the crate is being built for: cargo's `TARGET` in a build script, else the machine's
 /// own (what LLVM was configured for).
 pub fn build_triple() -> String {

@@ -115,10 +115,7 @@ impl Target for Host {
 
     /// Any triple, compiled for its baseline processor (as rustc does by default).
     fn chip(&self, _spec: &TargetSpec) -> Result<Chip> {
-        Ok(Chip {
-            processor: "generic".into(),
-            features: String::new(),
-        })
+        Ok(Chip::plain("generic"))
     }
 
     fn lowering_crash(&self, op: &OperationRef, name: &str) -> Option<(String, String)> {

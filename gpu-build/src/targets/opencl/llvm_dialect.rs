@@ -15,10 +15,10 @@
 
 use super::abi::argument_at;
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::interface::{Artifact, Compiled, Dumps};
-use crate::targets::support::spirv::{failed, ops_named, run};
+use crate::targets::interface::Compiled;
+use crate::targets::support::spirv::{failed, ops_named, run, spirv_object};
 use gpu_manifest::targets::opencl::{OpenClAbi, OpenClArgument, OpenClArgumentKind, OpenClKernel};
-use gpu_manifest::{ArgumentKind, Format, Kernel, ObjectAbi};
+use gpu_manifest::{ArgumentKind, Kernel};
 use inkwell::targets::{CodeModel, FileType, RelocMode, Target, TargetTriple};
 use inkwell::OptimizationLevel;
 use melior::ir::operation::{OperationLike, OperationPrintingFlags};
@@ -106,29 +106,21 @@ pub(super) fn serialize(
         "lowering the gpu dialect to OpenCL built-ins",
     )?;
     let bytes = compile(context, &module, version)?;
-    Ok(Compiled {
-        artifacts: vec![Artifact {
-            format: Format::Bin,
-            extension: "spv".to_string(),
-            bytes: bytes.clone(),
-        }],
-        dumps: Dumps::default(),
-        abi: ObjectAbi::encode(&OpenClAbi {
-            spirv_version: format!("{}.{}", version.0, version.1),
-            capabilities: capabilities(&bytes),
-            extensions: Vec::new(),
-            kernels: kernels
-                .iter()
-                .zip(arguments)
-                .map(|(kernel, arguments)| OpenClKernel {
-                    name: kernel.name.clone(),
-                    workgroup_memory: 0,
-                    arguments,
-                })
-                .collect(),
-        })
-        .map_err(|e| failed(&e))?,
-    })
+    let abi = OpenClAbi {
+        spirv_version: format!("{}.{}", version.0, version.1),
+        capabilities: capabilities(&bytes),
+        extensions: Vec::new(),
+        kernels: kernels
+            .iter()
+            .zip(arguments)
+            .map(|(kernel, arguments)| OpenClKernel {
+                name: kernel.name.clone(),
+                workgroup_memory: 0,
+                arguments,
+            })
+            .collect(),
+    };
+    spirv_object(bytes, &abi)
 }
 
 /// What each argument of an LLVM-dialect kernel is (a pointer or a scalar), and where a launch

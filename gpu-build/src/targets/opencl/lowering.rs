@@ -9,17 +9,17 @@
 
 use super::abi::arguments;
 use crate::error::Result;
-use crate::targets::interface::{Artifact, Compiled, Dumps};
+use crate::targets::interface::Compiled;
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::memref_sizes::pass_sizes;
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, move_into_gpu_module, run, serialize as serialize_module, set_environment,
-    spirv_function, spirv_function_type,
+    kernel_functions, location_of, move_into_gpu_module, run, serialize as serialize_module,
+    set_environment, spirv_function, spirv_function_type, spirv_object,
 };
 use gpu_manifest::targets::opencl::{OpenClAbi, OpenClKernel};
-use gpu_manifest::{Format, Kernel, ObjectAbi};
+use gpu_manifest::Kernel;
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
 use melior::ir::OperationRef;
@@ -61,11 +61,7 @@ pub(super) fn serialize(
         }
         attributions_to_allocs(context, &mut function)?;
         let name = symbol_name(&function).unwrap_or_default();
-        let location = kernels
-            .iter()
-            .zip(locations)
-            .find(|(kernel, _)| kernel.name == name)
-            .map_or("", |(_, location)| location.as_str());
+        let location = location_of(kernels, locations, &name);
         let hidden = pass_sizes(context, &mut function, location)?;
         facts.push((name, alloc_bytes(&function), hidden));
     }
@@ -105,19 +101,13 @@ pub(super) fn serialize(
     )?;
     let (capabilities, extensions) = keep_version(context, spirv_module, spirv_version)?;
     let bytes = serialize_module(context, &mut module)?;
-    Ok(Compiled {
-        artifacts: vec![Artifact {
-            format: Format::Bin,
-            extension: "spv".to_string(),
-            bytes,
-        }],
-        dumps: Dumps::default(),
-        abi: ObjectAbi::encode(&OpenClAbi {
+    spirv_object(
+        bytes,
+        &OpenClAbi {
             spirv_version: spirv_version.trim_start_matches('v').to_string(),
             capabilities,
             extensions,
             kernels: entries,
-        })
-        .map_err(|e| failed(&e))?,
-    })
+        },
+    )
 }

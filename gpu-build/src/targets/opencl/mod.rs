@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::targets::interface::{
     Backend, Chip, Compiled, Description, MlirSerializer, Question, Target, TargetSpec,
 };
-use crate::targets::support::spirv::{check_entry_point_abis, version_of_chip};
+use crate::targets::support::spirv::{check_entry_point_abis, version_of_chip, TOOLKIT_IDENTITY};
 use crate::toolkit::Toolkits;
 use gpu_manifest::{Kernel, Vendor};
 use melior::ir::OperationRef;
@@ -73,15 +73,11 @@ impl Target for OpenCl {
 
     fn chip(&self, spec: &TargetSpec) -> Result<Chip> {
         spirv_version(&spec.chip)?;
-        Ok(Chip {
-            processor: spec.chip.clone(),
-            features: String::new(),
-        })
+        Ok(Chip::plain(&spec.chip))
     }
 
     fn toolkit_identity(&self, _toolkits: &Toolkits) -> String {
-        // No external tool: MLIR's serializer, already part of the compiler identity.
-        "mlir-spirv".to_string()
+        TOOLKIT_IDENTITY.to_string()
     }
 
     fn explain(&self, question: Question<'_>) -> Option<&'static str> {

@@ -9,7 +9,8 @@
 //! [`run`] `gpu-module-to-binary` with [`binary_object`] reading the bytes.
 
 use crate::error::{Error, ErrorKind, Result};
-use gpu_manifest::{Argument, Kernel, Vendor};
+use crate::targets::interface::{Artifact, Compiled, Dumps};
+use gpu_manifest::{Argument, Format, Kernel, ObjectAbi, Vendor};
 use melior::ir::attribute::{Attribute, AttributeLike, TypeAttribute};
 use melior::ir::operation::{
     OperationLike, OperationMutLike, OperationPrintingFlags, OperationRefMut, WalkOrder, WalkResult,
@@ -74,6 +75,33 @@ pub(crate) fn version_of_chip(
                 ),
             )
         })
+}
+
+/// The toolkit identity of a SPIR-V target (for cache keys): no external tool, only MLIR's
+/// serializer, already part of the compiler's identity.
+pub(crate) const TOOLKIT_IDENTITY: &str = "mlir-spirv";
+
+/// Where kernel `name` is (`file:line:col`), from the module's `kernels` and their `locations`;
+/// empty for a name that is not a kernel of the module.
+pub(crate) fn location_of<'a>(kernels: &[Kernel], locations: &'a [String], name: &str) -> &'a str {
+    kernels
+        .iter()
+        .zip(locations)
+        .find(|(kernel, _)| kernel.name == name)
+        .map_or("", |(_, location)| location.as_str())
+}
+
+/// What a SPIR-V target makes of a module: one SPIR-V object, and the ABI its driver reads.
+pub(crate) fn spirv_object(bytes: Vec<u8>, abi: &impl serde::Serialize) -> Result<Compiled> {
+    Ok(Compiled {
+        artifacts: vec![Artifact {
+            format: Format::Bin,
+            extension: "spv".to_string(),
+            bytes,
+        }],
+        dumps: Dumps::default(),
+        abi: ObjectAbi::encode(abi).map_err(|e| failed(&e))?,
+    })
 }
 
 pub(crate) fn failed(what: &str) -> Error {
@@ -249,11 +277,7 @@ pub(crate) fn check_entry_point_abis(
             continue;
         }
         let name = super::mlir::symbol_name(&function).unwrap_or_default();
-        let location = kernels
-            .iter()
-            .zip(locations)
-            .find(|(kernel, _)| kernel.name == name)
-            .map_or("", |(_, location)| location.as_str());
+        let location = location_of(kernels, locations, &name);
         return Err(Error::new(
             ErrorKind::InvalidInput,
             format!(

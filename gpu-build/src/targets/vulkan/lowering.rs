@@ -28,17 +28,17 @@ use super::shuffle::{shuffle_anywhere, SLOTS};
 use super::structured::structure_control_flow;
 use super::workgroup_size::specializable;
 use crate::error::Result;
-use crate::targets::interface::{Artifact, Compiled, Dumps};
+use crate::targets::interface::Compiled;
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::memref_sizes::{pass_sizes, HiddenSize};
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, move_into_gpu_module, numbers, ops_named, run, scalar_bits, spirv_function,
-    spirv_function_type,
+    kernel_functions, location_of, move_into_gpu_module, numbers, ops_named, run, scalar_bits,
+    spirv_function, spirv_function_type, spirv_object,
 };
 use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanKernel, VulkanLogEntry};
-use gpu_manifest::{Format, Kernel, ObjectAbi};
+use gpu_manifest::Kernel;
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::OperationPrintingFlags;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
@@ -119,11 +119,7 @@ pub(super) fn serialize(
         let mut function = unsafe { OperationRefMut::from_raw(raw) };
         let name = symbol_name(&function).unwrap_or_default();
         set_entry_point_abi(context, &mut function)?;
-        let location = kernels
-            .iter()
-            .zip(locations)
-            .find(|(kernel, _)| kernel.name == name)
-            .map_or("", |(_, location)| location.as_str());
+        let location = location_of(kernels, locations, &name);
         // SAFETY: the same kernel, read through a shared reference while it is rewritten.
         emulate_mma(context, unsafe { &OperationRef::from_raw(raw) }, location)?;
         attributions_to_allocs(context, &mut function)?;
@@ -183,21 +179,15 @@ pub(super) fn serialize(
         context,
         &mut module,
     )?)?;
-    Ok(Compiled {
-        artifacts: vec![Artifact {
-            format: Format::Bin,
-            extension: "spv".to_string(),
-            bytes,
-        }],
-        dumps: Dumps::default(),
-        abi: ObjectAbi::encode(&VulkanAbi {
+    spirv_object(
+        bytes,
+        &VulkanAbi {
             spirv_version: spirv_version.trim_start_matches('v').to_string(),
             capabilities,
             extensions,
             kernels: entries,
-        })
-        .map_err(|e| failed(&e))?,
-    })
+        },
+    )
 }
 
 /// Removes from `module` (the copy) every kernel not among `kernels` (one refused alone is left
