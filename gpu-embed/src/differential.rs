@@ -31,37 +31,48 @@ pub fn first_mismatch<T: Copy + Into<f64>>(
         })
 }
 
+/// What [`on_every_device`] found: a line per device, and whether it agreed with the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comparison {
+    /// The host's line first (the reference), then one per other device: that it agreed,
+    /// where it first differed, or why it failed.
+    pub devices: Vec<(String, bool)>,
+}
+
+impl Comparison {
+    /// Whether every device agreed with the host.
+    pub fn agreed(&self) -> bool {
+        self.devices.iter().all(|(_, agreed)| *agreed)
+    }
+
+    /// Every device's line, one per line.
+    pub fn report(&self) -> String {
+        let lines: Vec<&str> = self.devices.iter().map(|(line, _)| line.as_str()).collect();
+        lines.join("\n")
+    }
+}
+
 /// Runs `compute` on the host device, then on every other device found ([`Device::all`]), and
-/// compares each result with the host's ([`first_mismatch`]). `Ok`: a line per device saying
-/// it agreed; `Err`: a line per device that differed (where) or failed (why), after those that
-/// agreed. An error on the host is returned as it is: there is nothing to compare with.
+/// compares each result with the host's ([`first_mismatch`]). An error on the host is returned
+/// as it is: there is nothing to compare with; an error on another device is that device's line.
 pub fn on_every_device<T: Copy + Into<f64>>(
     tolerance: f64,
     mut compute: impl FnMut(&Device) -> Result<Vec<T>>,
-) -> Result<std::result::Result<Vec<String>, String>> {
+) -> Result<Comparison> {
     let host = Device::host();
     let reference = compute(&host)?;
-    let mut agreed = vec![format!("{}: the reference", host.name())];
-    let mut problems = Vec::new();
+    let mut devices = vec![(format!("{}: the reference", host.name()), true)];
     for device in Device::all().iter().filter(|d| !d.is_same(&host)) {
         let name = format!("{} ({})", device.name(), device.vendor());
-        match compute(device) {
+        devices.push(match compute(device) {
             Ok(values) => match first_mismatch(&reference, &values, tolerance) {
-                None => agreed.push(format!("{name}: same as the host")),
-                Some(mismatch) => problems.push(format!("{name}: differs at {mismatch}")),
+                None => (format!("{name}: same as the host"), true),
+                Some(mismatch) => (format!("{name}: differs at {mismatch}"), false),
             },
-            Err(error) => problems.push(format!("{name}: failed: {error}")),
-        }
+            Err(error) => (format!("{name}: failed: {error}"), false),
+        });
     }
-    Ok(if problems.is_empty() {
-        Ok(agreed)
-    } else {
-        Err(agreed
-            .into_iter()
-            .chain(problems)
-            .collect::<Vec<_>>()
-            .join("\n"))
-    })
+    Ok(Comparison { devices })
 }
 
 #[cfg(test)]
