@@ -5,7 +5,7 @@
 use super::registered::REGISTERED_OBJECTS;
 use super::state::{use_device, with_runtime, Function, Module};
 use super::timing::{launch_timed, Launch};
-use super::vulkan::{launch_vulkan, staged_kernel};
+use super::vulkan::{launch_vulkan, staged_kernels};
 use super::{invalid, lock, report};
 use crate::binary::Vendor;
 use crate::device::Device;
@@ -33,10 +33,14 @@ fn load(image: &[u8], what: &str) -> *mut c_void {
                         image.len()
                     ))
                 })?;
+            let staged_kernels = match found.object.vendor() {
+                Vendor::Vulkan => Some(staged_kernels(found.object)?),
+                _ => None,
+            };
             Module {
                 handle: driver.load_module(found.object)?,
                 kernels: found.param_sizes.clone(),
-                registered: Some(found.object),
+                staged_kernels,
             }
         } else {
             let handle = driver.load_image(image, what)?;
@@ -48,7 +52,7 @@ fn load(image: &[u8], what: &str) -> *mut c_void {
             Module {
                 handle,
                 kernels,
-                registered: None,
+                staged_kernels: None,
             }
         };
         runtime.handed_out = true;
@@ -139,11 +143,17 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(
             handle: driver.function(&loaded.handle, &name)?,
             module: module.addr(),
             param_sizes: loaded.kernels.get(name.as_ref()).cloned(),
-            vulkan: match loaded.registered {
-                Some(object) if object.vendor() == Vendor::Vulkan => {
-                    Some(staged_kernel(object, &name)?)
-                }
-                _ => None,
+            vulkan: match &loaded.staged_kernels {
+                Some(kernels) => Some(
+                    kernels
+                        .iter()
+                        .find(|kernel| kernel.name == name)
+                        .cloned()
+                        .ok_or_else(|| {
+                            invalid(format!("the Vulkan object has no kernel `{name}`"))
+                        })?,
+                ),
+                None => None,
             },
         };
         Ok(runtime.functions.insert(function))

@@ -2,7 +2,6 @@
 //! it gave the program, by the opaque pointer the program holds.
 
 use super::invalid;
-use crate::binary::Object;
 use crate::device::Device;
 use crate::driver::{self, Driver, EventHandle, FunctionHandle, ModuleHandle, StreamHandle};
 use crate::error::Result;
@@ -34,8 +33,9 @@ pub(super) struct Module {
     pub handle: ModuleHandle,
     /// A host image's or a registered object's kernels: their parameter sizes by name.
     pub kernels: HashMap<String, Vec<usize>>,
-    /// The registered object it was loaded from (one whose driver needs its ABI).
-    pub registered: Option<&'static Object>,
+    /// For a Vulkan object, its kernels' bindings, decoded from its ABI once when it loaded
+    /// (launches that stage host memory read them).
+    pub staged_kernels: Option<Vec<VulkanKernel>>,
 }
 
 /// A kernel `mgpuModuleGetFunction` found.

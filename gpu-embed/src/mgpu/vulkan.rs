@@ -10,14 +10,11 @@ use crate::error::Result;
 use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanBinding, VulkanBindingKind, VulkanKernel};
 use std::ffi::c_void;
 
-/// Kernel `name` of a registered Vulkan object, as its ABI says, for launches that stage host
+/// The kernels of a registered Vulkan object, as its ABI says, for launches that stage host
 /// memory.
-pub(super) fn staged_kernel(object: &Object, name: &str) -> Result<VulkanKernel> {
+pub(super) fn staged_kernels(object: &Object) -> Result<Vec<VulkanKernel>> {
     let abi: VulkanAbi = object.decode_abi()?;
-    abi.kernels
-        .into_iter()
-        .find(|kernel| kernel.name == name)
-        .ok_or_else(|| invalid(format!("{} has no kernel `{name}`", object.describe())))
+    Ok(abi.kernels)
 }
 
 /// One range of host memory a Vulkan launch uses through device memory.
