@@ -184,6 +184,12 @@ pub(crate) fn lower_to_llvm<'ll>(
         if let Some(llvm) = crate::targets::target(vendor).description().llvm() {
             llvm.steps.prepare_for_lowering(&mlir.context, &gpu_module);
         }
+        crate::targets::support::atomics::products_as_generic(
+            &mlir.context,
+            &gpu_module,
+            &vendor.to_string(),
+            &source.display,
+        )?;
         mlir.diagnostics.take();
         // SAFETY: the op and the pass manager share `mlir.context`.
         let result = unsafe { mlir_sys::mlirPassManagerRunOnOp(manager.to_raw(), raw) };

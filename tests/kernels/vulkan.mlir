@@ -270,5 +270,87 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
+
+    // Every memref.atomic_rmw kind and a memref.generic_atomic_rmw, on global and workgroup
+    // memory (`support/atomics.rs` lowers them for both SPIR-V targets). Thread g < n takes
+    // v = in[g] and: counts v & 15 in its block's workgroup bins (its ticket, the bin's old
+    // count, to olds[g]); folds v into ints[16..26] by addi, andi, ori, xori, maxs, mins, maxu,
+    // minu, muli (v | 1) and a generic atomic adding v * v; exchanges g + 1 into ints[26] (the
+    // old value to olds[n + g]); folds v / 4 into floats[0..6] by addf, maximumf, minimumf,
+    // maxnumf and minnumf. Then threads 0..16 add their block's bins to ints[0..16]. (Float
+    // products are in `spirv_atomics.mlir`: the LLVM targets refuse them.)
+    gpu.func @atomics(%in: memref<?xi32>, %ints: memref<?xi32>, %floats: memref<?xf32>,
+                      %olds: memref<?xi32>, %n: index)
+        workgroup(%bins: memref<16xi32, #gpu.address_space<workgroup>>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c17 = arith.constant 17 : index
+      %c18 = arith.constant 18 : index
+      %c19 = arith.constant 19 : index
+      %c20 = arith.constant 20 : index
+      %c21 = arith.constant 21 : index
+      %c22 = arith.constant 22 : index
+      %c23 = arith.constant 23 : index
+      %c24 = arith.constant 24 : index
+      %c25 = arith.constant 25 : index
+      %c26 = arith.constant 26 : index
+      %zero = arith.constant 0 : i32
+      %one = arith.constant 1 : i32
+      %fifteen = arith.constant 15 : i32
+      %quarter = arith.constant 0.25 : f32
+      %t = gpu.thread_id x
+      %g = gpu.global_id x
+      %first_bins = arith.cmpi ult, %t, %c16 : index
+      scf.if %first_bins {
+        memref.store %zero, %bins[%t] : memref<16xi32, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %inside = arith.cmpi ult, %g, %n : index
+      scf.if %inside {
+        %v = memref.load %in[%g] : memref<?xi32>
+        %bin_value = arith.andi %v, %fifteen : i32
+        %bin = arith.index_cast %bin_value : i32 to index
+        %ticket = memref.atomic_rmw addi %one, %bins[%bin] : (i32, memref<16xi32, #gpu.address_space<workgroup>>) -> i32
+        memref.store %ticket, %olds[%g] : memref<?xi32>
+        %a0 = memref.atomic_rmw addi %v, %ints[%c16] : (i32, memref<?xi32>) -> i32
+        %a1 = memref.atomic_rmw andi %v, %ints[%c17] : (i32, memref<?xi32>) -> i32
+        %a2 = memref.atomic_rmw ori %v, %ints[%c18] : (i32, memref<?xi32>) -> i32
+        %a3 = memref.atomic_rmw xori %v, %ints[%c19] : (i32, memref<?xi32>) -> i32
+        %a4 = memref.atomic_rmw maxs %v, %ints[%c20] : (i32, memref<?xi32>) -> i32
+        %a5 = memref.atomic_rmw mins %v, %ints[%c21] : (i32, memref<?xi32>) -> i32
+        %a6 = memref.atomic_rmw maxu %v, %ints[%c22] : (i32, memref<?xi32>) -> i32
+        %a7 = memref.atomic_rmw minu %v, %ints[%c23] : (i32, memref<?xi32>) -> i32
+        %odd = arith.ori %v, %one : i32
+        %a8 = memref.atomic_rmw muli %odd, %ints[%c24] : (i32, memref<?xi32>) -> i32
+        %a9 = memref.generic_atomic_rmw %ints[%c25] : memref<?xi32> {
+        ^bb0(%current: i32):
+          %square = arith.muli %v, %v : i32
+          %sum = arith.addi %current, %square : i32
+          memref.atomic_yield %sum : i32
+        }
+        %g_i32 = arith.index_cast %g : index to i32
+        %mine = arith.addi %g_i32, %one : i32
+        %swapped = memref.atomic_rmw assign %mine, %ints[%c26] : (i32, memref<?xi32>) -> i32
+        %after_n = arith.addi %g, %n : index
+        memref.store %swapped, %olds[%after_n] : memref<?xi32>
+        %vf = arith.sitofp %v : i32 to f32
+        %f = arith.mulf %vf, %quarter : f32
+        %f0 = memref.atomic_rmw addf %f, %floats[%c0] : (f32, memref<?xf32>) -> f32
+        %f1 = memref.atomic_rmw maximumf %f, %floats[%c1] : (f32, memref<?xf32>) -> f32
+        %f2 = memref.atomic_rmw minimumf %f, %floats[%c2] : (f32, memref<?xf32>) -> f32
+        %f3 = memref.atomic_rmw maxnumf %f, %floats[%c3] : (f32, memref<?xf32>) -> f32
+        %f4 = memref.atomic_rmw minnumf %f, %floats[%c4] : (f32, memref<?xf32>) -> f32
+      }
+      gpu.barrier
+      scf.if %first_bins {
+        %count = memref.load %bins[%t] : memref<16xi32, #gpu.address_space<workgroup>>
+        %total = memref.atomic_rmw addi %count, %ints[%t] : (i32, memref<?xi32>) -> i32
+      }
+      gpu.return
+    }
   }
 }

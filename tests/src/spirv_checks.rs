@@ -378,3 +378,118 @@ pub fn check_reductions(device: &Device) -> Result<()> {
     }
     Ok(())
 }
+
+/// `atomics`: every `memref.atomic_rmw` kind the LLVM targets lower too and a generic atomic,
+/// on global and workgroup memory, over 1000 values in blocks of 64. Besides the folded results
+/// (against plain Rust), the values the atomics returned prove each was one indivisible step:
+/// in each block, the tickets of one workgroup bin are 0, 1, 2, … (no two threads read the same
+/// count), and the exchanged values are the initial one and every thread's, each once.
+pub fn check_atomics(device: &Device) -> Result<()> {
+    let n = 1000usize;
+    let values: Vec<i32> = (0..n)
+        .map(|g| ((g as i64 * 7919) % 2001) as i32 - 1000)
+        .collect();
+    let mut ints = vec![0i32; 27];
+    ints[17] = -1;
+    ints[20] = i32::MIN;
+    ints[21] = i32::MAX;
+    ints[23] = -1;
+    ints[24] = 1;
+    ints[26] = 12345;
+    let floats0 = [
+        0.0f32,
+        f32::NEG_INFINITY,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::INFINITY,
+    ];
+    let input = DeviceBuffer::from_slice(device, &values)?;
+    let d_ints = DeviceBuffer::from_slice(device, &ints)?;
+    let d_floats = DeviceBuffer::from_slice(device, &floats0)?;
+    let olds = DeviceBuffer::from_slice(device, &vec![-7i32; 2 * n])?;
+    // SAFETY: thread g < n reads in[g] and writes olds[g] and olds[n + g]; the atomics reach
+    // ints[0..27] and floats[0..5]; every buffer holds that.
+    unsafe {
+        vk::atomics(
+            device,
+            &LaunchConfig::for_elements(n, 64),
+            &input,
+            &d_ints,
+            &d_floats,
+            &olds,
+            n,
+        )?
+    };
+    let (got, got_floats, got_olds) = (d_ints.to_vec()?, d_floats.to_vec()?, olds.to_vec()?);
+    let mut want = ints.clone();
+    for &v in &values {
+        want[(v & 15) as usize] += 1;
+        want[16] = want[16].wrapping_add(v);
+        want[17] &= v;
+        want[18] |= v;
+        want[19] ^= v;
+        want[20] = want[20].max(v);
+        want[21] = want[21].min(v);
+        want[22] = (want[22] as u32).max(v as u32) as i32;
+        want[23] = (want[23] as u32).min(v as u32) as i32;
+        want[24] = want[24].wrapping_mul(v | 1);
+        want[25] = want[25].wrapping_add(v.wrapping_mul(v));
+    }
+    want[26] = got[26];
+    assert_eq!(got, want, "ints on {}", device.name());
+    let quarters: Vec<f32> = values.iter().map(|&v| v as f32 * 0.25).collect();
+    let max = quarters.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let min = quarters.iter().copied().fold(f32::INFINITY, f32::min);
+    let want_floats = [quarters.iter().sum::<f32>(), max, min, max, min];
+    assert_eq!(got_floats, want_floats, "floats on {}", device.name());
+    for (block, chunk) in values.chunks(64).enumerate() {
+        for bin in 0..16 {
+            let mut tickets: Vec<i32> = (0..chunk.len())
+                .filter(|&t| chunk[t] & 15 == bin)
+                .map(|t| got_olds[64 * block + t])
+                .collect();
+            tickets.sort_unstable();
+            let count = tickets.len() as i32;
+            assert_eq!(
+                tickets,
+                (0..count).collect::<Vec<_>>(),
+                "block {block}, bin {bin}"
+            );
+        }
+    }
+    let mut exchanged: Vec<i32> = got_olds[n..].to_vec();
+    exchanged.push(got[26]);
+    exchanged.sort_unstable();
+    let mut all: Vec<i32> = (1..=n as i32).collect();
+    all.push(12345);
+    all.sort_unstable();
+    assert_eq!(exchanged, all, "exchanges on {}", device.name());
+    Ok(())
+}
+
+/// `float_products` (`kernels/spirv_atomics.mlir`): a float product and a generic atomic on
+/// floats over 1000 threads, against plain Rust: the product exactly; the generic atomic's sum
+/// by its invariants (it depends on the order the threads come in): at least every thread's
+/// g / 8, at most the sum of them all, and a sum of distinct eighths.
+pub fn check_float_products(device: &Device) -> Result<()> {
+    let n = 1000usize;
+    let out = DeviceBuffer::from_slice(device, &[1.0f32, 0.0])?;
+    // SAFETY: the kernel's atomics reach out[0] and out[1]; the buffer holds two floats.
+    unsafe {
+        crate::spirv_atomics::float_products(device, &LaunchConfig::for_elements(n, 64), &out, n)?
+    };
+    let got = out.to_vec()?;
+    let negatives = (0..n).filter(|g| g % 7 == 0).count() as i32;
+    let doublings = (0..n).filter(|g| g % 97 == 0).count() as i32;
+    let product = (-1f32).powi(negatives) * 2f32.powi(doublings);
+    assert_eq!(got[0], product, "product on {}", device.name());
+    let largest = (n - 1) as f32 / 8.0;
+    let everything: f32 = (0..n).map(|g| g as f32 / 8.0).sum();
+    assert!(
+        got[1] >= largest && got[1] <= everything && (got[1] * 8.0).fract() == 0.0,
+        "generic atomic on {}: {} (at least {largest}, at most {everything})",
+        device.name(),
+        got[1]
+    );
+    Ok(())
+}

@@ -155,7 +155,7 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/assert.mlir",
         Vendor::Amdgpu,
         "for amdgpu (gfx90a) failed",
-    ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA, atomics,
+    ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA,
     // clusters), LLVM dialect kernels, an assertion, and a shuffle at SPIR-V 1.0 (it needs 1.3): OpenCL.
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
@@ -191,11 +191,6 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/assert.mlir",
         Vendor::OpenCl,
         "`cf.assert` is a nvptx/amdgpu/host/vulkan operation and cannot be compiled for opencl",
-    ),
-    (
-        "CUDA/concurrent-kernels.mlir",
-        Vendor::OpenCl,
-        "`memref.atomic_rmw` cannot be lowered for opencl",
     ),
     (
         "CUDA/dump-ptx.mlir",

@@ -20,6 +20,20 @@ fn scale() {
 }
 
 #[test]
+fn every_atomic_kind_on_global_and_workgroup_memory() {
+    on_opencl_and_host(spirv_checks::check_atomics);
+}
+
+/// Float atomics the LLVM targets refuse (a product, a generic atomic): OpenCL only.
+#[test]
+fn float_products_and_generic_float_atomics() {
+    for device in gpu_tests::opencl_devices() {
+        spirv_checks::check_float_products(&device)
+            .unwrap_or_else(|e| panic!("on {}: {e}", device.name()));
+    }
+}
+
+#[test]
 fn a_kernel_without_a_known_block_size_runs_at_the_launchs_block_size() {
     on_opencl_and_host(spirv_checks::check_any_block);
 }

@@ -36,6 +36,22 @@ fn scale() {
 }
 
 #[test]
+fn every_atomic_kind_on_global_and_workgroup_memory() {
+    on_vulkan_and_host(spirv_checks::check_atomics);
+}
+
+/// Float atomics the LLVM targets refuse (a product, a generic atomic): Vulkan only.
+#[test]
+fn float_products_and_generic_float_atomics() {
+    for device in gpu_tests::vulkan_devices() {
+        spirv_checks::check_float_products(&device)
+            .unwrap_or_else(|e| panic!("on {}: {e}", device.name()));
+        let messages = gpu_embed::take_vulkan_validation_messages();
+        assert!(messages.is_empty(), "validation layer: {messages:#?}");
+    }
+}
+
+#[test]
 fn a_kernel_without_a_known_block_size_runs_at_the_launchs_block_size() {
     on_vulkan_and_host(spirv_checks::check_any_block);
 }

@@ -3,7 +3,8 @@
 //! caps=Addresses,Int64,Kernel}`, `convert-gpu-to-spirv{use-64bit-index=true}`,
 //! `spirv-lower-abi-attrs`, `spirv-update-vce`, `gpu-module-to-binary`), with the entry-point
 //! attribute they write by hand supplied here, and a memref's dynamic sizes past the first (or
-//! read by `memref.dim`) passed as hidden arguments, as on Vulkan (`support/memref_sizes.rs`).
+//! read by `memref.dim`) passed as hidden arguments, as on Vulkan (`support/memref_sizes.rs`),
+//! and atomics lowered as on Vulkan (`support/atomics.rs`).
 //! Unlike Vulkan, the workgroup size stays a launch parameter (no `LocalSize`), so
 //! `known_block_size` is a promise, not a requirement.
 
@@ -11,6 +12,7 @@ use super::abi::arguments;
 use crate::error::Result;
 use crate::targets::interface::Compiled;
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
+use crate::targets::support::atomics::{finish_atomics, mark_atomics};
 use crate::targets::support::memref_sizes::pass_sizes;
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
@@ -66,6 +68,12 @@ pub(super) fn serialize(
         facts.push((name, alloc_bytes(&function), hidden));
     }
     drop_uniform_flags(&module);
+    mark_atomics(
+        context,
+        &module,
+        "opencl",
+        locations.first().map_or("", String::as_str),
+    )?;
 
     run(
         context,
@@ -79,6 +87,7 @@ pub(super) fn serialize(
     let spirv_module = move_into_gpu_module(&module)?;
     // SAFETY: a live op of `module`.
     let spirv = unsafe { OperationRef::from_raw(spirv_module) };
+    finish_atomics(context, &spirv)?;
     let mut entries = Vec::new();
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.

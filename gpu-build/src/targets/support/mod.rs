@@ -5,6 +5,7 @@
 //! tools is `crate::toolkit`, below the target interface).
 
 pub(crate) mod all_reduce;
+pub(crate) mod atomics;
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;

@@ -13,7 +13,8 @@
 //!    `i1` arguments as i32 (`abi.rs`), hidden size arguments (`support/memref_sizes.rs`), the log
 //!    buffer of printf and assert (`log.rs`), shuffles at any width (`shuffle.rs`). A
 //!    `uniform` subgroup reduction loses the flag (the conversion takes only the general form);
-//!    f64 math GLSL lacks is implemented (`f64_math.rs`).
+//!    f64 math GLSL lacks is implemented (`f64_math.rs`); atomics are marked for their own
+//!    lowering (`support/atomics.rs`), finished after the conversion.
 //! 3. `convert-gpu-to-spirv` (32-bit `index`), the `spirv.module` moved into the gpu.module
 //!    (the conversion leaves it beside; `gpu-module-to-binary` looks inside),
 //!    `spirv-lower-abi-attrs` and `spirv-update-vce` (which keeps only the capabilities used),
@@ -30,6 +31,7 @@ use super::workgroup_size::specializable;
 use crate::error::Result;
 use crate::targets::interface::Compiled;
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
+use crate::targets::support::atomics::{finish_atomics, mark_atomics};
 use crate::targets::support::memref_sizes::{pass_sizes, HiddenSize};
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::spirv::{
@@ -137,6 +139,7 @@ pub(super) fn serialize(
     }
     drop_uniform_flags(&module);
     implement_f64_math(context, &module)?;
+    mark_atomics(context, &module, "vulkan", file)?;
 
     // 3b. The rest of the conversion.
     run(
@@ -149,6 +152,7 @@ pub(super) fn serialize(
     let spirv_module = move_into_gpu_module(&module)?;
     // SAFETY: a live op of `module`.
     let spirv = unsafe { OperationRef::from_raw(spirv_module) };
+    finish_atomics(context, &spirv)?;
     let mut entries = Vec::new();
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.
