@@ -298,6 +298,7 @@ mod tests {
             kernels: vec![targets::opencl::OpenClKernel {
                 name: "k".into(),
                 workgroup_memory: 0,
+                max_block_threads: None,
                 arguments: vec![OpenClArgument {
                     param: 3,
                     kind: OpenClArgumentKind::Scalar { bytes: 4 },

@@ -29,7 +29,7 @@ gpu_embed::include_gpu_binary!(
     targets = [vulkan, opencl("spirv1.3"), nvptx(sm_80, sm_90), host]
 );
 // What only the Vulkan target among the SPIR-V ones runs: gpu.printf and cf.assert through its
-// log buffer, shuffles narrower than the subgroup (`tests/runtime/vulkan.rs`).
+// log buffer (`tests/runtime/vulkan.rs`).
 gpu_embed::include_gpu_binary!("kernels/vulkan_extras.mlir", targets = [vulkan, host]);
 // f64 math GLSL lacks, implemented by the Vulkan target (`tests/runtime/vulkan.rs`).
 gpu_embed::include_gpu_binary!(

@@ -493,3 +493,56 @@ pub fn check_float_products(device: &Device) -> Result<()> {
     );
     Ok(())
 }
+
+/// `shuffle_sum`: sums over 32 lanes by `xor` shuffles, in blocks of 64. lavapipe's subgroups
+/// are 8 wide: the 32-lane shuffles go through workgroup memory there, and through the
+/// subgroup's own shuffle where subgroups have 32 lanes or more.
+pub fn check_shuffle_sum(device: &Device) -> Result<()> {
+    let n = 128;
+    let data: Vec<i32> = (0..n).map(|i| (i * 7 % 19) as i32 - 9).collect();
+    let x = DeviceBuffer::from_slice(device, &data)?;
+    let out = DeviceBuffer::<i32>::alloc(device, n)?;
+    // SAFETY: thread i reads x[i] and writes out[i]; both hold n = 2 * 64 elements.
+    unsafe { vk::shuffle_sum(device, &LaunchConfig::for_elements(n, 64), &x, &out)? };
+    let want: Vec<i32> = (0..n)
+        .map(|i| data[i / 32 * 32..][..32].iter().sum())
+        .collect();
+    assert_eq!(out.to_vec()?, want, "on {}", device.name());
+    Ok(())
+}
+
+/// `shuffle_modes`: blocks of 4 threads, shuffles of width 4: every lane takes part (MLIR's
+/// rule: the first `width` lanes). On the host the `up` column is not compared: the host
+/// follows MLIR's NVVM lowering, which for a width below 32 lets `up` read only from lanes
+/// 32 - width and above.
+pub fn check_shuffle_modes(device: &Device) -> Result<()> {
+    let n = 64;
+    let data: Vec<i32> = (0..n as i32).map(|i| i * 3 + 1).collect();
+    let x = DeviceBuffer::from_slice(device, &data)?;
+    let out = DeviceBuffer::<i32>::alloc(device, 4 * n)?;
+    // SAFETY: thread i reads x[i] and writes out[4i..4i+4]; the buffers hold that.
+    unsafe {
+        crate::vk_shuffle::shuffle_modes(device, &LaunchConfig::for_elements(n, 4), &x, &out)?
+    };
+    let got = out.to_vec()?;
+    let host = device.vendor() == gpu_embed::Vendor::Host;
+    for i in 0..n {
+        let (lane, segment) = (i % 4, i - i % 4);
+        let at = |lane: usize| data[segment + lane];
+        let up = if lane >= 1 { at(lane - 1) } else { -1000 };
+        let down = if lane + 1 < 4 { at(lane + 1) } else { -1000 };
+        let want = [
+            at(lane ^ 1),
+            if host { got[4 * i + 1] } else { up },
+            down,
+            at(1),
+        ];
+        assert_eq!(
+            got[4 * i..4 * i + 4],
+            want,
+            "thread {i} on {}",
+            device.name()
+        );
+    }
+    Ok(())
+}

@@ -126,8 +126,9 @@ const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
 /// an OpenCL device that takes SPIR-V: all four SYCL and all four LevelZero programs, and of the
 /// others those the opencl target builds (`gpu.all_reduce` through workgroup memory,
 /// `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic memref gets its sizes at
-/// launch, `targets/support/memref_sizes.rs`). The rest of `UPSTREAM_ON_THE_HOST` need
-/// `gpu.shuffle` at width 32, `cf.assert` or NVIDIA's MMA.
+/// launch, `targets/support/memref_sizes.rs`; `shuffle`'s branches structured and its shuffles
+/// at any width, `targets/support/{structured,shuffle}.rs`). The rest of `UPSTREAM_ON_THE_HOST`
+/// need `cf.assert` or NVIDIA's MMA.
 const UPSTREAM_ON_OPENCL: &[&str] = &[
     "SYCL/gpu-addf32-to-spirv.mlir",
     "SYCL/gpu-addi64-to-spirv.mlir",
@@ -149,6 +150,7 @@ const UPSTREAM_ON_OPENCL: &[&str] = &[
     "CUDA/async.mlir",
     "CUDA/gpu-to-cubin.mlir",
     "CUDA/printf.mlir",
+    "CUDA/shuffle.mlir",
     "CUDA/two-modules.mlir",
     "ROCM/gpu-to-hsaco.mlir",
     "ROCM/printf.mlir",

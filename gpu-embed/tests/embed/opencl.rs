@@ -42,6 +42,7 @@ fn vadd_abi() -> OpenClAbi {
     let kernel = |name: &str| OpenClKernel {
         name: name.into(),
         workgroup_memory: 0,
+        max_block_threads: None,
         arguments: arguments.clone(),
     };
     OpenClAbi {

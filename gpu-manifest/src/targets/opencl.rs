@@ -28,6 +28,10 @@ pub struct OpenClKernel {
     pub name: String,
     /// Workgroup (shared) memory the kernel declares, in bytes.
     pub workgroup_memory: u64,
+    /// The most threads a block may have (the kernel's shuffles that go through workgroup
+    /// memory have a slot per thread up to this). `None`: what the device allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_block_threads: Option<u32>,
     /// One per source argument, in order, then one per hidden size.
     pub arguments: Vec<OpenClArgument>,
 }

@@ -156,7 +156,7 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         Vendor::Amdgpu,
         "for amdgpu (gfx90a) failed",
     ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA,
-    // clusters), LLVM dialect kernels, an assertion, and a shuffle at SPIR-V 1.0 (it needs 1.3): OpenCL.
+    // clusters), LLVM dialect kernels with NVVM intrinsics, and an assertion: OpenCL.
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
         Vendor::OpenCl,
@@ -196,11 +196,6 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/dump-ptx.mlir",
         Vendor::OpenCl,
         "`llvm.func` cannot be lowered for opencl",
-    ),
-    (
-        "CUDA/shuffle.mlir",
-        Vendor::OpenCl,
-        "`gpu.shuffle` cannot be lowered for opencl",
     ),
     (
         "CUDA/sm90/cga_cluster.mlir",

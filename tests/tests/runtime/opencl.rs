@@ -20,6 +20,16 @@ fn scale() {
 }
 
 #[test]
+fn shuffles_of_32_lanes_run_on_subgroups_of_any_width() {
+    on_opencl_and_host(spirv_checks::check_shuffle_sum);
+}
+
+#[test]
+fn shuffles_of_every_mode_narrower_than_the_subgroup() {
+    on_opencl_and_host(spirv_checks::check_shuffle_modes);
+}
+
+#[test]
 fn every_atomic_kind_on_global_and_workgroup_memory() {
     on_opencl_and_host(spirv_checks::check_atomics);
 }

@@ -116,6 +116,7 @@ pub(super) fn serialize(
             .map(|(kernel, arguments)| OpenClKernel {
                 name: kernel.name.clone(),
                 workgroup_memory: 0,
+                max_block_threads: None,
                 arguments,
             })
             .collect(),

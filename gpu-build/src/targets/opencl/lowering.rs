@@ -4,7 +4,8 @@
 //! `spirv-lower-abi-attrs`, `spirv-update-vce`, `gpu-module-to-binary`), with the entry-point
 //! attribute they write by hand supplied here, and a memref's dynamic sizes past the first (or
 //! read by `memref.dim`) passed as hidden arguments, as on Vulkan (`support/memref_sizes.rs`),
-//! and atomics lowered as on Vulkan (`support/atomics.rs`).
+//! unstructured control flow structured, and atomics and shuffles at any width lowered as on Vulkan (`support/atomics.rs`,
+//! `support/shuffle.rs`).
 //! Unlike Vulkan, the workgroup size stays a launch parameter (no `LocalSize`), so
 //! `known_block_size` is a promise, not a requirement.
 
@@ -15,11 +16,14 @@ use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::atomics::{finish_atomics, mark_atomics};
 use crate::targets::support::memref_sizes::pass_sizes;
 use crate::targets::support::mlir::symbol_name;
+use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
-    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, location_of, move_into_gpu_module, run, serialize as serialize_module,
-    set_environment, spirv_function, spirv_function_type, spirv_object,
+    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
+    has_subgroup_operations, keep_version, kernel_functions, location_of, move_into_gpu_module,
+    run, serialize as serialize_module, set_environment, spirv_function, spirv_function_type,
+    spirv_object,
 };
+use crate::targets::support::structured::structure_control_flow;
 use gpu_manifest::targets::opencl::{OpenClAbi, OpenClKernel};
 use gpu_manifest::Kernel;
 use melior::ir::attribute::Attribute;
@@ -48,10 +52,12 @@ pub(super) fn serialize(
     );
     let mut module = copy_for_spirv(context, gpu_module, &format!("[{environment}]"))?;
     set_environment(context, &module, &environment)?;
+    structure_control_flow(context, &mut module)?;
     all_reduce_for_spirv(context, &module);
     let entry_point = Attribute::parse(context, "#spirv.entry_point_abi<>")
         .ok_or_else(|| failed("making the entry point attribute"))?;
-    // Each kernel's name, workgroup memory and hidden sizes.
+    let subgroups = has_subgroup_operations(spirv_version);
+    // Each kernel's name, workgroup memory, hidden sizes and whether it shuffles.
     let mut facts = Vec::new();
     for raw in kernel_functions(&module) {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
@@ -65,7 +71,8 @@ pub(super) fn serialize(
         let name = symbol_name(&function).unwrap_or_default();
         let location = location_of(kernels, locations, &name);
         let hidden = pass_sizes(context, &mut function, location)?;
-        facts.push((name, alloc_bytes(&function), hidden));
+        let shuffles = shuffle_anywhere(context, &mut function, subgroups)?;
+        facts.push((name, alloc_bytes(&function), hidden, shuffles));
     }
     drop_uniform_flags(&module);
     mark_atomics(
@@ -92,13 +99,14 @@ pub(super) fn serialize(
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.
         let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
-        let (_, workgroup_memory, hidden) = facts
+        let (_, workgroup_memory, hidden, shuffles) = facts
             .iter()
             .find(|(name, ..)| *name == kernel.name)
             .ok_or_else(|| failed(&format!("finding kernel `{}`", kernel.name)))?;
         entries.push(OpenClKernel {
             name: kernel.name.clone(),
             workgroup_memory: *workgroup_memory,
+            max_block_threads: shuffles.then_some(SLOTS),
             arguments: arguments(kernel, spirv_function_type(&function)?, hidden)?,
         });
     }

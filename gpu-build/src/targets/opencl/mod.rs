@@ -113,11 +113,6 @@ impl Target for OpenCl {
                          build the module for `spirv1.3` or later (`targets = [opencl(spirv1.3)]`); \
                          MLIR 22 converts add, mul, min and max of scalar integers and floats"
                     }
-                    "gpu.shuffle" => {
-                        "SPIR-V has subgroup shuffles from version 1.3: build the module for `spirv1.3` \
-                         or later; MLIR 22 lowers only `gpu.shuffle xor` and `idx` of 32-bit values \
-                         with a constant width of 32 (the subgroup size the kernel then assumes)"
-                    }
                     op if op.starts_with("math.") => {
                         "MLIR 22 has no OpenCL SPIR-V instruction for this math function on this type; \
                          compute it in f32, or build this module only for the other targets"

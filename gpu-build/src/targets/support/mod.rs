@@ -13,4 +13,6 @@ pub(crate) mod memref_sizes;
 pub(crate) mod mlir;
 pub(crate) mod nvvm;
 pub(crate) mod object_steps;
+pub(crate) mod shuffle;
 pub(crate) mod spirv;
+pub(crate) mod structured;

@@ -292,6 +292,12 @@ pub(crate) fn check_entry_point_abis(
     Ok(())
 }
 
+/// Whether a module of `spirv_version` (`v1.3`) may use subgroup operations
+/// (`OpGroupNonUniform*`, from SPIR-V 1.3).
+pub(crate) fn has_subgroup_operations(spirv_version: &str) -> bool {
+    numbers(spirv_version).as_slice() >= [1, 3].as_slice()
+}
+
 /// The unsigned numbers in `text`, in order (`array<i32: 256, 1, 1>` → 256, 1, 1).
 pub(crate) fn numbers(text: &str) -> Vec<u64> {
     text.split(|c: char| !c.is_ascii_digit())

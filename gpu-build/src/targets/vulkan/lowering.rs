@@ -5,13 +5,13 @@
 //! 1. The copy (numeric workgroup memory spaces, one `#spirv.target_env` with every capability
 //!    and extension this target allows) keeps only the kernels asked for; LLVM-dialect kernels
 //!    become `gpu.func`s (`llvm_kernels.rs`); unstructured control flow is structured
-//!    (`structured.rs`); f32 math becomes GLSL's (`convert-math-to-spirv`, first, so that the
+//!    (`support/structured.rs`); f32 math becomes GLSL's (`convert-math-to-spirv`, first, so that the
 //!    rewrites below may use SPIR-V ops); `gpu.all_reduce` goes through workgroup memory.
 //! 2. Per kernel: `spirv.entry_point_abi` (a workgroup size only from `known_block_size`;
 //!    otherwise `workgroup_size.rs` makes it specialization constants after serialization),
 //!    subgroup MMA emulated (`mma.rs`), workgroup attributions as `memref.alloc`s in space 3,
 //!    `i1` arguments as i32 (`abi.rs`), hidden size arguments (`support/memref_sizes.rs`), the log
-//!    buffer of printf and assert (`log.rs`), shuffles at any width (`shuffle.rs`). A
+//!    buffer of printf and assert (`log.rs`), shuffles at any width (`support/shuffle.rs`). A
 //!    `uniform` subgroup reduction loses the flag (the conversion takes only the general form);
 //!    f64 math GLSL lacks is implemented (`f64_math.rs`); atomics are marked for their own
 //!    lowering (`support/atomics.rs`), finished after the conversion.
@@ -25,8 +25,6 @@ use super::f64_math::implement_f64_math;
 use super::llvm_kernels::raise_llvm_kernels;
 use super::log::write_log;
 use super::mma::emulate_mma;
-use super::shuffle::{shuffle_anywhere, SLOTS};
-use super::structured::structure_control_flow;
 use super::workgroup_size::specializable;
 use crate::error::Result;
 use crate::targets::interface::Compiled;
@@ -34,11 +32,13 @@ use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::atomics::{finish_atomics, mark_atomics};
 use crate::targets::support::memref_sizes::{pass_sizes, HiddenSize};
 use crate::targets::support::mlir::symbol_name;
+use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
-    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed, keep_version,
-    kernel_functions, location_of, move_into_gpu_module, numbers, ops_named, run, scalar_bits,
-    spirv_function, spirv_function_type, spirv_object,
+    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
+    has_subgroup_operations, keep_version, kernel_functions, location_of, move_into_gpu_module,
+    numbers, ops_named, run, scalar_bits, spirv_function, spirv_function_type, spirv_object,
 };
+use crate::targets::support::structured::structure_control_flow;
 use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanKernel, VulkanLogEntry};
 use gpu_manifest::Kernel;
 use melior::ir::attribute::Attribute;
@@ -48,7 +48,7 @@ use melior::ir::{Module, OperationRef};
 use melior::Context;
 
 /// The target's `subgroup_size` resource limit (NVIDIA's warp). Nothing depends on it:
-/// `shuffle.rs` lowers every `gpu.shuffle` for the device's own subgroup size.
+/// `support/shuffle.rs` lowers every `gpu.shuffle` for the device's own subgroup size.
 const SUBGROUP_SIZE: u32 = 32;
 
 /// What the rewrites of one kernel decided, for its manifest entry.
@@ -60,7 +60,7 @@ struct KernelFacts {
     hidden: Vec<HiddenSize>,
     /// Its log records (`log.rs`).
     log: Vec<VulkanLogEntry>,
-    /// Whether it shuffles (`shuffle.rs`: its blocks have at most `SLOTS` threads).
+    /// Whether it shuffles (`support/shuffle.rs`: its blocks have at most `SLOTS` threads).
     shuffles: bool,
 }
 
@@ -114,6 +114,7 @@ pub(super) fn serialize(
         "converting math to SPIR-V",
     )?;
     all_reduce_for_spirv(context, &module);
+    let subgroups = has_subgroup_operations(spirv_version);
     let mut facts = Vec::new();
     for raw in kernel_functions(&module) {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
@@ -128,7 +129,7 @@ pub(super) fn serialize(
         bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;
         let log = write_log(context, &mut function, &name)?;
-        let shuffles = shuffle_anywhere(context, &mut function)?;
+        let shuffles = shuffle_anywhere(context, &mut function, subgroups)?;
         facts.push(KernelFacts {
             workgroup_memory: alloc_bytes(&function),
             name,

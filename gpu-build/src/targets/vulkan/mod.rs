@@ -17,8 +17,6 @@ mod llvm_kernels;
 mod log;
 mod lowering;
 mod mma;
-mod shuffle;
-mod structured;
 mod workgroup_size;
 
 use crate::error::Result;

@@ -307,7 +307,9 @@ impl Driver for OpenCl {
     ) -> Result<KernelAttributes> {
         let function = program::function_of(function)?;
         Ok(KernelAttributes {
-            max_threads_per_block: function.work_group_size,
+            max_threads_per_block: function
+                .work_group_size
+                .min(function.table.max_block_threads.unwrap_or(u32::MAX)),
             static_shared_bytes: function.local_bytes.max(function.table.workgroup_memory),
             local_bytes_per_thread: function.private_bytes,
             registers: None,

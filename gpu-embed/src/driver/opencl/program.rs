@@ -390,6 +390,16 @@ pub(super) unsafe fn launch(
             )));
         }
     }
+    if let Some(most) = function
+        .table
+        .max_block_threads
+        .filter(|&most| threads > u64::from(most))
+    {
+        return Err(invalid(format!(
+            "kernel `{name}`: a block of {threads} threads; its shuffles go through workgroup \
+             memory with a slot for each of at most {most} threads"
+        )));
+    }
     if threads == 0 || threads > u64::from(function.work_group_size) {
         return Err(invalid(format!(
             "kernel `{name}`: a block of {block:?} ({threads} threads); {} runs 1 to {} threads \

@@ -1,10 +1,12 @@
-//! `gpu.shuffle` at any width on any subgroup size (issue 39). MLIR 22 lowers a shuffle to SPIR-V
-//! only when its width is a constant equal to the target's subgroup size, which a Vulkan object
-//! cannot know (lavapipe's subgroups are 8 wide, NVIDIA's 32, AMD's 32 or 64). So each shuffle
-//! of the Vulkan copy becomes, with its lanes numbered within segments of `width`:
+//! `gpu.shuffle` at any width on any subgroup size, for both SPIR-V targets. MLIR 22 lowers a
+//! shuffle to SPIR-V only when its width is a constant equal to the target's subgroup size,
+//! which a SPIR-V object cannot know (lavapipe's subgroups are 8 wide, NVIDIA's 32, AMD's 32 or
+//! 64, Intel's 8 to 32), and not below SPIR-V 1.3. So each shuffle of the SPIR-V copy becomes,
+//! with its lanes numbered within segments of `width`:
 //!
 //! - where `width` is at most the device's subgroup size (`gpu.subgroup_size`, the same for the
-//!   whole block): SPIR-V's `OpGroupNonUniformShuffle` from the source lane of its segment;
+//!   whole block) and the module is SPIR-V 1.3 or later: SPIR-V's `OpGroupNonUniformShuffle`
+//!   from the source lane of its segment;
 //! - otherwise, through workgroup memory: every thread of the block stores its value in its
 //!   slot (its linear index in the block), a barrier, a load from the source's slot, a barrier.
 //!   The whole block must reach such a shuffle (as every thread of a warp must reach a CUDA
@@ -17,22 +19,24 @@
 //! `width`). (MLIR's own NVVM lowering, which the host target follows, clamps `up` at lane
 //! 32 − width instead when `width` is below 32.)
 
+use super::mlir::splice_text;
+use super::spirv::{failed, ops_named};
 use crate::error::Result;
-use crate::targets::support::mlir::splice_text;
-use crate::targets::support::spirv::{failed, ops_named};
 use melior::ir::operation::{OperationLike, OperationRef, OperationRefMut};
 use melior::ir::{BlockLike, RegionLike, Type, Value, ValueLike};
 use melior::Context;
 use std::collections::HashMap;
 
 /// Threads a block of a kernel that shuffles through workgroup memory may have.
-pub(super) const SLOTS: u32 = 1024;
+pub(crate) const SLOTS: u32 = 1024;
 
-/// Rewrites every `gpu.shuffle` of `function` (a `gpu.func` of the Vulkan copy, after
-/// `convert-math-to-spirv`: the text uses a SPIR-V op); returns whether there was one.
-pub(super) fn shuffle_anywhere<'c>(
+/// Rewrites every `gpu.shuffle` of `function` (a `gpu.func` of a SPIR-V copy; the text uses a
+/// SPIR-V op, which `convert-math-to-spirv` would refuse after it), with subgroup shuffles
+/// where `subgroups` (SPIR-V 1.3 or later); returns whether there was one.
+pub(crate) fn shuffle_anywhere<'c>(
     context: &'c Context,
     function: &mut OperationRefMut<'c, '_>,
+    subgroups: bool,
 ) -> Result<bool> {
     let shuffles = ops_named(function, "gpu.shuffle");
     if shuffles.is_empty() {
@@ -83,7 +87,7 @@ pub(super) fn shuffle_anywhere<'c>(
                 array
             }
         };
-        let text = shuffle_text(mode, &ty, &slot_type);
+        let text = shuffle_text(mode, &ty, &slot_type, subgroups);
         let arguments = [
             value,
             op.operand(1).map_err(|_| failed("reading a shuffle"))?,
@@ -106,8 +110,8 @@ pub(super) fn shuffle_anywhere<'c>(
 }
 
 /// A shuffle of `mode` on values of `ty`, as a function of (value, offset, width, slots)
-/// returning (result, valid).
-fn shuffle_text(mode: &str, ty: &str, slots: &str) -> String {
+/// returning (result, valid); through workgroup memory only unless `subgroups`.
+fn shuffle_text(mode: &str, ty: &str, slots: &str, subgroups: bool) -> String {
     let target = match mode {
         "xor" => "%target = arith.xori %lane, %offset : i32",
         "up" => "%target = arith.subi %lane, %offset : i32",
@@ -117,6 +121,43 @@ fn shuffle_text(mode: &str, ty: &str, slots: &str) -> String {
     let valid = match mode {
         "up" => "%valid = arith.cmpi uge, %lane, %offset : i32",
         _ => "%valid = arith.cmpi ult, %target, %width : i32",
+    };
+    // The shuffle through workgroup memory, its result named `result`, its lines indented by
+    // `indent`.
+    let through_memory = |result: &str, indent: &str| {
+        format!(
+            "%mine = arith.index_cast %linear : i32 to index
+{indent}memref.store %value, %slots[%mine] : {slots}
+{indent}gpu.barrier
+{indent}%theirs = arith.index_cast %source : i32 to index
+{indent}{result} = memref.load %slots[%theirs] : {slots}
+{indent}gpu.barrier"
+        )
+    };
+    // Where the lanes are numbered (in the subgroup, or the block), and the shuffle.
+    let (native, position, shuffled) = if subgroups {
+        (
+            "%subgroup_index = gpu.subgroup_size : index
+  %subgroup = arith.index_cast %subgroup_index : index to i32
+  %native = arith.cmpi ule, %width, %subgroup : i32
+  %lane_index = gpu.lane_id
+  %lane_in_subgroup = arith.index_cast %lane_index : index to i32
+  %position = arith.select %native, %lane_in_subgroup, %linear : i32"
+                .to_string(),
+            "%position",
+            format!(
+                "%shuffled = scf.if %native -> ({ty}) {{
+    %r = spirv.GroupNonUniformShuffle <Subgroup> %value, %source : {ty}, i32
+    scf.yield %r : {ty}
+  }} else {{
+    {}
+    scf.yield %r : {ty}
+  }}",
+                through_memory("%r", "    ")
+            ),
+        )
+    } else {
+        (String::new(), "%linear", through_memory("%shuffled", "  "))
     };
     format!(
         r#"func.func @f(%value: {ty}, %offset: i32, %width: i32, %slots: {slots}) -> ({ty}, i1) {{
@@ -131,30 +172,14 @@ fn shuffle_text(mode: &str, ty: &str, slots: &str) -> String {
   %rowx = arith.muli %row, %bx : index
   %linear_index = arith.addi %rowx, %tx : index
   %linear = arith.index_cast %linear_index : index to i32
-  %subgroup_index = gpu.subgroup_size : index
-  %subgroup = arith.index_cast %subgroup_index : index to i32
-  %native = arith.cmpi ule, %width, %subgroup : i32
-  %lane_index = gpu.lane_id
-  %lane_in_subgroup = arith.index_cast %lane_index : index to i32
-  %position = arith.select %native, %lane_in_subgroup, %linear : i32
-  %lane = arith.remui %position, %width : i32
-  %segment = arith.subi %position, %lane : i32
+  {native}
+  %lane = arith.remui {position}, %width : i32
+  %segment = arith.subi {position}, %lane : i32
   {target}
   {valid}
   %kept = arith.select %valid, %target, %lane : i32
   %source = arith.addi %segment, %kept : i32
-  %shuffled = scf.if %native -> ({ty}) {{
-    %r = spirv.GroupNonUniformShuffle <Subgroup> %value, %source : {ty}, i32
-    scf.yield %r : {ty}
-  }} else {{
-    %mine = arith.index_cast %linear : i32 to index
-    memref.store %value, %slots[%mine] : {slots}
-    gpu.barrier
-    %theirs = arith.index_cast %source : i32 to index
-    %r = memref.load %slots[%theirs] : {slots}
-    gpu.barrier
-    scf.yield %r : {ty}
-  }}
+  {shuffled}
   %result = arith.select %valid, %shuffled, %value : {ty}
   return %result, %valid : {ty}, i1
 }}

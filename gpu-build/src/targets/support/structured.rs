@@ -1,22 +1,22 @@
 //! Kernels with unstructured control flow (`cf.br`, `cf.cond_br` between blocks, as upstream's
-//! CUDA programs write them) on Vulkan, whose shaders must be structured (every branch a
-//! selection or a loop with its merge block) and which MLIR 22's SPIR-V conversion does not
-//! take: MLIR's `lift-cf-to-scf` makes such a body `scf.if`s and `scf.while`s. That pass works
+//! CUDA programs write them) for the SPIR-V targets: Vulkan's shaders must be structured (every
+//! branch a selection or a loop with its merge block), and MLIR 22's SPIR-V conversion takes no
+//! `cf` op for either target: MLIR's `lift-cf-to-scf` makes such a body `scf.if`s and `scf.while`s. That pass works
 //! on `func.func`s only, so each such kernel's body moves into a `func.func` for it (its
 //! `gpu.return`s made `func.return`s) and back.
 
+use super::mlir::symbol_name;
+use super::spirv::{failed, kernel_functions, ops_named, run};
 use crate::error::Result;
-use crate::targets::support::mlir::symbol_name;
-use crate::targets::support::spirv::{failed, kernel_functions, ops_named, run};
 use melior::ir::attribute::TypeAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::FunctionType;
 use melior::ir::{BlockLike, Module, RegionLike};
 use melior::Context;
 
-/// Structures the control flow of every kernel of `module` (the Vulkan copy) that has more
-/// than one block.
-pub(super) fn structure_control_flow(context: &Context, module: &mut Module) -> Result<()> {
+/// Structures the control flow of every kernel of `module` (a SPIR-V target's copy) that has
+/// more than one block.
+pub(crate) fn structure_control_flow(context: &Context, module: &mut Module) -> Result<()> {
     let mut moved = Vec::new();
     for raw in kernel_functions(module) {
         // SAFETY: a live kernel of `module`.
