@@ -10,7 +10,7 @@
 //!   that index. A pointer used otherwise (stored, compared, offset twice, read as two types)
 //!   is refused by name;
 //! - the LLVM dialect's arithmetic, comparisons, casts, constants and branches become `arith`'s
-//!   and `cf`'s (the same semantics; `structured.rs` then structures the branches), and
+//!   and `cf`'s (the same semantics; `support/structured.rs` then structures the branches), and
 //!   `llvm.return` becomes `gpu.return`. Any other LLVM op is refused by name.
 
 use crate::error::{Error, ErrorKind, Result};
