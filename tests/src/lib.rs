@@ -12,9 +12,9 @@ gpu_embed::include_gpu_binary!("kernels/barriers.mlir", targets = [nvptx, amdgpu
 gpu_embed::include_gpu_binary!("kernels/subgroups.mlir", targets = [nvptx, amdgpu, host]);
 // gpu.subgroup_reduce, which MLIR 22 lowers only for NVIDIA's sm_80+ (`tests/runtime/host_semantics.rs`).
 gpu_embed::include_gpu_binary!("kernels/subgroup_reduce.mlir", targets = [nvptx, host]);
-// Subgroup matrix multiply-accumulate, emulated on the host and on Vulkan
-// (`tests/runtime/host_semantics.rs`, `tests/runtime/vulkan.rs`).
-gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host, vulkan]);
+// Subgroup matrix multiply-accumulate, emulated on the host and on both SPIR-V targets
+// (`tests/runtime/host_semantics.rs`, `tests/runtime/{vulkan,opencl}.rs`).
+gpu_embed::include_gpu_binary!("kernels/mma.mlir", targets = [nvptx, host, vulkan, opencl]);
 // Kernel and module names no Rust identifier can hold (`tests/runtime/host_semantics.rs`).
 // `levelzero`: the OpenCL target's former name, still accepted.
 gpu_embed::include_gpu_binary!("kernels/names.mlir", targets = [amdgpu, levelzero, host]);

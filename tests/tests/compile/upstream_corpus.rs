@@ -155,8 +155,9 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/assert.mlir",
         Vendor::Amdgpu,
         "for amdgpu (gfx90a) failed",
-    ), // Vendor ops of NVIDIA and AMD, MLIR 22's missing SPIR-V patterns (subgroup MMA,
-    // clusters), LLVM dialect kernels with NVVM intrinsics, and an assertion: OpenCL.
+    ),
+    // Vendor ops of NVIDIA and AMD, clusters, and an LLVM-dialect kernel with NVVM intrinsics:
+    // OpenCL.
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
         Vendor::OpenCl,
@@ -166,31 +167,6 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f32.mlir",
         Vendor::OpenCl,
         "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for opencl",
-    ),
-    (
-        "CUDA/TensorCore/sm80/wmma-matmul-f64.mlir",
-        Vendor::OpenCl,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
-    ),
-    (
-        "CUDA/TensorCore/wmma-matmul-f16.mlir",
-        Vendor::OpenCl,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
-    ),
-    (
-        "CUDA/TensorCore/wmma-matmul-f32-bare-ptr.mlir",
-        Vendor::OpenCl,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
-    ),
-    (
-        "CUDA/TensorCore/wmma-matmul-f32.mlir",
-        Vendor::OpenCl,
-        "`gpu.subgroup_mma_load_matrix` cannot be lowered for opencl",
-    ),
-    (
-        "CUDA/assert.mlir",
-        Vendor::OpenCl,
-        "`cf.assert` is a nvptx/amdgpu/host/vulkan operation and cannot be compiled for opencl",
     ),
     (
         "CUDA/dump-ptx.mlir",

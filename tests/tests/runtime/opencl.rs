@@ -30,6 +30,17 @@ fn shuffles_of_every_mode_narrower_than_the_subgroup() {
 }
 
 #[test]
+fn subgroup_matrix_multiplies_on_subgroups_of_any_width() {
+    // The host semantics test of `gpu.subgroup_mma_*` (f16, transposed f16, f64 fragments,
+    // several subgroups per block) on every OpenCL device: each thread holds whole fragments.
+    for device in gpu_tests::opencl_devices() {
+        crate::host_semantics::subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores(
+            &device,
+        );
+    }
+}
+
+#[test]
 fn every_atomic_kind_on_global_and_workgroup_memory() {
     on_opencl_and_host(spirv_checks::check_atomics);
 }

@@ -4,18 +4,21 @@
 //! `spirv-lower-abi-attrs`, `spirv-update-vce`, `gpu-module-to-binary`), with the entry-point
 //! attribute they write by hand supplied here, and a memref's dynamic sizes past the first (or
 //! read by `memref.dim`) passed as hidden arguments, as on Vulkan (`support/memref_sizes.rs`),
-//! unstructured control flow structured, and atomics and shuffles at any width lowered as on Vulkan (`support/atomics.rs`,
+//! unstructured control flow structured, subgroup MMA emulated (`support/mma.rs`), and atomics and shuffles at any width lowered as on Vulkan (`support/atomics.rs`,
 //! `support/shuffle.rs`).
 //! Unlike Vulkan, the workgroup size stays a launch parameter (no `LocalSize`), so
 //! `known_block_size` is a promise, not a requirement.
 
 use super::abi::arguments;
+use super::assert::assert_by_printf;
 use crate::error::Result;
 use crate::targets::interface::Compiled;
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::atomics::{finish_atomics, mark_atomics};
+use crate::targets::support::bool_arguments::bools_as_i32;
 use crate::targets::support::memref_sizes::pass_sizes;
 use crate::targets::support::mlir::symbol_name;
+use crate::targets::support::mma::emulate_mma;
 use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
@@ -67,9 +70,18 @@ pub(super) fn serialize(
         if !function.has_attribute("spirv.entry_point_abi") {
             function.set_discardable_attribute("spirv.entry_point_abi", entry_point);
         }
-        attributions_to_allocs(context, &mut function)?;
         let name = symbol_name(&function).unwrap_or_default();
         let location = location_of(kernels, locations, &name);
+        // SAFETY: the same kernel, read through a shared reference while it is rewritten.
+        emulate_mma(
+            context,
+            unsafe { &OperationRef::from_raw(raw) },
+            location,
+            "opencl",
+        )?;
+        assert_by_printf(context, &function, &name)?;
+        attributions_to_allocs(context, &mut function)?;
+        bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;
         let shuffles = shuffle_anywhere(context, &mut function, subgroups)?;
         facts.push((name, alloc_bytes(&function), hidden, shuffles));

@@ -19,6 +19,7 @@
 //! conversion cannot take, go through LLVM's SPIR-V back end instead (`llvm_dialect.rs`).
 
 mod abi;
+mod assert;
 mod llvm_dialect;
 mod lowering;
 
@@ -82,14 +83,7 @@ impl Target for OpenCl {
 
     fn explain(&self, question: Question<'_>) -> Option<&'static str> {
         match question {
-            Question::NeutralOp(op) => {
-                match op {
-                    "cf.assert" => {
-                        Some("MLIR 22 has no SPIR-V lowering of an assertion that stops the launch")
-                    }
-                    _ => None,
-                }
-            }
+            Question::NeutralOp(_) => None,
             Question::NotLowered(op) => {
                 Some(match op {
                     "memref.load" | "memref.store" => {

@@ -5,12 +5,15 @@
 //! tools is `crate::toolkit`, below the target interface).
 
 pub(crate) mod all_reduce;
+pub(crate) mod assert;
 pub(crate) mod atomics;
+pub(crate) mod bool_arguments;
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;
 pub(crate) mod memref_sizes;
 pub(crate) mod mlir;
+pub(crate) mod mma;
 pub(crate) mod nvvm;
 pub(crate) mod object_steps;
 pub(crate) mod shuffle;

@@ -4,16 +4,10 @@
 //! the value, `index` 32 bits wide; then a buffer per hidden size (`support/memref_sizes.rs`).
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::memref_sizes::{set_inputs, HiddenSize};
+use crate::targets::support::memref_sizes::HiddenSize;
 use crate::targets::support::spirv;
 use gpu_manifest::targets::vulkan::{VulkanBinding, VulkanBindingKind};
 use gpu_manifest::{Argument, ArgumentKind, Element, Kernel, Layout, Vendor};
-use melior::dialect::arith;
-use melior::ir::attribute::IntegerAttribute;
-use melior::ir::operation::{OperationLike, OperationRefMut};
-use melior::ir::r#type::IntegerType;
-use melior::ir::{BlockLike, RegionLike, Type, ValueLike};
-use melior::Context;
 
 /// Refuses, before any lowering, the arguments Vulkan cannot take, naming the
 /// argument and the way around.
@@ -50,7 +44,7 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
 
 fn check_element(element: Element, how: &str) -> std::result::Result<(), String> {
     match element {
-        // A scalar `i1` travels as an i32 (`bools_as_i32`).
+        // A scalar `i1` travels as an i32 (`support/bool_arguments.rs`).
         Element::I1 if how == "pass it" => Ok(()),
         Element::I1 => Err(format!(
             "Vulkan storage buffers cannot hold `i1`; {how} as i32 (or i8) and compare with 0"
@@ -174,58 +168,4 @@ pub(super) fn bindings(
         kind: VulkanBindingKind::Log,
     }));
     Ok(bindings)
-}
-
-/// Makes each `i1` argument of `function` (a `gpu.func` of the Vulkan copy) an `i32`, compared
-/// with 0 where the kernel begins: Vulkan storage buffers hold no booleans, so the launch
-/// passes the flag as a 32-bit integer.
-pub(super) fn bools_as_i32<'c>(
-    context: &'c Context,
-    function: &mut OperationRefMut<'c, '_>,
-) -> Result<()> {
-    let (mut inputs, results) = spirv::signature(function)?;
-    let bool_type = IntegerType::new(context, 1).into();
-    if !inputs.contains(&bool_type) {
-        return Ok(());
-    }
-    let body = function
-        .region(0)
-        .ok()
-        .and_then(|region| region.first_block())
-        .ok_or_else(|| spirv::failed("finding the kernel's body"))?;
-    let int32: Type = IntegerType::new(context, 32).into();
-    for (index, input) in inputs.iter_mut().enumerate() {
-        if *input != bool_type {
-            continue;
-        }
-        let argument = body
-            .argument(index)
-            .map_err(|_| spirv::failed("reading a kernel argument"))?;
-        let location = argument.location();
-        let zero = body.insert_operation(
-            0,
-            arith::constant(context, IntegerAttribute::new(int32, 0).into(), location),
-        );
-        let zero = zero.result(0).map_err(|_| spirv::failed("making a zero"))?;
-        let flag = body.insert_operation_after(
-            zero.owner(),
-            arith::cmpi(
-                context,
-                arith::CmpiPredicate::Ne,
-                argument.into(),
-                zero.into(),
-                location,
-            ),
-        );
-        let flag = flag.result(0).map_err(|_| spirv::failed("making a flag"))?;
-        // SAFETY: the comparison is at the body's start and has the argument's type (i1): every
-        // use may take it instead; it is then given the argument back, retyped to i32.
-        unsafe {
-            mlir_sys::mlirValueReplaceAllUsesOfWith(argument.to_raw(), flag.to_raw());
-            mlir_sys::mlirOperationSetOperand(flag.owner().to_raw(), 0, argument.to_raw());
-        }
-        argument.set_type(int32);
-        *input = int32;
-    }
-    set_inputs(context, function, &inputs, &results, 0)
 }

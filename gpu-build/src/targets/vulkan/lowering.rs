@@ -9,7 +9,7 @@
 //!    rewrites below may use SPIR-V ops); `gpu.all_reduce` goes through workgroup memory.
 //! 2. Per kernel: `spirv.entry_point_abi` (a workgroup size only from `known_block_size`;
 //!    otherwise `workgroup_size.rs` makes it specialization constants after serialization),
-//!    subgroup MMA emulated (`mma.rs`), workgroup attributions as `memref.alloc`s in space 3,
+//!    subgroup MMA emulated (`support/mma.rs`), workgroup attributions as `memref.alloc`s in space 3,
 //!    `i1` arguments as i32 (`abi.rs`), hidden size arguments (`support/memref_sizes.rs`), the log
 //!    buffer of printf and assert (`log.rs`), shuffles at any width (`support/shuffle.rs`). A
 //!    `uniform` subgroup reduction loses the flag (the conversion takes only the general form);
@@ -20,18 +20,19 @@
 //!    `spirv-lower-abi-attrs` and `spirv-update-vce` (which keeps only the capabilities used),
 //!    `gpu-module-to-binary`, and the workgroup size made specializable.
 
-use super::abi::{bindings, bools_as_i32, ConvertedArgument};
+use super::abi::{bindings, ConvertedArgument};
 use super::f64_math::implement_f64_math;
 use super::llvm_kernels::raise_llvm_kernels;
 use super::log::write_log;
-use super::mma::emulate_mma;
 use super::workgroup_size::specializable;
 use crate::error::Result;
 use crate::targets::interface::Compiled;
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::atomics::{finish_atomics, mark_atomics};
+use crate::targets::support::bool_arguments::bools_as_i32;
 use crate::targets::support::memref_sizes::{pass_sizes, HiddenSize};
 use crate::targets::support::mlir::symbol_name;
+use crate::targets::support::mma::emulate_mma;
 use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
@@ -124,7 +125,12 @@ pub(super) fn serialize(
         set_entry_point_abi(context, &mut function)?;
         let location = location_of(kernels, locations, &name);
         // SAFETY: the same kernel, read through a shared reference while it is rewritten.
-        emulate_mma(context, unsafe { &OperationRef::from_raw(raw) }, location)?;
+        emulate_mma(
+            context,
+            unsafe { &OperationRef::from_raw(raw) },
+            location,
+            "vulkan",
+        )?;
         attributions_to_allocs(context, &mut function)?;
         bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;

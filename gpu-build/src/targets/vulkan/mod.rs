@@ -16,7 +16,6 @@ mod f64_math;
 mod llvm_kernels;
 mod log;
 mod lowering;
-mod mma;
 mod workgroup_size;
 
 use crate::error::Result;

@@ -317,6 +317,12 @@ unsafe fn param_bytes(
             };
             Ok(value)
         }
+        // An `i1` flag, which the kernel takes as a 32-bit integer.
+        (Some(&pointer), Some(&1)) if bytes == 4 && !pointer.is_null() => {
+            // SAFETY: the caller guarantees `pointer` holds `size` = 1 readable byte.
+            let flag = unsafe { pointer.cast::<u8>().read() };
+            Ok(u32::from(flag & 1).to_ne_bytes().to_vec())
+        }
         (Some(_), Some(&size)) => Err(invalid(format!(
             "kernel `{kernel}`: lowered parameter {index} is {size} bytes; the kernel takes {bytes}"
         ))),

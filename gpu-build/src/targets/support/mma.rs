@@ -1,6 +1,6 @@
-//! Subgroup matrix multiply-accumulate (`gpu.subgroup_mma_*`, upstream's WMMA programs) on
-//! Vulkan, where MLIR 22 lowers it only to cooperative matrices, which few devices have
-//! (lavapipe has none). A fragment is opaque to the kernel, and every lane of a subgroup passes
+//! Subgroup matrix multiply-accumulate (`gpu.subgroup_mma_*`, upstream's WMMA programs) for both
+//! SPIR-V targets, where MLIR 22 lowers it only to Vulkan's cooperative matrices, which few
+//! devices have (lavapipe has none), and not at all for OpenCL. A fragment is opaque to the kernel, and every lane of a subgroup passes
 //! the same operands to these ops, so each thread holds a whole fragment in private memory
 //! (`memref<MxNxT>` in the Function storage class): a load reads the whole tile, a multiply
 //! computes the whole `C + A·B` (products summed in f32, or f64 for f64 fragments, rounded to
@@ -10,15 +10,16 @@
 //! subgroup size, at the cost of each lane doing its subgroup's work; fragments must not be
 //! carried through loops or branches (refused by name).
 
+use super::mlir::{source_position_in, splice_text};
+use super::spirv::{failed, ops_with_prefix};
 use crate::error::{Error, ErrorKind, Result};
-use crate::targets::support::mlir::{source_position_in, splice_text};
-use crate::targets::support::spirv::{failed, ops_with_prefix};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, RegionLike, Value, ValueLike};
 use melior::Context;
 use mlir_sys::MlirValue;
 
-/// The memory space MLIR's Vulkan storage-class map makes `Function` (private to a thread).
+/// The memory space MLIR's storage-class maps (Vulkan's and OpenCL's) make `Function`
+/// (private to a thread).
 const FUNCTION_SPACE: u32 = 6;
 
 /// A fragment type's shape and element type (`!gpu.mma_matrix<16x16xf16, "AOp">`).
@@ -34,12 +35,13 @@ fn private(rows: u64, cols: u64, element: &str) -> String {
     format!("memref<{rows}x{cols}x{element}, {FUNCTION_SPACE}>")
 }
 
-/// Rewrites the subgroup MMA ops of `kernel` (a `gpu.func` of the Vulkan copy, found in the
-/// kernel file at `kernel_location`); returns whether there were any.
-pub(super) fn emulate_mma(
+/// Rewrites the subgroup MMA ops of `kernel` (a `gpu.func` of `target`'s SPIR-V copy, found in
+/// the kernel file at `kernel_location`); returns whether there were any.
+pub(crate) fn emulate_mma(
     context: &Context,
     kernel: &OperationRef,
     kernel_location: &str,
+    target: &str,
 ) -> Result<bool> {
     let ops = ops_with_prefix(kernel, "gpu.subgroup_mma_");
     if ops.is_empty() {
@@ -72,7 +74,7 @@ pub(super) fn emulate_mma(
                             ErrorKind::Unsupported,
                             format!(
                             "{}: error: a subgroup matrix fragment that comes through a loop or \
-                             branch cannot be built for vulkan (each thread holds its fragments \
+                             branch cannot be built for {target} (each thread holds its fragments \
                              in private memory); keep a fragment's ops in one block",
                             source_position_in(kernel_location, &op)
                         ),
@@ -214,7 +216,7 @@ pub(super) fn emulate_mma(
                         ErrorKind::Unsupported,
                         format!(
                             "{}: error: `gpu.subgroup_mma_elementwise` {kind} cannot be built \
-                             for vulkan yet",
+                             for {target} yet",
                             source_position_in(kernel_location, &op)
                         ),
                     )
@@ -231,7 +233,7 @@ pub(super) fn emulate_mma(
                 return Err(Error::new(
                     ErrorKind::Unsupported,
                     format!(
-                        "{}: error: `{other}` cannot be built for vulkan",
+                        "{}: error: `{other}` cannot be built for {target}",
                         source_position_in(kernel_location, &op)
                     ),
                 ))
