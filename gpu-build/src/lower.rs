@@ -14,7 +14,7 @@ use crate::frontend::{GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
 use crate::targets::interface::{Compiled, Question, TargetSpec};
 use crate::targets::{owner_of_op, target};
-use gpu_manifest::{Kernel, Vendor};
+use gpu_manifest::{Kernel, RefusedKernel, Vendor};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::Attribute;
@@ -258,8 +258,9 @@ fn translate_with_line_tables(
 /// Lowers and serializes the gpu.modules numbered `modules` of `source` (parsed once) for a
 /// target that makes its objects from MLIR itself; `kernels` are each module's kernels with the
 /// lowered parameters the launch stubs pass. Each module's objects come with warnings: on
-/// Vulkan, a kernel the target cannot express is refused alone (a warning saying why) and the
-/// module's other kernels are built.
+/// a target that builds kernels alone (the SPIR-V ones), a kernel the target cannot express is
+/// refused alone (a warning saying why, and the object's `refused` list) and the module's other
+/// kernels are built.
 pub(crate) fn serialize_from_mlir(
     mlir: &Mlir,
     source: &SourceFile,
@@ -312,6 +313,7 @@ pub(crate) fn serialize_from_mlir(
         };
         let (mut result, mut diagnostics) = serialize(kernels, &locations);
         let mut warnings = Vec::new();
+        let mut left_out = Vec::new();
         if result.is_err() && kernels.len() > 1 && target(vendor).description().builds_kernels_alone
         {
             // Which kernels fail alone: the others are built, these refused with the reason.
@@ -336,7 +338,7 @@ pub(crate) fn serialize_from_mlir(
                 let (again, again_diagnostics) = serialize(&kept, &kept_locations);
                 if again.is_ok() {
                     warnings = refused
-                        .into_iter()
+                        .iter()
                         .map(|(name, location, why)| {
                             format!(
                                 "{location}: kernel `{name}` is not built for {vendor} ({chip}), \
@@ -347,11 +349,22 @@ pub(crate) fn serialize_from_mlir(
                             )
                         })
                         .collect();
+                    left_out = refused
+                        .into_iter()
+                        .map(|(name, _, why)| RefusedKernel {
+                            name,
+                            reason: why.trim().to_string(),
+                        })
+                        .collect();
                     (result, diagnostics) = (again, again_diagnostics);
                 }
             }
         }
-        compiled.push(result.map(|compiled| (compiled, warnings)).map_err(|e| {
+        let result = result.map(|mut compiled| {
+            compiled.refused = left_out;
+            (compiled, warnings)
+        });
+        compiled.push(result.map_err(|e| {
             if diagnostics.is_empty() && e.message().starts_with("error:") {
                 Error::new(e.kind(), format!("{}: {}", desc.location, e.message()))
             } else if diagnostics.is_empty() {

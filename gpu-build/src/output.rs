@@ -213,6 +213,7 @@ pub(crate) fn write_outputs(
                     abi: abi.clone(),
                     requires: target(spec.vendor)
                         .load_requirement(artifact.format, &artifact.bytes),
+                    refused: compiled.refused.clone(),
                 });
                 if abi.links_into_crate() {
                     host_objects.push(artifact.bytes);

@@ -49,6 +49,9 @@ pub struct Object {
     /// wrote nothing.
     abi: &'static str,
     requires: Option<LoadRequirement>,
+    /// The module's kernels the object leaves out, each with the build's reason (its target
+    /// could not express it).
+    refused: &'static [(&'static str, &'static str)],
 }
 
 impl Object {
@@ -68,7 +71,15 @@ impl Object {
             host_kernels: &[],
             abi: "",
             requires: None,
+            refused: &[],
         }
+    }
+
+    /// The object without the kernels `refused` names, each with why its target refused it (from
+    /// the manifest). Used by `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
+    pub const fn refusing(self, refused: &'static [(&'static str, &'static str)]) -> Object {
+        Object { refused, ..self }
     }
 
     /// The object with what loading it asks of the driver (from the manifest). Used by
@@ -100,7 +111,16 @@ impl Object {
             host_kernels: kernels,
             abi: "",
             requires: None,
+            refused: &[],
         }
+    }
+
+    /// Why the object's target refused kernel `name` when it was built, if it did.
+    pub(crate) fn refusal(&self, name: &str) -> Option<&'static str> {
+        self.refused
+            .iter()
+            .find(|(kernel, _)| *kernel == name)
+            .map(|(_, reason)| *reason)
     }
 
     /// A host object's kernel `name`.

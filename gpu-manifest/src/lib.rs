@@ -99,6 +99,20 @@ pub struct Object {
     /// What loading it asks of the driver, read from the object itself (PTX, cubin, hsaco).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires: Option<LoadRequirement>,
+    /// The module's kernels this object leaves out: its target could not express them, and
+    /// the build made the others (with a warning saying why), so that a launch of one on this
+    /// object's devices can say why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedKernel>,
+}
+
+/// A kernel an object leaves out, and why its target refused it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedKernel {
+    /// The kernel's name.
+    pub name: String,
+    /// The build's error for it (`file:line:col: error: …`).
+    pub reason: String,
 }
 
 /// Why a manifest could not be read.
@@ -209,6 +223,10 @@ mod tests {
                 sha256: "00".into(),
                 abi: ObjectAbi::LoweredParams,
                 requires: Some(LoadRequirement::CodeObject { version: 5 }),
+                refused: vec![RefusedKernel {
+                    name: "k2".into(),
+                    reason: "k.mlir:9:5: error: `math.atan` cannot be lowered".into(),
+                }],
             }],
         });
         let json = manifest.to_json().unwrap();

@@ -39,6 +39,8 @@ gpu_embed::include_gpu_binary!(
 // Float atomics only the SPIR-V targets lower: a float product and a generic atomic on floats
 // (`tests/runtime/vulkan.rs`, `tests/runtime/opencl.rs`).
 gpu_embed::include_gpu_binary!("kernels/spirv_atomics.mlir", targets = [vulkan, opencl]);
+// A module the SPIR-V targets build all but one kernel of (`tests/runtime/refused.rs`).
+gpu_embed::include_gpu_binary!("kernels/refused.mlir", targets = [vulkan, opencl, host]);
 // A kernel in the LLVM dialect over `!llvm.ptr<1>` pointers (`tests/runtime/opencl.rs`).
 gpu_embed::include_gpu_binary!("kernels/llvm_dialect.mlir", targets = [opencl, host]);
 // The guide's two-module file (`docs/guide/02-kernels.md`, `tests/runtime/cookbook.rs`).

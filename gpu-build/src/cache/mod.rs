@@ -38,7 +38,7 @@ use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use crate::util::sha256_hex;
-use gpu_manifest::{Format, Kernel, ObjectAbi};
+use gpu_manifest::{Format, Kernel, ObjectAbi, RefusedKernel};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use stats::Counters;
@@ -54,7 +54,7 @@ pub mod stats;
 
 /// The entry format's version: bumped whenever the header changes shape, so that an entry an
 /// older gpu-build wrote reads as damaged (a miss, removed and rebuilt), never misread.
-const MAGIC: &[u8] = b"gpu-build cache entry 2\n";
+const MAGIC: &[u8] = b"gpu-build cache entry 3\n";
 const DEFAULT_LIMIT_MB: u64 = 1024;
 /// What one task produced: the kernels as its lowering left them, the objects, and the warnings
 /// it gave (replayed when the result comes from the cache).
@@ -117,6 +117,7 @@ struct Header {
     optimized: Option<String>,
     isa: Option<String>,
     warnings: Vec<String>,
+    refused: Vec<RefusedKernel>,
     /// Format, extension and length of each object, in order; the bytes follow the header.
     artifacts: Vec<(Format, String, u64)>,
 }
@@ -477,6 +478,7 @@ fn encode(key: &Key, output: &TaskOutput) -> Vec<u8> {
         optimized: compiled.dumps.optimized.clone(),
         isa: compiled.dumps.isa.clone(),
         warnings: output.warnings.clone(),
+        refused: compiled.refused.clone(),
         artifacts: compiled
             .artifacts
             .iter()
@@ -542,6 +544,7 @@ fn decode(bytes: &[u8], key: &Key) -> Option<TaskOutput> {
                 isa: header.isa,
             },
             abi: header.abi,
+            refused: header.refused,
         },
         warnings: header.warnings,
     })
@@ -578,6 +581,10 @@ mod tests {
                 ],
                 dumps: Dumps::default(),
                 abi: ObjectAbi::LoweredParams,
+                refused: vec![RefusedKernel {
+                    name: "k".into(),
+                    reason: "k.mlir:3:5: error: no".into(),
+                }],
             },
             warnings: vec!["ptxas: a warning".into()],
         }
@@ -594,6 +601,7 @@ mod tests {
         );
         assert_eq!(decoded.compiled.artifacts[0].extension, "ptx");
         assert_eq!(decoded.warnings, output().warnings);
+        assert_eq!(decoded.compiled.refused, output().compiled.refused);
         // Every truncation and every flipped byte is caught.
         for length in 0..bytes.len() {
             assert!(

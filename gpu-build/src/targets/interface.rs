@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::llvm_errors::Diagnostics;
 use crate::timing::Timings;
 use crate::toolkit::Toolkits;
-use gpu_manifest::{Format, Kernel, LoadRequirement, ObjectAbi, Vendor};
+use gpu_manifest::{Format, Kernel, LoadRequirement, ObjectAbi, RefusedKernel, Vendor};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::targets::{InitializationConfig, RelocMode, TargetMachine};
@@ -153,6 +153,9 @@ pub(crate) struct Compiled {
     /// How the runtime runs the objects' kernels, as the target wrote it for its driver: the
     /// pipeline, cache and outputs carry it into the manifest without looking inside.
     pub abi: ObjectAbi,
+    /// The module's kernels the objects leave out, and why (`lower.rs`: a target that builds
+    /// kernels alone).
+    pub refused: Vec<RefusedKernel>,
 }
 
 /// Everything a vendor hook may need.

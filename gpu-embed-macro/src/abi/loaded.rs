@@ -1,6 +1,7 @@
 //! Objects a driver loads: their bytes, vendor, chip, format, what loading them asks of the
-//! driver and, where their target wrote one, the text of their ABI, which only their driver
-//! reads (a Vulkan object's bindings: `gpu_manifest::targets`).
+//! driver, where their target wrote one, the text of their ABI, which only their driver reads
+//! (a Vulkan object's bindings: `gpu_manifest::targets`), and the kernels their target refused,
+//! with why.
 
 use super::{object_bytes, Embedded};
 use gpu_manifest::{Format, LoadRequirement, Object};
@@ -24,9 +25,16 @@ pub(super) fn embed(object: &Object, index: usize, out_dir: &Path) -> Embedded {
         .abi
         .encoded_text()
         .map(|text| quote!(.with_abi(#text)));
+    let refusing = (!object.refused.is_empty()).then(|| {
+        let refused = object.refused.iter().map(|kernel| {
+            let (name, reason) = (&kernel.name, &kernel.reason);
+            quote!((#name, #reason))
+        });
+        quote!(.refusing(&[#(#refused),*]))
+    });
     Embedded {
         items,
-        entry: quote!(::gpu_embed::Object::new(::gpu_embed::Vendor::#vendor, #chip, #format, &#bytes.0)#requiring #with_abi),
+        entry: quote!(::gpu_embed::Object::new(::gpu_embed::Vendor::#vendor, #chip, #format, &#bytes.0)#requiring #with_abi #refusing),
     }
 }
 

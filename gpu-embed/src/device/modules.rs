@@ -2,7 +2,7 @@
 //! thread-safely, and its kernels' functions with what the driver says of them.
 
 use super::Device;
-use crate::binary::Binary;
+use crate::binary::{Binary, Object};
 use crate::driver::{Driver, FunctionHandle, KernelAttributes, ModuleHandle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::select;
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 pub(super) struct Loaded {
     module: ModuleHandle,
-    object: String,
+    object: &'static Object,
     functions: HashMap<&'static str, LoadedFunction>,
 }
 
@@ -53,10 +53,19 @@ impl Device {
         if let Some(function) = loaded.functions.get(kernel) {
             return Ok(function.clone());
         }
+        let object = loaded.object;
         let in_object = |e: Error| {
-            e.map_message(|message| format!("{message} in {} on {}", loaded.object, self.name()))
+            e.map_message(|message| {
+                format!("{message} in {} on {}", object.describe(), self.name())
+            })
         };
-        let handle = driver.function(&loaded.module, kernel).map_err(in_object)?;
+        let handle =
+            driver
+                .function(&loaded.module, kernel)
+                .map_err(|e| match object.refusal(kernel) {
+                    Some(reason) => refused(binary, object, kernel, reason, self.name()),
+                    None => in_object(e),
+                })?;
         let attributes = driver
             .attributes(&handle, self.limits())
             .map_err(in_object)?;
@@ -109,10 +118,47 @@ impl Device {
                 );
                 entry.insert(Loaded {
                     module,
-                    object: object.describe(),
+                    object,
                     functions: HashMap::new(),
                 })
             }
         })
     }
+}
+
+/// A launch of a kernel the object for this device leaves out, in three lines: which kernel and
+/// object, the build's reason (its first line: where and what), and the way out.
+fn refused(binary: &Binary, object: &Object, kernel: &str, reason: &str, device: &str) -> Error {
+    let vendor = object.vendor();
+    let mut others: Vec<String> = binary
+        .objects()
+        .iter()
+        .map(|o| o.vendor())
+        .filter(|&v| v != vendor)
+        .map(|v| v.to_string())
+        .collect();
+    others.sort_unstable();
+    others.dedup();
+    let elsewhere = if others.is_empty() {
+        format!(
+            "build gpu.module @{} for a target that takes it",
+            binary.name()
+        )
+    } else {
+        format!(
+            "launch it on a device of the module's other targets ({})",
+            others.join(", ")
+        )
+    };
+    Error::new(
+        ErrorKind::NoFittingObject,
+        format!(
+            "kernel `{kernel}` of gpu.module @{} was not built for {vendor} ({}), the target of \
+             {device}; the build refused it:\n  {}\n  {elsewhere}, or write it with what \
+             {vendor} takes",
+            binary.name(),
+            object.chip(),
+            reason.lines().next().unwrap_or(reason).trim()
+        ),
+    )
 }

@@ -296,6 +296,16 @@ fn a_kernel_vulkan_cannot_express_is_refused_alone_and_its_module_still_builds()
         warning.contains("k.mlir:12:10: error: `math.atan`"),
         "{warning}"
     );
+    // The manifest says which kernel the object leaves out, and why, for the runtime's error.
+    assert_eq!(object.refused.len(), 1, "{:?}", object.refused);
+    assert_eq!(object.refused[0].name, "bad");
+    assert!(
+        object.refused[0]
+            .reason
+            .starts_with("k.mlir:12:10: error: `math.atan`"),
+        "{:?}",
+        object.refused
+    );
     // The object holds `fine` only, and spirv-val accepts it.
     let bytes = std::fs::read(dir.path().join(&object.path)).unwrap();
     spirv_val(&bytes, "vulkan1.1").unwrap();

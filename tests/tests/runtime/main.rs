@@ -13,6 +13,7 @@ mod host_semantics;
 mod kernel_handles;
 mod opencl;
 mod peers_and_managed;
+mod refused;
 mod stream_order;
 mod tracing;
 mod untracked;

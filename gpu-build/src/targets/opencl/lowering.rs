@@ -22,9 +22,9 @@ use crate::targets::support::mma::emulate_mma;
 use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
-    has_subgroup_operations, keep_version, kernel_functions, location_of, move_into_gpu_module,
-    run, serialize as serialize_module, set_environment, spirv_function, spirv_function_type,
-    spirv_object,
+    has_subgroup_operations, keep_only, keep_version, kernel_functions, location_of,
+    move_into_gpu_module, run, serialize as serialize_module, set_environment, spirv_function,
+    spirv_function_type, spirv_object,
 };
 use crate::targets::support::structured::structure_control_flow;
 use gpu_manifest::targets::opencl::{OpenClAbi, OpenClKernel};
@@ -55,6 +55,7 @@ pub(super) fn serialize(
     );
     let mut module = copy_for_spirv(context, gpu_module, &format!("[{environment}]"))?;
     set_environment(context, &module, &environment)?;
+    keep_only(&module, kernels);
     structure_control_flow(context, &mut module)?;
     all_reduce_for_spirv(context, &module);
     let entry_point = Attribute::parse(context, "#spirv.entry_point_abi<>")

@@ -64,6 +64,7 @@ static DESCRIPTION: Description = Description {
     chip_override_variable: Some("GPU_BUILD_OPENCL_CHIPS"),
     maker: "OpenCL",
     lowering_name: "SPIR-V",
+    builds_kernels_alone: true,
     ..Description::new(Vendor::OpenCl, Backend::Mlir(&OpenCl))
 };
 

@@ -82,6 +82,7 @@ impl ObjectSteps<'_, '_> {
             artifacts,
             dumps: self.dumps,
             abi,
+            refused: Vec::new(),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! [`move_into_gpu_module`], [`run`] the SPIR-V module passes, [`keep_version`], and
 //! [`run`] `gpu-module-to-binary` with [`binary_object`] reading the bytes.
 
+use super::mlir::symbol_name;
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::interface::{Artifact, Compiled, Dumps};
 use gpu_manifest::{Argument, Format, Kernel, ObjectAbi, Vendor};
@@ -101,6 +102,7 @@ pub(crate) fn spirv_object(bytes: Vec<u8>, abi: &impl serde::Serialize) -> Resul
         }],
         dumps: Dumps::default(),
         abi: ObjectAbi::encode(abi).map_err(|e| failed(&e))?,
+        refused: Vec::new(),
     })
 }
 
@@ -123,6 +125,23 @@ pub(crate) fn run(
         )
     })?;
     manager.run(module).map_err(|_| failed(what))
+}
+
+/// Removes from `module` (a SPIR-V target's copy) every kernel not among `kernels` (one refused alone is left
+/// out of its module's object: `lower.rs`).
+pub(crate) fn keep_only(module: &Module, kernels: &[Kernel]) {
+    let mut found = ops_named(&module.as_operation(), "gpu.func");
+    found.extend(ops_named(&module.as_operation(), "llvm.func"));
+    for raw in found {
+        // SAFETY: a live op of `module`, destroyed at most once.
+        let function = unsafe { OperationRef::from_raw(raw) };
+        let kernel = function.attribute("gpu.kernel").is_ok();
+        let name = symbol_name(&function).unwrap_or_default();
+        if kernel && !kernels.iter().any(|k| k.name == name) {
+            // SAFETY: a kernel nothing in the gpu.module calls.
+            unsafe { mlir_sys::mlirOperationDestroy(raw) };
+        }
+    }
 }
 
 /// Ops of `root` (at any depth) named `name`.

@@ -36,8 +36,9 @@ use crate::targets::support::mma::emulate_mma;
 use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
-    has_subgroup_operations, keep_version, kernel_functions, location_of, move_into_gpu_module,
-    numbers, ops_named, run, scalar_bits, spirv_function, spirv_function_type, spirv_object,
+    has_subgroup_operations, keep_only, keep_version, kernel_functions, location_of,
+    move_into_gpu_module, numbers, run, scalar_bits, spirv_function, spirv_function_type,
+    spirv_object,
 };
 use crate::targets::support::structured::structure_control_flow;
 use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanKernel, VulkanLogEntry};
@@ -199,23 +200,6 @@ pub(super) fn serialize(
             kernels: entries,
         },
     )
-}
-
-/// Removes from `module` (the copy) every kernel not among `kernels` (one refused alone is left
-/// out of its module's object: `lower.rs`).
-fn keep_only(module: &Module, kernels: &[Kernel]) {
-    let mut found = ops_named(&module.as_operation(), "gpu.func");
-    found.extend(ops_named(&module.as_operation(), "llvm.func"));
-    for raw in found {
-        // SAFETY: a live op of `module`, destroyed at most once.
-        let function = unsafe { OperationRef::from_raw(raw) };
-        let kernel = function.attribute("gpu.kernel").is_ok();
-        let name = symbol_name(&function).unwrap_or_default();
-        if kernel && !kernels.iter().any(|k| k.name == name) {
-            // SAFETY: a kernel nothing in the gpu.module calls.
-            unsafe { mlir_sys::mlirOperationDestroy(raw) };
-        }
-    }
 }
 
 /// `spirv.entry_point_abi` with a workgroup size from `known_block_size` (or the discardable
