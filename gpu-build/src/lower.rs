@@ -12,9 +12,9 @@ use crate::frontend::mlir::{gpu_modules, llvm_result_type, Mlir};
 use crate::frontend::source::SourceFile;
 use crate::frontend::{GpuModuleDesc, InputKind};
 use crate::llvm_errors::Compiling;
-use crate::targets::interface::{Compiled, Question, TargetSpec};
+use crate::targets::interface::{Compiled, Dumps, Question, TargetSpec};
 use crate::targets::{owner_of_op, target};
-use gpu_manifest::{Kernel, RefusedKernel, Vendor};
+use gpu_manifest::{Kernel, ObjectAbi, RefusedKernel, Vendor};
 use inkwell::context::Context as LlvmContext;
 use inkwell::module::Module as LlvmModule;
 use melior::ir::attribute::Attribute;
@@ -287,6 +287,20 @@ pub(crate) fn serialize_from_mlir(
                 format!("{}: gpu.module @{} disappeared", source.display, desc.name),
             )
         })?;
+        // A SPIR-V module needs an entry point: a module without kernels (the build warned that
+        // nothing in it can be launched) gets no object.
+        if kernels.is_empty() {
+            compiled.push((
+                Compiled {
+                    artifacts: Vec::new(),
+                    dumps: Dumps::default(),
+                    abi: ObjectAbi::LoweredParams,
+                    refused: Vec::new(),
+                },
+                Vec::new(),
+            ));
+            continue;
+        }
         let _compiling = Compiling::new(format!(
             "{}: gpu.module @{} for {vendor} {chip}",
             desc.location, desc.name

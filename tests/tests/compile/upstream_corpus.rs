@@ -156,8 +156,7 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         Vendor::Amdgpu,
         "for amdgpu (gfx90a) failed",
     ),
-    // Vendor ops of NVIDIA and AMD, clusters, and an LLVM-dialect kernel with NVVM intrinsics:
-    // OpenCL.
+    // Vendor ops of NVIDIA and AMD, and clusters: OpenCL.
     (
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
         Vendor::OpenCl,
@@ -167,11 +166,6 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f32.mlir",
         Vendor::OpenCl,
         "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for opencl",
-    ),
-    (
-        "CUDA/dump-ptx.mlir",
-        Vendor::OpenCl,
-        "`llvm.func` cannot be lowered for opencl",
     ),
     (
         "CUDA/sm90/cga_cluster.mlir",

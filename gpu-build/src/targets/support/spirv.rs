@@ -127,18 +127,34 @@ pub(crate) fn run(
     manager.run(module).map_err(|_| failed(what))
 }
 
-/// Removes from `module` (a SPIR-V target's copy) every kernel not among `kernels` (one refused alone is left
-/// out of its module's object: `lower.rs`).
+/// Removes from `module` (a SPIR-V target's copy) every function marked `gpu.kernel` that is
+/// not among `kernels` and that nothing calls (a kernel refused alone is left out of its
+/// module's object, `lower.rs`; an `llvm.func` marked `gpu.kernel` that returns a value is a
+/// device function, kept where a kernel calls it).
 pub(crate) fn keep_only(module: &Module, kernels: &[Kernel]) {
-    let mut found = ops_named(&module.as_operation(), "gpu.func");
-    found.extend(ops_named(&module.as_operation(), "llvm.func"));
+    let root = module.as_operation();
+    let mut found = ops_named(&root, "gpu.func");
+    found.extend(ops_named(&root, "llvm.func"));
+    let mut calls = ops_named(&root, "llvm.call");
+    calls.extend(ops_named(&root, "func.call"));
+    let called: Vec<String> = calls
+        .into_iter()
+        .filter_map(|raw| {
+            // SAFETY: a live op of `module`.
+            let call = unsafe { OperationRef::from_raw(raw) };
+            call.attribute("callee")
+                .ok()
+                .map(|callee| callee.to_string())
+        })
+        .collect();
     for raw in found {
         // SAFETY: a live op of `module`, destroyed at most once.
         let function = unsafe { OperationRef::from_raw(raw) };
         let kernel = function.attribute("gpu.kernel").is_ok();
         let name = symbol_name(&function).unwrap_or_default();
-        if kernel && !kernels.iter().any(|k| k.name == name) {
-            // SAFETY: a kernel nothing in the gpu.module calls.
+        let wanted = kernels.iter().any(|k| k.name == name);
+        if kernel && !wanted && !called.contains(&format!("@{name}")) {
+            // SAFETY: a function nothing in the module calls.
             unsafe { mlir_sys::mlirOperationDestroy(raw) };
         }
     }
