@@ -5,10 +5,9 @@
 //! OpenCL driver has no channel from a kernel yet.
 
 use crate::error::Result;
-use crate::targets::support::assert::{place, stop_failing_threads};
+use crate::targets::support::assert::{failure, stop_failing_threads, Failure};
 use crate::targets::support::mlir::splice_text;
 use crate::targets::support::spirv::{failed, ops_named};
-use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::Context;
 
@@ -22,13 +21,12 @@ pub(super) fn assert_by_printf<'c: 'a, 'a>(
         // SAFETY: a live op of the function; each is rewritten once, and rewriting one moves or
         // removes no other assertion.
         let op = unsafe { OperationRef::from_raw(raw) };
-        let message = op
-            .attribute("msg")
-            .ok()
-            .and_then(|a| StringAttribute::try_from(a).ok())
-            .map(|a| a.value().to_string())
-            .unwrap_or_default();
-        let (file, line, function_name) = place(op.location(), kernel);
+        let Failure {
+            message,
+            file,
+            line,
+            function: function_name,
+        } = failure(&op, kernel);
         let condition = op.operand(0).map_err(|_| failed("reading an assertion"))?;
         splice_text(
             context,

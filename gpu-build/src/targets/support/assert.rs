@@ -7,9 +7,35 @@
 
 use super::spirv::failed;
 use crate::error::Result;
+use melior::ir::attribute::StringAttribute;
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, Location, RegionLike};
 use mlir_sys::MlirLocation;
+
+/// What a failed assertion reports, as CUDA does: its message, and where it is.
+pub(crate) struct Failure {
+    pub message: String,
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+}
+
+/// The report of `cf.assert` `op` in kernel `kernel` ([`place`] says where).
+pub(crate) fn failure(op: &OperationRef, kernel: &str) -> Failure {
+    let message = op
+        .attribute("msg")
+        .ok()
+        .and_then(|a| StringAttribute::try_from(a).ok())
+        .map(|a| a.value().to_string())
+        .unwrap_or_default();
+    let (file, line, function) = place(op.location(), kernel);
+    Failure {
+        message,
+        file,
+        line,
+        function,
+    }
+}
 
 /// Makes the ops after the assertion `op` in its block run only where it held: they move
 /// into an `scf.if` on its condition (when the block's terminator takes no values).
@@ -66,7 +92,7 @@ pub(crate) fn stop_failing_threads(op: &OperationRef) -> Result<()> {
 /// The file, line and function of an assertion at `location`, as MLIR's NVVM lowering reads
 /// them: through call sites to the callee, a name for the function, and a file position
 /// (`kernel` and "(unknown)" where the location has none).
-pub(crate) fn place(location: Location, kernel: &str) -> (String, u32, String) {
+fn place(location: Location, kernel: &str) -> (String, u32, String) {
     let mut file = "(unknown)".to_string();
     let mut line = 0;
     let mut function = kernel.to_string();

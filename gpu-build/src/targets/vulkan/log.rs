@@ -7,7 +7,7 @@
 //! A failing thread stops at its assertion as on a GPU (`support/assert.rs`).
 
 use crate::error::Result;
-use crate::targets::support::assert::{place, stop_failing_threads};
+use crate::targets::support::assert::{failure, stop_failing_threads, Failure};
 use crate::targets::support::memref_sizes::set_inputs;
 use crate::targets::support::mlir::splice_text;
 use crate::targets::support::spirv::{failed, ops_named, signature};
@@ -73,13 +73,12 @@ pub(super) fn write_log<'c>(
             // SAFETY: the printf has no results; nothing refers to it afterwards.
             unsafe { mlir_sys::mlirOperationDestroy(raw) };
         } else {
-            let message = op
-                .attribute("msg")
-                .ok()
-                .and_then(|a| StringAttribute::try_from(a).ok())
-                .map(|a| a.value().to_string())
-                .unwrap_or_default();
-            let (file, line, function_name) = place(op.location(), kernel);
+            let Failure {
+                message,
+                file,
+                line,
+                function: function_name,
+            } = failure(&op, kernel);
             let condition = op.operand(0).map_err(|_| failed("reading an assertion"))?;
             splice_text(context, &assert_record(number), &op, &[condition, log])
                 .ok_or_else(|| failed("splicing a log record"))?;
