@@ -76,17 +76,16 @@ const UPSTREAM_ON_VULKAN: &[&str] = &[
 const NOT_YET_ON_VULKAN: &[(&str, &str)] = &[];
 
 /// Upstream's tests from the other folders that pass on Vulkan too: CUDA's and ROCM's programs
-/// written for no particular block size (the workgroup size is specialization constants set
-/// at launch, `targets/vulkan/workgroup_size.rs`), CUDA's block reductions (`gpu.all_reduce`
-/// through workgroup memory, `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic
-/// memref with its sizes as hidden arguments, `targets/support/memref_sizes.rs`), ROCM's `vecadd` (host memory
+/// written for no particular block size (the workgroup size is specialization constants set at
+/// launch, `targets/vulkan/workgroup_size.rs`), CUDA's block reductions (`gpu.all_reduce` through
+/// workgroup memory, `targets/support/all_reduce.rs`; `all-reduce-op`'s 3-D dynamic memref with its
+/// sizes as hidden arguments, `targets/support/memref_sizes.rs`), ROCM's `vecadd` (host memory
 /// registered, its "device view" the host memory the launch stages), the `printf` and `assert`
 /// programs (a log buffer the runtime reads, `targets/vulkan/log.rs`), `shuffle` (its width-13
 /// shuffle through workgroup memory on lavapipe's 8-wide subgroups, its branches structured,
-/// `targets/vulkan/{shuffle,structured}.rs`), the four WMMA programs (each thread holds whole
-/// fragments, `targets/vulkan/mma.rs`), SYCL's and LevelZero's
-/// four each and the SPIR-V CPU runner's two programs (its `fillI32Buffer` /
-/// `fillF32Buffer*D` helpers).
+/// `targets/support/{shuffle,structured}.rs`), the four WMMA programs (each thread holds whole
+/// fragments, `targets/support/mma.rs`), SYCL's and LevelZero's four each and the SPIR-V CPU
+/// runner's two programs (its `fillI32Buffer` / `fillF32Buffer*D` helpers).
 const OTHER_UPSTREAM_ON_VULKAN: &[&str] = &[
     "CUDA/all-reduce-and.mlir",
     "CUDA/all-reduce-maxsi.mlir",

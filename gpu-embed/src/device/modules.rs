@@ -54,18 +54,15 @@ impl Device {
             return Ok(function.clone());
         }
         let object = loaded.object;
+        if let Some(reason) = object.refusal(kernel) {
+            return Err(refused(binary, object, kernel, reason, self.name()));
+        }
         let in_object = |e: Error| {
             e.map_message(|message| {
                 format!("{message} in {} on {}", object.describe(), self.name())
             })
         };
-        let handle =
-            driver
-                .function(&loaded.module, kernel)
-                .map_err(|e| match object.refusal(kernel) {
-                    Some(reason) => refused(binary, object, kernel, reason, self.name()),
-                    None => in_object(e),
-                })?;
+        let handle = driver.function(&loaded.module, kernel).map_err(in_object)?;
         let attributes = driver
             .attributes(&handle, self.limits())
             .map_err(in_object)?;

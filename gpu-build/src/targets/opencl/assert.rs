@@ -21,16 +21,10 @@ pub(super) fn assert_by_printf<'c: 'a, 'a>(
         // SAFETY: a live op of the function; each is rewritten once, and rewriting one moves or
         // removes no other assertion.
         let op = unsafe { OperationRef::from_raw(raw) };
-        let Failure {
-            message,
-            file,
-            line,
-            function: function_name,
-        } = failure(&op, kernel);
         let condition = op.operand(0).map_err(|_| failed("reading an assertion"))?;
         splice_text(
             context,
-            &report_text(&file, line, &function_name, &message),
+            &report_text(&failure(&op, kernel)),
             &op,
             &[condition],
         )
@@ -44,7 +38,7 @@ pub(super) fn assert_by_printf<'c: 'a, 'a>(
 
 /// What a failing thread prints, CUDA's words (as the other targets print them), as a function
 /// of the condition.
-fn report_text(file: &str, line: u32, function: &str, message: &str) -> String {
+fn report_text(failure: &Failure) -> String {
     // Text from the kernel file is printed as it is: `%` doubled for printf, and escaped for an
     // MLIR string.
     let literal = |text: &str| {
@@ -54,10 +48,11 @@ fn report_text(file: &str, line: u32, function: &str, message: &str) -> String {
             .replace('\n', "\\0A")
     };
     let format = format!(
-        "{}:{line}: {}: block: [%d,%d,%d], thread: [%d,%d,%d] Assertion `{}` failed.\\0A",
-        literal(file),
-        literal(function),
-        literal(message)
+        "{}:{}: {}: block: [%d,%d,%d], thread: [%d,%d,%d] Assertion `{}` failed.\\0A",
+        literal(&failure.file),
+        failure.line,
+        literal(&failure.function),
+        literal(&failure.message)
     );
     let ids: String = [
         "block_id x",
@@ -92,7 +87,12 @@ mod tests {
 
     #[test]
     fn the_report_prints_the_kernel_files_text_as_it_is() {
-        let text = report_text("a%b.mlir", 7, "k", "100% \"sure\"");
+        let text = report_text(&Failure {
+            message: "100% \"sure\"".into(),
+            file: "a%b.mlir".into(),
+            line: 7,
+            function: "k".into(),
+        });
         assert!(text.contains("a%%b.mlir:7: k: block: [%d,%d,%d]"), "{text}");
         assert!(
             text.contains("Assertion `100%% \\22sure\\22` failed.\\0A"),

@@ -4,8 +4,10 @@
 //! `spirv-lower-abi-attrs`, `spirv-update-vce`, `gpu-module-to-binary`), with the entry-point
 //! attribute they write by hand supplied here, and a memref's dynamic sizes past the first (or
 //! read by `memref.dim`) passed as hidden arguments, as on Vulkan (`support/memref_sizes.rs`),
-//! unstructured control flow structured, subgroup MMA emulated (`support/mma.rs`), and atomics and shuffles at any width lowered as on Vulkan (`support/atomics.rs`,
-//! `support/shuffle.rs`).
+//! and what the Vulkan target gained, from the same code: unstructured control flow structured
+//! (`support/structured.rs`), subgroup MMA emulated (`support/mma.rs`), shuffles at any width
+//! (`support/shuffle.rs`), atomics (`support/atomics.rs`); assertions are printed
+//! (`assert.rs`).
 //! Unlike Vulkan, the workgroup size stays a launch parameter (no `LocalSize`), so
 //! `known_block_size` is a promise, not a requirement.
 
@@ -16,7 +18,7 @@ use crate::targets::interface::Compiled;
 use crate::targets::support::all_reduce::all_reduce_for_spirv;
 use crate::targets::support::atomics::{finish_atomics, mark_atomics};
 use crate::targets::support::bool_arguments::bools_as_i32;
-use crate::targets::support::memref_sizes::pass_sizes;
+use crate::targets::support::memref_sizes::{pass_sizes, HiddenSize};
 use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::mma::emulate_mma;
 use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
@@ -41,6 +43,17 @@ const CAPABILITIES: &str = "Addresses,Int64,Kernel,Int8,Int16,Float16,Float16Buf
     GroupNonUniform,GroupNonUniformVote,GroupNonUniformArithmetic,GroupNonUniformBallot,\
     GroupNonUniformShuffle,GroupNonUniformShuffleRelative";
 
+/// What the rewrites of one kernel decided, for its manifest entry.
+struct KernelFacts {
+    name: String,
+    /// Bytes of workgroup memory.
+    workgroup_memory: u64,
+    /// Its hidden size arguments (`support/memref_sizes.rs`).
+    hidden: Vec<HiddenSize>,
+    /// Whether it shuffles (`support/shuffle.rs`: its blocks have at most `SLOTS` threads).
+    shuffles: bool,
+}
+
 pub(super) fn serialize(
     context: &Context,
     gpu_module: &OperationRef,
@@ -61,7 +74,6 @@ pub(super) fn serialize(
     let entry_point = Attribute::parse(context, "#spirv.entry_point_abi<>")
         .ok_or_else(|| failed("making the entry point attribute"))?;
     let subgroups = has_subgroup_operations(spirv_version);
-    // Each kernel's name, workgroup memory, hidden sizes and whether it shuffles.
     let mut facts = Vec::new();
     for raw in kernel_functions(&module) {
         // SAFETY: an op of `module`, alive until `module` is dropped at the end of this function
@@ -73,19 +85,18 @@ pub(super) fn serialize(
         }
         let name = symbol_name(&function).unwrap_or_default();
         let location = location_of(kernels, locations, &name);
-        // SAFETY: the same kernel, read through a shared reference while it is rewritten.
-        emulate_mma(
-            context,
-            unsafe { &OperationRef::from_raw(raw) },
-            location,
-            "opencl",
-        )?;
+        emulate_mma(context, &function, location, "opencl")?;
         assert_by_printf(context, &function, &name)?;
         attributions_to_allocs(context, &mut function)?;
         bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;
         let shuffles = shuffle_anywhere(context, &mut function, subgroups)?;
-        facts.push((name, alloc_bytes(&function), hidden, shuffles));
+        facts.push(KernelFacts {
+            workgroup_memory: alloc_bytes(&function),
+            name,
+            hidden,
+            shuffles,
+        });
     }
     drop_uniform_flags(&module);
     mark_atomics(
@@ -112,15 +123,15 @@ pub(super) fn serialize(
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.
         let function = unsafe { OperationRef::from_raw(spirv_function(&spirv, &kernel.name)?) };
-        let (_, workgroup_memory, hidden, shuffles) = facts
+        let facts = facts
             .iter()
-            .find(|(name, ..)| *name == kernel.name)
+            .find(|facts| facts.name == kernel.name)
             .ok_or_else(|| failed(&format!("finding kernel `{}`", kernel.name)))?;
         entries.push(OpenClKernel {
             name: kernel.name.clone(),
-            workgroup_memory: *workgroup_memory,
-            max_block_threads: shuffles.then_some(SLOTS),
-            arguments: arguments(kernel, spirv_function_type(&function)?, hidden)?,
+            workgroup_memory: facts.workgroup_memory,
+            max_block_threads: facts.shuffles.then_some(SLOTS),
+            arguments: arguments(kernel, spirv_function_type(&function)?, &facts.hidden)?,
         });
     }
     run(

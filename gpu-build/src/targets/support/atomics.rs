@@ -13,13 +13,13 @@
 //!    `CompareExchange` placeholder, comparing the integer bits (a NaN compares equal to
 //!    itself).
 //! 2. [`finish_atomics`], after the conversion: each placeholder call becomes its atomic
-//!    instruction on the pointer the converted load read (`Device` scope, `Workgroup` for
-//!    workgroup memory; acquire-release semantics, as MLIR's own lowering has, but for the
-//!    loop's compare-and-swap, which is relaxed, as CUDA's `atomicCAS` and GLSL's
-//!    `atomicCompSwap` are: with acquire-release semantics lavapipe (Mesa 22.3) loses updates
-//!    and lanes in the loop); the load and the placeholder functions go. A float compare-and-swap works on the integer of the same width
-//!    through a pointer bitcast within the storage class (`spirv-val` takes it under Vulkan's
-//!    logical addressing too).
+//!    instruction on the pointer the converted load read (`Device` scope, `Workgroup` for workgroup
+//!    memory; acquire-release semantics, as MLIR's own lowering has, but for the loop's
+//!    compare-and-swap, which is relaxed, as CUDA's `atomicCAS` and GLSL's `atomicCompSwap` are:
+//!    with acquire-release semantics lavapipe (Mesa 22.3) loses updates and lanes in the loop); the
+//!    load and the placeholder functions go. A float compare-and-swap works on the integer of the
+//!    same width through a pointer bitcast within the storage class (`spirv-val` takes it under
+//!    Vulkan's logical addressing too).
 //!
 //! Atomics are on 32-bit values; other widths are refused, naming the kernel's line.
 
@@ -33,6 +33,9 @@ use std::collections::BTreeSet;
 
 /// The placeholders' names start with this; the rest is `{instruction}_{type}`.
 const PLACEHOLDER: &str = "__gpu_build_atomic_";
+
+/// The compare-and-swap instruction, around which every loop is built.
+const COMPARE_EXCHANGE: &str = "CompareExchange";
 
 /// The widths of the values atomics take (`Int64Atomics` is not asked of devices yet).
 const WIDTHS: [u32; 1] = [32];
@@ -103,7 +106,7 @@ fn mark(
     op: &OperationRef,
     target: &str,
     file: &str,
-    placeholders: &mut BTreeSet<(String, String, usize)>,
+    placeholders: &mut BTreeSet<(String, String)>,
 ) -> Result<()> {
     let refuse = |why: String| {
         Error::new(
@@ -143,14 +146,14 @@ fn mark(
         .collect::<Result<_>>()?;
     let memref_type = operands[first_memref].r#type().to_string();
     let indices = operands.len() - first_memref - 1;
-    let (text, used) = match lowering {
+    let (text, instruction) = match lowering {
         Lowering::Instruction(instruction) => (
             instruction_text(instruction, &ty, &memref_type, indices),
-            vec![(instruction.to_string(), ty.clone(), 2)],
+            instruction,
         ),
         Lowering::Loop(combiner) => (
             loop_text(combiner, &ty, bits, &memref_type, indices, generic),
-            vec![("CompareExchange".to_string(), ty.clone(), 3)],
+            COMPARE_EXCHANGE,
         ),
     };
     let parsed = Module::parse(context, &text).ok_or_else(|| failed("making an atomic"))?;
@@ -170,7 +173,7 @@ fn mark(
     // SAFETY: the marked form sits before the atomic, in its block, and returns a value of its
     // result's type.
     unsafe { mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), marked.to_raw()) };
-    placeholders.extend(used);
+    placeholders.insert((instruction.to_string(), ty));
     Ok(())
 }
 
@@ -216,7 +219,7 @@ fn instruction_text(instruction: &str, ty: &str, memref: &str, indices: usize) -
   return %old : {ty}
 }}
 {}"#,
-        placeholder_text(&name, ty, 2)
+        placeholder_text(instruction, ty)
     )
 }
 
@@ -231,7 +234,7 @@ fn loop_text(
     generic: bool,
 ) -> String {
     let (parameters, subscript) = index_parameters(indices);
-    let name = placeholder_name("CompareExchange", ty);
+    let name = placeholder_name(COMPARE_EXCHANGE, ty);
     let (value, combine, declaration) = if generic {
         (
             String::new(),
@@ -271,7 +274,7 @@ fn loop_text(
   return %old : {ty}
 }}
 {declaration}{}"#,
-        placeholder_text(&name, ty, 3)
+        placeholder_text(COMPARE_EXCHANGE, ty)
     )
 }
 
@@ -286,12 +289,26 @@ fn placeholder_name(instruction: &str, ty: &str) -> String {
     format!("{PLACEHOLDER}{instruction}_{ty}")
 }
 
-/// A placeholder function of `arity` values of `ty`, returning its first (a body keeps the
-/// conversion's `spirv.FunctionCall` valid until [`finish_atomics`] replaces the calls).
-fn placeholder_text(name: &str, ty: &str, arity: usize) -> String {
-    let parameters: Vec<String> = (0..arity).map(|i| format!("%a{i}: {ty}")).collect();
+/// How many values an atomic `instruction` takes: the element (its pointer, once finished),
+/// the value, and for a compare-and-swap the comparator.
+fn arity(instruction: &str) -> usize {
+    if instruction == COMPARE_EXCHANGE {
+        3
+    } else {
+        2
+    }
+}
+
+/// The placeholder function of `instruction` on `ty` values: its values in, its first out (a
+/// body keeps the conversion's `spirv.FunctionCall` valid until [`finish_atomics`] replaces the
+/// calls).
+fn placeholder_text(instruction: &str, ty: &str) -> String {
+    let parameters: Vec<String> = (0..arity(instruction))
+        .map(|i| format!("%a{i}: {ty}"))
+        .collect();
     format!(
-        "spirv.func @{name}({}) -> {ty} \"None\" {{\n  spirv.ReturnValue %a0 : {ty}\n}}\n",
+        "spirv.func @{}({}) -> {ty} \"None\" {{\n  spirv.ReturnValue %a0 : {ty}\n}}\n",
+        placeholder_name(instruction, ty),
         parameters.join(", ")
     )
 }
@@ -300,13 +317,11 @@ fn placeholder_text(name: &str, ty: &str, arity: usize) -> String {
 fn insert_placeholders(
     context: &Context,
     module: &Module,
-    placeholders: &BTreeSet<(String, String, usize)>,
+    placeholders: &BTreeSet<(String, String)>,
 ) -> Result<()> {
     let text: String = placeholders
         .iter()
-        .map(|(instruction, ty, arity)| {
-            placeholder_text(&placeholder_name(instruction, ty), ty, *arity)
-        })
+        .map(|(instruction, ty)| placeholder_text(instruction, ty))
         .collect();
     let parsed = Module::parse(context, &text).ok_or_else(|| failed("making atomics"))?;
     for gpu_module in ops_named(&module.as_operation(), "gpu.module") {
@@ -484,12 +499,12 @@ fn atomic_text(instruction: &str, ty: &str, pointer: &str) -> String {
     let bits = ty.trim_start_matches(|c: char| !c.is_ascii_digit());
     let float = !ty.starts_with('i');
     let integer_pointer = pointer.replacen(&format!("<{ty},"), &format!("<i{bits},"), 1);
-    let body = match (instruction, float) {
-        ("CompareExchange", false) => format!(
+    let body = match (instruction == COMPARE_EXCHANGE, float) {
+        (true, false) => format!(
             "%old = spirv.AtomicCompareExchange <{scope}> <None> <None> %p, %a1, %a2 \
              : {pointer}"
         ),
-        ("CompareExchange", true) => format!(
+        (true, true) => format!(
             "%ip = spirv.Bitcast %p : {pointer} to {integer_pointer}
   %iv = spirv.Bitcast %a1 : {ty} to i{bits}
   %ic = spirv.Bitcast %a2 : {ty} to i{bits}
@@ -500,11 +515,7 @@ fn atomic_text(instruction: &str, ty: &str, pointer: &str) -> String {
             "%old = spirv.Atomic{instruction} <{scope}> <AcquireRelease> %p, %a1 : {pointer}"
         ),
     };
-    let parameters: String = (1..=if instruction == "CompareExchange" {
-        2
-    } else {
-        1
-    })
+    let parameters: String = (1..arity(instruction))
         .map(|i| format!(", %a{i}: {ty}"))
         .collect();
     format!(
@@ -540,7 +551,7 @@ mod tests {
         assert!(global.contains("spirv.AtomicIAdd <Device> <AcquireRelease> %p, %a1"));
         let shared = atomic_text("SMax", "i32", "!spirv.ptr<i32, Workgroup>");
         assert!(shared.contains("<Workgroup>"));
-        let float = atomic_text("CompareExchange", "f32", "!spirv.ptr<f32, CrossWorkgroup>");
+        let float = atomic_text(COMPARE_EXCHANGE, "f32", "!spirv.ptr<f32, CrossWorkgroup>");
         assert!(float.contains("to !spirv.ptr<i32, CrossWorkgroup>"));
     }
 }

@@ -1,14 +1,14 @@
 //! Subgroup matrix multiply-accumulate (`gpu.subgroup_mma_*`, upstream's WMMA programs) for both
-//! SPIR-V targets, where MLIR 22 lowers it only to Vulkan's cooperative matrices, which few
-//! devices have (lavapipe has none), and not at all for OpenCL. A fragment is opaque to the kernel, and every lane of a subgroup passes
-//! the same operands to these ops, so each thread holds a whole fragment in private memory
-//! (`memref<MxNxT>` in the Function storage class): a load reads the whole tile, a multiply
-//! computes the whole `C + A·B` (products summed in f32, or f64 for f64 fragments, rounded to
-//! the result's type once, as the host target does), a store writes the tile (every lane the
-//! same values, between barriers: the whole block must reach a store, as a shuffle through
-//! workgroup memory), constants and elementwise ops work element by element. Correct on any
-//! subgroup size, at the cost of each lane doing its subgroup's work; fragments must not be
-//! carried through loops or branches (refused by name).
+//! SPIR-V targets, where MLIR 22 lowers it only to Vulkan's cooperative matrices, which few devices
+//! have (lavapipe has none), and not at all for OpenCL. A fragment is opaque to the kernel, and
+//! every lane of a subgroup passes the same operands to these ops, so each thread holds a whole
+//! fragment in private memory (`memref<MxNxT>` in the Function storage class): a load reads the
+//! whole tile, a multiply computes the whole `C + A·B` (products summed in f32, or f64 for f64
+//! fragments, rounded to the result's type once, as the host target does), a store writes the tile
+//! (every lane the same values, between barriers: the whole block must reach a store, as a shuffle
+//! through workgroup memory), constants and elementwise ops work element by element. Correct on any
+//! subgroup size, at the cost of each lane doing its subgroup's work; fragments must not be carried
+//! through loops or branches (refused by name).
 
 use super::mlir::{source_position_in, splice_text};
 use super::spirv::{failed, ops_with_prefix};
@@ -37,9 +37,9 @@ fn private(rows: u64, cols: u64, element: &str) -> String {
 
 /// Rewrites the subgroup MMA ops of `kernel` (a `gpu.func` of `target`'s SPIR-V copy, found in
 /// the kernel file at `kernel_location`); returns whether there were any.
-pub(crate) fn emulate_mma(
-    context: &Context,
-    kernel: &OperationRef,
+pub(crate) fn emulate_mma<'c: 'a, 'a>(
+    context: &'c Context,
+    kernel: &impl OperationLike<'c, 'a>,
     kernel_location: &str,
     target: &str,
 ) -> Result<bool> {

@@ -1,8 +1,8 @@
-//! Kernels with unstructured control flow (`cf.br`, `cf.cond_br` between blocks, as upstream's
-//! CUDA programs write them) for the SPIR-V targets: Vulkan's shaders must be structured (every
-//! branch a selection or a loop with its merge block), and MLIR 22's SPIR-V conversion takes no
-//! `cf` op for either target: MLIR's `lift-cf-to-scf` makes such a body `scf.if`s and `scf.while`s. That pass works
-//! on `func.func`s only, so each such kernel's body moves into a `func.func` for it (its
+//! Kernels with unstructured control flow (`cf.br`, `cf.cond_br` between blocks, as upstream's CUDA
+//! programs write them) for the SPIR-V targets: Vulkan's shaders must be structured (every branch a
+//! selection or a loop with its merge block), and MLIR 22's SPIR-V conversion takes no `cf` op for
+//! either target: MLIR's `lift-cf-to-scf` makes such a body `scf.if`s and `scf.while`s. That pass
+//! works on `func.func`s only, so each such kernel's body moves into a `func.func` for it (its
 //! `gpu.return`s made `func.return`s) and back.
 
 use super::mlir::symbol_name;

@@ -77,7 +77,7 @@ pub(super) fn write_log<'c>(
                 message,
                 file,
                 line,
-                function: function_name,
+                function,
             } = failure(&op, kernel);
             let condition = op.operand(0).map_err(|_| failed("reading an assertion"))?;
             splice_text(context, &assert_record(number), &op, &[condition, log])
@@ -87,7 +87,7 @@ pub(super) fn write_log<'c>(
                 message,
                 file,
                 line,
-                function: function_name,
+                function,
             });
             // SAFETY: the assertion has no results; nothing refers to it afterwards.
             unsafe { mlir_sys::mlirOperationDestroy(raw) };

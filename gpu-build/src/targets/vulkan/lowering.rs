@@ -2,19 +2,19 @@
 //! `support/spirv.rs`): what upstream's `-test-vulkan-runner-pipeline` does, with what SPIR-V
 //! needs supplied from the target-neutral kernel instead of written by the user.
 //!
-//! 1. The copy (numeric workgroup memory spaces, one `#spirv.target_env` with every capability
-//!    and extension this target allows) keeps only the kernels asked for; LLVM-dialect kernels
-//!    become `gpu.func`s (`llvm_kernels.rs`); unstructured control flow is structured
-//!    (`support/structured.rs`); f32 math becomes GLSL's (`convert-math-to-spirv`, first, so that the
-//!    rewrites below may use SPIR-V ops); `gpu.all_reduce` goes through workgroup memory.
-//! 2. Per kernel: `spirv.entry_point_abi` (a workgroup size only from `known_block_size`;
-//!    otherwise `workgroup_size.rs` makes it specialization constants after serialization),
-//!    subgroup MMA emulated (`support/mma.rs`), workgroup attributions as `memref.alloc`s in space 3,
-//!    `i1` arguments as i32 (`abi.rs`), hidden size arguments (`support/memref_sizes.rs`), the log
-//!    buffer of printf and assert (`log.rs`), shuffles at any width (`support/shuffle.rs`). A
-//!    `uniform` subgroup reduction loses the flag (the conversion takes only the general form);
-//!    f64 math GLSL lacks is implemented (`f64_math.rs`); atomics are marked for their own
-//!    lowering (`support/atomics.rs`), finished after the conversion.
+//! 1. The copy (numeric workgroup memory spaces, one `#spirv.target_env` with every capability and
+//!    extension this target allows) keeps only the kernels asked for; LLVM-dialect kernels become
+//!    `gpu.func`s (`llvm_kernels.rs`); unstructured control flow is structured
+//!    (`support/structured.rs`); f32 math becomes GLSL's (`convert-math-to-spirv`, first, so that
+//!    the rewrites below may use SPIR-V ops); `gpu.all_reduce` goes through workgroup memory.
+//! 2. Per kernel: `spirv.entry_point_abi` (a workgroup size only from `known_block_size`; otherwise
+//!    `workgroup_size.rs` makes it specialization constants after serialization), subgroup MMA
+//!    emulated (`support/mma.rs`), workgroup attributions as `memref.alloc`s in space 3, `i1`
+//!    arguments as i32 (`support/bool_arguments.rs`), hidden size arguments
+//!    (`support/memref_sizes.rs`), the log buffer of printf and assert (`log.rs`), shuffles at any
+//!    width (`support/shuffle.rs`). A `uniform` subgroup reduction loses the flag (the conversion
+//!    takes only the general form); f64 math GLSL lacks is implemented (`f64_math.rs`); atomics are
+//!    marked for their own lowering (`support/atomics.rs`), finished after the conversion.
 //! 3. `convert-gpu-to-spirv` (32-bit `index`), the `spirv.module` moved into the gpu.module
 //!    (the conversion leaves it beside; `gpu-module-to-binary` looks inside),
 //!    `spirv-lower-abi-attrs` and `spirv-update-vce` (which keeps only the capabilities used),
@@ -125,13 +125,7 @@ pub(super) fn serialize(
         let name = symbol_name(&function).unwrap_or_default();
         set_entry_point_abi(context, &mut function)?;
         let location = location_of(kernels, locations, &name);
-        // SAFETY: the same kernel, read through a shared reference while it is rewritten.
-        emulate_mma(
-            context,
-            unsafe { &OperationRef::from_raw(raw) },
-            location,
-            "vulkan",
-        )?;
+        emulate_mma(context, &function, location, "vulkan")?;
         attributions_to_allocs(context, &mut function)?;
         bools_as_i32(context, &mut function)?;
         let hidden = pass_sizes(context, &mut function, location)?;
