@@ -1,7 +1,8 @@
 // Kernels in the LLVM dialect over pointers in the global address space (!llvm.ptr<1>) and
-// generic ones (!llvm.ptr): an LLVM intrinsic, GEP chains and a loop. Built for the OpenCL-style target (LLVM's SPIR-V back
-// end) and the host (tests/runtime/opencl.rs); not yet for Vulkan, whose pattern raising refuses
-// it.
+// generic ones (!llvm.ptr): LLVM intrinsics, GEP chains into structs, pointer arithmetic through
+// integers, selects and branches carrying pointers, loops. Built for the OpenCL-style target
+// (LLVM's SPIR-V back end), Vulkan (device addresses: targets/vulkan/llvm_kernels.rs) and the
+// host; tests/src/spirv_checks.rs `check_llvm_kernels` runs them on each.
 gpu.module @llvm_kernels {
   // y[i] = fma(a, x[i], y[i]) + (x[0] + ... + x[i % 4 - 1]) over pointers in the global
   // address space: an LLVM intrinsic, GEP chains and a loop.
@@ -74,6 +75,48 @@ gpu.module @llvm_kernels {
     llvm.br ^loop(%j1, %next : i64, f32)
   ^store:
     llvm.store %acc, %py : f32, !llvm.ptr
+    llvm.br ^done
+  ^done:
+    llvm.return
+  }
+
+  // out[i] = max(|pairs[i].a|, pairs[i].b) + (i odd ? x : y)[i], for i < n: GEPs into an
+  // array of structs, an intrinsic (not fabs: MLIR 22's NVVM lowering, which the host target
+  // shares, refuses LLVM's math intrinsics written by hand), a select of pointers, a pointer carried by a branch and
+  // moved by integer arithmetic (ptrtoint, inttoptr), 32-bit indices.
+  llvm.func @pairs(%pairs: !llvm.ptr<1>, %x: !llvm.ptr, %y: !llvm.ptr, %out: !llvm.ptr, %n: i32) attributes {gpu.kernel} {
+    %block = gpu.block_id x
+    %block_dim = gpu.block_dim x
+    %thread = gpu.thread_id x
+    %base = arith.muli %block, %block_dim : index
+    %index = arith.addi %base, %thread : index
+    %i = arith.index_cast %index : index to i32
+    %in_range = llvm.icmp "slt" %i, %n : i32
+    llvm.cond_br %in_range, ^body, ^done
+  ^body:
+    %pa = llvm.getelementptr %pairs[%i, 0] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, !llvm.struct<(f32, f32)>
+    %pb = llvm.getelementptr %pairs[%i, 1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, !llvm.struct<(f32, f32)>
+    %a = llvm.load %pa : !llvm.ptr<1> -> f32
+    %b = llvm.load %pb : !llvm.ptr<1> -> f32
+    %negated = llvm.fneg %a : f32
+    %magnitude = llvm.intr.maxnum(%a, %negated) : (f32, f32) -> f32
+    %larger = llvm.intr.maxnum(%magnitude, %b) : (f32, f32) -> f32
+    %one = llvm.mlir.constant(1 : i32) : i32
+    %bit = llvm.and %i, %one : i32
+    %odd = llvm.icmp "eq" %bit, %one : i32
+    %source = llvm.select %odd, %x, %y : i1, !llvm.ptr
+    llvm.br ^add(%source : !llvm.ptr)
+  ^add(%p: !llvm.ptr):
+    %address = llvm.ptrtoint %p : !llvm.ptr to i64
+    %wide = llvm.sext %i : i32 to i64
+    %four = llvm.mlir.constant(4 : i64) : i64
+    %bytes = llvm.mul %wide, %four : i64
+    %moved = llvm.add %address, %bytes : i64
+    %pv = llvm.inttoptr %moved : i64 to !llvm.ptr
+    %v = llvm.load %pv : !llvm.ptr -> f32
+    %r = llvm.fadd %larger, %v : f32
+    %po = llvm.getelementptr %out[%i] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+    llvm.store %r, %po : f32, !llvm.ptr
     llvm.br ^done
   ^done:
     llvm.return

@@ -41,8 +41,12 @@ gpu_embed::include_gpu_binary!(
 gpu_embed::include_gpu_binary!("kernels/spirv_atomics.mlir", targets = [vulkan, opencl]);
 // A module the SPIR-V targets build all but one kernel of (`tests/runtime/refused.rs`).
 gpu_embed::include_gpu_binary!("kernels/refused.mlir", targets = [vulkan, opencl, host]);
-// A kernel in the LLVM dialect over `!llvm.ptr<1>` pointers (`tests/runtime/opencl.rs`).
-gpu_embed::include_gpu_binary!("kernels/llvm_dialect.mlir", targets = [opencl, host]);
+// Kernels in the LLVM dialect over `!llvm.ptr<1>` and `!llvm.ptr` pointers
+// (`spirv_checks::check_llvm_kernels`, on Vulkan, OpenCL and the host).
+gpu_embed::include_gpu_binary!(
+    "kernels/llvm_dialect.mlir",
+    targets = [vulkan, opencl, host]
+);
 // The guide's two-module file (`docs/guide/02-kernels.md`, `tests/runtime/cookbook.rs`).
 gpu_embed::include_gpu_binary!(
     "../docs/cookbook/two_modules.mlir",

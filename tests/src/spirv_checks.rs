@@ -1,4 +1,5 @@
-//! The checks of `kernels/vulkan.mlir`'s kernels that the SPIR-V targets' tests share
+//! The checks of `kernels/vulkan.mlir`'s kernels (and `kernels/llvm_dialect.mlir`'s) that the
+//! SPIR-V targets' tests share
 //! (`tests/runtime/vulkan.rs` on Vulkan devices, `tests/runtime/opencl.rs` on OpenCL devices,
 //! both also on the host): each launches one kernel through its stub on `device` and checks the
 //! result against plain Rust.
@@ -544,5 +545,65 @@ pub fn check_shuffle_modes(device: &Device) -> Result<()> {
             device.name()
         );
     }
+    Ok(())
+}
+
+/// `llvm_dialect.mlir`'s kernels, each equal to plain Rust: the two saxpys (over `!llvm.ptr<1>`
+/// and generic pointers: an intrinsic, GEP chains, a loop) with `a`, and `pairs` (GEPs into
+/// structs, a select and a branch carrying pointers, pointer arithmetic through integers). The
+/// saxpys are compared against `a = 1.5`: another `a` must fail the check.
+pub fn check_llvm_kernels(device: &Device, a: f32) -> Result<()> {
+    use crate::llvm_kernels;
+    let n = 1000usize;
+    let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 0.5).collect();
+    let y: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let want: Vec<f32> = (0..n)
+        .map(|i| (0..i % 4).fold(1.5f32.mul_add(x[i], y[i]), |acc, j| acc + x[j]))
+        .collect();
+    let config = LaunchConfig::for_elements(n, 64);
+    for generic in [false, true] {
+        let (dx, dy) = (
+            DeviceBuffer::from_slice(device, &x)?,
+            DeviceBuffer::from_slice(device, &y)?,
+        );
+        let (px, py) = (dx.device_ptr(), dy.device_ptr());
+        // SAFETY: the kernels read x[j] for j <= i < n and update y[i] for i < n; both buffers
+        // hold n elements.
+        unsafe {
+            if generic {
+                llvm_kernels::saxpy_generic(device, &config, a, px, py, n as i64)?
+            } else {
+                llvm_kernels::saxpy_global(device, &config, a, px, py, n as i64)?
+            }
+        };
+        assert_eq!(dy.to_vec()?, want, "generic pointers: {generic}");
+    }
+    let pairs: Vec<f32> = (0..2 * n).map(|k| (k % 13) as f32 - 6.0).collect();
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            let larger = pairs[2 * i].abs().max(pairs[2 * i + 1]);
+            larger + if i % 2 == 1 { x[i] } else { y[i] }
+        })
+        .collect();
+    let (dpairs, dx, dy) = (
+        DeviceBuffer::from_slice(device, &pairs)?,
+        DeviceBuffer::from_slice(device, &x)?,
+        DeviceBuffer::from_slice(device, &y)?,
+    );
+    let out = DeviceBuffer::from_slice(device, &vec![0.0f32; n])?;
+    // SAFETY: thread i < n reads pairs[2i], pairs[2i + 1] (2n elements), x[i] or y[i] (n each)
+    // and writes out[i] (n).
+    unsafe {
+        llvm_kernels::pairs(
+            device,
+            &config,
+            dpairs.device_ptr(),
+            dx.device_ptr(),
+            dy.device_ptr(),
+            out.device_ptr(),
+            n as i32,
+        )?
+    };
+    assert_eq!(out.to_vec()?, want, "pairs");
     Ok(())
 }

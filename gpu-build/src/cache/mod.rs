@@ -54,7 +54,7 @@ pub mod stats;
 
 /// The entry format's version: bumped whenever the header changes shape, so that an entry an
 /// older gpu-build wrote reads as damaged (a miss, removed and rebuilt), never misread.
-const MAGIC: &[u8] = b"gpu-build cache entry 3\n";
+const MAGIC: &[u8] = b"gpu-build cache entry 4\n";
 const DEFAULT_LIMIT_MB: u64 = 1024;
 /// What one task produced: the kernels as its lowering left them, the objects, and the warnings
 /// it gave (replayed when the result comes from the cache).

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 pub const WORKGROUP_SIZE_SPEC_IDS: [u32; 3] = [0x4742_0000, 0x4742_0001, 0x4742_0002];
 
 /// Every argument is a storage buffer in descriptor set 0: a memref its elements (one
-/// contiguous range), a scalar a buffer holding just the value.
+/// contiguous range), a scalar a buffer holding just the value, a pointer a buffer holding its
+/// device address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VulkanAbi {
     /// The SPIR-V version the module declares (`1.3`).
@@ -105,9 +106,11 @@ pub enum VulkanBindingKind {
         /// The dimension.
         dim: u32,
     },
-    /// A pointer argument (of a kernel in the LLVM dialect): the bytes from the address it
-    /// holds to the end of its allocation.
-    Pointer,
+    /// A pointer argument (of a kernel in the LLVM dialect, or an `!llvm.ptr` one of a
+    /// `gpu.func`): an 8-byte buffer holding the device address (`vkGetBufferDeviceAddress`)
+    /// of the byte it points to, which the kernel reads and writes through as a
+    /// `PhysicalStorageBuffer` pointer. The device needs `bufferDeviceAddress`.
+    Address,
     /// A hidden argument, last: the kernel's log buffer ([`VulkanLogEntry`]), which the
     /// runtime makes per launch and reads once the launch has run.
     Log,

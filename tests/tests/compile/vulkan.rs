@@ -59,6 +59,7 @@ fn vulkan_kernels() -> Vec<std::path::PathBuf> {
         root.join("tests/kernels/f64_math.mlir"),
         root.join("tests/kernels/vulkan_extras.mlir"),
         root.join("tests/kernels/mma.mlir"),
+        root.join("tests/kernels/llvm_dialect.mlir"),
     ]
 }
 
@@ -74,8 +75,8 @@ fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
     let objects = objects_of(&report, Vendor::Vulkan);
     assert_eq!(
         objects.len(),
-        11 * 3,
-        "eleven modules for three Vulkan versions"
+        12 * 3,
+        "twelve modules for three Vulkan versions"
     );
     for (object, bytes) in &objects {
         spirv_val(bytes, &object.chip).unwrap_or_else(|why| {
@@ -237,7 +238,7 @@ fn memrefs_with_dynamic_inner_sizes_get_their_sizes_as_hidden_bindings() {
 }
 
 #[test]
-fn pointer_arguments_of_llvm_dialect_kernels_are_bound_from_their_address() {
+fn pointer_arguments_of_llvm_dialect_kernels_are_device_addresses() {
     let (report, _dir) = compile_ok(
         "k.mlir",
         &std::fs::read_to_string(workspace().join("sample-project/kernels/saxpy.mlir")).unwrap(),
@@ -254,10 +255,20 @@ fn pointer_arguments_of_llvm_dialect_kernels_are_bound_from_their_address() {
         kinds,
         [
             (0, VulkanBindingKind::Scalar { bytes: 4 }),
-            (1, VulkanBindingKind::Pointer),
-            (2, VulkanBindingKind::Pointer),
+            (1, VulkanBindingKind::Address),
+            (2, VulkanBindingKind::Address),
             (3, VulkanBindingKind::Scalar { bytes: 8 }),
         ]
+    );
+    // Loads and stores through physical storage buffer pointers: the device must have
+    // `bufferDeviceAddress`, which the runtime checks from the capability.
+    assert!(
+        vulkan
+            .capabilities
+            .iter()
+            .any(|c| c == "PhysicalStorageBufferAddresses"),
+        "{:?}",
+        vulkan.capabilities
     );
 }
 
@@ -324,10 +335,14 @@ fn vulkan_error(kernel: &str) -> gpu_build::Error {
 
 #[test]
 fn kernels_vulkan_cannot_express_are_refused_naming_what_and_the_way_around() {
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         (
-            "  gpu.func @k(%p: !llvm.ptr, %q: !llvm.ptr) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    llvm.store %p, %q : !llvm.ptr, !llvm.ptr\n    gpu.return\n  }",
-            &["k.mlir:3:5: error: kernel `k` uses pointer argument 0 in `llvm.store`", "write it as a gpu.func with memref arguments"],
+            "  gpu.func @k(%p: !llvm.ptr) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    %c1 = llvm.mlir.constant(1 : i32) : i32\n    %a = llvm.alloca %c1 x f32 : (i32) -> !llvm.ptr\n    gpu.return\n  }",
+            &["k.mlir:4:10: error: a Vulkan kernel in the LLVM dialect cannot use `llvm.alloca` here", "write it as a gpu.func with memref arguments"],
+        ),
+        (
+            "  gpu.func @k(%p: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",
+            &["cannot use a pointer to workgroup memory (address space 3)"],
         ),
         (
             "  gpu.func @k(%f: memref<?xi1>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {\n    gpu.return\n  }",

@@ -69,39 +69,11 @@ fn a_3d_memref_whose_sizes_all_come_at_launch() {
     on_opencl_and_host(spirv_checks::check_tag_dims);
 }
 
-/// Kernels in the LLVM dialect over `!llvm.ptr<1>` and over generic `!llvm.ptr` pointers (an
-/// LLVM intrinsic, GEP chains, a loop), through LLVM's SPIR-V back end: equal to plain Rust on
-/// OpenCL and on the host.
+/// Kernels in the LLVM dialect over `!llvm.ptr<1>` and generic `!llvm.ptr` pointers, through
+/// LLVM's SPIR-V back end: equal to plain Rust on OpenCL and on the host.
 #[test]
 fn llvm_dialect_kernels_over_global_and_generic_pointers() {
-    use gpu_tests::llvm_kernels;
-    on_opencl_and_host(|device| {
-        let n = 1000usize;
-        let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 0.5).collect();
-        let y: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
-        let want: Vec<f32> = (0..n)
-            .map(|i| (0..i % 4).fold(1.5f32.mul_add(x[i], y[i]), |acc, j| acc + x[j]))
-            .collect();
-        for generic in [false, true] {
-            let (dx, dy) = (
-                DeviceBuffer::from_slice(device, &x)?,
-                DeviceBuffer::from_slice(device, &y)?,
-            );
-            let config = LaunchConfig::for_elements(n, 64);
-            let (px, py) = (dx.device_ptr(), dy.device_ptr());
-            // SAFETY: the kernels read x[j] for j <= i < n and update y[i] for i < n; both
-            // buffers hold n elements.
-            unsafe {
-                if generic {
-                    llvm_kernels::saxpy_generic(device, &config, 1.5, px, py, n as i64)?
-                } else {
-                    llvm_kernels::saxpy_global(device, &config, 1.5, px, py, n as i64)?
-                }
-            };
-            assert_eq!(dy.to_vec()?, want, "generic pointers: {generic}");
-        }
-        Ok(())
-    });
+    on_opencl_and_host(|device| spirv_checks::check_llvm_kernels(device, 1.5));
 }
 
 #[test]

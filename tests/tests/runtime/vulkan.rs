@@ -158,6 +158,27 @@ fn a_3d_memref_whose_sizes_all_come_at_launch() {
     on_vulkan_and_host(spirv_checks::check_tag_dims);
 }
 
+/// Kernels in the LLVM dialect over `!llvm.ptr<1>` and generic `!llvm.ptr` pointers, through
+/// device addresses: equal to plain Rust on every Vulkan device (the validation layer on) and
+/// on the host.
+#[test]
+fn llvm_dialect_kernels_over_global_and_generic_pointers() {
+    on_vulkan_and_host(|device| spirv_checks::check_llvm_kernels(device, 1.5));
+}
+
+/// The seeded failure of the check above: a kernel given another `a` than the check compares
+/// against is caught on every device.
+#[test]
+fn the_llvm_dialect_check_fails_on_a_wrong_result() {
+    for device in gpu_tests::vulkan_devices().iter().chain([&Device::host()]) {
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            spirv_checks::check_llvm_kernels(device, 2.5)
+        }));
+        assert!(caught.is_err(), "a wrong saxpy passed on {}", device.name());
+        assert!(gpu_embed::take_vulkan_validation_messages().is_empty());
+    }
+}
+
 #[test]
 fn block_max_through_workgroup_memory_and_barriers() {
     on_vulkan_and_host(spirv_checks::check_block_max);

@@ -105,7 +105,7 @@ pub(super) fn serialize(
          convert-arith-to-llvm,reconcile-unrealized-casts))",
         "lowering the gpu dialect to OpenCL built-ins",
     )?;
-    let bytes = compile(context, &module, version)?;
+    let bytes = integer_nulls_as_constants(&compile(context, &module, version)?);
     let abi = OpenClAbi {
         spirv_version: format!("{}.{}", version.0, version.1),
         capabilities: capabilities(&bytes),
@@ -267,6 +267,49 @@ fn compile(context: &Context, module: &Module, version: (u32, u32)) -> Result<Ve
     crate::targets::support::llvm::emit(&machine, &translated, FileType::Object)
 }
 
+/// `bytes` (a SPIR-V module) with every integer `OpConstantNull` an `OpConstant` 0. LLVM 22's
+/// SPIR-V back end writes a GEP's field index 0 into a struct as `OpConstantNull`, which
+/// `spirv-val` refuses ("The <id> passed to OpPtrAccessChain to index into a structure must be
+/// an OpConstant"); the value is the same.
+fn integer_nulls_as_constants(bytes: &[u8]) -> Vec<u8> {
+    const TYPE_INT: u32 = 21;
+    const CONSTANT: u32 = 43;
+    const CONSTANT_NULL: u32 = 46;
+    let words: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    // Integer type ids, with their widths in words.
+    let mut integers: Vec<(u32, usize)> = Vec::new();
+    let mut out: Vec<u32> = words.iter().take(5).copied().collect();
+    let mut at = 5;
+    while at < words.len() {
+        let (count, opcode) = ((words[at] >> 16) as usize, words[at] & 0xffff);
+        let Some(instruction) = words.get(at..at + count).filter(|_| count > 0) else {
+            // A malformed tail is left as it is, for the validator to name.
+            out.extend_from_slice(&words[at..]);
+            break;
+        };
+        match (opcode, instruction) {
+            (TYPE_INT, [_, id, width, _]) => {
+                integers.push((*id, if *width > 32 { 2 } else { 1 }));
+                out.extend_from_slice(instruction);
+            }
+            (CONSTANT_NULL, [_, ty, id]) => match integers.iter().find(|(t, _)| t == ty) {
+                Some(&(_, value_words)) => {
+                    out.push(((3 + value_words as u32) << 16) | CONSTANT);
+                    out.extend_from_slice(&[*ty, *id]);
+                    out.extend(std::iter::repeat_n(0, value_words));
+                }
+                None => out.extend_from_slice(instruction),
+            },
+            _ => out.extend_from_slice(instruction),
+        }
+        at += count;
+    }
+    out.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
 /// The capabilities a SPIR-V binary declares (`OpCapability`), by name where this table knows
 /// it: what a device is checked for before the module loads.
 fn capabilities(bytes: &[u8]) -> Vec<String> {
@@ -311,6 +354,37 @@ fn capabilities(bytes: &[u8]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_nulls_become_zero_constants_of_their_width() {
+        let header = [0x0723_0203u32, 0x0001_0000, 0, 100, 0];
+        let module: [&[u32]; 6] = [
+            &[(4 << 16) | 21, 1, 32, 0], // %1 = OpTypeInt 32 0
+            &[(4 << 16) | 21, 2, 64, 0], // %2 = OpTypeInt 64 0
+            &[(3 << 16) | 22, 3, 32],    // %3 = OpTypeFloat 32
+            &[(3 << 16) | 46, 1, 10],    // %10 = OpConstantNull %1
+            &[(3 << 16) | 46, 2, 11],    // %11 = OpConstantNull %2
+            &[(3 << 16) | 46, 3, 12],    // %12 = OpConstantNull %3: not an integer, stays
+        ];
+        let bytes: Vec<u8> = header
+            .iter()
+            .chain(module.iter().copied().flatten())
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let words: Vec<u32> = integer_nulls_as_constants(&bytes)
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        let expected: [&[u32]; 6] = [
+            module[0],
+            module[1],
+            module[2],
+            &[(4 << 16) | 43, 1, 10, 0],    // %10 = OpConstant %1 0
+            &[(5 << 16) | 43, 2, 11, 0, 0], // %11 = OpConstant %2 0
+            module[5],
+        ];
+        assert_eq!(words[5..], expected.concat());
+    }
 
     #[test]
     fn generic_pointers_become_global_and_others_stay() {

@@ -3,7 +3,7 @@
 //! selection or a loop with its merge block), and MLIR 22's SPIR-V conversion takes no `cf` op for
 //! either target: MLIR's `lift-cf-to-scf` makes such a body `scf.if`s and `scf.while`s. That pass
 //! works on `func.func`s only, so each such kernel's body moves into a `func.func` for it (its
-//! `gpu.return`s made `func.return`s) and back.
+//! `gpu.return`s made `func.return`s) and back; the poison values it makes become zeros.
 
 use super::mlir::symbol_name;
 use super::spirv::{failed, kernel_functions, ops_named, run};
@@ -11,7 +11,7 @@ use crate::error::Result;
 use melior::ir::attribute::TypeAttribute;
 use melior::ir::operation::{OperationBuilder, OperationLike, OperationRef};
 use melior::ir::r#type::FunctionType;
-use melior::ir::{BlockLike, Module, RegionLike};
+use melior::ir::{Attribute, BlockLike, Module, RegionLike, ValueLike};
 use melior::Context;
 
 /// Structures the control flow of every kernel of `module` (a SPIR-V target's copy) that has
@@ -109,6 +109,49 @@ pub(crate) fn structure_control_flow(context: &Context, module: &mut Module) -> 
         swap_returns(&kernel, "func.return", "gpu.return")?;
         // SAFETY: the holder is empty now and nothing refers to it.
         unsafe { mlir_sys::mlirOperationDestroy(holder.to_raw()) };
+        define_poison(context, &kernel)?;
+    }
+    Ok(())
+}
+
+/// Each `ub.poison` the lifting made (the value a loop carries on a path that never reads it)
+/// as a zero: poison may be any value, and neither SPIR-V conversion takes `ub.poison`.
+fn define_poison(context: &Context, kernel: &OperationRef) -> Result<()> {
+    for raw in ops_named(kernel, "ub.poison") {
+        // SAFETY: a live op of the kernel, replaced once.
+        let poison = unsafe { OperationRef::from_raw(raw) };
+        let result = poison
+            .result(0)
+            .map_err(|_| failed("reading a poison value"))?;
+        let ty = result.r#type().to_string();
+        let float =
+            ty.starts_with('f') || ty.starts_with("bf") || ty.contains("xf") || ty.contains("xbf");
+        let zero = match (ty.starts_with("vector<"), float) {
+            (true, true) => format!("dense<0.0> : {ty}"),
+            (true, false) => format!("dense<0> : {ty}"),
+            (false, true) => format!("0.0 : {ty}"),
+            (false, false) => format!("0 : {ty}"),
+        };
+        let Some(zero) = Attribute::parse(context, &zero) else {
+            // A type without a zero here (the conversion names the op).
+            continue;
+        };
+        let block = poison
+            .block()
+            .ok_or_else(|| failed("reading a poison value"))?;
+        let constant = block.insert_operation_before(
+            poison,
+            melior::dialect::arith::constant(context, zero, poison.location()),
+        );
+        let value = constant
+            .result(0)
+            .map_err(|_| failed("defining a poison value"))?;
+        // SAFETY: a value of the same type defined just before the poison op, which has no
+        // uses left after the replacement and is destroyed once.
+        unsafe {
+            mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), value.to_raw());
+            mlir_sys::mlirOperationDestroy(raw);
+        }
     }
     Ok(())
 }

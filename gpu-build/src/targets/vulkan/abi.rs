@@ -1,7 +1,8 @@
 //! The Vulkan kernel ABI: which arguments a Vulkan kernel can take, and how each reaches it.
 //! MLIR's SPIR-V conversion makes every argument a storage buffer in descriptor set 0 (binding =
 //! argument index, `spirv.interface_var_abi`): a memref its elements, a scalar a buffer holding
-//! the value, `index` 32 bits wide; then a buffer per hidden size (`support/memref_sizes.rs`).
+//! the value, `index` 32 bits wide, a pointer a buffer holding its 64-bit device address; then a
+//! buffer per hidden size (`support/memref_sizes.rs`).
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::support::memref_sizes::HiddenSize;
@@ -32,8 +33,7 @@ fn check_argument(argument: &Argument) -> std::result::Result<(), String> {
             }
             Ok(())
         }
-        // Raised to a memref bound from the address on (`llvm_kernels.rs`), which refuses
-        // the uses it cannot raise.
+        // A device address (`llvm_kernels.rs`), which refuses the uses it cannot lower.
         ArgumentKind::Pointer => Ok(()),
         ArgumentKind::UnrankedMemref => {
             Err("Vulkan binds ranked memrefs only; give the memref a rank".to_string())
@@ -125,7 +125,7 @@ pub(super) fn bindings(
             (ArgumentKind::Scalar { .. }, Some(bits)) => {
                 VulkanBindingKind::Scalar { bytes: bits / 8 }
             }
-            (ArgumentKind::Pointer, None) => VulkanBindingKind::Pointer,
+            (ArgumentKind::Pointer, Some(64)) => VulkanBindingKind::Address,
             _ => {
                 return Err(internal(format!(
                     "argument {} was converted to an unexpected SPIR-V type",

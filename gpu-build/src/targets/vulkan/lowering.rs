@@ -22,7 +22,7 @@
 
 use super::abi::{bindings, ConvertedArgument};
 use super::f64_math::implement_f64_math;
-use super::llvm_kernels::raise_llvm_kernels;
+use super::llvm_kernels::lower_llvm_kernels;
 use super::log::write_log;
 use super::workgroup_size::specializable;
 use crate::error::Result;
@@ -37,12 +37,12 @@ use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
     alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
     has_subgroup_operations, keep_only, keep_version, kernel_functions, location_of,
-    move_into_gpu_module, numbers, run, scalar_bits, spirv_function, spirv_function_type,
-    spirv_object,
+    move_into_gpu_module, numbers, ops_named, run, scalar_bits, set_environment, spirv_function,
+    spirv_function_type, spirv_object,
 };
 use crate::targets::support::structured::structure_control_flow;
 use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanKernel, VulkanLogEntry};
-use gpu_manifest::Kernel;
+use gpu_manifest::{ArgumentKind, Kernel};
 use melior::ir::attribute::Attribute;
 use melior::ir::operation::OperationPrintingFlags;
 use melior::ir::operation::{OperationLike, OperationMutLike, OperationRefMut};
@@ -73,6 +73,11 @@ const CAPABILITIES: &str = "Shader,Int8,Int16,Int64,Float16,Float64,StorageBuffe
     GroupNonUniformBallot,GroupNonUniformShuffle,GroupNonUniformShuffleRelative";
 const EXTENSIONS: &str =
     "SPV_KHR_storage_buffer_storage_class,SPV_KHR_8bit_storage,SPV_KHR_16bit_storage";
+/// `convert-math-to-spirv`'s default target with what loads and stores through device addresses
+/// need (and no Float64: see `serialize`).
+const MATH_WITH_ADDRESSES: &str = "#spirv.target_env<#spirv.vce<v1.0, [Shader, Int64, \
+    PhysicalStorageBufferAddresses], [SPV_KHR_storage_buffer_storage_class, \
+    SPV_KHR_physical_storage_buffer]>, #spirv.resource_limits<>>";
 
 pub(super) fn serialize(
     context: &Context,
@@ -83,16 +88,29 @@ pub(super) fn serialize(
 ) -> Result<Compiled> {
     // 1-2. A copy whose only target is Vulkan's SPIR-V, the entry-point ABI and workgroup
     // memory.
+    // Pointer arguments are device addresses (`llvm_kernels.rs`): only then is the module's
+    // addressing model `PhysicalStorageBuffer64`, which the device must support.
+    let addresses = kernels.iter().any(|kernel| {
+        kernel
+            .arguments
+            .iter()
+            .any(|a| a.kind == ArgumentKind::Pointer)
+    });
+    let (mut capabilities, mut extensions) = (CAPABILITIES.to_string(), EXTENSIONS.to_string());
+    if addresses {
+        capabilities.push_str(",PhysicalStorageBufferAddresses");
+        extensions.push_str(",SPV_KHR_physical_storage_buffer");
+    }
     let target_env = format!(
         "[#spirv.target_env<#spirv.vce<{spirv_version}, [{}], [{}]>, api=Vulkan, \
          #spirv.resource_limits<subgroup_size = {SUBGROUP_SIZE}>>]",
-        CAPABILITIES.replace(',', ", "),
-        EXTENSIONS.replace(',', ", ")
+        capabilities.replace(',', ", "),
+        extensions.replace(',', ", ")
     );
     let mut module = copy_for_spirv(context, gpu_module, &target_env)?;
     keep_only(&module, kernels);
     let file = locations.first().map_or("", String::as_str);
-    if raise_llvm_kernels(context, &module, file)? {
+    if lower_llvm_kernels(context, &module, file)? {
         // The ops made from LLVM ones through the C API's generic creation lack the properties
         // their LLVM ops had no counterpart for (an `arith` op's fastmath flags), which later
         // passes read: the module printed and read back gives every op its defaults.
@@ -108,13 +126,26 @@ pub(super) fn serialize(
     // 3a. Math first: `convert-math-to-spirv` reads no target from the gpu.module's `targets`
     // (only a `spirv.target_env` attribute), so it lowers f32 math to GLSL's instructions and
     // leaves f64's, which `f64_math.rs` implements below; and once it has run, the rewrites
-    // may use SPIR-V ops (which it would refuse under its default target).
+    // may use SPIR-V ops (which it would refuse under its default target). The loads and stores
+    // through addresses (`llvm_kernels.rs`) are SPIR-V ops its default target lacks: with them,
+    // it runs under that default plus what they need, still without Float64.
+    if addresses {
+        set_environment(context, &module, MATH_WITH_ADDRESSES)?;
+    }
     run(
         context,
         &mut module,
         "builtin.module(gpu.module(convert-math-to-spirv))",
         "converting math to SPIR-V",
     )?;
+    if addresses {
+        for raw in ops_named(&module.as_operation(), "gpu.module") {
+            // SAFETY: an op of `module`, alive until it is dropped, not otherwise borrowed.
+            let mut copy = unsafe { OperationRefMut::from_raw(raw) };
+            copy.remove_discardable_attribute("spirv.target_env")
+                .map_err(|_| failed("restoring the SPIR-V target"))?;
+        }
+    }
     all_reduce_for_spirv(context, &module);
     let subgroups = has_subgroup_operations(spirv_version);
     let mut facts = Vec::new();

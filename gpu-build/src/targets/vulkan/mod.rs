@@ -14,6 +14,7 @@
 mod abi;
 mod f64_math;
 mod llvm_kernels;
+mod llvm_layout;
 mod log;
 mod lowering;
 mod workgroup_size;

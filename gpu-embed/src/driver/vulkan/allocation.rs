@@ -147,9 +147,15 @@ impl Table {
                 ),
             ));
         }
-        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+        let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST;
+        // A device allocation has an address a kernel's pointer argument may hold
+        // (`VulkanBindingKind::Address`), where the device supports them.
+        let addressed = !host && core.support.buffer_device_address;
+        if addressed {
+            usage |= vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
+        }
         let info = vk::BufferCreateInfo::default()
             .size(bytes)
             .usage(usage)
@@ -189,9 +195,14 @@ impl Table {
                 ),
             ));
         };
-        let allocate = vk::MemoryAllocateInfo::default()
+        let mut flags =
+            vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let mut allocate = vk::MemoryAllocateInfo::default()
             .allocation_size(requirements.size)
             .memory_type_index(memory_type);
+        if addressed {
+            allocate = allocate.push_next(&mut flags);
+        }
         // SAFETY: a valid allocate info on a live device.
         let memory = match unsafe { device.allocate_memory(&allocate, None) } {
             Ok(memory) => memory,
@@ -297,13 +308,6 @@ impl Table {
             allocation: Arc::clone(allocation),
             offset,
         })
-    }
-
-    /// Where `address` is, and the bytes from it to the end of its allocation.
-    pub(crate) fn place_to_end(&self, address: u64) -> Result<(Place, u64)> {
-        let place = self.place(address, 1)?;
-        let rest = place.allocation.size - place.offset;
-        Ok((place, rest))
     }
 
     /// A small buffer on `core` (the device of this table) that views without elements are

@@ -11,7 +11,9 @@
 //! else is an `InvalidArgument` error, never a wrong result. A view without elements is bound to
 //! a small buffer of the device's own (the kernel may not read it). A scalar
 //! (`VulkanBindingKind::Scalar`) is copied into a per-launch host-visible buffer, each at a
-//! multiple of the alignment; an 8-byte `index` taken as 4 bytes must fit in an `i32`.
+//! multiple of the alignment; an 8-byte `index` taken as 4 bytes must fit in an `i32`. A pointer
+//! (`VulkanBindingKind::Address`) travels as a scalar: the device address of the byte it points
+//! to, whose allocation the launch keeps alive until it has run.
 
 use super::allocation::{Allocation, Table};
 use super::errors::{check, invalid};
@@ -83,12 +85,14 @@ unsafe fn read_u64(
 }
 
 /// A launch's buffer bindings; its scalars' bindings with their (offset, length) in the scalar
-/// bytes; the scalar bytes; its log buffer, if the kernel has one.
+/// bytes; the scalar bytes; its log buffer, if the kernel has one; the allocations its pointer
+/// arguments point into (kept alive until it has run).
 type Bindings = (
     Vec<Bound>,
     Vec<(u32, u64, u64)>,
     Vec<u8>,
     Option<Arc<Allocation>>,
+    Vec<Arc<Allocation>>,
 );
 
 /// The launch's bindings and scalar bytes (with each scalar's binding and place among them).
@@ -108,6 +112,7 @@ unsafe fn bindings(
     let mut scalars = Vec::new();
     let mut scalar_bytes: Vec<u8> = Vec::new();
     let mut log_buffer = None;
+    let mut addressed = Vec::new();
     for binding in &kernel.bindings {
         let at = binding.param;
         let which = format!("kernel `{name}`, binding {}", binding.binding);
@@ -239,27 +244,34 @@ unsafe fn bindings(
                 scalar_bytes.extend_from_slice(&stored);
                 scalars.push((binding.binding, place, stored.len() as u64));
             }
-            VulkanBindingKind::Pointer => {
+            VulkanBindingKind::Address => {
                 // SAFETY: the caller guarantees the parameters match the kernel, whose binding
                 // table puts this pointer here (8 bytes).
                 let address = unsafe { read_u64(name, params, param_sizes, at) }?;
-                let (place, range) = table
-                    .place_to_end(address)
-                    .map_err(|e| e.map_message(|message| format!("{which}: {message}")))?;
-                if place.offset % alignment != 0 {
-                    return Err(invalid(format!(
-                        "{which}: a pointer {} bytes into its buffer; this device binds storage \
-                         buffers at multiples of {alignment} (minStorageBufferOffsetAlignment)",
-                        place.offset
-                    )));
-                }
-                let range = range.min(core.checks.max_storage_range);
-                bound.push(Bound {
-                    binding: binding.binding,
-                    buffer: place.allocation,
-                    offset: place.offset,
-                    range,
-                });
+                // A null pointer stays null (a kernel may take one it never follows).
+                let device_address = if address == 0 {
+                    0
+                } else {
+                    let place = table
+                        .place(address, 1)
+                        .map_err(|e| e.map_message(|message| format!("{which}: {message}")))?;
+                    let info =
+                        vk::BufferDeviceAddressInfo::default().buffer(place.allocation.buffer);
+                    // SAFETY: a live device allocation of this device, made with
+                    // SHADER_DEVICE_ADDRESS usage: the device has `bufferDeviceAddress`, or the
+                    // module (whose kernels take addresses, so it declares
+                    // PhysicalStorageBufferAddresses) would not have loaded.
+                    let base = unsafe { core.device.get_buffer_device_address(&info) };
+                    let device_address = base.checked_add(place.offset).ok_or_else(|| {
+                        invalid(format!("{which}: the pointer's device address overflows"))
+                    })?;
+                    addressed.push(place.allocation);
+                    device_address
+                };
+                let place = (scalar_bytes.len() as u64).div_ceil(alignment) * alignment;
+                scalar_bytes.resize(place as usize, 0);
+                scalar_bytes.extend_from_slice(&device_address.to_ne_bytes());
+                scalars.push((binding.binding, place, 8));
             }
             VulkanBindingKind::Log => {
                 let buffer = log::make(core, table)?;
@@ -302,7 +314,7 @@ unsafe fn bindings(
             }
         }
     }
-    Ok((bound, scalars, scalar_bytes, log_buffer))
+    Ok((bound, scalars, scalar_bytes, log_buffer, addressed))
 }
 
 /// # Safety
@@ -357,7 +369,7 @@ pub(crate) unsafe fn launch(
         )));
     }
     // SAFETY: the caller guarantees the parameters.
-    let (mut bound, scalars, scalar_bytes, mut log_buffer) =
+    let (mut bound, scalars, scalar_bytes, mut log_buffer, addressed) =
         unsafe { bindings(core, table, kernel, params, param_sizes) }?;
     if !scalars.is_empty() {
         let arguments = table.staging_with(core, &scalar_bytes)?;
@@ -453,6 +465,7 @@ pub(crate) unsafe fn launch(
             resources
                 .buffers
                 .extend(bound.iter().map(|b| Arc::clone(&b.buffer)));
+            resources.buffers.extend(addressed.iter().cloned());
             resources.descriptor_pools.extend(pool.take());
             resources
                 .logs

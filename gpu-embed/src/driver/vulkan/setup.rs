@@ -30,6 +30,9 @@ pub(crate) struct Support {
     pub uniform_storage_8: bool,
     pub variable_pointers_storage: bool,
     pub variable_pointers: bool,
+    /// `bufferDeviceAddress` (Vulkan 1.2): device allocations have addresses a kernel's
+    /// pointer arguments hold.
+    pub buffer_device_address: bool,
     /// `VkSubgroupFeatureFlags` in compute shaders (empty when compute has no subgroups).
     pub subgroup: vk::SubgroupFeatureFlags,
 }
@@ -135,6 +138,7 @@ impl Core {
         let mut storage8 = vk::PhysicalDevice8BitStorageFeatures::default();
         let mut float16_int8 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
         let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
+        let mut addresses = vk::PhysicalDeviceBufferDeviceAddressFeatures::default();
         let mut features = vk::PhysicalDeviceFeatures2::default()
             .push_next(&mut storage16)
             .push_next(&mut variable)
@@ -142,7 +146,8 @@ impl Core {
         if core12 {
             features = features
                 .push_next(&mut storage8)
-                .push_next(&mut float16_int8);
+                .push_next(&mut float16_int8)
+                .push_next(&mut addresses);
         }
         // SAFETY: a chain of feature structures this device's version (or extension) knows.
         unsafe { instance.get_physical_device_features2(physical, &mut features) };
@@ -165,6 +170,7 @@ impl Core {
             uniform_storage_8: storage8.uniform_and_storage_buffer8_bit_access == vk::TRUE,
             variable_pointers_storage: variable.variable_pointers_storage_buffer == vk::TRUE,
             variable_pointers: variable.variable_pointers == vk::TRUE,
+            buffer_device_address: addresses.buffer_device_address == vk::TRUE,
             subgroup: if compute_subgroups {
                 subgroup.supported_operations
             } else {
@@ -213,6 +219,8 @@ impl Core {
         let mut enable_float16_int8 = vk::PhysicalDeviceShaderFloat16Int8Features::default()
             .shader_float16(support.float16)
             .shader_int8(support.int8);
+        let mut enable_addresses = vk::PhysicalDeviceBufferDeviceAddressFeatures::default()
+            .buffer_device_address(support.buffer_device_address);
         let priorities = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
@@ -234,7 +242,8 @@ impl Core {
         if core12 {
             create = create
                 .push_next(&mut enable8)
-                .push_next(&mut enable_float16_int8);
+                .push_next(&mut enable_float16_int8)
+                .push_next(&mut enable_addresses);
         }
         // SAFETY: a valid create info (features the device reported, extensions it has) whose
         // pointers outlive the call.
@@ -364,6 +373,9 @@ impl Core {
                 need_feature(s.variable_pointers_storage, "variablePointersStorageBuffer")
             }
             "VariablePointers" => need_feature(s.variable_pointers, "variablePointers"),
+            "PhysicalStorageBufferAddresses" => {
+                need_feature(s.buffer_device_address, "bufferDeviceAddress (Vulkan 1.2)")
+            }
             "GroupNonUniform" => subgroup(vk::SubgroupFeatureFlags::BASIC, "basic"),
             "GroupNonUniformVote" => subgroup(vk::SubgroupFeatureFlags::VOTE, "vote"),
             "GroupNonUniformArithmetic" => {
