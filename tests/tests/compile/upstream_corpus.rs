@@ -1,10 +1,10 @@
 //! MLIR 22's own GPU integration tests (llvm-project `mlir/test/Integration/GPU`, the CUDA,
 //! ROCM, SYCL, LevelZero and SPIRV folders), from Debian's source of the LLVM release we link
 //! (`scripts/setup.sh` unpacks them): every program compiled with our compiler for NVPTX,
-//! AMDGPU, the host and OpenCL (its objects checked by `spirv-val`), and with
-//! `mlir-opt-22`'s own pipelines. Whatever upstream compiles, we
-//! compile; what we do not is listed below with the reason our error gives. Run with
-//! `--nocapture` for the table.
+//! AMDGPU, the host, Vulkan and OpenCL (the SPIR-V objects checked by `spirv-val`), and with
+//! `mlir-opt-22`'s own pipelines. Whatever upstream compiles, we compile, and the OpenCL-style
+//! target compiles at least what Vulkan does; what we do not is listed below with the reason our
+//! error gives. Run with `--nocapture` for the table.
 
 use crate::common::*;
 use gpu_build::Vendor;
@@ -212,6 +212,62 @@ const EXPECTED_FAILURES: &[(&str, Vendor, &str)] = &[
         Vendor::OpenCl,
         "`amdgpu.raw_buffer_load` is a amdgpu operation and cannot be compiled for opencl",
     ),
+    // The same for Vulkan: everything but NVIDIA's and AMD's own ops and clusters.
+    (
+        "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f16-f16-accum.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/TensorCore/sm80/transform-mma-sync-matmul-f32.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mma.sync` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/sm90/cga_cluster.mlir",
+        Vendor::Vulkan,
+        "`gpu.cluster_id` cannot be lowered for vulkan",
+    ),
+    (
+        "CUDA/sm90/gemm_f32_f16_f16_128x128x128.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/sm90/gemm_pred_f32_f16_f16_128x128x128.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/sm90/tma_load_128x128_stride_noswizzle.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/sm90/tma_load_128x64_swizzle128b.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/sm90/tma_load_64x64_swizzle128b.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/sm90/tma_load_64x8_8x128_noswizzle.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "CUDA/sm90/transform-dialect/tma_load_64x8_8x128_noswizzle-transform.mlir",
+        Vendor::Vulkan,
+        "`nvgpu.mbarrier.create` is a nvptx operation and cannot be compiled for vulkan",
+    ),
+    (
+        "ROCM/vector-transferops.mlir",
+        Vendor::Vulkan,
+        "`amdgpu.raw_buffer_load` is a amdgpu operation and cannot be compiled for vulkan",
+    ),
 ];
 
 /// The chip each program is written for: its NVIDIA instructions need at least that.
@@ -307,8 +363,17 @@ fn upstream_compiles(program: &str, vendor: Vendor, scheduled: &Path, outlined: 
             "-o",
             "/dev/null",
         ]),
-        // Not in this matrix: the Vulkan tests run through `gpu-build run` (gpu-build/tests/command/run.rs).
-        Vendor::Host | Vendor::Vulkan => false,
+        // The conversion steps of the SPIR-V tests' pipeline for Vulkan
+        // (`-test-vulkan-runner-pipeline`, which serializes through its own launch rewriting,
+        // not `gpu-module-to-binary`), with the entry-point attribute they write by hand added
+        // by MLIR's test pass.
+        Vendor::Vulkan => mlir_opt(&[
+            outlined.to_str().unwrap(),
+            "--pass-pipeline=builtin.module(spirv-attach-target{ver=v1.3 caps=Shader,Int64,Float64,GroupNonUniform,GroupNonUniformArithmetic,GroupNonUniformShuffle exts=SPV_KHR_storage_buffer_storage_class client_api=Vulkan},gpu.module(test-spirv-entry-point-abi),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))",
+            "-o",
+            "/dev/null",
+        ]),
+        Vendor::Host => false,
     }
 }
 
@@ -322,12 +387,18 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
     let programs = programs(corpus);
     assert!(programs.len() >= 40, "{programs:?}");
     let dir = tempfile::tempdir().unwrap();
-    let vendors = [Vendor::Nvptx, Vendor::Amdgpu, Vendor::Host, Vendor::OpenCl];
+    let vendors = [
+        Vendor::Nvptx,
+        Vendor::Amdgpu,
+        Vendor::Host,
+        Vendor::Vulkan,
+        Vendor::OpenCl,
+    ];
     let mut ours: BTreeMap<Vendor, usize> = BTreeMap::new();
     let mut upstream: BTreeMap<Vendor, usize> = BTreeMap::new();
     let mut problems = Vec::new();
     println!(
-        "{:<72} nvptx  amdgpu host   opencl | mlir-opt: nvptx amdgpu opencl",
+        "{:<72} nvptx  amdgpu host   vulkan opencl | mlir-opt: nvptx amdgpu vulkan opencl",
         "program"
     );
     for program in &programs {
@@ -344,10 +415,16 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
                 Vendor::Host | Vendor::Vulkan | Vendor::OpenCl => build.target(vendor, &[]),
             };
             let result = build.compile();
-            if let (Ok(report), Vendor::OpenCl) = (&result, vendor) {
+            if let (Ok(report), Vendor::OpenCl | Vendor::Vulkan) = (&result, vendor) {
                 for (object, bytes) in objects_of(report, vendor) {
-                    if let Err(why) = super::opencl::spirv_val_opencl(&bytes, &object.chip) {
-                        problems.push(format!("{program}: spirv-val refuses its object: {why}"));
+                    let valid = match vendor {
+                        Vendor::Vulkan => super::vulkan::spirv_val(&bytes, &object.chip),
+                        _ => super::opencl::spirv_val_opencl(&bytes, &object.chip),
+                    };
+                    if let Err(why) = valid {
+                        problems.push(format!(
+                            "{program}: spirv-val refuses its {vendor} object: {why}"
+                        ));
                     }
                 }
             }
@@ -378,15 +455,20 @@ fn mlirs_gpu_integration_tests_compile_wherever_upstream_compiles_them() {
         }
         let mark = |ok: bool| if ok { "ok" } else { "-" };
         println!(
-            "{program:<72} {:<6} {:<6} {:<6} {:<9} | {:<15} {:<6} {}",
+            "{program:<72} {:<6} {:<6} {:<6} {:<6} {:<9} | {:<15} {:<6} {:<6} {}",
             mark(row[0].0),
             mark(row[1].0),
             mark(row[2].0),
             mark(row[3].0),
+            mark(row[4].0),
             mark(row[0].1),
             mark(row[1].1),
-            mark(row[3].1)
+            mark(row[3].1),
+            mark(row[4].1)
         );
+        if row[3].0 && !row[4].0 {
+            problems.push(format!("{program}: Vulkan compiles it, OpenCL does not"));
+        }
     }
     for vendor in vendors {
         println!(

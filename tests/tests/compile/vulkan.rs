@@ -8,7 +8,7 @@ use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanBindingKind, WORKGROUP_SIZE
 use std::process::Command;
 
 /// `spirv-val --target-env <chip>` on `spirv`: `Err` with its complaint when it refuses.
-fn spirv_val(spirv: &[u8], chip: &str) -> Result<(), String> {
+pub(crate) fn spirv_val(spirv: &[u8], chip: &str) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("object.spv");
     std::fs::write(&path, spirv).unwrap();

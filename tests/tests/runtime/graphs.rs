@@ -1,6 +1,6 @@
 //! Graphs: launches, device copies and fills captured on a stream and replayed, with the same
-//! results as the direct calls, on the host, on every Vulkan device (lavapipe here) and on an
-//! NVIDIA GPU (the driver's own graph; ignored without one); a replay
+//! results as the direct calls, on the host, on every Vulkan device (lavapipe here), every
+//! OpenCL device (Intel's CPU runtime here) and on an NVIDIA GPU (the driver's own graph; ignored without one); a replay
 //! after a buffer it uses was dropped is an error; tracking holds across replays.
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, Graph, LaunchConfig, Stream};
@@ -89,6 +89,14 @@ fn a_captured_graph_replays_like_the_direct_calls_on_vulkan() {
     for device in gpu_tests::vulkan_devices() {
         check_graph_on(&device);
         assert!(gpu_embed::take_vulkan_validation_messages().is_empty());
+    }
+}
+
+/// OpenCL has no graphs of its own: the runtime replays the captured work on the stream.
+#[test]
+fn a_captured_graph_replays_like_the_direct_calls_on_opencl() {
+    for device in gpu_tests::opencl_devices() {
+        check_graph_on(&device);
     }
 }
 

@@ -1,5 +1,6 @@
 //! Managed memory (one address for the host and the device) and copies between devices: on the
-//! host device and lavapipe here, on GPUs where present (ignored otherwise).
+//! host device, lavapipe and Intel's CPU runtime for OpenCL here, on GPUs where present (ignored
+//! otherwise).
 
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
 use gpu_tests::vk;
@@ -39,6 +40,26 @@ fn managed_memory_is_shared_by_the_host_and_kernels_on_the_host_device() {
     managed_round_trip(&Device::host());
     let mut empty = DeviceBuffer::<u64>::alloc_managed(&Device::host(), 0).unwrap();
     assert!(empty.host_slice().unwrap().is_empty());
+}
+
+/// On OpenCL devices managed memory is fine-grained buffer SVM (Intel's CPU runtime has it);
+/// a device without it says so.
+#[test]
+fn managed_memory_is_shared_by_the_host_and_kernels_on_opencl() {
+    for device in gpu_tests::opencl_devices() {
+        // Intel's CPU runtime has fine-grained (even system) SVM.
+        assert!(
+            device.limits().managed_memory || !device.name().contains("Intel(R) OpenCL"),
+            "{} has no managed memory",
+            device.name()
+        );
+        if device.limits().managed_memory {
+            managed_round_trip(&device);
+        } else {
+            let error = DeviceBuffer::<f32>::alloc_managed(&device, 4).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::NotSupported, "{error}");
+        }
+    }
 }
 
 #[test]

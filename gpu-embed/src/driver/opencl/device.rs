@@ -172,7 +172,11 @@ impl Gpu {
             max_grid: [u32::MAX; 3],
             shared_memory_per_block: local,
             shared_memory_per_block_optin: local,
-            managed_memory: false,
+            // Managed memory is fine-grained buffer SVM: the host uses it at its address
+            // without a map, while kernels run on other memory.
+            managed_memory: description.svm
+                & sys::CL_DEVICE_SVM_FINE_GRAIN_BUFFER as sys::cl_bitfield
+                != 0,
             total_memory: global,
         };
         let queue = Queue::new(api, context, device)?;
@@ -195,15 +199,33 @@ impl Gpu {
 
     /// `bytes` of coarse-grained shared virtual memory (at least one byte, 128-byte aligned).
     pub(super) fn alloc(&self, bytes: usize) -> Result<u64> {
-        // SAFETY: a live context; READ_WRITE coarse-grained SVM.
-        let pointer = unsafe {
-            self.api.clSVMAlloc(
-                self.context,
-                sys::CL_MEM_READ_WRITE as sys::cl_svm_mem_flags,
-                bytes.max(1),
-                128,
-            )
-        };
+        self.svm_alloc(bytes, sys::CL_MEM_READ_WRITE as sys::cl_svm_mem_flags)
+    }
+
+    /// `bytes` of managed memory: fine-grained buffer SVM, which the host reads and writes at
+    /// the address kernels use, without mapping it (the device's `managed_memory` limit says
+    /// it has it).
+    pub(super) fn alloc_managed(&self, bytes: usize) -> Result<u64> {
+        if !self.limits.managed_memory {
+            return Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "{} has no managed memory (no fine-grained buffer SVM, \
+                     CL_DEVICE_SVM_FINE_GRAIN_BUFFER)",
+                    self.name
+                ),
+            ));
+        }
+        self.svm_alloc(
+            bytes,
+            (sys::CL_MEM_READ_WRITE | sys::CL_MEM_SVM_FINE_GRAIN_BUFFER) as sys::cl_svm_mem_flags,
+        )
+    }
+
+    fn svm_alloc(&self, bytes: usize, flags: sys::cl_svm_mem_flags) -> Result<u64> {
+        // SAFETY: a live context; flags this device supports (coarse-grained SVM, which every
+        // device opened has, or fine-grained buffer SVM, checked by the caller).
+        let pointer = unsafe { self.api.clSVMAlloc(self.context, flags, bytes.max(1), 128) };
         if pointer.is_null() {
             return Err(Error::new(
                 ErrorKind::OutOfMemory,

@@ -33,8 +33,12 @@
 //! devices, opened or passed over), `program.rs`, and this file: the loader and the [`Driver`]
 //! implementation.
 //!
+//! - **Managed memory** is fine-grained buffer SVM (`CL_MEM_SVM_FINE_GRAIN_BUFFER`), on devices
+//!   that have it: the host uses it at the kernels' address without mapping it.
+//!
 //! Left out: cl_mem buffers (devices without SVM), USM (`cl_intel_unified_shared_memory`),
-//! managed memory, dynamic shared memory (the kernels declare their workgroup memory), graphs,
+//! dynamic shared memory (the kernels declare their workgroup memory), graphs of the driver's
+//! own (the runtime replays captured work),
 //! peer copies, objects handed over at run time without their argument table (`load_image`;
 //! `mgpu` loads them registered, `gpu_embed::mgpu::register_object`).
 
@@ -352,6 +356,10 @@ impl Driver for OpenCl {
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
         current()?.alloc(bytes)
+    }
+
+    fn alloc_managed(&self, bytes: usize) -> Result<u64> {
+        current()?.alloc_managed(bytes)
     }
 
     fn free(&self, pointer: u64) {
