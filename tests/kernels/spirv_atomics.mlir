@@ -1,6 +1,7 @@
 // Atomics only the SPIR-V targets take (`support/atomics.rs`: a compare-and-swap loop on the
-// float's bits); MLIR 22's LLVM lowering refuses them (`tests/runtime/vulkan.rs`,
-// `tests/runtime/opencl.rs` check them against plain Rust).
+// float's bits; MLIR 22's LLVM lowering refuses float products), and atomics on 64-bit values
+// (`Int64Atomics`); `tests/runtime/vulkan.rs` and `tests/runtime/opencl.rs` check them against
+// plain Rust.
 module attributes {gpu.container_module} {
   gpu.module @spirv_atomics {
     // Thread g < n multiplies out[0] by a sign and a power of two (-1 where g % 7 == 0, 2 where
@@ -39,6 +40,54 @@ module attributes {gpu.container_module} {
           %next = arith.select %larger, %sum, %current : f32
           memref.atomic_yield %next : f32
         }
+      }
+      gpu.return
+    }
+
+    // 64-bit atomics: thread g < n adds (g << 32) + 1 to out[0] (the sum crosses 32 bits) and to
+    // its block's sum in workgroup memory, which thread 0 then adds to out[3]; takes the signed
+    // maximum of g * 2^33 - 5 into out[1] and the unsigned minimum of !g into out[2]; adds g / 2
+    // to sum[0] (an f64 compare-and-swap loop on the 64-bit bits).
+    gpu.func @wide_atomics(%out: memref<?xi64>, %sum: memref<?xf64>, %n: index)
+        workgroup(%block: memref<1xi64, #gpu.address_space<workgroup>>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %zero = arith.constant 0 : i64
+      %one = arith.constant 1 : i64
+      %all_ones = arith.constant -1 : i64
+      %c32 = arith.constant 32 : i64
+      %c33 = arith.constant 33 : i64
+      %five = arith.constant 5 : i64
+      %half = arith.constant 0.5 : f64
+      %t = gpu.thread_id x
+      %first = arith.cmpi eq, %t, %c0 : index
+      scf.if %first {
+        memref.store %zero, %block[%c0] : memref<1xi64, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %g = gpu.global_id x
+      %inside = arith.cmpi ult, %g, %n : index
+      scf.if %inside {
+        %gi = arith.index_cast %g : index to i64
+        %high = arith.shli %gi, %c32 : i64
+        %tagged = arith.addi %high, %one : i64
+        %a = memref.atomic_rmw addi %tagged, %out[%c0] : (i64, memref<?xi64>) -> i64
+        %b = memref.atomic_rmw addi %tagged, %block[%c0] : (i64, memref<1xi64, #gpu.address_space<workgroup>>) -> i64
+        %big = arith.shli %gi, %c33 : i64
+        %shifted = arith.subi %big, %five : i64
+        %c = memref.atomic_rmw maxs %shifted, %out[%c1] : (i64, memref<?xi64>) -> i64
+        %inverted = arith.xori %gi, %all_ones : i64
+        %d = memref.atomic_rmw minu %inverted, %out[%c2] : (i64, memref<?xi64>) -> i64
+        %gf = arith.uitofp %gi : i64 to f64
+        %value = arith.mulf %gf, %half : f64
+        %e = memref.atomic_rmw addf %value, %sum[%c0] : (f64, memref<?xf64>) -> f64
+      }
+      gpu.barrier
+      scf.if %first {
+        %total = memref.load %block[%c0] : memref<1xi64, #gpu.address_space<workgroup>>
+        %f = memref.atomic_rmw addi %total, %out[%c3] : (i64, memref<?xi64>) -> i64
       }
       gpu.return
     }

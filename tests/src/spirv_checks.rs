@@ -495,6 +495,36 @@ pub fn check_float_products(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// `wide_atomics`: 64-bit integer atomics on global and workgroup memory and an f64 add, each
+/// against plain Rust (every result is exact in any order).
+pub fn check_wide_atomics(device: &Device) -> Result<()> {
+    let n = 1000u64;
+    let out = DeviceBuffer::from_slice(device, &[0i64, i64::MIN, -1, 0])?;
+    let sum = DeviceBuffer::from_slice(device, &[0.0f64])?;
+    // SAFETY: the kernel's atomics reach out[0..4] and sum[0], which the buffers hold.
+    unsafe {
+        crate::spirv_atomics::wide_atomics(
+            device,
+            &LaunchConfig::for_elements(n as usize, 64),
+            &out,
+            &sum,
+            n as usize,
+        )?
+    };
+    let tagged: i64 = (0..n).map(|g| ((g << 32) + 1) as i64).sum();
+    let largest = (((n - 1) << 33) - 5) as i64;
+    let smallest = !(n - 1) as i64;
+    assert_eq!(
+        out.to_vec()?,
+        [tagged, largest, smallest, tagged],
+        "on {}",
+        device.name()
+    );
+    let halves: f64 = (0..n).map(|g| g as f64 / 2.0).sum();
+    assert_eq!(sum.to_vec()?, [halves], "on {}", device.name());
+    Ok(())
+}
+
 /// `shuffle_sum`: sums over 32 lanes by `xor` shuffles, in blocks of 64. lavapipe's subgroups
 /// are 8 wide: the 32-lane shuffles go through workgroup memory there, and through the
 /// subgroup's own shuffle where subgroups have 32 lanes or more.

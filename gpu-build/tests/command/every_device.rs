@@ -62,7 +62,7 @@ fn upstream_programs_give_the_same_output_on_every_device_here() {
     }
 }
 
-/// A kernel with an atomic on a 64-bit value, which the SPIR-V targets refuse: where an OpenCL
+/// A kernel with an atomic on a 16-bit value, which the SPIR-V targets refuse: where an OpenCL
 /// device is found, its run fails and so does `--device all`, naming it; the host still runs.
 #[test]
 fn a_device_whose_run_fails_fails_the_comparison() {
@@ -71,8 +71,8 @@ fn a_device_whose_run_fails_fails_the_comparison() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("wide_atomic.mlir");
-    std::fs::write(&program, WIDE_ATOMIC).unwrap();
+    let program = dir.path().join("narrow_atomic.mlir");
+    std::fs::write(&program, NARROW_ATOMIC).unwrap();
     let output = run_with_args(&program, &["--device", "all"], &[]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -82,7 +82,7 @@ fn a_device_whose_run_fails_fails_the_comparison() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("opencl: error:") && stderr.contains("an atomic on i64 values"),
+        stderr.contains("opencl: error:") && stderr.contains("an atomic on i16 values"),
         "{stderr}"
     );
     assert!(
@@ -91,14 +91,14 @@ fn a_device_whose_run_fails_fails_the_comparison() {
     );
 }
 
-const WIDE_ATOMIC: &str = r#"module attributes {gpu.container_module} {
+const NARROW_ATOMIC: &str = r#"module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @seven(%out: memref<1xi32>) kernel {
       %c0 = arith.constant 0 : index
       %seven = arith.constant 7 : i32
-      %counter = memref.alloca() : memref<1xi64>
-      %one = arith.constant 1 : i64
-      %old = memref.atomic_rmw addi %one, %counter[%c0] : (i64, memref<1xi64>) -> i64
+      %counter = memref.alloca() : memref<1xi16>
+      %one = arith.constant 1 : i16
+      %old = memref.atomic_rmw addi %one, %counter[%c0] : (i16, memref<1xi16>) -> i16
       memref.store %seven, %out[%c0] : memref<1xi32>
       gpu.return
     }

@@ -60,6 +60,7 @@ fn vulkan_kernels() -> Vec<std::path::PathBuf> {
         root.join("tests/kernels/vulkan_extras.mlir"),
         root.join("tests/kernels/mma.mlir"),
         root.join("tests/kernels/llvm_dialect.mlir"),
+        root.join("tests/kernels/spirv_atomics.mlir"),
     ]
 }
 
@@ -75,8 +76,8 @@ fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
     let objects = objects_of(&report, Vendor::Vulkan);
     assert_eq!(
         objects.len(),
-        12 * 3,
-        "twelve modules for three Vulkan versions"
+        13 * 3,
+        "thirteen modules for three Vulkan versions"
     );
     for (object, bytes) in &objects {
         spirv_val(bytes, &object.chip).unwrap_or_else(|why| {

@@ -54,6 +54,15 @@ fn float_products_and_generic_float_atomics() {
     }
 }
 
+/// Atomics on i64 and f64 values (`Int64Atomics`, OpenCL's 64-bit atomics extensions).
+#[test]
+fn atomics_on_64_bit_values() {
+    for device in gpu_tests::opencl_devices() {
+        spirv_checks::check_wide_atomics(&device)
+            .unwrap_or_else(|e| panic!("on {}: {e}", device.name()));
+    }
+}
+
 #[test]
 fn a_kernel_without_a_known_block_size_runs_at_the_launchs_block_size() {
     on_opencl_and_host(spirv_checks::check_any_block);

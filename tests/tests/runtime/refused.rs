@@ -1,4 +1,4 @@
-//! A kernel a target refused at build time (`kernels/refused.mlir`: an atomic on 64-bit values,
+//! A kernel a target refused at build time (`kernels/refused.mlir`: an atomic on 16-bit values,
 //! which the SPIR-V targets do not take), launched where its module's object leaves it out: the
 //! error says so in three lines, with the build's reason and the way out; the module's other
 //! kernel runs there, and the refused one runs on the host.
@@ -19,7 +19,7 @@ fn a_kernel_refused_at_build_time_is_named_with_the_reason_where_it_is_launched(
         unsafe { partly::fill(device, &LaunchConfig::for_elements(n, 32), &out, n) }.unwrap();
         assert_eq!(out.to_vec().unwrap(), (0..n as i64).collect::<Vec<_>>());
 
-        let counts = DeviceBuffer::from_slice(device, &[0i64]).unwrap();
+        let counts = DeviceBuffer::from_slice(device, &[0i16]).unwrap();
         // SAFETY: the kernel adds to counts[0]; the buffer holds one element.
         let error = unsafe { partly::count(device, &LaunchConfig::for_elements(64, 32), &counts) }
             .expect_err("the object leaves `count` out");
@@ -39,7 +39,7 @@ fn a_kernel_refused_at_build_time_is_named_with_the_reason_where_it_is_launched(
         );
         assert!(
             message.contains("refused.mlir:9:14: error:")
-                && message.contains("an atomic on i64 values"),
+                && message.contains("an atomic on i16 values"),
             "{message}"
         );
         assert!(
@@ -52,7 +52,7 @@ fn a_kernel_refused_at_build_time_is_named_with_the_reason_where_it_is_launched(
     }
     // The host built both.
     let host = Device::host();
-    let counts = DeviceBuffer::from_slice(&host, &[0i64]).unwrap();
+    let counts = DeviceBuffer::from_slice(&host, &[0i16]).unwrap();
     // SAFETY: as above.
     unsafe { partly::count(&host, &LaunchConfig::for_elements(64, 32), &counts) }.unwrap();
     assert_eq!(counts.to_vec().unwrap(), [64]);

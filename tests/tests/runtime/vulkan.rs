@@ -51,6 +51,18 @@ fn float_products_and_generic_float_atomics() {
     }
 }
 
+/// Atomics on i64 and f64 values (`Int64Atomics`): Vulkan devices with 64-bit atomics (lavapipe
+/// has them).
+#[test]
+fn atomics_on_64_bit_values() {
+    for device in gpu_tests::vulkan_devices() {
+        spirv_checks::check_wide_atomics(&device)
+            .unwrap_or_else(|e| panic!("on {}: {e}", device.name()));
+        let messages = gpu_embed::take_vulkan_validation_messages();
+        assert!(messages.is_empty(), "validation layer: {messages:#?}");
+    }
+}
+
 #[test]
 fn a_kernel_without_a_known_block_size_runs_at_the_launchs_block_size() {
     on_vulkan_and_host(spirv_checks::check_any_block);

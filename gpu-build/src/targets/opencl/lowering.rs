@@ -38,9 +38,9 @@ use melior::Context;
 
 /// What a device may be asked for; `spirv-update-vce` keeps what the kernels use (upstream's
 /// tests offer the first three; the others are what kernels of 8- and 16-bit integers, halves,
-/// doubles and subgroup operations need).
+/// doubles, 64-bit atomics and subgroup operations need).
 const CAPABILITIES: &str = "Addresses,Int64,Kernel,Int8,Int16,Float16,Float16Buffer,Float64,\
-    GroupNonUniform,GroupNonUniformVote,GroupNonUniformArithmetic,GroupNonUniformBallot,\
+    Int64Atomics,GroupNonUniform,GroupNonUniformVote,GroupNonUniformArithmetic,GroupNonUniformBallot,\
     GroupNonUniformShuffle,GroupNonUniformShuffleRelative";
 
 /// What the rewrites of one kernel decided, for its manifest entry.
@@ -118,7 +118,7 @@ pub(super) fn serialize(
     let spirv_module = move_into_gpu_module(&module)?;
     // SAFETY: a live op of `module`.
     let spirv = unsafe { OperationRef::from_raw(spirv_module) };
-    finish_atomics(context, &spirv)?;
+    let required = finish_atomics(context, &spirv)?;
     let mut entries = Vec::new();
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.
@@ -140,7 +140,7 @@ pub(super) fn serialize(
         "builtin.module(gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)))",
         "preparing the SPIR-V module",
     )?;
-    let (capabilities, extensions) = keep_version(context, spirv_module, spirv_version)?;
+    let (capabilities, extensions) = keep_version(context, spirv_module, spirv_version, &required)?;
     let bytes = serialize_module(context, &mut module)?;
     spirv_object(
         bytes,

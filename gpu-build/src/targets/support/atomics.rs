@@ -21,7 +21,8 @@
 //!    same width through a pointer bitcast within the storage class (`spirv-val` takes it under
 //!    Vulkan's logical addressing too).
 //!
-//! Atomics are on 32-bit values; other widths are refused, naming the kernel's line.
+//! Atomics are on 32- and 64-bit values (64-bit ones need `Int64Atomics`, which the runtime
+//! checks the device has); other widths are refused, naming the kernel's line.
 
 use super::mlir::{source_position_in, splice, splice_text};
 use super::spirv::{failed, numbers, ops_named, scalar_bits};
@@ -37,8 +38,8 @@ const PLACEHOLDER: &str = "__gpu_build_atomic_";
 /// The compare-and-swap instruction, around which every loop is built.
 const COMPARE_EXCHANGE: &str = "CompareExchange";
 
-/// The widths of the values atomics take (`Int64Atomics` is not asked of devices yet).
-const WIDTHS: [u32; 1] = [32];
+/// The widths of the values atomics take.
+const WIDTHS: [u32; 2] = [32, 64];
 
 /// How one `memref.atomic_rmw` kind is done: by the SPIR-V instruction of that name, or by a
 /// compare-and-swap loop around the arith operation.
@@ -125,7 +126,7 @@ fn mark(
     let bits = scalar_bits(result.r#type()).unwrap_or(0);
     if !WIDTHS.contains(&bits) {
         return Err(refuse(format!(
-            "an atomic on {ty} values (the SPIR-V targets' atomics take 32-bit values)"
+            "an atomic on {ty} values (the SPIR-V targets' atomics take 32- and 64-bit values)"
         )));
     }
     let lowering = if generic {
@@ -422,8 +423,14 @@ pub(crate) fn products_as_generic<'c: 'a, 'a>(
     Ok(())
 }
 
-/// Step 2 (see the module documentation) on `spirv_module` (the converted `spirv.module`).
-pub(crate) fn finish_atomics(context: &Context, spirv_module: &OperationRef) -> Result<()> {
+/// Step 2 (see the module documentation) on `spirv_module` (the converted `spirv.module`);
+/// returns the capabilities its atomics need that `spirv-update-vce` cannot see
+/// (`Int64Atomics` for 64-bit values).
+pub(crate) fn finish_atomics(
+    context: &Context,
+    spirv_module: &OperationRef,
+) -> Result<Vec<&'static str>> {
+    let mut required = Vec::new();
     for raw in ops_named(spirv_module, "spirv.FunctionCall") {
         // SAFETY: a live op of the SPIR-V module, replaced once.
         let call = unsafe { OperationRef::from_raw(raw) };
@@ -438,6 +445,9 @@ pub(crate) fn finish_atomics(context: &Context, spirv_module: &OperationRef) -> 
         else {
             continue;
         };
+        if ty.ends_with("64") && !required.contains(&"Int64Atomics") {
+            required.push("Int64Atomics");
+        }
         let loaded = call.operand(0).map_err(|_| failed("reading an atomic"))?;
         // SAFETY: queries on a live value and, where it is an op's result, that op.
         let load = unsafe {
@@ -485,7 +495,7 @@ pub(crate) fn finish_atomics(context: &Context, spirv_module: &OperationRef) -> 
             unsafe { mlir_sys::mlirOperationDestroy(raw) };
         }
     }
-    Ok(())
+    Ok(required)
 }
 
 /// The atomic `instruction` on the element at a pointer of type `pointer` (`!spirv.ptr<i32,

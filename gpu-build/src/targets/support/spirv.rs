@@ -516,17 +516,24 @@ pub(crate) fn vce(spirv: &OperationRef) -> Result<(Vec<String>, Vec<String>)> {
 }
 
 /// Sets the module's version back to the target's (`v1.3`), keeping the capabilities and
-/// extensions `spirv-update-vce` chose, and returns them. `spirv-update-vce` lowers the version
-/// to the oldest the instructions need, but `spirv-lower-abi-attrs` listed every global in the
-/// entry points' interfaces as SPIR-V 1.4 wants for a target of 1.4 or later, which an older
-/// version forbids.
+/// extensions `spirv-update-vce` chose plus `required` (what it cannot see: MLIR models no
+/// capability that depends on an operand's type, as `Int64Atomics` for an atomic on 64-bit
+/// values), and returns them. `spirv-update-vce` lowers the version to the oldest the
+/// instructions need, but `spirv-lower-abi-attrs` listed every global in the entry points'
+/// interfaces as SPIR-V 1.4 wants for a target of 1.4 or later, which an older version forbids.
 pub(crate) fn keep_version(
     context: &Context,
     spirv_module: MlirOperation,
     spirv_version: &str,
+    required: &[&str],
 ) -> Result<(Vec<String>, Vec<String>)> {
     // SAFETY: a live op of the caller's module.
-    let (capabilities, extensions) = vce(&unsafe { OperationRef::from_raw(spirv_module) })?;
+    let (mut capabilities, extensions) = vce(&unsafe { OperationRef::from_raw(spirv_module) })?;
+    for capability in required {
+        if !capabilities.iter().any(|c| c == capability) {
+            capabilities.push(capability.to_string());
+        }
+    }
     let triple = format!(
         "#spirv.vce<{spirv_version}, [{}], [{}]>",
         capabilities.join(", "),

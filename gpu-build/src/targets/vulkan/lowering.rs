@@ -68,7 +68,8 @@ struct KernelFacts {
 
 /// What a device may be asked for; `spirv-update-vce` keeps what the kernels use, and the
 /// runtime checks the device has it before loading.
-const CAPABILITIES: &str = "Shader,Int8,Int16,Int64,Float16,Float64,StorageBuffer8BitAccess,\
+const CAPABILITIES: &str =
+    "Shader,Int8,Int16,Int64,Int64Atomics,Float16,Float64,StorageBuffer8BitAccess,\
     StorageBuffer16BitAccess,GroupNonUniform,GroupNonUniformVote,GroupNonUniformArithmetic,\
     GroupNonUniformBallot,GroupNonUniformShuffle,GroupNonUniformShuffleRelative";
 const EXTENSIONS: &str =
@@ -185,7 +186,7 @@ pub(super) fn serialize(
     let spirv_module = move_into_gpu_module(&module)?;
     // SAFETY: a live op of `module`.
     let spirv = unsafe { OperationRef::from_raw(spirv_module) };
-    finish_atomics(context, &spirv)?;
+    let required = finish_atomics(context, &spirv)?;
     let mut entries = Vec::new();
     for kernel in kernels {
         // SAFETY: a live op of the SPIR-V module.
@@ -211,7 +212,7 @@ pub(super) fn serialize(
         "builtin.module(gpu.module(spirv.module(spirv-lower-abi-attrs,spirv-update-vce)))",
         "preparing the SPIR-V module",
     )?;
-    let (capabilities, extensions) = keep_version(context, spirv_module, spirv_version)?;
+    let (capabilities, extensions) = keep_version(context, spirv_module, spirv_version, &required)?;
     let bytes = specializable(&crate::targets::support::spirv::serialize(
         context,
         &mut module,

@@ -38,6 +38,9 @@ pub(super) struct Gpu {
     pub fp64: bool,
     /// Whether it has `cl_khr_fp16` (`Float16` kernels).
     pub fp16: bool,
+    /// Whether it has OpenCL's 64-bit atomics (`cl_khr_int64_base_atomics` and
+    /// `cl_khr_int64_extended_atomics`: `Int64Atomics` kernels).
+    pub int64_atomics: bool,
     pub queues: Queues,
     /// Live allocations: address → bytes.
     allocations: Mutex<BTreeMap<u64, usize>>,
@@ -192,6 +195,9 @@ impl Gpu {
                 != 0,
             fp64: fp64 != 0,
             fp16: extensions.split_whitespace().any(|e| e == "cl_khr_fp16"),
+            int64_atomics: ["cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics"]
+                .iter()
+                .all(|wanted| extensions.split_whitespace().any(|e| e == *wanted)),
             queues: Queues::new(queue),
             allocations: Mutex::new(BTreeMap::new()),
         })

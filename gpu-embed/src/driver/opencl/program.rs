@@ -118,6 +118,9 @@ pub(super) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<
         let missing = match capability.as_str() {
             "Float64" if !gpu.fp64 => Some("double precision (CL_DEVICE_DOUBLE_FP_CONFIG)"),
             "Float16" if !gpu.fp16 => Some("half precision (cl_khr_fp16)"),
+            "Int64Atomics" if !gpu.int64_atomics => {
+                Some("64-bit atomics (cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics)")
+            }
             _ => None,
         };
         if let Some(missing) = missing {

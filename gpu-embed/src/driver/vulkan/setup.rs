@@ -33,6 +33,9 @@ pub(crate) struct Support {
     /// `bufferDeviceAddress` (Vulkan 1.2): device allocations have addresses a kernel's
     /// pointer arguments hold.
     pub buffer_device_address: bool,
+    /// `shaderBufferInt64Atomics` and `shaderSharedInt64Atomics` (Vulkan 1.2): atomics on
+    /// 64-bit values in storage buffers and workgroup memory.
+    pub int64_atomics: bool,
     /// `VkSubgroupFeatureFlags` in compute shaders (empty when compute has no subgroups).
     pub subgroup: vk::SubgroupFeatureFlags,
 }
@@ -139,6 +142,7 @@ impl Core {
         let mut float16_int8 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
         let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
         let mut addresses = vk::PhysicalDeviceBufferDeviceAddressFeatures::default();
+        let mut atomics64 = vk::PhysicalDeviceShaderAtomicInt64Features::default();
         let mut features = vk::PhysicalDeviceFeatures2::default()
             .push_next(&mut storage16)
             .push_next(&mut variable)
@@ -147,7 +151,8 @@ impl Core {
             features = features
                 .push_next(&mut storage8)
                 .push_next(&mut float16_int8)
-                .push_next(&mut addresses);
+                .push_next(&mut addresses)
+                .push_next(&mut atomics64);
         }
         // SAFETY: a chain of feature structures this device's version (or extension) knows.
         unsafe { instance.get_physical_device_features2(physical, &mut features) };
@@ -171,6 +176,8 @@ impl Core {
             variable_pointers_storage: variable.variable_pointers_storage_buffer == vk::TRUE,
             variable_pointers: variable.variable_pointers == vk::TRUE,
             buffer_device_address: addresses.buffer_device_address == vk::TRUE,
+            int64_atomics: atomics64.shader_buffer_int64_atomics == vk::TRUE
+                && atomics64.shader_shared_int64_atomics == vk::TRUE,
             subgroup: if compute_subgroups {
                 subgroup.supported_operations
             } else {
@@ -221,6 +228,9 @@ impl Core {
             .shader_int8(support.int8);
         let mut enable_addresses = vk::PhysicalDeviceBufferDeviceAddressFeatures::default()
             .buffer_device_address(support.buffer_device_address);
+        let mut enable_atomics64 = vk::PhysicalDeviceShaderAtomicInt64Features::default()
+            .shader_buffer_int64_atomics(support.int64_atomics)
+            .shader_shared_int64_atomics(support.int64_atomics);
         let priorities = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
@@ -243,7 +253,8 @@ impl Core {
             create = create
                 .push_next(&mut enable8)
                 .push_next(&mut enable_float16_int8)
-                .push_next(&mut enable_addresses);
+                .push_next(&mut enable_addresses)
+                .push_next(&mut enable_atomics64);
         }
         // SAFETY: a valid create info (features the device reported, extensions it has) whose
         // pointers outlive the call.
@@ -373,6 +384,10 @@ impl Core {
                 need_feature(s.variable_pointers_storage, "variablePointersStorageBuffer")
             }
             "VariablePointers" => need_feature(s.variable_pointers, "variablePointers"),
+            "Int64Atomics" => need_feature(
+                s.int64_atomics,
+                "shaderBufferInt64Atomics and shaderSharedInt64Atomics (Vulkan 1.2)",
+            ),
             "PhysicalStorageBufferAddresses" => {
                 need_feature(s.buffer_device_address, "bufferDeviceAddress (Vulkan 1.2)")
             }
