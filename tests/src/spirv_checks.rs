@@ -495,9 +495,10 @@ pub fn check_float_products(device: &Device) -> Result<()> {
     Ok(())
 }
 
-/// `wide_atomics`: 64-bit integer atomics on global and workgroup memory and an f64 add, each
-/// against plain Rust (every result is exact in any order).
-pub fn check_wide_atomics(device: &Device) -> Result<()> {
+/// `wide_atomics` over 1000 threads: 64-bit integer atomics on global and workgroup memory and
+/// an f64 add, each against plain Rust (every result is exact in any order) for `threads`
+/// threads: another count must fail the check.
+pub fn check_wide_atomics(device: &Device, threads: u64) -> Result<()> {
     let n = 1000u64;
     let out = DeviceBuffer::from_slice(device, &[0i64, i64::MIN, -1, 0])?;
     let sum = DeviceBuffer::from_slice(device, &[0.0f64])?;
@@ -511,16 +512,16 @@ pub fn check_wide_atomics(device: &Device) -> Result<()> {
             n as usize,
         )?
     };
-    let tagged: i64 = (0..n).map(|g| ((g << 32) + 1) as i64).sum();
-    let largest = (((n - 1) << 33) - 5) as i64;
-    let smallest = !(n - 1) as i64;
+    let tagged: i64 = (0..threads).map(|g| ((g << 32) + 1) as i64).sum();
+    let largest = (((threads - 1) << 33) - 5) as i64;
+    let smallest = !(threads - 1) as i64;
     assert_eq!(
         out.to_vec()?,
         [tagged, largest, smallest, tagged],
         "on {}",
         device.name()
     );
-    let halves: f64 = (0..n).map(|g| g as f64 / 2.0).sum();
+    let halves: f64 = (0..threads).map(|g| g as f64 / 2.0).sum();
     assert_eq!(sum.to_vec()?, [halves], "on {}", device.name());
     Ok(())
 }

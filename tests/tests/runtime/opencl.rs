@@ -58,8 +58,13 @@ fn float_products_and_generic_float_atomics() {
 #[test]
 fn atomics_on_64_bit_values() {
     for device in gpu_tests::opencl_devices() {
-        spirv_checks::check_wide_atomics(&device)
+        spirv_checks::check_wide_atomics(&device, 1000)
             .unwrap_or_else(|e| panic!("on {}: {e}", device.name()));
+        // The seeded failure: a check expecting one thread fewer fails.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            spirv_checks::check_wide_atomics(&device, 999)
+        }));
+        assert!(caught.is_err(), "a wrong count passed on {}", device.name());
     }
 }
 
@@ -83,6 +88,18 @@ fn a_3d_memref_whose_sizes_all_come_at_launch() {
 #[test]
 fn llvm_dialect_kernels_over_global_and_generic_pointers() {
     on_opencl_and_host(|device| spirv_checks::check_llvm_kernels(device, 1.5));
+}
+
+/// The seeded failure of the check above: a kernel given another `a` than the check compares
+/// against is caught.
+#[test]
+fn the_llvm_dialect_check_fails_on_a_wrong_result() {
+    for device in gpu_tests::opencl_devices() {
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            spirv_checks::check_llvm_kernels(&device, 2.5)
+        }));
+        assert!(caught.is_err(), "a wrong saxpy passed on {}", device.name());
+    }
 }
 
 #[test]

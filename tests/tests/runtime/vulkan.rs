@@ -56,8 +56,13 @@ fn float_products_and_generic_float_atomics() {
 #[test]
 fn atomics_on_64_bit_values() {
     for device in gpu_tests::vulkan_devices() {
-        spirv_checks::check_wide_atomics(&device)
+        spirv_checks::check_wide_atomics(&device, 1000)
             .unwrap_or_else(|e| panic!("on {}: {e}", device.name()));
+        // The seeded failure: a check expecting one thread fewer fails.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            spirv_checks::check_wide_atomics(&device, 999)
+        }));
+        assert!(caught.is_err(), "a wrong count passed on {}", device.name());
         let messages = gpu_embed::take_vulkan_validation_messages();
         assert!(messages.is_empty(), "validation layer: {messages:#?}");
     }
