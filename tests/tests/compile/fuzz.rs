@@ -21,8 +21,11 @@ use std::time::{Duration, Instant};
 
 const DEFAULT_INPUTS: usize = 200;
 const DEFAULT_SEED: u64 = 0x5eed_2026;
-/// Far above any honest compile of these kernels (well under a second); beyond it, a hang.
-const INPUT_LIMIT: Duration = Duration::from_secs(60);
+/// Far above any honest compile of these kernels for every target family: most take well under
+/// a second, but the checked host build of `tests/kernels/vulkan.mlir`'s `reductions` kernel
+/// takes 21 s alone on this machine's 2 cores and over 60 s while the rest of the suite runs
+/// beside it; beyond this limit, a hang.
+const INPUT_LIMIT: Duration = Duration::from_secs(240);
 
 /// splitmix64: small, seedable, the same sequence everywhere.
 struct Rng(u64);
