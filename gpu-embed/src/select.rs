@@ -158,7 +158,14 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
                 .is_some()
         })
         .filter(|o| !loads_on(o, Some(driver)))
-        .filter_map(Object::requires);
+        .collect::<Vec<_>>();
+    // Whether one of them is for the device's own chip (not a family's, as AMD's generic
+    // processors are, which exist only in the newest code object version).
+    let base = |chip: &str| chip.split(':').next().unwrap_or_default().to_string();
+    let own_chip = fitting_but_too_new
+        .iter()
+        .any(|o| base(o.chip()) == base(&device.arch));
+    let fitting_but_too_new = fitting_but_too_new.into_iter().filter_map(Object::requires);
     match driver {
         DriverVersion::Cuda { .. } => {
             let (need_major, need_minor) = fitting_but_too_new
@@ -176,11 +183,19 @@ fn driver_too_old(binary: &Binary, device: &DeviceArch) -> Option<String> {
             let (need_major, need_minor) =
                 fitting_but_too_new.filter_map(|r| r.oldest_rocm()).min()?;
             let v4 = LoadRequirement::CodeObject { version: 4 };
-            let fix = if v4.loads_on(driver) {
+            let fix = if !own_chip {
+                format!(
+                    ", or add `{}({})` to the targets of include_gpu_binary! (an object of the \
+                     chip's own, which this runtime loads)",
+                    device.vendor,
+                    base(&device.arch)
+                )
+            } else if v4.loads_on(driver) {
                 ", or build them as code object v4, which this runtime loads (`abi = \"400\"` \
                  in the module's `#rocdl.target`)"
+                    .to_string()
             } else {
-                ""
+                String::new()
             };
             Some(format!(
                 "The HIP runtime ({driver}) is older than these objects need: update it to ROCm \
@@ -236,6 +251,50 @@ mod tests {
             b"hsaco942"
         );
         assert!(chosen(Vendor::Amdgpu, "gfx942:sramecc+:xnack+").is_err());
+    }
+
+    /// A chip without its own hsaco runs its generic family's (code object v6) where the
+    /// runtime loads v6; an older runtime is told to update, and a chip of no family is told
+    /// to add itself.
+    #[test]
+    fn amd_falls_back_to_the_generic_family_where_the_runtime_loads_it() {
+        static GENERIC: [Object; 3] = [
+            Object::new(Vendor::Amdgpu, "gfx90a", Format::Bin, b"hsaco90a")
+                .requiring(LoadRequirement::CodeObject { version: 5 }),
+            Object::new(
+                Vendor::Amdgpu,
+                "gfx10-3-generic",
+                Format::Bin,
+                b"generic103",
+            )
+            .requiring(LoadRequirement::CodeObject { version: 6 }),
+            Object::new(Vendor::Amdgpu, "gfx1030", Format::Bin, b"hsaco1030")
+                .requiring(LoadRequirement::CodeObject { version: 5 }),
+        ];
+        static BINARY: Binary = Binary::new("k", &GENERIC, &["k"]);
+        let on = |arch: &str, minor: u32| {
+            let device = DeviceArch {
+                driver_version: Some(DriverVersion::Rocm { major: 6, minor }),
+                ..device(Vendor::Amdgpu, arch)
+            };
+            select(&BINARY, &device)
+        };
+        // The chip's own object wins over its family's.
+        assert_eq!(on("gfx1030", 3).unwrap().bytes(), b"hsaco1030");
+        assert_eq!(on("gfx1031", 3).unwrap().bytes(), b"generic103");
+        assert_eq!(on("gfx1036:xnack-", 3).unwrap().bytes(), b"generic103");
+        let old_runtime = on("gfx1031", 2).unwrap_err().to_string();
+        assert!(
+            old_runtime.contains("update it to ROCm 6.3"),
+            "{old_runtime}"
+        );
+        assert!(old_runtime.lines().count() <= 3, "{old_runtime}");
+        let no_family = on("gfx908", 3).unwrap_err().to_string();
+        assert!(no_family.contains("amdgpu(gfx908)"), "{no_family}");
+        assert_eq!(
+            on("gfx90a:sramecc+:xnack-", 2).unwrap().bytes(),
+            b"hsaco90a"
+        );
     }
 
     #[test]

@@ -61,7 +61,21 @@ impl Vendor {
     pub const fn default_chips(self) -> &'static [&'static str] {
         match self {
             Vendor::Nvptx => &["sm_75", "sm_80", "sm_90"],
-            Vendor::Amdgpu => &["gfx90a", "gfx942", "gfx1100"],
+            // LLVM's six generic processors (code object v6, for runtimes from ROCm 6.3)
+            // cover every chip from gfx900 but gfx908 and gfx90a; the specific objects serve
+            // those two and, on older runtimes, the most used data-center and desktop chips.
+            Vendor::Amdgpu => &[
+                "gfx908",
+                "gfx90a",
+                "gfx942",
+                "gfx1100",
+                "gfx9-generic",
+                "gfx9-4-generic",
+                "gfx10-1-generic",
+                "gfx10-3-generic",
+                "gfx11-generic",
+                "gfx12-generic",
+            ],
             Vendor::Host => &[],
             Vendor::Vulkan => &["vulkan1.1"],
             Vendor::OpenCl => &["spirv1.0"],

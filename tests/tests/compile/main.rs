@@ -14,6 +14,7 @@ mod cache;
 mod child;
 mod chip_overrides;
 mod cross_check;
+mod default_objects;
 mod doc_paths;
 mod dump;
 mod fresh_crate;

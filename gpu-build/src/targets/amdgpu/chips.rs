@@ -64,6 +64,28 @@ pub(crate) const AMDGPU_CHIPS: &[&str] = &[
     "gfx12-generic",
 ];
 
+/// Each generic processor (code object v6: one object for a family of chips) and the oldest
+/// chip of its family (LLVM's AMDGPU generic processor table). MLIR's lowering parses only
+/// `gfxNNN` chipsets, so a generic processor is lowered as that chip, which has nothing the
+/// family lacks, and compiled by LLVM as itself.
+pub(crate) const GENERIC_FAMILIES: [(&str, &str); 6] = [
+    ("gfx9-generic", "gfx900"),
+    ("gfx9-4-generic", "gfx940"),
+    ("gfx10-1-generic", "gfx1010"),
+    ("gfx10-3-generic", "gfx1030"),
+    ("gfx11-generic", "gfx1100"),
+    ("gfx12-generic", "gfx1200"),
+];
+
+/// The chip whose lowering and device-library ISA version stand for `processor`: its
+/// family's oldest chip for a generic processor, itself otherwise.
+pub(crate) fn lowered_as(processor: &str) -> &str {
+    GENERIC_FAMILIES
+        .iter()
+        .find(|(generic, _)| *generic == processor)
+        .map_or(processor, |(_, oldest)| oldest)
+}
+
 /// Target features an AMDGPU chip name may carry as suffixes (`gfx90a:sramecc+:xnack-`).
 const AMDGPU_CHIP_FEATURES: &[&str] = &["xnack", "sramecc"];
 

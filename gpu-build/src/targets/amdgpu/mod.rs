@@ -117,7 +117,8 @@ impl LlvmTarget for Amdgpu {
     /// `runtime=HIP`, as upstream's ROCDL pipeline for HIP: `gpu.printf` becomes the device
     /// library's printf (`__ockl_printf_*`, a hostcall the HIP runtime serves).
     fn lowering_pass(&self, processor: &str) -> String {
-        format!("convert-gpu-to-rocdl{{chipset={processor} runtime=HIP}}")
+        let chipset = chips::lowered_as(processor);
+        format!("convert-gpu-to-rocdl{{chipset={chipset} runtime=HIP}}")
     }
 
     /// The code object version and block sizes, the device libraries; the object, linked into
@@ -140,7 +141,7 @@ impl LlvmTarget for Amdgpu {
 /// HIP's block-size limit for kernels whose source did not set one (a 512-thread launch of a
 /// kernel compiled for 256 fails on the device).
 fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
-    let abi = abi_number(&job.spec.abi)?;
+    let abi = code_object_abi(job)?;
     let value = job.llvm.i32_type().const_int(u64::from(abi), false);
     module.add_basic_value_flag("amdhsa_code_object_version", FlagBehavior::Error, value);
     for kernel in module
@@ -161,6 +162,14 @@ fn pre_link<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The code object version `job`'s object records: its `abi`, but at least v6 (600) for a
+/// generic processor, which LLVM builds only as code object v6.
+fn code_object_abi(job: &Job) -> Result<u32> {
+    let abi = abi_number(&job.spec.abi)?;
+    let generic = chips::lowered_as(job.processor) != job.processor;
+    Ok(if generic { abi.max(600) } else { abi })
 }
 
 fn abi_number(abi: &str) -> Result<u32> {
@@ -243,7 +252,7 @@ fn define_control_variables<'ll>(job: &Job<'_, 'll>, module: &Module<'ll>) -> Re
         (
             "__oclc_ABI_version",
             i32_type,
-            u64::from(abi_number(&job.spec.abi)?),
+            u64::from(code_object_abi(job)?),
         ),
     ];
     for (name, ty, value) in variables {
@@ -275,6 +284,7 @@ fn major(processor: &str) -> u32 {
 
 /// ROCm's ISA version number: major * 1000 + minor * 100 + stepping (gfx90a → 9010).
 pub(crate) fn isa_version(processor: &str) -> u32 {
+    let processor = chips::lowered_as(processor);
     let digits = processor.trim_start_matches("gfx");
     if digits.contains('-') {
         return major(processor) * 1000;
@@ -366,6 +376,8 @@ mod tests {
         assert_eq!(isa_version("gfx1100"), 11000);
         assert_eq!(isa_version("gfx1030"), 10300);
         assert_eq!(isa_version("gfx11-generic"), 11000);
+        assert_eq!(isa_version("gfx10-3-generic"), 10300);
+        assert_eq!(isa_version("gfx9-4-generic"), 9400);
     }
 
     /// The numbers the installed device libraries use for the same chips.
