@@ -200,6 +200,19 @@ pub(crate) fn write_outputs(
             for artifact in compiled.artifacts {
                 let relative = format!("{dir}/{stem}.{}", artifact.extension);
                 write_atomic(&out_dir.join(&relative), &artifact.bytes)?;
+                // What the program embeds: the object as a zstd frame (a third to a half of
+                // its size), but for the host's, which is linked into the program.
+                let compressed = (!abi.links_into_crate())
+                    .then(|| -> Result<String> {
+                        let path = format!("{relative}.zst");
+                        let frame = ruzstd::encoding::compress_to_vec(
+                            artifact.bytes.as_slice(),
+                            ruzstd::encoding::CompressionLevel::Fastest,
+                        );
+                        write_atomic(&out_dir.join(&path), &frame)?;
+                        Ok(path)
+                    })
+                    .transpose()?;
                 objects.push(Object {
                     vendor: spec.vendor,
                     chip: spec.chip.clone(),
@@ -210,6 +223,7 @@ pub(crate) fn write_outputs(
                     path: relative,
                     size: artifact.bytes.len() as u64,
                     sha256: sha256_hex(&artifact.bytes),
+                    compressed,
                     abi: abi.clone(),
                     requires: target(spec.vendor)
                         .load_requirement(artifact.format, &artifact.bytes),

@@ -99,7 +99,10 @@ pub(crate) fn write(request: &BuildRequest, paths: &Paths, cargo: &CargoOutput) 
     let host_library = host_triple
         .as_ref()
         .map(|_| crate::output::host_library_name(&paths.crate_name));
-    let mut relative: Vec<String> = manifest.objects().map(|o| o.path.clone()).collect();
+    let mut relative: Vec<String> = manifest
+        .objects()
+        .flat_map(|o| std::iter::once(o.path.clone()).chain(o.compressed.clone()))
+        .collect();
     if let Some(name) = &host_library {
         relative.push(format!("{HOST_LIBRARY_DIR}/lib{name}.a"));
     }

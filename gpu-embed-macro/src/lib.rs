@@ -230,8 +230,10 @@ fn expand_module(
         #[doc = #doc]
         #[allow(non_upper_case_globals, clippy::too_many_arguments)]
         pub mod #module_ident {
-            /// Objects start 8-byte aligned, as ELF loaders expect.
+            /// Objects start 8-byte aligned, as ELF loaders expect (unused where every object
+            /// is embedded compressed: the runtime aligns what it decompresses).
             #[repr(C, align(8))]
+            #[allow(dead_code)]
             struct Aligned<T: ?Sized>(T);
             #statics
             /// The embedded objects.

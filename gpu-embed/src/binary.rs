@@ -1,6 +1,8 @@
 //! The embedded objects: the run-time analogues of upstream's `gpu.binary` and `gpu.object`.
 
 pub use gpu_manifest::{Format, LoadRequirement, Vendor};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// A host kernel's entry point: `(params, context)`, see `gpu-build`'s host target. Used by
 /// `include_gpu_binary!`'s expansion.
@@ -49,6 +51,8 @@ pub struct Object {
     /// wrote nothing.
     abi: &'static str,
     requires: Option<LoadRequirement>,
+    /// Whether `bytes` is a zstd frame of the object (decompressed once, by [`Object::bytes`]).
+    compressed: bool,
     /// The module's kernels the object leaves out, each with the build's reason (its target
     /// could not express it).
     refused: &'static [(&'static str, &'static str)],
@@ -71,7 +75,18 @@ impl Object {
             host_kernels: &[],
             abi: "",
             requires: None,
+            compressed: false,
             refused: &[],
+        }
+    }
+
+    /// The object whose bytes are a zstd frame of it, as gpu-build writes them. Used by
+    /// `include_gpu_binary!`'s expansion.
+    #[doc(hidden)]
+    pub const fn compressed(self) -> Object {
+        Object {
+            compressed: true,
+            ..self
         }
     }
 
@@ -111,6 +126,7 @@ impl Object {
             host_kernels: kernels,
             abi: "",
             requires: None,
+            compressed: false,
             refused: &[],
         }
     }
@@ -170,9 +186,51 @@ impl Object {
         self.format
     }
 
-    /// The object's bytes; empty for the host object, whose code is linked into the program.
+    /// The object's bytes (decompressed, the first time, where it was embedded compressed:
+    /// empty if that fails, which a driver's load then reports); empty for the host object,
+    /// whose code is linked into the program.
     pub fn bytes(&self) -> &'static [u8] {
-        self.bytes
+        self.image().unwrap_or_default()
+    }
+
+    /// The object's bytes, as a driver loads them: decompressed once per embedded object
+    /// (8-byte aligned, as ELF loaders expect) and kept for the life of the program, as the
+    /// embedded bytes are.
+    pub(crate) fn image(&self) -> crate::error::Result<&'static [u8]> {
+        if !self.compressed {
+            return Ok(self.bytes);
+        }
+        static IMAGES: OnceLock<Mutex<HashMap<usize, &'static [u8]>>> = OnceLock::new();
+        let images = IMAGES.get_or_init(Mutex::default);
+        let mut images = images.lock().unwrap_or_else(PoisonError::into_inner);
+        // The embedded frame's address: one entry per embedded object.
+        let key = self.bytes.as_ptr() as usize;
+        if let Some(image) = images.get(&key) {
+            return Ok(image);
+        }
+        let mut bytes = Vec::new();
+        ruzstd::decoding::StreamingDecoder::new(self.bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|mut decoder| {
+                std::io::Read::read_to_end(&mut decoder, &mut bytes).map_err(|e| e.to_string())
+            })
+            .map_err(|why| {
+                crate::error::Error::new(
+                    crate::error::ErrorKind::InvalidArgument,
+                    format!(
+                        "{}: its embedded zstd frame does not decompress ({why}); rebuild the \
+                         program",
+                        self.describe()
+                    ),
+                )
+            })?;
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        let aligned: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+        aligned[..bytes.len()].copy_from_slice(&bytes);
+        let words: &'static [u64] = Box::leak(words.into_boxed_slice());
+        let image = &bytemuck::cast_slice::<u64, u8>(words)[..bytes.len()];
+        images.insert(key, image);
+        Ok(image)
     }
 
     /// What the object is, for listings and errors: `nvptx sm_80 PTX`, `amdgpu gfx90a hsaco`,
@@ -223,5 +281,47 @@ impl Binary {
     /// The module's kernels, by name.
     pub fn kernels(&self) -> &'static [&'static str] {
         self.kernels
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compressed_object_is_decompressed_once_and_aligned() {
+        let image: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let frame: &'static [u8] = Box::leak(
+            ruzstd::encoding::compress_to_vec(
+                image.as_slice(),
+                ruzstd::encoding::CompressionLevel::Fastest,
+            )
+            .into_boxed_slice(),
+        );
+        assert!(frame.len() < image.len());
+        let object = Object::new(Vendor::Nvptx, "sm_80", Format::Bin, frame).compressed();
+        let first = object.bytes();
+        assert_eq!(first, image.as_slice());
+        assert_eq!(
+            first.as_ptr() as usize % 8,
+            0,
+            "ELF loaders expect 8-byte alignment"
+        );
+        // The same memory every time.
+        assert_eq!(object.bytes().as_ptr(), first.as_ptr());
+        let plain = Object::new(Vendor::Nvptx, "sm_80", Format::Bin, frame);
+        assert_eq!(plain.bytes(), frame);
+    }
+
+    #[test]
+    fn a_frame_that_does_not_decompress_is_an_error_naming_the_object() {
+        let object = Object::new(Vendor::Amdgpu, "gfx90a", Format::Bin, b"not zstd").compressed();
+        let error = object.image().unwrap_err();
+        assert!(
+            error.to_string().contains("amdgpu gfx90a hsaco")
+                && error.to_string().contains("does not decompress"),
+            "{error}"
+        );
+        assert!(object.bytes().is_empty());
     }
 }

@@ -93,6 +93,11 @@ pub struct Object {
     pub size: u64,
     /// Lower-case hex SHA-256 of the file's bytes.
     pub sha256: String,
+    /// Relative to `OUT_DIR`: the same bytes as a zstd frame, which `include_gpu_binary!`
+    /// embeds (the runtime decompresses an object once, when a device first loads it); `None`
+    /// for the host object, linked into the program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressed: Option<String>,
     /// How the runtime runs its kernels, as its target wrote it for its driver (the host's entry
     /// points, Vulkan's bindings, ...); everything else carries it unread.
     pub abi: ObjectAbi,
@@ -221,6 +226,7 @@ mod tests {
                 path: "gpu-build/kernels/gfx90a.hsaco".into(),
                 size: 3,
                 sha256: "00".into(),
+                compressed: Some("gpu-build/kernels/gfx90a.hsaco.zst".into()),
                 abi: ObjectAbi::LoweredParams,
                 requires: Some(LoadRequirement::CodeObject { version: 5 }),
                 refused: vec![RefusedKernel {

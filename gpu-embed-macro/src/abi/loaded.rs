@@ -17,6 +17,7 @@ pub(super) fn embed(object: &Object, index: usize, out_dir: &Path) -> Embedded {
         Format::Bin => quote!(::gpu_embed::Format::Bin),
     };
     let chip = &object.chip;
+    let compressed = object.compressed.is_some().then(|| quote!(.compressed()));
     let requiring = object.requires.map(|requirement| {
         let requirement = requirement_tokens(requirement);
         quote!(.requiring(#requirement))
@@ -34,7 +35,7 @@ pub(super) fn embed(object: &Object, index: usize, out_dir: &Path) -> Embedded {
     });
     Embedded {
         items,
-        entry: quote!(::gpu_embed::Object::new(::gpu_embed::Vendor::#vendor, #chip, #format, &#bytes.0)#requiring #with_abi #refusing),
+        entry: quote!(::gpu_embed::Object::new(::gpu_embed::Vendor::#vendor, #chip, #format, #bytes)#compressed #requiring #with_abi #refusing),
     }
 }
 

@@ -11,7 +11,6 @@ use gpu_manifest::{GpuModule, Object, ObjectAbi};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::path::Path;
-use syn::Ident;
 
 /// One embedded object: the items it needs beside the module's `OBJECTS` (its bytes, its
 /// kernels' tables) and its `::gpu_embed::Object` entry there.
@@ -28,14 +27,22 @@ pub(crate) fn embed(module: &GpuModule, object: &Object, index: usize, out_dir: 
     }
 }
 
-/// The static holding the object's bytes (`include_bytes!` of its file, 8-byte aligned as ELF
-/// loaders expect), and its name.
-fn object_bytes(object: &Object, index: usize, out_dir: &Path) -> (Ident, TokenStream) {
+/// The static holding the object's bytes and an expression for them: its zstd frame where
+/// gpu-build wrote one (`include_bytes!` of it; the runtime decompresses it into memory aligned
+/// for ELF loaders), else its file, 8-byte aligned as ELF loaders expect.
+fn object_bytes(object: &Object, index: usize, out_dir: &Path) -> (TokenStream, TokenStream) {
     let name = format_ident!("OBJECT_{index}");
+    if let Some(compressed) = &object.compressed {
+        let path = out_dir.join(compressed).display().to_string();
+        let item = quote! {
+            static #name: &[u8] = include_bytes!(#path);
+        };
+        return (quote!(#name), item);
+    }
     let path = out_dir.join(&object.path).display().to_string();
     let size = object.size as usize;
     let item = quote! {
         static #name: Aligned<[u8; #size]> = Aligned(*include_bytes!(#path));
     };
-    (name, item)
+    (quote!(&#name.0), item)
 }

@@ -196,3 +196,30 @@ fn math_calls_resolve_to_the_vendor_libraries() {
         "no libdevice code in:\n{text}"
     );
 }
+
+/// What the program embeds: every device object as a zstd frame of its bytes, smaller than
+/// they are; nothing for the host object, which is linked.
+#[test]
+fn every_device_object_has_a_smaller_zstd_frame_of_its_bytes() {
+    let (report, out) = compile_samples();
+    for object in report.manifest.objects() {
+        let compressed = object
+            .compressed
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no compressed copy", object.path));
+        let frame = std::fs::read(out.path().join(compressed)).unwrap();
+        let bytes = std::fs::read(out.path().join(&object.path)).unwrap();
+        let mut decompressed = Vec::new();
+        std::io::Read::read_to_end(
+            &mut ruzstd::decoding::StreamingDecoder::new(frame.as_slice()).unwrap(),
+            &mut decompressed,
+        )
+        .unwrap();
+        assert!(decompressed == bytes, "{compressed} is not {}", object.path);
+        assert!(
+            frame.len() < bytes.len(),
+            "{compressed}: {} bytes",
+            frame.len()
+        );
+    }
+}

@@ -260,7 +260,7 @@ impl<A: Api> Driver for GpuDriver<A> {
     }
 
     fn load_module(&self, object: &'static Object) -> Result<ModuleHandle> {
-        self.load_image(object.bytes(), &object.describe())
+        self.load_image(object.image()?, &object.describe())
     }
 
     fn load_image(&self, image: &[u8], what: &str) -> Result<ModuleHandle> {

@@ -88,7 +88,7 @@ fn invalid(message: String) -> Error {
 /// module; the error carries the build log.
 pub(super) fn load_module(gpu: &'static Gpu, object: &'static Object) -> Result<ModuleHandle> {
     let what = object.describe();
-    let bytes = object.bytes();
+    let bytes = object.image()?;
     if bytes.len() < 20 || !bytes.len().is_multiple_of(4) {
         return Err(invalid(format!(
             "{what} is not SPIR-V: {} bytes (a module is a sequence of 32-bit words, at least 5)",

@@ -59,7 +59,7 @@ pub(crate) fn load_module(
     object: &'static Object,
 ) -> Result<ModuleHandle> {
     let what = object.describe();
-    let bytes = object.bytes();
+    let bytes = object.image()?;
     if bytes.len() < 20 || !bytes.len().is_multiple_of(4) {
         return Err(invalid(format!(
             "{what} is not SPIR-V: {} bytes (a module is a sequence of 32-bit words, at least 5)",
