@@ -203,6 +203,19 @@ fn inspect_describes_an_out_dir_with_the_objects_resource_usage() {
         let (object, _) = object_and_usage(&format!("{chip}.ptx"));
         assert!(object.contains("  (PTX ISA "), "{object}");
     }
+    // Each object's size and then what the program embeds (its zstd frame's size), and the
+    // totals.
+    let (object, _) = object_and_usage("gfx90a.hsaco");
+    let frame = std::fs::metadata(dir.join("gfx90a.hsaco.zst"))
+        .unwrap()
+        .len();
+    let bytes = std::fs::metadata(dir.join("gfx90a.hsaco")).unwrap().len();
+    assert!(frame < bytes, "{frame} >= {bytes}");
+    assert!(object.contains(&format!(" B {:>8} B  ", frame)), "{object}");
+    assert!(
+        stdout.contains("\nall objects: ") && stdout.contains(", embedded as "),
+        "{stdout}"
+    );
     let vgprs = readobj_vgprs(&dir.join("gfx90a.hsaco"));
     let (object, usage) = object_and_usage("gfx90a.hsaco");
     assert!(

@@ -57,6 +57,7 @@ fn describe_manifest(path: &Path, out_dir: &Path) -> Result<String, String> {
         manifest.modules.len(),
         manifest.generator
     );
+    let (mut objects_size, mut embedded_total) = (0, 0);
     for module in &manifest.modules {
         let _ = writeln!(out, "\ngpu.module @{} ({})", module.name, module.source);
         let rust_module = gpu_build::manifest::call::module_name(&module.name);
@@ -69,15 +70,19 @@ fn describe_manifest(path: &Path, out_dir: &Path) -> Result<String, String> {
             );
             let _ = writeln!(out, "    launch: {launch}");
         }
-        let _ = writeln!(out, "  objects:");
+        let _ = writeln!(out, "  objects (size, then what the program embeds):");
         for object in &module.objects {
+            let embedded = embedded_size(object, out_dir);
+            objects_size += object.size;
+            embedded_total += embedded.unwrap_or(0);
             let _ = writeln!(
                 out,
-                "    {:<7} {:<26} {:<4} {:>10}  {}{}",
+                "    {:<7} {:<26} {:<4} {:>10} {:>10}  {}{}",
                 object.vendor.name(),
                 object.chip,
                 object.format.to_string(),
                 size(object.size),
+                embedded.map_or("linked".to_string(), size),
                 object.path,
                 object
                     .requires
@@ -88,7 +93,25 @@ fn describe_manifest(path: &Path, out_dir: &Path) -> Result<String, String> {
             }
         }
     }
+    let _ = writeln!(
+        out,
+        "\nall objects: {}, embedded as {} (zstd frames; the host object is linked)",
+        size(objects_size),
+        size(embedded_total)
+    );
     Ok(out)
+}
+
+/// The bytes the program embeds for `object`: its zstd frame's, else (a manifest from before
+/// frames) its own; `None` for the host object, linked into the program.
+fn embedded_size(object: &Object, out_dir: &Path) -> Option<u64> {
+    if object.abi.links_into_crate() {
+        return None;
+    }
+    Some(match &object.compressed {
+        Some(frame) => std::fs::metadata(out_dir.join(frame)).map_or(object.size, |m| m.len()),
+        None => object.size,
+    })
 }
 
 /// The resource usage an object records, or a line saying why there is none.

@@ -251,6 +251,15 @@ unsafe fn bindings(
                 // A null pointer stays null (a kernel may take one it never follows).
                 let device_address = if address == 0 {
                     0
+                } else if !core.support.buffer_device_address {
+                    // Only an object registered at run time with a hand-written table can get
+                    // here: a built one declares PhysicalStorageBufferAddresses, which loads only
+                    // where the device has them.
+                    return Err(invalid(format!(
+                        "{which}: a pointer argument is a device address, and {} has no \
+                         bufferDeviceAddress (Vulkan 1.2)",
+                        core.name
+                    )));
                 } else {
                     let place = table
                         .place(address, 1)
@@ -258,9 +267,8 @@ unsafe fn bindings(
                     let info =
                         vk::BufferDeviceAddressInfo::default().buffer(place.allocation.buffer);
                     // SAFETY: a live device allocation of this device, made with
-                    // SHADER_DEVICE_ADDRESS usage: the device has `bufferDeviceAddress`, or the
-                    // module (whose kernels take addresses, so it declares
-                    // PhysicalStorageBufferAddresses) would not have loaded.
+                    // SHADER_DEVICE_ADDRESS usage (the device has `bufferDeviceAddress`,
+                    // checked above, and every device allocation then gets it).
                     let base = unsafe { core.device.get_buffer_device_address(&info) };
                     let device_address = base.checked_add(place.offset).ok_or_else(|| {
                         invalid(format!("{which}: the pointer's device address overflows"))
