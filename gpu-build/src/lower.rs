@@ -181,6 +181,7 @@ pub(crate) fn lower_to_llvm<'ll>(
         // SAFETY: `raw` belongs to `module`, which lives until the end of this function.
         let mut gpu_module = unsafe { OperationRefMut::from_raw(raw) };
         mark_llvm_kernels(&mlir.context, &mut gpu_module, kernel_attribute);
+        crate::targets::support::llvm_math::math_intrinsics_as_math(&mlir.context, &gpu_module)?;
         if let Some(llvm) = crate::targets::target(vendor).description().llvm() {
             llvm.steps.prepare_for_lowering(&mlir.context, &gpu_module);
         }

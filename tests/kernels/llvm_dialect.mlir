@@ -2,7 +2,8 @@
 // generic ones (!llvm.ptr): LLVM intrinsics, GEP chains into structs, pointer arithmetic through
 // integers, selects and branches carrying pointers, loops. Built for the OpenCL-style target
 // (LLVM's SPIR-V back end), Vulkan (device addresses: targets/vulkan/llvm_kernels.rs) and the
-// host; tests/src/spirv_checks.rs `check_llvm_kernels` runs them on each.
+// host; tests/src/spirv_checks.rs `check_llvm_kernels` runs them on each (NVIDIA and AMD objects
+// are built too: ptxas and the hsaco reader check them).
 gpu.module @llvm_kernels {
   // y[i] = fma(a, x[i], y[i]) + (x[0] + ... + x[i % 4 - 1]) over pointers in the global
   // address space: an LLVM intrinsic, GEP chains and a loop.
@@ -80,9 +81,9 @@ gpu.module @llvm_kernels {
     llvm.return
   }
 
-  // out[i] = max(|pairs[i].a|, pairs[i].b) + (i odd ? x : y)[i], for i < n: GEPs into an
-  // array of structs, an intrinsic (not fabs: MLIR 22's NVVM lowering, which the host target
-  // shares, refuses LLVM's math intrinsics written by hand), a select of pointers, a pointer carried by a branch and
+  // out[i] = (max(|pairs[i].a|, pairs[i].b) + (i odd ? x : y)[i]) frem 7, for i < n: GEPs into
+  // an array of structs, math intrinsics and `llvm.frem` (which MLIR 22's NVVM and ROCDL
+  // lowerings refuse written by hand: support/llvm_math.rs renames them), a select of pointers, a pointer carried by a branch and
   // moved by integer arithmetic (ptrtoint, inttoptr), 32-bit indices.
   llvm.func @pairs(%pairs: !llvm.ptr<1>, %x: !llvm.ptr, %y: !llvm.ptr, %out: !llvm.ptr, %n: i32) attributes {gpu.kernel} {
     %block = gpu.block_id x
@@ -98,8 +99,7 @@ gpu.module @llvm_kernels {
     %pb = llvm.getelementptr %pairs[%i, 1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, !llvm.struct<(f32, f32)>
     %a = llvm.load %pa : !llvm.ptr<1> -> f32
     %b = llvm.load %pb : !llvm.ptr<1> -> f32
-    %negated = llvm.fneg %a : f32
-    %magnitude = llvm.intr.maxnum(%a, %negated) : (f32, f32) -> f32
+    %magnitude = llvm.intr.fabs(%a) : (f32) -> f32
     %larger = llvm.intr.maxnum(%magnitude, %b) : (f32, f32) -> f32
     %one = llvm.mlir.constant(1 : i32) : i32
     %bit = llvm.and %i, %one : i32
@@ -115,8 +115,10 @@ gpu.module @llvm_kernels {
     %pv = llvm.inttoptr %moved : i64 to !llvm.ptr
     %v = llvm.load %pv : !llvm.ptr -> f32
     %r = llvm.fadd %larger, %v : f32
+    %seven = llvm.mlir.constant(7.0 : f32) : f32
+    %wrapped = llvm.frem %r, %seven : f32
     %po = llvm.getelementptr %out[%i] : (!llvm.ptr, i32) -> !llvm.ptr, f32
-    llvm.store %r, %po : f32, !llvm.ptr
+    llvm.store %wrapped, %po : f32, !llvm.ptr
     llvm.br ^done
   ^done:
     llvm.return

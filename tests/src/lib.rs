@@ -42,10 +42,11 @@ gpu_embed::include_gpu_binary!("kernels/spirv_atomics.mlir", targets = [vulkan, 
 // A module the SPIR-V targets build all but one kernel of (`tests/runtime/refused.rs`).
 gpu_embed::include_gpu_binary!("kernels/refused.mlir", targets = [vulkan, opencl, host]);
 // Kernels in the LLVM dialect over `!llvm.ptr<1>` and `!llvm.ptr` pointers
-// (`spirv_checks::check_llvm_kernels`, on Vulkan, OpenCL and the host).
+// (`spirv_checks::check_llvm_kernels`, on Vulkan, OpenCL and the host; NVIDIA and AMD objects
+// built and checked by ptxas and the hsaco reader).
 gpu_embed::include_gpu_binary!(
     "kernels/llvm_dialect.mlir",
-    targets = [vulkan, opencl, host]
+    targets = [vulkan, opencl, host, nvptx, amdgpu]
 );
 // The guide's two-module file (`docs/guide/02-kernels.md`, `tests/runtime/cookbook.rs`).
 gpu_embed::include_gpu_binary!(

@@ -11,6 +11,7 @@ pub(crate) mod bool_arguments;
 pub(crate) mod chips;
 pub(crate) mod link;
 pub(crate) mod llvm;
+pub(crate) mod llvm_math;
 pub(crate) mod memref_sizes;
 pub(crate) mod mlir;
 pub(crate) mod mma;

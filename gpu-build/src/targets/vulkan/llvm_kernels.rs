@@ -26,6 +26,7 @@
 
 use super::llvm_layout::{aggregate, layout, Aggregate};
 use crate::error::{Error, ErrorKind, Result};
+use crate::targets::support::llvm_math::counterpart;
 use crate::targets::support::mlir::{source_position_in, symbol_name};
 use crate::targets::support::spirv::{failed, ops_named, ops_with_prefix};
 use melior::ir::attribute::{AttributeLike, IntegerAttribute, TypeAttribute};
@@ -38,9 +39,9 @@ use melior::ir::{
 use melior::Context;
 use mlir_sys::{MlirAttribute, MlirBlock, MlirOperation, MlirType, MlirValue};
 
-/// LLVM dialect ops and the `arith`/`cf`/`math` ops with their semantics (an intrinsic's
-/// flags that say a result is poison are dropped: the counterpart defines it).
-const RENAMED: [(&str, &str); 66] = [
+/// LLVM dialect ops and the `arith`/`cf` ops with their semantics; the math intrinsics are
+/// `support/llvm_math.rs`'s.
+const RENAMED: [(&str, &str); 33] = [
     ("llvm.add", "arith.addi"),
     ("llvm.sub", "arith.subi"),
     ("llvm.mul", "arith.muli"),
@@ -58,7 +59,6 @@ const RENAMED: [(&str, &str); 66] = [
     ("llvm.fsub", "arith.subf"),
     ("llvm.fmul", "arith.mulf"),
     ("llvm.fdiv", "arith.divf"),
-    ("llvm.frem", "arith.remf"),
     ("llvm.fneg", "arith.negf"),
     ("llvm.icmp", "arith.cmpi"),
     ("llvm.fcmp", "arith.cmpf"),
@@ -75,38 +75,6 @@ const RENAMED: [(&str, &str); 66] = [
     ("llvm.bitcast", "arith.bitcast"),
     ("llvm.br", "cf.br"),
     ("llvm.cond_br", "cf.cond_br"),
-    ("llvm.intr.fma", "math.fma"),
-    ("llvm.intr.fmuladd", "math.fma"),
-    ("llvm.intr.sqrt", "math.sqrt"),
-    ("llvm.intr.fabs", "math.absf"),
-    ("llvm.intr.exp", "math.exp"),
-    ("llvm.intr.exp2", "math.exp2"),
-    ("llvm.intr.log", "math.log"),
-    ("llvm.intr.log2", "math.log2"),
-    ("llvm.intr.log10", "math.log10"),
-    ("llvm.intr.sin", "math.sin"),
-    ("llvm.intr.cos", "math.cos"),
-    ("llvm.intr.tan", "math.tan"),
-    ("llvm.intr.tanh", "math.tanh"),
-    ("llvm.intr.pow", "math.powf"),
-    ("llvm.intr.floor", "math.floor"),
-    ("llvm.intr.ceil", "math.ceil"),
-    ("llvm.intr.trunc", "math.trunc"),
-    ("llvm.intr.round", "math.round"),
-    ("llvm.intr.roundeven", "math.roundeven"),
-    ("llvm.intr.copysign", "math.copysign"),
-    ("llvm.intr.minnum", "arith.minnumf"),
-    ("llvm.intr.maxnum", "arith.maxnumf"),
-    ("llvm.intr.minimum", "arith.minimumf"),
-    ("llvm.intr.maximum", "arith.maximumf"),
-    ("llvm.intr.smin", "arith.minsi"),
-    ("llvm.intr.smax", "arith.maxsi"),
-    ("llvm.intr.umin", "arith.minui"),
-    ("llvm.intr.umax", "arith.maxui"),
-    ("llvm.intr.abs", "math.absi"),
-    ("llvm.intr.ctpop", "math.ctpop"),
-    ("llvm.intr.ctlz", "math.ctlz"),
-    ("llvm.intr.cttz", "math.cttz"),
 ];
 
 /// Attributes that keep their meaning from an LLVM op to its counterpart (the comparison
@@ -682,6 +650,7 @@ fn rewrite_ops(context: &Context, kernel: &OperationRef, file: &str) -> Result<(
                 .iter()
                 .find(|(llvm, _)| *llvm == other)
                 .map(|(_, to)| *to)
+                .or_else(|| counterpart(other))
                 .ok_or_else(|| refuse(file, &op, &format!("`{other}`")))?,
         };
         // SAFETY (this block): building a new op from the old one's parts, all live values,
