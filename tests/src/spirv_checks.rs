@@ -582,7 +582,8 @@ pub fn check_shuffle_modes(device: &Device) -> Result<()> {
 /// `llvm_dialect.mlir`'s kernels, each equal to plain Rust: the two saxpys (over `!llvm.ptr<1>`
 /// and generic pointers: an intrinsic, GEP chains, a loop) with `a`, and `pairs` (GEPs into
 /// structs, `fabs`, `maxnum` and `frem`, a select and a branch carrying pointers, pointer
-/// arithmetic through integers). The
+/// arithmetic through integers) and `walk` (a pointer carried around a loop, vector and 8-bit
+/// loads). The
 /// saxpys are compared against `a = 1.5`: another `a` must fail the check.
 pub fn check_llvm_kernels(device: &Device, a: f32) -> Result<()> {
     use crate::llvm_kernels;
@@ -637,5 +638,35 @@ pub fn check_llvm_kernels(device: &Device, a: f32) -> Result<()> {
         )?
     };
     assert_eq!(out.to_vec()?, want, "pairs");
+
+    let vectors: Vec<f32> = (0..4 * 37).map(|k| (k % 9) as f32 - 4.0).collect();
+    let mut sums = [0.0f32; 4];
+    for (k, value) in vectors.iter().enumerate() {
+        sums[k % 4] += value;
+    }
+    let (dvectors, dbytes) = (
+        DeviceBuffer::from_slice(device, &vectors)?,
+        DeviceBuffer::from_slice(device, &[-7i8, 0, 0, 0])?,
+    );
+    let out = DeviceBuffer::from_slice(device, &[0.0f32; 8])?;
+    let one = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: one thread reads the 37 vectors (148 floats, 16-byte aligned as device
+    // allocations are) and bytes[0], and writes out[0..5] of 8.
+    unsafe {
+        llvm_kernels::walk(
+            device,
+            &one,
+            dvectors.device_ptr(),
+            dbytes.device_ptr(),
+            out.device_ptr(),
+            37,
+        )?
+    };
+    let got = out.to_vec()?;
+    assert_eq!(got[..5], [sums[0], sums[1], sums[2], sums[3], -7.0], "walk");
     Ok(())
 }

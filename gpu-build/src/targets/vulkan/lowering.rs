@@ -75,10 +75,11 @@ const CAPABILITIES: &str =
 const EXTENSIONS: &str =
     "SPV_KHR_storage_buffer_storage_class,SPV_KHR_8bit_storage,SPV_KHR_16bit_storage";
 /// `convert-math-to-spirv`'s default target with what loads and stores through device addresses
-/// need (and no Float64: see `serialize`).
-const MATH_WITH_ADDRESSES: &str = "#spirv.target_env<#spirv.vce<v1.0, [Shader, Int64, \
-    PhysicalStorageBufferAddresses], [SPV_KHR_storage_buffer_storage_class, \
-    SPV_KHR_physical_storage_buffer]>, #spirv.resource_limits<>>";
+/// need, of every width (and no Float64: see `serialize`).
+const MATH_WITH_ADDRESSES: &str = "#spirv.target_env<#spirv.vce<v1.0, [Shader, Int8, Int16, \
+    Int64, Float16, StorageBuffer8BitAccess, StorageBuffer16BitAccess, \
+    PhysicalStorageBufferAddresses], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_8bit_storage, \
+    SPV_KHR_16bit_storage, SPV_KHR_physical_storage_buffer]>, #spirv.resource_limits<>>";
 
 pub(super) fn serialize(
     context: &Context,
