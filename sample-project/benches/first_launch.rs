@@ -6,22 +6,13 @@
 //!
 //!     cargo bench -p sample-project --bench first_launch
 
-use gpu_embed::{Binary, Device, DeviceBuffer, LaunchConfig};
-use sample_project::{block_total, math, matmul, reduce, saxpy, stencil, vadd};
+use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
+use sample_project::vadd;
 use std::time::{Duration, Instant};
 
 const N: usize = 1 << 16;
 
 fn main() {
-    let binaries: [&'static Binary; 7] = [
-        &vadd::BINARY,
-        &saxpy::BINARY,
-        &reduce::BINARY,
-        &math::BINARY,
-        &matmul::BINARY,
-        &stencil::BINARY,
-        &block_total::BINARY,
-    ];
     println!(
         "{:<44} {:>16} {:>18} {:>8}",
         "device", "decompress all", "first vadd launch", "ratio"
@@ -32,7 +23,7 @@ fn main() {
         // embedded object): what the first launches of its kernels add.
         let mut decompress = Duration::ZERO;
         let mut objects = 0;
-        for binary in binaries {
+        for binary in sample_project::BINARIES {
             if let Ok(object) = gpu_embed::select(binary, &arch) {
                 let start = Instant::now();
                 let bytes = object.bytes();

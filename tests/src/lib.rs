@@ -48,6 +48,11 @@ gpu_embed::include_gpu_binary!(
     "kernels/llvm_dialect.mlir",
     targets = [vulkan, opencl, host, nvptx, amdgpu]
 );
+// An LLVM-dialect kernel with vector and 8-bit accesses (`spirv_checks::check_llvm_walk`).
+gpu_embed::include_gpu_binary!(
+    "kernels/llvm_walk.mlir",
+    targets = [vulkan, host, nvptx, amdgpu]
+);
 // The guide's two-module file (`docs/guide/02-kernels.md`, `tests/runtime/cookbook.rs`).
 gpu_embed::include_gpu_binary!(
     "../docs/cookbook/two_modules.mlir",

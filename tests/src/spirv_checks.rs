@@ -582,8 +582,7 @@ pub fn check_shuffle_modes(device: &Device) -> Result<()> {
 /// `llvm_dialect.mlir`'s kernels, each equal to plain Rust: the two saxpys (over `!llvm.ptr<1>`
 /// and generic pointers: an intrinsic, GEP chains, a loop) with `a`, and `pairs` (GEPs into
 /// structs, `fabs`, `maxnum` and `frem`, a select and a branch carrying pointers, pointer
-/// arithmetic through integers) and `walk` (a pointer carried around a loop, vector and 8-bit
-/// loads). The
+/// arithmetic through integers). The
 /// saxpys are compared against `a = 1.5`: another `a` must fail the check.
 pub fn check_llvm_kernels(device: &Device, a: f32) -> Result<()> {
     use crate::llvm_kernels;
@@ -638,7 +637,12 @@ pub fn check_llvm_kernels(device: &Device, a: f32) -> Result<()> {
         )?
     };
     assert_eq!(out.to_vec()?, want, "pairs");
+    Ok(())
+}
 
+/// `llvm_walk.mlir`'s `walk` (a pointer carried around a loop, vector loads and stores, an 8-bit
+/// load) equal to plain Rust.
+pub fn check_llvm_walk(device: &Device) -> Result<()> {
     let vectors: Vec<f32> = (0..4 * 37).map(|k| (k % 9) as f32 - 4.0).collect();
     let mut sums = [0.0f32; 4];
     for (k, value) in vectors.iter().enumerate() {
@@ -657,7 +661,7 @@ pub fn check_llvm_kernels(device: &Device, a: f32) -> Result<()> {
     // SAFETY: one thread reads the 37 vectors (148 floats, 16-byte aligned as device
     // allocations are) and bytes[0], and writes out[0..5] of 8.
     unsafe {
-        llvm_kernels::walk(
+        crate::llvm_walk::walk(
             device,
             &one,
             dvectors.device_ptr(),

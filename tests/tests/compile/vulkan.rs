@@ -61,6 +61,7 @@ fn vulkan_kernels() -> Vec<std::path::PathBuf> {
         root.join("tests/kernels/mma.mlir"),
         root.join("tests/kernels/llvm_dialect.mlir"),
         root.join("tests/kernels/spirv_atomics.mlir"),
+        root.join("tests/kernels/llvm_walk.mlir"),
     ]
 }
 
@@ -76,8 +77,8 @@ fn spirv_val_accepts_every_vulkan_object_for_its_vulkan_version() {
     let objects = objects_of(&report, Vendor::Vulkan);
     assert_eq!(
         objects.len(),
-        13 * 3,
-        "thirteen modules for three Vulkan versions"
+        14 * 3,
+        "fourteen modules for three Vulkan versions"
     );
     for (object, bytes) in &objects {
         spirv_val(bytes, &object.chip).unwrap_or_else(|why| {

@@ -183,6 +183,13 @@ fn llvm_dialect_kernels_over_global_and_generic_pointers() {
     on_vulkan_and_host(|device| spirv_checks::check_llvm_kernels(device, 1.5));
 }
 
+/// A pointer carried around a loop, 16-byte vector loads and stores and an 8-bit load through
+/// device addresses.
+#[test]
+fn an_llvm_dialect_kernel_with_vector_and_byte_accesses() {
+    on_vulkan_and_host(spirv_checks::check_llvm_walk);
+}
+
 /// The seeded failure of the check above: a kernel given another `a` than the check compares
 /// against is caught on every device.
 #[test]
