@@ -6,7 +6,7 @@ use super::{Crasher, GpuModuleDesc, KernelDesc, VendorOp};
 use crate::error::{Error, ErrorKind, Result};
 use crate::targets::attr::parse_target_list;
 use crate::targets::interface::TargetSpec;
-use crate::targets::support::mlir::symbol_name;
+use crate::targets::support::mlir::{op_name, symbol_name};
 use crate::targets::{kernel_attributes, lowering_crash, targets_of_op};
 use gpu_manifest::{Argument, ArgumentKind, Element, Layout};
 use melior::dialect::DialectRegistry;
@@ -115,12 +115,7 @@ pub(crate) fn describe(source: &SourceFile, raw: MlirOperation) -> Result<GpuMod
     let mut lowering_crashers: Vec<Crasher> = Vec::new();
     let mut returning = Vec::new();
     op.walk(WalkOrder::PreOrder, |inner| {
-        let op_name = inner
-            .name()
-            .as_string_ref()
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let op_name = op_name(&inner);
         if is_kernel(&inner, &op_name) {
             let desc = kernel(source, &inner);
             match llvm_result_type(&inner, &op_name) {

@@ -5,6 +5,7 @@
 //! refused on NVIDIA, AMD and the host, and ran on Vulkan and OpenCL. The LLVM targets rename
 //! them before lowering; the Vulkan target's LLVM-dialect lowering uses the same table.
 
+use super::mlir::op_name;
 use super::spirv::{failed, ops_with_prefix};
 use crate::error::Result;
 use melior::ir::attribute::Attribute;
@@ -93,12 +94,7 @@ pub(crate) fn math_intrinsics_as_math<'c: 'a, 'a>(
     for raw in ops_with_prefix(gpu_module, "llvm.") {
         // SAFETY: a live op of the gpu.module, replaced once.
         let op = unsafe { OperationRef::from_raw(raw) };
-        let name = op
-            .name()
-            .as_string_ref()
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let name = op_name(&op);
         if !REFUSED_BY_THE_LLVM_TARGETS.contains(&name.as_str()) {
             continue;
         }

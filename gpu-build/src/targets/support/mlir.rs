@@ -19,6 +19,15 @@ pub(crate) fn symbol_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option
     Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
+/// The op's name (`arith.addf`), owned.
+pub(crate) fn op_name<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> String {
+    op.name()
+        .as_string_ref()
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// Moves every op of `block` but its terminator before `anchor`, its arguments replaced by
 /// `arguments`, each moved op (nested ones too) given the anchor's location, so that anything
 /// said about them later points at the source op; returns the value the terminator returned

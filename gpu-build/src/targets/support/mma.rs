@@ -10,7 +10,7 @@
 //! subgroup size, at the cost of each lane doing its subgroup's work; fragments must not be carried
 //! through loops or branches (refused by name).
 
-use super::mlir::{source_position_in, splice_text};
+use super::mlir::{op_name, source_position_in, splice_text};
 use super::spirv::{failed, ops_with_prefix};
 use crate::error::{Error, ErrorKind, Result};
 use melior::ir::operation::{OperationLike, OperationRef};
@@ -57,12 +57,7 @@ pub(crate) fn emulate_mma<'c: 'a, 'a>(
     for raw in &ops {
         // SAFETY: a live op of the kernel (each is replaced after all are rewritten).
         let op = unsafe { OperationRef::from_raw(*raw) };
-        let name = op
-            .name()
-            .as_string_ref()
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let name = op_name(&op);
         let fragment_of =
             |fragments: &[(MlirValue, MlirValue)], value: Value| -> Result<MlirValue> {
                 fragments

@@ -31,7 +31,7 @@
 #![allow(clippy::excessive_precision)]
 
 use crate::error::Result;
-use crate::targets::support::mlir::splice_text;
+use crate::targets::support::mlir::{op_name, splice_text};
 use crate::targets::support::spirv::failed;
 use melior::ir::operation::{OperationLike, OperationRef, WalkOrder, WalkResult};
 use melior::ir::{Module, ValueLike};
@@ -586,12 +586,7 @@ fn implementation(name: &str) -> Option<String> {
 pub(super) fn implement_f64_math(context: &Context, module: &Module) -> Result<()> {
     let mut found = Vec::new();
     module.as_operation().walk(WalkOrder::PreOrder, |op| {
-        let name = op
-            .name()
-            .as_string_ref()
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let name = op_name(&op);
         let on_f64 = op.result(0).is_ok_and(|r| r.r#type().to_string() == "f64");
         if on_f64 && implementation(&name).is_some() {
             found.push((name, op.to_raw()));

@@ -13,6 +13,7 @@
 
 mod abi;
 mod f64_math;
+mod llvm_addresses;
 mod llvm_kernels;
 mod llvm_layout;
 mod log;
