@@ -412,15 +412,24 @@ pub(crate) fn static_c_str(pointer: *const std::ffi::c_char) -> Option<String> {
     })
 }
 
-/// Loads the first library of `names` that opens and resolves it (`resolve` gets the name it
-/// was loaded as); the error lists every try.
+/// Loads the library the environment variable `variable` names (a file name or path), else the
+/// first of `names` that opens, and resolves it (`resolve` gets the name it was loaded as); the
+/// error lists every try. A library the variable names is the only one tried: a program pointed
+/// at another driver (a driver double in tests, a driver of its own) never silently gets the
+/// system's.
 pub(crate) fn load_first<T>(
     vendor: &str,
+    variable: &str,
     names: &[&'static str],
     resolve: fn(libloading::Library, &'static str) -> Result<T, libloading::Error>,
 ) -> Result<T, String> {
+    let chosen: Vec<&'static str> = match std::env::var(variable) {
+        // Leaked once: each driver is loaded once per process and keeps its name for messages.
+        Ok(path) if !path.is_empty() => vec![Box::leak(path.into_boxed_str())],
+        _ => names.to_vec(),
+    };
     let mut failures = Vec::new();
-    for name in names {
+    for name in chosen {
         // SAFETY: loading the vendor's driver library runs its initializers, as every program
         // using the driver does.
         match unsafe { libloading::Library::new(name) } {
@@ -439,5 +448,9 @@ pub(crate) fn load_first<T>(
             }
         }
     }
-    Err(format!("no {vendor} driver: tried {}", failures.join(", ")))
+    let named = match std::env::var(variable) {
+        Ok(path) if !path.is_empty() => format!(" (named by {variable})"),
+        _ => String::new(),
+    };
+    Err(format!("no {vendor} driver: tried {}{named}", failures.join(", ")))
 }

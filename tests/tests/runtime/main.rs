@@ -8,6 +8,7 @@ mod rerun;
 
 mod cookbook;
 mod device_lookup;
+mod double;
 mod graphs;
 mod host_semantics;
 mod kernel_handles;

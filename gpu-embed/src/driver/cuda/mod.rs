@@ -15,6 +15,10 @@ use libloading::Library;
 use std::ffi::c_char;
 use std::sync::OnceLock;
 
+/// A library to load instead of the system's (a path), for a driver of the program's own or
+/// the tests' driver double.
+const LIBRARY_VARIABLE: &str = "GPU_EMBED_CUDA_LIBRARY";
+
 /// The libraries tried, in order.
 pub(crate) const LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
@@ -29,7 +33,7 @@ pub(crate) type Cuda = GpuDriver<CudaApi>;
 pub(crate) fn driver() -> Result<&'static Cuda, String> {
     static DRIVER: OnceLock<Result<Cuda, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("CUDA", LIBRARIES, resolve))
+        .get_or_init(|| super::load_first("CUDA", LIBRARY_VARIABLE, LIBRARIES, resolve))
         .as_ref()
         .map_err(Clone::clone)
 }

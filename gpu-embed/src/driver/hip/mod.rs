@@ -15,6 +15,10 @@ use libloading::Library;
 use std::ffi::{c_char, c_int};
 use std::sync::OnceLock;
 
+/// A library to load instead of the system's (a path), for a driver of the program's own or
+/// the tests' driver double.
+const LIBRARY_VARIABLE: &str = "GPU_EMBED_HIP_LIBRARY";
+
 /// The libraries tried, in order.
 pub(crate) const LIBRARIES: &[&str] = &[
     "libamdhip64.so",
@@ -63,7 +67,7 @@ macro_rules! limits_of {
 pub(crate) fn driver() -> Result<&'static Hip, String> {
     static DRIVER: OnceLock<Result<Hip, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("HIP", LIBRARIES, resolve))
+        .get_or_init(|| super::load_first("HIP", LIBRARY_VARIABLE, LIBRARIES, resolve))
         .as_ref()
         .map_err(Clone::clone)
 }

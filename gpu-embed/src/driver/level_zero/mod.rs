@@ -12,6 +12,10 @@ use crate::error::{Error, ErrorKind, Result};
 use libloading::Library;
 use std::sync::OnceLock;
 
+/// A library to load instead of the system's (a path), for a driver of the program's own or
+/// the tests' driver double.
+const LIBRARY_VARIABLE: &str = "GPU_EMBED_LEVEL_ZERO_LIBRARY";
+
 /// The loader's names, newest first.
 const LIBRARIES: &[&str] = &["libze_loader.so.1", "libze_loader.so"];
 
@@ -24,7 +28,7 @@ pub(crate) struct LevelZero {
 pub(crate) fn driver() -> std::result::Result<&'static LevelZero, String> {
     static DRIVER: OnceLock<std::result::Result<LevelZero, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("Level Zero", LIBRARIES, resolve))
+        .get_or_init(|| super::load_first("Level Zero", LIBRARY_VARIABLE, LIBRARIES, resolve))
         .as_ref()
         .map_err(Clone::clone)
 }

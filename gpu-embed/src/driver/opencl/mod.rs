@@ -62,6 +62,10 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// A library to load instead of the system's (a path), for a driver of the program's own or
+/// the tests' driver double.
+const LIBRARY_VARIABLE: &str = "GPU_EMBED_OPENCL_LIBRARY";
+
 /// The ICD loader's names, newest first.
 const LIBRARIES: &[&str] = &["libOpenCL.so.1", "libOpenCL.so"];
 
@@ -76,7 +80,7 @@ pub(crate) struct OpenCl {
 pub(crate) fn driver() -> std::result::Result<&'static OpenCl, String> {
     static DRIVER: OnceLock<std::result::Result<OpenCl, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("OpenCL", LIBRARIES, resolve))
+        .get_or_init(|| super::load_first("OpenCL", LIBRARY_VARIABLE, LIBRARIES, resolve))
         .as_ref()
         .map_err(Clone::clone)
 }

@@ -1,0 +1,234 @@
+//! Device memory in host memory. Device allocations get addresses the host cannot dereference
+//! (non-canonical on x86-64, as a discrete GPU's are not host memory); managed and pinned
+//! allocations are host memory at their own address, and registered host memory is the
+//! caller's. Every range a call or queued work names is checked against a live allocation.
+
+use super::{Code, Fault, Outcome, Vendor, World};
+use crate::config::config;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryKind {
+    Device,
+    Managed,
+    Pinned,
+    Registered,
+}
+
+/// A fill's value and width.
+#[derive(Debug, Clone, Copy)]
+pub enum Pattern {
+    U8(u8),
+    U16(u16),
+    U32(u32),
+}
+
+impl Pattern {
+    fn width(self) -> usize {
+        match self {
+            Pattern::U8(_) => 1,
+            Pattern::U16(_) => 2,
+            Pattern::U32(_) => 4,
+        }
+    }
+}
+
+struct Allocation {
+    number: u64,
+    kind: MemoryKind,
+    /// The device it lives on; none for pinned and registered host memory, which every device
+    /// reaches.
+    device: Option<usize>,
+    bytes: usize,
+    /// Device and managed memory, pinned memory: the bytes (the latter two at the address
+    /// handed out). Registered memory is the caller's.
+    storage: Option<Box<[u8]>>,
+}
+
+#[derive(Default)]
+pub(super) struct Memory {
+    /// Live allocations by base address.
+    live: BTreeMap<u64, Allocation>,
+    /// Freed ones: (base, bytes, number), for "used after free".
+    freed: Vec<(u64, usize, u64)>,
+    next_number: u64,
+    /// The next device address per vendor.
+    next_device_address: [u64; 2],
+}
+
+/// Uninitialized device memory reads as this byte (compute-sanitizer's initcheck finds such reads
+/// on a GPU; here they are at least not zeros by luck).
+const UNINITIALIZED: u8 = 0xcd;
+
+fn device_base(vendor: Vendor) -> u64 {
+    match vendor {
+        Vendor::Cuda => 0xc0de_0000_0000_0000,
+        Vendor::Hip => 0xa3d0_0000_0000_0000,
+    }
+}
+
+/// Whether `address` is one of the double's device addresses.
+pub(super) fn is_device_address(address: u64) -> bool {
+    address >= device_base(Vendor::Hip)
+}
+
+impl World {
+    pub fn allocate(&mut self, device: usize, bytes: usize, kind: MemoryKind) -> Outcome<u64> {
+        self.refuse_during_capture("allocating memory")?;
+        if bytes == 0 {
+            return Err(Fault::violation(Code::InvalidValue, "an allocation of 0 bytes"));
+        }
+        let state = &self.devices[device];
+        let device_memory = matches!(kind, MemoryKind::Device | MemoryKind::Managed);
+        if device_memory && state.memory_used.saturating_add(bytes as u64) > config().memory {
+            return Err(Fault::expected(Code::OutOfMemory, format!("{bytes} bytes: {} of {} in use", state.memory_used, config().memory)));
+        }
+        let storage = vec![UNINITIALIZED; bytes].into_boxed_slice();
+        let base = match kind {
+            MemoryKind::Device => {
+                let slot = state.vendor as usize;
+                if self.memory.next_device_address[slot] == 0 {
+                    self.memory.next_device_address[slot] = device_base(state.vendor);
+                }
+                let base = self.memory.next_device_address[slot];
+                // 512-byte aligned, as cuMemAlloc's are at least; never reused.
+                self.memory.next_device_address[slot] += (bytes as u64).div_ceil(512) * 512 + 512;
+                base
+            }
+            _ => storage.as_ptr() as u64,
+        };
+        // A host address freed and handed out again is no longer "freed".
+        self.memory.freed.retain(|(b, n, _)| base + bytes as u64 <= *b || *b + *n as u64 <= base);
+        if device_memory {
+            self.devices[device].memory_used += bytes as u64;
+        }
+        self.memory.next_number += 1;
+        let owner = device_memory.then_some(device);
+        self.memory.live.insert(base, Allocation { number: self.memory.next_number, kind, device: owner, bytes, storage: Some(storage) });
+        Ok(base)
+    }
+
+    /// Frees the allocation at `base` of one of `kinds`; queued work is run first, as the vendors'
+    /// frees wait for the device.
+    pub fn free(&mut self, base: u64, kinds: &[MemoryKind]) -> Outcome<()> {
+        self.refuse_during_capture("freeing memory")?;
+        match self.memory.live.get(&base) {
+            Some(a) if kinds.contains(&a.kind) => {}
+            Some(a) => return Err(Fault::violation(Code::InvalidValue, format!("{base:#x} is {:?} memory, not freed this way", a.kind))),
+            None => return Err(self.no_allocation(base, 0)),
+        }
+        self.synchronize_all();
+        let Some(allocation) = self.memory.live.remove(&base) else {
+            return Err(self.no_allocation(base, 0));
+        };
+        if let Some(device) = allocation.device {
+            self.devices[device].memory_used -= allocation.bytes as u64;
+        }
+        self.memory.freed.push((base, allocation.bytes, allocation.number));
+        Ok(())
+    }
+
+    pub fn register(&mut self, host: u64, bytes: usize) -> Outcome<()> {
+        if host == 0 || bytes == 0 {
+            return Err(Fault::violation(Code::InvalidValue, "registering a null pointer or 0 bytes"));
+        }
+        let end = host + bytes as u64;
+        if self.memory.live.iter().any(|(b, a)| *b < end && host < *b + a.bytes as u64) {
+            return Err(Fault::violation(Code::HostAlreadyRegistered, format!("{host:#x} overlaps memory already registered or allocated")));
+        }
+        self.memory.next_number += 1;
+        self.memory.live.insert(host, Allocation { number: self.memory.next_number, kind: MemoryKind::Registered, device: None, bytes, storage: None });
+        Ok(())
+    }
+
+    pub fn unregister(&mut self, host: u64) -> Outcome<()> {
+        match self.memory.live.get(&host) {
+            Some(a) if a.kind == MemoryKind::Registered => {}
+            _ => return Err(Fault::violation(Code::HostNotRegistered, format!("{host:#x} is not the start of registered memory"))),
+        }
+        self.synchronize_all();
+        if let Some(allocation) = self.memory.live.remove(&host) {
+            self.memory.freed.push((host, allocation.bytes, allocation.number));
+        }
+        Ok(())
+    }
+
+    /// Why `[address, address + bytes)` is in no live allocation.
+    fn no_allocation(&self, address: u64, bytes: usize) -> Fault {
+        let end = address.saturating_add(bytes as u64);
+        if let Some((base, allocation)) = self.memory.live.range(..=address).next_back() {
+            let limit = base + allocation.bytes as u64;
+            if address < limit {
+                return Fault::violation(Code::IllegalAddress, format!("{bytes} bytes at {address:#x} run {} bytes past the end of allocation #{} ({} bytes at {base:#x})", end - limit, allocation.number, allocation.bytes));
+            }
+        }
+        if let Some((base, size, number)) = self.memory.freed.iter().rev().find(|(b, n, _)| *b <= address && address < b + *n as u64) {
+            return Fault::violation(Code::IllegalAddress, format!("{address:#x} is in allocation #{number} ({size} bytes at {base:#x}), already freed"));
+        }
+        Fault::violation(Code::IllegalAddress, format!("{address:#x} is in no allocation"))
+    }
+
+    /// The host bytes behind `[address, address + bytes)`, which `device` (none: the host) must be
+    /// able to reach: device memory only from its own device or a peer with access enabled.
+    pub(super) fn span(&mut self, address: u64, bytes: usize, device: Option<usize>) -> Outcome<*mut u8> {
+        let Some((&base, allocation)) = self.memory.live.range_mut(..=address).next_back() else {
+            return Err(self.no_allocation(address, bytes));
+        };
+        let offset = (address - base) as usize;
+        if offset.checked_add(bytes).is_none_or(|end| end > allocation.bytes) {
+            return Err(self.no_allocation(address, bytes));
+        }
+        if let (Some(owner), Some(user)) = (allocation.device, device) {
+            if owner != user && allocation.kind == MemoryKind::Device && !self.devices[user].peers.contains(&owner) {
+                return Err(Fault::violation(Code::IllegalAddress, format!("{address:#x} is memory of device {} used on device {} without peer access", self.devices[owner].ordinal, self.devices[user].ordinal)));
+            }
+        }
+        Ok(match &mut allocation.storage {
+            Some(storage) => storage[offset..].as_mut_ptr(),
+            None => address as *mut u8,
+        })
+    }
+
+    /// Whether `address` is inside memory the double handed out or registered.
+    pub(super) fn known(&self, address: u64) -> bool {
+        self.memory.live.range(..=address).next_back().is_some_and(|(b, a)| address < b + a.bytes as u64)
+    }
+
+    /// A host pointer the caller passes as pageable memory: refuses one of the double's
+    /// device addresses.
+    pub fn host_pointer(&self, pointer: u64, what: &str) -> Outcome<()> {
+        if pointer == 0 || is_device_address(pointer) {
+            return Err(Fault::violation(Code::InvalidValue, format!("{what}: {pointer:#x} is not host memory")));
+        }
+        Ok(())
+    }
+
+    pub(super) fn write_pattern(&mut self, to: u64, pattern: Pattern, count: usize, device: Option<usize>) -> Outcome<()> {
+        let width = pattern.width();
+        if to % width as u64 != 0 {
+            return Err(Fault::violation(Code::InvalidValue, format!("a {width}-byte fill at {to:#x}, which is not {width}-byte aligned")));
+        }
+        let target = self.span(to, width * count, device)?;
+        for i in 0..count {
+            let bytes = match pattern {
+                Pattern::U8(v) => vec![v],
+                Pattern::U16(v) => v.to_le_bytes().to_vec(),
+                Pattern::U32(v) => v.to_le_bytes().to_vec(),
+            };
+            // SAFETY: `span` checked `width * count` bytes at `target` inside one allocation.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), target.add(i * width), width) };
+        }
+        Ok(())
+    }
+
+    /// Memory info of `device`: (free, total).
+    pub fn memory_info(&self, device: usize) -> (u64, u64) {
+        let total = config().memory;
+        (total - self.devices[device].memory_used, total)
+    }
+
+    /// Live allocations, for the exit report: (number, kind, bytes, base).
+    pub(super) fn live_allocations(&self) -> Vec<(u64, MemoryKind, usize, u64)> {
+        self.memory.live.iter().map(|(b, a)| (a.number, a.kind, a.bytes, *b)).collect()
+    }
+}

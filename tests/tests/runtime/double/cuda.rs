@@ -1,0 +1,89 @@
+//! The runtime on the double's NVIDIA devices: discovery, the object each compute capability
+//! gets and loads, every sample kernel launched with its arguments where the image reads them,
+//! streams, events, graphs, pinned, managed and peer memory, occupancy.
+
+use super::Double;
+use gpu_embed::{Device, DeviceBuffer, PinnedBuffer, Vendor};
+
+fn cuda_devices() -> Vec<Device> {
+    Device::all().into_iter().filter(|d| d.vendor() == Vendor::Nvptx).collect()
+}
+
+#[test]
+fn devices_are_discovered_with_their_limits() {
+    let double = Double::new("cuda_devices");
+    if double.here(module_path!(), "devices_are_discovered_with_their_limits") {
+        let devices = cuda_devices();
+        let arches: Vec<String> = devices.iter().map(|d| d.arch().arch).collect();
+        assert_eq!(arches, ["sm_90", "sm_80"]);
+        assert_eq!(devices[0].limits().max_threads_per_block, 1024);
+        assert!(devices[0].name().contains("double"), "{}", devices[0].name());
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    record.assert_has(&["call cuInit"]);
+    record.assert_has(&["kept Cuda device 0's primary context"]);
+}
+
+#[test]
+fn every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it() {
+    let double = Double::new("cuda_sample");
+    if double.here(module_path!(), "every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it") {
+        for device in cuda_devices() {
+            for (kernel, run) in sample_project::run_all(&device) {
+                let run = run.unwrap_or_else(|e| panic!("{kernel} on {}: {e}", device.arch().arch));
+                assert!(run.object.contains(&device.arch().arch.clone()), "{}", run.object);
+            }
+        }
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    for chip in ["sm_90", "sm_80"] {
+        record.assert_has(&["loaded module", &format!("cubin {chip}")]);
+    }
+    // saxpy(a: f32, x: ptr, y: ptr, n: i64) as the cubin's parameter table lays it out.
+    record.assert_has(&["launch kernel=saxpy image=cubin sm_90", "params(32 bytes)=[4B 0x40200000, ptr 0xc0de", "8B 0x100000]"]);
+    let launches = record.starting("launch ");
+    assert!(launches.len() >= 14, "{launches:#?}");
+}
+
+#[test]
+fn a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin() {
+    let double = Double::new("cuda_ptx").with("GPU_DOUBLE_CUDA_DEVICES", "sm_100,sm_86");
+    if double.here(module_path!(), "a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin") {
+        for device in cuda_devices() {
+            sample_project::run_vadd(&device).unwrap();
+        }
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    record.assert_has(&["launch kernel=vadd image=ptx", "sm_90"]);
+    record.assert_has(&["launch kernel=vadd image=cubin sm_80"]);
+}
+
+#[test]
+fn copies_fills_streams_events_and_pinned_memory_keep_their_order() {
+    let double = Double::new("cuda_streams");
+    if double.here(module_path!(), "copies_fills_streams_events_and_pinned_memory_keep_their_order") {
+        let device = &cuda_devices()[0];
+        let (first, second) = (device.create_stream().unwrap(), device.create_stream().unwrap());
+        let data: Vec<u32> = (0..4096).collect();
+        let buffer = DeviceBuffer::from_slice(device, &data).unwrap();
+        let copy = DeviceBuffer::<u32>::alloc(device, data.len()).unwrap();
+        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        first.record(&start).unwrap();
+        first.fill(&buffer, 7).unwrap();
+        first.record(&end).unwrap();
+        second.wait(&end).unwrap();
+        second.copy(&copy, &buffer).unwrap();
+        let mut pinned = PinnedBuffer::<u32>::alloc(device, data.len()).unwrap();
+        second.copy_device_to_pinned(&mut pinned, &copy).unwrap();
+        assert!(pinned.as_slice().unwrap().iter().all(|&v| v == 7));
+        assert!(start.elapsed(&end).unwrap().as_nanos() > 0);
+        return;
+    }
+    double.record().assert_clean();
+}
