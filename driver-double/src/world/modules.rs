@@ -50,7 +50,7 @@ fn refusal(image: &Image, vendor: Vendor, chip: &str) -> Option<(Code, String)> 
         (Kind::Cubin { sm }, Vendor::Cuda) => {
             let device = image::sm_of(chip)?;
             let runs = if sm.2 { (sm.0, sm.1) == (device.0, device.1) } else { sm.0 == device.0 && sm.1 <= device.1 };
-            (!runs).then(|| (Code::NoBinary, format!("a cubin for {} does not run on {chip}", image.kind)))
+            (!runs).then(|| (Code::NoBinary, format!("{} does not run on {chip}", image.kind)))
         }
         (Kind::Ptx { version, sm }, Vendor::Cuda) => {
             let device = image::sm_of(chip)?;

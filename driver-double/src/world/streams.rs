@@ -133,7 +133,7 @@ impl World {
         if queued > 0 {
             // Allowed by the drivers, but the runtime promises to wait for a stream's work before
             // its buffers may go: work still queued here is work nobody waited for.
-            crate::record::line(&format!("violation cuStreamDestroy: stream {stream:#x} destroyed with {queued} operations queued that nobody waited for"));
+            crate::record::line(&format!("violation (destroying a stream): stream {stream:#x} destroyed with {queued} operations queued that nobody waited for"));
         }
         Ok(())
     }
