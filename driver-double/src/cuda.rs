@@ -41,7 +41,10 @@ fn code(fault: &Fault) -> CUresult {
 fn cuda(name: &str, args: String, body: impl FnOnce(&mut World) -> Outcome<()>) -> CUresult {
     let result = world::call(name, args, |world| {
         if !INITIALIZED.load(Ordering::Acquire) {
-            return Err(Fault::violation(Code::NotInitialized, "called before cuInit"));
+            return Err(Fault::violation(
+                Code::NotInitialized,
+                "called before cuInit",
+            ));
         }
         body(world)
     });
@@ -122,7 +125,13 @@ fn ordinal(world: &World, device: CUdevice) -> Outcome<usize> {
 /// Async copies: memory the double knows is read when the copy runs; pageable host memory is
 /// staged now (host to device) or copied once the stream reaches it (device to host), as the
 /// driver does with pageable memory.
-fn copy_async(world: &mut World, to: u64, from: u64, bytes: usize, stream: CUstream) -> Outcome<()> {
+fn copy_async(
+    world: &mut World,
+    to: u64,
+    from: u64,
+    bytes: usize,
+    stream: CUstream,
+) -> Outcome<()> {
     let context = world.current_context()?;
     let stream = world.stream_in(id(stream), context)?;
     let (to, from) = (world.place(to), world.place(from));
@@ -138,12 +147,18 @@ fn copy_sync(world: &mut World, to: u64, from: u64, bytes: usize) -> Outcome<()>
     world.synchronize_stream(stream)
 }
 
-fn fill(world: &mut World, to: CUdeviceptr, pattern: Pattern, count: usize, stream: Option<CUstream>) -> Outcome<()> {
+fn fill(
+    world: &mut World,
+    to: CUdeviceptr,
+    pattern: Pattern,
+    count: usize,
+    stream: Option<CUstream>,
+) -> Outcome<()> {
     let context = world.current_context()?;
     if stream.is_none() {
         world.refuse_during_capture("a synchronous fill")?;
     }
-    let queue = world.stream_in(stream.map_or(0, |s| id(s)), context)?;
+    let queue = world.stream_in(stream.map_or(0, id), context)?;
     world.queue_fill(queue, to, pattern, count)?;
     if stream.is_none() {
         world.synchronize_stream(queue)?;

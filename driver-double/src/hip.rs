@@ -94,14 +94,21 @@ macro_rules! fill_properties {
 #[no_mangle]
 /// # Safety
 /// `properties` is null or valid for a write of ROCm 6's `hipDeviceProp_tR0600`.
-pub unsafe extern "C" fn hipGetDevicePropertiesR0600(properties: *mut hipDeviceProp_tR0600, device: c_int) -> hipError_t {
-    hip("hipGetDevicePropertiesR0600", format!("device={device}"), |w| {
-        let index = w.device_index(Vendor::Hip, i64::from(device))?;
-        let mut filled = hipDeviceProp_tR0600::default();
-        fill_properties!(filled, w, index);
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(properties, filled) }
-    })
+pub unsafe extern "C" fn hipGetDevicePropertiesR0600(
+    properties: *mut hipDeviceProp_tR0600,
+    device: c_int,
+) -> hipError_t {
+    hip(
+        "hipGetDevicePropertiesR0600",
+        format!("device={device}"),
+        |w| {
+            let index = w.device_index(Vendor::Hip, i64::from(device))?;
+            let mut filled = hipDeviceProp_tR0600::default();
+            fill_properties!(filled, w, index);
+            // SAFETY: the caller's out-pointer.
+            unsafe { put(properties, filled) }
+        },
+    )
 }
 crate::abi::check_signatures!(HipR0600 => hipGetDevicePropertiesR0600);
 
@@ -112,7 +119,13 @@ fn stream_of(world: &World, stream: hipStream_t) -> Outcome<(u64, u64)> {
     Ok((context, world.stream_in(id(stream), context)?))
 }
 
-fn copy(world: &mut World, to: u64, from: u64, bytes: usize, stream: Option<hipStream_t>) -> Outcome<()> {
+fn copy(
+    world: &mut World,
+    to: u64,
+    from: u64,
+    bytes: usize,
+    stream: Option<hipStream_t>,
+) -> Outcome<()> {
     if stream.is_none() {
         world.refuse_during_capture("a synchronous copy")?;
     }
@@ -125,7 +138,13 @@ fn copy(world: &mut World, to: u64, from: u64, bytes: usize, stream: Option<hipS
     Ok(())
 }
 
-fn fill(world: &mut World, to: hipDeviceptr_t, pattern: Pattern, count: usize, stream: Option<hipStream_t>) -> Outcome<()> {
+fn fill(
+    world: &mut World,
+    to: hipDeviceptr_t,
+    pattern: Pattern,
+    count: usize,
+    stream: Option<hipStream_t>,
+) -> Outcome<()> {
     if stream.is_none() {
         world.refuse_during_capture("a synchronous fill")?;
     }

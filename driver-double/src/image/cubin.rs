@@ -45,11 +45,14 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 }
 
 fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    bytes.get(at..at + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
+    bytes
+        .get(at..at + 2)
+        .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
 }
 
 pub fn read(bytes: &[u8]) -> Result<Image, String> {
-    let file = ElfFile64::<object::Endianness>::parse(bytes).map_err(|e| format!("a cubin: {e}"))?;
+    let file =
+        ElfFile64::<object::Endianness>::parse(bytes).map_err(|e| format!("a cubin: {e}"))?;
     let header = file.elf_header();
     let flags = header.e_flags(file.endian());
     let abi_version = header.e_ident().abi_version;
@@ -76,7 +79,11 @@ pub fn read(bytes: &[u8]) -> Result<Image, String> {
     }
     let mut kernels = Vec::new();
     for section in file.sections() {
-        let Some(name) = section.name().ok().and_then(|n| n.strip_prefix(".nv.info.")) else {
+        let Some(name) = section
+            .name()
+            .ok()
+            .and_then(|n| n.strip_prefix(".nv.info."))
+        else {
             continue;
         };
         let data = section.data().map_err(|e| e.to_string())?;
@@ -89,11 +96,19 @@ pub fn read(bytes: &[u8]) -> Result<Image, String> {
                     let ordinal = u16_at(payload, 4) as usize;
                     let offset = u16_at(payload, 6) as usize;
                     let size = ((u32_at(payload, 8) >> 18) & 0x3fff) as usize;
-                    params.push((ordinal, Param { offset, size, pointer: false }));
+                    params.push((
+                        ordinal,
+                        Param {
+                            offset,
+                            size,
+                            pointer: false,
+                        },
+                    ));
                 }
                 EIATTR_CBANK_PARAM_SIZE => param_bytes = u16_at(payload, 0) as usize,
                 EIATTR_MAX_THREADS => {
-                    max_threads = u32_at(payload, 0) * u32_at(payload, 4).max(1) * u32_at(payload, 8).max(1)
+                    max_threads =
+                        u32_at(payload, 0) * u32_at(payload, 4).max(1) * u32_at(payload, 8).max(1)
                 }
                 EIATTR_REQNTID => {
                     let block = [u32_at(payload, 0), u32_at(payload, 4), u32_at(payload, 8)];
@@ -105,8 +120,14 @@ pub fn read(bytes: &[u8]) -> Result<Image, String> {
             }
         }
         params.sort_by_key(|(ordinal, _)| *ordinal);
-        if params.iter().enumerate().any(|(i, (ordinal, _))| i != *ordinal) {
-            return Err(format!("kernel `{name}`: its parameter ordinals are not 0..n"));
+        if params
+            .iter()
+            .enumerate()
+            .any(|(i, (ordinal, _))| i != *ordinal)
+        {
+            return Err(format!(
+                "kernel `{name}`: its parameter ordinals are not 0..n"
+            ));
         }
         let static_shared = file
             .section_by_name(&format!(".nv.shared.{name}"))

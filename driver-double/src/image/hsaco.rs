@@ -92,13 +92,22 @@ fn kernel(entry: &Value) -> Result<Kernel, String> {
         .ok_or("a kernel without .name in the AMDGPU metadata")?
         .to_string();
     let mut params = Vec::new();
-    for argument in field(entry, ".args").and_then(Value::as_array).into_iter().flatten() {
-        let kind = field(argument, ".value_kind").and_then(Value::as_str).unwrap_or_default();
+    for argument in field(entry, ".args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let kind = field(argument, ".value_kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if kind.starts_with("hidden_") {
             continue;
         }
-        let (Some(offset), Some(size)) = (number(argument, ".offset"), number(argument, ".size")) else {
-            return Err(format!("kernel `{name}`: an argument without .offset or .size"));
+        let (Some(offset), Some(size)) = (number(argument, ".offset"), number(argument, ".size"))
+        else {
+            return Err(format!(
+                "kernel `{name}`: an argument without .offset or .size"
+            ));
         };
         params.push(Param {
             offset: offset as usize,
@@ -123,11 +132,17 @@ fn kernel(entry: &Value) -> Result<Kernel, String> {
 }
 
 pub fn read(bytes: &[u8]) -> Result<Image, String> {
-    let file = ElfFile64::<object::Endianness>::parse(bytes).map_err(|e| format!("an hsaco: {e}"))?;
+    let file =
+        ElfFile64::<object::Endianness>::parse(bytes).map_err(|e| format!("an hsaco: {e}"))?;
     let header = file.elf_header();
     let flags = header.e_flags(file.endian());
     let chip = gfx_name(flags & 0xff)
-        .ok_or_else(|| format!("an hsaco for EF_AMDGPU_MACH {:#x}, no chip from gfx900 on", flags & 0xff))?
+        .ok_or_else(|| {
+            format!(
+                "an hsaco for EF_AMDGPU_MACH {:#x}, no chip from gfx900 on",
+                flags & 0xff
+            )
+        })?
         .to_string();
     // ELFABIVERSION_AMDGPU_HSA_V4 is 2, V5 3, V6 4.
     let code_object = header.e_ident().abi_version + 2;
@@ -142,7 +157,8 @@ pub fn read(bytes: &[u8]) -> Result<Image, String> {
         // An ELF note: namesz, descsz, type, the name padded to 4, the description.
         let mut at = 0;
         while at + 12 <= data.len() {
-            let word = |i: usize| u32::from_le_bytes(data[i..i + 4].try_into().unwrap_or([0; 4])) as usize;
+            let word =
+                |i: usize| u32::from_le_bytes(data[i..i + 4].try_into().unwrap_or([0; 4])) as usize;
             let (name_size, desc_size, kind) = (word(at), word(at + 4), word(at + 8));
             let name_end = at + 12 + name_size.div_ceil(4) * 4;
             let desc_end = name_end + desc_size.div_ceil(4) * 4;

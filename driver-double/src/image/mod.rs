@@ -34,8 +34,13 @@ pub struct Kernel {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
     /// PTX of ISA `version` for `sm` (`(9, 0, true)` for `sm_90a`).
-    Ptx { version: (u32, u32), sm: (u32, u32, bool) },
-    Cubin { sm: (u32, u32, bool) },
+    Ptx {
+        version: (u32, u32),
+        sm: (u32, u32, bool),
+    },
+    Cubin {
+        sm: (u32, u32, bool),
+    },
     /// An hsaco for `chip` (`gfx90a`, `gfx10-3-generic`), code object `version` (4, 5, 6).
     Hsaco {
         chip: String,
@@ -91,7 +96,8 @@ pub unsafe fn image_bytes<'a>(data: *const u8) -> Result<&'a [u8], String> {
         if &header[..4] != b"\x7fELF" || header[4] != 2 {
             return Err("an image that is neither 64-bit ELF nor text".into());
         }
-        let u64_at = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or([0; 8]));
+        let u64_at =
+            |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or([0; 8]));
         let u16_at = |at: usize| u16::from_le_bytes([header[at], header[at + 1]]);
         let sections_end = u64_at(0x28) + u64::from(u16_at(0x3a)) * u64::from(u16_at(0x3c));
         let programs_end = u64_at(0x20) + u64::from(u16_at(0x36)) * u64::from(u16_at(0x38));
@@ -139,7 +145,9 @@ pub fn read(bytes: &[u8]) -> Result<Image, String> {
         return match machine {
             190 => cubin::read(bytes),
             224 => hsaco::read(bytes),
-            other => Err(format!("an ELF file for machine {other}, neither a cubin nor an hsaco")),
+            other => Err(format!(
+                "an ELF file for machine {other}, neither a cubin nor an hsaco"
+            )),
         };
     }
     let text = std::str::from_utf8(bytes).map_err(|_| "an image that is neither ELF nor text")?;

@@ -74,7 +74,10 @@ fn shared_declaration(line: &str) -> Option<(String, u64)> {
     }
     let name = name?;
     let (name, count) = match name.split_once('[') {
-        Some((name, count)) => (name, count.trim_end_matches(']').parse::<u64>().unwrap_or(0)),
+        Some((name, count)) => (
+            name,
+            count.trim_end_matches(']').parse::<u64>().unwrap_or(0),
+        ),
         None => (name, 1),
     };
     Some((name.to_string(), element as u64 * count))
@@ -112,9 +115,14 @@ pub fn read(text: &str) -> Result<Image, String> {
         rest = &rest[at + ".entry ".len()..];
         let open = rest.find('(').ok_or("an .entry without a parameter list")?;
         let name = rest[..open].trim().to_string();
-        let close = rest.find(')').ok_or("an .entry whose parameter list does not end")?;
+        let close = rest
+            .find(')')
+            .ok_or("an .entry whose parameter list does not end")?;
         let mut params: Vec<Param> = Vec::new();
-        for text in rest[open + 1..close].split(',').filter(|p| !p.trim().is_empty()) {
+        for text in rest[open + 1..close]
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+        {
             let after = params.last().map_or(0, |p| p.offset + p.size);
             params.push(parse_param(text, after).map_err(|e| format!("kernel `{name}`: {e}"))?);
         }
@@ -136,7 +144,11 @@ pub fn read(text: &str) -> Result<Image, String> {
             }
         }
         let body = &rest[body_start..body_end];
-        let mut static_shared: u64 = body.lines().filter_map(shared_declaration).map(|(_, b)| b).sum();
+        let mut static_shared: u64 = body
+            .lines()
+            .filter_map(shared_declaration)
+            .map(|(_, b)| b)
+            .sum();
         static_shared += module_shared
             .iter()
             .filter(|(name, _)| body.contains(name.as_str()))

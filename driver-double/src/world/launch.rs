@@ -30,25 +30,47 @@ impl World {
     pub unsafe fn launch(&mut self, context: u64, request: &LaunchRequest) -> Outcome<String> {
         let function = self.function_state(request.function)?;
         if function.context != context {
-            return Err(Fault::violation(Code::InvalidHandle, format!("kernel `{}` was loaded in another context than the launch's", function.kernel.name)));
+            return Err(Fault::violation(
+                Code::InvalidHandle,
+                format!(
+                    "kernel `{}` was loaded in another context than the launch's",
+                    function.kernel.name
+                ),
+            ));
         }
-        let (kernel, module, allowed) = (function.kernel.clone(), function.module, function.dynamic_shared_allowed);
+        let (kernel, module, allowed) = (
+            function.kernel.clone(),
+            function.module,
+            function.dynamic_shared_allowed,
+        );
         let device = self.device_of_context(context)?;
         let stream = self.stream_in(request.stream, context)?;
         let name = &kernel.name;
         let (grid, block) = (request.grid, request.block);
         if grid.contains(&0) || block.contains(&0) {
-            return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}`: grid {grid:?} or block {block:?} has a zero")));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("kernel `{name}`: grid {grid:?} or block {block:?} has a zero"),
+            ));
         }
         if (0..3).any(|i| block[i] > MAX_BLOCK[i] || grid[i] > MAX_GRID[i]) {
             return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}`: grid {grid:?} or block {block:?} exceeds the device's {MAX_GRID:?} / {MAX_BLOCK:?}")));
         }
         let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
         if threads > u64::from(kernel.max_threads) {
-            return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}`: a block of {threads} threads, the kernel allows {}", kernel.max_threads)));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!(
+                    "kernel `{name}`: a block of {threads} threads, the kernel allows {}",
+                    kernel.max_threads
+                ),
+            ));
         }
         if let Some(required) = kernel.required_block.filter(|r| *r != block) {
-            return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}` requires blocks of {required:?}, launched with {block:?}")));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("kernel `{name}` requires blocks of {required:?}, launched with {block:?}"),
+            ));
         }
         let (plain, _) = self.devices[device].shared_per_block();
         let dynamic = u64::from(request.shared);
@@ -57,10 +79,19 @@ impl World {
             return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}`: {dynamic} bytes of dynamic shared memory with {} static; {limit} allowed{}", kernel.static_shared, if allowed == 0 { " (no opt-in set)" } else { "" })));
         }
         if !request.extra.is_null() {
-            return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}`: `extra` is set; the double reads `kernelParams` only")));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("kernel `{name}`: `extra` is set; the double reads `kernelParams` only"),
+            ));
         }
         if request.params.is_null() && !kernel.params.is_empty() {
-            return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}` takes {} parameters and `kernelParams` is null", kernel.params.len())));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!(
+                    "kernel `{name}` takes {} parameters and `kernelParams` is null",
+                    kernel.params.len()
+                ),
+            ));
         }
         let mut description = format!("kernel={name} image={} grid={grid:?} block={block:?} shared={dynamic} params({} bytes)=[", self.module_kind(module), kernel.param_bytes);
         let mut pointers = Vec::new();
@@ -68,7 +99,10 @@ impl World {
             // SAFETY: the caller's array has a pointer per parameter of the kernel.
             let value = unsafe { *request.params.add(i) };
             if value.is_null() {
-                return Err(Fault::violation(Code::InvalidValue, format!("kernel `{name}`: kernelParams[{i}] is null")));
+                return Err(Fault::violation(
+                    Code::InvalidValue,
+                    format!("kernel `{name}`: kernelParams[{i}] is null"),
+                ));
             }
             // SAFETY: each element points to that parameter's bytes, as many as the image says.
             let bytes = unsafe { std::slice::from_raw_parts(value.cast::<u8>(), param.size) };
@@ -81,7 +115,13 @@ impl World {
             if param.pointer || (param.size == 8 && super::memory::is_device_address(number)) {
                 if number != 0 {
                     self.span(number, 0, Some(device)).map_err(|fault| {
-                        Fault::violation(fault.code, format!("kernel `{name}`, parameter {i} (a pointer at offset {}): {}", param.offset, fault.message))
+                        Fault::violation(
+                            fault.code,
+                            format!(
+                                "kernel `{name}`, parameter {i} (a pointer at offset {}): {}",
+                                param.offset, fault.message
+                            ),
+                        )
                     })?;
                     pointers.push(number);
                 }
@@ -91,7 +131,14 @@ impl World {
             }
         }
         description.push(']');
-        self.enqueue(stream, Work::Launch { kernel: name.clone(), module, pointers })?;
+        self.enqueue(
+            stream,
+            Work::Launch {
+                kernel: name.clone(),
+                module,
+                pointers,
+            },
+        )?;
         Ok(description)
     }
 }

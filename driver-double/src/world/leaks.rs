@@ -28,17 +28,24 @@ pub(super) fn report_at_exit() {
 impl World {
     fn report_leaks(&self) {
         for (number, kind, bytes, base) in self.live_allocations() {
-            record::line(&format!("leak allocation #{number}: {kind:?}, {bytes} bytes at {base:#x}"));
+            record::line(&format!(
+                "leak allocation #{number}: {kind:?}, {bytes} bytes at {base:#x}"
+            ));
         }
         for (context, thing) in self.undestroyed_queues() {
             let device = self.contexts.get(&context).map(|c| &self.devices[c.device]);
-            let on = device.map_or_else(String::new, |d| format!(" on {:?} device {}", d.vendor, d.ordinal));
+            let on = device.map_or_else(String::new, |d| {
+                format!(" on {:?} device {}", d.vendor, d.ordinal)
+            });
             record::line(&format!("leak {thing}{on}"));
         }
         record::line(&format!("kept {} modules", self.loaded_modules()));
         for device in &self.devices {
             if device.primary_retains > 0 {
-                record::line(&format!("kept {:?} device {}'s primary context, retained {} times", device.vendor, device.ordinal, device.primary_retains));
+                record::line(&format!(
+                    "kept {:?} device {}'s primary context, retained {} times",
+                    device.vendor, device.ordinal, device.primary_retains
+                ));
             }
         }
         record::line("exit");

@@ -76,12 +76,22 @@ impl World {
     pub fn allocate(&mut self, device: usize, bytes: usize, kind: MemoryKind) -> Outcome<u64> {
         self.refuse_during_capture("allocating memory")?;
         if bytes == 0 {
-            return Err(Fault::violation(Code::InvalidValue, "an allocation of 0 bytes"));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                "an allocation of 0 bytes",
+            ));
         }
         let state = &self.devices[device];
         let device_memory = matches!(kind, MemoryKind::Device | MemoryKind::Managed);
         if device_memory && state.memory_used.saturating_add(bytes as u64) > config().memory {
-            return Err(Fault::expected(Code::OutOfMemory, format!("{bytes} bytes: {} of {} in use", state.memory_used, config().memory)));
+            return Err(Fault::expected(
+                Code::OutOfMemory,
+                format!(
+                    "{bytes} bytes: {} of {} in use",
+                    state.memory_used,
+                    config().memory
+                ),
+            ));
         }
         let storage = vec![UNINITIALIZED; bytes].into_boxed_slice();
         let base = match kind {
@@ -98,13 +108,24 @@ impl World {
             _ => storage.as_ptr() as u64,
         };
         // A host address freed and handed out again is no longer "freed".
-        self.memory.freed.retain(|(b, n, _)| base + bytes as u64 <= *b || *b + *n as u64 <= base);
+        self.memory
+            .freed
+            .retain(|(b, n, _)| base + bytes as u64 <= *b || *b + *n as u64 <= base);
         if device_memory {
             self.devices[device].memory_used += bytes as u64;
         }
         self.memory.next_number += 1;
         let owner = device_memory.then_some(device);
-        self.memory.live.insert(base, Allocation { number: self.memory.next_number, kind, device: owner, bytes, storage: Some(storage) });
+        self.memory.live.insert(
+            base,
+            Allocation {
+                number: self.memory.next_number,
+                kind,
+                device: owner,
+                bytes,
+                storage: Some(storage),
+            },
+        );
         Ok(base)
     }
 
@@ -114,7 +135,12 @@ impl World {
         self.refuse_during_capture("freeing memory")?;
         match self.memory.live.get(&base) {
             Some(a) if kinds.contains(&a.kind) => {}
-            Some(a) => return Err(Fault::violation(Code::InvalidValue, format!("{base:#x} is {:?} memory, not freed this way", a.kind))),
+            Some(a) => {
+                return Err(Fault::violation(
+                    Code::InvalidValue,
+                    format!("{base:#x} is {:?} memory, not freed this way", a.kind),
+                ))
+            }
             None => return Err(self.no_allocation(base, 0)),
         }
         self.synchronize_all();
@@ -124,31 +150,60 @@ impl World {
         if let Some(device) = allocation.device {
             self.devices[device].memory_used -= allocation.bytes as u64;
         }
-        self.memory.freed.push((base, allocation.bytes, allocation.number));
+        self.memory
+            .freed
+            .push((base, allocation.bytes, allocation.number));
         Ok(())
     }
 
     pub fn register(&mut self, host: u64, bytes: usize) -> Outcome<()> {
         if host == 0 || bytes == 0 {
-            return Err(Fault::violation(Code::InvalidValue, "registering a null pointer or 0 bytes"));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                "registering a null pointer or 0 bytes",
+            ));
         }
         let end = host + bytes as u64;
-        if self.memory.live.iter().any(|(b, a)| *b < end && host < *b + a.bytes as u64) {
-            return Err(Fault::violation(Code::HostAlreadyRegistered, format!("{host:#x} overlaps memory already registered or allocated")));
+        if self
+            .memory
+            .live
+            .iter()
+            .any(|(b, a)| *b < end && host < *b + a.bytes as u64)
+        {
+            return Err(Fault::violation(
+                Code::HostAlreadyRegistered,
+                format!("{host:#x} overlaps memory already registered or allocated"),
+            ));
         }
         self.memory.next_number += 1;
-        self.memory.live.insert(host, Allocation { number: self.memory.next_number, kind: MemoryKind::Registered, device: None, bytes, storage: None });
+        self.memory.live.insert(
+            host,
+            Allocation {
+                number: self.memory.next_number,
+                kind: MemoryKind::Registered,
+                device: None,
+                bytes,
+                storage: None,
+            },
+        );
         Ok(())
     }
 
     pub fn unregister(&mut self, host: u64) -> Outcome<()> {
         match self.memory.live.get(&host) {
             Some(a) if a.kind == MemoryKind::Registered => {}
-            _ => return Err(Fault::violation(Code::HostNotRegistered, format!("{host:#x} is not the start of registered memory"))),
+            _ => {
+                return Err(Fault::violation(
+                    Code::HostNotRegistered,
+                    format!("{host:#x} is not the start of registered memory"),
+                ))
+            }
         }
         self.synchronize_all();
         if let Some(allocation) = self.memory.live.remove(&host) {
-            self.memory.freed.push((host, allocation.bytes, allocation.number));
+            self.memory
+                .freed
+                .push((host, allocation.bytes, allocation.number));
         }
         Ok(())
     }
@@ -162,25 +217,51 @@ impl World {
                 return Fault::violation(Code::IllegalAddress, format!("{bytes} bytes at {address:#x} run {} bytes past the end of allocation #{} ({} bytes at {base:#x})", end - limit, allocation.number, allocation.bytes));
             }
         }
-        if let Some((base, size, number)) = self.memory.freed.iter().rev().find(|(b, n, _)| *b <= address && address < b + *n as u64) {
+        if let Some((base, size, number)) = self
+            .memory
+            .freed
+            .iter()
+            .rev()
+            .find(|(b, n, _)| *b <= address && address < b + *n as u64)
+        {
             return Fault::violation(Code::IllegalAddress, format!("{address:#x} is in allocation #{number} ({size} bytes at {base:#x}), already freed"));
         }
-        Fault::violation(Code::IllegalAddress, format!("{address:#x} is in no allocation"))
+        Fault::violation(
+            Code::IllegalAddress,
+            format!("{address:#x} is in no allocation"),
+        )
     }
 
     /// The host bytes behind `[address, address + bytes)`, which `device` (none: the host) must be
     /// able to reach: device memory only from its own device or a peer with access enabled.
-    pub(super) fn span(&mut self, address: u64, bytes: usize, device: Option<usize>) -> Outcome<*mut u8> {
+    pub(super) fn span(
+        &mut self,
+        address: u64,
+        bytes: usize,
+        device: Option<usize>,
+    ) -> Outcome<*mut u8> {
         let Some((&base, allocation)) = self.memory.live.range_mut(..=address).next_back() else {
             return Err(self.no_allocation(address, bytes));
         };
         let offset = (address - base) as usize;
-        if offset.checked_add(bytes).is_none_or(|end| end > allocation.bytes) {
+        if offset
+            .checked_add(bytes)
+            .is_none_or(|end| end > allocation.bytes)
+        {
             return Err(self.no_allocation(address, bytes));
         }
         if let (Some(owner), Some(user)) = (allocation.device, device) {
-            if owner != user && allocation.kind == MemoryKind::Device && !self.devices[user].peers.contains(&owner) {
-                return Err(Fault::violation(Code::IllegalAddress, format!("{address:#x} is memory of device {} used on device {} without peer access", self.devices[owner].ordinal, self.devices[user].ordinal)));
+            if owner != user
+                && allocation.kind == MemoryKind::Device
+                && !self.devices[user].peers.contains(&owner)
+            {
+                return Err(Fault::violation(
+                    Code::IllegalAddress,
+                    format!(
+                        "{address:#x} is memory of device {} used on device {} without peer access",
+                        self.devices[owner].ordinal, self.devices[user].ordinal
+                    ),
+                ));
             }
         }
         Ok(match &mut allocation.storage {
@@ -191,22 +272,38 @@ impl World {
 
     /// Whether `address` is inside memory the double handed out or registered.
     pub(super) fn known(&self, address: u64) -> bool {
-        self.memory.live.range(..=address).next_back().is_some_and(|(b, a)| address < b + a.bytes as u64)
+        self.memory
+            .live
+            .range(..=address)
+            .next_back()
+            .is_some_and(|(b, a)| address < b + a.bytes as u64)
     }
 
     /// A host pointer the caller passes as pageable memory: refuses one of the double's
     /// device addresses.
     pub fn host_pointer(&self, pointer: u64, what: &str) -> Outcome<()> {
         if pointer == 0 || is_device_address(pointer) {
-            return Err(Fault::violation(Code::InvalidValue, format!("{what}: {pointer:#x} is not host memory")));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("{what}: {pointer:#x} is not host memory"),
+            ));
         }
         Ok(())
     }
 
-    pub(super) fn write_pattern(&mut self, to: u64, pattern: Pattern, count: usize, device: Option<usize>) -> Outcome<()> {
+    pub(super) fn write_pattern(
+        &mut self,
+        to: u64,
+        pattern: Pattern,
+        count: usize,
+        device: Option<usize>,
+    ) -> Outcome<()> {
         let width = pattern.width();
-        if to % width as u64 != 0 {
-            return Err(Fault::violation(Code::InvalidValue, format!("a {width}-byte fill at {to:#x}, which is not {width}-byte aligned")));
+        if !to.is_multiple_of(width as u64) {
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("a {width}-byte fill at {to:#x}, which is not {width}-byte aligned"),
+            ));
         }
         let target = self.span(to, width * count, device)?;
         for i in 0..count {
@@ -229,6 +326,10 @@ impl World {
 
     /// Live allocations, for the exit report: (number, kind, bytes, base).
     pub(super) fn live_allocations(&self) -> Vec<(u64, MemoryKind, usize, u64)> {
-        self.memory.live.iter().map(|(b, a)| (a.number, a.kind, a.bytes, *b)).collect()
+        self.memory
+            .live
+            .iter()
+            .map(|(b, a)| (a.number, a.kind, a.bytes, *b))
+            .collect()
     }
 }

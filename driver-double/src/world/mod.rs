@@ -165,7 +165,11 @@ fn world() -> &'static Mutex<World> {
 
 /// Runs one entry point: counts it, fails it if `GPU_DOUBLE_FAIL` says so, runs `body` under the
 /// lock and records the call and any violation.
-pub fn call<T>(name: &str, args: impl Display, body: impl FnOnce(&mut World) -> Outcome<T>) -> Outcome<T> {
+pub fn call<T>(
+    name: &str,
+    args: impl Display,
+    body: impl FnOnce(&mut World) -> Outcome<T>,
+) -> Outcome<T> {
     if let Some(code) = record::injected(name) {
         return Err(Fault {
             code: Code::InvalidValue,
@@ -181,7 +185,10 @@ pub fn call<T>(name: &str, args: impl Display, body: impl FnOnce(&mut World) -> 
     match &result {
         Ok(_) => record::line(&format!("call {name}({args}) -> ok")),
         Err(fault) => {
-            record::line(&format!("call {name}({args}) -> {:?}: {}", fault.code, fault.message));
+            record::line(&format!(
+                "call {name}({args}) -> {:?}: {}",
+                fault.code, fault.message
+            ));
             if fault.violation {
                 record::line(&format!("violation {name}: {}", fault.message));
             }
@@ -241,7 +248,10 @@ impl World {
     /// An unknown handle: used after destroy, or never made.
     fn unknown(&self, handle: u64, what: &str) -> Fault {
         match self.destroyed.get(&handle) {
-            Some(was) => Fault::violation(Code::InvalidHandle, format!("{was} {handle:#x} used after it was destroyed")),
+            Some(was) => Fault::violation(
+                Code::InvalidHandle,
+                format!("{was} {handle:#x} used after it was destroyed"),
+            ),
             None => Fault::violation(Code::InvalidHandle, format!("{handle:#x} is no {what}")),
         }
     }
@@ -250,7 +260,14 @@ impl World {
         let id = self.handle();
         let stream = self.handle();
         let null_stream = self.queues.null_stream(id, stream);
-        self.contexts.insert(id, Context { device, alive: true, null_stream });
+        self.contexts.insert(
+            id,
+            Context {
+                device,
+                alive: true,
+                null_stream,
+            },
+        );
         id
     }
 
@@ -282,7 +299,13 @@ impl World {
     pub fn release_primary(&mut self, device: usize) -> Outcome<()> {
         let state = &mut self.devices[device];
         let Some(context) = state.primary else {
-            return Err(Fault::violation(Code::InvalidContext, format!("device {} has no retained primary context to release", state.ordinal)));
+            return Err(Fault::violation(
+                Code::InvalidContext,
+                format!(
+                    "device {} has no retained primary context to release",
+                    state.ordinal
+                ),
+            ));
         };
         state.primary_retains -= 1;
         if state.primary_retains == 0 {
@@ -310,7 +333,10 @@ impl World {
     pub fn live_context(&self, context: u64) -> Outcome<&Context> {
         match self.contexts.get(&context) {
             Some(c) if c.alive => Ok(c),
-            Some(_) => Err(Fault::violation(Code::InvalidContext, format!("context {context:#x} used after it was destroyed"))),
+            Some(_) => Err(Fault::violation(
+                Code::InvalidContext,
+                format!("context {context:#x} used after it was destroyed"),
+            )),
             None => Err(self.unknown(context, "context")),
         }
     }
@@ -319,7 +345,10 @@ impl World {
     pub fn current_context(&self) -> Outcome<u64> {
         let context = CURRENT_CONTEXT.get();
         if context == 0 {
-            return Err(Fault::violation(Code::InvalidContext, "no context is current on this thread"));
+            return Err(Fault::violation(
+                Code::InvalidContext,
+                "no context is current on this thread",
+            ));
         }
         self.live_context(context)?;
         Ok(context)
@@ -368,10 +397,16 @@ impl World {
     /// Lets kernels on `device` use `peer`'s memory.
     pub fn enable_peer(&mut self, device: usize, peer: usize) -> Outcome<()> {
         if device == peer {
-            return Err(Fault::violation(Code::InvalidDevice, "peer access to the device itself"));
+            return Err(Fault::violation(
+                Code::InvalidDevice,
+                "peer access to the device itself",
+            ));
         }
         if self.devices[device].peers.contains(&peer) {
-            return Err(Fault::expected(Code::PeerAlreadyEnabled, "peer access is already enabled"));
+            return Err(Fault::expected(
+                Code::PeerAlreadyEnabled,
+                "peer access is already enabled",
+            ));
         }
         self.devices[device].peers.push(peer);
         Ok(())
@@ -397,6 +432,9 @@ impl World {
             return Ok(());
         }
         self.queues.invalidate(capturing, what);
-        Err(Fault::violation(Code::CaptureUnsupported, format!("{what} while this thread captures stream {capturing:#x}")))
+        Err(Fault::violation(
+            Code::CaptureUnsupported,
+            format!("{what} while this thread captures stream {capturing:#x}"),
+        ))
     }
 }

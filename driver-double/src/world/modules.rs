@@ -49,44 +49,103 @@ fn refusal(image: &Image, vendor: Vendor, chip: &str) -> Option<(Code, String)> 
     match (&image.kind, vendor) {
         (Kind::Cubin { sm }, Vendor::Cuda) => {
             let device = image::sm_of(chip)?;
-            let runs = if sm.2 { (sm.0, sm.1) == (device.0, device.1) } else { sm.0 == device.0 && sm.1 <= device.1 };
-            (!runs).then(|| (Code::NoBinary, format!("{} does not run on {chip}", image.kind)))
+            let runs = if sm.2 {
+                (sm.0, sm.1) == (device.0, device.1)
+            } else {
+                sm.0 == device.0 && sm.1 <= device.1
+            };
+            (!runs).then(|| {
+                (
+                    Code::NoBinary,
+                    format!("{} does not run on {chip}", image.kind),
+                )
+            })
         }
         (Kind::Ptx { version, sm }, Vendor::Cuda) => {
             let device = image::sm_of(chip)?;
             let newest = image::newest_ptx(config().cuda_version);
             if *version > newest {
-                return Some((Code::UnsupportedPtx, format!("PTX ISA {}.{} is newer than this driver's {}.{}", version.0, version.1, newest.0, newest.1)));
+                return Some((
+                    Code::UnsupportedPtx,
+                    format!(
+                        "PTX ISA {}.{} is newer than this driver's {}.{}",
+                        version.0, version.1, newest.0, newest.1
+                    ),
+                ));
             }
-            let runs = if sm.2 { (sm.0, sm.1) == (device.0, device.1) } else { (sm.0, sm.1) <= (device.0, device.1) };
-            (!runs).then(|| (Code::NoBinary, format!("PTX for sm_{}{} does not run on {chip}", sm.0, sm.1)))
+            let runs = if sm.2 {
+                (sm.0, sm.1) == (device.0, device.1)
+            } else {
+                (sm.0, sm.1) <= (device.0, device.1)
+            };
+            (!runs).then(|| {
+                (
+                    Code::NoBinary,
+                    format!("PTX for sm_{}{} does not run on {chip}", sm.0, sm.1),
+                )
+            })
         }
-        (Kind::Hsaco { chip: object_chip, code_object, xnack, sramecc }, Vendor::Hip) => {
+        (
+            Kind::Hsaco {
+                chip: object_chip,
+                code_object,
+                xnack,
+                sramecc,
+            },
+            Vendor::Hip,
+        ) => {
             let (base, device_sramecc, device_xnack) = gfx_parts(chip);
             let version = config().hip_version;
             let newest_code_object = if version >= 60_200_000 { 6 } else { 5 };
             if *code_object > newest_code_object {
-                return Some((Code::InvalidImage, format!("code object v{code_object} needs a newer ROCm than {}.{}", version / 10_000_000, version / 100_000 % 100)));
+                return Some((
+                    Code::InvalidImage,
+                    format!(
+                        "code object v{code_object} needs a newer ROCm than {}.{}",
+                        version / 10_000_000,
+                        version / 100_000 % 100
+                    ),
+                ));
             }
             let generic = image::generic_family(base) == Some(object_chip.as_str());
             if object_chip != base && !generic {
-                return Some((Code::NoBinary, format!("an hsaco for {object_chip} does not run on {chip}")));
+                return Some((
+                    Code::NoBinary,
+                    format!("an hsaco for {object_chip} does not run on {chip}"),
+                ));
             }
-            for (setting, object, device) in [("xnack", xnack, device_xnack), ("sramecc", sramecc, device_sramecc)] {
+            for (setting, object, device) in [
+                ("xnack", xnack, device_xnack),
+                ("sramecc", sramecc, device_sramecc),
+            ] {
                 if let (Some(object), Some(device)) = (object, device) {
                     if object != &device {
-                        return Some((Code::NoBinary, format!("an hsaco with {setting}{} does not run on {chip}", if *object { '+' } else { '-' })));
+                        return Some((
+                            Code::NoBinary,
+                            format!(
+                                "an hsaco with {setting}{} does not run on {chip}",
+                                if *object { '+' } else { '-' }
+                            ),
+                        ));
                     }
                 }
             }
             None
         }
-        (kind, _) => Some((Code::InvalidImage, format!("{kind} is not an image of this vendor"))),
+        (kind, _) => Some((
+            Code::InvalidImage,
+            format!("{kind} is not an image of this vendor"),
+        )),
     }
 }
 
 impl World {
-    pub fn load_module(&mut self, context: u64, bytes: &[u8], vendor: Vendor) -> Outcome<(u64, String)> {
+    pub fn load_module(
+        &mut self,
+        context: u64,
+        bytes: &[u8],
+        vendor: Vendor,
+    ) -> Outcome<(u64, String)> {
         let device = self.device_of_context(context)?;
         let image = image::read(bytes).map_err(|e| Fault::violation(Code::InvalidImage, e))?;
         if let Some((code, why)) = refusal(&image, vendor, &self.devices[device].chip) {
@@ -103,7 +162,10 @@ impl World {
             return Err(self.unknown(module, "module"));
         }
         if self.work_queued_for(module) {
-            return Err(Fault::violation(Code::InvalidValue, format!("module {module:#x} unloaded while launches of its kernels are queued")));
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("module {module:#x} unloaded while launches of its kernels are queued"),
+            ));
         }
         self.modules.modules.remove(&module);
         self.modules.functions.retain(|_, f| f.module != module);
@@ -116,16 +178,39 @@ impl World {
     }
 
     pub fn function(&mut self, module: u64, name: &str) -> Outcome<u64> {
-        let loaded = self.modules.modules.get(&module).ok_or_else(|| self.unknown(module, "module"))?;
-        let kernel = loaded.image.kernels.iter().find(|k| k.name == name).cloned().ok_or_else(|| Fault::expected(Code::NotFound, format!("no kernel `{name}` in the module")))?;
+        let loaded = self
+            .modules
+            .modules
+            .get(&module)
+            .ok_or_else(|| self.unknown(module, "module"))?;
+        let kernel = loaded
+            .image
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                Fault::expected(Code::NotFound, format!("no kernel `{name}` in the module"))
+            })?;
         let context = loaded.context;
         let id = self.handle();
-        self.modules.functions.insert(id, Function { module, context, kernel, dynamic_shared_allowed: 0 });
+        self.modules.functions.insert(
+            id,
+            Function {
+                module,
+                context,
+                kernel,
+                dynamic_shared_allowed: 0,
+            },
+        );
         Ok(id)
     }
 
     pub(super) fn function_state(&self, function: u64) -> Outcome<&Function> {
-        self.modules.functions.get(&function).ok_or_else(|| self.unknown(function, "function"))
+        self.modules
+            .functions
+            .get(&function)
+            .ok_or_else(|| self.unknown(function, "function"))
     }
 
     pub fn kernel(&self, function: u64) -> Outcome<Kernel> {
@@ -154,9 +239,14 @@ impl World {
         let block = state.kernel.max_threads.clamp(1, 1024);
         let shared = state.kernel.static_shared + dynamic_shared;
         let by_threads = 2048 / block;
-        let by_shared = if shared == 0 { by_threads } else { (228 * 1024 / shared) as u32 };
+        let by_shared = (228 * 1024u64)
+            .checked_div(shared)
+            .map_or(by_threads, |blocks| blocks as u32);
         let per_multiprocessor = by_threads.min(by_shared).max(1);
-        Ok((block as i32, (per_multiprocessor * device.multiprocessors()) as i32))
+        Ok((
+            block as i32,
+            (per_multiprocessor * device.multiprocessors()) as i32,
+        ))
     }
 
     pub(super) fn loaded_modules(&self) -> usize {
@@ -167,6 +257,9 @@ impl World {
 impl World {
     /// What kind of image `module` was loaded from (`cubin sm_90`).
     pub(super) fn module_kind(&self, module: u64) -> String {
-        self.modules.modules.get(&module).map_or_else(|| "?".into(), |m| m.image.kind.to_string())
+        self.modules
+            .modules
+            .get(&module)
+            .map_or_else(|| "?".into(), |m| m.image.kind.to_string())
     }
 }

@@ -21,15 +21,36 @@ pub enum Place {
 
 #[derive(Debug, Clone)]
 pub enum Work {
-    Copy { to: Place, from: Place, bytes: usize },
+    Copy {
+        to: Place,
+        from: Place,
+        bytes: usize,
+    },
     /// A copy between two devices' memory, which needs no peer access.
-    PeerCopy { to: u64, from: u64, bytes: usize },
-    Fill { to: u64, pattern: Pattern, count: usize },
+    PeerCopy {
+        to: u64,
+        from: u64,
+        bytes: usize,
+    },
+    Fill {
+        to: u64,
+        pattern: Pattern,
+        count: usize,
+    },
     /// A kernel: the pointers it was given, checked again when it runs.
-    Launch { kernel: String, module: u64, pointers: Vec<u64> },
-    Record { event: u64 },
+    Launch {
+        kernel: String,
+        module: u64,
+        pointers: Vec<u64>,
+    },
+    Record {
+        event: u64,
+    },
     /// Waits for `(stream, seq)`, the event's last recording when the wait was queued.
-    Wait { stream: u64, seq: u64 },
+    Wait {
+        stream: u64,
+        seq: u64,
+    },
 }
 
 struct Stream {
@@ -69,12 +90,25 @@ pub(super) struct Queues {
 
 impl Queues {
     pub(super) fn null_stream(&mut self, context: u64, id: u64) -> u64 {
-        self.streams.insert(id, Stream { context, null: true, blocking: true, queue: VecDeque::new(), capture: None });
+        self.streams.insert(
+            id,
+            Stream {
+                context,
+                null: true,
+                blocking: true,
+                queue: VecDeque::new(),
+                capture: None,
+            },
+        );
         id
     }
 
     pub(super) fn invalidate(&mut self, stream: u64, why: &str) {
-        if let Some(capture) = self.streams.get_mut(&stream).and_then(|s| s.capture.as_mut()) {
+        if let Some(capture) = self
+            .streams
+            .get_mut(&stream)
+            .and_then(|s| s.capture.as_mut())
+        {
             capture.invalidated.get_or_insert_with(|| why.to_string());
         }
     }
@@ -82,11 +116,34 @@ impl Queues {
     /// Streams, events, graphs and instances never destroyed, for the exit report, each with
     /// its context: (context, what).
     pub(super) fn undestroyed(&self) -> Vec<(u64, String)> {
-        let streams = self.streams.iter().filter(|(_, s)| !s.null).map(|(id, s)| (s.context, format!("stream {id:#x} ({} operations queued)", s.queue.len())));
-        let events = self.events.iter().map(|(id, e)| (e.context, format!("event {id:#x} ({})", if e.timing { "timing" } else { "no timing" })));
-        let graphs = self.graphs.iter().map(|(id, g)| (g.context, format!("graph {id:#x}")));
-        let executables = self.executables.iter().map(|(id, g)| (g.context, format!("graph instance {id:#x}")));
-        streams.chain(events).chain(graphs).chain(executables).collect()
+        let streams = self.streams.iter().filter(|(_, s)| !s.null).map(|(id, s)| {
+            (
+                s.context,
+                format!("stream {id:#x} ({} operations queued)", s.queue.len()),
+            )
+        });
+        let events = self.events.iter().map(|(id, e)| {
+            (
+                e.context,
+                format!(
+                    "event {id:#x} ({})",
+                    if e.timing { "timing" } else { "no timing" }
+                ),
+            )
+        });
+        let graphs = self
+            .graphs
+            .iter()
+            .map(|(id, g)| (g.context, format!("graph {id:#x}")));
+        let executables = self
+            .executables
+            .iter()
+            .map(|(id, g)| (g.context, format!("graph instance {id:#x}")));
+        streams
+            .chain(events)
+            .chain(graphs)
+            .chain(executables)
+            .collect()
     }
 }
 
@@ -98,7 +155,10 @@ impl World {
         }
         match self.queues.streams.get(&stream) {
             Some(s) if s.context == context => Ok(stream),
-            Some(_) => Err(Fault::violation(Code::InvalidHandle, format!("stream {stream:#x} belongs to another context"))),
+            Some(_) => Err(Fault::violation(
+                Code::InvalidHandle,
+                format!("stream {stream:#x} belongs to another context"),
+            )),
             None => Err(self.unknown(stream, "stream")),
         }
     }
@@ -108,13 +168,26 @@ impl World {
         if stream == 0 {
             return Ok(fallback);
         }
-        self.queues.streams.get(&stream).map(|s| s.context).ok_or_else(|| self.unknown(stream, "stream"))
+        self.queues
+            .streams
+            .get(&stream)
+            .map(|s| s.context)
+            .ok_or_else(|| self.unknown(stream, "stream"))
     }
 
     pub fn create_stream(&mut self, context: u64, blocking: bool) -> Outcome<u64> {
         self.live_context(context)?;
         let id = self.handle();
-        self.queues.streams.insert(id, Stream { context, null: false, blocking, queue: VecDeque::new(), capture: None });
+        self.queues.streams.insert(
+            id,
+            Stream {
+                context,
+                null: false,
+                blocking,
+                queue: VecDeque::new(),
+                capture: None,
+            },
+        );
         Ok(id)
     }
 
@@ -128,7 +201,10 @@ impl World {
         self.queues.streams.remove(&stream);
         self.bury(stream, "stream");
         if capturing {
-            return Err(Fault::violation(Code::CaptureInvalidated, format!("stream {stream:#x} destroyed while capturing")));
+            return Err(Fault::violation(
+                Code::CaptureInvalidated,
+                format!("stream {stream:#x} destroyed while capturing"),
+            ));
         }
         if queued > 0 {
             // Allowed by the drivers, but the runtime promises to wait for a stream's work before
@@ -141,14 +217,22 @@ impl World {
     /// Queues `work` on `stream` (or adds it to the stream's capture).
     pub fn enqueue(&mut self, stream: u64, work: Work) -> Outcome<()> {
         let capturing = CAPTURING.get();
-        let state = self.queues.streams.get_mut(&stream).ok_or_else(|| Fault::violation(Code::InvalidHandle, "no such stream"))?;
+        let state = self
+            .queues
+            .streams
+            .get_mut(&stream)
+            .ok_or_else(|| Fault::violation(Code::InvalidHandle, "no such stream"))?;
         if let Some(capture) = &mut state.capture {
             capture.nodes.push(work);
             return Ok(());
         }
         if state.null && capturing != 0 {
-            self.queues.invalidate(capturing, "work on the legacy default stream");
-            return Err(Fault::violation(Code::CaptureUnsupported, "work queued on the legacy default stream while this thread captures"));
+            self.queues
+                .invalidate(capturing, "work on the legacy default stream");
+            return Err(Fault::violation(
+                Code::CaptureUnsupported,
+                "work queued on the legacy default stream while this thread captures",
+            ));
         }
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -159,18 +243,34 @@ impl World {
     /// Runs `stream`'s work queued up to `upto`, and what that work waits for.
     fn run_until(&mut self, stream: u64, upto: u64) {
         loop {
-            let Some(state) = self.queues.streams.get(&stream) else { return };
-            let Some((seq, work)) = state.queue.front() else { return };
+            let Some(state) = self.queues.streams.get(&stream) else {
+                return;
+            };
+            let Some((seq, work)) = state.queue.front() else {
+                return;
+            };
             if *seq > upto {
                 return;
             }
             let (seq, context, null, blocking) = (*seq, state.context, state.null, state.blocking);
-            if let Work::Wait { stream: other, seq: until } = work {
+            if let Work::Wait {
+                stream: other,
+                seq: until,
+            } = work
+            {
                 let (other, until) = (*other, *until);
                 self.run_until(other, until);
             }
             if null {
-                let others: Vec<u64> = self.queues.streams.iter().filter(|(id, s)| s.context == context && s.blocking && !s.null && **id != stream).map(|(id, _)| *id).collect();
+                let others: Vec<u64> = self
+                    .queues
+                    .streams
+                    .iter()
+                    .filter(|(id, s)| {
+                        s.context == context && s.blocking && !s.null && **id != stream
+                    })
+                    .map(|(id, _)| *id)
+                    .collect();
                 for other in others {
                     self.run_until(other, seq - 1);
                 }
@@ -179,7 +279,14 @@ impl World {
                     self.run_until(null_stream, seq - 1);
                 }
             }
-            let Some((_, work)) = self.queues.streams.get_mut(&stream).and_then(|s| s.queue.pop_front()) else { return };
+            let Some((_, work)) = self
+                .queues
+                .streams
+                .get_mut(&stream)
+                .and_then(|s| s.queue.pop_front())
+            else {
+                return;
+            };
             let device = self.contexts.get(&context).map(|c| c.device);
             self.perform(work, device);
         }
@@ -190,13 +297,21 @@ impl World {
         match work {
             Work::Copy { to, from, bytes } => {
                 if let Err(fault) = self.copy_now(&to, &from, bytes, device) {
-                    self.late_violation(format!("a queued copy of {bytes} bytes: {}", fault.message));
+                    self.late_violation(format!(
+                        "a queued copy of {bytes} bytes: {}",
+                        fault.message
+                    ));
                 }
                 self.tick(1);
             }
             Work::PeerCopy { to, from, bytes } => {
-                if let Err(fault) = self.copy_now(&Place::Memory(to), &Place::Memory(from), bytes, None) {
-                    self.late_violation(format!("a queued peer copy of {bytes} bytes: {}", fault.message));
+                if let Err(fault) =
+                    self.copy_now(&Place::Memory(to), &Place::Memory(from), bytes, None)
+                {
+                    self.late_violation(format!(
+                        "a queued peer copy of {bytes} bytes: {}",
+                        fault.message
+                    ));
                 }
                 self.tick(1);
             }
@@ -206,13 +321,22 @@ impl World {
                 }
                 self.tick(1);
             }
-            Work::Launch { kernel, module, pointers } => {
+            Work::Launch {
+                kernel,
+                module,
+                pointers,
+            } => {
                 if !self.module_loaded(module) {
-                    self.late_violation(format!("kernel `{kernel}` ran after its module was unloaded"));
+                    self.late_violation(format!(
+                        "kernel `{kernel}` ran after its module was unloaded"
+                    ));
                 }
                 for pointer in pointers {
                     if let Err(fault) = self.span(pointer, 0, device) {
-                        self.late_violation(format!("kernel `{kernel}` ran with a pointer argument: {}", fault.message));
+                        self.late_violation(format!(
+                            "kernel `{kernel}` ran with a pointer argument: {}",
+                            fault.message
+                        ));
                     }
                 }
                 self.tick(10);
@@ -228,7 +352,13 @@ impl World {
     }
 
     /// Copies `bytes` from one place to another, checking both.
-    pub(super) fn copy_now(&mut self, to: &Place, from: &Place, bytes: usize, device: Option<usize>) -> Outcome<()> {
+    pub(super) fn copy_now(
+        &mut self,
+        to: &Place,
+        from: &Place,
+        bytes: usize,
+        device: Option<usize>,
+    ) -> Outcome<()> {
         if bytes == 0 {
             return Ok(());
         }
@@ -240,7 +370,12 @@ impl World {
         let target: *mut u8 = match to {
             Place::Memory(address) => self.span(*address, bytes, device)?,
             Place::Host(pointer) => *pointer as *mut u8,
-            Place::Staged(_) => return Err(Fault::violation(Code::InvalidValue, "a copy into staged bytes")),
+            Place::Staged(_) => {
+                return Err(Fault::violation(
+                    Code::InvalidValue,
+                    "a copy into staged bytes",
+                ))
+            }
         };
         // SAFETY: memory of the double's was checked by `span`; host memory is the caller's,
         // valid for `bytes` as the copy's contract requires; `copy` allows overlap.
@@ -264,7 +399,10 @@ impl World {
     }
 
     fn capturing(&self, stream: u64) -> bool {
-        self.queues.streams.get(&stream).is_some_and(|s| s.capture.is_some())
+        self.queues
+            .streams
+            .get(&stream)
+            .is_some_and(|s| s.capture.is_some())
     }
 
     /// Checks a copy's memory now and queues it. Pageable host memory is read now (staged, as the
@@ -281,7 +419,9 @@ impl World {
         let from = match from {
             Place::Host(pointer) if !capturing && bytes > 0 => {
                 // SAFETY: the caller's host memory holds `bytes` bytes, as the copy requires.
-                Place::Staged(unsafe { std::slice::from_raw_parts(pointer as *const u8, bytes) }.to_vec())
+                Place::Staged(
+                    unsafe { std::slice::from_raw_parts(pointer as *const u8, bytes) }.to_vec(),
+                )
             }
             other => other,
         };
@@ -294,7 +434,13 @@ impl World {
         Ok(())
     }
 
-    pub fn queue_fill(&mut self, stream: u64, to: u64, pattern: Pattern, count: usize) -> Outcome<()> {
+    pub fn queue_fill(
+        &mut self,
+        stream: u64,
+        to: u64,
+        pattern: Pattern,
+        count: usize,
+    ) -> Outcome<()> {
         let device = self.stream_device(stream);
         let width = match pattern {
             Pattern::U8(_) => 1,
@@ -310,15 +456,30 @@ impl World {
         self.span(address, bytes, Some(device)).map(|_| ())
     }
 
-    pub fn queue_peer_copy(&mut self, stream: u64, to: u64, from: u64, bytes: usize) -> Outcome<()> {
+    pub fn queue_peer_copy(
+        &mut self,
+        stream: u64,
+        to: u64,
+        from: u64,
+        bytes: usize,
+    ) -> Outcome<()> {
         self.enqueue(stream, Work::PeerCopy { to, from, bytes })
     }
 
     /// Everything queued on `stream` so far has run.
     pub fn synchronize_stream(&mut self, stream: u64) -> Outcome<()> {
-        if self.queues.streams.get(&stream).is_some_and(|s| s.capture.is_some()) {
-            self.queues.invalidate(stream, "synchronizing the capturing stream");
-            return Err(Fault::violation(Code::CaptureUnsupported, format!("stream {stream:#x} synchronized while capturing")));
+        if self
+            .queues
+            .streams
+            .get(&stream)
+            .is_some_and(|s| s.capture.is_some())
+        {
+            self.queues
+                .invalidate(stream, "synchronizing the capturing stream");
+            return Err(Fault::violation(
+                Code::CaptureUnsupported,
+                format!("stream {stream:#x} synchronized while capturing"),
+            ));
         }
         let upto = self.next_seq;
         self.run_until(stream, upto);
@@ -326,7 +487,13 @@ impl World {
     }
 
     pub fn synchronize_context(&mut self, context: u64) {
-        let streams: Vec<u64> = self.queues.streams.iter().filter(|(_, s)| s.context == context).map(|(id, _)| *id).collect();
+        let streams: Vec<u64> = self
+            .queues
+            .streams
+            .iter()
+            .filter(|(_, s)| s.context == context)
+            .map(|(id, _)| *id)
+            .collect();
         let upto = self.next_seq;
         for stream in streams {
             self.run_until(stream, upto);
@@ -343,12 +510,23 @@ impl World {
     pub fn create_event(&mut self, context: u64, timing: bool) -> Outcome<u64> {
         self.live_context(context)?;
         let id = self.handle();
-        self.queues.events.insert(id, Event { context, timing, recorded: None, done_at: None });
+        self.queues.events.insert(
+            id,
+            Event {
+                context,
+                timing,
+                recorded: None,
+                done_at: None,
+            },
+        );
         Ok(id)
     }
 
     fn event(&self, event: u64) -> Outcome<&Event> {
-        self.queues.events.get(&event).ok_or_else(|| self.unknown(event, "event"))
+        self.queues
+            .events
+            .get(&event)
+            .ok_or_else(|| self.unknown(event, "event"))
     }
 
     pub fn destroy_event(&mut self, event: u64) -> Outcome<()> {
@@ -361,11 +539,18 @@ impl World {
     pub fn record_event(&mut self, event: u64, stream: u64) -> Outcome<()> {
         let context = self.event(event)?.context;
         if self.stream_context(stream, context)? != context {
-            return Err(Fault::violation(Code::InvalidHandle, "an event recorded on a stream of another context"));
+            return Err(Fault::violation(
+                Code::InvalidHandle,
+                "an event recorded on a stream of another context",
+            ));
         }
         let stream = self.stream_in(stream, context)?;
         self.enqueue(stream, Work::Record { event })?;
-        let capturing = self.queues.streams.get(&stream).is_some_and(|s| s.capture.is_some());
+        let capturing = self
+            .queues
+            .streams
+            .get(&stream)
+            .is_some_and(|s| s.capture.is_some());
         if !capturing {
             let seq = self.next_seq - 1;
             if let Some(e) = self.queues.events.get_mut(&event) {
@@ -398,64 +583,127 @@ impl World {
         for (slot, event) in [start, end].into_iter().enumerate() {
             let state = self.event(event)?;
             if !state.timing {
-                return Err(Fault::violation(Code::InvalidHandle, format!("event {event:#x} was created without timing")));
+                return Err(Fault::violation(
+                    Code::InvalidHandle,
+                    format!("event {event:#x} was created without timing"),
+                ));
             }
             if state.recorded.is_none() {
-                return Err(Fault::violation(Code::InvalidHandle, format!("event {event:#x} was never recorded")));
+                return Err(Fault::violation(
+                    Code::InvalidHandle,
+                    format!("event {event:#x} was never recorded"),
+                ));
             }
-            times[slot] = state.done_at.ok_or_else(|| Fault::expected(Code::NotReady, format!("event {event:#x} has not completed")))?;
+            times[slot] = state.done_at.ok_or_else(|| {
+                Fault::expected(
+                    Code::NotReady,
+                    format!("event {event:#x} has not completed"),
+                )
+            })?;
         }
         Ok((times[1] as f32 - times[0] as f32) / 1000.0)
     }
 
     pub fn begin_capture(&mut self, stream: u64) -> Outcome<()> {
         if CAPTURING.get() != 0 {
-            return Err(Fault::violation(Code::CaptureUnsupported, "this thread is capturing already"));
+            return Err(Fault::violation(
+                Code::CaptureUnsupported,
+                "this thread is capturing already",
+            ));
         }
-        let state = self.queues.streams.get_mut(&stream).filter(|s| !s.null).ok_or_else(|| Fault::violation(Code::CaptureUnsupported, "capture on the legacy default stream or an unknown stream"))?;
-        state.capture = Some(Capture { nodes: Vec::new(), invalidated: None });
+        let state = self
+            .queues
+            .streams
+            .get_mut(&stream)
+            .filter(|s| !s.null)
+            .ok_or_else(|| {
+                Fault::violation(
+                    Code::CaptureUnsupported,
+                    "capture on the legacy default stream or an unknown stream",
+                )
+            })?;
+        state.capture = Some(Capture {
+            nodes: Vec::new(),
+            invalidated: None,
+        });
         CAPTURING.set(stream);
         Ok(())
     }
 
     pub fn end_capture(&mut self, stream: u64) -> Outcome<u64> {
         if CAPTURING.get() != stream {
-            return Err(Fault::violation(Code::CaptureWrongThread, format!("ending a capture of stream {stream:#x} this thread did not begin")));
+            return Err(Fault::violation(
+                Code::CaptureWrongThread,
+                format!("ending a capture of stream {stream:#x} this thread did not begin"),
+            ));
         }
         CAPTURING.set(0);
-        let state = self.queues.streams.get_mut(&stream).ok_or_else(|| Fault::violation(Code::InvalidHandle, "no such stream"))?;
+        let state = self
+            .queues
+            .streams
+            .get_mut(&stream)
+            .ok_or_else(|| Fault::violation(Code::InvalidHandle, "no such stream"))?;
         let context = state.context;
-        let capture = state.capture.take().ok_or_else(|| Fault::violation(Code::InvalidValue, "the stream is not capturing"))?;
+        let capture = state
+            .capture
+            .take()
+            .ok_or_else(|| Fault::violation(Code::InvalidValue, "the stream is not capturing"))?;
         if let Some(why) = capture.invalidated {
-            return Err(Fault::violation(Code::CaptureInvalidated, format!("the capture was invalidated by {why}")));
+            return Err(Fault::violation(
+                Code::CaptureInvalidated,
+                format!("the capture was invalidated by {why}"),
+            ));
         }
         let id = self.handle();
-        self.queues.graphs.insert(id, Graph { context, nodes: capture.nodes });
+        self.queues.graphs.insert(
+            id,
+            Graph {
+                context,
+                nodes: capture.nodes,
+            },
+        );
         Ok(id)
     }
 
     pub fn instantiate(&mut self, graph: u64) -> Outcome<u64> {
-        let source = self.queues.graphs.get(&graph).ok_or_else(|| self.unknown(graph, "graph"))?;
-        let copy = Graph { context: source.context, nodes: source.nodes.clone() };
+        let source = self
+            .queues
+            .graphs
+            .get(&graph)
+            .ok_or_else(|| self.unknown(graph, "graph"))?;
+        let copy = Graph {
+            context: source.context,
+            nodes: source.nodes.clone(),
+        };
         let id = self.handle();
         self.queues.executables.insert(id, copy);
         Ok(id)
     }
 
     pub fn destroy_graph(&mut self, graph: u64) -> Outcome<()> {
-        self.queues.graphs.remove(&graph).ok_or_else(|| self.unknown(graph, "graph"))?;
+        self.queues
+            .graphs
+            .remove(&graph)
+            .ok_or_else(|| self.unknown(graph, "graph"))?;
         self.bury(graph, "graph");
         Ok(())
     }
 
     pub fn destroy_executable(&mut self, executable: u64) -> Outcome<()> {
-        self.queues.executables.remove(&executable).ok_or_else(|| self.unknown(executable, "graph instance"))?;
+        self.queues
+            .executables
+            .remove(&executable)
+            .ok_or_else(|| self.unknown(executable, "graph instance"))?;
         self.bury(executable, "graph instance");
         Ok(())
     }
 
     pub fn launch_graph(&mut self, executable: u64, stream: u64) -> Outcome<usize> {
-        let graph = self.queues.executables.get(&executable).ok_or_else(|| self.unknown(executable, "graph instance"))?;
+        let graph = self
+            .queues
+            .executables
+            .get(&executable)
+            .ok_or_else(|| self.unknown(executable, "graph instance"))?;
         let (context, nodes) = (graph.context, graph.nodes.clone());
         let stream = self.stream_in(stream, context)?;
         let count = nodes.len();
@@ -473,6 +721,10 @@ impl World {
 impl World {
     /// Whether launches of `module`'s kernels are queued on any stream.
     pub(super) fn work_queued_for(&self, module: u64) -> bool {
-        self.queues.streams.values().flat_map(|s| &s.queue).any(|(_, work)| matches!(work, Work::Launch { module: m, .. } if *m == module))
+        self.queues
+            .streams
+            .values()
+            .flat_map(|s| &s.queue)
+            .any(|(_, work)| matches!(work, Work::Launch { module: m, .. } if *m == module))
     }
 }

@@ -59,17 +59,54 @@ impl Api {
     }
 
     /// `cuLaunchKernel` / `hipModuleLaunchKernel` with a grid of one block.
-    fn launch(&self, name: &str, function: Pointer, block: [c_uint; 3], shared: c_uint, stream: Pointer, params: &mut [Pointer]) -> Result {
-        type Launch = unsafe extern "C" fn(Pointer, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Pointer, *mut Pointer, *mut Pointer) -> Result;
+    fn launch(
+        &self,
+        name: &str,
+        function: Pointer,
+        block: [c_uint; 3],
+        shared: c_uint,
+        stream: Pointer,
+        params: &mut [Pointer],
+    ) -> Result {
+        type Launch = unsafe extern "C" fn(
+            Pointer,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            Pointer,
+            *mut Pointer,
+            *mut Pointer,
+        ) -> Result;
         // SAFETY: `params` points to each argument's bytes (or, in the seeded bugs, to fewer
         // bytes than the kernel reads: the double reads them from this test's own memory).
-        unsafe { self.get::<Launch>(name)(function, 1, 1, 1, block[0], block[1], block[2], shared, stream, params.as_mut_ptr(), std::ptr::null_mut()) }
+        unsafe {
+            self.get::<Launch>(name)(
+                function,
+                1,
+                1,
+                1,
+                block[0],
+                block[1],
+                block[2],
+                shared,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
     }
 
     /// Makes device `ordinal`'s primary context current.
     fn use_device(&self, ordinal: c_int) -> Pointer {
         let mut context: Pointer = std::ptr::null_mut();
-        assert_eq!(self.call2("cuDevicePrimaryCtxRetain", &mut context, ordinal), SUCCESS);
+        assert_eq!(
+            self.call2("cuDevicePrimaryCtxRetain", &mut context, ordinal),
+            SUCCESS
+        );
         assert_eq!(self.call1("cuCtxSetCurrent", context), SUCCESS);
         context
     }
@@ -82,7 +119,10 @@ impl Api {
 
     fn function(&self, module: Pointer, name: &std::ffi::CStr) -> Pointer {
         let mut function: Pointer = std::ptr::null_mut();
-        assert_eq!(self.call3("cuModuleGetFunction", &mut function, module, name.as_ptr()), SUCCESS);
+        assert_eq!(
+            self.call3("cuModuleGetFunction", &mut function, module, name.as_ptr()),
+            SUCCESS
+        );
         function
     }
 
@@ -96,13 +136,22 @@ impl Api {
 /// The sample's saxpy object for `chip` in `format`, NUL-terminated (PTX is read as a C string).
 fn saxpy(chip: &str, format: Format) -> Vec<u8> {
     let binary: &Binary = sample_project::BINARIES[1];
-    let object = binary.objects().iter().find(|o| o.chip() == chip && o.format() == format).unwrap();
+    let object = binary
+        .objects()
+        .iter()
+        .find(|o| o.chip() == chip && o.format() == format)
+        .unwrap();
     object.bytes().iter().copied().chain([0]).collect()
 }
 
 /// The last violation the double recorded so far.
 fn last_violation(double: &Double) -> String {
-    double.record().starting("violation").last().map(|l| l.to_string()).unwrap_or_default()
+    double
+        .record()
+        .starting("violation")
+        .last()
+        .map(|l| l.to_string())
+        .unwrap_or_default()
 }
 
 #[test]
@@ -119,41 +168,106 @@ fn a_seeded_abi_bug_fails_the_double() {
         let (mut a, mut n) = (2.5f32, 1024i64);
         // Right: each argument at its size.
         let (mut px, mut py) = (x, y);
-        let mut params: Vec<Pointer> = vec![(&raw mut a).cast(), (&raw mut px).cast(), (&raw mut py).cast(), (&raw mut n).cast()];
-        assert_eq!(api.launch("cuLaunchKernel", function, [256, 1, 1], 0, std::ptr::null_mut(), &mut params), SUCCESS);
+        let mut params: Vec<Pointer> = vec![
+            (&raw mut a).cast(),
+            (&raw mut px).cast(),
+            (&raw mut py).cast(),
+            (&raw mut n).cast(),
+        ];
+        assert_eq!(
+            api.launch(
+                "cuLaunchKernel",
+                function,
+                [256, 1, 1],
+                0,
+                std::ptr::null_mut(),
+                &mut params
+            ),
+            SUCCESS
+        );
         // Seeded: the pointer x packed as 4 bytes, the next 4 bytes something else.
         #[repr(C)]
         struct Packed {
             low: u32,
             next: u32,
         }
-        let mut packed = Packed { low: x as u32, next: 0x1234_5678 };
+        let mut packed = Packed {
+            low: x as u32,
+            next: 0x1234_5678,
+        };
         params[1] = (&raw mut packed).cast();
-        assert_eq!(api.launch("cuLaunchKernel", function, [256, 1, 1], 0, std::ptr::null_mut(), &mut params), ILLEGAL_ADDRESS);
-        assert!(last_violation(&double).contains("parameter 1 (a pointer at offset 8)"), "{}", last_violation(&double));
+        assert_eq!(
+            api.launch(
+                "cuLaunchKernel",
+                function,
+                [256, 1, 1],
+                0,
+                std::ptr::null_mut(),
+                &mut params
+            ),
+            ILLEGAL_ADDRESS
+        );
+        assert!(
+            last_violation(&double).contains("parameter 1 (a pointer at offset 8)"),
+            "{}",
+            last_violation(&double)
+        );
         let _ = packed.next;
         // Seeded: a kernel loaded from the wrong object: a cubin of another major, an hsaco.
         api.use_device(1);
-        assert_eq!(api.load("cuModuleLoadData", &saxpy("sm_90", Format::Bin)).0, NO_BINARY_FOR_GPU);
-        assert!(last_violation(&double).contains("cubin sm_90 does not run on sm_80"), "{}", last_violation(&double));
-        assert_eq!(api.load("cuModuleLoadData", &saxpy("gfx90a", Format::Bin)).0, INVALID_IMAGE);
-        assert_eq!(api.load("hipModuleLoadData", &saxpy("sm_80", Format::Bin)).0, HIP_INVALID_IMAGE);
+        assert_eq!(
+            api.load("cuModuleLoadData", &saxpy("sm_90", Format::Bin)).0,
+            NO_BINARY_FOR_GPU
+        );
+        assert!(
+            last_violation(&double).contains("cubin sm_90 does not run on sm_80"),
+            "{}",
+            last_violation(&double)
+        );
+        assert_eq!(
+            api.load("cuModuleLoadData", &saxpy("gfx90a", Format::Bin))
+                .0,
+            INVALID_IMAGE
+        );
+        assert_eq!(
+            api.load("hipModuleLoadData", &saxpy("sm_80", Format::Bin))
+                .0,
+            HIP_INVALID_IMAGE
+        );
         // Seeded: a stream destroyed with a copy queued that nobody waited for.
         api.use_device(0);
         let mut stream: Pointer = std::ptr::null_mut();
         assert_eq!(api.call2("cuStreamCreate", &mut stream, 0u32), SUCCESS);
         let mut host = vec![0u8; 4096];
         let mut pinned: Pointer = std::ptr::null_mut();
-        assert_eq!(api.call2("cuMemAllocHost_v2", &mut pinned, 4096usize), SUCCESS);
-        assert_eq!(api.call4("cuMemcpyDtoHAsync_v2", pinned, x, 4096usize, stream), SUCCESS);
+        assert_eq!(
+            api.call2("cuMemAllocHost_v2", &mut pinned, 4096usize),
+            SUCCESS
+        );
+        assert_eq!(
+            api.call4("cuMemcpyDtoHAsync_v2", pinned, x, 4096usize, stream),
+            SUCCESS
+        );
         assert_eq!(api.call1("cuStreamDestroy_v2", stream), SUCCESS);
-        assert!(last_violation(&double).contains("destroyed with 1 operations queued"), "{}", last_violation(&double));
-        assert_eq!(api.call3("cuMemcpyDtoH_v2", host.as_mut_ptr(), x, 4096usize), SUCCESS);
+        assert!(
+            last_violation(&double).contains("destroyed with 1 operations queued"),
+            "{}",
+            last_violation(&double)
+        );
+        assert_eq!(
+            api.call3("cuMemcpyDtoH_v2", host.as_mut_ptr(), x, 4096usize),
+            SUCCESS
+        );
         return;
     }
     // The seeded bugs are in the record; nothing else is.
     let record = double.record();
-    assert_eq!(record.starting("violation").len(), 5, "{:#?}", record.starting("violation"));
+    assert_eq!(
+        record.starting("violation").len(),
+        5,
+        "{:#?}",
+        record.starting("violation")
+    );
 }
 
 #[test]
@@ -164,75 +278,197 @@ fn each_rule_of_the_driver_is_checked() {
         let expect = |code: Result, want: Result, violation: &str| {
             assert_eq!(code, want, "{violation}");
             let last = last_violation(&double);
-            assert!(last.contains(violation), "wanted `{violation}`, the last violation is `{last}`");
+            assert!(
+                last.contains(violation),
+                "wanted `{violation}`, the last violation is `{last}`"
+            );
         };
-        expect(api.call1("cuCtxSynchronize", 0), NOT_INITIALIZED, "called before cuInit");
+        expect(
+            api.call1("cuCtxSynchronize", 0),
+            NOT_INITIALIZED,
+            "called before cuInit",
+        );
         assert_eq!(api.call1("cuInit", 0u32), SUCCESS);
         let mut pointer = 0u64;
-        expect(api.call2("cuMemAlloc_v2", &mut pointer, 16usize), INVALID_CONTEXT, "no context is current");
+        expect(
+            api.call2("cuMemAlloc_v2", &mut pointer, 16usize),
+            INVALID_CONTEXT,
+            "no context is current",
+        );
         api.use_device(0);
         let (_, module) = api.load("cuModuleLoadData", &saxpy("sm_90", Format::Isa));
         let function = api.function(module, c"saxpy");
         let x = api.alloc(256);
         let mut host = [0u8; 512];
         // Ranges: past the end, after the free, a device address given as host memory.
-        expect(api.call3("cuMemcpyDtoH_v2", host.as_mut_ptr(), x, 512usize), ILLEGAL_ADDRESS, "run 256 bytes past the end of allocation");
-        expect(api.call3("cuMemcpyHtoD_v2", x, x as Pointer, 16usize), INVALID_VALUE, "is not host memory");
+        expect(
+            api.call3("cuMemcpyDtoH_v2", host.as_mut_ptr(), x, 512usize),
+            ILLEGAL_ADDRESS,
+            "run 256 bytes past the end of allocation",
+        );
+        expect(
+            api.call3("cuMemcpyHtoD_v2", x, x as Pointer, 16usize),
+            INVALID_VALUE,
+            "is not host memory",
+        );
         let freed = api.alloc(64);
         assert_eq!(api.call1("cuMemFree_v2", freed), SUCCESS);
-        expect(api.call3("cuMemsetD32_v2", freed, 0u32, 4usize), ILLEGAL_ADDRESS, "already freed");
-        expect(api.call1("cuMemFree_v2", freed), ILLEGAL_ADDRESS, "already freed");
+        expect(
+            api.call3("cuMemsetD32_v2", freed, 0u32, 4usize),
+            ILLEGAL_ADDRESS,
+            "already freed",
+        );
+        expect(
+            api.call1("cuMemFree_v2", freed),
+            ILLEGAL_ADDRESS,
+            "already freed",
+        );
         // Launch limits: block size, dynamic shared memory without and with the opt-in.
         let (mut a, mut px, mut py, mut n) = (1.0f32, x, x, 64i64);
-        let mut params: Vec<Pointer> = vec![(&raw mut a).cast(), (&raw mut px).cast(), (&raw mut py).cast(), (&raw mut n).cast()];
+        let mut params: Vec<Pointer> = vec![
+            (&raw mut a).cast(),
+            (&raw mut px).cast(),
+            (&raw mut py).cast(),
+            (&raw mut n).cast(),
+        ];
         let null = std::ptr::null_mut();
-        expect(api.launch("cuLaunchKernel", function, [2048, 1, 1], 0, null, &mut params), INVALID_VALUE, "exceeds the device's");
-        expect(api.launch("cuLaunchKernel", function, [64, 1, 1], 64 * 1024, null, &mut params), INVALID_VALUE, "(no opt-in set)");
-        assert_eq!(api.call3("cuFuncSetAttribute", function, 8 as c_int, 64 * 1024 as c_int), SUCCESS);
-        assert_eq!(api.launch("cuLaunchKernel", function, [64, 1, 1], 64 * 1024, null, &mut params), SUCCESS);
+        expect(
+            api.launch(
+                "cuLaunchKernel",
+                function,
+                [2048, 1, 1],
+                0,
+                null,
+                &mut params,
+            ),
+            INVALID_VALUE,
+            "exceeds the device's",
+        );
+        expect(
+            api.launch(
+                "cuLaunchKernel",
+                function,
+                [64, 1, 1],
+                64 * 1024,
+                null,
+                &mut params,
+            ),
+            INVALID_VALUE,
+            "(no opt-in set)",
+        );
+        assert_eq!(
+            api.call3(
+                "cuFuncSetAttribute",
+                function,
+                8 as c_int,
+                64 * 1024 as c_int
+            ),
+            SUCCESS
+        );
+        assert_eq!(
+            api.launch(
+                "cuLaunchKernel",
+                function,
+                [64, 1, 1],
+                64 * 1024,
+                null,
+                &mut params
+            ),
+            SUCCESS
+        );
         // A pointer to freed memory.
         px = freed;
         params[1] = (&raw mut px).cast();
-        expect(api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params), ILLEGAL_ADDRESS, "parameter 1 (a pointer at offset 8)");
+        expect(
+            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
+            ILLEGAL_ADDRESS,
+            "parameter 1 (a pointer at offset 8)",
+        );
         // Another device's memory without peer access, then with.
         let other = api.use_device(1);
         let elsewhere = api.alloc(256);
         api.use_device(0);
         px = elsewhere;
         params[1] = (&raw mut px).cast();
-        expect(api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params), ILLEGAL_ADDRESS, "without peer access");
+        expect(
+            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
+            ILLEGAL_ADDRESS,
+            "without peer access",
+        );
         params[1] = (&raw mut px).cast();
         assert_eq!(api.call2("cuCtxEnablePeerAccess", other, 0u32), SUCCESS);
-        assert_eq!(api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params), SUCCESS);
+        assert_eq!(
+            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
+            SUCCESS
+        );
         // Streams and events: use after destroy, timing of an event made without it.
         let mut stream: Pointer = null;
         assert_eq!(api.call2("cuStreamCreate", &mut stream, 0u32), SUCCESS);
         assert_eq!(api.call1("cuStreamSynchronize", stream), SUCCESS);
         assert_eq!(api.call1("cuStreamDestroy_v2", stream), SUCCESS);
-        expect(api.call1("cuStreamSynchronize", stream), INVALID_HANDLE, "used after it was destroyed");
+        expect(
+            api.call1("cuStreamSynchronize", stream),
+            INVALID_HANDLE,
+            "used after it was destroyed",
+        );
         let (mut start, mut end): (Pointer, Pointer) = (null, null);
         assert_eq!(api.call2("cuEventCreate", &mut start, 2u32), SUCCESS);
         assert_eq!(api.call2("cuEventCreate", &mut end, 0u32), SUCCESS);
         assert_eq!(api.call2("cuEventRecord", start, null), SUCCESS);
         assert_eq!(api.call2("cuEventRecord", end, null), SUCCESS);
         let mut ms = 0f32;
-        expect(api.call3("cuEventElapsedTime", &mut ms, start, end), INVALID_HANDLE, "created without timing");
+        expect(
+            api.call3("cuEventElapsedTime", &mut ms, start, end),
+            INVALID_HANDLE,
+            "created without timing",
+        );
         // Capture: a synchronous call while capturing invalidates the capture.
         assert_eq!(api.call2("cuStreamCreate", &mut stream, 0u32), SUCCESS);
-        assert_eq!(api.call2("cuStreamBeginCapture_v2", stream, 1 as c_int), SUCCESS);
-        expect(api.call1("cuCtxSynchronize", 0), CAPTURE_UNSUPPORTED, "while this thread captures");
+        assert_eq!(
+            api.call2("cuStreamBeginCapture_v2", stream, 1 as c_int),
+            SUCCESS
+        );
+        expect(
+            api.call1("cuCtxSynchronize", 0),
+            CAPTURE_UNSUPPORTED,
+            "while this thread captures",
+        );
         let mut graph: Pointer = null;
-        expect(api.call2("cuStreamEndCapture", stream, &mut graph), CAPTURE_INVALIDATED, "invalidated by cuCtxSynchronize");
+        expect(
+            api.call2("cuStreamEndCapture", stream, &mut graph),
+            CAPTURE_INVALIDATED,
+            "invalidated by cuCtxSynchronize",
+        );
         // A module unloaded while a launch of its kernel is queued.
-        assert_eq!(api.launch("cuLaunchKernel", function, [64, 1, 1], 0, stream, &mut params), SUCCESS);
-        expect(api.call1("cuModuleUnload", module), INVALID_VALUE, "unloaded while launches of its kernels are queued");
+        assert_eq!(
+            api.launch(
+                "cuLaunchKernel",
+                function,
+                [64, 1, 1],
+                0,
+                stream,
+                &mut params
+            ),
+            SUCCESS
+        );
+        expect(
+            api.call1("cuModuleUnload", module),
+            INVALID_VALUE,
+            "unloaded while launches of its kernels are queued",
+        );
         assert_eq!(api.call1("cuStreamSynchronize", stream), SUCCESS);
         assert_eq!(api.call1("cuModuleUnload", module), SUCCESS);
         // Queued work runs when waited for: a copy into pinned memory is not there before.
         let mut pinned: Pointer = null;
-        assert_eq!(api.call2("cuMemAllocHost_v2", &mut pinned, 256usize), SUCCESS);
+        assert_eq!(
+            api.call2("cuMemAllocHost_v2", &mut pinned, 256usize),
+            SUCCESS
+        );
         assert_eq!(api.call3("cuMemsetD32_v2", x, 7u32, 64usize), SUCCESS);
-        assert_eq!(api.call4("cuMemcpyDtoHAsync_v2", pinned, x, 256usize, stream), SUCCESS);
+        assert_eq!(
+            api.call4("cuMemcpyDtoHAsync_v2", pinned, x, 256usize, stream),
+            SUCCESS
+        );
         // SAFETY: 256 bytes of pinned memory the double allocated; no copy into it is running
         // (the double runs queued work only inside its calls).
         let seen = unsafe { *pinned.cast::<u32>() };

@@ -6,7 +6,10 @@ use super::Double;
 use gpu_embed::{Device, DeviceBuffer, PinnedBuffer, Vendor};
 
 fn cuda_devices() -> Vec<Device> {
-    Device::all().into_iter().filter(|d| d.vendor() == Vendor::Nvptx).collect()
+    Device::all()
+        .into_iter()
+        .filter(|d| d.vendor() == Vendor::Nvptx)
+        .collect()
 }
 
 #[test]
@@ -17,7 +20,11 @@ fn devices_are_discovered_with_their_limits() {
         let arches: Vec<String> = devices.iter().map(|d| d.arch().arch).collect();
         assert_eq!(arches, ["sm_90", "sm_80"]);
         assert_eq!(devices[0].limits().max_threads_per_block, 1024);
-        assert!(devices[0].name().contains("double"), "{}", devices[0].name());
+        assert!(
+            devices[0].name().contains("double"),
+            "{}",
+            devices[0].name()
+        );
         return;
     }
     let record = double.record();
@@ -29,11 +36,18 @@ fn devices_are_discovered_with_their_limits() {
 #[test]
 fn every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it() {
     let double = Double::new("cuda_sample");
-    if double.here(module_path!(), "every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it") {
+    if double.here(
+        module_path!(),
+        "every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it",
+    ) {
         for device in cuda_devices() {
             for (kernel, run) in sample_project::run_all(&device) {
                 let run = run.unwrap_or_else(|e| panic!("{kernel} on {}: {e}", device.arch().arch));
-                assert!(run.object.contains(&device.arch().arch.clone()), "{}", run.object);
+                assert!(
+                    run.object.contains(&device.arch().arch.clone()),
+                    "{}",
+                    run.object
+                );
             }
         }
         return;
@@ -44,7 +58,11 @@ fn every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it() {
         record.assert_has(&["loaded module", &format!("cubin {chip}")]);
     }
     // saxpy(a: f32, x: ptr, y: ptr, n: i64) as the cubin's parameter table lays it out.
-    record.assert_has(&["launch kernel=saxpy image=cubin sm_90", "params(32 bytes)=[4B 0x40200000, ptr 0xc0de", "8B 0x100000]"]);
+    record.assert_has(&[
+        "launch kernel=saxpy image=cubin sm_90",
+        "params(32 bytes)=[4B 0x40200000, ptr 0xc0de",
+        "8B 0x100000]",
+    ]);
     let launches = record.starting("launch ");
     assert!(launches.len() >= 14, "{launches:#?}");
 }
@@ -52,7 +70,10 @@ fn every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it() {
 #[test]
 fn a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin() {
     let double = Double::new("cuda_ptx").with("GPU_DOUBLE_CUDA_DEVICES", "sm_100,sm_86");
-    if double.here(module_path!(), "a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin") {
+    if double.here(
+        module_path!(),
+        "a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin",
+    ) {
         for device in cuda_devices() {
             sample_project::run_vadd(&device).unwrap();
         }
@@ -67,13 +88,22 @@ fn a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin() {
 #[test]
 fn copies_fills_streams_events_and_pinned_memory_keep_their_order() {
     let double = Double::new("cuda_streams");
-    if double.here(module_path!(), "copies_fills_streams_events_and_pinned_memory_keep_their_order") {
+    if double.here(
+        module_path!(),
+        "copies_fills_streams_events_and_pinned_memory_keep_their_order",
+    ) {
         let device = &cuda_devices()[0];
-        let (first, second) = (device.create_stream().unwrap(), device.create_stream().unwrap());
+        let (first, second) = (
+            device.create_stream().unwrap(),
+            device.create_stream().unwrap(),
+        );
         let data: Vec<u32> = (0..4096).collect();
         let buffer = DeviceBuffer::from_slice(device, &data).unwrap();
         let copy = DeviceBuffer::<u32>::alloc(device, data.len()).unwrap();
-        let (start, end) = (device.create_event().unwrap(), device.create_event().unwrap());
+        let (start, end) = (
+            device.create_event().unwrap(),
+            device.create_event().unwrap(),
+        );
         first.record(&start).unwrap();
         first.fill(&buffer, 7).unwrap();
         first.record(&end).unwrap();

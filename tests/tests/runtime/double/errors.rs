@@ -6,12 +6,19 @@ use super::Double;
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, PinnedBuffer, Vendor};
 
 fn first(vendor: Vendor) -> Device {
-    Device::all().into_iter().find(|d| d.vendor() == vendor).unwrap()
+    Device::all()
+        .into_iter()
+        .find(|d| d.vendor() == vendor)
+        .unwrap()
 }
 
 /// Runs `attempt` on the first device of `vendor`: it fails with `kind` (the double fails its
 /// first call named in the test's GPU_DOUBLE_FAIL), then succeeds.
-fn fails_once_then_works(vendor: Vendor, kind: ErrorKind, attempt: impl Fn(&Device) -> gpu_embed::Result<()>) {
+fn fails_once_then_works(
+    vendor: Vendor,
+    kind: ErrorKind,
+    attempt: impl Fn(&Device) -> gpu_embed::Result<()>,
+) {
     let device = first(vendor);
     let error = attempt(&device).unwrap_err();
     assert_eq!(error.kind(), kind, "{error}");
@@ -29,55 +36,94 @@ fn injected(name: &str, failures: &str, body: impl FnOnce()) {
     let record = double.record();
     record.assert_clean();
     let expected = failures.split(',').count();
-    assert_eq!(record.starting("injected").len(), expected, "{:#?}", record.starting("injected"));
+    assert_eq!(
+        record.starting("injected").len(),
+        expected,
+        "{:#?}",
+        record.starting("injected")
+    );
 }
 
 #[test]
 fn out_of_device_memory() {
-    injected("out_of_device_memory", "cuMemAlloc_v2#2=2,hipMalloc#1=2", || {
-        // The second allocation of run_vadd's three fails: the first is freed on the way out.
-        fails_once_then_works(Vendor::Nvptx, ErrorKind::OutOfMemory, |d| sample_project::run_vadd(d).map(|_| ()));
-        fails_once_then_works(Vendor::Amdgpu, ErrorKind::OutOfMemory, |d| DeviceBuffer::<u8>::alloc(d, 64).map(|_| ()));
-    });
+    injected(
+        "out_of_device_memory",
+        "cuMemAlloc_v2#2=2,hipMalloc#1=2",
+        || {
+            // The second allocation of run_vadd's three fails: the first is freed on the way out.
+            fails_once_then_works(Vendor::Nvptx, ErrorKind::OutOfMemory, |d| {
+                sample_project::run_vadd(d).map(|_| ())
+            });
+            fails_once_then_works(Vendor::Amdgpu, ErrorKind::OutOfMemory, |d| {
+                DeviceBuffer::<u8>::alloc(d, 64).map(|_| ())
+            });
+        },
+    );
 }
 
 #[test]
 fn out_of_pinned_memory() {
-    injected("out_of_pinned_memory", "cuMemAllocHost_v2#1=2,hipHostMalloc#1=2", || {
-        for vendor in [Vendor::Nvptx, Vendor::Amdgpu] {
-            fails_once_then_works(vendor, ErrorKind::OutOfMemory, |d| PinnedBuffer::<u32>::alloc(d, 1024).map(|_| ()));
-        }
-    });
+    injected(
+        "out_of_pinned_memory",
+        "cuMemAllocHost_v2#1=2,hipHostMalloc#1=2",
+        || {
+            for vendor in [Vendor::Nvptx, Vendor::Amdgpu] {
+                fails_once_then_works(vendor, ErrorKind::OutOfMemory, |d| {
+                    PinnedBuffer::<u32>::alloc(d, 1024).map(|_| ())
+                });
+            }
+        },
+    );
 }
 
 #[test]
 fn an_invalid_image() {
     // CUDA_ERROR_INVALID_IMAGE (200), hipErrorInvalidImage (200): the load fails, the next
     // launch loads the module again.
-    injected("an_invalid_image", "cuModuleLoadData#1=200,hipModuleLoadData#1=200", || {
-        fails_once_then_works(Vendor::Nvptx, ErrorKind::InvalidArgument, |d| sample_project::run_saxpy(d).map(|_| ()));
-        fails_once_then_works(Vendor::Amdgpu, ErrorKind::InvalidArgument, |d| sample_project::run_saxpy(d).map(|_| ()));
-    });
+    injected(
+        "an_invalid_image",
+        "cuModuleLoadData#1=200,hipModuleLoadData#1=200",
+        || {
+            fails_once_then_works(Vendor::Nvptx, ErrorKind::InvalidArgument, |d| {
+                sample_project::run_saxpy(d).map(|_| ())
+            });
+            fails_once_then_works(Vendor::Amdgpu, ErrorKind::InvalidArgument, |d| {
+                sample_project::run_saxpy(d).map(|_| ())
+            });
+        },
+    );
 }
 
 #[test]
 fn a_launch_failure() {
     // CUDA_ERROR_LAUNCH_FAILED (719), hipErrorLaunchFailure (719): a kernel fault, its buffers
     // freed. (On a GPU the context is unusable afterwards; the double does not model that.)
-    injected("a_launch_failure", "cuLaunchKernel#1=719,hipModuleLaunchKernel#1=719", || {
-        for vendor in [Vendor::Nvptx, Vendor::Amdgpu] {
-            let error = sample_project::run_vadd(&first(vendor)).err().unwrap();
-            assert_eq!(error.kind(), ErrorKind::KernelFault, "{error}");
-        }
-    });
+    injected(
+        "a_launch_failure",
+        "cuLaunchKernel#1=719,hipModuleLaunchKernel#1=719",
+        || {
+            for vendor in [Vendor::Nvptx, Vendor::Amdgpu] {
+                let error = sample_project::run_vadd(&first(vendor)).err().unwrap();
+                assert_eq!(error.kind(), ErrorKind::KernelFault, "{error}");
+            }
+        },
+    );
 }
 
 #[test]
 fn streams_and_events_that_cannot_be_made() {
-    injected("streams_and_events_that_cannot_be_made", "cuStreamCreate#1=2,cuEventCreate#1=2,hipStreamCreate#1=2,hipEventCreate#1=2", || {
-        for vendor in [Vendor::Nvptx, Vendor::Amdgpu] {
-            fails_once_then_works(vendor, ErrorKind::OutOfMemory, |d| d.create_stream().map(|_| ()));
-            fails_once_then_works(vendor, ErrorKind::OutOfMemory, |d| d.create_event().map(|_| ()));
-        }
-    });
+    injected(
+        "streams_and_events_that_cannot_be_made",
+        "cuStreamCreate#1=2,cuEventCreate#1=2,hipStreamCreate#1=2,hipEventCreate#1=2",
+        || {
+            for vendor in [Vendor::Nvptx, Vendor::Amdgpu] {
+                fails_once_then_works(vendor, ErrorKind::OutOfMemory, |d| {
+                    d.create_stream().map(|_| ())
+                });
+                fails_once_then_works(vendor, ErrorKind::OutOfMemory, |d| {
+                    d.create_event().map(|_| ())
+                });
+            }
+        },
+    );
 }

@@ -17,7 +17,11 @@ use std::path::PathBuf;
 pub fn library() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let path = exe.parent().unwrap().join("libgpu_driver_double.so");
-    assert!(path.exists(), "{} is missing: `cargo test -p gpu-tests` builds it (a dev-dependency)", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test -p gpu-tests` builds it (a dev-dependency)",
+        path.display()
+    );
     path
 }
 
@@ -33,7 +37,11 @@ impl Double {
         let log = match std::env::var("GPU_DOUBLE_LOG") {
             Ok(path) => PathBuf::from(path),
             Err(_) => {
-                let directory = std::env::current_exe().unwrap().parent().unwrap().join("driver-double-records");
+                let directory = std::env::current_exe()
+                    .unwrap()
+                    .parent()
+                    .unwrap()
+                    .join("driver-double-records");
                 std::fs::create_dir_all(&directory).unwrap();
                 let log = directory.join(format!("{name}.log"));
                 let _ = std::fs::remove_file(&log);
@@ -60,7 +68,11 @@ impl Double {
     /// True in the child process that runs the test's body against the double; in the
     /// harness's process, runs that child and fails when it fails.
     pub fn here(&self, module_path: &str, name: &str) -> bool {
-        let vars: Vec<(&str, &str)> = self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let vars: Vec<(&str, &str)> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         crate::rerun::in_own_process(module_path, name, &vars)
     }
 
@@ -82,7 +94,11 @@ pub struct Record {
 
 impl Record {
     pub fn starting(&self, prefix: &str) -> Vec<&str> {
-        self.lines.iter().filter(|l| l.starts_with(prefix)).map(String::as_str).collect()
+        self.lines
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .map(String::as_str)
+            .collect()
     }
 
     /// No rule broken, nothing leaked, and the process reached its exit report. What gpu-embed
@@ -97,29 +113,45 @@ impl Record {
                 bad.push(line.as_str());
             } else if let Some(thing) = line.strip_prefix("leak ") {
                 let device = thing.split(" on ").nth(1).unwrap_or_default().to_string();
-                let kind = if thing.starts_with("stream ") && thing.contains("(0 operations queued)") {
-                    "helper stream"
-                } else if thing.starts_with("event ") && thing.contains("(no timing)") {
-                    "marker event"
-                } else {
-                    bad.push(line.as_str());
-                    continue;
-                };
+                let kind =
+                    if thing.starts_with("stream ") && thing.contains("(0 operations queued)") {
+                        "helper stream"
+                    } else if thing.starts_with("event ") && thing.contains("(no timing)") {
+                        "marker event"
+                    } else {
+                        bad.push(line.as_str());
+                        continue;
+                    };
                 *kept.entry((device, kind)).or_default() += 1;
             }
         }
         for ((device, kind), count) in kept {
             let most = if kind == "helper stream" { 1 } else { 256 };
-            assert!(count <= most, "{count} {kind}s kept on {device} ({})", self.path.display());
+            assert!(
+                count <= most,
+                "{count} {kind}s kept on {device} ({})",
+                self.path.display()
+            );
         }
-        assert!(bad.is_empty(), "the double's record ({}) has:\n{}", self.path.display(), bad.join("\n"));
-        assert!(self.lines.iter().any(|l| l == "exit"), "no exit report in {}", self.path.display());
+        assert!(
+            bad.is_empty(),
+            "the double's record ({}) has:\n{}",
+            self.path.display(),
+            bad.join("\n")
+        );
+        assert!(
+            self.lines.iter().any(|l| l == "exit"),
+            "no exit report in {}",
+            self.path.display()
+        );
     }
 
     /// Fails unless some line contains every one of `parts`.
     pub fn assert_has(&self, parts: &[&str]) {
         assert!(
-            self.lines.iter().any(|l| parts.iter().all(|p| l.contains(p))),
+            self.lines
+                .iter()
+                .any(|l| parts.iter().all(|p| l.contains(p))),
             "no line of {} contains all of {parts:?}:\n{}",
             self.path.display(),
             self.lines.join("\n")
