@@ -129,9 +129,18 @@ pub fn read(bytes: &[u8]) -> Result<Image, String> {
                 "kernel `{name}`: its parameter ordinals are not 0..n"
             ));
         }
+        // From sm_80 on, each block's shared memory section also holds the 1 KiB the driver
+        // reserves per block (`.nv.shared.reserved.0` is then present;
+        // CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK): the kernel's own static shared
+        // memory, what CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES reports, is the rest.
+        let reserved = if file.section_by_name(".nv.shared.reserved.0").is_some() {
+            1024
+        } else {
+            0
+        };
         let static_shared = file
             .section_by_name(&format!(".nv.shared.{name}"))
-            .map_or(0, |s| s.size());
+            .map_or(0, |s| s.size().saturating_sub(reserved));
         kernels.push(Kernel {
             name: name.to_string(),
             params: params.into_iter().map(|(_, p)| p).collect(),

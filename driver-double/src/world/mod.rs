@@ -1,8 +1,9 @@
 //! The double's state, shared by both vendors' entry points: devices and contexts here, memory
-//! (`memory.rs`), modules (`modules.rs`), streams, events and graphs (`streams.rs`), launches
-//! (`launch.rs`) and what is never freed (`leaks.rs`). One lock guards it all; every entry point
-//! takes it once (`call`).
+//! (`memory.rs`), modules (`modules.rs`), streams and events (`streams.rs`), capture and graphs
+//! (`graphs.rs`), launches (`launch.rs`) and what is never freed (`leaks.rs`). One lock guards
+//! it all; every entry point takes it once (`call`).
 
+mod graphs;
 mod launch;
 mod leaks;
 mod memory;

@@ -1,4 +1,4 @@
-//! Streams, events and graphs. Queued work runs only when the host waits for it (a stream, an
+//! Streams and events. Queued work runs only when the host waits for it (a stream, an
 //! event, the context; a blocking copy; a free), in an order the driver allows: each stream in
 //! its order, an event wait after the recorded work, and the legacy default stream ordered
 //! against every blocking stream of its context. So work the host did not wait for has not
@@ -53,18 +53,18 @@ pub enum Work {
     },
 }
 
-struct Stream {
-    context: u64,
-    null: bool,
+pub(super) struct Stream {
+    pub(super) context: u64,
+    pub(super) null: bool,
     /// Orders against the legacy default stream (not CU_STREAM_NON_BLOCKING).
     blocking: bool,
     queue: VecDeque<(u64, Work)>,
-    capture: Option<Capture>,
+    pub(super) capture: Option<Capture>,
 }
 
-struct Capture {
-    nodes: Vec<Work>,
-    invalidated: Option<String>,
+pub(super) struct Capture {
+    pub(super) nodes: Vec<Work>,
+    pub(super) invalidated: Option<String>,
 }
 
 pub(super) struct Event {
@@ -75,17 +75,17 @@ pub(super) struct Event {
     done_at: Option<u64>,
 }
 
-struct Graph {
-    context: u64,
-    nodes: Vec<Work>,
+pub(super) struct Graph {
+    pub(super) context: u64,
+    pub(super) nodes: Vec<Work>,
 }
 
 #[derive(Default)]
 pub(super) struct Queues {
-    streams: BTreeMap<u64, Stream>,
+    pub(super) streams: BTreeMap<u64, Stream>,
     pub(super) events: BTreeMap<u64, Event>,
-    graphs: BTreeMap<u64, Graph>,
-    executables: BTreeMap<u64, Graph>,
+    pub(super) graphs: BTreeMap<u64, Graph>,
+    pub(super) executables: BTreeMap<u64, Graph>,
 }
 
 impl Queues {
@@ -602,115 +602,6 @@ impl World {
             })?;
         }
         Ok((times[1] as f32 - times[0] as f32) / 1000.0)
-    }
-
-    pub fn begin_capture(&mut self, stream: u64) -> Outcome<()> {
-        if CAPTURING.get() != 0 {
-            return Err(Fault::violation(
-                Code::CaptureUnsupported,
-                "this thread is capturing already",
-            ));
-        }
-        let state = self
-            .queues
-            .streams
-            .get_mut(&stream)
-            .filter(|s| !s.null)
-            .ok_or_else(|| {
-                Fault::violation(
-                    Code::CaptureUnsupported,
-                    "capture on the legacy default stream or an unknown stream",
-                )
-            })?;
-        state.capture = Some(Capture {
-            nodes: Vec::new(),
-            invalidated: None,
-        });
-        CAPTURING.set(stream);
-        Ok(())
-    }
-
-    pub fn end_capture(&mut self, stream: u64) -> Outcome<u64> {
-        if CAPTURING.get() != stream {
-            return Err(Fault::violation(
-                Code::CaptureWrongThread,
-                format!("ending a capture of stream {stream:#x} this thread did not begin"),
-            ));
-        }
-        CAPTURING.set(0);
-        let state = self
-            .queues
-            .streams
-            .get_mut(&stream)
-            .ok_or_else(|| Fault::violation(Code::InvalidHandle, "no such stream"))?;
-        let context = state.context;
-        let capture = state
-            .capture
-            .take()
-            .ok_or_else(|| Fault::violation(Code::InvalidValue, "the stream is not capturing"))?;
-        if let Some(why) = capture.invalidated {
-            return Err(Fault::violation(
-                Code::CaptureInvalidated,
-                format!("the capture was invalidated by {why}"),
-            ));
-        }
-        let id = self.handle();
-        self.queues.graphs.insert(
-            id,
-            Graph {
-                context,
-                nodes: capture.nodes,
-            },
-        );
-        Ok(id)
-    }
-
-    pub fn instantiate(&mut self, graph: u64) -> Outcome<u64> {
-        let source = self
-            .queues
-            .graphs
-            .get(&graph)
-            .ok_or_else(|| self.unknown(graph, "graph"))?;
-        let copy = Graph {
-            context: source.context,
-            nodes: source.nodes.clone(),
-        };
-        let id = self.handle();
-        self.queues.executables.insert(id, copy);
-        Ok(id)
-    }
-
-    pub fn destroy_graph(&mut self, graph: u64) -> Outcome<()> {
-        self.queues
-            .graphs
-            .remove(&graph)
-            .ok_or_else(|| self.unknown(graph, "graph"))?;
-        self.bury(graph, "graph");
-        Ok(())
-    }
-
-    pub fn destroy_executable(&mut self, executable: u64) -> Outcome<()> {
-        self.queues
-            .executables
-            .remove(&executable)
-            .ok_or_else(|| self.unknown(executable, "graph instance"))?;
-        self.bury(executable, "graph instance");
-        Ok(())
-    }
-
-    pub fn launch_graph(&mut self, executable: u64, stream: u64) -> Outcome<usize> {
-        let graph = self
-            .queues
-            .executables
-            .get(&executable)
-            .ok_or_else(|| self.unknown(executable, "graph instance"))?;
-        let (context, nodes) = (graph.context, graph.nodes.clone());
-        let stream = self.stream_in(stream, context)?;
-        let count = nodes.len();
-        for node in nodes {
-            self.enqueue(stream, node)?;
-        }
-        Ok(count)
     }
 
     pub(super) fn undestroyed_queues(&self) -> Vec<(u64, String)> {
