@@ -371,8 +371,9 @@ pub unsafe extern "C" fn mgpuEventRecord(event: *mut c_void, stream: *mut c_void
 }
 
 /// `size` bytes of device memory; host-shared memory (which host code may read and write too)
-/// on the host device, where every allocation is, and on Vulkan devices, where it is host
-/// memory that launches stage (see the module's documentation).
+/// on the host device, where every allocation is, on Vulkan devices, where it is host memory
+/// that launches stage (see the module's documentation), and on CUDA and HIP devices with
+/// concurrent managed access, where it is managed memory.
 #[no_mangle]
 pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: bool) -> *mut c_void {
     let allocated = with_runtime(|runtime, driver| {
@@ -388,11 +389,19 @@ pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: boo
                 return Ok(pointer);
             }
             HostMemory::Separate => {
-                return Err(invalid(format!(
-                    "host-shared memory on {} (only the host device and Vulkan devices have it \
-                     here)",
-                    runtime.device.name()
-                )))
+                // Managed memory, as upstream's wrappers allocate host-shared memory
+                // (cuMemAllocManaged with CU_MEM_ATTACH_GLOBAL, hipMallocManaged): one address
+                // for the host and every stream, freed like device memory.
+                if !runtime.device.limits().managed_memory {
+                    return Err(invalid(format!(
+                        "host-shared memory on {}: the device has no concurrent managed access",
+                        runtime.device.name()
+                    )));
+                }
+                let pointer = driver.alloc_managed(bytes.max(1))?;
+                runtime.handed_out = true;
+                runtime.allocations.insert(pointer, bytes.max(1));
+                return Ok(pointer as *mut c_void);
             }
         }
         let pointer = driver.alloc(bytes.max(1))?;

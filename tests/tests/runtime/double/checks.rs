@@ -157,7 +157,7 @@ fn last_violation(double: &Double) -> String {
 #[test]
 fn a_seeded_abi_bug_fails_the_double() {
     let double = Double::new("checks_abi");
-    if double.here(module_path!(), "a_seeded_abi_bug_fails_the_double") {
+    if super::here(&double, module_path!(), "a_seeded_abi_bug_fails_the_double") {
         let api = Api::open();
         assert_eq!(api.call1("cuInit", 0u32), SUCCESS);
         api.use_device(0);
@@ -273,7 +273,11 @@ fn a_seeded_abi_bug_fails_the_double() {
 #[test]
 fn each_rule_of_the_driver_is_checked() {
     let double = Double::new("checks_rules");
-    if double.here(module_path!(), "each_rule_of_the_driver_is_checked") {
+    if super::here(
+        &double,
+        module_path!(),
+        "each_rule_of_the_driver_is_checked",
+    ) {
         let api = Api::open();
         let expect = |code: Result, want: Result, violation: &str| {
             assert_eq!(code, want, "{violation}");

@@ -15,7 +15,11 @@ fn cuda_devices() -> Vec<Device> {
 #[test]
 fn devices_are_discovered_with_their_limits() {
     let double = Double::new("cuda_devices");
-    if double.here(module_path!(), "devices_are_discovered_with_their_limits") {
+    if super::here(
+        &double,
+        module_path!(),
+        "devices_are_discovered_with_their_limits",
+    ) {
         let devices = cuda_devices();
         let arches: Vec<String> = devices.iter().map(|d| d.arch().arch).collect();
         assert_eq!(arches, ["sm_90", "sm_80"]);
@@ -36,7 +40,8 @@ fn devices_are_discovered_with_their_limits() {
 #[test]
 fn every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it() {
     let double = Double::new("cuda_sample");
-    if double.here(
+    if super::here(
+        &double,
         module_path!(),
         "every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it",
     ) {
@@ -70,7 +75,8 @@ fn every_sample_kernel_loads_its_cubin_and_launches_as_the_image_reads_it() {
 #[test]
 fn a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin() {
     let double = Double::new("cuda_ptx").with("GPU_DOUBLE_CUDA_DEVICES", "sm_100,sm_86");
-    if double.here(
+    if super::here(
+        &double,
         module_path!(),
         "a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin",
     ) {
@@ -88,7 +94,8 @@ fn a_newer_device_jits_the_ptx_and_a_later_minor_takes_its_majors_cubin() {
 #[test]
 fn copies_fills_streams_events_and_pinned_memory_keep_their_order() {
     let double = Double::new("cuda_streams");
-    if double.here(
+    if super::here(
+        &double,
         module_path!(),
         "copies_fills_streams_events_and_pinned_memory_keep_their_order",
     ) {

@@ -29,7 +29,7 @@ fn fails_once_then_works(
 /// but for the injected failures.
 fn injected(name: &str, failures: &str, body: impl FnOnce()) {
     let double = Double::new(name).with("GPU_DOUBLE_FAIL", failures);
-    if double.here(module_path!(), name) {
+    if super::here(&double, module_path!(), name) {
         body();
         return;
     }

@@ -38,7 +38,8 @@ fn saxpy(device: &Device) -> gpu_embed::Result<()> {
 #[test]
 fn devices_are_discovered_with_their_wavefronts() {
     let double = Double::new("hip_devices");
-    if double.here(
+    if super::here(
+        &double,
         module_path!(),
         "devices_are_discovered_with_their_wavefronts",
     ) {
@@ -58,7 +59,8 @@ fn devices_are_discovered_with_their_wavefronts() {
 fn every_sample_kernel_loads_its_hsaco_and_launches_as_the_metadata_reads_it() {
     let double =
         Double::new("hip_sample").with("GPU_DOUBLE_HIP_DEVICES", "gfx90a:sramecc+:xnack-,gfx1100");
-    if double.here(
+    if super::here(
+        &double,
         module_path!(),
         "every_sample_kernel_loads_its_hsaco_and_launches_as_the_metadata_reads_it",
     ) {
@@ -86,7 +88,8 @@ fn every_sample_kernel_loads_its_hsaco_and_launches_as_the_metadata_reads_it() {
 fn a_chip_without_its_own_object_runs_its_generic_familys() {
     let double =
         Double::new("hip_generic").with("GPU_DOUBLE_HIP_DEVICES", "gfx1030,gfx1151,gfx1201,gfx906");
-    if double.here(
+    if super::here(
+        &double,
         module_path!(),
         "a_chip_without_its_own_object_runs_its_generic_familys",
     ) {
@@ -119,7 +122,8 @@ fn a_runtime_without_code_object_v6_gets_no_generic_object() {
     let double = Double::new("hip_rocm60")
         .with("GPU_DOUBLE_HIP_VERSION", "60000000")
         .with("GPU_DOUBLE_HIP_DEVICES", "gfx1030,gfx90a");
-    if double.here(
+    if super::here(
+        &double,
         module_path!(),
         "a_runtime_without_code_object_v6_gets_no_generic_object",
     ) {

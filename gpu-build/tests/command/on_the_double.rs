@@ -1,0 +1,79 @@
+//! `gpu-build run --device cuda|hip` on upstream's programs against the CUDA and HIP driver
+//! double (`driver-double/`): the programs' `mgpu*` calls go through the shims to the driver's
+//! entry points, and the double's record shows each launch read from the loaded object, no rule
+//! of the driver broken and nothing leaked. Kernels do not run on the double, so outputs are not
+//! compared (the CHECK lines are for a GPU).
+
+#[path = "../../../gpu-embed/tests/embed/common/driver_double.rs"]
+mod driver_double;
+
+use crate::run::{corpus, run_with_args};
+use driver_double::Double;
+
+/// Upstream programs of the CUDA and ROCm folders and the device each targets: streams and
+/// events (`async`, `concurrent-kernels`), host-shared memory (`alloc-host-shared`,
+/// `concurrent-kernels`), two modules, a reduction over a 3-D memref, registered host memory.
+const PROGRAMS: &[(&str, &str)] = &[
+    ("CUDA/two-modules.mlir", "cuda"),
+    ("CUDA/all-reduce-op.mlir", "cuda"),
+    ("CUDA/async.mlir", "cuda"),
+    ("CUDA/concurrent-kernels.mlir", "cuda"),
+    ("CUDA/alloc-host-shared.mlir", "cuda"),
+    ("CUDA/gpu-to-cubin.mlir", "cuda"),
+    ("ROCM/vecadd.mlir", "hip"),
+    ("ROCM/two-modules.mlir", "hip"),
+    ("ROCM/gpu-to-hsaco.mlir", "hip"),
+];
+
+/// What a program itself never frees, from its text: device memory it allocates and does not
+/// deallocate, and host memory it registers (upstream's programs never unregister).
+fn leaked_by_the_program(text: &str) -> (usize, usize) {
+    let allocated = text.matches("gpu.alloc").count();
+    let freed = text.matches("gpu.dealloc").count();
+    (
+        allocated.saturating_sub(freed),
+        text.matches("gpu.host_register").count(),
+    )
+}
+
+#[test]
+fn upstream_programs_keep_the_drivers_rules_through_the_mgpu_shims() {
+    let corpus = corpus();
+    for (program, device) in PROGRAMS {
+        let name = program.replace(['/', '.'], "_");
+        let double = Double::new(&format!("run_{name}"));
+        let path = corpus.join(program);
+        let output = run_with_args(&path, &["--device", device], &double.vars());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{program} on the double's {device}:\n{stdout}\n{stderr}"
+        );
+        let record = double.record();
+        record.assert_has(&["launch kernel="]);
+        // The program's own leaks are the program's; the shims leak nothing more.
+        let (device_memory, registered) =
+            leaked_by_the_program(&std::fs::read_to_string(&path).unwrap());
+        let leaked = |kind: &str| {
+            record
+                .lines
+                .iter()
+                .filter(|l| l.starts_with("leak allocation") && l.contains(kind))
+                .count()
+        };
+        assert_eq!(
+            leaked(": Device,") + leaked(": Managed,"),
+            device_memory,
+            "{program}"
+        );
+        assert_eq!(leaked(": Registered,"), registered, "{program}");
+        let rest: Vec<String> = record
+            .lines
+            .iter()
+            .filter(|l| !l.starts_with("leak allocation"))
+            .cloned()
+            .collect();
+        driver_double::Record::from_lines(rest, &format!("run_{name}")).assert_clean();
+    }
+}
