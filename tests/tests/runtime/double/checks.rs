@@ -20,6 +20,8 @@ const ILLEGAL_ADDRESS: Result = 700;
 const CAPTURE_UNSUPPORTED: Result = 900;
 const CAPTURE_INVALIDATED: Result = 901;
 const HIP_INVALID_IMAGE: Result = 200;
+const HIP_INVALID_HANDLE: Result = 400;
+const UNSUPPORTED_PTX_VERSION: Result = 222;
 
 type Pointer = *mut c_void;
 
@@ -486,4 +488,145 @@ fn each_rule_of_the_driver_is_checked() {
     let record = double.record();
     let leaks = record.starting("leak ");
     assert_eq!(leaks.len(), 6, "{leaks:#?}");
+}
+
+/// A kernel written by hand in PTX: a struct parameter (16 bytes at 8-byte alignment after a
+/// 4-byte one), a pointer, and a required block size.
+const REQUIRED_BLOCK_PTX: &str = ".version 7.0\n.target sm_80\n.address_size 64\n\
+    .visible .entry fixed(\n  .param .u32 fixed_param_0,\n  .param .align 8 .b8 fixed_param_1[16],\n  \
+    .param .u64 .ptr .global .align 4 fixed_param_2\n)\n.reqntid 64, 1, 1\n{\n  ret;\n}\n\0";
+
+#[test]
+fn a_required_block_size_and_a_struct_argument() {
+    let double = Double::new("checks_reqntid");
+    if super::here(
+        &double,
+        module_path!(),
+        "a_required_block_size_and_a_struct_argument",
+    ) {
+        let api = Api::open();
+        assert_eq!(api.call1("cuInit", 0u32), SUCCESS);
+        api.use_device(1);
+        let (code, module) = api.load("cuModuleLoadData", REQUIRED_BLOCK_PTX.as_bytes());
+        assert_eq!(code, SUCCESS);
+        let function = api.function(module, c"fixed");
+        let mut pointer = api.alloc(256);
+        let (mut count, mut pair) = (3u32, [7u64, 9u64]);
+        let mut params: Vec<Pointer> = vec![
+            (&raw mut count).cast(),
+            (&raw mut pair).cast(),
+            (&raw mut pointer).cast(),
+        ];
+        let null = std::ptr::null_mut();
+        assert_eq!(
+            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
+            SUCCESS
+        );
+        assert_eq!(
+            api.launch("cuLaunchKernel", function, [32, 2, 1], 0, null, &mut params),
+            INVALID_VALUE
+        );
+        assert!(
+            last_violation(&double).contains("requires blocks of [64, 1, 1]"),
+            "{}",
+            last_violation(&double)
+        );
+        return;
+    }
+    let record = double.record();
+    // The struct at offset 8 (after the u32, at its alignment), the pointer after it at 24.
+    record.assert_has(&[
+        "launch kernel=fixed image=ptx 7.0 sm_80",
+        "params(32 bytes)=[4B 0x3, 16B 0x7, ptr 0xc0de",
+    ]);
+}
+
+#[test]
+fn a_hip_kernel_launched_on_another_device() {
+    let double = Double::new("checks_hip_device");
+    if super::here(
+        &double,
+        module_path!(),
+        "a_hip_kernel_launched_on_another_device",
+    ) {
+        let api = Api::open();
+        assert_eq!(api.call1("hipSetDevice", 0 as c_int), SUCCESS);
+        let (code, module) = api.load("hipModuleLoadData", &saxpy("gfx90a", Format::Bin));
+        assert_eq!(code, SUCCESS);
+        let mut function: Pointer = std::ptr::null_mut();
+        assert_eq!(
+            api.call3(
+                "hipModuleGetFunction",
+                &mut function,
+                module,
+                c"saxpy".as_ptr()
+            ),
+            SUCCESS
+        );
+        let mut pointer: Pointer = std::ptr::null_mut();
+        assert_eq!(api.call2("hipMalloc", &mut pointer, 256usize), SUCCESS);
+        let (mut a, mut n) = (1.0f32, 64i64);
+        let (mut x, mut y) = (pointer, pointer);
+        let mut params: Vec<Pointer> = vec![
+            (&raw mut a).cast(),
+            (&raw mut x).cast(),
+            (&raw mut y).cast(),
+            (&raw mut n).cast(),
+        ];
+        let null = std::ptr::null_mut();
+        assert_eq!(
+            api.launch(
+                "hipModuleLaunchKernel",
+                function,
+                [64, 1, 1],
+                0,
+                null,
+                &mut params
+            ),
+            SUCCESS
+        );
+        // Device 1 current: the null stream is device 1's, the kernel was loaded on device 0.
+        assert_eq!(api.call1("hipSetDevice", 1 as c_int), SUCCESS);
+        assert_eq!(
+            api.launch(
+                "hipModuleLaunchKernel",
+                function,
+                [64, 1, 1],
+                0,
+                null,
+                &mut params
+            ),
+            HIP_INVALID_HANDLE
+        );
+        assert!(
+            last_violation(&double).contains("loaded in another context"),
+            "{}",
+            last_violation(&double)
+        );
+        return;
+    }
+    double
+        .record()
+        .assert_has(&["launch kernel=saxpy image=hsaco gfx90a"]);
+}
+
+#[test]
+fn ptx_newer_than_the_driver() {
+    let double = Double::new("checks_old_driver").with("GPU_DOUBLE_CUDA_VERSION", "11000");
+    if super::here(&double, module_path!(), "ptx_newer_than_the_driver") {
+        let api = Api::open();
+        assert_eq!(api.call1("cuInit", 0u32), SUCCESS);
+        api.use_device(0);
+        // The sample's PTX for sm_90 is ISA 7.8; CUDA 11.0 compiles 7.0 at most.
+        assert_eq!(
+            api.load("cuModuleLoadData", &saxpy("sm_90", Format::Isa)).0,
+            UNSUPPORTED_PTX_VERSION
+        );
+        assert!(
+            last_violation(&double).contains("PTX ISA 7.8 is newer than this driver's 7.0"),
+            "{}",
+            last_violation(&double)
+        );
+        return;
+    }
 }

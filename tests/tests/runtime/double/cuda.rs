@@ -124,3 +124,93 @@ fn copies_fills_streams_events_and_pinned_memory_keep_their_order() {
     }
     double.record().assert_clean();
 }
+
+#[test]
+fn managed_memory_is_one_address_for_the_host_and_the_device() {
+    let double = Double::new("managed");
+    if super::here(
+        &double,
+        module_path!(),
+        "managed_memory_is_one_address_for_the_host_and_the_device",
+    ) {
+        let gpus = Device::gpus().unwrap();
+        let vendors = [Vendor::Nvptx, Vendor::Amdgpu];
+        for device in gpus.iter().filter(|d| vendors.contains(&d.vendor())) {
+            let device = device.clone();
+            let mut managed = DeviceBuffer::<u32>::alloc_managed(&device, 1000).unwrap();
+            for (i, v) in managed.host_slice().unwrap().iter_mut().enumerate() {
+                *v = i as u32;
+            }
+            let copy = DeviceBuffer::<u32>::alloc(&device, 1000).unwrap();
+            let stream = device.create_stream().unwrap();
+            stream.copy(&copy, &managed).unwrap();
+            assert_eq!(copy.to_vec().unwrap(), (0..1000).collect::<Vec<u32>>());
+        }
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    record.assert_has(&["call cuMemAllocManaged", "flags=1"]);
+    record.assert_has(&["call hipMallocManaged", "flags=1"]);
+}
+
+#[test]
+fn an_old_driver_gets_the_ptx_it_compiles() {
+    // CUDA 11.0 compiles PTX ISA 7.0 at most: for an sm_100 (no cubin of its major) the sample's
+    // sm_90 PTX is ISA 7.8, its sm_80 PTX 7.0, so the runtime chooses sm_80's.
+    let double = Double::new("old_driver")
+        .with("GPU_DOUBLE_CUDA_VERSION", "11000")
+        .with("GPU_DOUBLE_CUDA_DEVICES", "sm_100");
+    if super::here(
+        &double,
+        module_path!(),
+        "an_old_driver_gets_the_ptx_it_compiles",
+    ) {
+        sample_project::run_vadd(&cuda_devices()[0]).unwrap();
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    record.assert_has(&["launch kernel=vadd image=ptx 7.0 sm_80"]);
+}
+
+#[test]
+fn launches_copies_and_frees_are_traced_with_the_drivers_device() {
+    let double = Double::new("tracing");
+    if !super::here(
+        &double,
+        module_path!(),
+        "launches_copies_and_frees_are_traced_with_the_drivers_device",
+    ) {
+        double.record().assert_clean();
+        return;
+    }
+    let captured = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || Captured(writer.clone()))
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        sample_project::run_saxpy(&cuda_devices()[0]).unwrap();
+    });
+    let text = String::from_utf8(captured.lock().unwrap().clone()).unwrap();
+    for wanted in ["saxpy", "GPU driver double (sm_90)", "copy"] {
+        assert!(text.contains(wanted), "no `{wanted}` in:\n{text}");
+    }
+}
+
+/// Collects what the tracing subscriber writes.
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
