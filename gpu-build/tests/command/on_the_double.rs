@@ -9,6 +9,7 @@ mod driver_double;
 
 use crate::run::{corpus, run_with_args};
 use driver_double::Double;
+use std::path::PathBuf;
 
 /// Upstream programs of the CUDA and ROCm folders and the device each targets: streams and
 /// events (`async`, `concurrent-kernels`), host-shared memory (`alloc-host-shared`,
@@ -25,6 +26,13 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("ROCM/gpu-to-hsaco.mlir", "hip"),
 ];
 
+/// Programs of our own (`tests/programs/`): 64 KiB of dynamic shared memory, which CUDA grants
+/// only to a kernel opted in.
+const OURS: &[(&str, &str)] = &[
+    ("large_shared_memory.mlir", "cuda"),
+    ("large_shared_memory.mlir", "hip"),
+];
+
 /// What a program itself never frees, from its text: device memory it allocates and does not
 /// deallocate, and host memory it registers (upstream's programs never unregister).
 fn leaked_by_the_program(text: &str) -> (usize, usize) {
@@ -39,10 +47,12 @@ fn leaked_by_the_program(text: &str) -> (usize, usize) {
 #[test]
 fn upstream_programs_keep_the_drivers_rules_through_the_mgpu_shims() {
     let corpus = corpus();
-    for (program, device) in PROGRAMS {
-        let name = program.replace(['/', '.'], "_");
+    let ours = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+    let programs = PROGRAMS.iter().map(|(p, d)| (corpus.join(p), *d));
+    for (path, device) in programs.chain(OURS.iter().map(|(p, d)| (ours.join(p), *d))) {
+        let program = path.display().to_string();
+        let name = format!("{device}_{}", path.file_stem().unwrap().to_string_lossy());
         let double = Double::new(&format!("run_{name}"));
-        let path = corpus.join(program);
         let output = run_with_args(&path, &["--device", device], &double.vars());
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);

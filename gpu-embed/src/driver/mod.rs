@@ -452,5 +452,8 @@ pub(crate) fn load_first<T>(
         Ok(path) if !path.is_empty() => format!(" (named by {variable})"),
         _ => String::new(),
     };
-    Err(format!("no {vendor} driver: tried {}{named}", failures.join(", ")))
+    Err(format!(
+        "no {vendor} driver: tried {}{named}",
+        failures.join(", ")
+    ))
 }

@@ -227,6 +227,17 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
                 sizes.len()
             )));
         }
+        // More dynamic shared memory than a block gets by default: opt the kernel in first, as
+        // upstream's wrapper does (CUDA refuses the launch otherwise).
+        if shared > 0 {
+            let limits = runtime.device.limits();
+            let declared = driver
+                .attributes(&function.handle, limits)?
+                .static_shared_bytes;
+            if declared.saturating_add(u64::from(shared)) > limits.shared_memory_per_block {
+                driver.allow_dynamic_shared(&function.handle, shared)?;
+            }
+        }
         let launch = Launch {
             function: &function.handle,
             grid,

@@ -553,7 +553,15 @@ impl<A: Api> Driver for GpuDriver<A> {
             let recorded = record(&StreamHandle::from_vendor(A::VENDOR, capturing.into_bits()));
             // SAFETY: the capturing stream; ends the capture even after a failed `record`.
             let ended = unsafe { self.api.end_capture(capturing) };
-            recorded.and(ended)
+            match (recorded, ended) {
+                (Ok(()), ended) => ended,
+                (Err(error), Ok(graph)) => {
+                    // SAFETY: the graph ending the capture made, not used afterwards.
+                    unsafe { self.api.destroy_captured_graph(graph) };
+                    Err(error)
+                }
+                (Err(error), Err(_)) => Err(error),
+            }
         });
         // SAFETY: the capture's own stream, not used afterwards.
         unsafe { self.api.destroy_stream(capturing) };

@@ -127,3 +127,41 @@ fn streams_and_events_that_cannot_be_made() {
         },
     );
 }
+
+#[test]
+fn a_graph_whose_recording_fails_is_destroyed() {
+    // The captured launch fails while the graph is recorded into the driver's capture (its
+    // first launch, in `end_capture`): the error is the launch's, and the driver's graph, which
+    // ending the capture made, is destroyed with nothing else leaked (issue 61, item 5).
+    injected(
+        "a_graph_whose_recording_fails_is_destroyed",
+        "cuLaunchKernel#1=719,hipModuleLaunchKernel#1=719",
+        || {
+            for vendor in [Vendor::Nvptx, Vendor::Amdgpu] {
+                let device = first(vendor);
+                let stream = device.create_stream().unwrap();
+                let n = 256;
+                let (x, y) = (
+                    DeviceBuffer::<f32>::alloc(&device, n).unwrap(),
+                    DeviceBuffer::<f32>::alloc(&device, n).unwrap(),
+                );
+                let config = gpu_embed::LaunchConfig::for_elements(n, 64);
+                stream.begin_capture().unwrap();
+                // SAFETY: the kernel reads x[i] and updates y[i] for i < n; both hold n elements.
+                unsafe {
+                    gpu_tests::llvm_kernels::saxpy_global(
+                        &stream,
+                        &config,
+                        2.0,
+                        x.device_ptr(),
+                        y.device_ptr(),
+                        n as i64,
+                    )
+                }
+                .unwrap();
+                let error = stream.end_capture().err().unwrap();
+                assert_eq!(error.kind(), ErrorKind::KernelFault, "{error}");
+            }
+        },
+    );
+}
