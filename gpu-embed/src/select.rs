@@ -243,6 +243,41 @@ mod tests {
         );
     }
 
+    /// Arch-specific objects (`sm_90a`) run on exactly their compute capability, where they win
+    /// over the plain ones; a device named `sm_90` (as CUDA reports 9.0) gets them (issue 61,
+    /// item 1: an `sm_90a`-only module had no fitting object on an H100).
+    #[test]
+    fn nvidia_prefers_an_arch_specific_object_on_its_own_compute_capability() {
+        static ONLY_SPECIFIC: [Object; 2] = [
+            Object::new(Vendor::Nvptx, "sm_90a", Format::Bin, b"cubin90a"),
+            Object::new(Vendor::Nvptx, "sm_90a", Format::Isa, b"ptx90a"),
+        ];
+        static SPECIFIC: Binary = Binary::new("k", &ONLY_SPECIFIC, &["k"]);
+        static BOTH: [Object; 4] = [
+            Object::new(Vendor::Nvptx, "sm_90", Format::Bin, b"cubin90"),
+            Object::new(Vendor::Nvptx, "sm_90a", Format::Bin, b"cubin90a"),
+            Object::new(Vendor::Nvptx, "sm_90", Format::Isa, b"ptx90"),
+            Object::new(Vendor::Nvptx, "sm_90a", Format::Isa, b"ptx90a"),
+        ];
+        static PLAIN_AND_SPECIFIC: Binary = Binary::new("k", &BOTH, &["k"]);
+        let on = |binary: &'static Binary, arch: &str| {
+            select(binary, &device(Vendor::Nvptx, arch)).map(|o| o.bytes())
+        };
+        assert_eq!(on(&SPECIFIC, "sm_90").unwrap(), b"cubin90a");
+        assert_eq!(on(&PLAIN_AND_SPECIFIC, "sm_90").unwrap(), b"cubin90a");
+        // Only on 9.0: a 10.0 device JITs the plain PTX, an 8.9 one has nothing.
+        assert_eq!(on(&PLAIN_AND_SPECIFIC, "sm_100").unwrap(), b"ptx90");
+        assert!(on(&SPECIFIC, "sm_100").is_err());
+        assert!(on(&SPECIFIC, "sm_89").is_err());
+        // PTX alone: the arch-specific PTX of the device's own compute capability.
+        static PTX: [Object; 2] = [
+            Object::new(Vendor::Nvptx, "sm_90", Format::Isa, b"ptx90"),
+            Object::new(Vendor::Nvptx, "sm_90a", Format::Isa, b"ptx90a"),
+        ];
+        static PTX_ONLY: Binary = Binary::new("k", &PTX, &["k"]);
+        assert_eq!(on(&PTX_ONLY, "sm_90").unwrap(), b"ptx90a");
+    }
+
     #[test]
     fn amd_respects_feature_settings() {
         assert_eq!(chosen(Vendor::Amdgpu, "gfx1100").unwrap(), b"hsaco1100");

@@ -1,6 +1,9 @@
-//! Which NVIDIA object runs on a device: the cubin for the device's exact sm, else a cubin of the
-//! same major version and an older minor (cubins run on later minors of their major), else the
-//! PTX of the highest sm not above the device's (the driver compiles it).
+//! Which NVIDIA object runs on a device: an arch-specific cubin (`sm_90a`) of exactly the device's
+//! compute capability (it runs only there, and uses what only that chip has: wgmma on 9.0), else
+//! the cubin for the device's exact sm, else a cubin of the same major version and an older minor
+//! (cubins run on later minors of their major), else PTX: the arch-specific PTX of the device's
+//! compute capability, else that of the highest sm not above the device's (the driver compiles
+//! it).
 
 use crate::binary::{Format, Object};
 
@@ -19,6 +22,15 @@ pub(crate) fn select<'b>(
     arch: &str,
 ) -> Option<&'b Object> {
     let (major, minor, _) = sm_version(arch)?;
+    let arch_specific = |format: Format| {
+        candidates
+            .clone()
+            .filter(move |o| o.format() == format)
+            .find(|o| sm_version(o.chip()) == Some((major, minor, true)))
+    };
+    if let Some(specific) = arch_specific(Format::Bin) {
+        return Some(specific);
+    }
     let bins = candidates.clone().filter(|o| o.format() == Format::Bin);
     if let Some(exact) = bins.clone().find(|o| o.chip() == arch) {
         return Some(exact);
@@ -30,12 +42,13 @@ pub(crate) fn select<'b>(
     if let Some((_, object)) = same_major {
         return Some(object);
     }
+    if let Some(specific) = arch_specific(Format::Isa) {
+        return Some(specific);
+    }
     candidates
         .filter(|o| o.format() == Format::Isa)
         .filter_map(|o| Some((sm_version(o.chip())?, o)))
-        .filter(|((m, n, suffixed), o)| {
-            (*m, *n) <= (major, minor) && (!suffixed || o.chip() == arch)
-        })
+        .filter(|((m, n, suffixed), _)| (*m, *n) <= (major, minor) && !suffixed)
         .max_by_key(|((m, n, _), _)| (*m, *n))
         .map(|(_, object)| object)
 }
