@@ -15,6 +15,10 @@ pub struct Config {
     pub memory: u64,
     /// Where the record goes (`record.rs`); none: nowhere.
     pub log: Option<String>,
+    /// The vendors whose registered host memory devices see at an address of their own
+    /// (`cuda`, `hip`; default `hip`, whose runtime may map it elsewhere; CUDA with unified
+    /// addressing uses the host's).
+    pub mapped_registrations: Vec<crate::world::Vendor>,
     /// Calls to fail: `cuMemAlloc_v2=2` (every call) or `cuMemAlloc_v2#3=2` (the third),
     /// comma-separated.
     pub failures: Vec<Failure>,
@@ -72,5 +76,13 @@ pub fn config() -> &'static Config {
         memory: number("GPU_DOUBLE_MEMORY", 1 << 30),
         log: std::env::var("GPU_DOUBLE_LOG").ok(),
         failures: failures(),
+        mapped_registrations: list("GPU_DOUBLE_MAPPED_REGISTRATIONS", "hip")
+            .iter()
+            .filter_map(|v| match v.as_str() {
+                "cuda" => Some(crate::world::Vendor::Cuda),
+                "hip" => Some(crate::world::Vendor::Hip),
+                _ => None,
+            })
+            .collect(),
     })
 }

@@ -109,10 +109,14 @@ fn device_attribute(world: &World, device: usize, attribute: CUdevice_attribute)
         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => state.multiprocessors() as c_int,
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR => major as c_int,
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR => minor as c_int,
+        CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => c_int::from(
+            !crate::config::config()
+                .mapped_registrations
+                .contains(&Vendor::Cuda),
+        ),
         CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
         | CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
         | CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
-        | CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM
         | CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY => 1,
         _ => 0,
     }
@@ -314,7 +318,16 @@ crate::abi::entry_points! {
     }
     fn cuMemHostRegister_v2(pointer: *mut c_void, bytes: usize, flags: c_uint) {
         w.current_context()?;
-        w.register(pointer as usize as u64, bytes)
+        // CU_MEMHOSTREGISTER_DEVICEMAP (0x02) maps it for devices.
+        w.register(Vendor::Cuda, pointer as usize as u64, bytes, flags & 0x02 != 0)
+    }
+    fn cuMemHostGetDevicePointer_v2(device: *mut CUdeviceptr, pointer: *mut c_void, flags: c_uint) {
+        if flags != 0 {
+            return Err(Fault::violation(Code::InvalidValue, format!("cuMemHostGetDevicePointer flags {flags} (must be 0)")));
+        }
+        let address = w.device_address(pointer as usize as u64)?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(device, address) }
     }
     fn cuMemHostUnregister(pointer: *mut c_void) {
         w.current_context()?;

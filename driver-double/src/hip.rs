@@ -271,7 +271,16 @@ crate::abi::entry_points! {
         unsafe { put(pointer, handle(base)) }
     }
     fn hipHostRegister(pointer: *mut c_void, bytes: usize, flags: c_uint) {
-        w.register(id(pointer), bytes)
+        // hipHostRegisterMapped (0x02) maps it for devices.
+        w.register(Vendor::Hip, id(pointer), bytes, flags & 0x02 != 0)
+    }
+    fn hipHostGetDevicePointer(device: *mut *mut c_void, pointer: *mut c_void, flags: c_uint) {
+        if flags != 0 {
+            return Err(Fault::violation(Code::InvalidValue, format!("hipHostGetDevicePointer flags {flags} (must be 0)")));
+        }
+        let address = w.device_address(id(pointer))?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(device, handle(address)) }
     }
     fn hipHostUnregister(pointer: *mut c_void) {
         w.unregister(id(pointer))

@@ -43,6 +43,9 @@ struct Allocation {
     /// Device and managed memory, pinned memory: the bytes (the latter two at the address
     /// handed out). Registered memory is the caller's.
     storage: Option<Box<[u8]>>,
+    /// Registered memory: the caller's host address (the allocation's base is where devices see
+    /// it, the same or, where the driver maps it elsewhere, one of the double's device addresses).
+    host: Option<u64>,
 }
 
 #[derive(Default)]
@@ -55,6 +58,10 @@ pub(super) struct Memory {
     /// The next device address per vendor.
     next_device_address: [u64; 2],
 }
+
+/// Marks the base of a mapped registration made without the flag that maps it: far above any
+/// other device address, so it matches no range a caller could name.
+const MAPPED_ONLY_BY_FLAG: u64 = 0x0000_8000_0000_0000;
 
 /// Uninitialized device memory reads as this byte (compute-sanitizer's initcheck finds such reads
 /// on a GPU; here they are at least not zeros by luck).
@@ -96,14 +103,8 @@ impl World {
         let storage = vec![UNINITIALIZED; bytes].into_boxed_slice();
         let base = match kind {
             MemoryKind::Device => {
-                let slot = state.vendor as usize;
-                if self.memory.next_device_address[slot] == 0 {
-                    self.memory.next_device_address[slot] = device_base(state.vendor);
-                }
-                let base = self.memory.next_device_address[slot];
-                // 512-byte aligned, as cuMemAlloc's are at least; never reused.
-                self.memory.next_device_address[slot] += (bytes as u64).div_ceil(512) * 512 + 512;
-                base
+                let vendor = state.vendor;
+                self.next_device_base(vendor, bytes)
             }
             _ => storage.as_ptr() as u64,
         };
@@ -124,6 +125,7 @@ impl World {
                 device: owner,
                 bytes,
                 storage: Some(storage),
+                host: None,
             },
         );
         Ok(base)
@@ -156,7 +158,16 @@ impl World {
         Ok(())
     }
 
-    pub fn register(&mut self, host: u64, bytes: usize) -> Outcome<()> {
+    /// Registers `bytes` of host memory at `host`. `mapped`: devices see it at an address of
+    /// their own (a driver without unified addressing for it), which `device_address` gives
+    /// when it was registered for that (`mappable`).
+    pub fn register(
+        &mut self,
+        vendor: Vendor,
+        host: u64,
+        bytes: usize,
+        mappable: bool,
+    ) -> Outcome<()> {
         if host == 0 || bytes == 0 {
             return Err(Fault::violation(
                 Code::InvalidValue,
@@ -164,34 +175,69 @@ impl World {
             ));
         }
         let end = host + bytes as u64;
-        if self
-            .memory
-            .live
-            .iter()
-            .any(|(b, a)| *b < end && host < *b + a.bytes as u64)
-        {
+        let overlaps = self.memory.live.iter().any(|(b, a)| {
+            let start = a.host.unwrap_or(*b);
+            start < end && host < start + a.bytes as u64
+        });
+        if overlaps {
             return Err(Fault::violation(
                 Code::HostAlreadyRegistered,
                 format!("{host:#x} overlaps memory already registered or allocated"),
             ));
         }
+        let base = if config().mapped_registrations.contains(&vendor) {
+            if !mappable {
+                // Kept, but with no device address: `device_address` refuses it.
+                self.next_device_base(vendor, bytes) | MAPPED_ONLY_BY_FLAG
+            } else {
+                self.next_device_base(vendor, bytes)
+            }
+        } else {
+            host
+        };
         self.memory.next_number += 1;
         self.memory.live.insert(
-            host,
+            base,
             Allocation {
                 number: self.memory.next_number,
                 kind: MemoryKind::Registered,
                 device: None,
                 bytes,
                 storage: None,
+                host: Some(host),
             },
         );
         Ok(())
     }
 
+    /// The registered allocation whose host range holds `host`: (base, its host address).
+    fn registration(&self, host: u64) -> Option<(u64, u64)> {
+        self.memory.live.iter().find_map(|(base, a)| {
+            let start = a.host?;
+            (start <= host && host < start + a.bytes as u64).then_some((*base, start))
+        })
+    }
+
+    /// Where devices see registered host memory at `host`.
+    pub fn device_address(&self, host: u64) -> Outcome<u64> {
+        let Some((base, start)) = self.registration(host) else {
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("{host:#x} is not registered host memory"),
+            ));
+        };
+        if base & MAPPED_ONLY_BY_FLAG != 0 {
+            return Err(Fault::violation(
+                Code::InvalidValue,
+                format!("{host:#x} was registered without the flag that maps it for devices"),
+            ));
+        }
+        Ok(base + (host - start))
+    }
+
     pub fn unregister(&mut self, host: u64) -> Outcome<()> {
-        match self.memory.live.get(&host) {
-            Some(a) if a.kind == MemoryKind::Registered => {}
+        match self.registration(host) {
+            Some((_, start)) if start == host => {}
             _ => {
                 return Err(Fault::violation(
                     Code::HostNotRegistered,
@@ -200,12 +246,26 @@ impl World {
             }
         }
         self.synchronize_all();
-        if let Some(allocation) = self.memory.live.remove(&host) {
-            self.memory
-                .freed
-                .push((host, allocation.bytes, allocation.number));
+        if let Some((base, _)) = self.registration(host) {
+            if let Some(allocation) = self.memory.live.remove(&base) {
+                self.memory
+                    .freed
+                    .push((base, allocation.bytes, allocation.number));
+            }
         }
         Ok(())
+    }
+
+    /// A fresh range of `vendor`'s device addresses for `bytes`, never handed out again.
+    fn next_device_base(&mut self, vendor: Vendor, bytes: usize) -> u64 {
+        let slot = vendor as usize;
+        if self.memory.next_device_address[slot] == 0 {
+            self.memory.next_device_address[slot] = device_base(vendor);
+        }
+        let base = self.memory.next_device_address[slot];
+        // 512-byte aligned, as cuMemAlloc's are at least.
+        self.memory.next_device_address[slot] += (bytes as u64).div_ceil(512) * 512 + 512;
+        base
     }
 
     /// Why `[address, address + bytes)` is in no live allocation.
@@ -264,9 +324,9 @@ impl World {
                 ));
             }
         }
-        Ok(match &mut allocation.storage {
-            Some(storage) => storage[offset..].as_mut_ptr(),
-            None => address as *mut u8,
+        Ok(match (&mut allocation.storage, allocation.host) {
+            (Some(storage), _) => storage[offset..].as_mut_ptr(),
+            (None, host) => (host.unwrap_or(base) + offset as u64) as *mut u8,
         })
     }
 

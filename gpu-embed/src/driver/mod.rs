@@ -155,8 +155,8 @@ pub(crate) trait Driver: Sync {
         false
     }
     /// Where the device sees page-locked host memory registered at `host` (`register`): the
-    /// same address under unified addressing, which every driver here has but HIP's, whose
-    /// runtime may map it elsewhere (`hipHostGetDevicePointer`, not bound here).
+    /// same address under unified addressing; CUDA and HIP ask their driver
+    /// (`cuMemHostGetDevicePointer`, `hipHostGetDevicePointer`), which may map it elsewhere.
     #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
     fn registered_host_address(&self, host: *mut c_void) -> Result<*mut c_void> {
         Ok(host)

@@ -339,11 +339,28 @@ impl Api for CudaApi {
     }
 
     unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
+        // `cuda.h`'s CU_MEMHOSTREGISTER_DEVICEMAP: mapped into the device's address space, so
+        // that `cuMemHostGetDevicePointer` gives its address (implied under unified addressing).
+        const DEVICEMAP: std::ffi::c_uint = 0x02;
         self.check(
-            // SAFETY: see the module's documentation; default flags.
-            unsafe { (self.entry.cuMemHostRegister_v2)(pointer, bytes, 0) },
+            // SAFETY: see the module's documentation.
+            unsafe { (self.entry.cuMemHostRegister_v2)(pointer, bytes, DEVICEMAP) },
             || format!("page-locking {bytes} bytes"),
         )
+    }
+
+    /// The device's address of registered memory: the host's own where the device can use host
+    /// pointers (CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM), else another;
+    /// `cuMemHostGetDevicePointer` answers either way.
+    fn registered_host_address(&self, host: *mut c_void) -> Result<*mut c_void> {
+        let mut device = 0;
+        self.check(
+            // SAFETY: a valid out-pointer; `host` is registered memory (the caller's promise to
+            // `Driver::registered_host_address`), a context current.
+            unsafe { (self.entry.cuMemHostGetDevicePointer_v2)(&mut device, host, 0) },
+            || "cuMemHostGetDevicePointer".into(),
+        )?;
+        Ok(std::ptr::with_exposed_provenance_mut(device as usize))
     }
 
     unsafe fn unregister(&self, pointer: *mut c_void) {

@@ -179,9 +179,7 @@ pub(crate) trait Api: Sync + 'static {
     /// Destroys an instantiated graph; launches of it still queued run to the end.
     unsafe fn destroy_graph(&self, graph: Self::GraphExec);
     /// See [`Driver::registered_host_address`].
-    fn registered_host_address(&self, host: *mut c_void) -> Result<*mut c_void> {
-        Ok(host)
-    }
+    fn registered_host_address(&self, host: *mut c_void) -> Result<*mut c_void>;
 }
 
 /// A loaded GPU vendor driver: its result layer and the name its library was loaded as.

@@ -6,7 +6,7 @@ use super::{sys, HipApi};
 use crate::binary::Vendor;
 use crate::driver::gpu::{Api, FunctionAttribute};
 use crate::driver::Pattern;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use std::ffi::{c_int, c_void, CStr};
 
 /// A device address as HIP's calls take it.
@@ -338,9 +338,12 @@ impl Api for HipApi {
     }
 
     unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
+        // The HIP headers' hipHostRegisterMapped: mapped into the device's address space, so
+        // that `hipHostGetDevicePointer` gives its address.
+        const MAPPED: std::ffi::c_uint = 0x02;
         self.check(
-            // SAFETY: see the module's documentation; default flags.
-            unsafe { (self.entry.hipHostRegister)(pointer, bytes, 0) },
+            // SAFETY: see the module's documentation.
+            unsafe { (self.entry.hipHostRegister)(pointer, bytes, MAPPED) },
             || format!("page-locking {bytes} bytes"),
         )
     }
@@ -528,11 +531,15 @@ impl Api for HipApi {
         unsafe { (self.entry.hipGraphExecDestroy)(graph) };
     }
 
-    fn registered_host_address(&self, _host: *mut c_void) -> Result<*mut c_void> {
-        Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "the device address of registered host memory on AMD GPUs (hipHostGetDevicePointer \
-             is not bound by gpu-embed)",
-        ))
+    /// The device's address of registered memory, which HIP may map elsewhere than the host's.
+    fn registered_host_address(&self, host: *mut c_void) -> Result<*mut c_void> {
+        let mut device = std::ptr::null_mut();
+        self.check(
+            // SAFETY: a valid out-pointer; `host` is registered memory (the caller's promise to
+            // `Driver::registered_host_address`).
+            unsafe { (self.entry.hipHostGetDevicePointer)(&mut device, host, 0) },
+            || "hipHostGetDevicePointer".into(),
+        )?;
+        Ok(device)
     }
 }

@@ -430,6 +430,11 @@ pub struct CudaDriver {
         bytesize: usize,
     ) -> CUresult,
     pub cuMemFreeHost: unsafe extern "C" fn(p: *mut ::std::os::raw::c_void) -> CUresult,
+    pub cuMemHostGetDevicePointer_v2: unsafe extern "C" fn(
+        pdptr: *mut CUdeviceptr,
+        p: *mut ::std::os::raw::c_void,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult,
     pub cuMemAllocManaged: unsafe extern "C" fn(
         dptr: *mut CUdeviceptr,
         bytesize: usize,
@@ -646,6 +651,9 @@ impl CudaDriver {
         let cuMemFree_v2 = __library.get(b"cuMemFree_v2\0").map(|sym| *sym)?;
         let cuMemAllocHost_v2 = __library.get(b"cuMemAllocHost_v2\0").map(|sym| *sym)?;
         let cuMemFreeHost = __library.get(b"cuMemFreeHost\0").map(|sym| *sym)?;
+        let cuMemHostGetDevicePointer_v2 = __library
+            .get(b"cuMemHostGetDevicePointer_v2\0")
+            .map(|sym| *sym)?;
         let cuMemAllocManaged = __library.get(b"cuMemAllocManaged\0").map(|sym| *sym)?;
         let cuMemHostRegister_v2 = __library
             .get(b"cuMemHostRegister_v2\0")
@@ -729,6 +737,7 @@ impl CudaDriver {
             cuMemFree_v2,
             cuMemAllocHost_v2,
             cuMemFreeHost,
+            cuMemHostGetDevicePointer_v2,
             cuMemAllocManaged,
             cuMemHostRegister_v2,
             cuMemHostUnregister,
@@ -901,6 +910,14 @@ impl CudaDriver {
     }
     pub unsafe fn cuMemFreeHost(&self, p: *mut ::std::os::raw::c_void) -> CUresult {
         (self.cuMemFreeHost)(p)
+    }
+    pub unsafe fn cuMemHostGetDevicePointer_v2(
+        &self,
+        pdptr: *mut CUdeviceptr,
+        p: *mut ::std::os::raw::c_void,
+        Flags: ::std::os::raw::c_uint,
+    ) -> CUresult {
+        (self.cuMemHostGetDevicePointer_v2)(pdptr, p, Flags)
     }
     pub unsafe fn cuMemAllocManaged(
         &self,

@@ -1495,6 +1495,11 @@ pub struct HipRuntime {
         size: usize,
         flags: ::std::os::raw::c_uint,
     ) -> hipError_t,
+    pub hipHostGetDevicePointer: unsafe extern "C" fn(
+        devPtr: *mut *mut ::std::os::raw::c_void,
+        hstPtr: *mut ::std::os::raw::c_void,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t,
     pub hipHostRegister: unsafe extern "C" fn(
         hostPtr: *mut ::std::os::raw::c_void,
         sizeBytes: usize,
@@ -1701,6 +1706,9 @@ impl HipRuntime {
         let hipMalloc = __library.get(b"hipMalloc\0").map(|sym| *sym)?;
         let hipHostMalloc = __library.get(b"hipHostMalloc\0").map(|sym| *sym)?;
         let hipMallocManaged = __library.get(b"hipMallocManaged\0").map(|sym| *sym)?;
+        let hipHostGetDevicePointer = __library
+            .get(b"hipHostGetDevicePointer\0")
+            .map(|sym| *sym)?;
         let hipHostRegister = __library.get(b"hipHostRegister\0").map(|sym| *sym)?;
         let hipHostUnregister = __library.get(b"hipHostUnregister\0").map(|sym| *sym)?;
         let hipFree = __library.get(b"hipFree\0").map(|sym| *sym)?;
@@ -1776,6 +1784,7 @@ impl HipRuntime {
             hipMalloc,
             hipHostMalloc,
             hipMallocManaged,
+            hipHostGetDevicePointer,
             hipHostRegister,
             hipHostUnregister,
             hipFree,
@@ -1936,6 +1945,14 @@ impl HipRuntime {
         flags: ::std::os::raw::c_uint,
     ) -> hipError_t {
         (self.hipMallocManaged)(dev_ptr, size, flags)
+    }
+    pub unsafe fn hipHostGetDevicePointer(
+        &self,
+        devPtr: *mut *mut ::std::os::raw::c_void,
+        hstPtr: *mut ::std::os::raw::c_void,
+        flags: ::std::os::raw::c_uint,
+    ) -> hipError_t {
+        (self.hipHostGetDevicePointer)(devPtr, hstPtr, flags)
     }
     pub unsafe fn hipHostRegister(
         &self,
