@@ -414,12 +414,15 @@ pub(crate) fn static_c_str(pointer: *const std::ffi::c_char) -> Option<String> {
 
 /// Loads the library the environment variable `variable` names (a file name or path), else the
 /// first of `names` that opens, and resolves it (`resolve` gets the name it was loaded as); the
-/// error lists every try. A library the variable names is the only one tried: a program pointed
+/// error lists every try. Every entry point is resolved at once, so a library older than
+/// `oldest` (what a message names: "a CUDA 11.4 or newer driver") is refused whole, never half
+/// used. A library the variable names is the only one tried: a program pointed
 /// at another driver (a driver double in tests, a driver of its own) never silently gets the
 /// system's.
 pub(crate) fn load_first<T>(
     vendor: &str,
     variable: &str,
+    oldest: &str,
     names: &[&'static str],
     resolve: fn(libloading::Library, &'static str) -> Result<T, libloading::Error>,
 ) -> Result<T, String> {
@@ -434,8 +437,9 @@ pub(crate) fn load_first<T>(
         // using the driver does.
         match unsafe { libloading::Library::new(name) } {
             Ok(library) => {
-                return resolve(library, name)
-                    .map_err(|e| format!("{name} lacks a {vendor} entry point: {e}"))
+                return resolve(library, name).map_err(|e| {
+                    format!("{name} lacks a {vendor} entry point ({e}): gpu-embed needs {oldest}")
+                })
             }
             Err(e) => {
                 let why = e.to_string();

@@ -33,7 +33,15 @@ pub(crate) type Cuda = GpuDriver<CudaApi>;
 pub(crate) fn driver() -> Result<&'static Cuda, String> {
     static DRIVER: OnceLock<Result<Cuda, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("CUDA", LIBRARY_VARIABLE, LIBRARIES, resolve))
+        .get_or_init(|| {
+            super::load_first(
+                "CUDA",
+                LIBRARY_VARIABLE,
+                "a CUDA 11.4 or newer driver (cuGraphInstantiateWithFlags, cuDeviceGetUuid_v2)",
+                LIBRARIES,
+                resolve,
+            )
+        })
         .as_ref()
         .map_err(Clone::clone)
 }

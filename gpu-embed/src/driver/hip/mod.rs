@@ -19,9 +19,11 @@ use std::sync::OnceLock;
 /// the tests' driver double.
 const LIBRARY_VARIABLE: &str = "GPU_EMBED_HIP_LIBRARY";
 
-/// The libraries tried, in order.
+/// The libraries tried, in order: the development link, then each ROCm major version's
+/// runtime, newest first (ROCm 7 ships `libamdhip64.so.7`).
 pub(crate) const LIBRARIES: &[&str] = &[
     "libamdhip64.so",
+    "libamdhip64.so.7",
     "libamdhip64.so.6",
     "libamdhip64.so.5",
     "/opt/rocm/lib/libamdhip64.so",
@@ -67,7 +69,15 @@ macro_rules! limits_of {
 pub(crate) fn driver() -> Result<&'static Hip, String> {
     static DRIVER: OnceLock<Result<Hip, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("HIP", LIBRARY_VARIABLE, LIBRARIES, resolve))
+        .get_or_init(|| {
+            super::load_first(
+                "HIP",
+                LIBRARY_VARIABLE,
+                "the HIP runtime of ROCm 5 or newer",
+                LIBRARIES,
+                resolve,
+            )
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -234,5 +244,19 @@ impl HipApi {
 impl Hip {
     pub(crate) fn devices(&'static self) -> Result<Vec<FoundDevice>> {
         self.api.devices(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each ROCm major version's runtime is tried, newest first (issue 61, item 7: ROCm 7's
+    /// `libamdhip64.so.7` was not).
+    #[test]
+    fn every_rocm_runtime_is_tried_newest_first() {
+        let versions: Vec<&str> = super::LIBRARIES
+            .iter()
+            .filter_map(|name| name.strip_prefix("libamdhip64.so."))
+            .collect();
+        assert_eq!(versions, ["7", "6", "5"]);
     }
 }

@@ -28,7 +28,15 @@ pub(crate) struct LevelZero {
 pub(crate) fn driver() -> std::result::Result<&'static LevelZero, String> {
     static DRIVER: OnceLock<std::result::Result<LevelZero, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("Level Zero", LIBRARY_VARIABLE, LIBRARIES, resolve))
+        .get_or_init(|| {
+            super::load_first(
+                "Level Zero",
+                LIBRARY_VARIABLE,
+                "a Level Zero loader of version 1.0 or newer",
+                LIBRARIES,
+                resolve,
+            )
+        })
         .as_ref()
         .map_err(Clone::clone)
 }

@@ -80,7 +80,15 @@ pub(crate) struct OpenCl {
 pub(crate) fn driver() -> std::result::Result<&'static OpenCl, String> {
     static DRIVER: OnceLock<std::result::Result<OpenCl, String>> = OnceLock::new();
     DRIVER
-        .get_or_init(|| super::load_first("OpenCL", LIBRARY_VARIABLE, LIBRARIES, resolve))
+        .get_or_init(|| {
+            super::load_first(
+                "OpenCL",
+                LIBRARY_VARIABLE,
+                "an OpenCL ICD loader of OpenCL 2.1 or newer",
+                LIBRARIES,
+                resolve,
+            )
+        })
         .as_ref()
         .map_err(Clone::clone)
 }

@@ -214,3 +214,34 @@ impl std::io::Write for Captured {
         Ok(())
     }
 }
+
+#[test]
+fn page_locked_copies_are_tracked_with_events_without_timing() {
+    // The events that make host access wait for a page-locked copy are only waited for: made
+    // without timing, which CUDA and HIP record and wait for more cheaply (issue 61, item 7).
+    let double = Double::new("pinned_markers");
+    if super::here(
+        &double,
+        module_path!(),
+        "page_locked_copies_are_tracked_with_events_without_timing",
+    ) {
+        let device = &cuda_devices()[0];
+        let stream = device.create_stream().unwrap();
+        let data: Vec<u32> = (0..1024).collect();
+        let staging = PinnedBuffer::from_slice(device, &data).unwrap();
+        let on_device = DeviceBuffer::<u32>::alloc(device, data.len()).unwrap();
+        stream.copy_pinned_to_device(&on_device, &staging).unwrap();
+        let mut back = PinnedBuffer::<u32>::alloc(device, data.len()).unwrap();
+        stream.copy_device_to_pinned(&mut back, &on_device).unwrap();
+        assert_eq!(back.as_slice().unwrap(), data.as_slice());
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    let timed: Vec<&str> = record
+        .starting("call cuEventCreate(")
+        .into_iter()
+        .filter(|l| l.contains("flags=0)"))
+        .collect();
+    assert!(timed.is_empty(), "events with timing: {timed:#?}");
+}

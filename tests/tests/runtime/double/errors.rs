@@ -165,3 +165,23 @@ fn a_graph_whose_recording_fails_is_destroyed() {
         },
     );
 }
+
+#[test]
+fn a_driver_without_an_entry_point_is_refused_naming_the_driver_needed() {
+    // A library that is not a CUDA 11.4+ driver (here glibc's libm) is refused whole, and the
+    // discovery report says what gpu-embed needs (issue 61, item 7: every entry point is resolved
+    // at load, so an older driver disables CUDA rather than failing later).
+    if !crate::rerun::in_own_process(
+        module_path!(),
+        "a_driver_without_an_entry_point_is_refused_naming_the_driver_needed",
+        &[("GPU_EMBED_CUDA_LIBRARY", "libm.so.6")],
+    ) {
+        return;
+    }
+    let report = Device::discovery_report().join("\n");
+    assert!(
+        report.contains("libm.so.6 lacks a CUDA entry point")
+            && report.contains("a CUDA 11.4 or newer driver"),
+        "{report}"
+    );
+}
