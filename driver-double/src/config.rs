@@ -5,6 +5,11 @@ use std::sync::OnceLock;
 pub struct Config {
     /// The NVIDIA devices, one compute capability each (`sm_90,sm_80`).
     pub cuda_devices: Vec<String>,
+    /// NVIDIA devices (ordinals) in the prohibited compute mode: no context can be made on them.
+    pub cuda_prohibited: Vec<usize>,
+    /// NVIDIA devices (ordinals) in the exclusive-process compute mode, held by another process:
+    /// listed, but their context cannot be made.
+    pub cuda_busy: Vec<usize>,
     /// `cuDriverGetVersion`'s answer (12080 for CUDA 12.8).
     pub cuda_version: i32,
     /// The AMD devices, one `gcnArchName` each (`gfx90a:sramecc+:xnack-,gfx1030`).
@@ -48,6 +53,13 @@ fn number<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+fn ordinals(name: &str) -> Vec<usize> {
+    list(name, "")
+        .iter()
+        .filter_map(|o| o.parse().ok())
+        .collect()
+}
+
 fn failures() -> Vec<Failure> {
     list("GPU_DOUBLE_FAIL", "")
         .iter()
@@ -71,6 +83,8 @@ pub fn config() -> &'static Config {
     CONFIG.get_or_init(|| Config {
         cuda_devices: list("GPU_DOUBLE_CUDA_DEVICES", "sm_90,sm_80"),
         cuda_version: number("GPU_DOUBLE_CUDA_VERSION", 12080),
+        cuda_prohibited: ordinals("GPU_DOUBLE_CUDA_PROHIBITED"),
+        cuda_busy: ordinals("GPU_DOUBLE_CUDA_BUSY"),
         hip_devices: list("GPU_DOUBLE_HIP_DEVICES", "gfx90a:sramecc+:xnack-,gfx1030"),
         hip_version: number("GPU_DOUBLE_HIP_VERSION", 60_300_000),
         memory: number("GPU_DOUBLE_MEMORY", 1 << 30),

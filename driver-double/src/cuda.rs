@@ -5,6 +5,7 @@
 
 use crate::abi::cuda::*;
 use crate::abi::{handle, id, put};
+use crate::config::config;
 use crate::world::{self, Code, Fault, LaunchRequest, MemoryKind, Outcome, Pattern, Vendor, World};
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,8 @@ fn code(fault: &Fault) -> CUresult {
         Code::HostAlreadyRegistered => CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
         Code::HostNotRegistered => CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
         Code::NotInitialized => CUDA_ERROR_NOT_INITIALIZED,
+        // `cuda.h`'s CUDA_ERROR_DEVICES_UNAVAILABLE.
+        Code::DevicesUnavailable => 46,
     }
 }
 
@@ -76,6 +79,7 @@ pub unsafe extern "C" fn cuGetErrorName(error: CUresult, name: *mut *const c_cha
         CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => c"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
         CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => c"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
         CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => c"CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
+        46 => c"CUDA_ERROR_DEVICES_UNAVAILABLE",
         _ => c"CUDA_ERROR_UNKNOWN",
     };
     // SAFETY: the caller's out-pointer; a static string.
@@ -109,11 +113,12 @@ fn device_attribute(world: &World, device: usize, attribute: CUdevice_attribute)
         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => state.multiprocessors() as c_int,
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR => major as c_int,
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR => minor as c_int,
-        CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => c_int::from(
-            !crate::config::config()
-                .mapped_registrations
-                .contains(&Vendor::Cuda),
-        ),
+        // CU_COMPUTEMODE_PROHIBITED, CU_COMPUTEMODE_EXCLUSIVE_PROCESS.
+        CU_DEVICE_ATTRIBUTE_COMPUTE_MODE if config().cuda_prohibited.contains(&state.ordinal) => 2,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_MODE if config().cuda_busy.contains(&state.ordinal) => 3,
+        CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM => {
+            c_int::from(!config().mapped_registrations.contains(&Vendor::Cuda))
+        }
         CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
         | CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
         | CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
@@ -174,7 +179,7 @@ crate::abi::entry_points! {
     CUresult, cuda, CudaDriver, |w| also cuGetErrorName, cuInit;
     fn cuDriverGetVersion(version: *mut c_int) {
         // SAFETY: the caller's out-pointer.
-        unsafe { put(version, crate::config::config().cuda_version) }
+        unsafe { put(version, config().cuda_version) }
     }
     fn cuDeviceGet(device: *mut CUdevice, ordinal_: c_int) {
         ordinal(w, ordinal_)?;
@@ -217,6 +222,10 @@ crate::abi::entry_points! {
         let index = ordinal(w, device)?;
         if context.is_null() {
             return Err(Fault::violation(Code::InvalidValue, "a null out-pointer"));
+        }
+        let state = &w.devices[index];
+        if config().cuda_prohibited.contains(&state.ordinal) || config().cuda_busy.contains(&state.ordinal) {
+            return Err(Fault::expected(Code::DevicesUnavailable, format!("device {device}'s compute mode lets this process make no context")));
         }
         let retained = w.retain_primary(index);
         // SAFETY: the caller's out-pointer, checked non-null.

@@ -33,6 +33,7 @@ fn code(fault: &Fault) -> hipError_t {
         Code::HostAlreadyRegistered => hipErrorHostMemoryAlreadyRegistered,
         Code::HostNotRegistered => hipErrorHostMemoryNotRegistered,
         Code::NotInitialized => hipErrorNotInitialized,
+        Code::DevicesUnavailable => hipErrorNoDevice,
     }
 }
 

@@ -47,6 +47,7 @@ pub enum Code {
     HostAlreadyRegistered,
     HostNotRegistered,
     NotInitialized,
+    DevicesUnavailable,
 }
 
 /// A failed call: its code, why, and whether the caller broke a rule (a violation, recorded) or

@@ -140,7 +140,8 @@ impl Device {
     }
 
     /// The devices drivers found but cannot run kernels on, each named with the reason (an
-    /// OpenCL device whose driver takes no SPIR-V, such as PoCL 3.1), after discovery.
+    /// OpenCL device whose driver takes no SPIR-V, such as PoCL 3.1; a CUDA device in the
+    /// prohibited compute mode), after discovery.
     pub fn passed_over() -> Vec<String> {
         discovery();
         driver::registry::passed_over()

@@ -54,9 +54,19 @@ pub(crate) fn host_device() -> FoundDevice {
 }
 
 /// The devices drivers found and cannot run kernels on, each with the reason (an OpenCL device
-/// that takes no SPIR-V), once `find_gpus` ran.
+/// that takes no SPIR-V, a CUDA device in the prohibited compute mode, one whose properties
+/// could not be read), once `find_gpus` ran.
 pub(crate) fn passed_over() -> Vec<String> {
-    opencl::skipped_devices()
+    let cuda = cuda::driver()
+        .map(|d| d.skipped_devices())
+        .unwrap_or_default();
+    let hip = hip::driver()
+        .map(|d| d.skipped_devices())
+        .unwrap_or_default();
+    cuda.into_iter()
+        .chain(hip)
+        .chain(opencl::skipped_devices())
+        .collect()
 }
 
 /// Of `candidates` (objects of `vendor`), the one for the device's chip `arch`, by the rules of

@@ -12,7 +12,7 @@ use super::{c_string, static_c_str, DeviceLimits, FoundDevice};
 use crate::error::{DriverCode, Error, ErrorKind, Result};
 use gpu_manifest::DriverVersion;
 use libloading::Library;
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 use std::sync::OnceLock;
 
 /// A library to load instead of the system's (a path), for a driver of the program's own or
@@ -25,6 +25,17 @@ pub(crate) const LIBRARIES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 /// CUDA's result layer: the driver's entry points.
 pub(crate) struct CudaApi {
     entry: sys::CudaDriver,
+    /// Each device's primary context once retained (its bits), by ordinal; sized by discovery.
+    /// A device is retained the first time a program uses it, not by discovery, and kept while
+    /// the process lives, as devices are: a program using one GPU of four holds one context, and
+    /// other libraries may still set the others' flags.
+    contexts: OnceLock<Vec<OnceLock<usize>>>,
+}
+
+/// A device handle from discovery, before its context is retained: the ordinal, tagged with the
+/// low bit (contexts are pointers, never odd).
+fn unretained(ordinal: c_int) -> sys::CUcontext {
+    std::ptr::without_provenance_mut(((ordinal as usize) << 1) | 1)
 }
 
 pub(crate) type Cuda = GpuDriver<CudaApi>;
@@ -49,10 +60,11 @@ pub(crate) fn driver() -> Result<&'static Cuda, String> {
 fn resolve(library: Library, name: &'static str) -> Result<Cuda, libloading::Error> {
     // SAFETY: the generated bindings give each entry point the type `cuda.h` declares.
     let entry = unsafe { sys::CudaDriver::from_library(library)? };
-    Ok(Cuda {
-        api: CudaApi { entry },
-        library: name,
-    })
+    let api = CudaApi {
+        entry,
+        contexts: OnceLock::new(),
+    };
+    Ok(Cuda::new(api, name))
 }
 
 /// What a program can do about a `CUresult`.
@@ -152,6 +164,98 @@ impl CudaApi {
         })
     }
 
+    /// Device `ordinal`, as discovery lists it (its context not yet retained); an error for a
+    /// device no context can be made on (compute mode prohibited).
+    fn device(
+        &self,
+        driver: &'static Cuda,
+        ordinal: c_int,
+        driver_version: Option<DriverVersion>,
+    ) -> Result<FoundDevice> {
+        // SAFETY: plain driver calls with valid out-pointers and a device the driver counted.
+        unsafe {
+            let mut device = 0;
+            self.check((self.entry.cuDeviceGet)(&mut device, ordinal), || {
+                format!("cuDeviceGet({ordinal})")
+            })?;
+            let mut name = [0 as c_char; 256];
+            self.check(
+                (self.entry.cuDeviceGetName)(name.as_mut_ptr(), 256, device),
+                || "cuDeviceGetName".into(),
+            )?;
+            let attribute = |which| {
+                let mut value = 0;
+                self.check(
+                    (self.entry.cuDeviceGetAttribute)(&mut value, which, device),
+                    || format!("cuDeviceGetAttribute({which})"),
+                )
+                .map(|()| value)
+            };
+            // `cuda.h`'s CU_COMPUTEMODE_PROHIBITED.
+            const PROHIBITED: c_int = 2;
+            if attribute(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_MODE)? == PROHIBITED {
+                return Err(Error::new(
+                    ErrorKind::NotSupported,
+                    format!(
+                        "{} is in the prohibited compute mode: no context can be made on it \
+                         (nvidia-smi -c DEFAULT allows one)",
+                        c_string(&name)
+                    ),
+                ));
+            }
+            let major = attribute(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+            let minor = attribute(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+            let limits = self.limits(device)?;
+            let mut uuid = sys::CUuuid { bytes: [0; 16] };
+            self.check((self.entry.cuDeviceGetUuid_v2)(&mut uuid, device), || {
+                "cuDeviceGetUuid_v2".into()
+            })?;
+            Ok(FoundDevice {
+                driver,
+                raw: Cuda::device_handle(unretained(ordinal)),
+                name: c_string(&name),
+                arch: format!("sm_{major}{minor}"),
+                limits,
+                cpu: false,
+                uuid: Some(uuid.bytes.map(|b| b as u8)),
+                driver_version,
+            })
+        }
+    }
+
+    /// Retains device `ordinal`'s primary context, once per process.
+    pub(super) fn primary_context(&self, ordinal: c_int) -> Result<sys::CUcontext> {
+        let slot = self
+            .contexts
+            .get()
+            .and_then(|slots| slots.get(usize::try_from(ordinal).ok()?))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("no CUDA device {ordinal}"),
+                )
+            })?;
+        if let Some(&bits) = slot.get() {
+            return Ok(std::ptr::with_exposed_provenance_mut(bits));
+        }
+        let mut context = std::ptr::null_mut();
+        self.check(
+            // SAFETY: a valid out-pointer and a device the driver counted.
+            unsafe { (self.entry.cuDevicePrimaryCtxRetain)(&mut context, ordinal) },
+            || format!("cuDevicePrimaryCtxRetain (CUDA device {ordinal})"),
+        )?;
+        let bits = match slot.set(context.expose_provenance()) {
+            Ok(()) => context.expose_provenance(),
+            Err(_) => {
+                // Another thread retained it first: one retain per device is kept.
+                // SAFETY: the retain just made, not used.
+                unsafe { (self.entry.cuDevicePrimaryCtxRelease_v2)(ordinal) };
+                slot.get().copied().unwrap_or_default()
+            }
+        };
+        Ok(std::ptr::with_exposed_provenance_mut(bits))
+    }
+
     fn devices(&self, driver: &'static Cuda) -> Result<Vec<FoundDevice>> {
         // SAFETY: plain driver calls with valid out-pointers.
         unsafe {
@@ -171,55 +275,16 @@ impl CudaApi {
             self.check((self.entry.cuDeviceGetCount)(&mut count), || {
                 "cuDeviceGetCount".into()
             })?;
+            let _ = self
+                .contexts
+                .set((0..count).map(|_| OnceLock::new()).collect());
             let mut devices = Vec::new();
             for ordinal in 0..count {
-                let mut device = 0;
-                self.check((self.entry.cuDeviceGet)(&mut device, ordinal), || {
-                    format!("cuDeviceGet({ordinal})")
-                })?;
-                let mut name = [0 as c_char; 256];
-                self.check(
-                    (self.entry.cuDeviceGetName)(name.as_mut_ptr(), 256, device),
-                    || "cuDeviceGetName".into(),
-                )?;
-                let (mut major, mut minor) = (0, 0);
-                let attribute = |value: &mut i32, which| {
-                    (self.entry.cuDeviceGetAttribute)(value, which, device)
-                };
-                self.check(
-                    attribute(
-                        &mut major,
-                        sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                    ),
-                    || "cuDeviceGetAttribute".into(),
-                )?;
-                self.check(
-                    attribute(
-                        &mut minor,
-                        sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                    ),
-                    || "cuDeviceGetAttribute".into(),
-                )?;
-                let limits = self.limits(device)?;
-                let mut uuid = sys::CUuuid { bytes: [0; 16] };
-                self.check((self.entry.cuDeviceGetUuid_v2)(&mut uuid, device), || {
-                    "cuDeviceGetUuid_v2".into()
-                })?;
-                let mut context = std::ptr::null_mut();
-                self.check(
-                    (self.entry.cuDevicePrimaryCtxRetain)(&mut context, device),
-                    || "cuDevicePrimaryCtxRetain".into(),
-                )?;
-                devices.push(FoundDevice {
-                    driver,
-                    raw: Cuda::device_handle(context),
-                    name: c_string(&name),
-                    arch: format!("sm_{major}{minor}"),
-                    limits,
-                    cpu: false,
-                    uuid: Some(uuid.bytes.map(|b| b as u8)),
-                    driver_version,
-                });
+                match self.device(driver, ordinal, driver_version) {
+                    Ok(found) => devices.push(found),
+                    // One device's failure hides no other.
+                    Err(e) => driver.skip(format!("CUDA device {ordinal}: {e}")),
+                }
             }
             Ok(devices)
         }

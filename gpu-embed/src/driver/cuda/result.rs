@@ -29,6 +29,16 @@ impl Api for CudaApi {
         Ok(current)
     }
 
+    /// A device from discovery is its ordinal, tagged (`unretained`): its primary context,
+    /// retained the first time.
+    fn resolve_device(&self, device: sys::CUcontext) -> Result<sys::CUcontext> {
+        let bits = device.addr();
+        if bits & 1 == 0 {
+            return Ok(device);
+        }
+        self.primary_context((bits >> 1) as c_int)
+    }
+
     unsafe fn set_current_device(&self, context: sys::CUcontext) -> Result<()> {
         // SAFETY: see the module's documentation.
         self.check(unsafe { (self.entry.cuCtxSetCurrent)(context) }, || {

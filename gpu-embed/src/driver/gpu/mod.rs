@@ -65,6 +65,12 @@ pub(crate) trait Api: Sync + 'static {
     type GraphExec: Raw;
 
     fn current_device(&self) -> Result<Self::Device>;
+    /// The device a handle from discovery names, ready to be made current: CUDA retains the
+    /// device's primary context the first time (only devices a program uses hold one). A
+    /// device that is one already ([`Api::current_device`]'s) is itself.
+    fn resolve_device(&self, device: Self::Device) -> Result<Self::Device> {
+        Ok(device)
+    }
     /// # Safety
     /// `device` is a device of this API (or what [`Api::current_device`] returned).
     unsafe fn set_current_device(&self, device: Self::Device) -> Result<()>;
@@ -187,10 +193,8 @@ pub(crate) struct GpuDriver<A: Api> {
     pub api: A,
     /// The name the library was loaded as, for messages.
     pub library: &'static str,
-}
-
-fn device<A: Api>(device: &DeviceHandle) -> Result<A::Device> {
-    Ok(A::Device::from_bits(device.vendor_value(A::VENDOR)?))
+    /// The devices discovery could not use, each with the reason.
+    pub skipped: std::sync::Mutex<Vec<String>>,
 }
 
 fn module<A: Api>(module: &ModuleHandle) -> Result<A::Module> {
@@ -218,9 +222,39 @@ fn graph<A: Api>(graph: &GraphHandle) -> Result<A::GraphExec> {
 }
 
 impl<A: Api> GpuDriver<A> {
+    pub(crate) fn new(api: A, library: &'static str) -> GpuDriver<A> {
+        GpuDriver {
+            api,
+            library,
+            skipped: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
     /// A device handle of this driver, for discovery.
     pub(crate) fn device_handle(device: A::Device) -> DeviceHandle {
         DeviceHandle::from_vendor(A::VENDOR, device.into_bits())
+    }
+
+    /// The device `handle` names, ready to be made current ([`Api::resolve_device`]).
+    fn device(&self, handle: &DeviceHandle) -> Result<A::Device> {
+        let device = A::Device::from_bits(handle.vendor_value(A::VENDOR)?);
+        self.api.resolve_device(device)
+    }
+
+    /// Notes a device discovery passes over, with the reason.
+    pub(crate) fn skip(&self, why: String) {
+        self.skipped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(why);
+    }
+
+    /// The devices discovery passed over, each with the reason.
+    pub(crate) fn skipped_devices(&self) -> Vec<String> {
+        self.skipped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -239,7 +273,7 @@ impl<A: Api> Driver for GpuDriver<A> {
     }
 
     fn make_current(&self, target: &DeviceHandle) -> Result<Option<DeviceHandle>> {
-        let target = device::<A>(target)?;
+        let target = self.device(target)?;
         let previous = self.api.current_device()?;
         if previous == target {
             return Ok(None);
@@ -250,7 +284,7 @@ impl<A: Api> Driver for GpuDriver<A> {
     }
 
     fn restore(&self, previous: DeviceHandle) {
-        if let Ok(previous) = device::<A>(&previous) {
+        if let Ok(previous) = self.device(&previous) {
             // SAFETY: what the thread had current before (its owner keeps a context alive
             // while it is current); a failure leaves ours current, as before this existed.
             let _ = unsafe { self.api.set_current_device(previous) };
@@ -357,7 +391,7 @@ impl<A: Api> Driver for GpuDriver<A> {
 
     fn enable_peer_access(&self, peer: &DeviceHandle) -> Result<()> {
         // SAFETY: a device this driver found.
-        unsafe { self.api.enable_peer_access(device::<A>(peer)?) }
+        unsafe { self.api.enable_peer_access(self.device(peer)?) }
     }
 
     unsafe fn copy_peer_async(
@@ -367,8 +401,8 @@ impl<A: Api> Driver for GpuDriver<A> {
         bytes: usize,
         queue: &StreamHandle,
     ) -> Result<bool> {
-        let target = (target, device::<A>(target_device)?);
-        let source = (source, device::<A>(source_device)?);
+        let target = (target, self.device(target_device)?);
+        let source = (source, self.device(source_device)?);
         let queue = stream::<A>(queue)?;
         // SAFETY: the caller guarantees both ranges; the devices are this driver's.
         unsafe { self.api.copy_peer_async(target, source, bytes, queue) }?;

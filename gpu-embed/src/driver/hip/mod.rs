@@ -89,13 +89,11 @@ fn resolve(library: Library, name: &'static str) -> Result<Hip, libloading::Erro
         let r0600 = Library::new(name)
             .and_then(|library| hip_r0600::HipR0600::from_library(library))
             .ok();
-        Ok(Hip {
-            api: HipApi {
-                entry: sys::HipRuntime::from_library(library)?,
-                r0600,
-            },
-            library: name,
-        })
+        let api = HipApi {
+            entry: sys::HipRuntime::from_library(library)?,
+            r0600,
+        };
+        Ok(Hip::new(api, name))
     }
 }
 
@@ -198,6 +196,42 @@ impl HipApi {
         ))
     }
 
+    /// Device `ordinal`, as discovery lists it.
+    fn device(
+        &self,
+        driver: &'static Hip,
+        ordinal: c_int,
+        major: u32,
+        minor: u32,
+    ) -> Result<FoundDevice> {
+        let properties = self.properties(ordinal)?;
+        if !properties.gcn_arch_name.starts_with("gfx") {
+            return Err(Error::new(
+                ErrorKind::Driver,
+                format!(
+                    "HIP device {ordinal} ({}) reports the architecture `{}`, not a gfx chip",
+                    properties.name, properties.gcn_arch_name
+                ),
+            ));
+        }
+        let mut uuid = sys::hipUUID { bytes: [0; 16] };
+        self.check(
+            // SAFETY: a valid out-pointer and a device the runtime counted.
+            unsafe { (self.entry.hipDeviceGetUuid)(&mut uuid, ordinal) },
+            || "hipDeviceGetUuid".into(),
+        )?;
+        Ok(FoundDevice {
+            driver,
+            raw: Hip::device_handle(ordinal),
+            name: properties.name,
+            arch: properties.gcn_arch_name,
+            limits: properties.limits,
+            cpu: false,
+            uuid: Some(uuid.bytes.map(|b| b as u8)),
+            driver_version: Some(DriverVersion::Rocm { major, minor }),
+        })
+    }
+
     fn devices(&self, driver: &'static Hip) -> Result<Vec<FoundDevice>> {
         // Which code object versions its loader takes follows from the ROCm release.
         let (major, minor, patch) = self.runtime_version()?;
@@ -211,30 +245,11 @@ impl HipApi {
             })?;
             let mut devices = Vec::new();
             for ordinal in 0..count {
-                let properties = self.properties(ordinal)?;
-                if !properties.gcn_arch_name.starts_with("gfx") {
-                    return Err(Error::new(
-                        ErrorKind::Driver,
-                        format!(
-                            "HIP device {ordinal} ({}) reports the architecture `{}`, not a gfx chip",
-                            properties.name, properties.gcn_arch_name
-                        ),
-                    ));
+                match self.device(driver, ordinal, major, minor) {
+                    Ok(found) => devices.push(found),
+                    // One device's failure hides no other.
+                    Err(e) => driver.skip(format!("HIP device {ordinal}: {e}")),
                 }
-                let mut uuid = sys::hipUUID { bytes: [0; 16] };
-                self.check((self.entry.hipDeviceGetUuid)(&mut uuid, ordinal), || {
-                    "hipDeviceGetUuid".into()
-                })?;
-                devices.push(FoundDevice {
-                    driver,
-                    raw: Hip::device_handle(ordinal),
-                    name: properties.name,
-                    arch: properties.gcn_arch_name,
-                    limits: properties.limits,
-                    cpu: false,
-                    uuid: Some(uuid.bytes.map(|b| b as u8)),
-                    driver_version: Some(DriverVersion::Rocm { major, minor }),
-                });
             }
             Ok(devices)
         }

@@ -34,7 +34,8 @@ fn devices_are_discovered_with_their_limits() {
     let record = double.record();
     record.assert_clean();
     record.assert_has(&["call cuInit"]);
-    record.assert_has(&["kept Cuda device 0's primary context"]);
+    // Discovery alone makes no context.
+    assert!(record.starting("kept Cuda device").is_empty(), "{:#?}", record.lines);
 }
 
 #[test]
@@ -244,4 +245,64 @@ fn page_locked_copies_are_tracked_with_events_without_timing() {
         .filter(|l| l.contains("flags=0)"))
         .collect();
     assert!(timed.is_empty(), "events with timing: {timed:#?}");
+}
+
+#[test]
+fn a_program_using_one_gpu_of_four_holds_one_primary_context() {
+    // Discovery retains no context; the first use of a device retains its primary context
+    // (issue 61, item 4: discovery retained every GPU's).
+    let double =
+        Double::new("one_of_four").with("GPU_DOUBLE_CUDA_DEVICES", "sm_90,sm_90,sm_80,sm_80");
+    if super::here(
+        &double,
+        module_path!(),
+        "a_program_using_one_gpu_of_four_holds_one_primary_context",
+    ) {
+        let devices = cuda_devices();
+        assert_eq!(devices.len(), 4);
+        sample_project::run_vadd(&devices[2]).unwrap();
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    let kept = record.starting("kept Cuda device");
+    assert_eq!(
+        kept,
+        ["kept Cuda device 2's primary context, retained 1 times"],
+        "{kept:#?}"
+    );
+}
+
+#[test]
+fn a_device_that_refuses_contexts_hides_no_other() {
+    // Device 1 is in the prohibited compute mode, device 2 exclusive to another process: device 1
+    // is passed over with the reason, device 2 listed and refused when used, device 0 works.
+    let double = Double::new("refusing_device")
+        .with("GPU_DOUBLE_CUDA_DEVICES", "sm_90,sm_90,sm_80")
+        .with("GPU_DOUBLE_CUDA_PROHIBITED", "1")
+        .with("GPU_DOUBLE_CUDA_BUSY", "2");
+    if super::here(
+        &double,
+        module_path!(),
+        "a_device_that_refuses_contexts_hides_no_other",
+    ) {
+        let devices = cuda_devices();
+        assert_eq!(devices.len(), 2, "{:?}", Device::discovery_report());
+        let passed_over = Device::passed_over().join("\n");
+        assert!(
+            passed_over.contains("CUDA device 1")
+                && passed_over.contains("prohibited compute mode"),
+            "{passed_over}"
+        );
+        sample_project::run_vadd(&devices[0]).unwrap();
+        let error = DeviceBuffer::<u8>::alloc(&devices[1], 64).err().unwrap();
+        assert!(
+            error
+                .to_string()
+                .contains("cuDevicePrimaryCtxRetain (CUDA device 2)"),
+            "{error}"
+        );
+        return;
+    }
+    double.record().assert_clean();
 }
