@@ -26,6 +26,7 @@ fn code(fault: &Fault) -> CUresult {
         Code::NoBinary => CUDA_ERROR_NO_BINARY_FOR_GPU,
         Code::InvalidImage => CUDA_ERROR_INVALID_IMAGE,
         Code::UnsupportedPtx => CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+        Code::InvalidPtx => CUDA_ERROR_INVALID_PTX,
         Code::IllegalAddress => CUDA_ERROR_ILLEGAL_ADDRESS,
         Code::CaptureUnsupported => CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
         Code::CaptureInvalidated => CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
@@ -76,6 +77,7 @@ pub unsafe extern "C" fn cuGetErrorName(error: CUresult, name: *mut *const c_cha
         CUDA_ERROR_LAUNCH_FAILED => c"CUDA_ERROR_LAUNCH_FAILED",
         CUDA_ERROR_NO_BINARY_FOR_GPU => c"CUDA_ERROR_NO_BINARY_FOR_GPU",
         CUDA_ERROR_UNSUPPORTED_PTX_VERSION => c"CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+        CUDA_ERROR_INVALID_PTX => c"CUDA_ERROR_INVALID_PTX",
         CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED => c"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
         CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => c"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
         CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => c"CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED",
@@ -145,6 +147,18 @@ fn copy_async(
     let stream = world.stream_in(id(stream), context)?;
     let (to, from) = (world.place(to), world.place(from));
     world.queue_copy(stream, to, from, bytes)
+}
+
+/// `cuModuleLoadData` and `cuModuleLoadDataEx`'s load.
+fn load(world: &mut World, module: *mut CUmodule, image: *const c_void) -> Outcome<()> {
+    let context = world.current_context()?;
+    // SAFETY: the caller passes a complete image, as cuModuleLoadData requires.
+    let bytes = unsafe { crate::image::image_bytes(image.cast()) }
+        .map_err(|e| Fault::violation(Code::InvalidImage, e))?;
+    let (loaded, kind) = world.load_module(context, bytes, Vendor::Cuda)?;
+    crate::record::line(&format!("loaded module {loaded:#x}: {kind}"));
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(module, handle(loaded)) }
 }
 
 fn copy_sync(world: &mut World, to: u64, from: u64, bytes: usize) -> Outcome<()> {
@@ -270,13 +284,39 @@ crate::abi::entry_points! {
         Ok(())
     }
     fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) {
-        let context = w.current_context()?;
-        // SAFETY: the caller passes a complete image, as cuModuleLoadData requires.
-        let bytes = unsafe { crate::image::image_bytes(image.cast()) }.map_err(|e| Fault::violation(Code::InvalidImage, e))?;
-        let (loaded, kind) = w.load_module(context, bytes, Vendor::Cuda)?;
-        crate::record::line(&format!("loaded module {loaded:#x}: {kind}"));
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(module, handle(loaded)) }
+        load(w, module, image)
+    }
+    fn cuModuleLoadDataEx(module: *mut CUmodule, image: *const c_void, count: c_uint, options: *mut CUjit_option, values: *mut *mut c_void) {
+        // The JIT options the double honours: the error log buffer and its size, which the
+        // driver writes back as the bytes it used (the rest are accepted and ignored).
+        let (mut log, mut size, mut size_slot): (*mut u8, usize, Option<usize>) = (std::ptr::null_mut(), 0, None);
+        for i in 0..count as usize {
+            // SAFETY: `count` options and as many values, as the call requires.
+            let (option, value) = unsafe { (*options.add(i), *values.add(i)) };
+            match option {
+                CU_JIT_ERROR_LOG_BUFFER => log = value.cast(),
+                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES => (size, size_slot) = (value as usize, Some(i)),
+                _ => {}
+            }
+        }
+        let loaded = load(w, module, image);
+        let text = match &loaded {
+            Ok(()) => String::new(),
+            Err(fault) => format!("ptxas fatal   : {}", fault.message),
+        };
+        if !log.is_null() && size > 0 {
+            let used = text.len().min(size - 1);
+            // SAFETY: the caller's log buffer of `size` bytes; `used` + 1 fit.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), log, used);
+                *log.add(used) = 0;
+            }
+            if let Some(i) = size_slot {
+                // SAFETY: the option's value slot, which the driver writes the bytes used to.
+                unsafe { *values.add(i) = std::ptr::without_provenance_mut(used + 1) };
+            }
+        }
+        loaded
     }
     fn cuModuleUnload(module: CUmodule) {
         w.unload_module(id(module))

@@ -23,7 +23,7 @@ fn code(fault: &Fault) -> hipError_t {
         Code::OutOfMemory => hipErrorOutOfMemory,
         Code::NotReady => hipErrorNotReady,
         Code::NoBinary => hipErrorNoBinaryForGpu,
-        Code::InvalidImage | Code::UnsupportedPtx => hipErrorInvalidImage,
+        Code::InvalidImage | Code::UnsupportedPtx | Code::InvalidPtx => hipErrorInvalidImage,
         Code::IllegalAddress => hipErrorIllegalAddress,
         Code::CaptureUnsupported => hipErrorStreamCaptureUnsupported,
         Code::CaptureInvalidated => hipErrorStreamCaptureInvalidated,

@@ -48,6 +48,7 @@ pub enum Code {
     HostNotRegistered,
     NotInitialized,
     DevicesUnavailable,
+    InvalidPtx,
 }
 
 /// A failed call: its code, why, and whether the caller broke a rule (a violation, recorded) or

@@ -147,7 +147,12 @@ impl World {
         vendor: Vendor,
     ) -> Outcome<(u64, String)> {
         let device = self.device_of_context(context)?;
-        let image = image::read(bytes).map_err(|e| Fault::violation(Code::InvalidImage, e))?;
+        let code = if bytes.starts_with(b"\x7fELF") {
+            Code::InvalidImage
+        } else {
+            Code::InvalidPtx
+        };
+        let image = image::read(bytes).map_err(|e| Fault::violation(code, e))?;
         if let Some((code, why)) = refusal(&image, vendor, &self.devices[device].chip) {
             return Err(Fault::violation(code, why));
         }

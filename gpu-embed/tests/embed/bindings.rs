@@ -41,6 +41,7 @@ const CUDA_FUNCTIONS: &[&str] = &[
     "cuCtxDestroy_v2",
     "cuCtxSynchronize",
     "cuModuleLoadData",
+    "cuModuleLoadDataEx",
     "cuModuleUnload",
     "cuModuleGetFunction",
     "cuFuncGetAttribute",
@@ -334,7 +335,8 @@ fn cuda() -> String {
     .allowlist_var("CUDA_ERROR_NOT_READY")
     .allowlist_type("CUmemAttach_flags_enum")
     .allowlist_type("CUstream_flags_enum")
-    .allowlist_type("CUevent_flags_enum");
+    .allowlist_type("CUevent_flags_enum")
+    .allowlist_type("CUjit_option_enum");
     generate(
         builder,
         provenance("cuda.h of the nvidia-cuda-runtime-cu12 12.9.79 wheel"),

@@ -55,12 +55,35 @@ impl Api for CudaApi {
             terminated = image.iter().copied().chain([0]).collect();
             &terminated
         };
+        // The JIT's error log (ptxas's messages for PTX that does not compile), for the error.
+        let mut log = vec![0u8; 16 * 1024];
+        let mut options = [
+            sys::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values: [*mut c_void; 2] = [
+            log.as_mut_ptr().cast(),
+            std::ptr::without_provenance_mut(log.len()),
+        ];
         let mut module = std::ptr::null_mut();
-        self.check(
-            // SAFETY: a complete cubin or NUL-terminated PTX.
-            unsafe { (self.entry.cuModuleLoadData)(&mut module, image.as_ptr().cast()) },
-            || format!("loading {what}"),
-        )?;
+        // SAFETY: a complete cubin or NUL-terminated PTX; two options with their values: a
+        // buffer of `log.len()` bytes the driver writes a NUL-terminated log into, and its size.
+        let result = unsafe {
+            (self.entry.cuModuleLoadDataEx)(
+                &mut module,
+                image.as_ptr().cast(),
+                2,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        self.check(result, || {
+            let written = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            match String::from_utf8_lossy(&log[..written]).trim() {
+                "" => format!("loading {what}"),
+                text => format!("loading {what} (the driver's log: {text})"),
+            }
+        })?;
         Ok(module)
     }
 

@@ -247,6 +247,43 @@ pub const CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: CUfunction_att
 pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute_enum = 16;
 pub type CUfunction_attribute_enum = ::std::os::raw::c_uint;
 pub use self::CUfunction_attribute_enum as CUfunction_attribute;
+pub const CU_JIT_MAX_REGISTERS: CUjit_option_enum = 0;
+pub const CU_JIT_THREADS_PER_BLOCK: CUjit_option_enum = 1;
+pub const CU_JIT_WALL_TIME: CUjit_option_enum = 2;
+pub const CU_JIT_INFO_LOG_BUFFER: CUjit_option_enum = 3;
+pub const CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: CUjit_option_enum = 4;
+pub const CU_JIT_ERROR_LOG_BUFFER: CUjit_option_enum = 5;
+pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: CUjit_option_enum = 6;
+pub const CU_JIT_OPTIMIZATION_LEVEL: CUjit_option_enum = 7;
+pub const CU_JIT_TARGET_FROM_CUCONTEXT: CUjit_option_enum = 8;
+pub const CU_JIT_TARGET: CUjit_option_enum = 9;
+pub const CU_JIT_FALLBACK_STRATEGY: CUjit_option_enum = 10;
+pub const CU_JIT_GENERATE_DEBUG_INFO: CUjit_option_enum = 11;
+pub const CU_JIT_LOG_VERBOSE: CUjit_option_enum = 12;
+pub const CU_JIT_GENERATE_LINE_INFO: CUjit_option_enum = 13;
+pub const CU_JIT_CACHE_MODE: CUjit_option_enum = 14;
+pub const CU_JIT_NEW_SM3X_OPT: CUjit_option_enum = 15;
+pub const CU_JIT_FAST_COMPILE: CUjit_option_enum = 16;
+pub const CU_JIT_GLOBAL_SYMBOL_NAMES: CUjit_option_enum = 17;
+pub const CU_JIT_GLOBAL_SYMBOL_ADDRESSES: CUjit_option_enum = 18;
+pub const CU_JIT_GLOBAL_SYMBOL_COUNT: CUjit_option_enum = 19;
+pub const CU_JIT_LTO: CUjit_option_enum = 20;
+pub const CU_JIT_FTZ: CUjit_option_enum = 21;
+pub const CU_JIT_PREC_DIV: CUjit_option_enum = 22;
+pub const CU_JIT_PREC_SQRT: CUjit_option_enum = 23;
+pub const CU_JIT_FMA: CUjit_option_enum = 24;
+pub const CU_JIT_REFERENCED_KERNEL_NAMES: CUjit_option_enum = 25;
+pub const CU_JIT_REFERENCED_KERNEL_COUNT: CUjit_option_enum = 26;
+pub const CU_JIT_REFERENCED_VARIABLE_NAMES: CUjit_option_enum = 27;
+pub const CU_JIT_REFERENCED_VARIABLE_COUNT: CUjit_option_enum = 28;
+pub const CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: CUjit_option_enum = 29;
+pub const CU_JIT_POSITION_INDEPENDENT_CODE: CUjit_option_enum = 30;
+pub const CU_JIT_MIN_CTA_PER_SM: CUjit_option_enum = 31;
+pub const CU_JIT_MAX_THREADS_PER_BLOCK: CUjit_option_enum = 32;
+pub const CU_JIT_OVERRIDE_DIRECTIVE_VALUES: CUjit_option_enum = 33;
+pub const CU_JIT_NUM_OPTIONS: CUjit_option_enum = 34;
+pub type CUjit_option_enum = ::std::os::raw::c_uint;
+pub use self::CUjit_option_enum as CUjit_option;
 pub const CU_STREAM_CAPTURE_MODE_GLOBAL: CUstreamCaptureMode_enum = 0;
 pub const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: CUstreamCaptureMode_enum = 1;
 pub const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode_enum = 2;
@@ -409,6 +446,13 @@ pub struct CudaDriver {
     pub cuModuleLoadData: unsafe extern "C" fn(
         module: *mut CUmodule,
         image: *const ::std::os::raw::c_void,
+    ) -> CUresult,
+    pub cuModuleLoadDataEx: unsafe extern "C" fn(
+        module: *mut CUmodule,
+        image: *const ::std::os::raw::c_void,
+        numOptions: ::std::os::raw::c_uint,
+        options: *mut CUjit_option,
+        optionValues: *mut *mut ::std::os::raw::c_void,
     ) -> CUresult,
     pub cuModuleUnload: unsafe extern "C" fn(hmod: CUmodule) -> CUresult,
     pub cuModuleGetFunction: unsafe extern "C" fn(
@@ -642,6 +686,7 @@ impl CudaDriver {
         let cuCtxGetCurrent = __library.get(b"cuCtxGetCurrent\0").map(|sym| *sym)?;
         let cuCtxSynchronize = __library.get(b"cuCtxSynchronize\0").map(|sym| *sym)?;
         let cuModuleLoadData = __library.get(b"cuModuleLoadData\0").map(|sym| *sym)?;
+        let cuModuleLoadDataEx = __library.get(b"cuModuleLoadDataEx\0").map(|sym| *sym)?;
         let cuModuleUnload = __library.get(b"cuModuleUnload\0").map(|sym| *sym)?;
         let cuModuleGetFunction = __library
             .get(b"cuModuleGetFunction\0")
@@ -730,6 +775,7 @@ impl CudaDriver {
             cuCtxGetCurrent,
             cuCtxSynchronize,
             cuModuleLoadData,
+            cuModuleLoadDataEx,
             cuModuleUnload,
             cuModuleGetFunction,
             cuMemGetInfo_v2,
@@ -872,6 +918,16 @@ impl CudaDriver {
         image: *const ::std::os::raw::c_void,
     ) -> CUresult {
         (self.cuModuleLoadData)(module, image)
+    }
+    pub unsafe fn cuModuleLoadDataEx(
+        &self,
+        module: *mut CUmodule,
+        image: *const ::std::os::raw::c_void,
+        numOptions: ::std::os::raw::c_uint,
+        options: *mut CUjit_option,
+        optionValues: *mut *mut ::std::os::raw::c_void,
+    ) -> CUresult {
+        (self.cuModuleLoadDataEx)(module, image, numOptions, options, optionValues)
     }
     pub unsafe fn cuModuleUnload(&self, hmod: CUmodule) -> CUresult {
         (self.cuModuleUnload)(hmod)

@@ -35,7 +35,11 @@ fn devices_are_discovered_with_their_limits() {
     record.assert_clean();
     record.assert_has(&["call cuInit"]);
     // Discovery alone makes no context.
-    assert!(record.starting("kept Cuda device").is_empty(), "{:#?}", record.lines);
+    assert!(
+        record.starting("kept Cuda device").is_empty(),
+        "{:#?}",
+        record.lines
+    );
 }
 
 #[test]

@@ -82,7 +82,7 @@ fn an_invalid_image() {
     // launch loads the module again.
     injected(
         "an_invalid_image",
-        "cuModuleLoadData#1=200,hipModuleLoadData#1=200",
+        "cuModuleLoadDataEx#1=200,hipModuleLoadData#1=200",
         || {
             fails_once_then_works(Vendor::Nvptx, ErrorKind::InvalidArgument, |d| {
                 sample_project::run_saxpy(d).map(|_| ())
@@ -184,4 +184,42 @@ fn a_driver_without_an_entry_point_is_refused_naming_the_driver_needed() {
             && report.contains("a CUDA 11.4 or newer driver"),
         "{report}"
     );
+}
+
+/// PTX the driver's JIT cannot compile: an entry without its parameter list.
+static BROKEN_PTX: [gpu_embed::Object; 1] = [gpu_embed::Object::new(
+    Vendor::Nvptx,
+    "sm_80",
+    gpu_embed::Format::Isa,
+    b".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry broken\n",
+)];
+static BROKEN: gpu_embed::Binary = gpu_embed::Binary::new("broken", &BROKEN_PTX, &["broken"]);
+
+#[test]
+fn ptx_that_does_not_compile_is_an_error_carrying_the_jits_log() {
+    // The module is loaded with cuModuleLoadDataEx and an error log buffer, whose text the
+    // error carries (issue 61, item 7: CUDA_ERROR_INVALID_PTX alone said nothing of why).
+    let double = Double::new("jit_log");
+    if super::here(
+        &double,
+        module_path!(),
+        "ptx_that_does_not_compile_is_an_error_carrying_the_jits_log",
+    ) {
+        let device = first(Vendor::Nvptx);
+        let error = BROKEN.kernel(&device, "broken").err().unwrap();
+        let message = error.to_string();
+        assert!(
+            message.contains("CUDA_ERROR_INVALID_PTX")
+                && message.contains(
+                    "the driver's log: ptxas fatal   : an .entry without a parameter list"
+                ),
+            "{message}"
+        );
+        return;
+    }
+    let record = double.record();
+    record.assert_has(&[
+        "violation cuModuleLoadDataEx",
+        "an .entry without a parameter list",
+    ]);
 }
