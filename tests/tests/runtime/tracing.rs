@@ -5,9 +5,9 @@ use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-/// Collects what the subscriber writes.
+/// Collects what the subscriber writes (also for `double/cuda.rs`).
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

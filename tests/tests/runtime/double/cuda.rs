@@ -190,35 +190,22 @@ fn launches_copies_and_frees_are_traced_with_the_drivers_device() {
         double.record().assert_clean();
         return;
     }
-    let captured = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let captured = crate::tracing::Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_ansi(false)
-        .with_writer(move || Captured(writer.clone()))
+        .with_writer(move || writer.clone())
         .finish();
     tracing::subscriber::with_default(subscriber, || {
         sample_project::run_saxpy(&cuda_devices()[0]).unwrap();
     });
-    let text = String::from_utf8(captured.lock().unwrap().clone()).unwrap();
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     for wanted in ["saxpy", "GPU driver double (sm_90)", "copy"] {
         assert!(text.contains(wanted), "no `{wanted}` in:\n{text}");
     }
 }
 
-/// Collects what the tracing subscriber writes.
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[test]
 fn page_locked_copies_are_tracked_with_events_without_timing() {
