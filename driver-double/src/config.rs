@@ -23,7 +23,7 @@ pub struct Config {
     /// The vendors whose registered host memory devices see at an address of their own
     /// (`cuda`, `hip`; default `hip`, whose runtime may map it elsewhere; CUDA with unified
     /// addressing uses the host's).
-    pub mapped_registrations: Vec<crate::world::Vendor>,
+    pub mapped_registrations: Vec<crate::vendor::Vendor>,
     /// Calls to fail: `cuMemAlloc_v2=2` (every call) or `cuMemAlloc_v2#3=2` (the third),
     /// comma-separated.
     pub failures: Vec<Failure>,
@@ -93,8 +93,8 @@ pub fn config() -> &'static Config {
         mapped_registrations: list("GPU_DOUBLE_MAPPED_REGISTRATIONS", "hip")
             .iter()
             .filter_map(|v| match v.as_str() {
-                "cuda" => Some(crate::world::Vendor::Cuda),
-                "hip" => Some(crate::world::Vendor::Hip),
+                "cuda" => Some(crate::vendor::Vendor::Cuda),
+                "hip" => Some(crate::vendor::Vendor::Hip),
                 _ => None,
             })
             .collect(),

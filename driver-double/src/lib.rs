@@ -33,4 +33,5 @@ mod cuda;
 mod hip;
 mod image;
 mod record;
+mod vendor;
 mod world;

@@ -20,11 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::sync::{Mutex, OnceLock};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vendor {
-    Cuda,
-    Hip,
-}
+pub use crate::vendor::Vendor;
 
 /// What went wrong, as each vendor's façade turns it into its own error code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
