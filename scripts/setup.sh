@@ -11,7 +11,8 @@
 # Level Zero loader and headers (Intel GPUs: bindings and discovery), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
 # wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
 # installed) under /opt/gpu-build/hip6 for the driver-binding tests, and MLIR's GPU integration
-# tests from Debian's LLVM source. Safe to run again.
+# tests from Debian's LLVM source; and records where LLVM 22 is in cargo's configuration. Safe to
+# run again.
 set -euo pipefail
 
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
@@ -31,6 +32,38 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# Where LLVM 22 is, for its bindings (llvm-sys, mlir-sys, tblgen): without these variables
+# mlir-sys and tblgen run the first `llvm-config` on PATH, Debian's default LLVM (14), and fail.
+# Recorded in cargo's own configuration ([env] of $CARGO_HOME/config.toml), so every crate this
+# user builds with gpu-build, in this workspace or not, finds LLVM 22 with nothing set by hand.
+# The names carry the LLVM version: other LLVM versions' bindings are not affected. Values a user
+# set there already are kept.
+python3 - "${CARGO_HOME:-$HOME/.cargo}/config.toml" <<'PYTHON'
+import pathlib, sys, tomllib
+path = pathlib.Path(sys.argv[1])
+prefix = "/usr/lib/llvm-22"
+wanted = {name: prefix for name in ("LLVM_SYS_221_PREFIX", "MLIR_SYS_220_PREFIX", "TABLEGEN_220_PREFIX")}
+text = path.read_text() if path.exists() else ""
+config = tomllib.loads(text)
+missing = {name: value for name, value in wanted.items() if name not in config.get("env", {})}
+if missing:
+    entries = "".join(f'{name} = "{value}"\n' for name, value in missing.items())
+    lines = text.splitlines(keepends=True)
+    if "[env]\n" in lines:
+        at = lines.index("[env]\n") + 1
+        text = "".join(lines[:at]) + entries + "".join(lines[at:])
+    else:
+        separator = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+        text += separator + "# Where LLVM 22 is, for gpu-build's LLVM and MLIR bindings (gpu-build's scripts/setup.sh).\n[env]\n" + entries
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        sys.exit(f"setup: cannot add LLVM 22's prefix to {path} ({error}); add to its [env] table:\n{entries}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"setup: recorded where LLVM 22 is for cargo in {path} ({', '.join(missing)})", file=sys.stderr)
+PYTHON
 
 python=python3
 pip_install() {

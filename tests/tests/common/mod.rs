@@ -139,7 +139,9 @@ pub fn workspace_profiles() -> Vec<String> {
 
 /// `cargo` for a build nested in the test run (a fixture crate, a package being verified): in the
 /// test run's own target directory, which cargo does not lock while tests run, with the
-/// workspace's profiles and settings (`.cargo/config.toml`: where LLVM is). Nested builds of the
+/// workspace's profiles. Where LLVM 22 is comes from cargo's own configuration, as for any user
+/// of gpu-build (`scripts/setup.sh` records it there): the variables are removed from the nested
+/// build's environment, so a fixture that builds proves a user's crate would. Nested builds of the
 /// same dependency graph share their units with each other and with the test run (the GPU
 /// bundle's, `cargo doc`'s build scripts), and no nested build keeps a target directory of its
 /// own. A fixture crate's graph is not the workspace's, though: cargo unifies features over the
@@ -151,8 +153,9 @@ pub fn nested_cargo(dir: &Path) -> Command {
     command
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir())
-        .arg("--config")
-        .arg(workspace().join(".cargo/config.toml"))
+        .env_remove("LLVM_SYS_221_PREFIX")
+        .env_remove("MLIR_SYS_220_PREFIX")
+        .env_remove("TABLEGEN_220_PREFIX")
         .args(workspace_profiles());
     command
 }
