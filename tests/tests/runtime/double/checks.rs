@@ -102,6 +102,24 @@ impl Api {
         }
     }
 
+    /// `cuLaunchKernel` of one block on the default stream.
+    fn cu_launch(
+        &self,
+        function: Pointer,
+        block: [c_uint; 3],
+        shared: c_uint,
+        params: &mut [Pointer],
+    ) -> Result {
+        self.launch(
+            "cuLaunchKernel",
+            function,
+            block,
+            shared,
+            std::ptr::null_mut(),
+            params,
+        )
+    }
+
     /// Makes device `ordinal`'s primary context current.
     fn use_device(&self, ordinal: c_int) -> Pointer {
         let mut context: Pointer = std::ptr::null_mut();
@@ -177,14 +195,7 @@ fn a_seeded_abi_bug_fails_the_double() {
             (&raw mut n).cast(),
         ];
         assert_eq!(
-            api.launch(
-                "cuLaunchKernel",
-                function,
-                [256, 1, 1],
-                0,
-                std::ptr::null_mut(),
-                &mut params
-            ),
+            api.cu_launch(function, [256, 1, 1], 0, &mut params),
             SUCCESS
         );
         // Seeded: the pointer x packed as 4 bytes, the next 4 bytes something else.
@@ -199,14 +210,7 @@ fn a_seeded_abi_bug_fails_the_double() {
         };
         params[1] = (&raw mut packed).cast();
         assert_eq!(
-            api.launch(
-                "cuLaunchKernel",
-                function,
-                [256, 1, 1],
-                0,
-                std::ptr::null_mut(),
-                &mut params
-            ),
+            api.cu_launch(function, [256, 1, 1], 0, &mut params),
             ILLEGAL_ADDRESS
         );
         assert!(
@@ -339,26 +343,12 @@ fn each_rule_of_the_driver_is_checked() {
         ];
         let null = std::ptr::null_mut();
         expect(
-            api.launch(
-                "cuLaunchKernel",
-                function,
-                [2048, 1, 1],
-                0,
-                null,
-                &mut params,
-            ),
+            api.cu_launch(function, [2048, 1, 1], 0, &mut params),
             INVALID_VALUE,
             "exceeds the device's",
         );
         expect(
-            api.launch(
-                "cuLaunchKernel",
-                function,
-                [64, 1, 1],
-                64 * 1024,
-                null,
-                &mut params,
-            ),
+            api.cu_launch(function, [64, 1, 1], 64 * 1024, &mut params),
             INVALID_VALUE,
             "(no opt-in set)",
         );
@@ -372,21 +362,14 @@ fn each_rule_of_the_driver_is_checked() {
             SUCCESS
         );
         assert_eq!(
-            api.launch(
-                "cuLaunchKernel",
-                function,
-                [64, 1, 1],
-                64 * 1024,
-                null,
-                &mut params
-            ),
+            api.cu_launch(function, [64, 1, 1], 64 * 1024, &mut params),
             SUCCESS
         );
         // A pointer to freed memory.
         px = freed;
         params[1] = (&raw mut px).cast();
         expect(
-            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
+            api.cu_launch(function, [64, 1, 1], 0, &mut params),
             ILLEGAL_ADDRESS,
             "parameter 1 (a pointer at offset 8)",
         );
@@ -397,16 +380,13 @@ fn each_rule_of_the_driver_is_checked() {
         px = elsewhere;
         params[1] = (&raw mut px).cast();
         expect(
-            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
+            api.cu_launch(function, [64, 1, 1], 0, &mut params),
             ILLEGAL_ADDRESS,
             "without peer access",
         );
         params[1] = (&raw mut px).cast();
         assert_eq!(api.call2("cuCtxEnablePeerAccess", other, 0u32), SUCCESS);
-        assert_eq!(
-            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
-            SUCCESS
-        );
+        assert_eq!(api.cu_launch(function, [64, 1, 1], 0, &mut params), SUCCESS);
         // Streams and events: use after destroy, timing of an event made without it.
         let mut stream: Pointer = null;
         assert_eq!(api.call2("cuStreamCreate", &mut stream, 0u32), SUCCESS);
@@ -517,13 +497,9 @@ fn a_required_block_size_and_a_struct_argument() {
             (&raw mut pair).cast(),
             (&raw mut pointer).cast(),
         ];
-        let null = std::ptr::null_mut();
+        assert_eq!(api.cu_launch(function, [64, 1, 1], 0, &mut params), SUCCESS);
         assert_eq!(
-            api.launch("cuLaunchKernel", function, [64, 1, 1], 0, null, &mut params),
-            SUCCESS
-        );
-        assert_eq!(
-            api.launch("cuLaunchKernel", function, [32, 2, 1], 0, null, &mut params),
+            api.cu_launch(function, [32, 2, 1], 0, &mut params),
             INVALID_VALUE
         );
         assert!(

@@ -206,7 +206,6 @@ fn launches_copies_and_frees_are_traced_with_the_drivers_device() {
     }
 }
 
-
 #[test]
 fn page_locked_copies_are_tracked_with_events_without_timing() {
     // The events that make host access wait for a page-locked copy are only waited for: made
