@@ -603,6 +603,14 @@ fn ptx_newer_than_the_driver() {
             "{}",
             last_violation(&double)
         );
+        // sm_80's PTX is ISA 7.0: that one it compiles.
+        assert_eq!(
+            api.load("cuModuleLoadData", &saxpy("sm_80", Format::Isa)).0,
+            SUCCESS
+        );
         return;
     }
+    double
+        .record()
+        .assert_has(&["loaded module", "ptx 7.0 sm_80"]);
 }
