@@ -75,7 +75,8 @@ fn compile_llvm_shims() {
     // by one, on the critical path of a user's first build). The files share no file-scope
     // names, which this keeps true: a clash is a compile error here.
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let sources = std::iter::once(PathBuf::from("src/targets/support/link.cpp")).chain(host_passes());
+    let sources =
+        std::iter::once(PathBuf::from("src/targets/support/link.cpp")).chain(host_passes());
     let unit: String = sources
         .map(|source| format!("#include \"{}\"\n", root.join(source).display()))
         .collect();

@@ -48,7 +48,10 @@ fn leaked_by_the_program(text: &str) -> (usize, usize) {
 fn check_program(path: &std::path::Path, device: &str, settings: &[(&str, &str)]) {
     let program = path.display().to_string();
     let tag: String = settings.iter().map(|(_, v)| format!("_{v}")).collect();
-    let name = format!("{device}_{}{tag}", path.file_stem().unwrap().to_string_lossy());
+    let name = format!(
+        "{device}_{}{tag}",
+        path.file_stem().unwrap().to_string_lossy()
+    );
     let double = settings
         .iter()
         .fold(Double::new(&format!("run_{name}")), |double, (k, v)| {
