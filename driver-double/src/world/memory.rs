@@ -24,12 +24,27 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    fn width(self) -> usize {
+    /// The value's bytes, little-endian, and how many of them there are.
+    fn bytes(self) -> ([u8; 4], usize) {
         match self {
-            Pattern::U8(_) => 1,
-            Pattern::U16(_) => 2,
-            Pattern::U32(_) => 4,
+            Pattern::U8(v) => ([v, 0, 0, 0], 1),
+            Pattern::U16(v) => {
+                let [a, b] = v.to_le_bytes();
+                ([a, b, 0, 0], 2)
+            }
+            Pattern::U32(v) => (v.to_le_bytes(), 4),
         }
+    }
+
+    /// The bytes `count` values fill; an error where that overflows.
+    pub(super) fn span_bytes(self, count: usize) -> Outcome<usize> {
+        let width = self.bytes().1;
+        width.checked_mul(count).ok_or_else(|| {
+            Fault::violation(
+                Code::InvalidValue,
+                format!("{count} {width}-byte values overflow"),
+            )
+        })
     }
 }
 
@@ -358,22 +373,20 @@ impl World {
         count: usize,
         device: Option<usize>,
     ) -> Outcome<()> {
-        let width = pattern.width();
+        let (value, width) = pattern.bytes();
         if !to.is_multiple_of(width as u64) {
             return Err(Fault::violation(
                 Code::InvalidValue,
                 format!("a {width}-byte fill at {to:#x}, which is not {width}-byte aligned"),
             ));
         }
-        let target = self.span(to, width * count, device)?;
-        for i in 0..count {
-            let bytes = match pattern {
-                Pattern::U8(v) => vec![v],
-                Pattern::U16(v) => v.to_le_bytes().to_vec(),
-                Pattern::U32(v) => v.to_le_bytes().to_vec(),
-            };
-            // SAFETY: `span` checked `width * count` bytes at `target` inside one allocation.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), target.add(i * width), width) };
+        let bytes = pattern.span_bytes(count)?;
+        let target = self.span(to, bytes, device)?;
+        // SAFETY: `span` checked `bytes` bytes at `target` inside one live allocation, which
+        // nothing else borrows while the double's lock is held.
+        let target = unsafe { std::slice::from_raw_parts_mut(target, bytes) };
+        for chunk in target.chunks_exact_mut(width) {
+            chunk.copy_from_slice(&value[..width]);
         }
         Ok(())
     }

@@ -442,12 +442,7 @@ impl World {
         count: usize,
     ) -> Outcome<()> {
         let device = self.stream_device(stream);
-        let width = match pattern {
-            Pattern::U8(_) => 1,
-            Pattern::U16(_) => 2,
-            Pattern::U32(_) => 4,
-        };
-        self.span(to, width * count, device)?;
+        self.span(to, pattern.span_bytes(count)?, device)?;
         self.enqueue(stream, Work::Fill { to, pattern, count })
     }
 

@@ -155,6 +155,8 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(
                 ),
                 None => None,
             },
+            static_shared: std::sync::OnceLock::new(),
+            opted_in: std::sync::atomic::AtomicU32::new(0),
         };
         Ok(runtime.functions.insert(function))
     });
@@ -228,14 +230,23 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
             )));
         }
         // More dynamic shared memory than a block gets by default: opt the kernel in first, as
-        // upstream's wrapper does (CUDA refuses the launch otherwise).
-        if shared > 0 {
+        // upstream's wrapper does (CUDA refuses the launch otherwise); once per larger size,
+        // with the kernel's own shared memory read from the driver once.
+        use std::sync::atomic::Ordering::Relaxed;
+        if shared > function.opted_in.load(Relaxed) {
             let limits = runtime.device.limits();
-            let declared = driver
-                .attributes(&function.handle, limits)?
-                .static_shared_bytes;
+            let declared = match function.static_shared.get() {
+                Some(declared) => *declared,
+                None => {
+                    let declared = driver
+                        .attributes(&function.handle, limits)?
+                        .static_shared_bytes;
+                    *function.static_shared.get_or_init(|| declared)
+                }
+            };
             if declared.saturating_add(u64::from(shared)) > limits.shared_memory_per_block {
                 driver.allow_dynamic_shared(&function.handle, shared)?;
+                function.opted_in.fetch_max(shared, Relaxed);
             }
         }
         let launch = Launch {

@@ -49,6 +49,11 @@ pub(super) struct Function {
     /// How its arguments are bound, for a Vulkan kernel (the launch stages the host memory
     /// it is passed).
     pub vulkan: Option<VulkanKernel>,
+    /// The shared memory the kernel declares itself, read from the driver at its first launch
+    /// with dynamic shared memory.
+    pub static_shared: std::sync::OnceLock<u64>,
+    /// The dynamic shared memory the kernel was opted into beyond the default, in bytes.
+    pub opted_in: std::sync::atomic::AtomicU32,
 }
 
 /// Handles given to the program as opaque pointers: each pointer a number given out once, so a

@@ -5,9 +5,24 @@ use gpu_embed::{Device, DeviceBuffer, LaunchConfig};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-/// Collects what the subscriber writes (also for `double/cuda.rs`).
+/// Collects what the subscriber writes.
 #[derive(Clone, Default)]
-pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+/// What the runtime's events, every level, say while `work` runs on this thread (also for
+/// `double/cuda.rs`).
+pub fn traced(work: impl FnOnce()) -> String {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, work);
+    let bytes = captured.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -31,14 +46,7 @@ fn loads_launches_copies_synchronizations_and_frees_are_traced() {
     ) {
         return;
     }
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    let text = traced(|| {
         let host = Device::host();
         let stream = host.create_stream().unwrap();
         let x = DeviceBuffer::from_slice(&host, &[1.0f32; 300]).unwrap();
@@ -48,7 +56,6 @@ fn loads_launches_copies_synchronizations_and_frees_are_traced() {
         stream.synchronize().unwrap();
         assert_eq!(x.to_vec().unwrap(), vec![2.0; 300]);
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     for expected in [
         "module loaded",
         "module=\"vk\"",

@@ -190,17 +190,9 @@ fn launches_copies_and_frees_are_traced_with_the_drivers_device() {
         double.record().assert_clean();
         return;
     }
-    let captured = crate::tracing::Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    let text = crate::tracing::traced(|| {
         sample_project::run_saxpy(&cuda_devices()[0]).unwrap();
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     for wanted in ["saxpy", "GPU driver double (sm_90)", "copy"] {
         assert!(text.contains(wanted), "no `{wanted}` in:\n{text}");
     }
