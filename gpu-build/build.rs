@@ -46,29 +46,157 @@ fn host_passes() -> Vec<PathBuf> {
     sources
 }
 
-/// `link.cpp` and the host's pass library ([`host_passes`]), with `llvm-config --cxxflags` of the
-/// LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`, else PATH).
+/// The `llvm-config` of the LLVM llvm-sys uses (`LLVM_SYS_221_PREFIX`, else PATH's
+/// `llvm-config-22`).
 #[cfg(feature = "compiler")]
-fn compile_llvm_shims() {
+fn llvm_config() -> PathBuf {
     println!("cargo::rerun-if-env-changed=LLVM_SYS_221_PREFIX");
-    let llvm_config = std::env::var_os("LLVM_SYS_221_PREFIX")
+    std::env::var_os("LLVM_SYS_221_PREFIX")
         .map(|prefix| PathBuf::from(prefix).join("bin/llvm-config"))
-        .unwrap_or_else(|| PathBuf::from("llvm-config-22"));
-    let output = std::process::Command::new(&llvm_config)
-        .arg("--cxxflags")
-        .output();
-    let flags = match output {
-        Ok(output) if output.status.success() => {
-            String::from_utf8_lossy(&output.stdout).into_owned()
+        .unwrap_or_else(|| PathBuf::from("llvm-config-22"))
+}
+
+/// What `llvm-config ARGUMENTS` prints, or `None` where it fails.
+#[cfg(feature = "compiler")]
+fn ask_llvm_config(llvm_config: &Path, arguments: &[&str]) -> Option<String> {
+    let output = std::process::Command::new(llvm_config)
+        .args(arguments)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+#[cfg(feature = "compiler")]
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(1);
+}
+
+/// LLVM and MLIR as shared libraries in every binary gpu-build is part of (a build script, the
+/// command, the tests): such a binary is a few MB where static LLVM and MLIR made it ~300 MB, and
+/// the bindings' rlibs no longer carry copies of LLVM's and MLIR's archives (~800 MB of a first
+/// build's `target/`). llvm-sys takes `libLLVM` where there is one (inkwell's
+/// `llvm22-1-prefer-dynamic`); mlir-sys takes `libMLIR` when `MLIR_SYS_LINK_SHARED=1`, which
+/// scripts/setup.sh records in cargo's configuration. Both or neither: MLIR's static libraries
+/// hold a second LLVM, and two in one process register their command-line options twice and
+/// abort, so a mix is refused here with the fix.
+///
+/// mlir-sys then links `-lMLIR -lMLIR-C`, MLIR's C API as one shared library, which LLVM's
+/// installations do not ship (Debian's `libMLIR.so` exports 14 of its functions). Here
+/// `libMLIR-C.so` is a linker script that names the C API's static archives (2.5 MB) and
+/// `libMLIR`, so the C API is linked in and MLIR itself shared. Binaries find `libMLIR.so.22.1`
+/// (outside the loader's default path on Debian) by the folder of links to LLVM's and MLIR's
+/// shared libraries made here: cargo adds a dependency's link folders inside `target/` to the
+/// loader's path of every build script, test and `cargo run` it starts, and gpu-build's own
+/// binaries (the command, its tests) also carry the library folder as their run path.
+#[cfg(feature = "compiler")]
+fn link_llvm_and_mlir_shared(llvm_config: &Path) {
+    println!("cargo::rerun-if-env-changed=MLIR_SYS_LINK_SHARED");
+    let mlir_shared = std::env::var("MLIR_SYS_LINK_SHARED").is_ok_and(|value| value == "1");
+    let llvm_shared = ask_llvm_config(llvm_config, &["--link-shared", "--libnames"]).is_some();
+    let Some(libdir) = ask_llvm_config(llvm_config, &["--libdir"]).map(PathBuf::from) else {
+        fail(&format!(
+            "cannot run `{} --libdir`; install LLVM 22 (`apt install llvm-22-dev`) and set \
+             LLVM_SYS_221_PREFIX to it (e.g. /usr/lib/llvm-22)",
+            llvm_config.display()
+        ));
+    };
+    let record = "in the [env] table of ~/.cargo/config.toml (scripts/setup.sh records it there)";
+    match (llvm_shared, mlir_shared) {
+        (false, false) => return,
+        (true, false) => fail(&format!(
+            "LLVM 22 in {} has a shared libLLVM, which llvm-sys links, but mlir-sys would link \
+             MLIR's static libraries and with them a second LLVM; set MLIR_SYS_LINK_SHARED = \
+             \"1\" {record}",
+            libdir.display()
+        )),
+        (false, true) => fail(&format!(
+            "MLIR_SYS_LINK_SHARED=1 asks for MLIR's shared library, but LLVM 22 in {} has no \
+             shared libLLVM for llvm-sys to link with it; remove MLIR_SYS_LINK_SHARED to link \
+             both statically, or install LLVM 22's shared library (`apt install libllvm22`)",
+            libdir.display()
+        )),
+        (true, true) => {}
+    }
+    let entries: Vec<PathBuf> = match std::fs::read_dir(&libdir) {
+        Ok(entries) => entries.flatten().map(|entry| entry.path()).collect(),
+        Err(error) => fail(&format!("cannot read {}: {error}", libdir.display())),
+    };
+    let named = |path: &Path, test: &dyn Fn(&str) -> bool| {
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(test)
+    };
+    let mut c_api: Vec<&PathBuf> = entries
+        .iter()
+        .filter(|path| {
+            named(path, &|name| {
+                name.starts_with("libMLIRCAPI") && name.ends_with(".a")
+            })
+        })
+        .collect();
+    c_api.sort();
+    if c_api.is_empty() || !libdir.join("libMLIR.so").exists() {
+        fail(&format!(
+            "MLIR_SYS_LINK_SHARED=1, but {} lacks libMLIR.so or MLIR's C API archives \
+             (libMLIRCAPI*.a); install them (`apt install libmlir-22-dev`)",
+            libdir.display()
+        ));
+    }
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("llvm-shared");
+    let _ = std::fs::remove_dir_all(&out);
+    if let Err(error) = std::fs::create_dir_all(&out) {
+        fail(&format!("cannot create {}: {error}", out.display()));
+    }
+    let archives: Vec<String> = c_api
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    let script = format!(
+        "/* MLIR's C API, linked in from its archives, over the shared libMLIR (gpu-build's build.rs). */\n\
+         GROUP ( {} )\nINPUT ( -lMLIR )\n",
+        archives.join(" ")
+    );
+    if let Err(error) = std::fs::write(out.join("libMLIR-C.so"), script) {
+        fail(&format!(
+            "cannot write {}: {error}",
+            out.join("libMLIR-C.so").display()
+        ));
+    }
+    for library in entries.iter().filter(|path| {
+        named(path, &|name| {
+            name.starts_with("libLLVM.so.") || name.starts_with("libMLIR.so.")
+        })
+    }) {
+        let Some(name) = library.file_name() else {
+            continue;
+        };
+        if let Err(error) = std::os::unix::fs::symlink(library, out.join(name)) {
+            fail(&format!(
+                "cannot link {} into {}: {error}",
+                library.display(),
+                out.display()
+            ));
         }
-        _ => {
-            eprintln!(
-                "error: cannot run `{} --cxxflags`; install LLVM 22 (`apt install llvm-22-dev`) and \
-                 set LLVM_SYS_221_PREFIX to it (e.g. /usr/lib/llvm-22)",
-                llvm_config.display()
-            );
-            std::process::exit(1);
-        }
+    }
+    println!("cargo::rustc-link-search=native={}", out.display());
+    println!("cargo::rustc-link-arg=-Wl,-rpath,{}", libdir.display());
+}
+
+/// `link.cpp` and the host's pass library ([`host_passes`]), with `llvm-config --cxxflags` of the
+/// LLVM llvm-sys uses.
+#[cfg(feature = "compiler")]
+fn compile_llvm_shims(llvm_config: &Path) {
+    let Some(flags) = ask_llvm_config(llvm_config, &["--cxxflags"]) else {
+        fail(&format!(
+            "cannot run `{} --cxxflags`; install LLVM 22 (`apt install llvm-22-dev`) and set \
+             LLVM_SYS_221_PREFIX to it (e.g. /usr/lib/llvm-22)",
+            llvm_config.display()
+        ));
     };
     // One translation unit that includes every source: LLVM's headers, most of each file's
     // compile, are parsed once (measured on 2 cores: 10.5 s against 48 s for the 15 files one
@@ -88,6 +216,18 @@ fn compile_llvm_shims() {
     }
     println!("cargo::rerun-if-changed=src/targets/support/link.cpp");
     let mut build = cc::Build::new();
+    // LLVM's own clang++ where installed with it (Debian's clang-22): 6.5 s against GCC's 10.8 s
+    // for this unit on 2 cores, on the critical path of a first build; its C++ ABI is GCC's.
+    // `CXX` still wins, as everywhere with `cc`.
+    println!("cargo::rerun-if-env-changed=CXX");
+    if std::env::var_os("CXX").is_none() {
+        if let Some(bindir) = ask_llvm_config(llvm_config, &["--bindir"]) {
+            let clang = Path::new(&bindir).join("clang++");
+            if clang.exists() {
+                build.compiler(clang).flag("-Wno-deprecated-declarations");
+            }
+        }
+    }
     build
         .cpp(true)
         .file(&unity)
@@ -101,7 +241,11 @@ fn compile_llvm_shims() {
 
 fn main() {
     #[cfg(feature = "compiler")]
-    compile_llvm_shims();
+    {
+        let llvm_config = llvm_config();
+        link_llvm_and_mlir_shared(&llvm_config);
+        compile_llvm_shims(&llvm_config);
+    }
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let mut found = vec![root.join("Cargo.toml"), root.join("build.rs")];
     files(&root.join("src"), &mut found);

@@ -34,7 +34,7 @@ for block in re.findall(r"^```[^\n]*\n(.*?)^```", chapter, re.S | re.M):
 PYTHON
   cp Cargo.lock "$crate/"
   start=$(date +%s%N)
-  (cd "$crate" && env -u LLVM_SYS_221_PREFIX -u MLIR_SYS_220_PREFIX -u TABLEGEN_220_PREFIX \
+  (cd "$crate" && env -u LLVM_SYS_221_PREFIX -u MLIR_SYS_220_PREFIX -u TABLEGEN_220_PREFIX -u MLIR_SYS_LINK_SHARED \
      CARGO_TARGET_DIR="$crate/target" cargo build --quiet)
   end=$(date +%s%N)
   size=$(du -sm "$crate/target" | cut -f1)

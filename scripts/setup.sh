@@ -37,13 +37,16 @@ fi
 # mlir-sys and tblgen run the first `llvm-config` on PATH, Debian's default LLVM (14), and fail.
 # Recorded in cargo's own configuration ([env] of $CARGO_HOME/config.toml), so every crate this
 # user builds with gpu-build, in this workspace or not, finds LLVM 22 with nothing set by hand.
-# The names carry the LLVM version: other LLVM versions' bindings are not affected. Values a user
-# set there already are kept.
+# The names carry the LLVM version: other LLVM versions' bindings are not affected. And
+# MLIR_SYS_LINK_SHARED=1: mlir-sys links MLIR's shared library, as llvm-sys links LLVM's (see
+# gpu-build/build.rs: binaries of a few MB instead of ~300 MB). Values a user set there already
+# are kept.
 python3 - "${CARGO_HOME:-$HOME/.cargo}/config.toml" <<'PYTHON'
 import pathlib, sys, tomllib
 path = pathlib.Path(sys.argv[1])
 prefix = "/usr/lib/llvm-22"
 wanted = {name: prefix for name in ("LLVM_SYS_221_PREFIX", "MLIR_SYS_220_PREFIX", "TABLEGEN_220_PREFIX")}
+wanted["MLIR_SYS_LINK_SHARED"] = "1"
 text = path.read_text() if path.exists() else ""
 config = tomllib.loads(text)
 missing = {name: value for name, value in wanted.items() if name not in config.get("env", {})}
@@ -62,7 +65,7 @@ if missing:
         sys.exit(f"setup: cannot add LLVM 22's prefix to {path} ({error}); add to its [env] table:\n{entries}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    print(f"setup: recorded where LLVM 22 is for cargo in {path} ({', '.join(missing)})", file=sys.stderr)
+    print(f"setup: recorded where LLVM 22 is, and how to link it, for cargo in {path} ({', '.join(missing)})", file=sys.stderr)
 PYTHON
 
 python=python3

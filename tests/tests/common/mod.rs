@@ -156,6 +156,7 @@ pub fn nested_cargo(dir: &Path) -> Command {
         .env_remove("LLVM_SYS_221_PREFIX")
         .env_remove("MLIR_SYS_220_PREFIX")
         .env_remove("TABLEGEN_220_PREFIX")
+        .env_remove("MLIR_SYS_LINK_SHARED")
         .args(workspace_profiles());
     command
 }

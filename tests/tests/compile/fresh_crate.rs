@@ -160,6 +160,27 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
         )) && !stderr.contains("crashed"),
         "{stderr}"
     );
+
+    // LLVM 22 here has shared libraries, which llvm-sys links: a build told to link MLIR
+    // statically (a second LLVM in every binary) stops in gpu-build's build script, naming the
+    // fix, before anything is linked. A failed build script records nothing, so the next build
+    // with cargo's configuration reuses the last good one.
+    std::fs::write(&kernel, &good_kernel).unwrap();
+    let output = crate::common::nested_cargo(root)
+        .env("MLIR_SYS_LINK_SHARED", "0")
+        .args(["build", "--offline", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "a build mixing static MLIR with shared LLVM succeeded"
+    );
+    assert!(
+        stderr.contains("has a shared libLLVM, which llvm-sys links, but mlir-sys would link MLIR's static libraries")
+            && stderr.contains("set MLIR_SYS_LINK_SHARED = \"1\" in the [env] table of ~/.cargo/config.toml"),
+        "{stderr}"
+    );
 }
 
 #[test]
