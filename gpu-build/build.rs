@@ -203,8 +203,10 @@ fn compile_llvm_shims(llvm_config: &Path) {
     // by one, on the critical path of a user's first build). The files share no file-scope
     // names, which this keeps true: a clash is a compile error here.
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let sources =
-        std::iter::once(PathBuf::from("src/targets/support/link.cpp")).chain(host_passes());
+    let lld = lld_libraries(llvm_config);
+    let sources = std::iter::once(PathBuf::from("src/targets/support/link.cpp"))
+        .chain(lld.is_some().then(|| PathBuf::from(LLD_SHIM)))
+        .chain(host_passes());
     let unit: String = sources
         .map(|source| format!("#include \"{}\"\n", root.join(source).display()))
         .collect();
@@ -237,9 +239,39 @@ fn compile_llvm_shims(llvm_config: &Path) {
         build.flag(flag);
     }
     build.compile("gpu_build_llvm_shims");
+    // After the shims, which call into them.
+    if let Some(libdir) = lld {
+        println!("cargo::rustc-link-search=native={}", libdir.display());
+        println!("cargo::rustc-link-lib=static=lldELF");
+        println!("cargo::rustc-link-lib=static=lldCommon");
+        // lld compresses sections itself (liblld-22-dev depends on both libraries' -dev).
+        println!("cargo::rustc-link-lib=z");
+        println!("cargo::rustc-link-lib=zstd");
+        println!("cargo::rustc-cfg=gpu_build_lld");
+    }
+}
+
+/// The in-process linker's half (src/shared_library/).
+#[cfg(feature = "compiler")]
+const LLD_SHIM: &str = "src/shared_library/lld.cpp";
+
+/// The folder of lld's ELF linker libraries and headers where LLVM 22 has them (Debian's
+/// `liblld-22-dev`), which links hsaco and host modules in the process (src/shared_library/);
+/// `None`: the `ld.lld` program does.
+#[cfg(feature = "compiler")]
+fn lld_libraries(llvm_config: &Path) -> Option<PathBuf> {
+    println!("cargo::rerun-if-changed={LLD_SHIM}");
+    let libdir = PathBuf::from(ask_llvm_config(llvm_config, &["--libdir"])?);
+    let includedir = PathBuf::from(ask_llvm_config(llvm_config, &["--includedir"])?);
+    let present = ["liblldELF.a", "liblldCommon.a"]
+        .iter()
+        .all(|library| libdir.join(library).exists())
+        && includedir.join("lld/Common/Driver.h").exists();
+    present.then_some(libdir)
 }
 
 fn main() {
+    println!("cargo::rustc-check-cfg=cfg(gpu_build_lld)");
     #[cfg(feature = "compiler")]
     {
         let llvm_config = llvm_config();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing this workspace needs on Debian 12, skipping what is there:
-# LLVM/MLIR 22 (headers, static libraries, tools), lld, the ROCm device libraries, Debian's HIP
+# LLVM/MLIR 22 (headers, libraries, tools), lld (the program and its libraries), the ROCm device libraries, Debian's HIP
 # runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the Vulkan loader, the
 # Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
 # loader (the host target's peer in benches/host_vs_peers.rs), Oclgrind (the checked host run's
@@ -15,7 +15,7 @@
 # run again.
 set -euo pipefail
 
-packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 libpolly-22-dev libclang-22-dev clang-22
+packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 liblld-22-dev libpolly-22-dev libclang-22-dev clang-22
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip
           valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools
           pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers oclgrind

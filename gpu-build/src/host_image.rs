@@ -1,12 +1,13 @@
 //! Host modules loaded at run time (`gpu-build run`'s `gpu.binary` objects for the host device;
 //! crates link host kernels as static libraries instead): a module's host object linked into a
-//! shared library with `ld.lld -shared`, wrapped with its manifest entry in the format of
+//! shared library as `ld.lld -shared` does, wrapped with its manifest entry in the format of
 //! `gpu_manifest::host_image`, which the runtime's `mgpuModuleLoad` opens from memory.
 
 use crate::cargo::CargoOutput;
 use crate::error::{Error, ErrorKind, Result};
 use crate::report::Report;
-use crate::toolkit::{find_ld_lld, shared_library};
+use crate::shared_library::Linker;
+use crate::toolkit::find_ld_lld;
 use gpu_manifest::{host_image, GpuModule, Manifest};
 
 /// The host image of `module` (one of `report`'s modules, built for the host).
@@ -25,7 +26,7 @@ pub fn host_image(report: &Report, module: &GpuModule) -> Result<Vec<u8>> {
     let bytes = std::fs::read(&path)
         .map_err(|e| Error::new(ErrorKind::Io, format!("reading {}: {e}", path.display())))?;
     let probe = find_ld_lld(&CargoOutput::default(), &[]);
-    let ld_lld = probe.found.clone().ok_or_else(|| {
+    let linker = Linker::new(probe.found.as_deref()).ok_or_else(|| {
         Error::new(
             ErrorKind::ToolkitNotFound,
             format!(
@@ -35,8 +36,7 @@ pub fn host_image(report: &Report, module: &GpuModule) -> Result<Vec<u8>> {
             ),
         )
     })?;
-    let library = shared_library(
-        &ld_lld,
+    let library = linker.shared_library(
         &bytes,
         &report.out_dir,
         &format!("the host object of gpu.module @{}", module.name),

@@ -100,6 +100,8 @@ mod parallel;
 #[cfg(feature = "compiler")]
 mod plan;
 #[cfg(feature = "compiler")]
+mod shared_library;
+#[cfg(feature = "compiler")]
 mod targets;
 #[cfg(feature = "compiler")]
 mod toolkit;

@@ -111,26 +111,42 @@ pub(crate) fn run_all<T: Sync, R: Send>(
     std::thread::scope(|scope| {
         let queue = &queue;
         let first = spawn(scope, 0, move || {
+            let start_worker = |workers: &mut Vec<_>, token: jobserver::Acquired| {
+                let index = workers.len() + 1;
+                workers.push(spawn(scope, index, move || {
+                    let _token = token;
+                    while queue.step() {}
+                }));
+            };
+            let mut workers = Vec::new();
+            let client = jobserver().filter(|_| extra_workers > 0);
             let (granted, tokens) = mpsc::channel();
-            let helper = jobserver()
-                .filter(|_| extra_workers > 0)
-                .and_then(|client| {
-                    client
-                        .clone()
-                        .into_helper_thread(move |token| drop(granted.send(token)))
-                        .ok()
-                });
+            let helper = client.and_then(|client| {
+                client
+                    .clone()
+                    .into_helper_thread(move |token| drop(granted.send(token)))
+                    .ok()
+            });
             if let Some(helper) = &helper {
                 (0..extra_workers).for_each(|_| helper.request_token());
             }
-            let mut workers = Vec::new();
+            // Tokens the jobserver holds now reach the helper within microseconds: their workers
+            // start before the first item, not after it (this thread looks for grants only
+            // between items; measured, the second worker of a four-task build started one whole
+            // task late). Bounded: another process may take a token first.
+            let ready = client
+                .and_then(|client| client.available().ok())
+                .unwrap_or(0);
+            for _ in 0..ready.min(extra_workers) {
+                match tokens.recv_timeout(std::time::Duration::from_millis(20)) {
+                    Ok(Ok(token)) => start_worker(&mut workers, token),
+                    _ => break,
+                }
+            }
             loop {
                 // Each granted token starts a worker that holds it until the queue is empty.
                 while let Ok(Ok(token)) = tokens.try_recv() {
-                    workers.push(spawn(scope, workers.len() + 1, move || {
-                        let _token = token;
-                        while queue.step() {}
-                    }));
+                    start_worker(&mut workers, token);
                 }
                 if !queue.step() {
                     break;
@@ -175,6 +191,40 @@ fn collect<R>(slots: Vec<Mutex<Option<Result<R>>>>) -> Result<Vec<R>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token the jobserver holds when work starts gives the second worker its first item at
+    /// once: item 0 waits (up to 10 s) for item 1 to start, which never happens while the only
+    /// running thread is item 0's.
+    #[test]
+    fn a_free_token_starts_a_worker_before_the_first_item_ends() {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            eprintln!("skipped: one core, so one worker");
+            return;
+        }
+        let started = (Mutex::new(false), std::sync::Condvar::new());
+        let results = run_all(&[0usize, 1], |&item| {
+            let (flag, signal) = &started;
+            let mut flag = flag.lock().unwrap();
+            if item == 1 {
+                *flag = true;
+                signal.notify_all();
+                return Ok(item);
+            }
+            let (flag, wait) = signal
+                .wait_timeout_while(flag, std::time::Duration::from_secs(10), |started| {
+                    !*started
+                })
+                .unwrap();
+            if wait.timed_out() || !*flag {
+                return Err(Error::new(
+                    ErrorKind::Codegen,
+                    "item 1 never started beside item 0",
+                ));
+            }
+            Ok(item)
+        });
+        assert_eq!(results.map_err(|e| e.to_string()), Ok(vec![0, 1]));
+    }
 
     fn queue<'a, F>(items: &'a [usize], work: &'a F) -> Queue<'a, usize, usize, F> {
         Queue {

@@ -4,7 +4,6 @@
 //! target's toolkit. Each target's own toolkit (CUDA, ROCm) lives in its folder.
 
 use crate::cargo::CargoOutput;
-use crate::error::{Error, ErrorKind, Result};
 use gpu_manifest::Vendor;
 use std::any::Any;
 use std::path::{Path, PathBuf};
@@ -141,50 +140,6 @@ pub(crate) fn join_all(roots: &[PathBuf], relative: &str) -> Vec<PathBuf> {
 /// Debian's multiarch library directory name for this machine (`x86_64-linux-gnu`).
 pub(crate) fn multiarch() -> String {
     format!("{}-linux-gnu", std::env::consts::ARCH)
-}
-
-/// `ld.lld -shared <object> -o <library>` in a scratch directory under `scratch`: an hsaco from
-/// an AMDGPU object, a loadable host module from a host object. `what` names the object in
-/// messages.
-pub(crate) fn shared_library(
-    ld_lld: &Path,
-    object: &[u8],
-    scratch: &Path,
-    what: &str,
-) -> Result<Vec<u8>> {
-    let io = |e: std::io::Error| Error::new(ErrorKind::Io, format!("preparing ld.lld input: {e}"));
-    let dir = tempfile::Builder::new()
-        .prefix("ld.lld-")
-        .tempdir_in(scratch)
-        .map_err(io)?;
-    let input = dir.path().join("kernel.o");
-    let output = dir.path().join("kernel.so");
-    std::fs::write(&input, object).map_err(io)?;
-    let result = std::process::Command::new(ld_lld)
-        .arg("-shared")
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .output()
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::ToolFailed,
-                format!("cannot run {}: {e}", ld_lld.display()),
-            )
-        })?;
-    if !result.status.success() {
-        return Err(Error::new(
-            ErrorKind::ToolFailed,
-            format!(
-                "{} failed linking {what} ({}):\n{}",
-                ld_lld.display(),
-                result.status,
-                String::from_utf8_lossy(&result.stderr).trim()
-            ),
-        ));
-    }
-    std::fs::read(&output)
-        .map_err(|e| Error::new(ErrorKind::Io, format!("reading ld.lld output: {e}")))
 }
 
 /// ld.lld, which links objects into shared libraries: under `roots` (`<root>/llvm/bin/ld.lld`,

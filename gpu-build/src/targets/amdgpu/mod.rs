@@ -6,6 +6,7 @@ pub(crate) mod flags;
 pub(crate) mod toolkit;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::shared_library::Linker;
 use crate::targets::interface::{
     Artifact, Backend, Chip, Compiled, Description, Job, LlvmBackend, LlvmTarget, ObjectSteps,
     Question, Target, TargetSpec,
@@ -13,7 +14,7 @@ use crate::targets::interface::{
 use crate::targets::support::link::{link_only_needed, load_bitcode};
 use crate::targets::support::llvm::{emit_object, optimize};
 use crate::timing::Stage;
-use crate::toolkit::{shared_library, Toolkits};
+use crate::toolkit::Toolkits;
 use flags::AmdgpuFlags;
 use gpu_manifest::{Format, LoadRequirement, ObjectAbi, Vendor};
 use inkwell::attributes::AttributeLoc;
@@ -319,10 +320,10 @@ fn wave64(job: &Job) -> Result<bool> {
     Ok(native64 || (features.contains("+wavefrontsize64") && !no_wave64))
 }
 
-/// `ld.lld -shared <object> -o <hsaco>`, as upstream.
+/// `ld.lld -shared <object> -o <hsaco>`, as upstream (lld in this process where linked in).
 fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
     let rocm = rocm(job.toolkits);
-    let Some(ld_lld) = rocm.ld_lld.found.clone() else {
+    let Some(linker) = Linker::new(rocm.ld_lld.found.as_deref()) else {
         return Err(Error::new(
             ErrorKind::ToolkitNotFound,
             rocm.ld_lld_missing_help(),
@@ -330,7 +331,7 @@ fn object_to_hsaco(job: &Job, object: Vec<u8>) -> Result<Vec<Artifact>> {
     };
     let what = format!("the {} object", job.processor);
     let bytes = job.timings.time(Stage::Lld, || {
-        shared_library(&ld_lld, &object, job.scratch, &what)
+        linker.shared_library(&object, job.scratch, &what)
     })?;
     Ok(vec![Artifact {
         format: Format::Bin,

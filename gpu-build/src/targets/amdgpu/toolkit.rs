@@ -5,9 +5,8 @@
 //! `rocm-device-libs` (`/usr/lib/<multiarch>/amdgcn/bitcode`) and `lld-22` (`ld.lld-22`).
 
 use crate::cargo::CargoOutput;
-use crate::toolkit::{
-    env_roots, file_identity, find_ld_lld, join_all, multiarch, program_identity, Probe, Toolkits,
-};
+use crate::shared_library::Linker;
+use crate::toolkit::{env_roots, file_identity, find_ld_lld, join_all, multiarch, Probe, Toolkits};
 use gpu_manifest::Vendor;
 use std::path::PathBuf;
 
@@ -47,7 +46,7 @@ impl Rocm {
         }
     }
 
-    /// The device libraries' bytes and ld.lld's version (for cache keys).
+    /// The device libraries' bytes and the linker's version (for cache keys).
     pub fn identity(&self, cargo: &CargoOutput) -> String {
         let library = |name: &str| {
             let path = self.bitcode_dir.found.as_ref().map(|dir| dir.join(name));
@@ -57,7 +56,7 @@ impl Rocm {
             "ocml {}; ockl {}; ld.lld {}",
             library("ocml.bc"),
             library("ockl.bc"),
-            program_identity(self.ld_lld.found.as_deref())
+            Linker::identity(self.ld_lld.found.as_deref())
         )
     }
 
