@@ -76,25 +76,29 @@ fn fail(message: &str) -> ! {
     std::process::exit(1);
 }
 
-/// LLVM and MLIR as shared libraries in every binary gpu-build is part of (a build script, the
-/// command, the tests): such a binary is a few MB where static LLVM and MLIR made it ~300 MB, and
-/// the bindings' rlibs no longer carry copies of LLVM's and MLIR's archives (~800 MB of a first
-/// build's `target/`). llvm-sys takes `libLLVM` where there is one (inkwell's
-/// `llvm22-1-prefer-dynamic`); mlir-sys takes `libMLIR` when `MLIR_SYS_LINK_SHARED=1`, which
-/// scripts/setup.sh records in cargo's configuration. Both or neither: MLIR's static libraries
-/// hold a second LLVM, and two in one process register their command-line options twice and
-/// abort, so a mix is refused here with the fix.
+/// LLVM as a shared library in every binary gpu-build is part of (a build script, the command,
+/// the tests), MLIR linked in from its archives: such a binary is ~100 MB where static LLVM and
+/// MLIR made it ~300 MB, and the bindings' rlibs no longer carry copies of LLVM's and MLIR's
+/// archives (~800 MB of a first build's `target/`). llvm-sys takes `libLLVM` where there is one
+/// (inkwell's `llvm22-1-prefer-dynamic`); mlir-sys links `-lMLIR -lMLIR-C` instead of bundling
+/// MLIR's archives when `MLIR_SYS_LINK_SHARED=1`, which scripts/setup.sh records in cargo's
+/// configuration. Both or neither: mlir-sys's static mode brings LLVM's archives too, and two
+/// LLVMs in one process register their command-line options twice and abort, so a mix is
+/// refused here with the fix.
 ///
-/// mlir-sys then links `-lMLIR -lMLIR-C`, MLIR's C API as one shared library, which LLVM's
-/// installations do not ship (Debian's `libMLIR.so` exports 14 of its functions). Here
-/// `libMLIR-C.so` is a linker script that names the C API's static archives (2.5 MB) and
-/// `libMLIR`, so the C API is linked in and MLIR itself shared. Binaries find `libMLIR.so.22.1`
-/// (outside the loader's default path on Debian) by the folder of links to LLVM's and MLIR's
-/// shared libraries made here: cargo adds a dependency's link folders inside `target/` to the
-/// loader's path of every build script, test and `cargo run` it starts, and gpu-build's own
-/// binaries (the command, its tests) also carry the library folder as their run path.
+/// `libMLIR.so` and `libMLIR-C.so` in this script's link folder (searched before LLVM's) are
+/// linker scripts naming MLIR's archives, C API included (LLVM's installations ship no shared C
+/// API; Debian's `libMLIR.so` exports 14 of its functions): what a binary uses of MLIR is linked
+/// in, over the one shared LLVM. Measured against `libMLIR.so`: each process starts 10-17 ms
+/// sooner (the loader resolves none of its symbols), the per-file compile benchmark went from
+/// 0.55-0.6x to 0.45-0.5x mlir-opt-22's time; and a binary needs no library outside the loader's
+/// path (Debian's `libLLVM.so.22.1` is in it; `libMLIR.so.22.1` is not, and cargo does not put
+/// a build-dependency's link folders on the loader's path for every build script it runs). For
+/// an LLVM whose libLLVM is elsewhere, the link folder holds a link to it, which cargo adds to
+/// the loader's path where it does, and gpu-build's own binaries carry LLVM's library folder as
+/// their run path.
 #[cfg(feature = "compiler")]
-fn link_llvm_and_mlir_shared(llvm_config: &Path) {
+fn link_llvm_shared(llvm_config: &Path) {
     println!("cargo::rerun-if-env-changed=MLIR_SYS_LINK_SHARED");
     let mlir_shared = std::env::var("MLIR_SYS_LINK_SHARED").is_ok_and(|value| value == "1");
     let llvm_shared = ask_llvm_config(llvm_config, &["--link-shared", "--libnames"]).is_some();
@@ -115,9 +119,9 @@ fn link_llvm_and_mlir_shared(llvm_config: &Path) {
             libdir.display()
         )),
         (false, true) => fail(&format!(
-            "MLIR_SYS_LINK_SHARED=1 asks for MLIR's shared library, but LLVM 22 in {} has no \
-             shared libLLVM for llvm-sys to link with it; remove MLIR_SYS_LINK_SHARED to link \
-             both statically, or install LLVM 22's shared library (`apt install libllvm22`)",
+            "MLIR_SYS_LINK_SHARED=1 links MLIR over a shared libLLVM, but LLVM 22 in {} has \
+             none for llvm-sys to link; remove MLIR_SYS_LINK_SHARED to link both statically, or \
+             install LLVM 22's shared library (`apt install libllvm22`)",
             libdir.display()
         )),
         (true, true) => {}
@@ -131,19 +135,23 @@ fn link_llvm_and_mlir_shared(llvm_config: &Path) {
             .and_then(|name| name.to_str())
             .is_some_and(test)
     };
-    let mut c_api: Vec<&PathBuf> = entries
+    let mut archives: Vec<String> = entries
         .iter()
         .filter(|path| {
             named(path, &|name| {
-                name.starts_with("libMLIRCAPI") && name.ends_with(".a")
+                name.starts_with("libMLIR") && name.ends_with(".a")
             })
         })
+        .map(|path| path.display().to_string())
         .collect();
-    c_api.sort();
-    if c_api.is_empty() || !libdir.join("libMLIR.so").exists() {
+    archives.sort();
+    if !archives
+        .iter()
+        .any(|archive| archive.contains("libMLIRCAPIIR.a"))
+    {
         fail(&format!(
-            "MLIR_SYS_LINK_SHARED=1, but {} lacks libMLIR.so or MLIR's C API archives \
-             (libMLIRCAPI*.a); install them (`apt install libmlir-22-dev`)",
+            "MLIR_SYS_LINK_SHARED=1, but {} lacks MLIR's archives (libMLIR*.a, with the C API's \
+             libMLIRCAPI*.a); install them (`apt install libmlir-22-dev`)",
             libdir.display()
         ));
     }
@@ -152,26 +160,23 @@ fn link_llvm_and_mlir_shared(llvm_config: &Path) {
     if let Err(error) = std::fs::create_dir_all(&out) {
         fail(&format!("cannot create {}: {error}", out.display()));
     }
-    let archives: Vec<String> = c_api
-        .iter()
-        .map(|path| path.display().to_string())
-        .collect();
     let script = format!(
-        "/* MLIR's C API, linked in from its archives, over the shared libMLIR (gpu-build's build.rs). */\n\
-         GROUP ( {} )\nINPUT ( -lMLIR )\n",
+        "/* MLIR and its C API from their archives, over the shared libLLVM (gpu-build's build.rs). */\n\
+         GROUP ( {} )\n",
         archives.join(" ")
     );
-    if let Err(error) = std::fs::write(out.join("libMLIR-C.so"), script) {
-        fail(&format!(
-            "cannot write {}: {error}",
-            out.join("libMLIR-C.so").display()
-        ));
+    for name in ["libMLIR.so", "libMLIR-C.so"] {
+        if let Err(error) = std::fs::write(out.join(name), &script) {
+            fail(&format!(
+                "cannot write {}: {error}",
+                out.join(name).display()
+            ));
+        }
     }
-    for library in entries.iter().filter(|path| {
-        named(path, &|name| {
-            name.starts_with("libLLVM.so.") || name.starts_with("libMLIR.so.")
-        })
-    }) {
+    for library in entries
+        .iter()
+        .filter(|path| named(path, &|name| name.starts_with("libLLVM.so.")))
+    {
         let Some(name) = library.file_name() else {
             continue;
         };
@@ -275,7 +280,7 @@ fn main() {
     #[cfg(feature = "compiler")]
     {
         let llvm_config = llvm_config();
-        link_llvm_and_mlir_shared(&llvm_config);
+        link_llvm_shared(&llvm_config);
         compile_llvm_shims(&llvm_config);
     }
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());

@@ -38,8 +38,8 @@ fi
 # Recorded in cargo's own configuration ([env] of $CARGO_HOME/config.toml), so every crate this
 # user builds with gpu-build, in this workspace or not, finds LLVM 22 with nothing set by hand.
 # The names carry the LLVM version: other LLVM versions' bindings are not affected. And
-# MLIR_SYS_LINK_SHARED=1: mlir-sys links MLIR's shared library, as llvm-sys links LLVM's (see
-# gpu-build/build.rs: binaries of a few MB instead of ~300 MB). Values a user set there already
+# MLIR_SYS_LINK_SHARED=1: mlir-sys links MLIR over LLVM's shared library, which llvm-sys links
+# (see gpu-build/build.rs: binaries of ~100 MB instead of ~300 MB). Values a user set there already
 # are kept.
 python3 - "${CARGO_HOME:-$HOME/.cargo}/config.toml" <<'PYTHON'
 import pathlib, sys, tomllib

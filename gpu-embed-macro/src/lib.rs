@@ -206,6 +206,18 @@ fn expand_module(
             ));
         }
     }
+    // Vulkan objects run only through gpu-embed's `vulkan` feature: its macro is a compile error
+    // without it, at the target that asked for them (else the call).
+    let vulkan_check = objects.iter().any(|o| o.vendor == Vendor::Vulkan).then(|| {
+        let span = call
+            .targets
+            .iter()
+            .flatten()
+            .find(|t| t.vendor == Some(Vendor::Vulkan))
+            .map_or(call.path.span(), |t| t.name.span());
+        let name = &module.name;
+        quote::quote_spanned! {span=> ::gpu_embed::__embeds_vulkan_objects!(#name); }
+    });
     let mut statics = TokenStream::new();
     let mut entries = Vec::new();
     for (index, object) in objects.iter().enumerate() {
@@ -229,6 +241,7 @@ fn expand_module(
     Ok(quote! {
         #[doc = #doc]
         #[allow(non_upper_case_globals, clippy::too_many_arguments)]
+        #vulkan_check
         pub mod #module_ident {
             /// Objects start 8-byte aligned, as ELF loaders expect (unused where every object
             /// is embedded compressed: the runtime aligns what it decompresses).

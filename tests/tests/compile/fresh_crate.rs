@@ -126,7 +126,7 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
 
     // MLIR 22's parser crashes (SIGSEGV) on a dense array of `index` elements, the natural typo
     // for a block size: the build script stops first, at the typo, naming the fix.
-    std::fs::write(&main, good).unwrap();
+    std::fs::write(&main, &good).unwrap();
     let kernel = root.join("kernels/vadd.mlir");
     let good_kernel = std::fs::read_to_string(&kernel).unwrap();
     let typo = good_kernel.replace(
@@ -179,6 +179,31 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
     assert!(
         stderr.contains("has a shared libLLVM, which llvm-sys links, but mlir-sys would link MLIR's static libraries")
             && stderr.contains("set MLIR_SYS_LINK_SHARED = \"1\" in the [env] table of ~/.cargo/config.toml"),
+        "{stderr}"
+    );
+
+    // gpu-embed without its `vulkan` feature (the chapter's crate): Vulkan objects, which no
+    // device could run, are a compile error at the target that asked for them, naming the fix.
+    let vulkan = good.replace(
+        "targets = [nvptx, amdgpu, host]",
+        "targets = [nvptx, amdgpu, host, vulkan]",
+    );
+    assert_ne!(vulkan, good, "the Vulkan target is added");
+    std::fs::write(&main, vulkan).unwrap();
+    let output = crate::common::nested_cargo(root)
+        .args(["build", "--offline", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "Vulkan objects built without the Vulkan driver"
+    );
+    assert!(
+        stderr.contains(
+            "gpu.module @vadd has Vulkan objects, which only gpu-embed's `vulkan` feature"
+        ) && stderr.contains("features = [\"vulkan\"]")
+            && stderr.contains("src/main.rs:3:"),
         "{stderr}"
     );
 }
