@@ -206,18 +206,30 @@ fn expand_module(
             ));
         }
     }
-    // Vulkan objects run only through gpu-embed's `vulkan` feature: its macro is a compile error
-    // without it, at the target that asked for them (else the call).
-    let vulkan_check = objects.iter().any(|o| o.vendor == Vendor::Vulkan).then(|| {
+    // Objects whose driver is behind a gpu-embed feature: a compile error without it, at the
+    // target that asked for them (else the call).
+    let mut feature_checks = TokenStream::new();
+    let mut checked = Vec::new();
+    for object in &objects {
+        let Some(feature) = object.vendor.runtime_feature() else {
+            continue;
+        };
+        if checked.contains(&feature) {
+            continue;
+        }
+        checked.push(feature);
         let span = call
             .targets
             .iter()
             .flatten()
-            .find(|t| t.vendor == Some(Vendor::Vulkan))
+            .find(|t| t.vendor == Some(object.vendor))
             .map_or(call.path.span(), |t| t.name.span());
+        let feature = Ident::new(feature, span);
         let name = &module.name;
-        quote::quote_spanned! {span=> ::gpu_embed::__embeds_vulkan_objects!(#name); }
-    });
+        feature_checks.extend(quote::quote_spanned! {span=>
+            ::gpu_embed::__driver_compiled_in!(#feature, #name);
+        });
+    }
     let mut statics = TokenStream::new();
     let mut entries = Vec::new();
     for (index, object) in objects.iter().enumerate() {
@@ -241,7 +253,7 @@ fn expand_module(
     Ok(quote! {
         #[doc = #doc]
         #[allow(non_upper_case_globals, clippy::too_many_arguments)]
-        #vulkan_check
+        #feature_checks
         pub mod #module_ident {
             /// Objects start 8-byte aligned, as ELF loaders expect (unused where every object
             /// is embedded compressed: the runtime aligns what it decompresses).

@@ -81,31 +81,6 @@ pub use driver::sys;
 #[doc(hidden)]
 pub use driver::vulkan::{enable_vulkan_validation, take_vulkan_validation_messages};
 
-/// Expanded by `include_gpu_binary!` for a gpu.module with Vulkan objects: nothing where the
-/// Vulkan driver is compiled in (feature `vulkan`).
-#[cfg(feature = "vulkan")]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __embeds_vulkan_objects {
-    ($module:literal) => {};
-}
-
-/// Expanded by `include_gpu_binary!` for a gpu.module with Vulkan objects: without the Vulkan
-/// driver no device could run them, so the call is an error naming the feature.
-#[cfg(not(feature = "vulkan"))]
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __embeds_vulkan_objects {
-    ($module:literal) => {
-        compile_error!(concat!(
-            "gpu.module @",
-            $module,
-            " has Vulkan objects, which only gpu-embed's `vulkan` feature (the Vulkan driver, \
-             off by default) runs: enable it (`gpu-embed = { version = \"0.1\", features = \
-             [\"vulkan\"] }`), or leave `vulkan` out of `targets`"
-        ));
-    };
-}
 pub use driver::DeviceLimits;
 pub use driver::KernelAttributes;
 pub use error::{DriverCode, Error, ErrorKind, Result};

@@ -110,6 +110,15 @@ impl Vendor {
         }
     }
 
+    /// The gpu-embed feature that compiles in the driver running its objects, where one does
+    /// (`vulkan`: the Vulkan driver brings the `ash` crate); the other drivers are always there.
+    pub fn runtime_feature(self) -> Option<&'static str> {
+        match self {
+            Vendor::Vulkan => Some("vulkan"),
+            Vendor::Nvptx | Vendor::Amdgpu | Vendor::Host | Vendor::OpenCl => None,
+        }
+    }
+
     /// The vendor's name as gpu-build and `include_gpu_binary!` spell it: `nvptx`, `amdgpu`,
     /// `host`, `vulkan`, `opencl`.
     pub fn name(self) -> &'static str {

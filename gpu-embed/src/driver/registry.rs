@@ -8,6 +8,39 @@ use super::{cuda, hip, host, level_zero, opencl, FoundDevice};
 use crate::binary::{Object, Vendor};
 use crate::error::{Error, Result};
 
+/// Expanded by `include_gpu_binary!` for a gpu.module with objects of a driver behind a feature
+/// (`gpu_manifest::Vendor::runtime_feature`): nothing where the driver is compiled in, else a
+/// compile error naming the feature, since no device could run them.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __driver_compiled_in {
+    (vulkan, $module:literal) => {
+        $crate::__vulkan_driver_compiled_in!($module);
+    };
+}
+
+#[cfg(feature = "vulkan")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __vulkan_driver_compiled_in {
+    ($module:literal) => {};
+}
+
+#[cfg(not(feature = "vulkan"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __vulkan_driver_compiled_in {
+    ($module:literal) => {
+        compile_error!(concat!(
+            "gpu.module @",
+            $module,
+            " has Vulkan objects, which only gpu-embed's `vulkan` feature (the Vulkan driver, \
+             off by default) runs: enable it (`gpu-embed = { version = \"0.1\", features = \
+             [\"vulkan\"] }`), or leave `vulkan` out of `targets`"
+        ));
+    };
+}
+
 /// What one driver found: its devices, its error (it loaded but failed), or why its library did
 /// not load.
 pub(crate) type Probe = std::result::Result<Result<Vec<FoundDevice>>, String>;
