@@ -66,6 +66,17 @@ pub(crate) fn write_crate_with(
     std::fs::copy(workspace().join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
 }
 
+/// `cargo build` of the crate at `root` with `env` set, which must fail: its stderr.
+fn failing_build(root: &Path, env: &[(&str, &str)], what: &str) -> String {
+    let output = crate::common::nested_cargo(root)
+        .envs(env.iter().copied())
+        .args(["build", "--offline", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "{what} built");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[test]
 fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
     let chapter =
@@ -113,12 +124,7 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
     let broken = good.replace("&a, &b, &c, n)", "&a, &b, &c, 1.5f32)");
     assert_ne!(broken, good, "the seeded break applies");
     std::fs::write(&main, broken).unwrap();
-    let output = crate::common::nested_cargo(root)
-        .args(["build", "--offline", "--quiet"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "the broken example built");
+    let stderr = failing_build(root, &[], "the broken example");
     assert!(
         stderr.contains("src/main.rs") && stderr.contains("mismatched types"),
         "{stderr}"
@@ -135,12 +141,7 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
     );
     assert_ne!(typo, good_kernel, "the typo applies");
     std::fs::write(&kernel, &typo).unwrap();
-    let output = crate::common::nested_cargo(root)
-        .args(["build", "--offline", "--quiet"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "the typo built");
+    let stderr = failing_build(root, &[], "the typo");
     let line = typo
         .lines()
         .position(|l| l.contains("array<index"))
@@ -166,15 +167,10 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
     // fix, before anything is linked. A failed build script records nothing, so the next build
     // with cargo's configuration reuses the last good one.
     std::fs::write(&kernel, &good_kernel).unwrap();
-    let output = crate::common::nested_cargo(root)
-        .env("MLIR_SYS_LINK_SHARED", "0")
-        .args(["build", "--offline", "--quiet"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !output.status.success(),
-        "a build mixing static MLIR with shared LLVM succeeded"
+    let stderr = failing_build(
+        root,
+        &[("MLIR_SYS_LINK_SHARED", "0")],
+        "a crate mixing static MLIR with shared LLVM",
     );
     assert!(
         stderr.contains("has a shared libLLVM, which llvm-sys links, but mlir-sys would link MLIR's static libraries")
@@ -190,14 +186,10 @@ fn the_getting_started_crate_builds_and_runs_its_kernel_on_the_host() {
     );
     assert_ne!(vulkan, good, "the Vulkan target is added");
     std::fs::write(&main, vulkan).unwrap();
-    let output = crate::common::nested_cargo(root)
-        .args(["build", "--offline", "--quiet"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !output.status.success(),
-        "Vulkan objects built without the Vulkan driver"
+    let stderr = failing_build(
+        root,
+        &[],
+        "a crate with Vulkan objects and no Vulkan driver",
     );
     assert!(
         stderr.contains(
