@@ -70,6 +70,19 @@ fn ask_llvm_config(llvm_config: &Path, arguments: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
+/// What `llvm-config ARGUMENTS` prints; where it fails, the build fails naming the fix.
+#[cfg(feature = "compiler")]
+fn require_llvm_config(llvm_config: &Path, arguments: &[&str]) -> String {
+    ask_llvm_config(llvm_config, arguments).unwrap_or_else(|| {
+        fail(&format!(
+            "cannot run `{} {}`; install LLVM 22 (`apt install llvm-22-dev`) and set \
+             LLVM_SYS_221_PREFIX to it (e.g. /usr/lib/llvm-22)",
+            llvm_config.display(),
+            arguments.join(" ")
+        ))
+    })
+}
+
 #[cfg(feature = "compiler")]
 fn fail(message: &str) -> ! {
     eprintln!("error: {message}");
@@ -98,17 +111,10 @@ fn fail(message: &str) -> ! {
 /// the loader's path where it does, and gpu-build's own binaries carry LLVM's library folder as
 /// their run path.
 #[cfg(feature = "compiler")]
-fn link_llvm_shared(llvm_config: &Path) {
+fn link_llvm_shared(llvm_config: &Path, libdir: &Path) {
     println!("cargo::rerun-if-env-changed=MLIR_SYS_LINK_SHARED");
     let mlir_shared = std::env::var("MLIR_SYS_LINK_SHARED").is_ok_and(|value| value == "1");
     let llvm_shared = ask_llvm_config(llvm_config, &["--link-shared", "--libnames"]).is_some();
-    let Some(libdir) = ask_llvm_config(llvm_config, &["--libdir"]).map(PathBuf::from) else {
-        fail(&format!(
-            "cannot run `{} --libdir`; install LLVM 22 (`apt install llvm-22-dev`) and set \
-             LLVM_SYS_221_PREFIX to it (e.g. /usr/lib/llvm-22)",
-            llvm_config.display()
-        ));
-    };
     let record = "in the [env] table of ~/.cargo/config.toml (scripts/setup.sh records it there)";
     match (llvm_shared, mlir_shared) {
         (false, false) => return,
@@ -126,23 +132,18 @@ fn link_llvm_shared(llvm_config: &Path) {
         )),
         (true, true) => {}
     }
-    let entries: Vec<PathBuf> = match std::fs::read_dir(&libdir) {
-        Ok(entries) => entries.flatten().map(|entry| entry.path()).collect(),
+    // The library folder's files by name.
+    let names: Vec<String> = match std::fs::read_dir(libdir) {
+        Ok(entries) => entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .collect(),
         Err(error) => fail(&format!("cannot read {}: {error}", libdir.display())),
     };
-    let named = |path: &Path, test: &dyn Fn(&str) -> bool| {
-        path.file_name()
-            .and_then(|name| name.to_str())
-            .is_some_and(test)
-    };
-    let mut archives: Vec<String> = entries
+    let mut archives: Vec<String> = names
         .iter()
-        .filter(|path| {
-            named(path, &|name| {
-                name.starts_with("libMLIR") && name.ends_with(".a")
-            })
-        })
-        .map(|path| path.display().to_string())
+        .filter(|name| name.starts_with("libMLIR") && name.ends_with(".a"))
+        .map(|name| libdir.join(name).display().to_string())
         .collect();
     archives.sort();
     if !archives
@@ -173,14 +174,9 @@ fn link_llvm_shared(llvm_config: &Path) {
             ));
         }
     }
-    for library in entries
-        .iter()
-        .filter(|path| named(path, &|name| name.starts_with("libLLVM.so.")))
-    {
-        let Some(name) = library.file_name() else {
-            continue;
-        };
-        if let Err(error) = std::os::unix::fs::symlink(library, out.join(name)) {
+    for name in names.iter().filter(|name| name.starts_with("libLLVM.so.")) {
+        let library = libdir.join(name);
+        if let Err(error) = std::os::unix::fs::symlink(&library, out.join(name)) {
             fail(&format!(
                 "cannot link {} into {}: {error}",
                 library.display(),
@@ -195,22 +191,16 @@ fn link_llvm_shared(llvm_config: &Path) {
 /// `link.cpp` and the host's pass library ([`host_passes`]), with `llvm-config --cxxflags` of the
 /// LLVM llvm-sys uses.
 #[cfg(feature = "compiler")]
-fn compile_llvm_shims(llvm_config: &Path) {
-    let Some(flags) = ask_llvm_config(llvm_config, &["--cxxflags"]) else {
-        fail(&format!(
-            "cannot run `{} --cxxflags`; install LLVM 22 (`apt install llvm-22-dev`) and set \
-             LLVM_SYS_221_PREFIX to it (e.g. /usr/lib/llvm-22)",
-            llvm_config.display()
-        ));
-    };
+fn compile_llvm_shims(llvm_config: &Path, libdir: &Path) {
+    let flags = require_llvm_config(llvm_config, &["--cxxflags"]);
     // One translation unit that includes every source: LLVM's headers, most of each file's
     // compile, are parsed once (measured on 2 cores: 10.5 s against 48 s for the 15 files one
     // by one, on the critical path of a user's first build). The files share no file-scope
     // names, which this keeps true: a clash is a compile error here.
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let lld = lld_libraries(llvm_config);
+    let lld = lld_libraries(llvm_config, libdir);
     let sources = std::iter::once(PathBuf::from("src/targets/support/link.cpp"))
-        .chain(lld.is_some().then(|| PathBuf::from(LLD_SHIM)))
+        .chain(lld.then(|| PathBuf::from(LLD_SHIM)))
         .chain(host_passes());
     let unit: String = sources
         .map(|source| format!("#include \"{}\"\n", root.join(source).display()))
@@ -218,8 +208,7 @@ fn compile_llvm_shims(llvm_config: &Path) {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
     let unity = out.join("gpu_build_llvm_shims.cpp");
     if let Err(error) = std::fs::write(&unity, unit) {
-        eprintln!("error: cannot write {}: {error}", unity.display());
-        std::process::exit(1);
+        fail(&format!("cannot write {}: {error}", unity.display()));
     }
     println!("cargo::rerun-if-changed=src/targets/support/link.cpp");
     let mut build = cc::Build::new();
@@ -245,7 +234,7 @@ fn compile_llvm_shims(llvm_config: &Path) {
     }
     build.compile("gpu_build_llvm_shims");
     // After the shims, which call into them.
-    if let Some(libdir) = lld {
+    if lld {
         println!("cargo::rustc-link-search=native={}", libdir.display());
         println!("cargo::rustc-link-lib=static=lldELF");
         println!("cargo::rustc-link-lib=static=lldCommon");
@@ -260,19 +249,19 @@ fn compile_llvm_shims(llvm_config: &Path) {
 #[cfg(feature = "compiler")]
 const LLD_SHIM: &str = "src/shared_library/lld.cpp";
 
-/// The folder of lld's ELF linker libraries and headers where LLVM 22 has them (Debian's
-/// `liblld-22-dev`), which links hsaco and host modules in the process (src/shared_library/);
-/// `None`: the `ld.lld` program does.
+/// Whether LLVM 22 has lld's ELF linker libraries and headers in `libdir` and beside it (Debian's
+/// `liblld-22-dev`), which link hsaco and host modules in the process (src/shared_library/);
+/// without them the `ld.lld` program does.
 #[cfg(feature = "compiler")]
-fn lld_libraries(llvm_config: &Path) -> Option<PathBuf> {
+fn lld_libraries(llvm_config: &Path, libdir: &Path) -> bool {
     println!("cargo::rerun-if-changed={LLD_SHIM}");
-    let libdir = PathBuf::from(ask_llvm_config(llvm_config, &["--libdir"])?);
-    let includedir = PathBuf::from(ask_llvm_config(llvm_config, &["--includedir"])?);
-    let present = ["liblldELF.a", "liblldCommon.a"]
+    let Some(includedir) = ask_llvm_config(llvm_config, &["--includedir"]) else {
+        return false;
+    };
+    ["liblldELF.a", "liblldCommon.a"]
         .iter()
         .all(|library| libdir.join(library).exists())
-        && includedir.join("lld/Common/Driver.h").exists();
-    present.then_some(libdir)
+        && Path::new(&includedir).join("lld/Common/Driver.h").exists()
 }
 
 fn main() {
@@ -280,8 +269,9 @@ fn main() {
     #[cfg(feature = "compiler")]
     {
         let llvm_config = llvm_config();
-        link_llvm_shared(&llvm_config);
-        compile_llvm_shims(&llvm_config);
+        let libdir = require_llvm_config(&llvm_config, &["--libdir"]);
+        link_llvm_shared(&llvm_config, Path::new(&libdir));
+        compile_llvm_shims(&llvm_config, Path::new(&libdir));
     }
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let mut found = vec![root.join("Cargo.toml"), root.join("build.rs")];
