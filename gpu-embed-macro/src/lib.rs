@@ -251,9 +251,9 @@ fn expand_module(
         module.name, module.source, count, kernel_names
     );
     Ok(quote! {
+        #feature_checks
         #[doc = #doc]
         #[allow(non_upper_case_globals, clippy::too_many_arguments)]
-        #feature_checks
         pub mod #module_ident {
             /// Objects start 8-byte aligned, as ELF loaders expect (unused where every object
             /// is embedded compressed: the runtime aligns what it decompresses).

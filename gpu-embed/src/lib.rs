@@ -80,7 +80,6 @@ pub use driver::sys;
 #[cfg(feature = "vulkan")]
 #[doc(hidden)]
 pub use driver::vulkan::{enable_vulkan_validation, take_vulkan_validation_messages};
-
 pub use driver::DeviceLimits;
 pub use driver::KernelAttributes;
 pub use error::{DriverCode, Error, ErrorKind, Result};
