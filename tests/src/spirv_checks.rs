@@ -15,7 +15,7 @@ fn block(x: u32) -> LaunchConfig {
     }
 }
 
-/// `scale`: x[i] *= 2.5 over 1000 elements, blocks of 128 (the kernel's `known_block_size`).
+/// `scale`: `x[i] *= 2.5` over 1000 elements, blocks of 128 (the kernel's `known_block_size`).
 pub fn check_scale(device: &Device) -> Result<()> {
     let n = 1000;
     let data: Vec<f32> = (0..n).map(|i| i as f32 - 7.0).collect();
