@@ -9,6 +9,9 @@ use std::process::Command;
 #[path = "../../../gpu-embed/tests/embed/common/rerun.rs"]
 pub mod rerun;
 
+/// The library crates as packaged, which the crates built outside the workspace depend on.
+pub mod packages;
+
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -116,7 +119,10 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// The workspace's `[profile]` settings as `--config` arguments, for builds that would not see
-/// them: a crate outside the workspace, a package `cargo publish` verifies.
+/// them: a crate outside the workspace, a package `cargo publish` verifies. Settings for one of
+/// the workspace's own packages are left out: such a build compiles those packages from another
+/// path, never sharing the test run's units, and gpu-embed at `opt-level = 3` cost ~10 s of CPU
+/// per build for kernels of a thousand elements.
 pub fn workspace_profiles() -> Vec<String> {
     fn flatten(prefix: &str, value: &toml::Value, found: &mut Vec<String>) {
         match value {
@@ -129,25 +135,45 @@ pub fn workspace_profiles() -> Vec<String> {
         }
     }
     let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
-    let manifest: toml::Table = manifest.parse().unwrap();
+    let mut manifest: toml::Table = manifest.parse().unwrap();
+    let members = workspace_packages(&manifest);
     let mut found = Vec::new();
-    if let Some(profiles) = manifest.get("profile") {
-        flatten("profile", profiles, &mut found);
+    if let Some(toml::Value::Table(profiles)) = manifest.get_mut("profile") {
+        for (_, profile) in profiles.iter_mut() {
+            if let Some(toml::Value::Table(packages)) = profile.get_mut("package") {
+                packages.retain(|name, _| !members.iter().any(|member| member == name));
+            }
+        }
+        flatten("profile", &toml::Value::Table(profiles.clone()), &mut found);
     }
     found
+}
+
+/// The package names of the workspace's members (`[workspace] members` of `manifest`).
+fn workspace_packages(manifest: &toml::Table) -> Vec<String> {
+    manifest["workspace"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|member| {
+            let path = workspace()
+                .join(member.as_str().unwrap())
+                .join("Cargo.toml");
+            let member: toml::Table = std::fs::read_to_string(path).unwrap().parse().unwrap();
+            member["package"]["name"].as_str().unwrap().to_string()
+        })
+        .collect()
 }
 
 /// `cargo` for a build nested in the test run (a fixture crate, a package being verified): in the
 /// test run's own target directory, which cargo does not lock while tests run, with the
 /// workspace's profiles. Where LLVM 22 is comes from cargo's own configuration, as for any user
 /// of gpu-build (`scripts/setup.sh` records it there): the variables are removed from the nested
-/// build's environment, so a fixture that builds proves a user's crate would. Nested builds of the
-/// same dependency graph share their units with each other and with the test run (the GPU
-/// bundle's, `cargo doc`'s build scripts), and no nested build keeps a target directory of its
-/// own. A fixture crate's graph is not the workspace's, though: cargo unifies features over the
-/// whole graph, so `regex` or `syn` built for the workspace differ from a fixture's, and with
-/// them everything above them, gpu-build's LLVM and MLIR bindings included (measured: each
-/// distinct graph compiles them once more).
+/// build's environment, so a fixture that builds proves a user's crate would. A nested build
+/// reuses the test run's units of every registry crate whose features it resolves the same
+/// (build scripts and proc macros are built as the code is: see the workspace's Cargo.toml),
+/// the LLVM and MLIR bindings included; the workspace's own packages it compiles once more
+/// (cargo hashes a path package by where it is: see `packages`).
 pub fn nested_cargo(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO"));
     command

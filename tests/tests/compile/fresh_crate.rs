@@ -4,6 +4,7 @@
 //! user following the chapter would see it. A block broken on purpose fails the build, so the
 //! chapter cannot drift from what compiles.
 
+use crate::common::packages::packages;
 use crate::common::{fenced_blocks, workspace};
 use std::path::Path;
 
@@ -21,22 +22,11 @@ pub(crate) fn chapter_files(chapter: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Writes the crate into `root`, with the registry dependencies pointed at this workspace.
+/// Writes the crate into `root`, with the registry dependencies pointed at the packaged library
+/// crates (`common::packages`) and the workspace's lock file, so that it builds offline with the
+/// dependency versions every fixture crate shares.
 fn write_crate(root: &Path, files: &[(String, String)]) {
-    let path = |krate: &str| workspace().join(krate);
-    write_crate_with(root, files, &path("gpu-embed"), &path("gpu-build"), "");
-}
-
-/// Writes the crate into `root` with gpu-embed and gpu-build taken from the folders given and
-/// `more` appended to its Cargo.toml, and the workspace's lock file, so that it builds offline
-/// with the dependency versions every fixture crate shares.
-pub(crate) fn write_crate_with(
-    root: &Path,
-    files: &[(String, String)],
-    gpu_embed: &Path,
-    gpu_build: &Path,
-    more: &str,
-) {
+    let packages = packages();
     for (name, contents) in files {
         let contents = if name == "Cargo.toml" {
             contents
@@ -44,17 +34,17 @@ pub(crate) fn write_crate_with(
                     "gpu-embed = \"0.1\"",
                     &format!(
                         "gpu-embed = {{ path = {:?} }}",
-                        gpu_embed.display().to_string()
+                        packages.library("gpu-embed").display().to_string()
                     ),
                 )
                 .replace(
                     "gpu-build = \"0.1\"",
                     &format!(
                         "gpu-build = {{ path = {:?} }}",
-                        gpu_build.display().to_string()
+                        packages.library("gpu-build").display().to_string()
                     ),
                 )
-                + more
+                + &packages.patch()
                 + "\n[workspace]\n"
         } else {
             contents.clone()

@@ -1,15 +1,15 @@
-//! The four library crates are publishable and documented: `cargo package` packages them, a user's crate builds and runs from the packages alone (not the workspace), and their
-//! documentation builds without a warning, with and without gpu-build's compiler.
+//! The four library crates are publishable and documented: `cargo package` packages them, user
+//! crates build and run from the packages alone (every crate the tests build outside the
+//! workspace takes them from `common::packages`: the guide's getting-started crate runs its
+//! kernel from them), and their documentation builds without a warning, with and without
+//! gpu-build's compiler.
 
-use crate::common::{nested_cargo, target_dir, workspace};
-use crate::fresh_crate::{chapter_files, write_crate_with};
-use std::process::Command;
-
-const LIBRARIES: [&str; 4] = ["gpu-manifest", "gpu-embed-macro", "gpu-embed", "gpu-build"];
+use crate::common::packages::{packages, LIBRARIES};
+use crate::common::{nested_cargo, workspace};
 
 /// `cargo ARGS -p PACKAGE…` in the workspace, nested in the test run (`nested_cargo`: its target
-/// directory, so the verification builds reuse the dependencies it compiled), with rustdoc's
-/// warnings as errors.
+/// directory, so these builds reuse the dependencies it compiled), with rustdoc's warnings as
+/// errors.
 fn cargo(args: &[&str], packages: &[&str]) -> (bool, String) {
     let mut command = nested_cargo(&workspace());
     command.env("RUSTDOCFLAGS", "-D warnings").args(args);
@@ -23,66 +23,20 @@ fn cargo(args: &[&str], packages: &[&str]) -> (bool, String) {
     )
 }
 
-/// The libraries are packaged (`cargo package`: the `.crate` files `cargo publish` uploads), then built
-/// from their packages alone, as a user's crate takes them: the guide's getting-started crate,
-/// with gpu-embed and gpu-build (and, through `[patch]`, gpu-manifest and gpu-embed-macro) from
-/// the unpacked `.crate` files, builds and runs its kernel. A file the build needs but the
-/// package leaves out fails here. Built this way, not by cargo's own verification of each package
-/// (`--no-verify`), the packages share the fixture crates' dependency graph, and with it their
-/// build of gpu-build's LLVM and MLIR bindings, where cargo's verification compiled those once
-/// more in a graph of its own.
+/// Each library is packaged (`cargo package`: the `.crate` file `cargo publish` uploads) and
+/// unpacks to a crate; that the packages build and run is what the fixture crates built from
+/// them show (fresh_crate, rerun, prebuilt_crates).
 #[test]
 fn the_library_crates_publish() {
-    let (ok, log) = cargo(&["package", "--allow-dirty", "--no-verify"], &LIBRARIES);
-    assert!(ok, "{log}");
+    let packages = packages();
     for library in LIBRARIES {
         assert!(
-            log.contains(&format!("Packaging {library} v")),
-            "{library} was not packaged:\n{log}"
+            packages.log.contains(&format!("Packaging {library} v")),
+            "{library} was not packaged:\n{}",
+            packages.log
         );
+        assert!(packages.library(library).join("src/lib.rs").is_file());
     }
-    let dir = tempfile::tempdir().unwrap();
-    let packages = dir.path().join("packages");
-    std::fs::create_dir_all(&packages).unwrap();
-    let version = env!("CARGO_PKG_VERSION");
-    let unpacked = |library: &str| packages.join(format!("{library}-{version}"));
-    for library in LIBRARIES {
-        let file = target_dir().join(format!("package/{library}-{version}.crate"));
-        let status = Command::new("tar")
-            .arg("-xzf")
-            .arg(&file)
-            .arg("-C")
-            .arg(&packages)
-            .status()
-            .unwrap();
-        assert!(status.success(), "unpacking {}", file.display());
-        assert!(unpacked(library).join("Cargo.toml").is_file());
-    }
-    let chapter =
-        std::fs::read_to_string(workspace().join("docs/guide/01-getting-started.md")).unwrap();
-    let patch = format!(
-        "\n[patch.crates-io]\ngpu-manifest = {{ path = {:?} }}\ngpu-embed-macro = {{ path = {:?} }}\n",
-        unpacked("gpu-manifest").display().to_string(),
-        unpacked("gpu-embed-macro").display().to_string(),
-    );
-    let root = dir.path().join("user");
-    write_crate_with(
-        &root,
-        &chapter_files(&chapter),
-        &unpacked("gpu-embed"),
-        &unpacked("gpu-build"),
-        &patch,
-    );
-    let output = nested_cargo(&root)
-        .args(["run", "--offline", "--quiet"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1000 elements added on "),
-        "the packages did not build and run:\n{}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// The libraries' documentation with every feature, and with it the documentation

@@ -4,6 +4,7 @@
 //! dependency tree and launches the kernels on the host. Editing the kernel file without
 //! refreshing the folder is an error that says how to refresh it.
 
+use crate::common::packages::packages;
 use crate::common::workspace;
 use std::path::Path;
 
@@ -37,17 +38,21 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn library_manifest(compiler: bool) -> String {
+/// kernlib's manifest, with gpu-build's compiler or without; `root`: kernlib is the crate built
+/// (not a dependency of the application), so the packages' `[patch]` table is its to give.
+fn library_manifest(compiler: bool, root: bool) -> String {
+    let packages = packages();
     format!(
-        "[package]\nname = \"kernlib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-         [dependencies]\ngpu-embed = {{ path = {:?} }}\n\n\
-         [build-dependencies]\ngpu-build = {{ path = {:?}{} }}\n",
-        workspace().join("gpu-embed").display().to_string(),
-        workspace().join("gpu-build").display().to_string(),
-        if compiler {
+        "[package]\nname = \"kernlib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{}{}",
+        packages.dependencies(if compiler {
             ""
         } else {
             ", default-features = false"
+        }),
+        if root {
+            packages.patch() + "\n[workspace]\n"
+        } else {
+            String::new()
         }
     )
 }
@@ -79,10 +84,7 @@ fn an_application_uses_prebuilt_kernels_without_llvm() {
         "fn main() { gpu_build::build(); }\n",
     );
     write(&library.join("src/lib.rs"), LIBRARY);
-    write(
-        &library.join("Cargo.toml"),
-        &format!("{}\n[workspace]\n", library_manifest(true)),
-    );
+    write(&library.join("Cargo.toml"), &library_manifest(true, true));
     std::fs::copy(workspace().join("Cargo.lock"), library.join("Cargo.lock")).unwrap();
 
     // The kernel author, with the compiler: writes the prebuilt folder.
@@ -102,11 +104,14 @@ fn an_application_uses_prebuilt_kernels_without_llvm() {
         .is_file());
 
     // Published without the compiler; an application uses it.
-    write(&library.join("Cargo.toml"), &library_manifest(false));
+    write(&library.join("Cargo.toml"), &library_manifest(false, false));
     write(
         &app.join("Cargo.toml"),
-        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-         [dependencies]\nkernlib = { path = \"../kernlib\" }\n\n[workspace]\n",
+        &format!(
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\nkernlib = {{ path = \"../kernlib\" }}\n{}\n[workspace]\n",
+            packages().patch()
+        ),
     );
     write(&app.join("src/main.rs"), APP);
     std::fs::copy(workspace().join("Cargo.lock"), app.join("Cargo.lock")).unwrap();

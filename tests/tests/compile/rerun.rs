@@ -1,6 +1,7 @@
 //! Rebuilds happen exactly when needed: a user crate is built with cargo, and its build script
 //! reruns when (and only when) a kernel file, a linked bitcode file or a toolkit variable changes.
 
+use crate::common::packages::packages;
 use crate::common::workspace;
 use std::path::Path;
 use std::process::Command;
@@ -17,8 +18,7 @@ const KERNEL: &str = r#"gpu.module @k [#nvvm.target<chip = "sm_80", link = ["lib
 "#;
 
 fn write_fixture(dir: &Path) {
-    let gpu_build = workspace().join("gpu-build");
-    let gpu_embed = workspace().join("gpu-embed");
+    let packages = packages();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::create_dir_all(dir.join("kernels")).unwrap();
     std::fs::create_dir_all(dir.join("lib")).unwrap();
@@ -28,10 +28,9 @@ fn write_fixture(dir: &Path) {
             // The dependencies of a user crate (gpu-embed too, though this one launches nothing):
             // the other fixture crates' dependency graph, so their builds share its units.
             "[package]\nname = \"rerun-fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-             [dependencies]\ngpu-embed = {{ path = {:?} }}\n\n\
-             [build-dependencies]\ngpu-build = {{ path = {:?} }}\n\n[workspace]\n",
-            gpu_embed.display().to_string(),
-            gpu_build.display().to_string()
+             {}{}\n[workspace]\n",
+            packages.dependencies(""),
+            packages.patch()
         ),
     )
     .unwrap();
