@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Installs what building and testing this workspace needs on Debian 12, skipping what is there:
-# LLVM/MLIR 22 (headers, libraries, tools), lld (the program and its libraries), the ROCm device libraries, Debian's HIP
-# runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the Vulkan loader, the
-# Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and the OpenCL ICD
-# loader (the host target's peer in benches/host_vs_peers.rs), Oclgrind (the checked host run's
-# peer in benches/checked_vs_oclgrind.rs, which points the loader at its ICD library), Intel's CPU Runtime for OpenCL from
-# PyPI (the OpenCL driver's tests: it runs the opencl target's SPIR-V on any x86-64 CPU) with
-# Debian's OpenCL headers (the OpenCL bindings), the stores the shared-cache tests
-# start on loopback (redis-server, nginx with its WebDAV modules, moto's S3 server from PyPI), the
-# Level Zero loader and headers (Intel GPUs: bindings and discovery), NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime
-# wheel (cuda.h), and the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not
-# installed) under /opt/gpu-build/hip6 for the driver-binding tests, and MLIR's GPU integration
-# tests from Debian's LLVM source; and records where LLVM 22 is in cargo's configuration. Safe to
-# run again.
+# LLVM/MLIR 22 (headers, libraries, tools), lld (the program and its libraries), the ROCm device
+# libraries, Debian's HIP runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the
+# Vulkan loader, the Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and
+# the OpenCL ICD loader (the host target's peer in benches/host_vs_peers.rs), Oclgrind (the checked
+# host run's peer in benches/checked_vs_oclgrind.rs, which points the loader at its ICD library),
+# Intel's CPU Runtime for OpenCL from PyPI (the OpenCL driver's tests: it runs the opencl target's
+# SPIR-V on any x86-64 CPU) with Debian's OpenCL headers (the OpenCL bindings), the stores the
+# shared-cache tests start on loopback (redis-server, nginx with its WebDAV modules, moto's S3
+# server from PyPI), the Level Zero loader and headers (Intel GPUs: bindings and discovery),
+# NVIDIA's CUDA compiler wheel from PyPI (ptxas + libdevice) and CUDA runtime wheel (cuda.h), and
+# the ROCm 6 HIP headers and runtime from Debian unstable, unpacked (not installed) under
+# /opt/gpu-build/hip6 for the driver-binding tests, and MLIR's GPU integration tests from Debian's
+# LLVM source; and records where LLVM 22 is in cargo's configuration. Safe to run again.
 set -euo pipefail
 
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 liblld-22-dev libpolly-22-dev libclang-22-dev clang-22
