@@ -56,20 +56,9 @@ fn the_documentation_builds_without_warnings() {
         .filter(|line| line.contains("warning") && !line.starts_with("warning: gpu-tests@"))
         .collect();
     assert!(warnings.is_empty(), "{log}");
-    let output = nested_cargo(&workspace())
-        .env("RUSTDOCFLAGS", "-D warnings")
-        .args([
-            "doc",
-            "--no-deps",
-            "-p",
-            "gpu-build",
-            "--no-default-features",
-        ])
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "gpu-build as docs.rs builds it:\n{log}"
+    let (ok, log) = cargo(
+        &["doc", "--no-deps", "--no-default-features"],
+        &["gpu-build"],
     );
+    assert!(ok, "gpu-build as docs.rs builds it:\n{log}");
 }
