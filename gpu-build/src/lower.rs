@@ -183,7 +183,8 @@ pub(crate) fn lower_to_llvm<'ll>(
         mark_llvm_kernels(&mlir.context, &mut gpu_module, kernel_attribute);
         crate::targets::support::llvm_math::math_intrinsics_as_math(&mlir.context, &gpu_module)?;
         if let Some(llvm) = crate::targets::target(vendor).description().llvm() {
-            llvm.steps.prepare_for_lowering(&mlir.context, &gpu_module);
+            llvm.steps
+                .prepare_for_lowering(&mlir.context, &gpu_module, target.checked);
         }
         crate::targets::support::atomics::products_as_generic(
             &mlir.context,

@@ -439,9 +439,15 @@ pub(crate) trait Target: Sync {
 /// to the LLVM dialect, then ModuleToObject (upstream's `SerializeGPUModuleBase`).
 pub(crate) trait LlvmTarget: Sync {
     /// Rewrites the `gpu.module` before its lowering pipeline runs (after the kernel attribute
-    /// is set). Targets whose lowering pipelines are equal (they share one lowering) must make
-    /// the same rewrite.
-    fn prepare_for_lowering(&self, _context: &melior::Context, _gpu_module: &OperationRefMut) {}
+    /// is set); `checked` for the checked host objects' lowering. Targets whose lowering
+    /// pipelines are equal (they share one lowering) must make the same rewrite.
+    fn prepare_for_lowering(
+        &self,
+        _context: &melior::Context,
+        _gpu_module: &OperationRefMut,
+        _checked: bool,
+    ) {
+    }
     /// The MLIR passes that lower the gpu dialect (and the vendor's own dialect) to this
     /// vendor's (the rest of the pipeline is shared, in `lower`).
     fn lowering_pass(&self, processor: &str) -> String;

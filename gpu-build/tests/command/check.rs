@@ -2,14 +2,23 @@
 //! seeded bug of `tests/programs/bugs/` is reported exactly as its `// EXPECT:` line says (the
 //! kind, the bytes, `file:line:col`, the block, the thread, the argument and where the address
 //! lies, fragments separated by `…`), as many times as `// EXPECT-COUNT:` says (default 1),
-//! and nothing else; the run fails. Correct programs, ours and upstream's, run checked with no
-//! report and their output unchanged.
+//! and nothing else; the run fails. Correct programs, ours (the bugs' twins in
+//! `tests/programs/twins/` among them) and upstream's, run checked with no report and their
+//! output unchanged.
 
 use crate::run::{corpus, run_and_check_args, run_with_args, UPSTREAM_ON_THE_HOST};
 use std::path::{Path, PathBuf};
 
+/// The seeded bugs.
 fn bugs() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/bugs");
+    programs_in("bugs")
+}
+
+/// The programs of `tests/programs/<folder>`.
+fn programs_in(folder: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(folder);
     let mut programs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -133,6 +142,10 @@ fn correct_programs_run_checked_with_no_report() {
         .collect();
     programs
         .extend(["streams.mlir", "shared_memory.mlir", "host_memory.mlir"].map(|p| ours.join(p)));
+    // The correct twins of the seeded bugs.
+    let twins = programs_in("twins");
+    assert!(twins.len() >= 2, "{twins:?}");
+    programs.extend(twins);
     let failures: Vec<String> = programs
         .iter()
         .filter_map(|program| run_and_check_args(program, &["--check"], &[]).err())

@@ -82,10 +82,24 @@ pub const CHECK_WRITES_OFFSET: usize = CHECK_BARRIERS_OFFSET + 8;
 /// them from the start of the kernel on.
 pub const CHECK_CONTEXT_BYTES: usize = CHECK_WRITES_OFFSET + 8;
 /// What a checked object passes for an access that failed its check: a constant of the
-/// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32 }`, the op's
-/// `file:line:col` (NUL-terminated), a `CHECK_*` kind, and the kernel parameter the
-/// pointer was traced to (-1: none).
-pub const CHECK_SITE_BYTES: usize = 16;
+/// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32, check: u32,
+/// detail: u32 }`, the op's `file:line:col` (NUL-terminated), a `CHECK_*` kind (what the
+/// access does), the kernel parameter the pointer was traced to (-1: none), which check
+/// failed (`CHECK_BOUNDS`, `CHECK_INDEX`, `CHECK_ALIGNMENT`) and what that check needs
+/// said (the dimension; the alignment).
+pub const CHECK_SITE_BYTES: usize = 24;
+/// A site's check: the access lies outside the memory its pointer may reach; the report's
+/// `address, bytes, low, high` are the access and that memory.
+pub const CHECK_BOUNDS: u32 = 0;
+/// A site's check: an index of a memref access lies outside its dimension (the site's
+/// `detail`), even where the address stays inside the memref (a row overrun of a 2-D
+/// memref); the report's `address, bytes, low, high` are the index, the elements the access
+/// spans along the dimension (a vector's length), 0 and the dimension's size.
+pub const CHECK_INDEX: u32 = 1;
+/// A site's check: the address is not a multiple of the alignment the access declares (the
+/// site's `detail`, from the op's `alignment` or its type), which faults on GPUs; the
+/// report's `address, bytes` are the access.
+pub const CHECK_ALIGNMENT: u32 = 2;
 /// A load.
 pub const CHECK_LOAD: u32 = 0;
 /// A store.

@@ -37,6 +37,7 @@ mod block_reduce;
 mod check;
 mod entry;
 mod fission;
+mod index_checks;
 mod ir;
 mod mma;
 mod optimize;
@@ -141,10 +142,19 @@ impl Target for Host {
 impl LlvmTarget for Host {
     /// TMA descriptors become pointers before the NVVM lowering (see
     /// `pass_tensor_maps_as_pointers`), and block reductions go through workgroup memory
-    /// instead of warp shuffles (`block_reduce.rs`).
-    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
+    /// instead of warp shuffles (`block_reduce.rs`); checked objects' memref accesses get
+    /// their index checks (`index_checks.rs`).
+    fn prepare_for_lowering(
+        &self,
+        context: &melior::Context,
+        gpu_module: &OperationRefMut,
+        checked: bool,
+    ) {
         pass_tensor_maps_as_pointers(context, gpu_module);
         block_reduce::all_reduce_through_workgroup_memory(context, gpu_module);
+        if checked {
+            index_checks::mark_memref_indices(context, gpu_module);
+        }
     }
 
     /// The host starts from the NVVM lowering (with `redux.sync` for `gpu.subgroup_reduce`, as

@@ -133,7 +133,12 @@ impl Target for Nvptx {
 impl LlvmTarget for Nvptx {
     /// TMA descriptors become pointers before the NVVM lowering (see
     /// `pass_tensor_maps_as_pointers`).
-    fn prepare_for_lowering(&self, context: &melior::Context, gpu_module: &OperationRefMut) {
+    fn prepare_for_lowering(
+        &self,
+        context: &melior::Context,
+        gpu_module: &OperationRefMut,
+        _checked: bool,
+    ) {
         pass_tensor_maps_as_pointers(context, gpu_module);
     }
 

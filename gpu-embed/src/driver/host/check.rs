@@ -37,6 +37,10 @@ pub(super) struct Site {
     kind: u32,
     /// The kernel parameter the pointer was traced to; -1: none.
     parameter: i32,
+    /// Which check failed: `host_abi::CHECK_BOUNDS`, `CHECK_INDEX`, `CHECK_ALIGNMENT`.
+    check: u32,
+    /// The index check's dimension; the alignment check's alignment.
+    detail: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Site>() == host_abi::CHECK_SITE_BYTES);
@@ -276,8 +280,37 @@ impl Checks {
                 Some(index) => format!("argument {index}"),
                 None => format!("argument `{name}`"),
             },
+            None if site.check == host_abi::CHECK_INDEX => "the memref".to_string(),
             None => "its allocation".to_string(),
         };
+        match site.check {
+            host_abi::CHECK_INDEX => {
+                let (index, count, size) = (address as i64, bytes, high);
+                let reach = if count > 1 {
+                    format!(
+                        "elements {index} to {} ",
+                        index.wrapping_add(count as i64 - 1)
+                    )
+                } else {
+                    format!("index {index} ")
+                };
+                return format!(
+                    "index out of bounds: {what} at {location}, block ({bx}, {by}, {bz}), thread \
+                     ({tx}, {ty}, {tz}): {reach}of dimension {} of {memory} (of size {size})",
+                    site.detail
+                );
+            }
+            host_abi::CHECK_ALIGNMENT => {
+                return format!(
+                    "misaligned {what} of {bytes} bytes at {location}, block ({bx}, {by}, {bz}), \
+                     thread ({tx}, {ty}, {tz}): address {address:#x} is {} bytes past a multiple \
+                     of {}, the alignment the access declares",
+                    address % u64::from(site.detail.max(1)),
+                    site.detail,
+                );
+            }
+            _ => {}
+        }
         let place = if low == high && low == 0 {
             format!("address {address:#x} is in no live allocation")
         } else if address >= high {

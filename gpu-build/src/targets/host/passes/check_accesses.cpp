@@ -54,20 +54,38 @@ class Instrumenter {
                const GpuCheckLayout &layout)
       : M(module), C(module.getContext()), Context(context), Source(source), Layout(layout),
         I64(Type::getInt64Ty(C)), I32(Type::getInt32Ty(C)), Ptr(PointerType::get(C, 0)) {
-    SiteType = StructType::get(C, {Ptr, I32, I32});
+    SiteType = StructType::get(C, {Ptr, I32, I32, I32, I32});
   }
 
   void instrument(Function &F, bool kernel, const std::vector<GpuCheckMemref> &memrefs) {
     std::vector<Instruction *> accesses;
-    std::vector<CallInst *> barriers;
-    for (Instruction &I : instructions(F)) {
-      if (isa<LoadInst, StoreInst, AtomicRMWInst, AtomicCmpXchgInst, MemIntrinsic>(I))
-        accesses.push_back(&I);
-      if (auto *call = dyn_cast<CallInst>(&I))
-        if (Function *callee = call->getCalledFunction())
-          if (isBarrier(callee->getName())) barriers.push_back(call);
+    std::vector<CallInst *> barriers, indexMarkers;
+    // The index markers (gpu_check::INDEX) the MLIR lowering wrote just before a memref
+    // access: the access is the next one in their block.
+    Indices.clear();
+    for (BasicBlock &B : F) {
+      SmallVector<CallInst *, 4> pending;
+      for (Instruction &I : B) {
+        if (isa<LoadInst, StoreInst, AtomicRMWInst, AtomicCmpXchgInst, MemIntrinsic>(I)) {
+          accesses.push_back(&I);
+          if (!pending.empty()) Indices[&I] = std::move(pending);
+          pending.clear();
+        }
+        if (auto *call = dyn_cast<CallInst>(&I))
+          if (Function *callee = call->getCalledFunction()) {
+            if (isBarrier(callee->getName())) barriers.push_back(call);
+            if (callee->getName() == gpu_check::INDEX) {
+              pending.push_back(call);
+              indexMarkers.push_back(call);
+            }
+          }
+      }
     }
-    if (accesses.empty() && barriers.empty()) return;
+    // Each marker stands for its access's check (made below); none is left.
+    auto eraseIndexMarkers = [&] {
+      for (CallInst *marker : indexMarkers) marker->eraseFromParent();
+    };
+    if (accesses.empty() && barriers.empty()) return eraseIndexMarkers();
     Unraced = kernel ? unracedLoads(F) : DenseSet<Instruction *>();
     IRBuilder<> entry(&*F.getEntryBlock().getFirstInsertionPt());
     LoadInst *context = entry.CreateLoad(Ptr, Context, "check.context");
@@ -120,6 +138,7 @@ class Instrumenter {
         if (isa<MemTransferInst>(intrinsic)) checkOne(I, 1, nullptr, gpu_check::ACCESS_COPY_READ, context, parameters);
       }
     }
+    eraseIndexMarkers();
   }
 
  private:
@@ -136,6 +155,8 @@ class Instrumenter {
   // The function's workgroup loads no write of their variable can race with (`unracedLoads`).
   DenseSet<Instruction *> Unraced;
   uint64_t NextSlot = 0;
+  // The function's index markers, by the access they precede.
+  DenseMap<Instruction *, SmallVector<CallInst *, 4>> Indices;
 
   // The workgroup variable an access's pointer is traced to, if it is one.
   static GlobalVariable *workgroupVariable(Value *pointer) {
@@ -297,13 +318,15 @@ class Instrumenter {
     return file + ":" + std::to_string(loc.getLine()) + ":" + std::to_string(loc.getCol());
   }
 
-  Constant *site(Instruction *I, Kind kind, int parameter) {
+  Constant *site(Instruction *I, Kind kind, int parameter,
+                 gpu_check::SiteCheck check = gpu_check::CHECK_BOUNDS, uint64_t detail = 0) {
     Constant *text = ConstantDataArray::getString(C, location(I));
     auto *where = new GlobalVariable(M, text->getType(), true, GlobalValue::PrivateLinkage, text,
                                      "check.location");
     where->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
     Constant *fields = ConstantStruct::get(
-        SiteType, {where, ConstantInt::get(I32, kind), ConstantInt::get(I32, parameter, true)});
+        SiteType, {where, ConstantInt::get(I32, kind), ConstantInt::get(I32, parameter, true),
+                   ConstantInt::get(I32, check), ConstantInt::get(I32, detail)});
     auto *site = new GlobalVariable(M, SiteType, true, GlobalValue::PrivateLinkage, fields,
                                     "check.site");
     return site;
@@ -424,7 +447,7 @@ class Instrumenter {
     Value *address = b.CreatePtrToInt(pointer, I64);
     Value *high = b.CreateAdd(base, ConstantInt::get(I64, workgroupBytes(variable)));
     Bounds bounds = {base, high, -1};
-    Value *ok = guard(I, operandIndex, bytes, kind, context, bounds, address);
+    Value *ok = guard(I, operandIndex, bytes, kind, context, &bounds, address);
     // Only accesses that were made are told to the shadow; a load no write can race with, not
     // once its variable is all written in the block (`unracedLoads`).
     uint64_t slot = Slots[variable];
@@ -531,30 +554,89 @@ class Instrumenter {
     }
     IRBuilder<> b(I);
     Bounds bounds;
-    if (!boundsOf(pointer, b, context, parameters, bounds)) return;
+    bool bounded = boundsOf(pointer, b, context, parameters, bounds);
+    // Private memory: only its memref indices, if it has any.
+    if (!bounded && !Indices.count(I)) return;
     if (auto *intrinsic = dyn_cast<MemIntrinsic>(I))
       bytes = b.CreateZExtOrTrunc(intrinsic->getLength(), I64);
-    guard(I, operandIndex, bytes, kind, context, bounds, b.CreatePtrToInt(pointer, I64));
+    guard(I, operandIndex, bytes, kind, context, bounded ? &bounds : nullptr,
+          b.CreatePtrToInt(pointer, I64));
   }
 
-  // The bounds check of an access of `bytes` at `address` (operand `operandIndex` of `I`):
-  // outside `bounds` it is reported and not made (a copy of nothing, or at a scratch location
-  // whose loads read zero). Returns whether it was in bounds.
-  Value *guard(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind, Value *context,
-               const Bounds &bounds, Value *address) {
-    IRBuilder<> b(I);
-    Value *ok = b.CreateCall(marker(gpu_check::WITHIN, {I64, I64, I64, I64}, false),
-                             {address, bytes, bounds.low, bounds.high}, "check.within");
-    auto *intrinsic = dyn_cast<MemIntrinsic>(I);
-    if (intrinsic) ok = b.CreateOr(ok, b.CreateICmpEQ(bytes, ConstantInt::get(I64, 0)));
-    Instruction *bad = SplitBlockAndInsertIfThen(
-        b.CreateNot(ok), I, false, MDBuilder(C).createUnlikelyBranchWeights());
+  // The alignment an access declares (1: none to check; a copy's is its own business).
+  static uint64_t declaredAlignment(Instruction *I) {
+    if (auto *load = dyn_cast<LoadInst>(I)) return load->getAlign().value();
+    if (auto *store = dyn_cast<StoreInst>(I)) return store->getAlign().value();
+    if (auto *rmw = dyn_cast<AtomicRMWInst>(I)) return rmw->getAlign().value();
+    if (auto *cmpxchg = dyn_cast<AtomicCmpXchgInst>(I)) return cmpxchg->getAlign().value();
+    return 1;
+  }
+
+  // Reports a failed check at `site` with `access` ({address, bytes, low, high}) where
+  // `failed` holds, before `I`.
+  void reportIf(Instruction *I, Value *failed, Value *context, Constant *site,
+                ArrayRef<Value *> access) {
+    Instruction *bad =
+        SplitBlockAndInsertIfThen(failed, I, false, MDBuilder(C).createUnlikelyBranchWeights());
     IRBuilder<> report(bad);
-    SmallVector<Value *, 12> arguments = {context,    site(I, kind, bounds.parameter),
-                                          address,    bytes,
-                                          bounds.low, bounds.high};
+    SmallVector<Value *, 12> arguments = {context, site};
+    arguments.append(access.begin(), access.end());
     appendIds(report, arguments);
     callThrough(report, context, Layout.report_offset, arguments, ModRefInfo::Ref);
+  }
+
+  // The checks of an access of `bytes` at `address` (operand `operandIndex` of `I`), each
+  // reported only when the ones before it passed, so one bug makes one report: its memref
+  // indices within their dimensions (the index markers before it), the address within
+  // `bounds` (none: private memory) and aligned as the access declares. When one fails the
+  // access is not made (a copy of nothing, or at a scratch location whose loads read zero).
+  // Returns whether it was made.
+  Value *guard(Instruction *I, unsigned operandIndex, Value *bytes, Kind kind, Value *context,
+               const Bounds *bounds, Value *address) {
+    IRBuilder<> b(I);
+    int parameter = bounds ? bounds->parameter : -1;
+    Constant *zero = ConstantInt::get(I64, 0);
+    Value *ok = b.getTrue();
+    auto found = Indices.find(I);
+    if (found != Indices.end())
+      for (CallInst *index : found->second) {
+        Value *first = index->getArgOperand(0), *count = index->getArgOperand(1);
+        Value *size = index->getArgOperand(2);
+        auto *dimension = dyn_cast<ConstantInt>(index->getArgOperand(3));
+        IRBuilder<> at(I);
+        Value *within = at.CreateCall(marker(gpu_check::WITHIN, {I64, I64, I64, I64}, false),
+                                      {first, count, zero, size}, "check.index");
+        reportIf(I, at.CreateAnd(ok, at.CreateNot(within)), context,
+                 site(index, kind, parameter, gpu_check::CHECK_INDEX,
+                      dimension ? dimension->getZExtValue() : 0),
+                 {first, count, zero, size});
+        IRBuilder<> after(I);
+        ok = after.CreateAnd(ok, within);
+      }
+    auto *intrinsic = dyn_cast<MemIntrinsic>(I);
+    Value *low = zero, *high = zero;
+    if (bounds) {
+      low = bounds->low;
+      high = bounds->high;
+      IRBuilder<> at(I);
+      Value *within = at.CreateCall(marker(gpu_check::WITHIN, {I64, I64, I64, I64}, false),
+                                    {address, bytes, low, high}, "check.within");
+      if (intrinsic) within = at.CreateOr(within, at.CreateICmpEQ(bytes, zero));
+      reportIf(I, at.CreateAnd(ok, at.CreateNot(within)), context, site(I, kind, parameter),
+               {address, bytes, low, high});
+      IRBuilder<> after(I);
+      ok = after.CreateAnd(ok, within);
+    }
+    if (uint64_t alignment = declaredAlignment(I); alignment > 1) {
+      IRBuilder<> at(I);
+      Value *aligned = at.CreateCall(marker(gpu_check::ALIGNED, {I64, I64}, false),
+                                     {address, ConstantInt::get(I64, alignment)}, "check.aligned");
+      reportIf(I, at.CreateAnd(ok, at.CreateNot(aligned)), context,
+               site(I, kind, parameter, gpu_check::CHECK_ALIGNMENT, alignment),
+               {address, bytes, low, high});
+      IRBuilder<> after(I);
+      ok = after.CreateAnd(ok, aligned);
+    }
     IRBuilder<> at(I);
     if (intrinsic) {
       Value *length = intrinsic->getLength();
@@ -567,8 +649,8 @@ class Instrumenter {
     I->setOperand(operandIndex, safe);
     if (auto *load = dyn_cast<LoadInst>(I)) {
       IRBuilder<> after(load->getNextNode());
-      Value *zero = Constant::getNullValue(load->getType());
-      auto *value = cast<Instruction>(after.CreateSelect(ok, load, zero));
+      Value *nothing = Constant::getNullValue(load->getType());
+      auto *value = cast<Instruction>(after.CreateSelect(ok, load, nothing));
       load->replaceUsesWithIf(value, [&](Use &use) { return use.getUser() != value; });
     }
     return ok;

@@ -27,7 +27,8 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
   for (Instruction &I : instructions(F))
     if (auto *call = dyn_cast<CallInst>(&I))
       if (Function *callee = call->getCalledFunction())
-        if (callee->getName() == WITHIN || callee->getName() == UNREADY ||
+        if (callee->getName() == WITHIN || callee->getName() == ALIGNED ||
+            callee->getName() == UNREADY ||
             callee->getName() == BARRIER || callee->getName() == WORKGROUP)
           calls.push_back(call);
   for (CallInst *call : calls) {
@@ -52,6 +53,11 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
       value = b.CreateAnd(b.CreateICmpUGE(address, call->getArgOperand(2)),
                           b.CreateAnd(b.CreateICmpULE(end, call->getArgOperand(3)),
                                       b.CreateICmpUGE(end, address)));
+    } else if (name == ALIGNED) {
+      Value *alignment = call->getArgOperand(1);
+      Value *low = b.CreateAnd(call->getArgOperand(0),
+                               b.CreateSub(alignment, ConstantInt::get(alignment->getType(), 1)));
+      value = b.CreateICmpEQ(low, ConstantInt::get(alignment->getType(), 0));
     } else {
       Value *stamp = call->getArgOperand(1);
       value = b.CreateICmpNE(b.CreateLoad(stamp->getType(), call->getArgOperand(0)), stamp);

@@ -31,6 +31,20 @@ enum AccessKind : uint32_t {
 // `address` lie within [low, high) (without wrapping). Reads no memory.
 constexpr const char *WITHIN = "gpu.check.within";
 
+// `i1 gpu.check.aligned(i64 address, i64 alignment)`: whether `address` is a multiple of
+// `alignment` (a power of two). Reads no memory.
+constexpr const char *ALIGNED = "gpu.check.aligned";
+
+// `void gpu.check.index(i64 index, i64 count, i64 size, i32 dimension)`: written by the MLIR
+// lowering of a checked object (gpu-build's `targets/host/index_checks.rs`) just before a
+// memref access, with the op's location: the `count` elements from `index` along
+// `dimension` must lie within its `size`. check_accesses.cpp turns each into a `within` of
+// the access that follows and a report, and erases it.
+constexpr const char *INDEX = "gpu.check.index";
+
+// What a site's check is (gpu_manifest::targets::host::CHECK_BOUNDS...).
+enum SiteCheck : uint32_t { CHECK_BOUNDS, CHECK_INDEX, CHECK_ALIGNMENT };
+
 // `i1 gpu.check.unready(ptr slot, i32 stamp)`: whether the i32 at `slot` (a workgroup
 // variable's ready slot in the launch context) is not `stamp` (the running block's): once a
 // block has written a variable in full, the runtime stamps the slot, and it keeps the stamp

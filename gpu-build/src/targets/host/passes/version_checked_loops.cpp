@@ -66,7 +66,8 @@ struct KnownCheck {
 
 // Whether `I` is a check a loop can be versioned on.
 bool isCheckMarker(const Instruction &I) {
-  return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::UNREADY);
+  return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::ALIGNED) ||
+         callsMarker(I, gpu_check::UNREADY);
 }
 
 // `call` as a KnownCheck of `L`, if it is one (nothing changes).
@@ -86,9 +87,11 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
            sameEveryIteration(call->getArgOperand(1), L, AA);
   }
   check.answer = true;
+  bool aligned = call->getCalledFunction()->getName() == gpu_check::ALIGNED;
+  // `aligned`: the alignment in `bytes`, no bounds.
   if (!invariant(call->getArgOperand(1), check.bytes) ||
-      !invariant(call->getArgOperand(2), check.low) ||
-      !invariant(call->getArgOperand(3), check.high))
+      (!aligned && (!invariant(call->getArgOperand(2), check.low) ||
+                    !invariant(call->getArgOperand(3), check.high))))
     return false;
   // The address as start + step * (L's counter) + the steps of the loops inside L (each
   // run the same number of times in every iteration of L) times their counters.
@@ -129,6 +132,15 @@ Value *testBefore(const KnownCheck &check, const Loop &L, AAResults &AA,
     Value *slot = computeOutside(check.call->getArgOperand(0), L, AA, at);
     Value *stamp = computeOutside(check.call->getArgOperand(1), L, AA, at);
     return b.CreateICmpEQ(b.CreateLoad(stamp->getType(), slot), stamp, "stamped");
+  }
+  if (check.call->getCalledFunction()->getName() == gpu_check::ALIGNED) {
+    // Every address is the first plus multiples of the steps: all aligned when they are.
+    Value *bits = wide(check.start, false, expander, at);
+    bits = b.CreateOr(bits, wide(check.step, true, expander, at));
+    for (auto [step, innerBackedges] : check.inner)
+      bits = b.CreateOr(bits, wide(step, true, expander, at));
+    Value *mask = b.CreateSub(wide(check.bytes, false, expander, at), b.getIntN(128, 1));
+    return b.CreateICmpEQ(b.CreateAnd(bits, mask), b.getIntN(128, 0), "aligned");
   }
   // In 128 bits nothing wraps: the addresses the iterations the guard lets through give (none:
   // nothing to test), with those of the loops inside.
