@@ -5,12 +5,14 @@
 //! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
 use crate::device::Device;
+use crate::driver::host::{Allocating, Origin};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Queue, Stream};
 use crate::trace::event;
 use crate::tracking::{lock, Access, After, Tracking};
 use bytemuck::Pod;
 use std::marker::PhantomData;
+use std::panic::Location;
 use std::sync::{Arc, Mutex};
 
 /// A raw device address, for kernels that take pointers (`!llvm.ptr`).
@@ -37,6 +39,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// `len` zeroed elements (zeroed on the device's helper stream: work that uses the buffer
     /// waits for it, nothing else does).
+    #[track_caller]
     pub fn alloc(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
         let helper = device.helper_stream()?;
         let buffer = DeviceBuffer::alloc_on(helper, len)?;
@@ -50,6 +53,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// `len` zeroed elements, zeroed in `stream`'s order: nothing waits for other streams or the
     /// default stream (the memory is taken from the driver at once; dropping the buffer waits
     /// for its own work only), so a loop of temporaries on one stream does not stall the others.
+    #[track_caller]
     pub fn alloc_on(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
         // SAFETY: every byte is set, in the stream's order, before other work can use it (work
         // on other streams waits for the fill, `tracking.rs`).
@@ -63,8 +67,10 @@ impl<T: Pod> DeviceBuffer<T> {
     /// # Safety
     /// Every element must be written (by a copy or a kernel) before it is read, on the host or
     /// on the device.
+    #[track_caller]
     pub unsafe fn alloc_uninit(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
         let bytes = Self::bytes(len)?;
+        let _origin = Allocating::at(Origin::Caller(Location::caller()));
         let ptr = if bytes > 0 {
             device
                 .current()?
@@ -88,6 +94,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// device), read and written on the host through [`DeviceBuffer::host_slice`] without a
     /// copy. An error on a device without managed memory the host may use while kernels run
     /// (`DeviceLimits::managed_memory`: CUDA's and HIP's concurrent managed access; not Vulkan).
+    #[track_caller]
     pub fn alloc_managed(device: &Device, len: usize) -> Result<DeviceBuffer<T>> {
         if !device.limits().managed_memory {
             return Err(Error::new(
@@ -100,6 +107,7 @@ impl<T: Pod> DeviceBuffer<T> {
             ));
         }
         let bytes = Self::bytes(len)?;
+        let _origin = Allocating::at(Origin::Caller(Location::caller()));
         let ptr = if bytes > 0 {
             device
                 .current()?
@@ -202,6 +210,7 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// A device copy of `data`.
+    #[track_caller]
     pub fn from_slice(device: &Device, data: &[T]) -> Result<DeviceBuffer<T>> {
         // SAFETY: the copy below writes every element.
         let mut buffer = unsafe { DeviceBuffer::alloc_uninit(device, data.len())? };

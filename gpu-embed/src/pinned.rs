@@ -21,6 +21,7 @@
 //! On the host backend page-locked memory is ordinary memory, with the same rules.
 
 use crate::device::Device;
+use crate::driver::host::{Allocating, Origin};
 use crate::driver::EventHandle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
@@ -176,6 +177,7 @@ impl<T: Pod> Pinned<'static, T> {
     /// `len` zeroed elements. An error when the size overflows, the memory runs out, or `T`
     /// needs more alignment than the driver's page-locked allocations have (256 bytes on the
     /// host, a page on GPUs).
+    #[track_caller]
     pub fn alloc(device: &Device, len: usize) -> Result<PinnedBuffer<T>> {
         let bytes = len
             .checked_mul(size_of::<T>())
@@ -185,6 +187,7 @@ impl<T: Pod> Pinned<'static, T> {
             return Ok(Pinned::new(device, pointer, 0, len, Release::Nothing));
         }
         let driver = device.current()?;
+        let _origin = Allocating::at(Origin::Caller(std::panic::Location::caller()));
         let pointer = driver.alloc_pinned(bytes).map_err(|e| device.context(e))?;
         if !(pointer as usize).is_multiple_of(align_of::<T>()) {
             // SAFETY: just allocated by `alloc_pinned`; no work uses it.
@@ -207,6 +210,7 @@ impl<T: Pod> Pinned<'static, T> {
     }
 
     /// A page-locked copy of `data`.
+    #[track_caller]
     pub fn from_slice(device: &Device, data: &[T]) -> Result<PinnedBuffer<T>> {
         let mut buffer = PinnedBuffer::alloc(device, data.len())?;
         buffer.as_mut_slice()?.copy_from_slice(data);

@@ -60,6 +60,35 @@ pub fn check_errors() -> u64 {
     crate::driver::host::check_errors()
 }
 
+/// Chooses the checks the checked host kernels make beyond the default ones, for the rest of
+/// the process: `text` as `GPU_EMBED_CHECK` takes it (`all`, `races,leaks`...); `Err` says
+/// what it names wrongly (`gpu-build run --check=...`).
+#[doc(hidden)]
+pub fn choose_checks(text: &str) -> Result<()> {
+    let selection = crate::driver::host::Selection::parse(text)
+        .map_err(|why| Error::new(ErrorKind::InvalidArgument, why))?;
+    crate::driver::host::choose_checks(selection);
+    Ok(())
+}
+
+/// The leak check's report, now: every host-device allocation the program has not freed, on
+/// stderr, counted in [`check_errors`]; how many there were. Made once (a later call, and the
+/// report at exit, print nothing).
+#[doc(hidden)]
+pub fn report_leaks() -> u64 {
+    crate::driver::host::report_leaks()
+}
+
+/// Where the program's `gpu.alloc` ops are (`file:line:col`, by number): the leak check names
+/// the one that made a leaked allocation. A program calls [`mgpuCheckAllocationSite`] with the
+/// number before each `gpu.alloc`.
+#[doc(hidden)]
+pub fn set_allocation_sites(sites: Vec<String>) {
+    *shims::ALLOCATION_SITES
+        .write()
+        .unwrap_or_else(|p| p.into_inner()) = sites.into_iter().map(Into::into).collect();
+}
+
 /// The value, or the failure printed (`'mgpuMemAlloc' failed: ...`) and `None`.
 fn report<T>(call: &str, result: Result<T>) -> Option<T> {
     match result {
@@ -107,6 +136,10 @@ pub fn symbols() -> Vec<(&'static str, *mut c_void)> {
         ("mgpuEventSynchronize", mgpuEventSynchronize as *mut c_void),
         ("mgpuEventRecord", mgpuEventRecord as *mut c_void),
         ("mgpuMemAlloc", mgpuMemAlloc as *mut c_void),
+        (
+            "mgpuCheckAllocationSite",
+            mgpuCheckAllocationSite as *mut c_void,
+        ),
         ("mgpuMemFree", mgpuMemFree as *mut c_void),
         ("mgpuMemcpy", mgpuMemcpy as *mut c_void),
         ("mgpuMemset32", mgpuMemset32 as *mut c_void),

@@ -9,11 +9,14 @@ use super::vulkan::{launch_vulkan, staged_kernels};
 use super::{invalid, lock, report};
 use crate::binary::Vendor;
 use crate::device::Device;
+use crate::driver::host::{Allocating, Origin};
 use crate::driver::{HostMemory, Pattern};
 use crate::error::Result;
 use gpu_manifest::host_image;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
+use std::sync::{Arc, RwLock};
 
 fn load(image: &[u8], what: &str) -> *mut c_void {
     let loaded = with_runtime(|runtime, driver| {
@@ -392,12 +395,39 @@ pub unsafe extern "C" fn mgpuEventRecord(event: *mut c_void, stream: *mut c_void
     report("mgpuEventRecord", recorded);
 }
 
+/// The program's `gpu.alloc` sites, by number ([`super::set_allocation_sites`]).
+pub(super) static ALLOCATION_SITES: RwLock<Vec<Arc<str>>> = RwLock::new(Vec::new());
+
+thread_local! {
+    /// The site [`mgpuCheckAllocationSite`] named for this thread's next `mgpuMemAlloc`.
+    static NEXT_SITE: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Names the `gpu.alloc` whose `mgpuMemAlloc` this thread calls next (by its number in
+/// [`super::set_allocation_sites`]'s table), for the leak check's report: `gpu-build run
+/// --check` puts a call before each `gpu.alloc`.
+#[no_mangle]
+pub extern "C" fn mgpuCheckAllocationSite(site: u64) {
+    NEXT_SITE.set(Some(site));
+}
+
 /// `size` bytes of device memory; host-shared memory (which host code may read and write too)
 /// on the host device, where every allocation is, on Vulkan devices, where it is host memory
 /// that launches stage (see the module's documentation), and on CUDA and HIP devices with
 /// concurrent managed access, where it is managed memory.
 #[no_mangle]
 pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, host_shared: bool) -> *mut c_void {
+    let site = NEXT_SITE.take().and_then(|site| {
+        let sites = ALLOCATION_SITES.read().unwrap_or_else(|p| p.into_inner());
+        sites.get(usize::try_from(site).ok()?).cloned()
+    });
+    let origin = Allocating::at(Origin::Op(site.unwrap_or_else(|| "`mgpuMemAlloc`".into())));
+    // The host program reads and writes host-shared memory itself.
+    let _origin = if host_shared {
+        origin.host_visible()
+    } else {
+        origin
+    };
     let allocated = with_runtime(|runtime, driver| {
         let bytes = usize::try_from(size).map_err(|_| invalid(format!("{size} bytes")))?;
         match driver.host_memory() {

@@ -117,10 +117,13 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         emit_mlir: Option<PathBuf>,
         /// Check every memory access of the kernels (host device only): an access outside the
-        /// memory its pointer may reach is reported with its file:line:col, block and thread,
-        /// not made, and fails the run.
-        #[arg(long)]
-        check: bool,
+        /// memory its pointer may reach (or its memref dimension), misaligned, or racing in
+        /// workgroup memory is reported with its file:line:col, block and thread, not made, and
+        /// fails the run. `--check=all`, or a list of `leaks`, `uninitialized` and `races`
+        /// beside `default`, adds the checks `GPU_EMBED_CHECK` names the same way.
+        #[arg(long, value_name = "CHECKS", num_args = 0..=1, require_equals = true,
+              default_missing_value = "default")]
+        check: Option<String>,
         /// With `--device all`: how far apart, relative to the larger, two numbers of the
         /// outputs may be and still agree.
         #[arg(long, value_name = "REL", default_value_t = 1e-5)]
@@ -151,7 +154,7 @@ fn main() -> ExitCode {
             shared_libs: &shared_libs,
             opt_level,
             emit_mlir: emit_mlir.as_deref(),
-            checked: check,
+            checks: check.as_deref(),
             tolerance,
         }),
     };

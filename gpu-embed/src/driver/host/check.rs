@@ -10,20 +10,30 @@
 //! not made, so buffers and streams stay usable. Per block it keeps where each thread is
 //! between barriers, and (`shadow.rs`) the shadow of workgroup memory.
 
+mod allocations;
+mod leaks;
+mod selection;
 mod shadow;
 
+pub(crate) use allocations::{track, untrack, written, Allocating, Memory, Origin};
+#[cfg(feature = "mgpu")]
+pub(crate) use leaks::report as report_leaks;
+#[cfg(feature = "mgpu")]
+pub(crate) use selection::choose as choose_checks;
+pub(crate) use selection::Selection;
 pub(super) use shadow::{workgroup, workgroup_writes};
 
 use super::Context;
 use crate::binary::HostKernel;
 use crate::error::{Error, ErrorKind};
+use allocations::allocation_of;
 use gpu_manifest::targets::host as host_abi;
 use shadow::{flush_before, Pending, Variable, VariableShadow};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::Mutex;
 
 /// Reports printed per launch; the rest are counted.
 const PRINTED: usize = 100;
@@ -111,7 +121,7 @@ pub(super) struct Bounds {
     high: u64,
 }
 
-/// Errors the checked launches of this process reported, in all.
+/// Errors the checked launches of this process reported, in all (and the leak check).
 static CHECK_ERRORS: AtomicU64 = AtomicU64::new(0);
 
 /// How many errors checked launches have reported in this process (a tool that runs a whole
@@ -126,35 +136,10 @@ pub(super) fn count_error() {
     CHECK_ERRORS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Live allocations: first byte → one past the last.
-static LIVE: RwLock<BTreeMap<u64, u64>> = RwLock::new(BTreeMap::new());
-
-/// Records a live allocation of `bytes` at `start`.
-pub(super) fn track(start: u64, bytes: usize) {
-    LIVE.write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(start, start.saturating_add(bytes as u64));
-}
-
-/// Forgets the allocation at `start`.
-pub(super) fn untrack(start: u64) {
-    LIVE.write()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&start);
-}
-
-/// The live allocation holding `address` (or ending at it: a pointer one past a buffer still
-/// belongs to it), as `[first, end]`; `[0, 0]` where none does.
-fn allocation_of(address: u64) -> [u64; 2] {
-    let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
-    match live.range(..=address).next_back() {
-        Some((&start, &end)) if address <= end => [start, end],
-        _ => [0, 0],
-    }
-}
-
 /// One checked launch: its parameters' bounds and what its threads reported.
 pub(super) struct Checks {
+    /// The checks chosen beyond the default ones.
+    selection: Selection,
     kernel: &'static str,
     /// Per lowered parameter, the name of the source argument it belongs to.
     parameter_names: &'static [&'static str],
@@ -175,7 +160,7 @@ static LAUNCHES: AtomicU64 = AtomicU64::new(1);
 
 impl Checks {
     /// The checks of a launch of `kernel` with these parameters (`sizes[i]` bytes at
-    /// `params[i]`).
+    /// `params[i]`). An error when `GPU_EMBED_CHECK` names no check.
     ///
     /// # Safety
     /// Each `params[i]` points to `sizes[i]` readable bytes.
@@ -183,7 +168,12 @@ impl Checks {
         kernel: &HostKernel,
         params: &[*mut std::ffi::c_void],
         sizes: &[usize],
-    ) -> Checks {
+    ) -> crate::error::Result<Checks> {
+        let selection =
+            selection::selected().map_err(|why| Error::new(ErrorKind::InvalidArgument, why))?;
+        if selection.leaks {
+            leaks::report_at_exit();
+        }
         let bounds = params
             .iter()
             .zip(sizes)
@@ -196,7 +186,8 @@ impl Checks {
                 allocation_of(value)
             })
             .collect();
-        Checks {
+        Ok(Checks {
+            selection,
             kernel: kernel.name,
             parameter_names: kernel.parameter_names,
             bounds,
@@ -204,7 +195,7 @@ impl Checks {
             count: AtomicU64::new(0),
             seen: Mutex::new(HashSet::new()),
             serial: LAUNCHES.fetch_add(1, Ordering::Relaxed),
-        }
+        })
     }
 
     /// Prints every report on stderr and returns the launch's fault, if there was one.
@@ -640,24 +631,4 @@ pub(super) fn divergence(checks: &Checks, dims: [u32; 3]) -> Option<String> {
 pub(super) unsafe extern "C" fn find(_context: *mut Context, address: u64) -> Bounds {
     let [low, high] = allocation_of(address);
     Bounds { low, high }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_address_belongs_to_the_allocation_it_is_in_or_just_past() {
-        track(0x1000, 16);
-        track(0x1010, 16);
-        assert_eq!(allocation_of(0x1004), [0x1000, 0x1010]);
-        // Adjacent: the next allocation's first byte is its own.
-        assert_eq!(allocation_of(0x1010), [0x1010, 0x1020]);
-        assert_eq!(allocation_of(0x1020), [0x1010, 0x1020]);
-        assert_eq!(allocation_of(0x1021), [0, 0]);
-        assert_eq!(allocation_of(0xfff), [0, 0]);
-        untrack(0x1010);
-        assert_eq!(allocation_of(0x1014), [0, 0]);
-        untrack(0x1000);
-    }
 }

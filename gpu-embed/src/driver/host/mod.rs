@@ -14,7 +14,8 @@
 mod assertions;
 mod check;
 #[cfg(feature = "mgpu")]
-pub(crate) use check::check_errors;
+pub(crate) use check::{check_errors, choose_checks, report_leaks, Selection};
+pub(crate) use check::{Allocating, Origin};
 mod image;
 mod machine;
 mod scheduler;
@@ -288,8 +289,10 @@ impl Driver for Host {
     }
 
     fn alloc_managed(&self, bytes: usize) -> Result<u64> {
-        // The host device's memory is the host's own.
-        self.alloc(bytes)
+        // The host device's memory is the host's own; the host writes this directly.
+        let pointer = self.alloc(bytes)?;
+        check::track(pointer, bytes, check::Memory::HostVisible);
+        Ok(pointer)
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
@@ -313,7 +316,7 @@ impl Driver for Host {
             advise_huge_pages(base, layout);
             base.cast::<usize>().write(bytes);
             let pointer = base.add(ALIGNMENT) as u64;
-            check::track(pointer, bytes);
+            check::track(pointer, bytes, check::Memory::Device);
             Ok(pointer)
         }
     }
@@ -337,6 +340,7 @@ impl Driver for Host {
         bytes: usize,
     ) -> Result<()> {
         drain_all()?;
+        check::written(target, bytes as u64);
         // SAFETY: the caller guarantees both ranges.
         exclusive(|| unsafe {
             std::ptr::copy_nonoverlapping(source.cast::<u8>(), target as *mut u8, bytes)
@@ -429,7 +433,9 @@ impl Driver for Host {
 
     /// The host's memory is all the host needs: "page-locked" memory is ordinary memory.
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
-        self.alloc(bytes).map(|pointer| pointer as *mut c_void)
+        let pointer = self.alloc(bytes)?;
+        check::track(pointer, bytes, check::Memory::HostVisible);
+        Ok(pointer as *mut c_void)
     }
 
     unsafe fn free_pinned(&self, pointer: *mut c_void) {
@@ -438,7 +444,7 @@ impl Driver for Host {
 
     /// Registered memory is the host's own already; checked kernels may access it.
     unsafe fn register(&self, pointer: *mut c_void, bytes: usize) -> Result<()> {
-        check::track(pointer as u64, bytes);
+        check::track(pointer as u64, bytes, check::Memory::Registered);
         Ok(())
     }
 
@@ -453,6 +459,7 @@ impl Driver for Host {
 
     unsafe fn copy_on_device(&self, target: u64, source: u64, bytes: usize) -> Result<()> {
         drain_all()?;
+        check::written(target, bytes as u64);
         // SAFETY: the caller guarantees both ranges (which may overlap only if they are equal).
         exclusive(|| unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) });
         Ok(())
@@ -523,6 +530,12 @@ impl Driver for Host {
 /// # Safety
 /// `target` must hold `count` aligned elements of the pattern's size.
 unsafe fn fill_now(target: u64, pattern: Pattern, count: usize) {
+    let element = match pattern {
+        Pattern::U8(_) => 1,
+        Pattern::U16(_) => 2,
+        Pattern::U32(_) => 4,
+    };
+    check::written(target, (count as u64).saturating_mul(element));
     // SAFETY: as the caller guarantees.
     unsafe {
         match pattern {
@@ -564,6 +577,7 @@ unsafe fn queue_copy(queue: &HostStream, source: *const u8, target: *mut u8, byt
     let (source, target) = (SendPointer(source.cast_mut()), SendPointer(target));
     queue.submit(Box::new(move || {
         let (source, target) = (source, target);
+        check::written(target.0 as u64, bytes as u64);
         // SAFETY: as the submitter guarantees.
         exclusive(|| unsafe { std::ptr::copy(source.0.cast_const(), target.0, bytes) });
         Ok(())

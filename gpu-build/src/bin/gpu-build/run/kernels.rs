@@ -56,7 +56,7 @@ pub(super) fn compile_kernels(
             .map_or("program".into(), |s| s.to_string_lossy().into_owned());
         let kernels = scratch_path.join(format!("{stem}.outlined.mlir"));
         // Checked: with the ops' locations, so that reports name the program's own lines.
-        let text = if request.checked {
+        let text = if request.checks.is_some() {
             let flags = OperationPrintingFlags::new().enable_debug_info(true, false);
             module
                 .as_operation()
@@ -79,7 +79,7 @@ pub(super) fn compile_kernels(
         .crate_name("gpu_build_run")
         .cache(CacheSetting::Off)
         .opt_level(request.opt_level)
-        .checked(request.checked)
+        .checked(request.checks.is_some())
         .kernel(&kernels);
     let chips: Vec<&str> = if chip.is_empty() { vec![] } else { vec![chip] };
     build.target(vendor, &chips);

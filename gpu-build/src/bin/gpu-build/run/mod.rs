@@ -17,6 +17,7 @@
 //! 6. on Vulkan devices under the validation layer (`GPU_EMBED_VULKAN_VALIDATION=1`), fail if
 //!    it reported anything.
 
+mod allocation_sites;
 mod compare;
 mod every_device;
 mod kernels;
@@ -68,8 +69,9 @@ pub struct RunRequest<'a> {
     /// Write the lowered program here instead of running it (for `mlir-runner` with
     /// `libgpu_mgpu.so`).
     pub emit_mlir: Option<&'a Path>,
-    /// Checked host objects (`Build::checked`): the run fails at the first kernel fault.
-    pub checked: bool,
+    /// Checked host objects (`Build::checked`), with these checks beside the default ones
+    /// (`GPU_EMBED_CHECK`'s names): the run fails when they found anything.
+    pub checks: Option<&'a str>,
     /// `--device all`: how far, relative to the larger, two numbers in the outputs may be
     /// apart and still agree.
     pub tolerance: f64,
@@ -78,7 +80,7 @@ pub struct RunRequest<'a> {
 /// Runs the program; `Err` says what failed and where.
 pub fn run(request: &RunRequest) -> Result<(), String> {
     if let DeviceChoice::All = request.device {
-        if request.checked || request.emit_mlir.is_some() {
+        if request.checks.is_some() || request.emit_mlir.is_some() {
             return Err(
                 "--device all compares the outputs of runs: it takes neither --check \
                         (the host alone checks) nor --emit-mlir"
@@ -89,12 +91,12 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
     }
     let choice = match request.device {
         // The host device is the one that checks.
-        DeviceChoice::Default if request.checked => DeviceChoice::Host,
+        DeviceChoice::Default if request.checks.is_some() => DeviceChoice::Host,
         choice => choice,
     };
     let device = choose_device(choice)?;
     let (vendor, chip) = target_of(&device)?;
-    if request.checked && vendor != Vendor::Host {
+    if request.checks.is_some() && vendor != Vendor::Host {
         return Err(format!(
             "--check runs the kernels on the host device, which checks their memory accesses; \
              the {vendor} device does not (use --device host)"
@@ -128,6 +130,11 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         objects = compile_kernels(&module, request, outlined, vendor, &chip)?;
         replace_gpu_modules(&context, &module, &objects)?;
     }
+    if let Some(checks) = request.checks {
+        gpu_embed::mgpu::choose_checks(checks)
+            .map_err(|e| e.message().replace("GPU_EMBED_CHECK=", "--check="))?;
+        allocation_sites::name_allocation_sites(&context, &module)?;
+    }
     make_memory_ops_async(&context, &module)?;
     let uses_async = has_op(&module, "async.execute");
     run_passes(
@@ -153,8 +160,11 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         }
     }
     let result = execute(&module, request, uses_async);
+    if request.checks.is_some() {
+        gpu_embed::mgpu::report_leaks();
+    }
     let invalid = gpu_embed::mgpu::check_errors();
-    if request.checked && invalid > 0 && result.is_ok() {
+    if request.checks.is_some() && invalid > 0 && result.is_ok() {
         return Err(format!(
             "the checked kernels had {invalid} error{} (reported above)",
             if invalid == 1 { "" } else { "s" }

@@ -1,0 +1,211 @@
+//! The host device's live allocations, which the checks measure pointers against: where each
+//! was made (for the leak check), whether the host can write it behind the runtime's back, and,
+//! while the uninitialized-read check is on, which of its bytes have been written.
+//!
+//! Every allocation of the host device is in the table, checked or not: keeping it costs a lock
+//! per allocation, and a checked kernel may then be launched on buffers allocated before anyone
+//! knew.
+
+use super::selection;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// Where an allocation was made: the Rust code that asked for it (`#[track_caller]` through
+/// the buffer constructors) or the op of an MLIR program (`gpu-build run`).
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    Caller(&'static Location<'static>),
+    Op(Arc<str>),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Caller(location) => write!(f, "{location}"),
+            Origin::Op(text) => f.write_str(text),
+        }
+    }
+}
+
+/// What kind of memory an allocation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Memory {
+    /// Device memory only kernels and the runtime's copies write.
+    Device,
+    /// Memory the host program writes directly too (managed, host-shared, page-locked): the
+    /// runtime cannot tell which of its bytes are written.
+    HostVisible,
+    /// The program's own memory, registered for the device: not the runtime's to free.
+    Registered,
+}
+
+/// One live allocation.
+struct Allocation {
+    /// Allocations so far when it was made: the leak report's order.
+    serial: u64,
+    end: u64,
+    memory: Memory,
+    origin: Option<Origin>,
+    /// One bit per byte, set once written (device memory, while the uninitialized-read check
+    /// is selected when it was allocated).
+    written: Option<Arc<[AtomicU64]>>,
+}
+
+/// Live allocations: first byte → the allocation.
+static LIVE: RwLock<BTreeMap<u64, Allocation>> = RwLock::new(BTreeMap::new());
+
+/// What this thread said of the allocation it is about to make (`Allocating`).
+#[derive(Default)]
+struct Next {
+    origin: Option<Origin>,
+    host_visible: bool,
+}
+
+thread_local! {
+    static NEXT: RefCell<Next> = RefCell::new(Next::default());
+}
+
+/// While it lives, the allocations this thread makes on the host device are said to come from
+/// its origin (the buffer constructors, the MLIR runtime's `mgpuMemAlloc`); on other devices it
+/// does nothing.
+pub(crate) struct Allocating(());
+
+impl Allocating {
+    /// Allocations from `origin`.
+    pub(crate) fn at(origin: Origin) -> Allocating {
+        NEXT.with_borrow_mut(|next| next.origin = Some(origin));
+        Allocating(())
+    }
+
+    /// ... which the host program writes directly (host-shared memory).
+    pub(crate) fn host_visible(self) -> Allocating {
+        NEXT.with_borrow_mut(|next| next.host_visible = true);
+        self
+    }
+}
+
+impl Drop for Allocating {
+    fn drop(&mut self) {
+        NEXT.with_borrow_mut(|next| *next = Next::default());
+    }
+}
+
+/// Records a live allocation of `bytes` at `start`, as `memory` (device memory the host
+/// program writes directly where the allocating code said so).
+pub(crate) fn track(start: u64, bytes: usize, memory: Memory) {
+    let (origin, memory) = if memory == Memory::Registered {
+        (None, memory)
+    } else {
+        NEXT.with_borrow(|next| {
+            let memory = if next.host_visible {
+                Memory::HostVisible
+            } else {
+                memory
+            };
+            (next.origin.clone(), memory)
+        })
+    };
+    let written = (memory == Memory::Device && selection::current().uninitialized)
+        .then(|| (0..bytes.div_ceil(64)).map(|_| AtomicU64::new(0)).collect());
+    static SERIALS: AtomicU64 = AtomicU64::new(0);
+    let allocation = Allocation {
+        serial: SERIALS.fetch_add(1, Ordering::Relaxed),
+        end: start.saturating_add(bytes as u64),
+        memory,
+        origin,
+        written,
+    };
+    LIVE.write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(start, allocation);
+}
+
+/// Forgets the allocation at `start`.
+pub(crate) fn untrack(start: u64) {
+    LIVE.write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&start);
+}
+
+/// The live allocation holding `address` (or ending at it: a pointer one past a buffer still
+/// belongs to it), as `[first, end]`; `[0, 0]` where none does.
+pub(super) fn allocation_of(address: u64) -> [u64; 2] {
+    let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
+    match live.range(..=address).next_back() {
+        Some((&start, allocation)) if address <= allocation.end => [start, allocation.end],
+        _ => [0, 0],
+    }
+}
+
+/// Marks `bytes` at `address` written (a copy or fill of the runtime's, a kernel's store).
+pub(crate) fn written(address: u64, bytes: u64) {
+    let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
+    let Some((&start, allocation)) = live.range(..=address).next_back() else {
+        return;
+    };
+    let Some(bits) = &allocation.written else {
+        return;
+    };
+    let end = address.saturating_add(bytes).min(allocation.end);
+    for byte in address.saturating_sub(start)..end.saturating_sub(start) {
+        bits[(byte / 64) as usize].fetch_or(1 << (byte % 64), Ordering::Relaxed);
+    }
+}
+
+/// The first byte of `bytes` at `address` never written, as an offset in its allocation with
+/// the allocation's start and size; `None` when all were written or nobody keeps count.
+pub(super) fn first_unwritten(address: u64, bytes: u64) -> Option<(u64, u64, u64)> {
+    let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
+    let (&start, allocation) = live.range(..=address).next_back()?;
+    let bits = allocation.written.as_ref()?;
+    let end = address.saturating_add(bytes).min(allocation.end);
+    (address.saturating_sub(start)..end.saturating_sub(start))
+        .find(|&byte| bits[(byte / 64) as usize].load(Ordering::Relaxed) & (1 << (byte % 64)) == 0)
+        .map(|byte| (byte, start, allocation.end - start))
+}
+
+/// The allocations the program made and never freed: each one's address, size, kind and
+/// origin, in the order they were made.
+pub(super) fn unfreed() -> Vec<(u64, u64, Memory, Option<Origin>)> {
+    let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
+    let mut unfreed: Vec<(u64, &Allocation)> = live
+        .iter()
+        .filter(|(_, allocation)| allocation.memory != Memory::Registered)
+        .map(|(&start, allocation)| (start, allocation))
+        .collect();
+    unfreed.sort_by_key(|(_, allocation)| allocation.serial);
+    unfreed
+        .into_iter()
+        .map(|(start, allocation)| {
+            (
+                start,
+                allocation.end - start,
+                allocation.memory,
+                allocation.origin.clone(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_belongs_to_the_allocation_it_is_in_or_just_past() {
+        track(0x1000, 16, Memory::Registered);
+        track(0x1010, 16, Memory::Registered);
+        assert_eq!(allocation_of(0x1004), [0x1000, 0x1010]);
+        // Adjacent: the next allocation's first byte is its own.
+        assert_eq!(allocation_of(0x1010), [0x1010, 0x1020]);
+        assert_eq!(allocation_of(0x1020), [0x1010, 0x1020]);
+        assert_eq!(allocation_of(0x1021), [0, 0]);
+        assert_eq!(allocation_of(0xfff), [0, 0]);
+        untrack(0x1010);
+        assert_eq!(allocation_of(0x1014), [0, 0]);
+        untrack(0x1000);
+    }
+}
