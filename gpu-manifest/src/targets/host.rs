@@ -78,9 +78,21 @@ pub const CHECK_BARRIERS_OFFSET: usize = CHECK_READY_OFFSET + 4 * CHECK_READY_SL
 /// each store every thread below `count` makes; the runtime records the bytes as written
 /// in the block (nothing else: no race can involve them).
 pub const CHECK_WRITES_OFFSET: usize = CHECK_BARRIERS_OFFSET + 8;
+/// Byte offset of the checked run's global-memory hook: `extern "C" fn(*mut context, site:
+/// *const CheckSite, pointer: *const u8, bytes: u64, value: u64, value_known: u32, thread
+/// x/y/z: u32, block x/y/z: u32)`, called before every access of global memory that passed
+/// its checks, while [`CHECK_GLOBAL_ON_OFFSET`] is not zero: `bytes` at `pointer`, and for a
+/// store of at most 8 bytes (`value_known` 1) the value stored, zero-extended. The runtime
+/// keeps the shadow that finds reads of memory never written and races between the threads
+/// of a launch.
+pub const CHECK_GLOBAL_OFFSET: usize = CHECK_WRITES_OFFSET + 8;
+/// Byte offset of the checked run's global-memory switch (`u32`): not zero while the
+/// uninitialized-read or race check is chosen (`GPU_EMBED_CHECK`), the same for the whole
+/// launch; zero, a checked object's loops run without the [`CHECK_GLOBAL_OFFSET`] calls.
+pub const CHECK_GLOBAL_ON_OFFSET: usize = CHECK_GLOBAL_OFFSET + 8;
 /// The bytes of a checked launch's context, at least: a checked object may read any of
 /// them from the start of the kernel on.
-pub const CHECK_CONTEXT_BYTES: usize = CHECK_WRITES_OFFSET + 8;
+pub const CHECK_CONTEXT_BYTES: usize = CHECK_GLOBAL_ON_OFFSET + 8;
 /// What a checked object passes for an access that failed its check: a constant of the
 /// object, `#[repr(C)]` `{ location: *const c_char, kind: u32, parameter: i32, check: u32,
 /// detail: u32 }`, the op's `file:line:col` (NUL-terminated), a `CHECK_*` kind (what the

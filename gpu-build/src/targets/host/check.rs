@@ -121,6 +121,8 @@ pub(super) fn check_accesses<'ll>(
         dynamic_workgroup_bytes: host_abi::DYNAMIC_SHARED_BYTES,
         barriers_offset: host_abi::CHECK_BARRIERS_OFFSET as u32,
         writes_offset: host_abi::CHECK_WRITES_OFFSET as u32,
+        global_offset: host_abi::CHECK_GLOBAL_OFFSET as u32,
+        global_on_offset: host_abi::CHECK_GLOBAL_ON_OFFSET as u32,
         context_bytes: host_abi::CHECK_CONTEXT_BYTES as u32,
     };
     // SAFETY: a live module and values of it; the arrays and the string outlive the call; the

@@ -11,11 +11,13 @@
 //! between barriers, and (`shadow.rs`) the shadow of workgroup memory.
 
 mod allocations;
+mod global;
 mod leaks;
 mod selection;
 mod shadow;
 
 pub(crate) use allocations::{track, untrack, written, Allocating, Memory, Origin};
+pub(super) use global::global;
 #[cfg(feature = "mgpu")]
 pub(crate) use leaks::report as report_leaks;
 #[cfg(feature = "mgpu")]
@@ -94,6 +96,22 @@ pub(super) type Barrier =
 pub(super) type Barriers =
     unsafe extern "C" fn(*mut Context, *const Site, u32, u32, u32, u32, u32, u32, u32);
 
+/// `host_abi::CHECK_GLOBAL_OFFSET`'s function.
+pub(super) type Global = unsafe extern "C" fn(
+    *mut Context,
+    *const Site,
+    *const u8,
+    u64,
+    u64,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+);
+
 /// `host_abi::CHECK_WRITES_OFFSET`'s function.
 pub(super) type Writes = unsafe extern "C" fn(
     *mut Context,
@@ -153,6 +171,8 @@ pub(super) struct Checks {
     seen: Mutex<HashSet<(usize, usize)>>,
     /// Unique to the launch, so that block state is never taken for another launch's.
     serial: u64,
+    /// The shadow of the global memory the launch touches (the race check).
+    global: global::GlobalShadow,
 }
 
 /// Launches checked so far (each gets the next serial).
@@ -195,6 +215,7 @@ impl Checks {
             count: AtomicU64::new(0),
             seen: Mutex::new(HashSet::new()),
             serial: LAUNCHES.fetch_add(1, Ordering::Relaxed),
+            global: global::GlobalShadow::default(),
         })
     }
 
@@ -245,6 +266,29 @@ impl Checks {
             .insert((site as usize, other as usize))
     }
 
+    /// The memory a site's pointer was traced to: its kernel argument, else its allocation.
+    fn memory_name(&self, site: *const Site) -> String {
+        // SAFETY: a constant of the checked object.
+        let site = unsafe { &*site };
+        match usize::try_from(site.parameter)
+            .ok()
+            .and_then(|p| self.parameter_names.get(p))
+        {
+            Some(name) => match name.strip_prefix('#') {
+                Some(index) => format!("argument {index}"),
+                None => format!("argument `{name}`"),
+            },
+            None if site.check == host_abi::CHECK_INDEX => "the memref".to_string(),
+            None => "its allocation".to_string(),
+        }
+    }
+
+    /// Whether the launch's checks need the global-memory hook
+    /// (`host_abi::CHECK_GLOBAL_ON_OFFSET`).
+    pub(super) fn global_on(&self) -> u32 {
+        u32::from(self.selection.uninitialized || self.selection.races)
+    }
+
     fn describe(&self, site: &Site, access: [u64; 4], ids: [u32; 6]) -> String {
         let [address, bytes, low, high] = access;
         let [tx, ty, tz, bx, by, bz] = ids;
@@ -263,17 +307,7 @@ impl Checks {
                 .to_string_lossy()
                 .into_owned()
         };
-        let memory = match usize::try_from(site.parameter)
-            .ok()
-            .and_then(|p| self.parameter_names.get(p))
-        {
-            Some(name) => match name.strip_prefix('#') {
-                Some(index) => format!("argument {index}"),
-                None => format!("argument `{name}`"),
-            },
-            None if site.check == host_abi::CHECK_INDEX => "the memref".to_string(),
-            None => "its allocation".to_string(),
-        };
+        let memory = self.memory_name(site);
         match site.check {
             host_abi::CHECK_INDEX => {
                 let (index, count, size) = (address as i64, bytes, high);

@@ -79,6 +79,9 @@ struct Context {
     check_ready: [u32; host_abi::CHECK_READY_SLOTS],
     check_barriers: check::Barriers,
     check_writes: check::Writes,
+    check_global: check::Global,
+    /// Not zero while the chosen checks need `check_global` (`check.rs`).
+    check_global_on: u32,
 }
 
 /// Why a coroutine suspended.
@@ -106,6 +109,9 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, check_ready) == host_abi::CHECK_READY_OFFSET);
     assert!(std::mem::offset_of!(Context, check_barriers) == host_abi::CHECK_BARRIERS_OFFSET);
     assert!(std::mem::offset_of!(Context, check_writes) == host_abi::CHECK_WRITES_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_global) == host_abi::CHECK_GLOBAL_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_global_on) == host_abi::CHECK_GLOBAL_ON_OFFSET);
+    assert!(std::mem::size_of::<Context>() >= host_abi::CHECK_CONTEXT_BYTES);
     assert!(std::mem::size_of::<Context>() >= host_abi::CHECK_CONTEXT_BYTES);
 };
 

@@ -214,6 +214,8 @@ fn run_blocks(
         check_ready: [0; host_abi::CHECK_READY_SLOTS],
         check_barriers: check::barriers,
         check_writes: check::workgroup_writes,
+        check_global: check::global,
+        check_global_on: checks.map_or(0, Checks::global_on),
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
@@ -332,6 +334,10 @@ fn run_block_with_barriers(
                             check_ready: [0; host_abi::CHECK_READY_SLOTS],
                             check_barriers: check::barriers,
                             check_writes: check::workgroup_writes,
+                            check_global: check::global,
+                            // SAFETY: as for `check_bounds`.
+                            check_global_on: unsafe { checks.as_ref() }
+                                .map_or(0, Checks::global_on),
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
                         unsafe { entry(params.0, (&mut context as *mut Context).cast()) };

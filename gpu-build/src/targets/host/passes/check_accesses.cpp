@@ -95,6 +95,13 @@ class Instrumenter {
     context->setMetadata(
         LLVMContext::MD_dereferenceable,
         MDNode::get(C, {ConstantAsMetadata::get(ConstantInt::get(I64, Layout.context_bytes))}));
+    // Whether the launch's chosen checks need the global-memory hook: the same for the whole
+    // launch (gpu_check::CHOSEN lets the loops run without its calls when they do not).
+    LoadInst *on = entry.CreateLoad(
+        I32, entry.CreateConstGEP1_64(entry.getInt8Ty(), context, Layout.global_on_offset),
+        "check.global.on");
+    on->setMetadata(LLVMContext::MD_invariant_load, MDNode::get(C, {}));
+    GlobalOn = entry.CreateICmpNE(on, ConstantInt::get(I32, 0), "check.global");
     DenseMap<unsigned, Bounds> parameters;
     if (kernel) {
       for (const GpuCheckMemref &memref : memrefs)
@@ -155,6 +162,8 @@ class Instrumenter {
   // The function's workgroup loads no write of their variable can race with (`unracedLoads`).
   DenseSet<Instruction *> Unraced;
   uint64_t NextSlot = 0;
+  // Whether the launch's chosen checks need the global-memory hook (`instrument`).
+  Value *GlobalOn = nullptr;
   // The function's index markers, by the access they precede.
   DenseMap<Instruction *, SmallVector<CallInst *, 4>> Indices;
 
@@ -559,8 +568,45 @@ class Instrumenter {
     if (!bounded && !Indices.count(I)) return;
     if (auto *intrinsic = dyn_cast<MemIntrinsic>(I))
       bytes = b.CreateZExtOrTrunc(intrinsic->getLength(), I64);
-    guard(I, operandIndex, bytes, kind, context, bounded ? &bounds : nullptr,
-          b.CreatePtrToInt(pointer, I64));
+    Value *made = guard(I, operandIndex, bytes, kind, context, bounded ? &bounds : nullptr,
+                        b.CreatePtrToInt(pointer, I64));
+    if (bounded) tellGlobal(I, pointer, bytes, kind, context, made, bounds.parameter);
+  }
+
+  // Tells the runtime's global-memory shadow of an access of `bytes` at `pointer` that is made
+  // (`made`), while the launch's checks need it (`GlobalOn`): the hook at
+  // `layout.global_offset`, with a store's value when it fits 64 bits (a store of the value
+  // already there races with nothing).
+  void tellGlobal(Instruction *I, Value *pointer, Value *bytes, Kind kind, Value *context,
+                  Value *made, int parameter) {
+    IRBuilder<> b(I);
+    Value *chosen = b.CreateCall(marker(gpu_check::CHOSEN, {b.getInt1Ty()}, false), {GlobalOn},
+                                 "check.chosen");
+    Instruction *call = SplitBlockAndInsertIfThen(b.CreateAnd(made, chosen), I, false,
+                                                  MDBuilder(C).createUnlikelyBranchWeights());
+    IRBuilder<> hook(call);
+    Value *value = ConstantInt::get(I64, 0);
+    Value *known = ConstantInt::get(I32, 0);
+    if (auto *store = dyn_cast<StoreInst>(I)) {
+      Value *stored = store->getValueOperand();
+      Type *type = stored->getType();
+      uint64_t bits = M.getDataLayout().getTypeSizeInBits(type).getFixedValue();
+      if (bits <= 64 && M.getDataLayout().getTypeStoreSizeInBits(type) == bits) {
+        if (type->isPtrOrPtrVectorTy()) {
+          if (type->isPointerTy()) stored = hook.CreatePtrToInt(stored, I64);
+        } else {
+          stored = hook.CreateBitCast(stored, hook.getIntNTy(bits));
+        }
+        if (stored->getType()->isIntegerTy()) {
+          value = hook.CreateZExtOrTrunc(stored, I64);
+          known = ConstantInt::get(I32, 1);
+        }
+      }
+    }
+    SmallVector<Value *, 14> arguments = {context, site(I, kind, parameter), pointer, bytes,
+                                          value, known};
+    appendIds(hook, arguments);
+    callThrough(hook, context, Layout.global_offset, arguments, ModRefInfo::Ref);
   }
 
   // The alignment an access declares (1: none to check; a copy's is its own business).

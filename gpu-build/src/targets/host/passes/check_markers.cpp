@@ -28,7 +28,7 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
     if (auto *call = dyn_cast<CallInst>(&I))
       if (Function *callee = call->getCalledFunction())
         if (callee->getName() == WITHIN || callee->getName() == ALIGNED ||
-            callee->getName() == UNREADY ||
+            callee->getName() == CHOSEN || callee->getName() == UNREADY ||
             callee->getName() == BARRIER || callee->getName() == WORKGROUP)
           calls.push_back(call);
   for (CallInst *call : calls) {
@@ -53,6 +53,8 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
       value = b.CreateAnd(b.CreateICmpUGE(address, call->getArgOperand(2)),
                           b.CreateAnd(b.CreateICmpULE(end, call->getArgOperand(3)),
                                       b.CreateICmpUGE(end, address)));
+    } else if (name == CHOSEN) {
+      value = call->getArgOperand(0);
     } else if (name == ALIGNED) {
       Value *alignment = call->getArgOperand(1);
       Value *low = b.CreateAnd(call->getArgOperand(0),

@@ -45,6 +45,11 @@ constexpr const char *INDEX = "gpu.check.index";
 // What a site's check is (gpu_manifest::targets::host::CHECK_BOUNDS...).
 enum SiteCheck : uint32_t { CHECK_BOUNDS, CHECK_INDEX, CHECK_ALIGNMENT };
 
+// `i1 gpu.check.chosen(i1 on)`: `on`, whether the launch's chosen checks need the global-memory
+// hook (host_abi::CHECK_GLOBAL_ON_OFFSET, loaded once at the kernel's start), the same for the
+// whole launch: a loop it is false for runs a copy without the hook's calls. Reads no memory.
+constexpr const char *CHOSEN = "gpu.check.chosen";
+
 // `i1 gpu.check.unready(ptr slot, i32 stamp)`: whether the i32 at `slot` (a workgroup
 // variable's ready slot in the launch context) is not `stamp` (the running block's): once a
 // block has written a variable in full, the runtime stamps the slot, and it keeps the stamp

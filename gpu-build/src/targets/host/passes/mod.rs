@@ -33,6 +33,8 @@ pub(super) struct CheckLayout {
     pub(super) dynamic_workgroup_bytes: u32,
     pub(super) barriers_offset: u32,
     pub(super) writes_offset: u32,
+    pub(super) global_offset: u32,
+    pub(super) global_on_offset: u32,
     pub(super) context_bytes: u32,
 }
 

@@ -31,6 +31,9 @@ struct GpuCheckLayout {
   uint32_t dynamic_workgroup_bytes;
   uint32_t barriers_offset;
   uint32_t writes_offset;
+  // The global-memory hook and its switch (`host_abi::CHECK_GLOBAL_OFFSET`, `_ON_OFFSET`).
+  uint32_t global_offset;
+  uint32_t global_on_offset;
   // The context's size.
   uint32_t context_bytes;
 };

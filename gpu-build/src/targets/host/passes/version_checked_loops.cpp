@@ -67,7 +67,7 @@ struct KnownCheck {
 // Whether `I` is a check a loop can be versioned on.
 bool isCheckMarker(const Instruction &I) {
   return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::ALIGNED) ||
-         callsMarker(I, gpu_check::UNREADY);
+         callsMarker(I, gpu_check::CHOSEN) || callsMarker(I, gpu_check::UNREADY);
 }
 
 // `call` as a KnownCheck of `L`, if it is one (nothing changes).
@@ -85,6 +85,11 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
     check.answer = false;
     return sameEveryIteration(call->getArgOperand(0), L, AA) &&
            sameEveryIteration(call->getArgOperand(1), L, AA);
+  }
+  if (call->getCalledFunction()->getName() == gpu_check::CHOSEN) {
+    // The same for the whole launch: the copy is for launches without the global hook.
+    check.answer = false;
+    return sameEveryIteration(call->getArgOperand(0), L, AA);
   }
   check.answer = true;
   bool aligned = call->getCalledFunction()->getName() == gpu_check::ALIGNED;
@@ -133,6 +138,8 @@ Value *testBefore(const KnownCheck &check, const Loop &L, AAResults &AA,
     Value *stamp = computeOutside(check.call->getArgOperand(1), L, AA, at);
     return b.CreateICmpEQ(b.CreateLoad(stamp->getType(), slot), stamp, "stamped");
   }
+  if (check.call->getCalledFunction()->getName() == gpu_check::CHOSEN)
+    return b.CreateNot(computeOutside(check.call->getArgOperand(0), L, AA, at), "unchosen");
   if (check.call->getCalledFunction()->getName() == gpu_check::ALIGNED) {
     // Every address is the first plus multiples of the steps: all aligned when they are.
     Value *bits = wide(check.start, false, expander, at);
