@@ -4,12 +4,15 @@
 //! OCLGRIND_UNINITIALIZED=1`, through its ICD library), on the benchmark's OpenCL C twins
 //! (`peers/kernels.cl`), in one run, with the same inputs: saxpy over 2^16 floats, the block
 //! reduction over 2^16, the tiled matmul 64 x 64, the 5-point stencil 256 x 256 (sizes
-//! Oclgrind finishes in seconds). Every result is checked against Rust first.
+//! Oclgrind finishes in seconds). The checked kernels run twice: with the default checks, and
+//! with every check (`gpu_embed::choose_checks("all")`: uninitialized reads and races in global
+//! memory too, whose shadow Oclgrind's two options keep). Every result is checked against Rust
+//! first.
 //!
 //!     cargo bench -p sample-project --bench checked_vs_oclgrind
 //!
-//! One line per kernel for scripts: `ratio KERNEL checked/unchecked Rx checked/oclgrind Rx`.
-//! The host rows are medians of 11 rounds; Oclgrind's, of 3.
+//! One line per kernel for scripts: `ratio KERNEL checked/unchecked Rx all/unchecked Rx
+//! all/oclgrind Rx`. The host rows are medians of 11 rounds; Oclgrind's, of 3.
 
 #[path = "peers/opencl.rs"]
 mod opencl;
@@ -49,11 +52,35 @@ fn check(what: &str, got: &[f32], want: &[f32], tolerance: f32) {
     }
 }
 
-/// One kernel's three times.
+/// How the host runs a kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Unchecked,
+    /// The checked object with the default checks.
+    Checked,
+    /// The checked object with every check.
+    AllChecks,
+}
+
+impl Mode {
+    /// Chooses the mode's checks; whether it runs the checked object.
+    fn checked(self) -> bool {
+        let checks = if self == Mode::AllChecks {
+            "all"
+        } else {
+            "default"
+        };
+        gpu_embed::choose_checks(checks).unwrap();
+        self != Mode::Unchecked
+    }
+}
+
+/// One kernel's four times.
 struct Row {
     name: &'static str,
     unchecked: Duration,
     checked: Duration,
+    all_checks: Duration,
     oclgrind: Option<Duration>,
 }
 
@@ -86,6 +113,9 @@ fn main() {
             None
         }
     };
+    // Device memory allocated while the uninitialized-read check is on is watched (the
+    // default-check runs ignore that).
+    gpu_embed::choose_checks("all").unwrap();
     let host = Device::host();
     let rows = [
         saxpy(&host, oclgrind.as_ref()),
@@ -94,38 +124,52 @@ fn main() {
         stencil(&host, oclgrind.as_ref()),
     ];
     println!(
-        "{:<12} {:>12} {:>12} {:>14} {:>18} {:>18}",
-        "kernel", "unchecked", "checked", "oclgrind", "checked/unchecked", "oclgrind/checked"
+        "{:<12} {:>11} {:>11} {:>11} {:>13} {:>16} {:>12} {:>14}",
+        "kernel",
+        "unchecked",
+        "checked",
+        "all checks",
+        "oclgrind",
+        "checked/unchecked",
+        "all/unchecked",
+        "oclgrind/all"
     );
     let ms = |d: Duration| format!("{:.3}ms", d.as_secs_f64() * 1e3);
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     for row in &rows {
         println!(
-            "{:<12} {:>12} {:>12} {:>14} {:>17.1}x {:>17}",
+            "{:<12} {:>11} {:>11} {:>11} {:>13} {:>15.1}x {:>11.1}x {:>14}",
             row.name,
             ms(row.unchecked),
             ms(row.checked),
+            ms(row.all_checks),
             row.oclgrind.map_or("-".to_string(), ms),
-            row.checked.as_secs_f64() / row.unchecked.as_secs_f64(),
+            ratio(row.checked, row.unchecked),
+            ratio(row.all_checks, row.unchecked),
             row.oclgrind.map_or("-".to_string(), |o| format!(
                 "{:.0}x",
-                o.as_secs_f64() / row.checked.as_secs_f64()
+                ratio(o, row.all_checks)
             )),
         );
     }
-    let geomean = rows
-        .iter()
-        .map(|r| (r.checked.as_secs_f64() / r.unchecked.as_secs_f64()).ln())
-        .sum::<f64>()
-        / rows.len() as f64;
-    println!("geometric mean checked/unchecked: {:.1}x", geomean.exp());
+    let geomean = |of: fn(&Row) -> Duration| {
+        let logs: f64 = rows.iter().map(|r| ratio(of(r), r.unchecked).ln()).sum();
+        (logs / rows.len() as f64).exp()
+    };
+    println!(
+        "geometric mean checked/unchecked: {:.1}x, all checks/unchecked: {:.1}x",
+        geomean(|r| r.checked),
+        geomean(|r| r.all_checks)
+    );
     for row in &rows {
         let oclgrind = row.oclgrind.map_or("-".to_string(), |o| {
-            format!("{:.5}x", row.checked.as_secs_f64() / o.as_secs_f64())
+            format!("{:.5}x", ratio(row.all_checks, o))
         });
         println!(
-            "ratio {} checked/unchecked {:.2}x checked/oclgrind {oclgrind}",
+            "ratio {} checked/unchecked {:.2}x all/unchecked {:.2}x all/oclgrind {oclgrind}",
             row.name,
-            row.checked.as_secs_f64() / row.unchecked.as_secs_f64()
+            ratio(row.checked, row.unchecked),
+            ratio(row.all_checks, row.unchecked)
         );
     }
 }
@@ -139,7 +183,8 @@ fn saxpy(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
     let mut dy = DeviceBuffer::from_slice(host, &y0).unwrap();
     let config = LaunchConfig::for_elements(N, 256);
     let (px, py) = (dx.device_ptr(), dy.device_ptr());
-    let mut timed = |checked: bool| {
+    let mut timed = |mode: Mode| {
+        let checked = mode.checked();
         dy.copy_from(&y0).unwrap();
         let time = median(ROUNDS, || {
             // SAFETY: saxpy touches x[i] and y[i] for i < n; both buffers hold n elements.
@@ -159,7 +204,8 @@ fn saxpy(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         check("saxpy", &dy.to_vec().unwrap(), &want, 1e-6);
         time
     };
-    let (unchecked, checked) = (timed(false), timed(true));
+    let (unchecked, checked) = (timed(Mode::Unchecked), timed(Mode::Checked));
+    let all_checks = timed(Mode::AllChecks);
     let oclgrind = oclgrind.map(|cl| {
         let (cx, mut cy) = (cl.buffer(&x), cl.buffer(&y0));
         let kernel = cl.kernel("saxpy");
@@ -183,6 +229,7 @@ fn saxpy(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         name: "saxpy",
         unchecked,
         checked,
+        all_checks,
         oclgrind,
     }
 }
@@ -194,7 +241,8 @@ fn block_sum(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
     let dvalues = DeviceBuffer::from_slice(host, &values).unwrap();
     let partial = DeviceBuffer::<f32>::alloc(host, blocks).unwrap();
     let config = LaunchConfig::for_elements(N, 256);
-    let timed = |checked: bool| {
+    let timed = |mode: Mode| {
+        let checked = mode.checked();
         let time = median(ROUNDS, || {
             // SAFETY: block_sum reads in[i] for i < n and writes out[block] for each block.
             unsafe {
@@ -210,7 +258,8 @@ fn block_sum(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         check("block_sum", &partial.to_vec().unwrap(), &want, 1e-5);
         time
     };
-    let (unchecked, checked) = (timed(false), timed(true));
+    let (unchecked, checked) = (timed(Mode::Unchecked), timed(Mode::Checked));
+    let all_checks = timed(Mode::AllChecks);
     let oclgrind = oclgrind.map(|cl| {
         let (cin, cout) = (cl.buffer(&values), cl.buffer(&vec![0.0; blocks]));
         let kernel = cl.kernel("block_sum");
@@ -230,6 +279,7 @@ fn block_sum(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         name: "block_sum",
         unchecked,
         checked,
+        all_checks,
         oclgrind,
     }
 }
@@ -253,7 +303,8 @@ fn matmul(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         block: [16, 16, 1],
         shared_mem_bytes: 0,
     };
-    let timed = |checked: bool| {
+    let timed = |mode: Mode| {
+        let checked = mode.checked();
         let time = median(ROUNDS, || {
             let (va, vb, vc) = (
                 da.view([n, n]).unwrap(),
@@ -274,7 +325,8 @@ fn matmul(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         check("matmul", &dc.to_vec().unwrap(), &want, 0.0);
         time
     };
-    let (unchecked, checked) = (timed(false), timed(true));
+    let (unchecked, checked) = (timed(Mode::Unchecked), timed(Mode::Checked));
+    let all_checks = timed(Mode::AllChecks);
     let oclgrind = oclgrind.map(|cl| {
         let (ca, cb, cc) = (cl.buffer(&a), cl.buffer(&b), cl.buffer(&vec![0.0; n * n]));
         let kernel = cl.kernel("matmul");
@@ -296,6 +348,7 @@ fn matmul(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         name: "matmul",
         unchecked,
         checked,
+        all_checks,
         oclgrind,
     }
 }
@@ -312,7 +365,8 @@ fn stencil(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         block: [16, 16, 1],
         shared_mem_bytes: 0,
     };
-    let timed = |checked: bool| {
+    let timed = |mode: Mode| {
+        let checked = mode.checked();
         median(ROUNDS, || {
             let (vin, vout) = (
                 din.view([rows, cols]).unwrap(),
@@ -331,10 +385,12 @@ fn stencil(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
             host.synchronize().unwrap();
         })
     };
-    let unchecked = timed(false);
+    let unchecked = timed(Mode::Unchecked);
     let want = dout.to_vec().unwrap();
-    let checked = timed(true);
+    let checked = timed(Mode::Checked);
     check("stencil, checked", &dout.to_vec().unwrap(), &want, 0.0);
+    let all_checks = timed(Mode::AllChecks);
+    check("stencil, all checks", &dout.to_vec().unwrap(), &want, 0.0);
     let oclgrind = oclgrind.map(|cl| {
         let (cin, cout) = (cl.buffer(&input), cl.buffer(&vec![0.0; rows * cols]));
         let kernel = cl.kernel("jacobi");
@@ -355,6 +411,7 @@ fn stencil(host: &Device, oclgrind: Option<&OpenCl>) -> Row {
         name: "stencil",
         unchecked,
         checked,
+        all_checks,
         oclgrind,
     }
 }

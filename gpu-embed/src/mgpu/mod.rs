@@ -60,17 +60,6 @@ pub fn check_errors() -> u64 {
     crate::driver::host::check_errors()
 }
 
-/// Chooses the checks the checked host kernels make beyond the default ones, for the rest of
-/// the process: `text` as `GPU_EMBED_CHECK` takes it (`all`, `races,leaks`...); `Err` says
-/// what it names wrongly (`gpu-build run --check=...`).
-#[doc(hidden)]
-pub fn choose_checks(text: &str) -> Result<()> {
-    let selection = crate::driver::host::Selection::parse(text)
-        .map_err(|why| Error::new(ErrorKind::InvalidArgument, why))?;
-    crate::driver::host::choose_checks(selection);
-    Ok(())
-}
-
 /// The leak check's report, now: every host-device allocation the program has not freed, on
 /// stderr, counted in [`check_errors`]; how many there were. Made once (a later call, and the
 /// report at exit, print nothing).

@@ -63,8 +63,11 @@ use std::ffi::{CStr, CString};
 
 /// The marker functions `passes/check_markers.h` names: declared only until the optimization
 /// pipeline lowers their calls.
-pub(super) const MARKERS: [&str; 4] = [
+pub(super) const MARKERS: [&str; 7] = [
     "gpu.check.within",
+    "gpu.check.within.index",
+    "gpu.check.aligned",
+    "gpu.check.chosen",
     "gpu.check.unready",
     "gpu.check.barrier",
     "gpu.check.workgroup",

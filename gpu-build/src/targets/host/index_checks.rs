@@ -55,6 +55,11 @@ pub(super) fn mark_memref_indices<'c>(context: &'c Context, gpu_module: &Operati
     else {
         return;
     };
+    // The ops written below, which a kernel file that uses none of their dialects has not
+    // loaded.
+    for dialect in ["arith", "func", "memref"] {
+        context.get_or_load_dialect(dialect);
+    }
     let i64_type: Type<'c> = IntegerType::new(context, 64).into();
     let i32_type: Type<'c> = IntegerType::new(context, 32).into();
     let mut declared = false;

@@ -20,9 +20,8 @@ pub(crate) use allocations::{track, untrack, written, Allocating, Memory, Origin
 pub(super) use global::global;
 #[cfg(feature = "mgpu")]
 pub(crate) use leaks::report as report_leaks;
-#[cfg(feature = "mgpu")]
-pub(crate) use selection::choose as choose_checks;
-pub(crate) use selection::Selection;
+pub use selection::choose_checks;
+use selection::Selection;
 pub(super) use shadow::{workgroup, workgroup_writes};
 
 use super::Context;

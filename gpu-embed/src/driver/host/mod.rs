@@ -13,8 +13,9 @@
 
 mod assertions;
 mod check;
+pub use check::choose_checks;
 #[cfg(feature = "mgpu")]
-pub(crate) use check::{check_errors, choose_checks, report_leaks, Selection};
+pub(crate) use check::{check_errors, report_leaks};
 pub(crate) use check::{Allocating, Origin};
 mod image;
 mod machine;

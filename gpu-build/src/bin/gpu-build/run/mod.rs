@@ -131,8 +131,8 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
         replace_gpu_modules(&context, &module, &objects)?;
     }
     if let Some(checks) = request.checks {
-        gpu_embed::mgpu::choose_checks(checks)
-            .map_err(|e| e.message().replace("GPU_EMBED_CHECK=", "--check="))?;
+        gpu_embed::choose_checks(checks)
+            .map_err(|e| e.message().replace("choose_checks: ", "--check="))?;
         allocation_sites::name_allocation_sites(&context, &module)?;
     }
     make_memory_ops_async(&context, &module)?;

@@ -95,13 +95,10 @@ class Instrumenter {
     context->setMetadata(
         LLVMContext::MD_dereferenceable,
         MDNode::get(C, {ConstantAsMetadata::get(ConstantInt::get(I64, Layout.context_bytes))}));
-    // Whether the launch's chosen checks need the global-memory hook: the same for the whole
-    // launch (gpu_check::CHOSEN lets the loops run without its calls when they do not).
-    LoadInst *on = entry.CreateLoad(
-        I32, entry.CreateConstGEP1_64(entry.getInt8Ty(), context, Layout.global_on_offset),
-        "check.global.on");
-    on->setMetadata(LLVMContext::MD_invariant_load, MDNode::get(C, {}));
-    GlobalOn = entry.CreateICmpNE(on, ConstantInt::get(I32, 0), "check.global");
+    // The switch of the global-memory hook: the same for the whole launch (gpu_check::CHOSEN
+    // lets the loops run without its calls while it is off).
+    GlobalOn = entry.CreateConstGEP1_64(entry.getInt8Ty(), context, Layout.global_on_offset,
+                                        "check.global.on");
     DenseMap<unsigned, Bounds> parameters;
     if (kernel) {
       for (const GpuCheckMemref &memref : memrefs)
@@ -162,7 +159,7 @@ class Instrumenter {
   // The function's workgroup loads no write of their variable can race with (`unracedLoads`).
   DenseSet<Instruction *> Unraced;
   uint64_t NextSlot = 0;
-  // Whether the launch's chosen checks need the global-memory hook (`instrument`).
+  // The switch of the global-memory hook in the launch's context (`instrument`).
   Value *GlobalOn = nullptr;
   // The function's index markers, by the access they precede.
   DenseMap<Instruction *, SmallVector<CallInst *, 4>> Indices;
@@ -195,6 +192,8 @@ class Instrumenter {
           barrierList.push_back(&I);
           continue;
         }
+        // The index markers, which become checks and touch nothing.
+        if (callee->getName() == gpu_check::INDEX) continue;
         if (!isa<MemIntrinsic>(call) && !call->isLifetimeStartOrEnd() && !call->onlyReadsMemory())
           return none;
       }
@@ -580,8 +579,8 @@ class Instrumenter {
   void tellGlobal(Instruction *I, Value *pointer, Value *bytes, Kind kind, Value *context,
                   Value *made, int parameter) {
     IRBuilder<> b(I);
-    Value *chosen = b.CreateCall(marker(gpu_check::CHOSEN, {b.getInt1Ty()}, false), {GlobalOn},
-                                 "check.chosen");
+    Value *chosen =
+        b.CreateCall(marker(gpu_check::CHOSEN, {Ptr}, true), {GlobalOn}, "check.chosen");
     Instruction *call = SplitBlockAndInsertIfThen(b.CreateAnd(made, chosen), I, false,
                                                   MDBuilder(C).createUnlikelyBranchWeights());
     IRBuilder<> hook(call);
@@ -642,47 +641,53 @@ class Instrumenter {
     IRBuilder<> b(I);
     int parameter = bounds ? bounds->parameter : -1;
     Constant *zero = ConstantInt::get(I64, 0);
-    Value *ok = b.getTrue();
+    // Every condition, and whether the ones before each held, computed before the first report
+    // branch: the access's `ok` is then an `and` of markers, which the checked loops'
+    // versioning evaluates, not a merge of the branches' paths.
+    struct Check {
+      Value *holds;
+      Constant *site;
+      SmallVector<Value *, 4> access;
+    };
+    SmallVector<Check, 4> checks;
     auto found = Indices.find(I);
     if (found != Indices.end())
       for (CallInst *index : found->second) {
         Value *first = index->getArgOperand(0), *count = index->getArgOperand(1);
         Value *size = index->getArgOperand(2);
         auto *dimension = dyn_cast<ConstantInt>(index->getArgOperand(3));
-        IRBuilder<> at(I);
-        Value *within = at.CreateCall(marker(gpu_check::WITHIN, {I64, I64, I64, I64}, false),
-                                      {first, count, zero, size}, "check.index");
-        reportIf(I, at.CreateAnd(ok, at.CreateNot(within)), context,
-                 site(index, kind, parameter, gpu_check::CHECK_INDEX,
-                      dimension ? dimension->getZExtValue() : 0),
-                 {first, count, zero, size});
-        IRBuilder<> after(I);
-        ok = after.CreateAnd(ok, within);
+        Value *within = b.CreateCall(marker(gpu_check::INDEX_WITHIN, {I64, I64, I64, I64}, true),
+                                     {first, count, zero, size}, "check.index");
+        checks.push_back({within,
+                          site(index, kind, parameter, gpu_check::CHECK_INDEX,
+                               dimension ? dimension->getZExtValue() : 0),
+                          {first, count, zero, size}});
       }
     auto *intrinsic = dyn_cast<MemIntrinsic>(I);
     Value *low = zero, *high = zero;
     if (bounds) {
       low = bounds->low;
       high = bounds->high;
-      IRBuilder<> at(I);
-      Value *within = at.CreateCall(marker(gpu_check::WITHIN, {I64, I64, I64, I64}, false),
-                                    {address, bytes, low, high}, "check.within");
-      if (intrinsic) within = at.CreateOr(within, at.CreateICmpEQ(bytes, zero));
-      reportIf(I, at.CreateAnd(ok, at.CreateNot(within)), context, site(I, kind, parameter),
-               {address, bytes, low, high});
-      IRBuilder<> after(I);
-      ok = after.CreateAnd(ok, within);
+      Value *within = b.CreateCall(marker(gpu_check::WITHIN, {I64, I64, I64, I64}, false),
+                                   {address, bytes, low, high}, "check.within");
+      if (intrinsic) within = b.CreateOr(within, b.CreateICmpEQ(bytes, zero));
+      checks.push_back({within, site(I, kind, parameter), {address, bytes, low, high}});
     }
     if (uint64_t alignment = declaredAlignment(I); alignment > 1) {
-      IRBuilder<> at(I);
-      Value *aligned = at.CreateCall(marker(gpu_check::ALIGNED, {I64, I64}, false),
-                                     {address, ConstantInt::get(I64, alignment)}, "check.aligned");
-      reportIf(I, at.CreateAnd(ok, at.CreateNot(aligned)), context,
-               site(I, kind, parameter, gpu_check::CHECK_ALIGNMENT, alignment),
-               {address, bytes, low, high});
-      IRBuilder<> after(I);
-      ok = after.CreateAnd(ok, aligned);
+      Value *aligned = b.CreateCall(marker(gpu_check::ALIGNED, {I64, I64}, false),
+                                    {address, ConstantInt::get(I64, alignment)}, "check.aligned");
+      checks.push_back({aligned,
+                        site(I, kind, parameter, gpu_check::CHECK_ALIGNMENT, alignment),
+                        {address, bytes, low, high}});
     }
+    SmallVector<Value *, 4> failed;
+    Value *ok = b.getTrue();
+    for (const Check &check : checks) {
+      failed.push_back(b.CreateAnd(ok, b.CreateNot(check.holds)));
+      ok = b.CreateAnd(ok, check.holds);
+    }
+    for (unsigned i = 0; i < checks.size(); ++i)
+      reportIf(I, failed[i], context, checks[i].site, checks[i].access);
     IRBuilder<> at(I);
     if (intrinsic) {
       Value *length = intrinsic->getLength();

@@ -27,7 +27,8 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
   for (Instruction &I : instructions(F))
     if (auto *call = dyn_cast<CallInst>(&I))
       if (Function *callee = call->getCalledFunction())
-        if (callee->getName() == WITHIN || callee->getName() == ALIGNED ||
+        if (callee->getName() == WITHIN || callee->getName() == INDEX_WITHIN ||
+            callee->getName() == ALIGNED ||
             callee->getName() == CHOSEN || callee->getName() == UNREADY ||
             callee->getName() == BARRIER || callee->getName() == WORKGROUP)
           calls.push_back(call);
@@ -47,14 +48,14 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
       markHookCall(one);
       one->setDoesNotThrow();
       one->addFnAttr(Attribute::WillReturn);
-    } else if (name == WITHIN) {
+    } else if (name == WITHIN || name == INDEX_WITHIN) {
       Value *address = call->getArgOperand(0), *bytes = call->getArgOperand(1);
       Value *end = b.CreateAdd(address, bytes);
       value = b.CreateAnd(b.CreateICmpUGE(address, call->getArgOperand(2)),
                           b.CreateAnd(b.CreateICmpULE(end, call->getArgOperand(3)),
                                       b.CreateICmpUGE(end, address)));
     } else if (name == CHOSEN) {
-      value = call->getArgOperand(0);
+      value = b.CreateICmpNE(b.CreateLoad(b.getInt32Ty(), call->getArgOperand(0)), b.getInt32(0));
     } else if (name == ALIGNED) {
       Value *alignment = call->getArgOperand(1);
       Value *low = b.CreateAnd(call->getArgOperand(0),

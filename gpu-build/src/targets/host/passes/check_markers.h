@@ -31,6 +31,12 @@ enum AccessKind : uint32_t {
 // `address` lie within [low, high) (without wrapping). Reads no memory.
 constexpr const char *WITHIN = "gpu.check.within";
 
+// `i1 gpu.check.within.index(i64 index, i64 count, i64 low, i64 high)`: `within` for a memref
+// index (gpu_check::INDEX), marked as reading memory: an index the same for every thread of a
+// loop (a row's, in a loop over columns) would otherwise leave the loop before the versioning
+// sees it, and the loop keep the branch to its report.
+constexpr const char *INDEX_WITHIN = "gpu.check.within.index";
+
 // `i1 gpu.check.aligned(i64 address, i64 alignment)`: whether `address` is a multiple of
 // `alignment` (a power of two). Reads no memory.
 constexpr const char *ALIGNED = "gpu.check.aligned";
@@ -45,9 +51,10 @@ constexpr const char *INDEX = "gpu.check.index";
 // What a site's check is (gpu_manifest::targets::host::CHECK_BOUNDS...).
 enum SiteCheck : uint32_t { CHECK_BOUNDS, CHECK_INDEX, CHECK_ALIGNMENT };
 
-// `i1 gpu.check.chosen(i1 on)`: `on`, whether the launch's chosen checks need the global-memory
-// hook (host_abi::CHECK_GLOBAL_ON_OFFSET, loaded once at the kernel's start), the same for the
-// whole launch: a loop it is false for runs a copy without the hook's calls. Reads no memory.
+// `i1 gpu.check.chosen(ptr on)`: whether the u32 at `on` (host_abi::CHECK_GLOBAL_ON_OFFSET in
+// the launch's context) is not zero: the launch's chosen checks need the global-memory hook.
+// The same for the whole launch: a loop it is false for runs a copy without the hook's calls.
+// Reads memory (so that it stays in the loop for the versioning to find).
 constexpr const char *CHOSEN = "gpu.check.chosen";
 
 // `i1 gpu.check.unready(ptr slot, i32 stamp)`: whether the i32 at `slot` (a workgroup

@@ -66,7 +66,8 @@ struct KnownCheck {
 
 // Whether `I` is a check a loop can be versioned on.
 bool isCheckMarker(const Instruction &I) {
-  return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::ALIGNED) ||
+  return callsMarker(I, gpu_check::WITHIN) || callsMarker(I, gpu_check::INDEX_WITHIN) ||
+         callsMarker(I, gpu_check::ALIGNED) ||
          callsMarker(I, gpu_check::CHOSEN) || callsMarker(I, gpu_check::UNREADY);
 }
 
@@ -138,8 +139,10 @@ Value *testBefore(const KnownCheck &check, const Loop &L, AAResults &AA,
     Value *stamp = computeOutside(check.call->getArgOperand(1), L, AA, at);
     return b.CreateICmpEQ(b.CreateLoad(stamp->getType(), slot), stamp, "stamped");
   }
-  if (check.call->getCalledFunction()->getName() == gpu_check::CHOSEN)
-    return b.CreateNot(computeOutside(check.call->getArgOperand(0), L, AA, at), "unchosen");
+  if (check.call->getCalledFunction()->getName() == gpu_check::CHOSEN) {
+    Value *on = computeOutside(check.call->getArgOperand(0), L, AA, at);
+    return b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), on), b.getInt32(0), "unchosen");
+  }
   if (check.call->getCalledFunction()->getName() == gpu_check::ALIGNED) {
     // Every address is the first plus multiples of the steps: all aligned when they are.
     Value *bits = wide(check.start, false, expander, at);

@@ -68,9 +68,22 @@ fn from_environment() -> &'static Result<Selection, String> {
 /// A selection that replaces the environment's (`gpu-build run --check=...`).
 static CHOSEN: RwLock<Option<Selection>> = RwLock::new(None);
 
-/// Replaces the environment's selection for the rest of the process.
-pub(crate) fn choose(selection: Selection) {
+/// Chooses the checks that checked host kernels (compiled with `GPU_EMBED_CHECK` set, or
+/// `gpu_build::Build::checked`) make beyond the default ones, for the launches from now on,
+/// in place of what `GPU_EMBED_CHECK` in the program's environment says: `checks` names them as
+/// that variable does (`"all"`, `"races,leaks"`, `"default"`: the default checks alone). A
+/// test can so turn on the race check for the kernels it launches. Device memory allocated
+/// while the uninitialized-read check is off is not watched for such reads. An error names
+/// what `checks` got wrong.
+pub fn choose_checks(checks: &str) -> crate::Result<()> {
+    let selection = Selection::parse(checks).map_err(|why| {
+        crate::Error::new(
+            crate::ErrorKind::InvalidArgument,
+            why.replace("GPU_EMBED_CHECK=", "choose_checks: "),
+        )
+    })?;
     *CHOSEN.write().unwrap_or_else(|p| p.into_inner()) = Some(selection);
+    Ok(())
 }
 
 /// The selection in force; `Err` says what is wrong with `GPU_EMBED_CHECK` (a checked launch
