@@ -36,18 +36,10 @@ pub fn module_filter(module_path: &str) -> String {
 /// the process's environment (setting it in a process whose other tests run at the same time
 /// would race with them) or change or depend on a process-wide setting.
 pub fn in_own_process(module_path: &str, name: &str, vars: &[(&str, &str)]) -> bool {
-    let test = test_name(module_path, name);
-    if std::env::var_os(UNDER_MEMCHECK).is_some()
-        || std::env::var(OWN_PROCESS).is_ok_and(|running| running == test)
-    {
+    let Some(output) = own_process_output(module_path, name, vars) else {
         return true;
-    }
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
-        .envs(vars.iter().copied())
-        .env(OWN_PROCESS, &test)
-        .output()
-        .unwrap();
+    };
+    let test = test_name(module_path, name);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success() && stdout.contains("1 passed"),
@@ -56,6 +48,30 @@ pub fn in_own_process(module_path: &str, name: &str, vars: &[(&str, &str)]) -> b
         String::from_utf8_lossy(&output.stderr)
     );
     false
+}
+
+/// [`in_own_process`] for a test that also looks at what its child printed: `None` where the
+/// body should run (in the child, and under memcheck), else the child's output, whatever its
+/// status.
+pub fn own_process_output(
+    module_path: &str,
+    name: &str,
+    vars: &[(&str, &str)],
+) -> Option<std::process::Output> {
+    let test = test_name(module_path, name);
+    if std::env::var_os(UNDER_MEMCHECK).is_some()
+        || std::env::var(OWN_PROCESS).is_ok_and(|running| running == test)
+    {
+        return None;
+    }
+    Some(
+        Command::new(std::env::current_exe().unwrap())
+            .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+            .envs(vars.iter().copied())
+            .env(OWN_PROCESS, &test)
+            .output()
+            .unwrap(),
+    )
 }
 
 /// Runs every other test of the module `module_path` (`module_path!()` of the calling memcheck
