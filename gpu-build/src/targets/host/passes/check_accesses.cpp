@@ -11,9 +11,9 @@
 
 #include "check_markers.h"
 #include "passes.h"
+#include "unraced_loads.h"
 
 #include "llvm-c/Core.h"
-#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
@@ -38,7 +38,10 @@ using namespace llvm;
 
 namespace {
 
-constexpr unsigned WORKGROUP_ADDRESS_SPACE = 3;
+using gpu_check::underlyingObject;
+using gpu_check::unracedLoads;
+using gpu_check::workgroupVariable;
+using gpu_check::WORKGROUP_ADDRESS_SPACE;
 
 using Kind = gpu_check::AccessKind;
 
@@ -73,7 +76,7 @@ class Instrumenter {
         }
         if (auto *call = dyn_cast<CallInst>(&I))
           if (Function *callee = call->getCalledFunction()) {
-            if (isBarrier(callee->getName())) barriers.push_back(call);
+            if (gpu_check::isBlockBarrier(callee->getName())) barriers.push_back(call);
             if (callee->getName() == gpu_check::INDEX) {
               pending.push_back(call);
               indexMarkers.push_back(call);
@@ -163,112 +166,6 @@ class Instrumenter {
   Value *GlobalOn = nullptr;
   // The function's index markers, by the access they precede.
   DenseMap<Instruction *, SmallVector<CallInst *, 4>> Indices;
-
-  // The workgroup variable an access's pointer is traced to, if it is one.
-  static GlobalVariable *workgroupVariable(Value *pointer) {
-    auto *variable = dyn_cast<GlobalVariable>(const_cast<Value *>(underlyingObject(pointer)));
-    if (!variable || variable->getAddressSpace() != WORKGROUP_ADDRESS_SPACE) return nullptr;
-    return variable;
-  }
-
-  // The workgroup loads of kernel `F` that no write of their variable can race with: no write
-  // of the variable follows any of the barriers (or the kernel's start) the load follows
-  // without another barrier between. Threads of a block pass the same barriers (a divergent
-  // one is reported as such), so such a load and a write of its variable are never in the same
-  // barrier interval. Empty where something the instrumentation cannot see may write workgroup
-  // memory: a call of anything but a barrier, a memory intrinsic or a function that writes no
-  // memory, a workgroup pointer made generic, or a workgroup write whose variable is unknown.
-  DenseSet<Instruction *> unracedLoads(Function &F) {
-    DenseSet<Instruction *> none;
-    std::vector<Instruction *> barrierList;
-    std::vector<Instruction *> loads, writes;
-    for (Instruction &I : instructions(F)) {
-      if (auto *cast = dyn_cast<AddrSpaceCastInst>(&I))
-        if (cast->getSrcAddressSpace() == WORKGROUP_ADDRESS_SPACE) return none;
-      if (auto *call = dyn_cast<CallBase>(&I)) {
-        Function *callee = call->getCalledFunction();
-        if (!callee) return none;
-        if (isBarrier(callee->getName())) {
-          barrierList.push_back(&I);
-          continue;
-        }
-        // The index markers, which become checks and touch nothing.
-        if (callee->getName() == gpu_check::INDEX) continue;
-        if (!isa<MemIntrinsic>(call) && !call->isLifetimeStartOrEnd() && !call->onlyReadsMemory())
-          return none;
-      }
-      auto workgroupWrite = [&](Value *pointer) {
-        if (pointer->getType()->getPointerAddressSpace() != WORKGROUP_ADDRESS_SPACE) return true;
-        if (!workgroupVariable(pointer)) return false;
-        writes.push_back(&I);
-        return true;
-      };
-      bool known = true;
-      if (auto *load = dyn_cast<LoadInst>(&I)) {
-        if (load->getPointerAddressSpace() == WORKGROUP_ADDRESS_SPACE &&
-            workgroupVariable(load->getPointerOperand()))
-          loads.push_back(&I);
-      } else if (auto *store = dyn_cast<StoreInst>(&I)) {
-        known = workgroupWrite(store->getPointerOperand());
-      } else if (auto *rmw = dyn_cast<AtomicRMWInst>(&I)) {
-        known = workgroupWrite(rmw->getPointerOperand());
-      } else if (auto *cmpxchg = dyn_cast<AtomicCmpXchgInst>(&I)) {
-        known = workgroupWrite(cmpxchg->getPointerOperand());
-      } else if (auto *intrinsic = dyn_cast<MemIntrinsic>(&I)) {
-        known = workgroupWrite(intrinsic->getDest());
-      }
-      if (!known) return none;
-    }
-    if (loads.empty()) return none;
-    // Interval starts: 0 is the kernel's start, 1 + i the barrier barrierList[i]. For each
-    // instruction of interest, the starts it follows with no barrier between (a forward data
-    // flow over the blocks, to its fixed point).
-    DenseMap<Instruction *, unsigned> barrierIndex;
-    for (unsigned i = 0; i < barrierList.size(); ++i) barrierIndex[barrierList[i]] = i + 1;
-    unsigned starts = barrierList.size() + 1;
-    DenseMap<BasicBlock *, BitVector> out;
-    DenseMap<Instruction *, BitVector> follows;
-    for (BasicBlock &block : F) out[&block] = BitVector(starts);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (BasicBlock &block : F) {
-        BitVector current(starts);
-        if (&block == &F.getEntryBlock()) current.set(0);
-        for (BasicBlock *predecessor : predecessors(&block)) current |= out[predecessor];
-        for (Instruction &I : block) {
-          auto found = barrierIndex.find(&I);
-          if (found != barrierIndex.end()) {
-            current.reset();
-            current.set(found->second);
-          }
-          follows[&I] = current;
-        }
-        if (current != out[&block]) {
-          out[&block] = current;
-          changed = true;
-        }
-      }
-    }
-    DenseMap<GlobalVariable *, BitVector> written;
-    for (Instruction *write : writes) {
-      Value *pointer = getLoadStorePointerOperand(write);
-      if (!pointer) {
-        if (auto *rmw = dyn_cast<AtomicRMWInst>(write)) pointer = rmw->getPointerOperand();
-        else if (auto *cmpxchg = dyn_cast<AtomicCmpXchgInst>(write)) pointer = cmpxchg->getPointerOperand();
-        else pointer = cast<MemIntrinsic>(write)->getDest();
-      }
-      GlobalVariable *variable = workgroupVariable(pointer);
-      auto inserted = written.try_emplace(variable, BitVector(starts));
-      inserted.first->second |= follows[write];
-    }
-    DenseSet<Instruction *> unraced;
-    for (Instruction *load : loads) {
-      GlobalVariable *variable = workgroupVariable(cast<LoadInst>(load)->getPointerOperand());
-      auto found = written.find(variable);
-      if (found == written.end() || !found->second.anyCommon(follows[load])) unraced.insert(load);
-    }
-    return unraced;
-  }
 
   Constant *size(Type *type) {
     uint64_t bytes = M.getDataLayout().getTypeStoreSize(type).getFixedValue();
@@ -399,12 +296,6 @@ class Instrumenter {
     call->addFnAttr(Attribute::WillReturn);
   }
 
-  // NVVM's block-wide barriers (what gpu.barrier lowers to).
-  static bool isBarrier(StringRef name) {
-    return name == "llvm.nvvm.barrier0" || name == "llvm.nvvm.barrier.cta.sync.aligned.all" ||
-           name == "llvm.nvvm.barrier.cta.sync.all";
-  }
-
   // A constant naming a workgroup variable for the runtime, `{ ptr name, i64 bytes, i64 slot }`:
   // the runtime keeps the variable's shadow (who wrote and read each byte, in which barrier
   // interval) under it, per OS thread as workgroup memory is, and marks the variable's ready
@@ -489,19 +380,6 @@ class Instrumenter {
     function->addFnAttr(Attribute::NoUnwind);
     function->addFnAttr(Attribute::WillReturn);
     gpu_check::markHookCall(record.CreateCall(callee, arguments));
-  }
-
-  // What `pointer` was computed from: LLVM's underlying object, also through the memref
-  // descriptors MLIR's lowering builds with `insertvalue` and reads with `extractvalue`.
-  static const Value *underlyingObject(const Value *pointer) {
-    const Value *object = getUnderlyingObject(pointer, 0);
-    while (auto *extract = dyn_cast<ExtractValueInst>(object)) {
-      Value *inserted = FindInsertedValue(const_cast<Value *>(extract->getAggregateOperand()),
-                                          extract->getIndices());
-      if (!inserted || inserted == extract) break;
-      object = getUnderlyingObject(inserted, 0);
-    }
-    return object;
   }
 
   // The bounds `pointer` must stay within: its kernel parameter's, a global variable's, or the
