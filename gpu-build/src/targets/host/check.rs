@@ -63,7 +63,8 @@ use std::ffi::{CStr, CString};
 
 /// The marker functions `passes/check_markers.h` names: declared only until the optimization
 /// pipeline lowers their calls.
-pub(super) const MARKERS: [&str; 7] = [
+pub(super) const MARKERS: [&str; 8] = [
+    "gpu.check.global",
     "gpu.check.within",
     "gpu.check.within.index",
     "gpu.check.aligned",
@@ -126,6 +127,7 @@ pub(super) fn check_accesses<'ll>(
         writes_offset: host_abi::CHECK_WRITES_OFFSET as u32,
         global_offset: host_abi::CHECK_GLOBAL_OFFSET as u32,
         global_on_offset: host_abi::CHECK_GLOBAL_ON_OFFSET as u32,
+        global_rows_offset: host_abi::CHECK_GLOBAL_ROWS_OFFSET as u32,
         context_bytes: host_abi::CHECK_CONTEXT_BYTES as u32,
     };
     // SAFETY: a live module and values of it; the arrays and the string outlive the call; the

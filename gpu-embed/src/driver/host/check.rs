@@ -17,7 +17,7 @@ mod selection;
 mod shadow;
 
 pub(crate) use allocations::{track, untrack, written, Allocating, Memory, Origin};
-pub(super) use global::global;
+pub(super) use global::{global, global_rows};
 #[cfg(feature = "mgpu")]
 pub(crate) use leaks::report as report_leaks;
 pub use selection::choose_checks;
@@ -110,6 +110,10 @@ pub(super) type Global = unsafe extern "C" fn(
     u32,
     u32,
 );
+
+/// `host_abi::CHECK_GLOBAL_ROWS_OFFSET`'s function.
+pub(super) type GlobalRows =
+    unsafe extern "C" fn(*mut Context, *const Site, u64, i64, u64, u32, u32, u32, u32, u32, u32);
 
 /// `host_abi::CHECK_WRITES_OFFSET`'s function.
 pub(super) type Writes = unsafe extern "C" fn(

@@ -83,6 +83,7 @@ struct Context {
     check_global: check::Global,
     /// Not zero while the chosen checks need `check_global` (`check.rs`).
     check_global_on: u32,
+    check_global_rows: check::GlobalRows,
 }
 
 /// Why a coroutine suspended.
@@ -112,6 +113,7 @@ const _: () = {
     assert!(std::mem::offset_of!(Context, check_writes) == host_abi::CHECK_WRITES_OFFSET);
     assert!(std::mem::offset_of!(Context, check_global) == host_abi::CHECK_GLOBAL_OFFSET);
     assert!(std::mem::offset_of!(Context, check_global_on) == host_abi::CHECK_GLOBAL_ON_OFFSET);
+    assert!(std::mem::offset_of!(Context, check_global_rows) == host_abi::CHECK_GLOBAL_ROWS_OFFSET);
     assert!(std::mem::size_of::<Context>() >= host_abi::CHECK_CONTEXT_BYTES);
     assert!(std::mem::size_of::<Context>() >= host_abi::CHECK_CONTEXT_BYTES);
 };

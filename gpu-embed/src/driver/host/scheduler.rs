@@ -216,6 +216,7 @@ fn run_blocks(
         check_writes: check::workgroup_writes,
         check_global: check::global,
         check_global_on: checks.map_or(0, Checks::global_on),
+        check_global_rows: check::global_rows,
     };
     // SAFETY: the entry point's ABI; `params` match the kernel (the stub built them), and the
     // blocks are within the grid.
@@ -338,6 +339,7 @@ fn run_block_with_barriers(
                             // SAFETY: as for `check_bounds`.
                             check_global_on: unsafe { checks.as_ref() }
                                 .map_or(0, Checks::global_on),
+                            check_global_rows: check::global_rows,
                         };
                         // SAFETY: the entry point's ABI; `params` match the kernel.
                         unsafe { entry(params.0, (&mut context as *mut Context).cast()) };

@@ -451,17 +451,18 @@ class Instrumenter {
   }
 
   // Tells the runtime's global-memory shadow of an access of `bytes` at `pointer` that is made
-  // (`made`), while the launch's checks need it (`GlobalOn`): the hook at
-  // `layout.global_offset`, with a store's value when it fits 64 bits (a store of the value
-  // already there races with nothing).
+  // (`made`), while the launch's checks need it (the switch at `GlobalOn`): a
+  // `gpu.check.global` marker of the hooks at `layout.global_offset` and `global_rows_offset`,
+  // with a store's value when it fits 64 bits (a store of the value already there races with
+  // nothing).
   void tellGlobal(Instruction *I, Value *pointer, Value *bytes, Kind kind, Value *context,
                   Value *made, int parameter) {
     IRBuilder<> b(I);
     Value *chosen =
         b.CreateCall(marker(gpu_check::CHOSEN, {Ptr}, true), {GlobalOn}, "check.chosen");
-    Instruction *call = SplitBlockAndInsertIfThen(b.CreateAnd(made, chosen), I, false,
+    Instruction *then = SplitBlockAndInsertIfThen(b.CreateAnd(made, chosen), I, false,
                                                   MDBuilder(C).createUnlikelyBranchWeights());
-    IRBuilder<> hook(call);
+    IRBuilder<> call(then);
     Value *value = ConstantInt::get(I64, 0);
     Value *known = ConstantInt::get(I32, 0);
     if (auto *store = dyn_cast<StoreInst>(I)) {
@@ -470,20 +471,38 @@ class Instrumenter {
       uint64_t bits = M.getDataLayout().getTypeSizeInBits(type).getFixedValue();
       if (bits <= 64 && M.getDataLayout().getTypeStoreSizeInBits(type) == bits) {
         if (type->isPtrOrPtrVectorTy()) {
-          if (type->isPointerTy()) stored = hook.CreatePtrToInt(stored, I64);
+          if (type->isPointerTy()) stored = call.CreatePtrToInt(stored, I64);
         } else {
-          stored = hook.CreateBitCast(stored, hook.getIntNTy(bits));
+          stored = call.CreateBitCast(stored, call.getIntNTy(bits));
         }
         if (stored->getType()->isIntegerTy()) {
-          value = hook.CreateZExtOrTrunc(stored, I64);
+          value = call.CreateZExtOrTrunc(stored, I64);
           known = ConstantInt::get(I32, 1);
         }
       }
     }
-    SmallVector<Value *, 14> arguments = {context, site(I, kind, parameter), pointer, bytes,
-                                          value, known};
-    appendIds(hook, arguments);
-    callThrough(hook, context, Layout.global_offset, arguments, ModRefInfo::Ref);
+    // One marker type for pointers of every address space.
+    if (pointer->getType() != Ptr) pointer = call.CreateAddrSpaceCast(pointer, Ptr);
+    SmallVector<Value *, 16> arguments = {hook(call, context, Layout.global_offset),
+                                          hook(call, context, Layout.global_rows_offset),
+                                          GlobalOn,
+                                          context,
+                                          site(I, kind, parameter),
+                                          pointer,
+                                          bytes,
+                                          value,
+                                          known};
+    appendIds(call, arguments);
+    SmallVector<Type *, 16> types;
+    for (Value *argument : arguments) types.push_back(argument->getType());
+    FunctionCallee callee = M.getOrInsertFunction(
+        gpu_check::GLOBAL, FunctionType::get(Type::getVoidTy(C), types, false));
+    auto *function = cast<Function>(callee.getCallee());
+    // The global hook reads the context and the memory it is given, and writes its own shadow.
+    function->setMemoryEffects(gpu_check::runtimeEffects(ModRefInfo::Ref, ModRefInfo::ModRef));
+    function->addFnAttr(Attribute::NoUnwind);
+    function->addFnAttr(Attribute::WillReturn);
+    gpu_check::markHookCall(call.CreateCall(callee, arguments));
   }
 
   // The alignment an access declares (1: none to check; a copy's is its own business).

@@ -30,16 +30,20 @@ bool gpu_check::lowerCheckMarkers(Function &F) {
         if (callee->getName() == WITHIN || callee->getName() == INDEX_WITHIN ||
             callee->getName() == ALIGNED ||
             callee->getName() == CHOSEN || callee->getName() == UNREADY ||
+            callee->getName() == GLOBAL ||
             callee->getName() == BARRIER || callee->getName() == WORKGROUP)
           calls.push_back(call);
   for (CallInst *call : calls) {
     IRBuilder<> b(call);
     Value *value = nullptr;
     StringRef name = call->getCalledFunction()->getName();
-    if (name == BARRIER || name == WORKGROUP) {
+    if (name == BARRIER || name == WORKGROUP || name == GLOBAL) {
       // The hook, then (the barrier's row hook; the workgroup access's row hook, slot and
-      // stamp), then the hook's arguments.
-      SmallVector<Value *, 12> arguments(drop_begin(call->args(), name == BARRIER ? 2u : unsigned(WORKGROUP_CONTEXT)));
+      // stamp; the global access's row hook and switch), then the hook's arguments.
+      unsigned first = name == BARRIER      ? 2u
+                       : name == WORKGROUP ? unsigned(WORKGROUP_CONTEXT)
+                                           : unsigned(GLOBAL_CONTEXT);
+      SmallVector<Value *, 14> arguments(drop_begin(call->args(), first));
       SmallVector<Type *, 8> types;
       for (Value *argument : arguments) types.push_back(argument->getType());
       CallInst *one = b.CreateCall(FunctionType::get(b.getVoidTy(), types, false),

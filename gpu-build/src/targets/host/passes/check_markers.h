@@ -96,6 +96,31 @@ enum WorkgroupOperand : unsigned {
   WORKGROUP_BLOCK = WORKGROUP_THREAD + 3  // x, y, z
 };
 
+// `void gpu.check.global(ptr hook, ptr row, ptr on, ptr context, ptr site, ptr pointer,
+// i64 bytes, i64 value, i32 value known, i32 thread x, y, z, i32 block x, y, z)`: an access of
+// global memory told to the runtime's shadow by calling `hook`
+// (host_abi::CHECK_GLOBAL_OFFSET's) with the arguments after `on` (the switch the CHOSEN
+// marker reads, which guards the call). A thread loop whose every such access is made by every
+// thread at an address stepping by at least its size runs a copy without these calls, and with
+// one call of `row` (CHECK_GLOBAL_ROWS_OFFSET's) before it per access while the switch is on
+// (global_rows.cpp). Touches its pointer arguments' memory and the runtime's own.
+constexpr const char *GLOBAL = "gpu.check.global";
+
+// The operands of a `gpu.check.global` call, in order.
+enum GlobalOperand : unsigned {
+  GLOBAL_HOOK,
+  GLOBAL_ROW,
+  GLOBAL_ON,
+  GLOBAL_CONTEXT,
+  GLOBAL_SITE,
+  GLOBAL_POINTER,
+  GLOBAL_BYTES,
+  GLOBAL_VALUE,
+  GLOBAL_KNOWN,
+  GLOBAL_THREAD,  // x, y, z
+  GLOBAL_BLOCK = GLOBAL_THREAD + 3  // x, y, z
+};
+
 // The metadata kind marking a call of a runtime's check function. Such a function is given the
 // launch's context (the runtime's), constants of the object and values, never the address of a
 // variable the module defines: it writes none of them, whatever LLVM's alias analysis can tell

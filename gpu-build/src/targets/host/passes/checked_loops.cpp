@@ -12,6 +12,7 @@
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/PatternMatch.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 #include <utility>
@@ -211,4 +212,60 @@ gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
     }
   }
   return Guard();
+}
+
+// (checked_loops.h)
+std::optional<bool> gpu_check::knownValue(Value *condition, const DenseMap<Value *, bool> &answers,
+                                          unsigned depth) {
+  using namespace PatternMatch;
+  auto known = answers.find(condition);
+  if (known != answers.end())
+    return known->second;
+  if (auto *constant = dyn_cast<ConstantInt>(condition))
+    return !constant->isZero();
+  Value *a, *b;
+  if (depth > 16)
+    return std::nullopt;
+  if (match(condition, m_Not(m_Value(a)))) {
+    std::optional<bool> value = knownValue(a, answers, depth + 1);
+    return value ? std::optional<bool>(!*value) : std::nullopt;
+  }
+  bool isAnd = match(condition, m_LogicalAnd(m_Value(a), m_Value(b)));
+  if (!isAnd && !match(condition, m_LogicalOr(m_Value(a), m_Value(b))))
+    return std::nullopt;
+  std::optional<bool> left = knownValue(a, answers, depth + 1);
+  std::optional<bool> right = knownValue(b, answers, depth + 1);
+  // false decides an `and`, true an `or`, whatever the other side is.
+  if ((left && *left != isAnd) || (right && *right != isAnd))
+    return !isAnd;
+  if (left && right)
+    return isAnd;
+  return std::nullopt;
+}
+
+// (checked_loops.h)
+bool gpu_check::alwaysReaches(BasicBlock *start, BasicBlock *target, const Loop &L,
+                              const DenseMap<Value *, bool> &answers) {
+  SmallVector<BasicBlock *, 16> work = {start};
+  SmallPtrSet<BasicBlock *, 16> seen = {start};
+  while (!work.empty()) {
+    BasicBlock *B = work.pop_back_val();
+    if (B == target)
+      continue;
+    auto *branch = dyn_cast<BranchInst>(B->getTerminator());
+    SmallVector<BasicBlock *, 2> next(successors(B));
+    if (branch && branch->isConditional()) {
+      if (std::optional<bool> known = knownValue(branch->getCondition(), answers))
+        next = {branch->getSuccessor(*known ? 0 : 1)};
+    }
+    if (next.empty())
+      return false;
+    for (BasicBlock *successor : next) {
+      if (successor == L.getHeader() || !L.contains(successor))
+        return false;
+      if (seen.insert(successor).second)
+        work.push_back(successor);
+    }
+  }
+  return true;
 }

@@ -1,10 +1,11 @@
 // What the host optimization pipeline's passes for checked objects' loops share
-// (gather_barrier_hooks.cpp, version_checked_loops.cpp, workgroup_nest.cpp; checked_loops.cpp
-// defines it): a loop counter's guard, values the same in every iteration and computed outside
-// the loop, thread loops' counters, and the driver that changes a function's loops one at a
-// time.
+// (gather_barrier_hooks.cpp, version_checked_loops.cpp, workgroup_nest.cpp, global_rows.cpp;
+// checked_loops.cpp defines it): a loop counter's guard, values the same in every iteration and
+// computed outside the loop, thread loops' counters, which blocks an iteration reaches in a
+// copy whose checks are known, and the driver that changes a function's loops one at a time.
 #pragma once
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/Analysis/LoopInfo.h"
@@ -13,6 +14,8 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
+
+#include <optional>
 
 namespace gpu_check {
 
@@ -67,6 +70,19 @@ const llvm::SCEV *iterationsOf(const llvm::Loop &L, llvm::ScalarEvolution &SE);
 // whose one edge every path to `B` takes.
 Guard guardOf(llvm::BasicBlock *B, llvm::Loop &L, const llvm::Loop *outer,
               llvm::DominatorTree &DT, llvm::ScalarEvolution &SE, llvm::SCEVExpander &expander);
+
+// The value of `condition` in the copy, where it is a check whose answer the copy knows
+// (`answers`) or `not`, `and` and `or` of such checks and constants (a checked access's report
+// branches on the checks before it and its own).
+std::optional<bool> knownValue(llvm::Value *condition,
+                               const llvm::DenseMap<llvm::Value *, bool> &answers,
+                               unsigned depth = 0);
+
+// Whether every path of an iteration of innermost loop `L` from `start` reaches `target`
+// before the loop's next iteration or exit, where a branch on a check the copy knows the
+// answer of (`answers`) goes that way only.
+bool alwaysReaches(llvm::BasicBlock *start, llvm::BasicBlock *target, const llvm::Loop &L,
+                   const llvm::DenseMap<llvm::Value *, bool> &answers);
 
 // Runs `change` on the loops of `F` one change at a time, with fresh analyses after each, until
 // none changes (each loop at most once where `eachLoopOnce`). Returns whether any changed.

@@ -35,6 +35,7 @@ pub(super) struct CheckLayout {
     pub(super) writes_offset: u32,
     pub(super) global_offset: u32,
     pub(super) global_on_offset: u32,
+    pub(super) global_rows_offset: u32,
     pub(super) context_bytes: u32,
 }
 

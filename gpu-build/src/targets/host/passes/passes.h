@@ -34,6 +34,7 @@ struct GpuCheckLayout {
   // The global-memory hook and its switch (`host_abi::CHECK_GLOBAL_OFFSET`, `_ON_OFFSET`).
   uint32_t global_offset;
   uint32_t global_on_offset;
+  uint32_t global_rows_offset;
   // The context's size.
   uint32_t context_bytes;
 };

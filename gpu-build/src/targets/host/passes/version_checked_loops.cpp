@@ -6,6 +6,7 @@
 
 #include "check_markers.h"
 #include "checked_loops.h"
+#include "global_rows.h"
 #include "loops.h"
 #include "pipeline.h"
 #include "workgroup_nest.h"
@@ -261,6 +262,10 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
     answers[check.call] = check.answer;
   WorkgroupNest nest;
   bool raceFree = describeWorkgroupNest(L, DT, SE, AA, expander, answers, nest);
+  // With the global-memory hook's switch on too, when the loop's accesses of global memory are
+  // rows: the copy tells the runtime of them a row at a time.
+  SmallVector<GlobalRow, 4> globalRows;
+  bool rows = describeGlobalRows(L, LI, DT, SE, AA, expander, answers, globalRows);
   if (!raceFree)
     nest = WorkgroupNest();
   if ((known.empty() && !raceFree) || !expander.isSafeToExpand(backedges))
@@ -272,7 +277,13 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   IRBuilder<> b(at);
   Value *all = b.getTrue();
   for (const KnownCheck &check : known)
-    all = b.CreateAnd(all, testBefore(check, L, AA, backedges, expander, at));
+    if (!rows || !callsMarker(*check.call, gpu_check::CHOSEN))
+      all = b.CreateAnd(all, testBefore(check, L, AA, backedges, expander, at));
+  SmallVector<GlobalRowCall, 4> rowCalls;
+  if (rows)
+    rowCalls = globalRowCalls(globalRows, L, AA, expander,
+                              b.CreateAdd(wide(backedges, false, expander, at), b.getIntN(128, 1)),
+                              at);
   SmallVector<RowWrites, 4> writes;
   if (raceFree) {
     all = b.CreateAnd(all, raceFreeTest(nest, L, AA, expander, at));
@@ -292,6 +303,8 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   LLVMContext &C = header->getContext();
   for (const WorkgroupAccess &access : nest.accesses)
     cast<Instruction>(map[access.call])->eraseFromParent();
+  for (const GlobalRow &row : globalRows)
+    cast<Instruction>(map[row.call])->eraseFromParent();
   for (const KnownCheck &check : known)
     replaceAndRecursivelySimplify(cast<Instruction>(map[check.call]),
                                   ConstantInt::getBool(C, check.answer));
@@ -300,6 +313,7 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   removeUnreachableBlocks(*header->getParent());
   // Last: the blocks it adds are in no loop LoopInfo knows of (the caller computes it again).
   callRowWrites(writes, nest, copyPreheader->getTerminator());
+  callGlobalRows(rowCalls, copyPreheader->getTerminator());
   return true;
 }
 

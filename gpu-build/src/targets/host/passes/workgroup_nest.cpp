@@ -21,7 +21,6 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
-#include <optional>
 #include <utility>
 
 using namespace llvm;
@@ -41,66 +40,6 @@ bool splitOn(const SCEV *S, const Loop *loop, ScalarEvolution &SE, const SCEV *&
     return false;
   start = rec->getStart();
   step = rec->getStepRecurrence(SE);
-  return true;
-}
-
-// The value of `condition` in the copy, where it is a check whose answer the copy knows
-// (`answers`) or `not`, `and` and `or` of such checks and constants (a checked access's report
-// branches on the checks before it and its own).
-std::optional<bool> knownValue(Value *condition, const DenseMap<Value *, bool> &answers,
-                               unsigned depth = 0) {
-  using namespace PatternMatch;
-  auto known = answers.find(condition);
-  if (known != answers.end())
-    return known->second;
-  if (auto *constant = dyn_cast<ConstantInt>(condition))
-    return !constant->isZero();
-  Value *a, *b;
-  if (depth > 16)
-    return std::nullopt;
-  if (match(condition, m_Not(m_Value(a)))) {
-    std::optional<bool> value = knownValue(a, answers, depth + 1);
-    return value ? std::optional<bool>(!*value) : std::nullopt;
-  }
-  bool isAnd = match(condition, m_LogicalAnd(m_Value(a), m_Value(b)));
-  if (!isAnd && !match(condition, m_LogicalOr(m_Value(a), m_Value(b))))
-    return std::nullopt;
-  std::optional<bool> left = knownValue(a, answers, depth + 1);
-  std::optional<bool> right = knownValue(b, answers, depth + 1);
-  // false decides an `and`, true an `or`, whatever the other side is.
-  if ((left && *left != isAnd) || (right && *right != isAnd))
-    return !isAnd;
-  if (left && right)
-    return isAnd;
-  return std::nullopt;
-}
-
-// Whether every path of an iteration of innermost loop `L` from `start` reaches `target`
-// before the loop's next iteration or exit, where a branch on a check the copy knows the
-// answer of (`answers`) goes that way only.
-bool alwaysReaches(BasicBlock *start, BasicBlock *target, const Loop &L,
-                   const DenseMap<Value *, bool> &answers) {
-  SmallVector<BasicBlock *, 16> work = {start};
-  SmallPtrSet<BasicBlock *, 16> seen = {start};
-  while (!work.empty()) {
-    BasicBlock *B = work.pop_back_val();
-    if (B == target)
-      continue;
-    auto *branch = dyn_cast<BranchInst>(B->getTerminator());
-    SmallVector<BasicBlock *, 2> next(successors(B));
-    if (branch && branch->isConditional()) {
-      if (std::optional<bool> known = knownValue(branch->getCondition(), answers))
-        next = {branch->getSuccessor(*known ? 0 : 1)};
-    }
-    if (next.empty())
-      return false;
-    for (BasicBlock *successor : next) {
-      if (successor == L.getHeader() || !L.contains(successor))
-        return false;
-      if (seen.insert(successor).second)
-        work.push_back(successor);
-    }
-  }
   return true;
 }
 

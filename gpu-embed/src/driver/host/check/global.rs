@@ -99,11 +99,69 @@ pub(in crate::driver::host) unsafe extern "C" fn global(
     block_z: u32,
 ) {
     // SAFETY: as the caller guarantees.
-    let (context, checks, kind) = unsafe { (&*context, &*(*context).checks, (*site).kind) };
-    let (reads, writes, atomic) = effects(kind);
-    let address = pointer as u64;
+    let context = unsafe { &*context };
     let thread = [thread_x, thread_y, thread_z];
     let block = [block_x, block_y, block_z];
+    let value = (value_known != 0).then_some(value);
+    // SAFETY: as the caller guarantees.
+    unsafe { access(context, site, pointer as u64, bytes, value, thread, block) };
+}
+
+/// Tells the shadow of the accesses of a row of threads (`host_abi::CHECK_GLOBAL_ROWS_OFFSET`):
+/// thread `(i, y, z)`, `i < count`, accesses `bytes` at `start + i * step`.
+///
+/// # Safety
+/// As [`global`]'s, for each of the row's accesses.
+#[allow(clippy::too_many_arguments)]
+pub(in crate::driver::host) unsafe extern "C" fn global_rows(
+    context: *mut Context,
+    site: *const Site,
+    start: u64,
+    step: i64,
+    bytes: u64,
+    count: u32,
+    thread_y: u32,
+    thread_z: u32,
+    block_x: u32,
+    block_y: u32,
+    block_z: u32,
+) {
+    // SAFETY: as the caller guarantees.
+    let context = unsafe { &*context };
+    let block = [block_x, block_y, block_z];
+    for x in 0..count {
+        let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(x)));
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            access(
+                context,
+                site,
+                address,
+                bytes,
+                None,
+                [x, thread_y, thread_z],
+                block,
+            )
+        };
+    }
+}
+
+/// One access: `bytes` at `address` by `thread` of `block`, storing `value` where known.
+///
+/// # Safety
+/// As [`global`]'s.
+unsafe fn access(
+    context: &Context,
+    site: *const Site,
+    address: u64,
+    bytes: u64,
+    value: Option<u64>,
+    thread: [u32; 3],
+    block: [u32; 3],
+) {
+    // SAFETY: the launch's checks, alive until its threads are done; a constant of the object.
+    let (checks, kind) = unsafe { (&*context.checks, (*site).kind) };
+    let (reads, writes, atomic) = effects(kind);
     if checks.selection.uninitialized {
         if reads {
             if let Some((byte, start, size)) = first_unwritten(address, bytes) {
@@ -127,15 +185,16 @@ pub(in crate::driver::host) unsafe extern "C" fn global(
     if !checks.selection.races {
         return;
     }
-    if writes && !reads && value_known != 0 && bytes <= 8 {
-        // SAFETY: `bytes` readable bytes at `pointer`, as the caller guarantees.
-        let current = unsafe { std::slice::from_raw_parts(pointer, bytes as usize) };
+    if let (Some(value), true, false, true) = (value, writes, reads, bytes <= 8) {
+        // SAFETY: `bytes` readable bytes at `address`, as the caller guarantees.
+        let current = unsafe { std::slice::from_raw_parts(address as *const u8, bytes as usize) };
         if current == &value.to_le_bytes()[..bytes as usize] {
             return;
         }
     }
     let dims = [context.ids[3], context.ids[4], context.ids[5]];
     let grid = [context.ids[9], context.ids[10], context.ids[11]];
+    let [block_x, block_y, block_z] = block;
     let (linear, interval) = with_block(context, checks, thread, block, |state, linear| {
         (linear as u32, state.progress.interval(linear))
     });

@@ -1,0 +1,115 @@
+// A checked object's thread loop's accesses of global memory as rows (see global_rows.h).
+
+#include "global_rows.h"
+#include "check_markers.h"
+
+#include "llvm/Analysis/LoopIterator.h"
+#include "llvm/Analysis/ScalarEvolutionExpressions.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+
+using namespace llvm;
+using namespace gpu_check;
+
+// (global_rows.h)
+bool gpu_check::describeGlobalRows(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
+                                   AAResults &AA, SCEVExpander &expander,
+                                   const DenseMap<Value *, bool> &answers,
+                                   SmallVectorImpl<GlobalRow> &rows) {
+  // Where the copy goes with the switch on: the markers' blocks, once the checks hold.
+  DenseMap<Value *, bool> on = answers;
+  for (auto &[value, answer] : on)
+    if (auto *call = dyn_cast<CallInst>(value); call && callsMarker(*call, CHOSEN))
+      answer = true;
+  LoopBlocksRPO order(&L);
+  order.perform(&LI);
+  SmallVector<GlobalRow, 4> found;
+  for (BasicBlock *B : order)
+    for (Instruction &I : *B) {
+      if (!callsMarker(I, GLOBAL))
+        continue;
+      auto *call = cast<CallInst>(&I);
+      if (LI.getLoopFor(B) != &L || !isThreadCounter(call->getArgOperand(GLOBAL_THREAD), &L, SE))
+        return false;
+      for (unsigned i : {unsigned(GLOBAL_HOOK), unsigned(GLOBAL_ROW), unsigned(GLOBAL_ON),
+                         unsigned(GLOBAL_CONTEXT), unsigned(GLOBAL_SITE), GLOBAL_THREAD + 1u,
+                         GLOBAL_THREAD + 2u, unsigned(GLOBAL_BLOCK), GLOBAL_BLOCK + 1u,
+                         GLOBAL_BLOCK + 2u})
+        if (!sameEveryIteration(call->getArgOperand(i), L, AA))
+          return false;
+      const auto *address =
+          dyn_cast<SCEVAddRecExpr>(SE.getSCEV(call->getArgOperand(GLOBAL_POINTER)));
+      if (!address || address->getLoop() != &L || !address->isAffine())
+        return false;
+      const auto *step = dyn_cast<SCEVConstant>(address->getStepRecurrence(SE));
+      const auto *bytes = dyn_cast<SCEVConstant>(SE.getSCEV(call->getArgOperand(GLOBAL_BYTES)));
+      // No two threads of the row touch a byte: a row is the accesses of distinct threads.
+      if (!step || !bytes || bytes->getAPInt().isZero() ||
+          step->getAPInt().abs().ult(bytes->getAPInt()))
+        return false;
+      const SCEV *start = address->getStart();
+      if (!SE.isLoopInvariant(start, &L) || !expander.isSafeToExpand(start))
+        return false;
+      GlobalRow row = {call, start, step, bytes, guardOf(B, L, &L, DT, SE, expander)};
+      BasicBlock *header = L.getHeader();
+      bool everyThread = row.guard.limit ? alwaysReaches(header, row.guard.from, L, on) &&
+                                               alwaysReaches(row.guard.to, B, L, on)
+                                         : alwaysReaches(header, B, L, on);
+      if (!everyThread)
+        return false;
+      found.push_back(row);
+    }
+  if (found.empty())
+    return false;
+  rows.append(found.begin(), found.end());
+  return true;
+}
+
+// (global_rows.h)
+SmallVector<GlobalRowCall, 4> gpu_check::globalRowCalls(ArrayRef<GlobalRow> rows, const Loop &L,
+                                                        AAResults &AA, SCEVExpander &expander,
+                                                        Value *iterations, Instruction *at) {
+  IRBuilder<> b(at);
+  Type *I64 = b.getInt64Ty();
+  SmallVector<GlobalRowCall, 4> calls;
+  for (const GlobalRow &row : rows) {
+    auto entry = [&](unsigned i) { return computeOutside(row.call->getArgOperand(i), L, AA, at); };
+    Value *pointer = row.call->getArgOperand(GLOBAL_POINTER);
+    Value *start = b.CreatePtrToInt(expander.expandCodeFor(row.start, pointer->getType(), at), I64);
+    GlobalRowCall call;
+    call.hook = entry(GLOBAL_ROW);
+    call.on = entry(GLOBAL_ON);
+    call.arguments = {entry(GLOBAL_CONTEXT),
+                      entry(GLOBAL_SITE),
+                      start,
+                      expander.expandCodeFor(row.step, I64, at),
+                      expander.expandCodeFor(row.bytes, I64, at),
+                      b.CreateTrunc(passing(row.guard, iterations, expander, at), b.getInt32Ty())};
+    for (unsigned i = GLOBAL_THREAD + 1; i < GLOBAL_BLOCK + 3; ++i)
+      call.arguments.push_back(entry(i));
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
+// (global_rows.h)
+void gpu_check::callGlobalRows(ArrayRef<GlobalRowCall> calls, Instruction *at) {
+  if (calls.empty())
+    return;
+  IRBuilder<> test(at);
+  Value *on = test.CreateICmpNE(test.CreateLoad(test.getInt32Ty(), calls.front().on),
+                                test.getInt32(0));
+  IRBuilder<> b(SplitBlockAndInsertIfThen(on, at, false));
+  for (const GlobalRowCall &row : calls) {
+    SmallVector<Type *, 12> types;
+    for (Value *argument : row.arguments)
+      types.push_back(argument->getType());
+    CallInst *call =
+        b.CreateCall(FunctionType::get(b.getVoidTy(), types, false), row.hook, row.arguments);
+    // The row hook reads the context and the site, and writes its own shadow.
+    call->setMemoryEffects(runtimeEffects(ModRefInfo::Ref, ModRefInfo::ModRef));
+    markHookCall(call);
+    call->setDoesNotThrow();
+    call->addFnAttr(Attribute::WillReturn);
+  }
+}
