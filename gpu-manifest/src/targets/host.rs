@@ -91,12 +91,13 @@ pub const CHECK_GLOBAL_OFFSET: usize = CHECK_WRITES_OFFSET + 8;
 /// launch; zero, a checked object's loops run without the [`CHECK_GLOBAL_OFFSET`] calls.
 pub const CHECK_GLOBAL_ON_OFFSET: usize = CHECK_GLOBAL_OFFSET + 8;
 /// Byte offset of the checked run's global-memory hook for a row of threads: `extern "C"
-/// fn(*mut context, site: *const CheckSite, start: u64, step: i64, bytes: u64, count: u32,
-/// thread y/z: u32, block x/y/z: u32)`, what [`CHECK_GLOBAL_OFFSET`]'s hook does for each
-/// thread `(i, y, z)`, `i < count`, accessing `bytes` at `start + i * step` (no value known):
-/// a thread loop whose every thread makes the access, at an address stepping by at least its
-/// size, calls it once before its threads run, for each such access in the order they are
-/// made, while [`CHECK_GLOBAL_ON_OFFSET`] is not zero.
+/// fn(*mut context, site: *const CheckSite, start: u64, step: i64, bytes: u64, first: u32,
+/// count: u32, thread y/z: u32, block x/y/z: u32)`, what [`CHECK_GLOBAL_OFFSET`]'s hook does
+/// for each thread `(first + i, y, z)`, `i < count`, accessing `bytes` at `start + i * step`
+/// (no value known): a thread loop whose every thread its guard lets through makes the
+/// access, at an address stepping by at least its size, calls it once before its threads
+/// run, for each such access in the order they are made, while [`CHECK_GLOBAL_ON_OFFSET`] is
+/// not zero.
 pub const CHECK_GLOBAL_ROWS_OFFSET: usize = CHECK_GLOBAL_ON_OFFSET + 8;
 /// The bytes of a checked launch's context, at least: a checked object may read any of
 /// them from the start of the kernel on.

@@ -122,8 +122,13 @@ fn every_kernel_runs_with_every_check_and_its_unchecked_results() {
     assert_eq!(stencil(true), stencil(false), "stencil");
 }
 
-/// The line of the allocation the leak test forgets.
-const LEAKED_AT: u32 = line!() + 22;
+/// The line of the allocation the leak test forgets (the one that starts `let leaked =`).
+fn leaked_at() -> usize {
+    include_str!("checked.rs")
+        .lines()
+        .position(|line| line.trim_start().starts_with("let leaked ="))
+        .map_or(0, |index| index + 1)
+}
 
 #[test]
 fn a_buffer_never_freed_is_reported_at_exit_at_the_line_that_allocated_it() {
@@ -134,7 +139,10 @@ fn a_buffer_never_freed_is_reported_at_exit_at_the_line_that_allocated_it() {
             .filter(|line| line.starts_with("gpu-embed check: "))
             .collect();
         assert_eq!(leaks.len(), 1, "{stderr}");
-        let origin = format!("allocated at sample-project/tests/sample/checked.rs:{LEAKED_AT}:");
+        let origin = format!(
+            "allocated at sample-project/tests/sample/checked.rs:{}:",
+            leaked_at()
+        );
         assert!(
             leaks[0].contains("leak: 64 bytes of device memory at 0x")
                 && leaks[0].contains(&origin),

@@ -93,7 +93,9 @@ pub(super) fn mark_memref_indices<'c>(context: &'c Context, gpu_module: &Operati
                 location,
             )
         };
-        for (d, index) in indices.into_iter().enumerate() {
+        // The outermost dimension past its end is past the memref's extent, which the bounds
+        // check measures: only the inner ones need a check of their own.
+        for (d, index) in indices.into_iter().enumerate().skip(1) {
             let size = match memref_type.dim_size(d) {
                 Ok(melior::ir::r#type::DimSize::Static(n)) => {
                     before(index_constant(n as i64)).result(0)

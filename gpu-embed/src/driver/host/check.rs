@@ -13,6 +13,7 @@
 mod allocations;
 mod global;
 mod leaks;
+mod races;
 mod selection;
 mod shadow;
 
@@ -112,8 +113,20 @@ pub(super) type Global = unsafe extern "C" fn(
 );
 
 /// `host_abi::CHECK_GLOBAL_ROWS_OFFSET`'s function.
-pub(super) type GlobalRows =
-    unsafe extern "C" fn(*mut Context, *const Site, u64, i64, u64, u32, u32, u32, u32, u32, u32);
+pub(super) type GlobalRows = unsafe extern "C" fn(
+    *mut Context,
+    *const Site,
+    u64,
+    i64,
+    u64,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+);
 
 /// `host_abi::CHECK_WRITES_OFFSET`'s function.
 pub(super) type Writes = unsafe extern "C" fn(
@@ -175,7 +188,7 @@ pub(super) struct Checks {
     /// Unique to the launch, so that block state is never taken for another launch's.
     serial: u64,
     /// The shadow of the global memory the launch touches (the race check).
-    global: global::GlobalShadow,
+    global: races::RaceShadow,
 }
 
 /// Launches checked so far (each gets the next serial).
@@ -218,7 +231,7 @@ impl Checks {
             count: AtomicU64::new(0),
             seen: Mutex::new(HashSet::new()),
             serial: LAUNCHES.fetch_add(1, Ordering::Relaxed),
-            global: global::GlobalShadow::default(),
+            global: races::RaceShadow::default(),
         })
     }
 
@@ -459,6 +472,19 @@ impl Progress {
         self.all = (0, std::ptr::null());
         self.intervals.clear();
         self.sites.clear();
+    }
+
+    /// The interval of threads `first..first + count`, when they are all in one.
+    fn uniform_interval(&self, first: usize, count: usize) -> Option<u32> {
+        if self.intervals.is_empty() {
+            return Some(self.all.0);
+        }
+        let end = first.saturating_add(count).min(self.intervals.len());
+        let interval = self.intervals.get(first).copied()?;
+        self.intervals[first..end]
+            .iter()
+            .all(|&other| other == interval)
+            .then_some(interval)
     }
 
     fn interval(&self, thread: usize) -> u32 {

@@ -167,48 +167,101 @@ const SCEV *gpu_check::iterationsOf(const Loop &L, ScalarEvolution &SE) {
 // (checked_loops.h)
 gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
                                     DominatorTree &DT, ScalarEvolution &SE,
-                                    SCEVExpander &expander) {
+                                    SCEVExpander &expander, bool ranges) {
+  // `counter <predicate> bound` with the counter first, the bound the same for `outer`; with
+  // `ranges`, also `counter + offset <predicate> bound` (a global id), as `counter <predicate>
+  // bound - offset`.
+  auto compared = [&](ICmpInst *compare, CmpInst::Predicate &predicate, const SCEV *&bound) {
+    auto offsetOf = [&](Value *value, const SCEV *&offset) {
+      offset = nullptr;
+      if (isThreadCounter(value, &L, SE))
+        return true;
+      const auto *rec = ranges && SE.isSCEVable(value->getType())
+                            ? dyn_cast<SCEVAddRecExpr>(SE.getSCEV(value))
+                            : nullptr;
+      if (!rec || rec->getLoop() != &L || !rec->isAffine() ||
+          !rec->getStepRecurrence(SE)->isOne() || !SE.isLoopInvariant(rec->getStart(), outer))
+        return false;
+      offset = rec->getStart();
+      return true;
+    };
+    Value *counter = compare->getOperand(0), *other = compare->getOperand(1);
+    const SCEV *offset;
+    if (!offsetOf(counter, offset)) {
+      std::swap(counter, other);
+      predicate = CmpInst::getSwappedPredicate(predicate);
+      if (!offsetOf(counter, offset))
+        return false;
+    }
+    bound = SE.getSCEV(other);
+    if (offset)
+      bound = SE.getMinusSCEV(bound, SE.getTruncateOrZeroExtend(offset, bound->getType()));
+    return SE.isLoopInvariant(bound, outer) && expander.isSafeToExpand(bound);
+  };
   for (DomTreeNode *node = DT.getNode(B); node && node->getIDom(); node = node->getIDom()) {
     BasicBlock *from = node->getIDom()->getBlock();
     if (!L.contains(from))
       break;
     auto *branch = dyn_cast<BranchInst>(from->getTerminator());
-    auto *compare = branch && branch->isConditional()
-                        ? dyn_cast<ICmpInst>(branch->getCondition())
-                        : nullptr;
-    if (!compare || branch->getSuccessor(0) == branch->getSuccessor(1))
+    if (!branch || !branch->isConditional() || branch->getSuccessor(0) == branch->getSuccessor(1))
       continue;
-    CmpInst::Predicate predicate;
-    BasicBlock *to;
-    if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(0)), B)) {
-      predicate = compare->getPredicate();
-      to = branch->getSuccessor(0);
-    } else if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(1)), B)) {
-      predicate = compare->getInversePredicate();
-      to = branch->getSuccessor(1);
-    } else {
+    bool taken;
+    if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(0)), B))
+      taken = true;
+    else if (DT.dominates(BasicBlockEdge(from, branch->getSuccessor(1)), B))
+      taken = false;
+    else
       continue;
+    BasicBlock *to = branch->getSuccessor(taken ? 0 : 1);
+    if (auto *compare = dyn_cast<ICmpInst>(branch->getCondition())) {
+      CmpInst::Predicate predicate =
+          taken ? compare->getPredicate() : compare->getInversePredicate();
+      const SCEV *S;
+      if (!compared(compare, predicate, S))
+        continue;
+      switch (predicate) {
+      case ICmpInst::ICMP_ULT:
+      case ICmpInst::ICMP_ULE:
+      case ICmpInst::ICMP_SLT:
+      case ICmpInst::ICMP_SLE:
+      case ICmpInst::ICMP_EQ:
+        return {S, ICmpInst::isSigned(predicate),
+                predicate != ICmpInst::ICMP_ULT && predicate != ICmpInst::ICMP_SLT, from, to};
+      default:
+        continue;
+      }
     }
-    Value *counter = compare->getOperand(0), *bound = compare->getOperand(1);
-    if (!isThreadCounter(counter, &L, SE)) {
-      std::swap(counter, bound);
-      predicate = CmpInst::getSwappedPredicate(predicate);
+    // `a || b || ...` the block is past when false: each term is false there. Terms of the
+    // counter with a bound narrow the iterations (`counter == k`: not k; `counter >= n`: below
+    // n); any other term only lets fewer through.
+    using namespace PatternMatch;
+    if (!ranges || taken || !match(branch->getCondition(), m_LogicalOr(m_Value(), m_Value())))
+      continue;
+    Guard guard;
+    SmallVector<Value *, 4> terms = {branch->getCondition()};
+    while (!terms.empty()) {
+      Value *term = terms.pop_back_val(), *a, *b;
+      if (match(term, m_LogicalOr(m_Value(a), m_Value(b)))) {
+        terms.append({a, b});
+        continue;
+      }
+      auto *compare = dyn_cast<ICmpInst>(term);
+      CmpInst::Predicate predicate = compare ? compare->getInversePredicate() : ICmpInst::BAD_ICMP_PREDICATE;
+      const SCEV *S;
+      if (!compare || !compared(compare, predicate, S))
+        continue;
+      if (predicate == ICmpInst::ICMP_NE)
+        guard.excluded = S;
+      else if (!guard.limit && (predicate == ICmpInst::ICMP_ULT || predicate == ICmpInst::ICMP_SLT ||
+                                predicate == ICmpInst::ICMP_ULE || predicate == ICmpInst::ICMP_SLE))
+        guard = {S, ICmpInst::isSigned(predicate),
+                 predicate == ICmpInst::ICMP_ULE || predicate == ICmpInst::ICMP_SLE, from, to,
+                 guard.excluded};
     }
-    if (!isThreadCounter(counter, &L, SE))
-      continue;
-    const SCEV *S = SE.getSCEV(bound);
-    if (!SE.isLoopInvariant(S, outer) || !expander.isSafeToExpand(S))
-      continue;
-    switch (predicate) {
-    case ICmpInst::ICMP_ULT:
-    case ICmpInst::ICMP_ULE:
-    case ICmpInst::ICMP_SLT:
-    case ICmpInst::ICMP_SLE:
-    case ICmpInst::ICMP_EQ:
-      return {S, ICmpInst::isSigned(predicate),
-              predicate != ICmpInst::ICMP_ULT && predicate != ICmpInst::ICMP_SLT, from, to};
-    default:
-      continue;
+    if (guard.limit || guard.excluded) {
+      guard.from = from;
+      guard.to = to;
+      return guard;
     }
   }
   return Guard();
@@ -268,4 +321,40 @@ bool gpu_check::alwaysReaches(BasicBlock *start, BasicBlock *target, const Loop 
     }
   }
   return true;
+}
+
+namespace {
+
+// The values in `S` defined in `L` (ScalarEvolution's unknowns).
+SmallVector<Value *, 4> valuesDefinedIn(const SCEV *S, const Loop &L) {
+  SmallVector<Value *, 4> values;
+  SCEVExprContains(S, [&](const SCEV *X) {
+    if (const auto *unknown = dyn_cast<SCEVUnknown>(X))
+      if (auto *I = dyn_cast<Instruction>(unknown->getValue()); I && L.contains(I))
+        values.push_back(I);
+    return false;
+  });
+  return values;
+}
+
+} // namespace
+
+// (checked_loops.h)
+bool gpu_check::sameEveryIteration(const SCEV *S, const Loop &L, ScalarEvolution &SE,
+                                   AAResults &AA, SCEVExpander &expander) {
+  bool recurs = SCEVExprContains(S, [&](const SCEV *X) {
+    const auto *rec = dyn_cast<SCEVAddRecExpr>(X);
+    return rec && L.contains(rec->getLoop());
+  });
+  return !recurs && expander.isSafeToExpand(S) &&
+         all_of(valuesDefinedIn(S, L), [&](Value *V) { return sameEveryIteration(V, L, AA); });
+}
+
+// (checked_loops.h)
+const SCEV *gpu_check::outsideOf(const SCEV *S, const Loop &L, ScalarEvolution &SE,
+                                 AAResults &AA, Instruction *at) {
+  ValueToSCEVMapTy outside;
+  for (Value *value : valuesDefinedIn(S, L))
+    outside[value] = SE.getSCEV(computeOutside(value, L, AA, at));
+  return outside.empty() ? S : SCEVParameterRewriter::rewrite(S, SE, outside);
 }

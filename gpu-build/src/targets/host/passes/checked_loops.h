@@ -22,11 +22,14 @@ namespace gpu_check {
 // A comparison of a loop's counter (from 0 by 1) with a bound the loop does not change, that
 // lets only the iterations below the bound reach a block: `counter < limit` (`<=` where
 // `inclusive`), signed or not, in the branch ending `from`, whose edge to `to` the block's
-// every path takes. No limit: no such guard.
+// every path takes. No limit: no such guard. Where `excluded` is set (guardOf with `ranges`),
+// the iteration it is, when it is the first, does not reach it either (a stencil's interior:
+// not `x == 0`).
 struct Guard {
   const llvm::SCEV *limit = nullptr;
   bool isSigned = false, inclusive = false;
   llvm::BasicBlock *from = nullptr, *to = nullptr;
+  const llvm::SCEV *excluded = nullptr;
 };
 
 // `S` computed before `at`, extended to 128 bits (signed or not), where nothing wraps.
@@ -58,6 +61,17 @@ bool sameEveryIteration(llvm::Value *value, const llvm::Loop &L, llvm::AAResults
 llvm::Value *computeOutside(llvm::Value *value, const llvm::Loop &L, llvm::AAResults &AA,
                             llvm::Instruction *at);
 
+// Whether `S` is the same in every iteration of `L` and can be computed before it
+// (`outsideOf`): invariant, or its values defined in `L` sameEveryIteration (a load of the
+// block's ids, which the loop loads again after each hook call), and safe to expand.
+bool sameEveryIteration(const llvm::SCEV *S, const llvm::Loop &L, llvm::ScalarEvolution &SE,
+                        llvm::AAResults &AA, llvm::SCEVExpander &expander);
+
+// `S` (sameEveryIteration) with its values defined in `L` computed before `at`
+// (`computeOutside`): what may be expanded at `at`.
+const llvm::SCEV *outsideOf(const llvm::SCEV *S, const llvm::Loop &L, llvm::ScalarEvolution &SE,
+                            llvm::AAResults &AA, llvm::Instruction *at);
+
 // Whether `id` (a thread id a marker passes) is the counter of `loop`, from 0 by 1: `loop` is
 // the thread loop of that dimension.
 bool isThreadCounter(llvm::Value *id, const llvm::Loop *loop, llvm::ScalarEvolution &SE);
@@ -69,7 +83,8 @@ const llvm::SCEV *iterationsOf(const llvm::Loop &L, llvm::ScalarEvolution &SE);
 // reach block `B`, if one does: the nearest such comparison of `L`'s counter among the branches
 // whose one edge every path to `B` takes.
 Guard guardOf(llvm::BasicBlock *B, llvm::Loop &L, const llvm::Loop *outer,
-              llvm::DominatorTree &DT, llvm::ScalarEvolution &SE, llvm::SCEVExpander &expander);
+              llvm::DominatorTree &DT, llvm::ScalarEvolution &SE, llvm::SCEVExpander &expander,
+              bool ranges = false);
 
 // The value of `condition` in the copy, where it is a check whose answer the copy knows
 // (`answers`) or `not`, `and` and `or` of such checks and constants (a checked access's report

@@ -8,8 +8,38 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
+#include <string>
+
 using namespace llvm;
 using namespace gpu_check;
+
+namespace {
+
+// `S` as start + step * (`L`'s counter), start and step the same in every iteration: an affine
+// recurrence of `L`, or one plus terms `L` does not change (an address whose row offset is an
+// outer loop's counter times a stride LLVM cannot fold in), the same in every iteration
+// (`globalRowCalls` computes it before `L`).
+bool affineIn(const SCEV *S, const Loop &L, ScalarEvolution &SE, AAResults &AA,
+              SCEVExpander &expander, const SCEV *&start, const SCEV *&step) {
+  const SCEVAddRecExpr *rec = nullptr;
+  SmallVector<const SCEV *, 4> rest;
+  const auto *sum = dyn_cast<SCEVAddExpr>(S);
+  for (const SCEV *operand : sum ? ArrayRef<const SCEV *>(sum->operands()) : ArrayRef(S)) {
+    const auto *inner = dyn_cast<SCEVAddRecExpr>(operand);
+    if (inner && inner->getLoop() == &L && !rec)
+      rec = inner;
+    else
+      rest.push_back(operand);
+  }
+  if (!rec || !rec->isAffine())
+    return false;
+  step = rec->getStepRecurrence(SE);
+  rest.push_back(rec->getStart());
+  start = SE.getAddExpr(rest);
+  return SE.isLoopInvariant(step, &L) && sameEveryIteration(start, L, SE, AA, expander);
+}
+
+} // namespace
 
 // (global_rows.h)
 bool gpu_check::describeGlobalRows(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolution &SE,
@@ -37,20 +67,18 @@ bool gpu_check::describeGlobalRows(Loop &L, LoopInfo &LI, DominatorTree &DT, Sca
                          GLOBAL_BLOCK + 2u})
         if (!sameEveryIteration(call->getArgOperand(i), L, AA))
           return false;
-      const auto *address =
-          dyn_cast<SCEVAddRecExpr>(SE.getSCEV(call->getArgOperand(GLOBAL_POINTER)));
-      if (!address || address->getLoop() != &L || !address->isAffine())
+      const SCEV *start, *stepSCEV;
+      if (!affineIn(SE.getSCEV(call->getArgOperand(GLOBAL_POINTER)), L, SE, AA, expander, start,
+                    stepSCEV))
         return false;
-      const auto *step = dyn_cast<SCEVConstant>(address->getStepRecurrence(SE));
+      const auto *step = dyn_cast<SCEVConstant>(stepSCEV);
       const auto *bytes = dyn_cast<SCEVConstant>(SE.getSCEV(call->getArgOperand(GLOBAL_BYTES)));
       // No two threads of the row touch a byte: a row is the accesses of distinct threads.
       if (!step || !bytes || bytes->getAPInt().isZero() ||
           step->getAPInt().abs().ult(bytes->getAPInt()))
         return false;
-      const SCEV *start = address->getStart();
-      if (!SE.isLoopInvariant(start, &L) || !expander.isSafeToExpand(start))
-        return false;
-      GlobalRow row = {call, start, step, bytes, guardOf(B, L, &L, DT, SE, expander)};
+      GlobalRow row = {call, start, step, bytes,
+                       guardOf(B, L, &L, DT, SE, expander, /*ranges=*/true)};
       BasicBlock *header = L.getHeader();
       bool everyThread = row.guard.limit ? alwaysReaches(header, row.guard.from, L, on) &&
                                                alwaysReaches(row.guard.to, B, L, on)
@@ -67,7 +95,8 @@ bool gpu_check::describeGlobalRows(Loop &L, LoopInfo &LI, DominatorTree &DT, Sca
 
 // (global_rows.h)
 SmallVector<GlobalRowCall, 4> gpu_check::globalRowCalls(ArrayRef<GlobalRow> rows, const Loop &L,
-                                                        AAResults &AA, SCEVExpander &expander,
+                                                        ScalarEvolution &SE, AAResults &AA,
+                                                        SCEVExpander &expander,
                                                         Value *iterations, Instruction *at) {
   IRBuilder<> b(at);
   Type *I64 = b.getInt64Ty();
@@ -75,16 +104,31 @@ SmallVector<GlobalRowCall, 4> gpu_check::globalRowCalls(ArrayRef<GlobalRow> rows
   for (const GlobalRow &row : rows) {
     auto entry = [&](unsigned i) { return computeOutside(row.call->getArgOperand(i), L, AA, at); };
     Value *pointer = row.call->getArgOperand(GLOBAL_POINTER);
-    Value *start = b.CreatePtrToInt(expander.expandCodeFor(row.start, pointer->getType(), at), I64);
+    const SCEV *first = outsideOf(row.start, L, SE, AA, at);
+    Value *start = b.CreatePtrToInt(expander.expandCodeFor(first, pointer->getType(), at), I64);
+    Value *step = expander.expandCodeFor(row.step, I64, at);
+    Value *count = passing(row.guard, iterations, expander, at);
+    Value *firstThread = b.getIntN(128, 0);
+    if (row.guard.excluded) {
+      // Without the first thread when it is the one the guard turns away.
+      Value *zero = b.getIntN(128, 0);
+      Value *excluded = b.CreateAnd(
+          b.CreateICmpEQ(wide(row.guard.excluded, false, expander, at), zero),
+          b.CreateICmpSGT(count, zero));
+      firstThread = b.CreateZExt(excluded, count->getType());
+      count = b.CreateSub(count, firstThread);
+      start = b.CreateAdd(start, b.CreateMul(step, b.CreateTrunc(firstThread, I64)));
+    }
     GlobalRowCall call;
     call.hook = entry(GLOBAL_ROW);
     call.on = entry(GLOBAL_ON);
     call.arguments = {entry(GLOBAL_CONTEXT),
                       entry(GLOBAL_SITE),
                       start,
-                      expander.expandCodeFor(row.step, I64, at),
+                      step,
                       expander.expandCodeFor(row.bytes, I64, at),
-                      b.CreateTrunc(passing(row.guard, iterations, expander, at), b.getInt32Ty())};
+                      b.CreateTrunc(firstThread, b.getInt32Ty()),
+                      b.CreateTrunc(count, b.getInt32Ty())};
     for (unsigned i = GLOBAL_THREAD + 1; i < GLOBAL_BLOCK + 3; ++i)
       call.arguments.push_back(entry(i));
     calls.push_back(std::move(call));
@@ -99,7 +143,12 @@ void gpu_check::callGlobalRows(ArrayRef<GlobalRowCall> calls, Instruction *at) {
   IRBuilder<> test(at);
   Value *on = test.CreateICmpNE(test.CreateLoad(test.getInt32Ty(), calls.front().on),
                                 test.getInt32(0));
-  IRBuilder<> b(SplitBlockAndInsertIfThen(on, at, false));
+  std::string name = at->getParent()->getName().str();
+  Instruction *then = SplitBlockAndInsertIfThen(on, at, false);
+  // The copy's blocks keep its name.
+  then->getParent()->setName(name + ".rows");
+  at->getParent()->setName(name + ".told");
+  IRBuilder<> b(then);
   for (const GlobalRowCall &row : calls) {
     SmallVector<Type *, 12> types;
     for (Value *argument : row.arguments)

@@ -21,7 +21,8 @@
 namespace gpu_check {
 
 // A `gpu.check.global` marker of a thread loop's body as a row: thread x (the loop's counter)
-// accesses `bytes` at start + step x, for the threads its guard lets through.
+// accesses `bytes` at start + step x, for the threads its guard lets through (guardOf with
+// `ranges`: below a bound, and not a first thread it turns away).
 struct GlobalRow {
   llvm::CallInst *call;
   const llvm::SCEV *start, *step, *bytes;
@@ -47,7 +48,8 @@ struct GlobalRowCall {
 // The row hook's calls for `rows` of `L`, whose iterations are `iterations` (i128), computed
 // before `L` (at `at`, in its preheader).
 llvm::SmallVector<GlobalRowCall, 4> globalRowCalls(llvm::ArrayRef<GlobalRow> rows,
-                                                   const llvm::Loop &L, llvm::AAResults &AA,
+                                                   const llvm::Loop &L,
+                                                   llvm::ScalarEvolution &SE, llvm::AAResults &AA,
                                                    llvm::SCEVExpander &expander,
                                                    llvm::Value *iterations,
                                                    llvm::Instruction *at);

@@ -79,7 +79,7 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
     if (!SE.isSCEVable(value->getType()))
       return false;
     S = SE.getSCEV(value);
-    return SE.isLoopInvariant(S, &L) && expander.isSafeToExpand(S);
+    return sameEveryIteration(S, L, SE, AA, expander);
   };
   check = {call, nullptr, nullptr, nullptr, nullptr, nullptr, false, Guard(), {}};
   if (call->getCalledFunction()->getName() == gpu_check::UNREADY) {
@@ -101,8 +101,25 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
                     !invariant(call->getArgOperand(3), check.high))))
     return false;
   // The address as start + step * (L's counter) + the steps of the loops inside L (each
-  // run the same number of times in every iteration of L) times their counters.
+  // run the same number of times in every iteration of L) times their counters: one term of a
+  // sum recurs in those loops, the others are the same in every iteration (an outer loop's
+  // counter times a stride LLVM cannot fold into the recurrence).
   const SCEV *address = SE.getSCEV(call->getArgOperand(0));
+  SmallVector<const SCEV *, 4> others;
+  if (const auto *sum = dyn_cast<SCEVAddExpr>(address)) {
+    const SCEV *recurring = nullptr;
+    for (const SCEV *operand : sum->operands()) {
+      const auto *rec = dyn_cast<SCEVAddRecExpr>(operand);
+      if (rec && L.contains(rec->getLoop()) && !recurring)
+        recurring = operand;
+      else
+        others.push_back(operand);
+    }
+    if (recurring)
+      address = recurring;
+    else
+      others.clear();
+  }
   check.step = SE.getZero(address->getType());
   while (const auto *rec = dyn_cast<SCEVAddRecExpr>(address)) {
     const Loop *loop = rec->getLoop();
@@ -116,25 +133,33 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
     } else {
       const SCEV *backedges = SE.getBackedgeTakenCount(loop);
       if (isa<SCEVCouldNotCompute>(backedges) || !SE.isLoopInvariant(backedges, &L) ||
-          !expander.isSafeToExpand(backedges) || !SE.isLoopInvariant(step, &L) ||
-          !expander.isSafeToExpand(step) || !loop->getLoopPreheader())
+          !expander.isSafeToExpand(backedges) || !sameEveryIteration(step, L, SE, AA, expander) ||
+          !loop->getLoopPreheader())
         return false;
       check.inner.push_back({step, backedges});
     }
     address = rec->getStart();
   }
-  check.start = address;
+  others.push_back(address);
+  check.start = SE.getAddExpr(others);
   for (const SCEV *S : {check.start, check.step})
-    if (!SE.isLoopInvariant(S, &L) || !expander.isSafeToExpand(S))
+    if (!sameEveryIteration(S, L, SE, AA, expander))
       return false;
   return true;
 }
 
 // The test of `check` before loop `L` (at `at`, in its preheader), whose iterations after the
 // first are `backedges`.
-Value *testBefore(const KnownCheck &check, const Loop &L, AAResults &AA,
+Value *testBefore(const KnownCheck &given, const Loop &L, ScalarEvolution &SE, AAResults &AA,
                   const SCEV *backedges, SCEVExpander &expander, Instruction *at) {
   IRBuilder<> b(at);
+  // Its terms with the values they take from the loop computed before it.
+  KnownCheck check = given;
+  for (const SCEV **S : {&check.start, &check.step, &check.bytes, &check.low, &check.high})
+    if (*S)
+      *S = outsideOf(*S, L, SE, AA, at);
+  for (auto &[step, innerBackedges] : check.inner)
+    step = outsideOf(step, L, SE, AA, at);
   if (check.call->getCalledFunction()->getName() == gpu_check::UNREADY) {
     Value *slot = computeOutside(check.call->getArgOperand(0), L, AA, at);
     Value *stamp = computeOutside(check.call->getArgOperand(1), L, AA, at);
@@ -157,9 +182,18 @@ Value *testBefore(const KnownCheck &check, const Loop &L, AAResults &AA,
   // nothing to test), with those of the loops inside.
   Value *iterations = b.CreateAdd(wide(backedges, false, expander, at), b.getIntN(128, 1));
   Value *count = passing(check.guard, iterations, expander, at);
-  Value *none = b.CreateICmpEQ(count, b.getIntN(128, 0));
-  Value *first = wide(check.start, false, expander, at);
   Value *zero = b.getIntN(128, 0);
+  Value *first = wide(check.start, false, expander, at);
+  if (check.guard.excluded) {
+    // Without the first iteration when it is the one excluded: one fewer, one step on.
+    Value *excluded = wide(check.guard.excluded, false, expander, at);
+    Value *skipped = b.CreateZExt(
+        b.CreateAnd(b.CreateICmpEQ(excluded, zero), b.CreateICmpSGT(count, zero)),
+        count->getType());
+    count = b.CreateSub(count, skipped);
+    first = b.CreateAdd(first, b.CreateMul(wide(check.step, true, expander, at), skipped));
+  }
+  Value *none = b.CreateICmpEQ(count, b.getIntN(128, 0));
   Value *lowest = first, *highest = first;
   // Each loop's reach from the first address, down or up: the lowest and the highest address
   // are at the corners, every address between them.
@@ -252,9 +286,11 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
       KnownCheck check;
       if (++size > CheckedCopyBudget)
         return false;
-      if (!isCheckMarker(I) || !describeCheck(cast<CallInst>(&I), L, SE, AA, expander, check))
+      if (!isCheckMarker(I))
         continue;
-      check.guard = guardOf(B, L, &L, DT, SE, expander);
+      if (!describeCheck(cast<CallInst>(&I), L, SE, AA, expander, check))
+        continue;
+      check.guard = guardOf(B, L, &L, DT, SE, expander, /*ranges=*/true);
       known.push_back(check);
     }
   DenseMap<Value *, bool> answers;
@@ -278,10 +314,10 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   Value *all = b.getTrue();
   for (const KnownCheck &check : known)
     if (!rows || !callsMarker(*check.call, gpu_check::CHOSEN))
-      all = b.CreateAnd(all, testBefore(check, L, AA, backedges, expander, at));
+      all = b.CreateAnd(all, testBefore(check, L, SE, AA, backedges, expander, at));
   SmallVector<GlobalRowCall, 4> rowCalls;
   if (rows)
-    rowCalls = globalRowCalls(globalRows, L, AA, expander,
+    rowCalls = globalRowCalls(globalRows, L, SE, AA, expander,
                               b.CreateAdd(wide(backedges, false, expander, at), b.getIntN(128, 1)),
                               at);
   SmallVector<RowWrites, 4> writes;

@@ -18,6 +18,8 @@ use std::sync::{Arc, RwLock};
 #[derive(Debug, Clone)]
 pub(crate) enum Origin {
     Caller(&'static Location<'static>),
+    /// `gpu-build run`'s programs (the `mgpu` runtime).
+    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
     Op(Arc<str>),
 }
 
@@ -81,6 +83,7 @@ impl Allocating {
     }
 
     /// ... which the host program writes directly (host-shared memory).
+    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
     pub(crate) fn host_visible(self) -> Allocating {
         NEXT.with_borrow_mut(|next| next.host_visible = true);
         self
@@ -142,29 +145,91 @@ pub(super) fn allocation_of(address: u64) -> [u64; 2] {
 
 /// Marks `bytes` at `address` written (a copy or fill of the runtime's, a kernel's store).
 pub(crate) fn written(address: u64, bytes: u64) {
+    written_row(address, 0, bytes, 1);
+}
+
+/// Marks written what a row of `count` accesses of `bytes` at `start + i * step` writes.
+pub(super) fn written_row(start: u64, step: i64, bytes: u64, count: u32) {
     let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
-    let Some((&start, allocation)) = live.range(..=address).next_back() else {
+    let Some((&base, allocation)) = live.range(..=start).next_back() else {
         return;
     };
     let Some(bits) = &allocation.written else {
         return;
     };
-    let end = address.saturating_add(bytes).min(allocation.end);
-    for byte in address.saturating_sub(start)..end.saturating_sub(start) {
-        bits[(byte / 64) as usize].fetch_or(1 << (byte % 64), Ordering::Relaxed);
+    for i in 0..count {
+        let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
+        let (from, to) = within(address, bytes, base, allocation.end);
+        set_bits(bits, from, to);
     }
 }
 
 /// The first byte of `bytes` at `address` never written, as an offset in its allocation with
 /// the allocation's start and size; `None` when all were written or nobody keeps count.
 pub(super) fn first_unwritten(address: u64, bytes: u64) -> Option<(u64, u64, u64)> {
+    first_unwritten_row(address, 0, bytes, 1).map(|(_, byte, base, size)| (byte, base, size))
+}
+
+/// [`first_unwritten`] for a row of `count` accesses of `bytes` at `start + i * step`: the
+/// first access `i` that reads a byte never written, and that byte, as there.
+pub(super) fn first_unwritten_row(
+    start: u64,
+    step: i64,
+    bytes: u64,
+    count: u32,
+) -> Option<(u32, u64, u64, u64)> {
     let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
-    let (&start, allocation) = live.range(..=address).next_back()?;
+    let (&base, allocation) = live.range(..=start).next_back()?;
     let bits = allocation.written.as_ref()?;
-    let end = address.saturating_add(bytes).min(allocation.end);
-    (address.saturating_sub(start)..end.saturating_sub(start))
-        .find(|&byte| bits[(byte / 64) as usize].load(Ordering::Relaxed) & (1 << (byte % 64)) == 0)
-        .map(|byte| (byte, start, allocation.end - start))
+    (0..count).find_map(|i| {
+        let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
+        let (from, to) = within(address, bytes, base, allocation.end);
+        first_clear(bits, from, to).map(|byte| (i, byte, base, allocation.end - base))
+    })
+}
+
+/// `bytes` at `address` as offsets in the allocation `base..end`, cut to it.
+fn within(address: u64, bytes: u64, base: u64, end: u64) -> (u64, u64) {
+    let to = address.saturating_add(bytes).min(end);
+    (address.saturating_sub(base), to.saturating_sub(base))
+}
+
+/// The mask of bits `from..to` (`to` at most 64) of a word.
+fn mask(from: u64, to: u64) -> u64 {
+    let high = if to >= 64 { u64::MAX } else { (1 << to) - 1 };
+    high & !((1u64 << from) - 1)
+}
+
+/// Sets bits `from..to`.
+fn set_bits(bits: &[AtomicU64], from: u64, to: u64) {
+    let mut at = from;
+    while at < to {
+        let word = at / 64;
+        let end = (to - word * 64).min(64);
+        if let Some(cell) = bits.get(word as usize) {
+            cell.fetch_or(mask(at % 64, end), Ordering::Relaxed);
+        }
+        at = word * 64 + end;
+    }
+}
+
+/// The first clear bit of `from..to`.
+fn first_clear(bits: &[AtomicU64], from: u64, to: u64) -> Option<u64> {
+    let mut at = from;
+    while at < to {
+        let word = at / 64;
+        let end = (to - word * 64).min(64);
+        let wanted = mask(at % 64, end);
+        let value = bits
+            .get(word as usize)
+            .map_or(u64::MAX, |cell| cell.load(Ordering::Relaxed));
+        let clear = !value & wanted;
+        if clear != 0 {
+            return Some(word * 64 + u64::from(clear.trailing_zeros()));
+        }
+        at = word * 64 + end;
+    }
+    None
 }
 
 /// The allocations the program made and never freed: each one's address, size, kind and
@@ -193,6 +258,19 @@ pub(super) fn unfreed() -> Vec<(u64, u64, Memory, Option<Origin>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bits_are_set_and_found_across_words() {
+        let bits: Vec<AtomicU64> = (0..3).map(|_| AtomicU64::new(0)).collect();
+        set_bits(&bits, 3, 70);
+        assert_eq!(first_clear(&bits, 0, 80), Some(0));
+        assert_eq!(first_clear(&bits, 3, 70), None);
+        assert_eq!(first_clear(&bits, 3, 71), Some(70));
+        assert_eq!(first_clear(&bits, 64, 64), None);
+        set_bits(&bits, 0, 3);
+        set_bits(&bits, 70, 192);
+        assert_eq!(first_clear(&bits, 0, 192), None);
+    }
 
     #[test]
     fn an_address_belongs_to_the_allocation_it_is_in_or_just_past() {

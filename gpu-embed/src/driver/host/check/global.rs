@@ -9,64 +9,18 @@
 //!   atomically, with nothing ordering them: threads of different blocks, or of one block
 //!   between the same two barriers. A store of the value the memory already holds changes
 //!   nothing and races with nothing (upstream's all-reduce tests store one result from every
-//!   thread). The launch keeps, per byte it touches, the last write and the last read (pages
-//!   of [`PAGE`] bytes made on first touch: the cost follows what the kernel touches).
+//!   thread). The launch's shadow is `races.rs`.
+//!
+//! A thread loop whose accesses are rows (`host_abi::CHECK_GLOBAL_ROWS_OFFSET`) is told of
+//! once per row: the written bits are tested and set a word at a time, and the race shadow
+//! keeps the row as one record.
 
-use super::allocations::{allocation_of, first_unwritten, written};
-use super::{location, thread_of, with_block, Context, Site};
+use super::allocations::{
+    allocation_of, first_unwritten, first_unwritten_row, written, written_row,
+};
+use super::races::{Access, Race, Row};
+use super::{location, thread_of, with_block, Checks, Context, Site};
 use gpu_manifest::targets::host as host_abi;
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-/// Bytes of global memory per shadow page.
-const PAGE: u64 = 4096;
-
-/// One access of a byte: who made it (block linear id plus one: 0 is nobody), in which barrier
-/// interval, whether atomically, and where.
-#[derive(Clone, Copy)]
-struct Access {
-    block: u32,
-    thread: u32,
-    interval: u32,
-    atomic: bool,
-    site: *const Site,
-}
-
-impl Access {
-    const NONE: Access = Access {
-        block: 0,
-        thread: 0,
-        interval: 0,
-        atomic: false,
-        site: std::ptr::null(),
-    };
-
-    /// Whether `self`, made before `later`, is ordered before it, or cannot race with it.
-    fn ordered_before(&self, later: &Access) -> bool {
-        self.block == 0
-            || (self.atomic && later.atomic)
-            || (self.block == later.block
-                && (self.thread == later.thread || self.interval != later.interval))
-    }
-}
-
-/// A byte's last write and last read in the launch.
-#[derive(Clone, Copy)]
-struct Byte {
-    write: Access,
-    read: Access,
-}
-
-/// The launch's shadow of global memory: pages by address / [`PAGE`].
-#[derive(Default)]
-pub(super) struct GlobalShadow {
-    pages: Mutex<HashMap<u64, Box<[Byte]>>>,
-}
-
-// SAFETY: the raw site pointers are constants of the checked object, read only.
-unsafe impl Send for GlobalShadow {}
-// SAFETY: as above; the pages are behind the mutex.
-unsafe impl Sync for GlobalShadow {}
 
 /// What an access does, from its site's kind: (reads, writes, atomic).
 fn effects(kind: u32) -> (bool, bool, bool) {
@@ -108,7 +62,7 @@ pub(in crate::driver::host) unsafe extern "C" fn global(
 }
 
 /// Tells the shadow of the accesses of a row of threads (`host_abi::CHECK_GLOBAL_ROWS_OFFSET`):
-/// thread `(i, y, z)`, `i < count`, accesses `bytes` at `start + i * step`.
+/// thread `(first + i, y, z)`, `i < count`, accesses `bytes` at `start + i * step`.
 ///
 /// # Safety
 /// As [`global`]'s, for each of the row's accesses.
@@ -119,6 +73,7 @@ pub(in crate::driver::host) unsafe extern "C" fn global_rows(
     start: u64,
     step: i64,
     bytes: u64,
+    first_x: u32,
     count: u32,
     thread_y: u32,
     thread_z: u32,
@@ -127,23 +82,157 @@ pub(in crate::driver::host) unsafe extern "C" fn global_rows(
     block_z: u32,
 ) {
     // SAFETY: as the caller guarantees.
-    let context = unsafe { &*context };
+    let (context, checks, kind) = unsafe { (&*context, &*(*context).checks, (*site).kind) };
+    let (reads, writes, atomic) = effects(kind);
     let block = [block_x, block_y, block_z];
-    for x in 0..count {
-        let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(x)));
-        // SAFETY: as the caller guarantees.
-        unsafe {
-            access(
-                context,
-                site,
-                address,
-                bytes,
-                None,
-                [x, thread_y, thread_z],
-                block,
-            )
-        };
+    if count == 0 {
+        return;
     }
+    if checks.selection.uninitialized {
+        if reads {
+            if let Some((i, byte, start, size)) = first_unwritten_row(start, step, bytes, count) {
+                let thread = [first_x.wrapping_add(i), thread_y, thread_z];
+                report_uninitialized(
+                    checks,
+                    site,
+                    kind,
+                    bytes,
+                    thread,
+                    block,
+                    byte,
+                    [start, size],
+                );
+            }
+        }
+        if writes {
+            written_row(start, step, bytes, count);
+        }
+    }
+    if !checks.selection.races {
+        return;
+    }
+    // The row's threads are consecutive in the block, in one interval where the block's threads
+    // are all at the same barrier (else each is told alone).
+    let uniform = with_block(
+        context,
+        checks,
+        [first_x, thread_y, thread_z],
+        block,
+        |state, first| {
+            state
+                .progress
+                .uniform_interval(first, count as usize)
+                .map(|interval| (first as u32, interval))
+        },
+    );
+    let Some((first, interval)) = uniform else {
+        for i in 0..count {
+            let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
+            let thread = [first_x.wrapping_add(i), thread_y, thread_z];
+            // SAFETY: as the caller guarantees.
+            unsafe { access(context, site, address, bytes, None, thread, block) };
+        }
+        return;
+    };
+    let row = Row {
+        start,
+        step,
+        bytes,
+        count,
+        reads,
+        writes,
+        first: Access {
+            block: block_id(context, block),
+            thread: first,
+            interval,
+            atomic,
+            site,
+        },
+    };
+    if let Some(race) = checks.global.touch_row(row) {
+        let thread = [first_x.wrapping_add(race.element), thread_y, thread_z];
+        report_race(context, checks, site, kind, bytes, thread, block, &race);
+    }
+}
+
+/// The block's linear id plus one (0 is nobody).
+fn block_id(context: &Context, [x, y, z]: [u32; 3]) -> u32 {
+    let grid = [context.ids[9], context.ids[10], context.ids[11]];
+    (x + grid[0] * (y + grid[1] * z)).wrapping_add(1)
+}
+
+/// Reports a read of `byte` of the allocation `[start, size]`, never written (once per site).
+#[allow(clippy::too_many_arguments)]
+fn report_uninitialized(
+    checks: &Checks,
+    site: *const Site,
+    kind: u32,
+    bytes: u64,
+    thread: [u32; 3],
+    block: [u32; 3],
+    byte: u64,
+    [start, size]: [u64; 2],
+) {
+    if checks.first_time(site, std::ptr::null()) {
+        checks.record(|| {
+            format!(
+                "uninitialized read: {} {}: byte {byte} of {} ({size} bytes at {start:#x}) was \
+                 never written",
+                what(kind, bytes),
+                here(site, thread, block),
+                checks.memory_name(site)
+            )
+        });
+    }
+}
+
+/// Reports a race of `thread`'s access (once per pair of sites).
+#[allow(clippy::too_many_arguments)]
+fn report_race(
+    context: &Context,
+    checks: &Checks,
+    site: *const Site,
+    kind: u32,
+    bytes: u64,
+    thread: [u32; 3],
+    block: [u32; 3],
+    race: &Race,
+) {
+    let other = &race.other;
+    if !checks.first_time(site, other.site) {
+        return;
+    }
+    let dims = [context.ids[3], context.ids[4], context.ids[5]];
+    let grid = [context.ids[9], context.ids[10], context.ids[11]];
+    let same_block = other.block == block_id(context, block);
+    let [low, high] = allocation_of(race.byte);
+    let by = if same_block {
+        format!("thread {} of the same block", thread_of(other.thread, dims))
+    } else {
+        format!(
+            "block {}, thread {}",
+            thread_of(other.block.wrapping_sub(1), grid),
+            thread_of(other.thread, dims)
+        )
+    };
+    let ordering = if same_block {
+        "between the same two barriers"
+    } else {
+        "with nothing ordering the two blocks"
+    };
+    checks.record(|| {
+        format!(
+            "global memory race: {} {}: byte {} of {} ({} bytes at {low:#x}) was {} by {by} at \
+             {}, {ordering}",
+            what(kind, bytes),
+            here(site, thread, block),
+            race.byte.wrapping_sub(low),
+            checks.memory_name(site),
+            high.wrapping_sub(low),
+            if race.other_wrote { "written" } else { "read" },
+            location(other.site)
+        )
+    });
 }
 
 /// One access: `bytes` at `address` by `thread` of `block`, storing `value` where known.
@@ -165,17 +254,16 @@ unsafe fn access(
     if checks.selection.uninitialized {
         if reads {
             if let Some((byte, start, size)) = first_unwritten(address, bytes) {
-                if checks.first_time(site, std::ptr::null()) {
-                    checks.record(|| {
-                        format!(
-                            "uninitialized read: {} {}: byte {byte} of {} ({size} bytes at \
-                             {start:#x}) was never written",
-                            what(kind, bytes),
-                            here(site, thread, block),
-                            checks.memory_name(site)
-                        )
-                    });
-                }
+                report_uninitialized(
+                    checks,
+                    site,
+                    kind,
+                    bytes,
+                    thread,
+                    block,
+                    byte,
+                    [start, size],
+                );
             }
         }
         if writes {
@@ -192,97 +280,18 @@ unsafe fn access(
             return;
         }
     }
-    let dims = [context.ids[3], context.ids[4], context.ids[5]];
-    let grid = [context.ids[9], context.ids[10], context.ids[11]];
-    let [block_x, block_y, block_z] = block;
     let (linear, interval) = with_block(context, checks, thread, block, |state, linear| {
         (linear as u32, state.progress.interval(linear))
     });
     let me = Access {
-        block: (block_x + grid[0] * (block_y + grid[1] * block_z)).wrapping_add(1),
+        block: block_id(context, block),
         thread: linear,
         interval,
         atomic,
         site,
     };
-    let race = checks.global.touch(address, bytes, reads, writes, me);
-    let Some((offset, other, was_write)) = race else {
-        return;
-    };
-    if !checks.first_time(site, other.site) {
-        return;
-    }
-    let [low, high] = allocation_of(address);
-    let by = if other.block == me.block {
-        format!("thread {} of the same block", thread_of(other.thread, dims))
-    } else {
-        let other_block = other.block.wrapping_sub(1);
-        format!(
-            "block {}, thread {}",
-            thread_of(other_block, grid),
-            thread_of(other.thread, dims)
-        )
-    };
-    let ordering = if other.block == me.block {
-        "between the same two barriers"
-    } else {
-        "with nothing ordering the two blocks"
-    };
-    checks.record(|| {
-        format!(
-            "global memory race: {} {}: byte {} of {} ({} bytes at {low:#x}) was {} by {by} at \
-             {}, {ordering}",
-            what(kind, bytes),
-            here(site, thread, block),
-            offset.wrapping_sub(low),
-            checks.memory_name(site),
-            high.wrapping_sub(low),
-            if was_write { "written" } else { "read" },
-            location(other.site)
-        )
-    });
-}
-
-impl GlobalShadow {
-    /// Records an access of `bytes` at `address` by `me`; the first byte it races on, with the
-    /// access it races with and whether that one wrote.
-    fn touch(
-        &self,
-        address: u64,
-        bytes: u64,
-        reads: bool,
-        writes: bool,
-        me: Access,
-    ) -> Option<(u64, Access, bool)> {
-        let mut pages = self.pages.lock().unwrap_or_else(|p| p.into_inner());
-        let mut race = None;
-        for byte in address..address.saturating_add(bytes) {
-            let page = pages.entry(byte / PAGE).or_insert_with(|| {
-                vec![
-                    Byte {
-                        write: Access::NONE,
-                        read: Access::NONE,
-                    };
-                    PAGE as usize
-                ]
-                .into_boxed_slice()
-            });
-            let shadow = &mut page[(byte % PAGE) as usize];
-            if race.is_none() {
-                if !shadow.write.ordered_before(&me) {
-                    race = Some((byte, shadow.write, true));
-                } else if writes && !shadow.read.ordered_before(&me) {
-                    race = Some((byte, shadow.read, false));
-                }
-            }
-            if writes {
-                shadow.write = me;
-            }
-            if reads {
-                shadow.read = me;
-            }
-        }
-        race
+    if let Some(race) = checks.global.touch(address, bytes, reads, writes, me) {
+        report_race(context, checks, site, kind, bytes, thread, block, &race);
     }
 }
 
