@@ -5,7 +5,7 @@
 // of a whole row of threads at once). Which pair of blocks the report names depends on the
 // order they ran in. Twin: twins/blocks_of_their_own.mlir.
 // CHECKS: races
-// EXPECT: global memory race: store of 4 bytes at {FILE}:22:7, block … thread (… was written by block … thread (… at {FILE}:22:7, with nothing ordering the two blocks
+// EXPECT: global memory race: store of 4 bytes at {FILE}:22:7, block … thread … was written by block … thread … at {FILE}:22:7, with nothing ordering the two blocks
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @fill(%out: memref<64xf32>) kernel {
