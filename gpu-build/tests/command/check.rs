@@ -94,7 +94,7 @@ fn found_as_expected(program: &Path) -> Result<(), String> {
         }
     }
     let summary = format!(
-        "error: the checked kernels had {count} error{}",
+        "error: the checked run found {count} error{}",
         if count == 1 { "" } else { "s" }
     );
     if !stderr.contains(&summary) {

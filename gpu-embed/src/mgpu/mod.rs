@@ -52,9 +52,10 @@ use crate::error::{Error, ErrorKind, Result};
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-/// How many errors the checked host kernels of this process reported: accesses outside their
-/// bounds, races and uninitialized reads of workgroup memory, divergent barriers (`gpu-build
-/// run --check` fails when there were any; each was printed on stderr).
+/// How many errors the checked run of this process found: accesses outside their bounds or
+/// dimensions, misaligned accesses, races and uninitialized reads, divergent barriers, and the
+/// leaks [`report_leaks`] found (`gpu-build run --check` fails when there were any; each was
+/// printed on stderr).
 #[doc(hidden)]
 pub fn check_errors() -> u64 {
     crate::driver::host::check_errors()

@@ -166,7 +166,7 @@ pub fn run(request: &RunRequest) -> Result<(), String> {
     let invalid = gpu_embed::mgpu::check_errors();
     if request.checks.is_some() && invalid > 0 && result.is_ok() {
         return Err(format!(
-            "the checked kernels had {invalid} error{} (reported above)",
+            "the checked run found {invalid} error{} (reported above)",
             if invalid == 1 { "" } else { "s" }
         ));
     }
