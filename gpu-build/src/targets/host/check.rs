@@ -29,6 +29,17 @@
 //! - The ops' locations come from the MLIR file: a checked lowering translates with line tables
 //!   (`lower.rs`), read here into a constant per access site (`host_abi::CHECK_SITE_BYTES`)
 //!   and then dropped.
+//! - Each memref index of an access within its dimension: the MLIR lowering leaves a marker
+//!   call before the access (`index_checks.rs`), which becomes a check of the access reported
+//!   first (`host_abi::CHECK_INDEX`); then the bounds; then the address against the alignment
+//!   the access declares (`host_abi::CHECK_ALIGNMENT`). A failed check is reported alone and
+//!   the access is not made.
+//! - Each access of global memory that was made is told to the runtime's global shadow
+//!   (`host_abi::CHECK_GLOBAL_OFFSET`) while the launch's chosen checks need it (the switch at
+//!   `host_abi::CHECK_GLOBAL_ON_OFFSET`, `GPU_EMBED_CHECK=uninitialized` or `races` at run
+//!   time): reads of memory never written, races between the threads of a launch. A thread
+//!   loop whose accesses are rows tells it a row at a time instead
+//!   (`passes/global_rows.cpp`).
 //! - Instrumented before the host retargeting, so a report's thread ids are the NVVM id
 //!   intrinsics, which the thread loops turn into their induction variables: the report names
 //!   the thread that made the access, in every way the host runs a kernel.

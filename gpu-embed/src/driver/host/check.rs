@@ -1,14 +1,14 @@
-//! The runtime half of checked host objects (`gpu-build`'s `targets/host/check.rs`): the table of
-//! live allocations the checks measure pointers against, the bounds of a launch's pointer
-//! parameters, and the reports of accesses that fell outside.
+//! The runtime half of checked host objects (`gpu-build`'s `targets/host/check.rs`): the bounds
+//! of a launch's pointer parameters, and the reports of accesses that failed their checks
+//! (outside their memory or their memref dimension, misaligned).
 //!
-//! Every allocation of the host device is in the table (device buffers, page-locked buffers,
-//! registered host memory), checked or not: keeping it costs a lock per allocation, and a
-//! checked kernel may then be launched on buffers allocated before anyone knew. A checked
-//! launch reports each access outside its bounds on stderr (the first [`PRINTED`] of them, then
-//! a count) and fails with a [`ErrorKind::KernelFault`] naming the first; the access itself was
+//! A checked launch reports each failed check on stderr (the first [`PRINTED`] of them, then a
+//! count) and fails with a [`ErrorKind::KernelFault`] naming the first; the access itself was
 //! not made, so buffers and streams stay usable. Per block it keeps where each thread is
-//! between barriers, and (`shadow.rs`) the shadow of workgroup memory.
+//! between barriers, and (`shadow.rs`) the shadow of workgroup memory. The table of live
+//! allocations and the leak check are `allocations.rs` and `leaks.rs`; the checks chosen at run
+//! time `selection.rs`; the global-memory checks they choose `global.rs`, with the race shadow
+//! `races.rs`.
 
 mod allocations;
 mod global;
