@@ -5,7 +5,7 @@
 //! allocation starts zeroed, so nothing safe reads uninitialized memory.
 
 use crate::device::Device;
-use crate::driver::host::{Allocating, Origin};
+use crate::driver::{Allocating, Origin};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Queue, Stream};
 use crate::trace::event;

@@ -21,8 +21,8 @@
 //! On the host backend page-locked memory is ordinary memory, with the same rules.
 
 use crate::device::Device;
-use crate::driver::host::{Allocating, Origin};
 use crate::driver::EventHandle;
+use crate::driver::{Allocating, Origin};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
 use crate::stream::{Queue, Stream};

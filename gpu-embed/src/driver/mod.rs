@@ -30,6 +30,9 @@ use std::ffi::{c_void, CStr, CString};
 pub(crate) use handle::{
     DeviceHandle, EventHandle, FunctionHandle, GraphHandle, ModuleHandle, StreamHandle,
 };
+/// Where an allocation comes from, which the buffer constructors tell the driver they call
+/// (the host device's checked runs name it in the leak check's report).
+pub(crate) use host::{Allocating, Origin};
 
 /// A device as a driver found it.
 pub(crate) struct FoundDevice {

@@ -9,7 +9,7 @@ use super::vulkan::{launch_vulkan, staged_kernels};
 use super::{invalid, lock, report};
 use crate::binary::Vendor;
 use crate::device::Device;
-use crate::driver::host::{Allocating, Origin};
+use crate::driver::{Allocating, Origin};
 use crate::driver::{HostMemory, Pattern};
 use crate::error::Result;
 use gpu_manifest::host_image;
