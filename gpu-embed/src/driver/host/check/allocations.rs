@@ -164,14 +164,9 @@ pub(super) fn written_row(start: u64, step: i64, bytes: u64, count: u32) {
     }
 }
 
-/// The first byte of `bytes` at `address` never written, as an offset in its allocation with
-/// the allocation's start and size; `None` when all were written or nobody keeps count.
-pub(super) fn first_unwritten(address: u64, bytes: u64) -> Option<(u64, u64, u64)> {
-    first_unwritten_row(address, 0, bytes, 1).map(|(_, byte, base, size)| (byte, base, size))
-}
-
-/// [`first_unwritten`] for a row of `count` accesses of `bytes` at `start + i * step`: the
-/// first access `i` that reads a byte never written, and that byte, as there.
+/// Of a row of `count` accesses of `bytes` at `start + i * step`, the first access `i` that
+/// reads a byte never written, with that byte as an offset in its allocation and the
+/// allocation's start and size; `None` when all were written or nobody keeps count.
 pub(super) fn first_unwritten_row(
     start: u64,
     step: i64,

@@ -15,9 +15,7 @@
 //! once per row: the written bits are tested and set a word at a time, and the race shadow
 //! keeps the row as one record.
 
-use super::allocations::{
-    allocation_of, first_unwritten, first_unwritten_row, written, written_row,
-};
+use super::allocations::{allocation_of, first_unwritten_row, written_row};
 use super::races::{Access, Race, Row};
 use super::{location, thread_of, with_block, Checks, Context, Site};
 use gpu_manifest::targets::host as host_abi;
@@ -88,26 +86,8 @@ pub(in crate::driver::host) unsafe extern "C" fn global_rows(
     if count == 0 {
         return;
     }
-    if checks.selection.uninitialized {
-        if reads {
-            if let Some((i, byte, start, size)) = first_unwritten_row(start, step, bytes, count) {
-                let thread = [first_x.wrapping_add(i), thread_y, thread_z];
-                report_uninitialized(
-                    checks,
-                    site,
-                    kind,
-                    bytes,
-                    thread,
-                    block,
-                    byte,
-                    [start, size],
-                );
-            }
-        }
-        if writes {
-            written_row(start, step, bytes, count);
-        }
-    }
+    let row = (start, step, bytes, count);
+    uninitialized(checks, site, row, [first_x, thread_y, thread_z], block);
     if !checks.selection.races {
         return;
     }
@@ -161,28 +141,40 @@ fn block_id(context: &Context, [x, y, z]: [u32; 3]) -> u32 {
     (x + grid[0] * (y + grid[1] * z)).wrapping_add(1)
 }
 
-/// Reports a read of `byte` of the allocation `[start, size]`, never written (once per site).
-#[allow(clippy::too_many_arguments)]
-fn report_uninitialized(
+/// The uninitialized-read check of a row of accesses, `(start, step, bytes, count)`: thread
+/// `(first + i, y, z)` of `block` accesses `bytes` at `start + i * step`. A read of a byte
+/// nothing wrote is reported (once per site); a write marks its bytes written.
+fn uninitialized(
     checks: &Checks,
     site: *const Site,
-    kind: u32,
-    bytes: u64,
-    thread: [u32; 3],
+    (start, step, bytes, count): (u64, i64, u64, u32),
+    [first, y, z]: [u32; 3],
     block: [u32; 3],
-    byte: u64,
-    [start, size]: [u64; 2],
 ) {
-    if checks.first_time(site, std::ptr::null()) {
-        checks.record(|| {
-            format!(
-                "uninitialized read: {} {}: byte {byte} of {} ({size} bytes at {start:#x}) was \
-                 never written",
-                what(kind, bytes),
-                here(site, thread, block),
-                checks.memory_name(site)
-            )
-        });
+    if !checks.selection.uninitialized {
+        return;
+    }
+    // SAFETY: a constant of the checked object.
+    let kind = unsafe { (*site).kind };
+    let (reads, writes, _) = effects(kind);
+    if reads {
+        if let Some((i, byte, base, size)) = first_unwritten_row(start, step, bytes, count) {
+            if checks.first_time(site, std::ptr::null()) {
+                let thread = [first.wrapping_add(i), y, z];
+                checks.record(|| {
+                    format!(
+                        "uninitialized read: {} {}: byte {byte} of {} ({size} bytes at \
+                         {base:#x}) was never written",
+                        what(kind, bytes),
+                        here(site, thread, block),
+                        checks.memory_name(site)
+                    )
+                });
+            }
+        }
+    }
+    if writes {
+        written_row(start, step, bytes, count);
     }
 }
 
@@ -251,25 +243,7 @@ unsafe fn access(
     // SAFETY: the launch's checks, alive until its threads are done; a constant of the object.
     let (checks, kind) = unsafe { (&*context.checks, (*site).kind) };
     let (reads, writes, atomic) = effects(kind);
-    if checks.selection.uninitialized {
-        if reads {
-            if let Some((byte, start, size)) = first_unwritten(address, bytes) {
-                report_uninitialized(
-                    checks,
-                    site,
-                    kind,
-                    bytes,
-                    thread,
-                    block,
-                    byte,
-                    [start, size],
-                );
-            }
-        }
-        if writes {
-            written(address, bytes);
-        }
-    }
+    uninitialized(checks, site, (address, 0, bytes, 1), thread, block);
     if !checks.selection.races {
         return;
     }
