@@ -14,6 +14,7 @@ pub(crate) mod hip;
 pub(crate) mod host;
 pub(crate) mod level_zero;
 pub(crate) mod opencl;
+mod origin;
 mod page_memory;
 pub(crate) mod registry;
 #[cfg(feature = "vulkan")]
@@ -30,9 +31,7 @@ use std::ffi::{c_void, CStr, CString};
 pub(crate) use handle::{
     DeviceHandle, EventHandle, FunctionHandle, GraphHandle, ModuleHandle, StreamHandle,
 };
-/// Where an allocation comes from, which the buffer constructors tell the driver they call
-/// (the host device's checked runs name it in the leak check's report).
-pub(crate) use host::{Allocating, Origin};
+pub(crate) use origin::{Allocating, Origin};
 
 /// A device as a driver found it.
 pub(crate) struct FoundDevice {

@@ -17,7 +17,7 @@ mod races;
 mod selection;
 mod shadow;
 
-pub(crate) use allocations::{track, untrack, written, Allocating, Memory, Origin};
+pub(crate) use allocations::{track, untrack, written, Memory};
 pub(super) use global::{global, global_rows};
 #[cfg(feature = "mgpu")]
 pub(crate) use leaks::report as report_leaks;

@@ -16,7 +16,6 @@ mod check;
 pub use check::choose_checks;
 #[cfg(feature = "mgpu")]
 pub(crate) use check::{check_errors, report_leaks};
-pub(crate) use check::{Allocating, Origin};
 mod image;
 mod machine;
 mod scheduler;

@@ -7,30 +7,10 @@
 //! knew.
 
 use super::selection;
-use std::cell::RefCell;
+use crate::driver::origin::{said, Origin};
 use std::collections::BTreeMap;
-use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-
-/// Where an allocation was made: the Rust code that asked for it (`#[track_caller]` through
-/// the buffer constructors) or the op of an MLIR program (`gpu-build run`).
-#[derive(Debug, Clone)]
-pub(crate) enum Origin {
-    Caller(&'static Location<'static>),
-    /// `gpu-build run`'s programs (the `mgpu` runtime).
-    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
-    Op(Arc<str>),
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::Caller(location) => write!(f, "{location}"),
-            Origin::Op(text) => f.write_str(text),
-        }
-    }
-}
 
 /// What kind of memory an allocation is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,57 +39,19 @@ struct Allocation {
 /// Live allocations: first byte → the allocation.
 static LIVE: RwLock<BTreeMap<u64, Allocation>> = RwLock::new(BTreeMap::new());
 
-/// What this thread said of the allocation it is about to make (`Allocating`).
-#[derive(Default)]
-struct Next {
-    origin: Option<Origin>,
-    host_visible: bool,
-}
-
-thread_local! {
-    static NEXT: RefCell<Next> = RefCell::new(Next::default());
-}
-
-/// While it lives, the allocations this thread makes on the host device are said to come from
-/// its origin (the buffer constructors, the MLIR runtime's `mgpuMemAlloc`); on other devices it
-/// does nothing.
-pub(crate) struct Allocating(());
-
-impl Allocating {
-    /// Allocations from `origin`.
-    pub(crate) fn at(origin: Origin) -> Allocating {
-        NEXT.with_borrow_mut(|next| next.origin = Some(origin));
-        Allocating(())
-    }
-
-    /// ... which the host program writes directly (host-shared memory).
-    #[cfg_attr(not(feature = "mgpu"), allow(dead_code))]
-    pub(crate) fn host_visible(self) -> Allocating {
-        NEXT.with_borrow_mut(|next| next.host_visible = true);
-        self
-    }
-}
-
-impl Drop for Allocating {
-    fn drop(&mut self) {
-        NEXT.with_borrow_mut(|next| *next = Next::default());
-    }
-}
-
 /// Records a live allocation of `bytes` at `start`, as `memory` (device memory the host
 /// program writes directly where the allocating code said so).
 pub(crate) fn track(start: u64, bytes: usize, memory: Memory) {
     let (origin, memory) = if memory == Memory::Registered {
         (None, memory)
     } else {
-        NEXT.with_borrow(|next| {
-            let memory = if next.host_visible {
-                Memory::HostVisible
-            } else {
-                memory
-            };
-            (next.origin.clone(), memory)
-        })
+        let (origin, host_visible) = said();
+        let memory = if host_visible {
+            Memory::HostVisible
+        } else {
+            memory
+        };
+        (origin, memory)
     };
     let written = (memory == Memory::Device && selection::current().uninitialized)
         .then(|| (0..bytes.div_ceil(64)).map(|_| AtomicU64::new(0)).collect());

@@ -10,6 +10,7 @@
 //! compute-sanitizer's `--leak-check full`, which is off by default too: a buffer kept in a
 //! `static` until exit is one).
 
+use crate::error::{Error, ErrorKind, Result};
 use std::sync::{OnceLock, RwLock};
 
 /// The checks chosen beyond the default ones.
@@ -75,10 +76,10 @@ static CHOSEN: RwLock<Option<Selection>> = RwLock::new(None);
 /// test can so turn on the race check for the kernels it launches. Device memory allocated
 /// while the uninitialized-read check is off is not watched for such reads. An error names
 /// what `checks` got wrong.
-pub fn choose_checks(checks: &str) -> crate::Result<()> {
+pub fn choose_checks(checks: &str) -> Result<()> {
     let selection = Selection::parse(checks).map_err(|why| {
-        crate::Error::new(
-            crate::ErrorKind::InvalidArgument,
+        Error::new(
+            ErrorKind::InvalidArgument,
             why.replace("GPU_EMBED_CHECK=", "choose_checks: "),
         )
     })?;
