@@ -49,6 +49,9 @@ struct Bounds {
   Value *low;
   Value *high;
   int parameter;  // the kernel parameter they come from, -1: none
+  // A memref parameter's element size: an access declaring no more alignment than that needs
+  // no alignment check (0: not a memref).
+  uint64_t elementBytes = 0;
 };
 
 class Instrumenter {
@@ -194,7 +197,7 @@ class Instrumenter {
     Value *highAddress = b.CreateAdd(
         aligned, b.CreateMul(b.CreateAdd(high, ConstantInt::get(I64, 1)), element));
     highAddress = b.CreateSelect(empty, lowAddress, highAddress, "check.high");
-    return {lowAddress, highAddress, static_cast<int>(memref.aligned)};
+    return {lowAddress, highAddress, static_cast<int>(memref.aligned), memref.element_bytes};
   }
 
   // A pointer parameter: the live allocation the runtime found it in at launch.
@@ -570,7 +573,13 @@ class Instrumenter {
       if (intrinsic) within = b.CreateOr(within, b.CreateICmpEQ(bytes, zero));
       checks.push_back({within, site(I, kind, parameter), {address, bytes, low, high}});
     }
-    if (uint64_t alignment = declaredAlignment(I); alignment > 1) {
+    // A memref's elements are aligned to their size (its aligned pointer is: the runtime's
+    // allocations are aligned to 256 bytes, and a view starts at a whole element): what can be
+    // misaligned is an access declaring more (a vector load's `alignment`) or one through a
+    // raw pointer.
+    uint64_t alignment = declaredAlignment(I);
+    if (bounds && bounds->elementBytes >= alignment) alignment = 1;
+    if (alignment > 1) {
       Value *aligned = b.CreateCall(marker(gpu_check::ALIGNED, {I64, I64}, false),
                                     {address, ConstantInt::get(I64, alignment)}, "check.aligned");
       checks.push_back({aligned,
