@@ -167,7 +167,7 @@ const SCEV *gpu_check::iterationsOf(const Loop &L, ScalarEvolution &SE) {
 // (checked_loops.h)
 gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
                                     DominatorTree &DT, ScalarEvolution &SE,
-                                    SCEVExpander &expander, bool ranges) {
+                                    SCEVExpander &expander, AAResults *ranges) {
   // `counter <predicate> bound` with the counter first, the bound the same for `outer`; with
   // `ranges`, also `counter + offset <predicate> bound` (a global id), as `counter <predicate>
   // bound - offset`.
@@ -180,7 +180,8 @@ gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
                             ? dyn_cast<SCEVAddRecExpr>(SE.getSCEV(value))
                             : nullptr;
       if (!rec || rec->getLoop() != &L || !rec->isAffine() ||
-          !rec->getStepRecurrence(SE)->isOne() || !SE.isLoopInvariant(rec->getStart(), outer))
+          !rec->getStepRecurrence(SE)->isOne() ||
+          !sameEveryIteration(rec->getStart(), L, SE, *ranges, expander))
         return false;
       offset = rec->getStart();
       return true;
@@ -196,8 +197,33 @@ gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
     bound = SE.getSCEV(other);
     if (offset)
       bound = SE.getMinusSCEV(bound, SE.getTruncateOrZeroExtend(offset, bound->getType()));
-    return SE.isLoopInvariant(bound, outer) && expander.isSafeToExpand(bound);
+    // With `ranges` (one loop), values the loop loads again in every iteration too: its user
+    // computes them before it (outsideOf).
+    return ranges ? sameEveryIteration(bound, L, SE, *ranges, expander)
+                  : SE.isLoopInvariant(bound, outer) && expander.isSafeToExpand(bound);
   };
+  // With `ranges`: every condition of the counter on the way, nearest first.
+  Guard gathered;
+  // Whether the comparison is one the guard now holds (a second exclusion or limit is not).
+  auto gather = [&](CmpInst::Predicate predicate, const SCEV *S, BasicBlock *from,
+                    BasicBlock *to) {
+    if (predicate == ICmpInst::ICMP_NE) {
+      if (gathered.excluded)
+        return false;
+      gathered.excluded = S;
+      return true;
+    }
+    if (gathered.limit || (predicate != ICmpInst::ICMP_ULT && predicate != ICmpInst::ICMP_SLT &&
+                           predicate != ICmpInst::ICMP_ULE && predicate != ICmpInst::ICMP_SLE))
+      return false;
+    gathered.limit = S;
+    gathered.isSigned = ICmpInst::isSigned(predicate);
+    gathered.inclusive = predicate == ICmpInst::ICMP_ULE || predicate == ICmpInst::ICMP_SLE;
+    gathered.from = from;
+    gathered.to = to;
+    return true;
+  };
+  using namespace PatternMatch;
   for (DomTreeNode *node = DT.getNode(B); node && node->getIDom(); node = node->getIDom()) {
     BasicBlock *from = node->getIDom()->getBlock();
     if (!L.contains(from))
@@ -213,12 +239,18 @@ gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
     else
       continue;
     BasicBlock *to = branch->getSuccessor(taken ? 0 : 1);
-    if (auto *compare = dyn_cast<ICmpInst>(branch->getCondition())) {
+    Value *condition = branch->getCondition();
+    if (auto *compare = dyn_cast<ICmpInst>(condition)) {
       CmpInst::Predicate predicate =
           taken ? compare->getPredicate() : compare->getInversePredicate();
       const SCEV *S;
       if (!compared(compare, predicate, S))
         continue;
+      if (ranges) {
+        if (gather(predicate, S, from, to))
+          gathered.conditions.push_back({condition, taken});
+        continue;
+      }
       switch (predicate) {
       case ICmpInst::ICMP_ULT:
       case ICmpInst::ICMP_ULE:
@@ -234,11 +266,13 @@ gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
     // `a || b || ...` the block is past when false: each term is false there. Terms of the
     // counter with a bound narrow the iterations (`counter == k`: not k; `counter >= n`: below
     // n); any other term only lets fewer through.
-    using namespace PatternMatch;
-    if (!ranges || taken || !match(branch->getCondition(), m_LogicalOr(m_Value(), m_Value())))
+    if (!ranges || taken || !match(condition, m_LogicalOr(m_Value(), m_Value())))
       continue;
-    Guard guard;
-    SmallVector<Value *, 4> terms = {branch->getCondition()};
+    // The iterations that reach the block see it false when every term is one the guard holds,
+    // or the same for the whole loop and false (`mustBeFalse`, tested before the loop).
+    bool whole = true;
+    SmallVector<Value *, 2> invariant;
+    SmallVector<Value *, 4> terms = {condition};
     while (!terms.empty()) {
       Value *term = terms.pop_back_val(), *a, *b;
       if (match(term, m_LogicalOr(m_Value(a), m_Value(b)))) {
@@ -246,25 +280,22 @@ gpu_check::Guard gpu_check::guardOf(BasicBlock *B, Loop &L, const Loop *outer,
         continue;
       }
       auto *compare = dyn_cast<ICmpInst>(term);
-      CmpInst::Predicate predicate = compare ? compare->getInversePredicate() : ICmpInst::BAD_ICMP_PREDICATE;
+      CmpInst::Predicate predicate =
+          compare ? compare->getInversePredicate() : ICmpInst::BAD_ICMP_PREDICATE;
       const SCEV *S;
-      if (!compare || !compared(compare, predicate, S))
+      if (compare && compared(compare, predicate, S) && gather(predicate, S, from, to))
         continue;
-      if (predicate == ICmpInst::ICMP_NE)
-        guard.excluded = S;
-      else if (!guard.limit && (predicate == ICmpInst::ICMP_ULT || predicate == ICmpInst::ICMP_SLT ||
-                                predicate == ICmpInst::ICMP_ULE || predicate == ICmpInst::ICMP_SLE))
-        guard = {S, ICmpInst::isSigned(predicate),
-                 predicate == ICmpInst::ICMP_ULE || predicate == ICmpInst::ICMP_SLE, from, to,
-                 guard.excluded};
+      if (sameEveryIteration(term, L, *ranges))
+        invariant.push_back(term);
+      else
+        whole = false;
     }
-    if (guard.limit || guard.excluded) {
-      guard.from = from;
-      guard.to = to;
-      return guard;
+    if (whole) {
+      gathered.conditions.push_back({condition, false});
+      gathered.mustBeFalse.append(invariant.begin(), invariant.end());
     }
   }
-  return Guard();
+  return gathered;
 }
 
 // (checked_loops.h)

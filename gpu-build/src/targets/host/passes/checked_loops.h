@@ -7,6 +7,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -16,20 +17,26 @@
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 #include <optional>
+#include <utility>
 
 namespace gpu_check {
 
 // A comparison of a loop's counter (from 0 by 1) with a bound the loop does not change, that
 // lets only the iterations below the bound reach a block: `counter < limit` (`<=` where
 // `inclusive`), signed or not, in the branch ending `from`, whose edge to `to` the block's
-// every path takes. No limit: no such guard. Where `excluded` is set (guardOf with `ranges`),
-// the iteration it is, when it is the first, does not reach it either (a stencil's interior:
-// not `x == 0`).
+// every path takes. No limit: no such guard. With `ranges` (guardOf, for `L` alone: its bounds
+// may be values it loads in every iteration, sameEveryIteration), every such comparison on
+// the way counts, and `excluded`, where set, is an iteration that does not reach the block
+// either (a stencil's interior: not `x == 0`), when it is the first; `conditions` are the
+// branch conditions the iterations that reach it see, and their values there.
 struct Guard {
   const llvm::SCEV *limit = nullptr;
   bool isSigned = false, inclusive = false;
   llvm::BasicBlock *from = nullptr, *to = nullptr;
   const llvm::SCEV *excluded = nullptr;
+  llvm::SmallVector<std::pair<llvm::Value *, bool>, 2> conditions;
+  // Values the same for the whole loop that `conditions` hold only when they are false.
+  llvm::SmallVector<llvm::Value *, 2> mustBeFalse;
 };
 
 // `S` computed before `at`, extended to 128 bits (signed or not), where nothing wraps.
@@ -84,7 +91,7 @@ const llvm::SCEV *iterationsOf(const llvm::Loop &L, llvm::ScalarEvolution &SE);
 // whose one edge every path to `B` takes.
 Guard guardOf(llvm::BasicBlock *B, llvm::Loop &L, const llvm::Loop *outer,
               llvm::DominatorTree &DT, llvm::ScalarEvolution &SE, llvm::SCEVExpander &expander,
-              bool ranges = false);
+              llvm::AAResults *ranges = nullptr);
 
 // The value of `condition` in the copy, where it is a check whose answer the copy knows
 // (`answers`) or `not`, `and` and `or` of such checks and constants (a checked access's report

@@ -78,12 +78,12 @@ bool gpu_check::describeGlobalRows(Loop &L, LoopInfo &LI, DominatorTree &DT, Sca
           step->getAPInt().abs().ult(bytes->getAPInt()))
         return false;
       GlobalRow row = {call, start, step, bytes,
-                       guardOf(B, L, &L, DT, SE, expander, /*ranges=*/true)};
-      BasicBlock *header = L.getHeader();
-      bool everyThread = row.guard.limit ? alwaysReaches(header, row.guard.from, L, on) &&
-                                               alwaysReaches(row.guard.to, B, L, on)
-                                         : alwaysReaches(header, B, L, on);
-      if (!everyThread)
+                       guardOf(B, L, &L, DT, SE, expander, /*ranges=*/&AA)};
+      // Every thread the guard lets through: its branches go their way for those.
+      DenseMap<Value *, bool> through = on;
+      for (auto [condition, value] : row.guard.conditions)
+        through[condition] = value;
+      if (!alwaysReaches(L.getHeader(), B, L, through))
         return false;
       found.push_back(row);
     }
@@ -97,11 +97,17 @@ bool gpu_check::describeGlobalRows(Loop &L, LoopInfo &LI, DominatorTree &DT, Sca
 SmallVector<GlobalRowCall, 4> gpu_check::globalRowCalls(ArrayRef<GlobalRow> rows, const Loop &L,
                                                         ScalarEvolution &SE, AAResults &AA,
                                                         SCEVExpander &expander,
-                                                        Value *iterations, Instruction *at) {
+                                                        Value *iterations, Instruction *at,
+                                                        Value *&valid) {
   IRBuilder<> b(at);
   Type *I64 = b.getInt64Ty();
   SmallVector<GlobalRowCall, 4> calls;
-  for (const GlobalRow &row : rows) {
+  for (const GlobalRow &given : rows) {
+    // Its guard's bounds with the values they take from the loop computed before it.
+    GlobalRow row = given;
+    for (const SCEV **S : {&row.guard.limit, &row.guard.excluded})
+      if (*S)
+        *S = outsideOf(*S, L, SE, AA, at);
     auto entry = [&](unsigned i) { return computeOutside(row.call->getArgOperand(i), L, AA, at); };
     Value *pointer = row.call->getArgOperand(GLOBAL_POINTER);
     const SCEV *first = outsideOf(row.start, L, SE, AA, at);
@@ -110,14 +116,26 @@ SmallVector<GlobalRowCall, 4> gpu_check::globalRowCalls(ArrayRef<GlobalRow> rows
     Value *count = passing(row.guard, iterations, expander, at);
     Value *firstThread = b.getIntN(128, 0);
     if (row.guard.excluded) {
-      // Without the first thread when it is the one the guard turns away.
+      // Without the first thread when it is the one the guard turns away; a row is for every
+      // thread from there, so one turned away further on is no row (the copy is not run then).
       Value *zero = b.getIntN(128, 0);
-      Value *excluded = b.CreateAnd(
-          b.CreateICmpEQ(wide(row.guard.excluded, false, expander, at), zero),
-          b.CreateICmpSGT(count, zero));
+      Value *turnedAway = wide(row.guard.excluded, false, expander, at);
+      Value *off = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), entry(GLOBAL_ON)), b.getInt32(0));
+      valid = b.CreateAnd(valid, b.CreateOr({off, b.CreateICmpEQ(turnedAway, zero),
+                                             b.CreateICmpUGE(turnedAway, count)}));
+      Value *excluded =
+          b.CreateAnd(b.CreateICmpEQ(turnedAway, zero), b.CreateICmpSGT(count, zero));
       firstThread = b.CreateZExt(excluded, count->getType());
       count = b.CreateSub(count, firstThread);
       start = b.CreateAdd(start, b.CreateMul(step, b.CreateTrunc(firstThread, I64)));
+    }
+    if (!row.guard.mustBeFalse.empty()) {
+      // The row is the guard's only while those are false.
+      Value *off = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), entry(GLOBAL_ON)), b.getInt32(0));
+      Value *holds = b.getTrue();
+      for (Value *value : row.guard.mustBeFalse)
+        holds = b.CreateAnd(holds, b.CreateNot(computeOutside(value, L, AA, at)));
+      valid = b.CreateAnd(valid, b.CreateOr(off, holds));
     }
     GlobalRowCall call;
     call.hook = entry(GLOBAL_ROW);

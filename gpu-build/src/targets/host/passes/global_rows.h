@@ -46,13 +46,14 @@ struct GlobalRowCall {
 };
 
 // The row hook's calls for `rows` of `L`, whose iterations are `iterations` (i128), computed
-// before `L` (at `at`, in its preheader).
+// before `L` (at `at`, in its preheader); `valid` (i1) gets the conditions under which they
+// are the rows (a thread a guard turns away is the first, if any).
 llvm::SmallVector<GlobalRowCall, 4> globalRowCalls(llvm::ArrayRef<GlobalRow> rows,
                                                    const llvm::Loop &L,
                                                    llvm::ScalarEvolution &SE, llvm::AAResults &AA,
                                                    llvm::SCEVExpander &expander,
                                                    llvm::Value *iterations,
-                                                   llvm::Instruction *at);
+                                                   llvm::Instruction *at, llvm::Value *&valid);
 
 // Makes `calls` before `at` while their switch is on. Adds blocks in no loop LoopInfo knows of.
 void callGlobalRows(llvm::ArrayRef<GlobalRowCall> calls, llvm::Instruction *at);

@@ -160,6 +160,9 @@ Value *testBefore(const KnownCheck &given, const Loop &L, ScalarEvolution &SE, A
       *S = outsideOf(*S, L, SE, AA, at);
   for (auto &[step, innerBackedges] : check.inner)
     step = outsideOf(step, L, SE, AA, at);
+  for (const SCEV **S : {&check.guard.limit, &check.guard.excluded})
+    if (*S)
+      *S = outsideOf(*S, L, SE, AA, at);
   if (check.call->getCalledFunction()->getName() == gpu_check::UNREADY) {
     Value *slot = computeOutside(check.call->getArgOperand(0), L, AA, at);
     Value *stamp = computeOutside(check.call->getArgOperand(1), L, AA, at);
@@ -290,7 +293,7 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
         continue;
       if (!describeCheck(cast<CallInst>(&I), L, SE, AA, expander, check))
         continue;
-      check.guard = guardOf(B, L, &L, DT, SE, expander, /*ranges=*/true);
+      check.guard = guardOf(B, L, &L, DT, SE, expander, /*ranges=*/&AA);
       known.push_back(check);
     }
   DenseMap<Value *, bool> answers;
@@ -319,7 +322,7 @@ bool versionCheckedLoop(Loop &L, LoopInfo &LI, DominatorTree &DT, ScalarEvolutio
   if (rows)
     rowCalls = globalRowCalls(globalRows, L, SE, AA, expander,
                               b.CreateAdd(wide(backedges, false, expander, at), b.getIntN(128, 1)),
-                              at);
+                              at, all);
   SmallVector<RowWrites, 4> writes;
   if (raceFree) {
     all = b.CreateAnd(all, raceFreeTest(nest, L, AA, expander, at));
