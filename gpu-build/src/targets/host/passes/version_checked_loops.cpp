@@ -188,13 +188,16 @@ Value *testBefore(const KnownCheck &given, const Loop &L, ScalarEvolution &SE, A
   Value *zero = b.getIntN(128, 0);
   Value *first = wide(check.start, false, expander, at);
   if (check.guard.excluded) {
-    // Without the first iteration when it is the one excluded: one fewer, one step on.
+    // Without the first iteration when it is the one excluded: one fewer, one step on (in the
+    // access's own width: an index one below zero at the iteration excluded is zero after it).
     Value *excluded = wide(check.guard.excluded, false, expander, at);
-    Value *skipped = b.CreateZExt(
-        b.CreateAnd(b.CreateICmpEQ(excluded, zero), b.CreateICmpSGT(count, zero)),
-        count->getType());
-    count = b.CreateSub(count, skipped);
-    first = b.CreateAdd(first, b.CreateMul(wide(check.step, true, expander, at), skipped));
+    Value *skip = b.CreateAnd(b.CreateICmpEQ(excluded, zero), b.CreateICmpSGT(count, zero));
+    count = b.CreateSub(count, b.CreateZExt(skip, count->getType()));
+    Type *type = check.start->getType();
+    Value *start = expander.expandCodeFor(check.start, type, at);
+    Value *step = expander.expandCodeFor(check.step, type, at);
+    Value *moved = b.CreateAdd(start, b.CreateSelect(skip, step, ConstantInt::get(type, 0)));
+    first = b.CreateZExt(moved, count->getType());
   }
   Value *none = b.CreateICmpEQ(count, b.getIntN(128, 0));
   Value *lowest = first, *highest = first;
