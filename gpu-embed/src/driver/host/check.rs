@@ -308,21 +308,8 @@ impl Checks {
     fn describe(&self, site: &Site, access: [u64; 4], ids: [u32; 6]) -> String {
         let [address, bytes, low, high] = access;
         let [tx, ty, tz, bx, by, bz] = ids;
-        let what = match site.kind {
-            host_abi::CHECK_LOAD => "load",
-            host_abi::CHECK_STORE => "store",
-            host_abi::CHECK_ATOMIC => "atomic access",
-            host_abi::CHECK_COPY_READ => "copy reading",
-            _ => "copy writing",
-        };
-        let location = if site.location.is_null() {
-            "(unknown location)".to_string()
-        } else {
-            // SAFETY: a NUL-terminated constant of the checked object.
-            unsafe { CStr::from_ptr(site.location) }
-                .to_string_lossy()
-                .into_owned()
-        };
+        let what = access_name(site.kind);
+        let here = at(site, [tx, ty, tz], [bx, by, bz]);
         let memory = self.memory_name(site);
         match site.check {
             host_abi::CHECK_INDEX => {
@@ -336,16 +323,15 @@ impl Checks {
                     format!("index {index} ")
                 };
                 return format!(
-                    "index out of bounds: {what} at {location}, block ({bx}, {by}, {bz}), thread \
-                     ({tx}, {ty}, {tz}): {reach}of dimension {} of {memory} (of size {size})",
+                    "index out of bounds: {what} {here}: {reach}of dimension {} of {memory} (of \
+                     size {size})",
                     site.detail
                 );
             }
             host_abi::CHECK_ALIGNMENT => {
                 return format!(
-                    "misaligned {what} of {bytes} bytes at {location}, block ({bx}, {by}, {bz}), \
-                     thread ({tx}, {ty}, {tz}): address {address:#x} is {} bytes past a multiple \
-                     of {}, the alignment the access declares",
+                    "misaligned {what} of {bytes} bytes {here}: address {address:#x} is {} bytes \
+                     past a multiple of {}, the alignment the access declares",
                     address % u64::from(site.detail.max(1)),
                     site.detail,
                 );
@@ -374,10 +360,7 @@ impl Checks {
                 high - low
             )
         };
-        format!(
-            "out-of-bounds {what} of {bytes} bytes at {location}, block ({bx}, {by}, {bz}), \
-             thread ({tx}, {ty}, {tz}): {place}"
-        )
+        format!("out-of-bounds {what} of {bytes} bytes {here}: {place}")
     }
 }
 
@@ -412,6 +395,25 @@ pub(super) unsafe extern "C" fn report(
             [thread_x, thread_y, thread_z, block_x, block_y, block_z],
         )
     });
+}
+
+/// What an access of a site's `kind` (`host_abi::CHECK_LOAD`...) does, for reports.
+fn access_name(kind: u32) -> &'static str {
+    match kind {
+        host_abi::CHECK_LOAD => "load",
+        host_abi::CHECK_STORE => "store",
+        host_abi::CHECK_ATOMIC => "atomic access",
+        host_abi::CHECK_COPY_READ => "copy reading",
+        _ => "copy writing",
+    }
+}
+
+/// Where a report's access was made: "at file:line:col, block (…), thread (…)".
+fn at(site: *const Site, [tx, ty, tz]: [u32; 3], [bx, by, bz]: [u32; 3]) -> String {
+    format!(
+        "at {}, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz})",
+        location(site)
+    )
 }
 
 /// `file:line:col` of a site.

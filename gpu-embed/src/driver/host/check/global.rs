@@ -17,7 +17,7 @@
 
 use super::allocations::{allocation_of, first_unwritten_row, written_row};
 use super::races::{Access, Race, Row};
-use super::{location, thread_of, with_block, Checks, Context, Site};
+use super::{access_name, at, location, thread_of, with_block, Checks, Context, Site};
 use gpu_manifest::targets::host as host_abi;
 
 /// What an access does, from its site's kind: (reads, writes, atomic).
@@ -106,11 +106,12 @@ pub(in crate::driver::host) unsafe extern "C" fn global_rows(
         },
     );
     let Some((first, interval)) = uniform else {
+        // Each thread's race check alone (its written bits were told above, for the row).
         for i in 0..count {
             let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
             let thread = [first_x.wrapping_add(i), thread_y, thread_z];
             // SAFETY: as the caller guarantees.
-            unsafe { access(context, site, address, bytes, None, thread, block) };
+            unsafe { race(context, checks, site, address, bytes, None, thread, block) };
         }
         return;
     };
@@ -166,7 +167,7 @@ fn uninitialized(
                         "uninitialized read: {} {}: byte {byte} of {} ({size} bytes at \
                          {base:#x}) was never written",
                         what(kind, bytes),
-                        here(site, thread, block),
+                        at(site, thread, block),
                         checks.memory_name(site)
                     )
                 });
@@ -217,7 +218,7 @@ fn report_race(
             "global memory race: {} {}: byte {} of {} ({} bytes at {low:#x}) was {} by {by} at \
              {}, {ordering}",
             what(kind, bytes),
-            here(site, thread, block),
+            at(site, thread, block),
             race.byte.wrapping_sub(low),
             checks.memory_name(site),
             high.wrapping_sub(low),
@@ -240,13 +241,34 @@ unsafe fn access(
     thread: [u32; 3],
     block: [u32; 3],
 ) {
-    // SAFETY: the launch's checks, alive until its threads are done; a constant of the object.
-    let (checks, kind) = unsafe { (&*context.checks, (*site).kind) };
-    let (reads, writes, atomic) = effects(kind);
+    // SAFETY: the launch's checks, alive until its threads are done.
+    let checks = unsafe { &*context.checks };
     uninitialized(checks, site, (address, 0, bytes, 1), thread, block);
+    // SAFETY: as the caller guarantees.
+    unsafe { race(context, checks, site, address, bytes, value, thread, block) };
+}
+
+/// The race check of one access (`access`'s, without the uninitialized-read check).
+///
+/// # Safety
+/// As [`global`]'s.
+#[allow(clippy::too_many_arguments)]
+unsafe fn race(
+    context: &Context,
+    checks: &Checks,
+    site: *const Site,
+    address: u64,
+    bytes: u64,
+    value: Option<u64>,
+    thread: [u32; 3],
+    block: [u32; 3],
+) {
     if !checks.selection.races {
         return;
     }
+    // SAFETY: a constant of the checked object.
+    let kind = unsafe { (*site).kind };
+    let (reads, writes, atomic) = effects(kind);
     if let (Some(value), true, false, true) = (value, writes, reads, bytes <= 8) {
         // SAFETY: `bytes` readable bytes at `address`, as the caller guarantees.
         let current = unsafe { std::slice::from_raw_parts(address as *const u8, bytes as usize) };
@@ -271,20 +293,5 @@ unsafe fn access(
 
 /// "load of 4 bytes" and the like.
 fn what(kind: u32, bytes: u64) -> String {
-    let what = match kind {
-        host_abi::CHECK_LOAD => "load",
-        host_abi::CHECK_STORE => "store",
-        host_abi::CHECK_ATOMIC => "atomic access",
-        host_abi::CHECK_COPY_READ => "copy reading",
-        _ => "copy writing",
-    };
-    format!("{what} of {bytes} bytes")
-}
-
-/// "at file:line:col, block (…), thread (…)".
-fn here(site: *const Site, [tx, ty, tz]: [u32; 3], [bx, by, bz]: [u32; 3]) -> String {
-    format!(
-        "at {}, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz})",
-        location(site)
-    )
+    format!("{} of {bytes} bytes", access_name(kind))
 }

@@ -3,7 +3,7 @@
 //! between its threads, and per variable which bytes the block has written, to find reads of
 //! memory nobody wrote.
 
-use super::{location, thread_of, with_block, BlockState, Checks, Context, Site};
+use super::{access_name, at, location, thread_of, with_block, BlockState, Checks, Context, Site};
 use gpu_manifest::targets::host as host_abi;
 use std::ffi::{c_char, CStr};
 
@@ -376,22 +376,11 @@ struct Access {
 
 impl Access {
     fn what(&self, kind: u32) -> String {
-        let what = match kind {
-            host_abi::CHECK_LOAD => "load",
-            host_abi::CHECK_STORE => "store",
-            host_abi::CHECK_COPY_READ => "copy reading",
-            _ => "copy writing",
-        };
-        format!("{what} of {} bytes", self.bytes)
+        format!("{} of {} bytes", access_name(kind), self.bytes)
     }
 
     fn here(&self) -> String {
-        let [tx, ty, tz] = self.thread;
-        let [bx, by, bz] = self.block;
-        format!(
-            "at {}, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz})",
-            location(self.site)
-        )
+        at(self.site, self.thread, self.block)
     }
 
     fn name(&self) -> String {
