@@ -5,13 +5,18 @@
 //! dimension's size at the access; LLVM IR, after `expand-strided-metadata`, has only the
 //! linearized address. So before the lowering, each `memref.load`, `memref.store`,
 //! `memref.atomic_rmw`, `vector.load` and `vector.store` of a memref of rank 2 or more gets,
-//! per dimension, a call of the marker `gpu.check.index(index, count, size, dimension)` just
-//! before it, with the op's location (`passes/check_markers.h`): `count` is how many elements
-//! the access spans along the dimension (a vector's length along the dimensions it covers).
-//! The instrumentation of the lowered module (`passes/check_accesses.cpp`) makes each marker a
-//! check of the access that follows it, reported before the bounds check and with the access
-//! not made when it fails, then erases it. Rank-1 memrefs need none: their one dimension is
-//! their extent, which the bounds check already measures.
+//! per inner dimension, a call of the marker `gpu.check.index(index, count, size, dimension)`
+//! just before it, with the op's location (`passes/check_markers.h`): `count` is how many
+//! elements the access spans along the dimension (a vector's length along the dimensions it
+//! covers). The instrumentation of the lowered module (`passes/check_accesses.cpp`) makes each
+//! marker a check of the access that follows it, reported before the bounds check and with the
+//! access not made when it fails, then erases it. The outermost dimension needs none: an index
+//! past its end is past the memref's extent, which the bounds check measures (and rank-1
+//! memrefs have no other).
+//!
+//! The ops come from melior's dialect builders, which panic only where an op cannot be built:
+//! integer constants, `memref.dim` of a ranked memref, `arith.index_cast` and `func.call` all
+//! build (their result types are given or always inferred).
 
 use melior::dialect::{arith, func, memref};
 use melior::ir::attribute::{
@@ -93,8 +98,7 @@ pub(super) fn mark_memref_indices<'c>(context: &'c Context, gpu_module: &Operati
                 location,
             )
         };
-        // The outermost dimension past its end is past the memref's extent, which the bounds
-        // check measures: only the inner ones need a check of their own.
+        // The inner dimensions (see the module documentation).
         for (d, index) in indices.into_iter().enumerate().skip(1) {
             let size = match memref_type.dim_size(d) {
                 Ok(melior::ir::r#type::DimSize::Static(n)) => {

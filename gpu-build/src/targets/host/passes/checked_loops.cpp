@@ -389,3 +389,23 @@ const SCEV *gpu_check::outsideOf(const SCEV *S, const Loop &L, ScalarEvolution &
     outside[value] = SE.getSCEV(computeOutside(value, L, AA, at));
   return outside.empty() ? S : SCEVParameterRewriter::rewrite(S, SE, outside);
 }
+
+// (checked_loops.h)
+std::pair<const SCEV *, const SCEV *> gpu_check::recurringTerm(const SCEV *S, const Loop &L,
+                                                               ScalarEvolution &SE) {
+  const auto *sum = dyn_cast<SCEVAddExpr>(S);
+  if (!sum)
+    return {S, SE.getZero(S->getType())};
+  const SCEV *recurring = nullptr;
+  SmallVector<const SCEV *, 4> others;
+  for (const SCEV *operand : sum->operands()) {
+    const auto *rec = dyn_cast<SCEVAddRecExpr>(operand);
+    if (rec && L.contains(rec->getLoop()) && !recurring)
+      recurring = operand;
+    else
+      others.push_back(operand);
+  }
+  if (!recurring)
+    return {S, SE.getZero(S->getType())};
+  return {recurring, SE.getAddExpr(others)};
+}

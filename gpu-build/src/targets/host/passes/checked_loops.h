@@ -74,6 +74,13 @@ llvm::Value *computeOutside(llvm::Value *value, const llvm::Loop &L, llvm::AARes
 bool sameEveryIteration(const llvm::SCEV *S, const llvm::Loop &L, llvm::ScalarEvolution &SE,
                         llvm::AAResults &AA, llvm::SCEVExpander &expander);
 
+// `S` as the one term of it that recurs in `L` or a loop inside it (`S` itself where it is no
+// sum with such a term) and the sum of the others, which `L` does not change where the result
+// is to be of use (an address whose row offset is an outer loop's counter times a stride LLVM
+// cannot fold into the recurrence).
+std::pair<const llvm::SCEV *, const llvm::SCEV *>
+recurringTerm(const llvm::SCEV *S, const llvm::Loop &L, llvm::ScalarEvolution &SE);
+
 // `S` (sameEveryIteration) with its values defined in `L` computed before `at`
 // (`computeOutside`): what may be expanded at `at`.
 const llvm::SCEV *outsideOf(const llvm::SCEV *S, const llvm::Loop &L, llvm::ScalarEvolution &SE,

@@ -16,26 +16,16 @@ using namespace gpu_check;
 namespace {
 
 // `S` as start + step * (`L`'s counter), start and step the same in every iteration: an affine
-// recurrence of `L`, or one plus terms `L` does not change (an address whose row offset is an
-// outer loop's counter times a stride LLVM cannot fold in), the same in every iteration
-// (`globalRowCalls` computes it before `L`).
+// recurrence of `L`, with terms `L` does not change (recurringTerm), the same in every
+// iteration (`globalRowCalls` computes it before `L`).
 bool affineIn(const SCEV *S, const Loop &L, ScalarEvolution &SE, AAResults &AA,
               SCEVExpander &expander, const SCEV *&start, const SCEV *&step) {
-  const SCEVAddRecExpr *rec = nullptr;
-  SmallVector<const SCEV *, 4> rest;
-  const auto *sum = dyn_cast<SCEVAddExpr>(S);
-  for (const SCEV *operand : sum ? ArrayRef<const SCEV *>(sum->operands()) : ArrayRef(S)) {
-    const auto *inner = dyn_cast<SCEVAddRecExpr>(operand);
-    if (inner && inner->getLoop() == &L && !rec)
-      rec = inner;
-    else
-      rest.push_back(operand);
-  }
-  if (!rec || !rec->isAffine())
+  auto [recurring, others] = recurringTerm(S, L, SE);
+  const auto *rec = dyn_cast<SCEVAddRecExpr>(recurring);
+  if (!rec || rec->getLoop() != &L || !rec->isAffine())
     return false;
   step = rec->getStepRecurrence(SE);
-  rest.push_back(rec->getStart());
-  start = SE.getAddExpr(rest);
+  start = SE.getAddExpr(others, rec->getStart());
   return SE.isLoopInvariant(step, &L) && sameEveryIteration(start, L, SE, AA, expander);
 }
 

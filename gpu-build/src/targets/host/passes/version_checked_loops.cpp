@@ -104,22 +104,7 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
   // run the same number of times in every iteration of L) times their counters: one term of a
   // sum recurs in those loops, the others are the same in every iteration (an outer loop's
   // counter times a stride LLVM cannot fold into the recurrence).
-  const SCEV *address = SE.getSCEV(call->getArgOperand(0));
-  SmallVector<const SCEV *, 4> others;
-  if (const auto *sum = dyn_cast<SCEVAddExpr>(address)) {
-    const SCEV *recurring = nullptr;
-    for (const SCEV *operand : sum->operands()) {
-      const auto *rec = dyn_cast<SCEVAddRecExpr>(operand);
-      if (rec && L.contains(rec->getLoop()) && !recurring)
-        recurring = operand;
-      else
-        others.push_back(operand);
-    }
-    if (recurring)
-      address = recurring;
-    else
-      others.clear();
-  }
+  auto [address, others] = recurringTerm(SE.getSCEV(call->getArgOperand(0)), L, SE);
   check.step = SE.getZero(address->getType());
   while (const auto *rec = dyn_cast<SCEVAddRecExpr>(address)) {
     const Loop *loop = rec->getLoop();
@@ -140,8 +125,7 @@ bool describeCheck(CallInst *call, const Loop &L, ScalarEvolution &SE, AAResults
     }
     address = rec->getStart();
   }
-  others.push_back(address);
-  check.start = SE.getAddExpr(others);
+  check.start = SE.getAddExpr(others, address);
   for (const SCEV *S : {check.start, check.step})
     if (!sameEveryIteration(S, L, SE, AA, expander))
       return false;
