@@ -298,35 +298,11 @@ impl Driver for Host {
 
     fn alloc_managed(&self, bytes: usize) -> Result<u64> {
         // The host device's memory is the host's own; the host writes this directly.
-        let pointer = self.alloc(bytes)?;
-        check::track(pointer, bytes, check::Memory::HostVisible);
-        Ok(pointer)
+        allocate(bytes, check::Memory::HostVisible)
     }
 
     fn alloc(&self, bytes: usize) -> Result<u64> {
-        // The size is checked before any arithmetic: the header must fit, and a `Layout` is at
-        // most `isize::MAX` bytes.
-        let layout = allocation_layout(bytes).ok_or_else(|| {
-            Error::new(
-                ErrorKind::OutOfMemory,
-                format!("cannot allocate {bytes} bytes: more than the address space holds"),
-            )
-        })?;
-        // SAFETY: a non-zero size; the first ALIGNMENT bytes remember the size for `free`.
-        unsafe {
-            let base = std::alloc::alloc(layout);
-            if base.is_null() {
-                return Err(Error::new(
-                    ErrorKind::OutOfMemory,
-                    format!("out of host memory allocating {bytes} bytes"),
-                ));
-            }
-            advise_huge_pages(base, layout);
-            base.cast::<usize>().write(bytes);
-            let pointer = base.add(ALIGNMENT) as u64;
-            check::track(pointer, bytes, check::Memory::Device);
-            Ok(pointer)
-        }
+        allocate(bytes, check::Memory::Device)
     }
 
     fn free(&self, pointer: u64) {
@@ -441,9 +417,7 @@ impl Driver for Host {
 
     /// The host's memory is all the host needs: "page-locked" memory is ordinary memory.
     fn alloc_pinned(&self, bytes: usize) -> Result<*mut c_void> {
-        let pointer = self.alloc(bytes)?;
-        check::track(pointer, bytes, check::Memory::HostVisible);
-        Ok(pointer as *mut c_void)
+        allocate(bytes, check::Memory::HostVisible).map(|pointer| pointer as *mut c_void)
     }
 
     unsafe fn free_pinned(&self, pointer: *mut c_void) {
@@ -530,6 +504,33 @@ impl Driver for Host {
     /// Queued work holds references of its own until it has run.
     fn destroy_event(&self, event: EventHandle) {
         drop(event);
+    }
+}
+
+/// `bytes` of the host device's memory, tracked as `memory` for the checked runs.
+fn allocate(bytes: usize, memory: check::Memory) -> Result<u64> {
+    // The size is checked before any arithmetic: the header must fit, and a `Layout` is at
+    // most `isize::MAX` bytes.
+    let layout = allocation_layout(bytes).ok_or_else(|| {
+        Error::new(
+            ErrorKind::OutOfMemory,
+            format!("cannot allocate {bytes} bytes: more than the address space holds"),
+        )
+    })?;
+    // SAFETY: a non-zero size; the first ALIGNMENT bytes remember the size for `free`.
+    unsafe {
+        let base = std::alloc::alloc(layout);
+        if base.is_null() {
+            return Err(Error::new(
+                ErrorKind::OutOfMemory,
+                format!("out of host memory allocating {bytes} bytes"),
+            ));
+        }
+        advise_huge_pages(base, layout);
+        base.cast::<usize>().write(bytes);
+        let pointer = base.add(ALIGNMENT) as u64;
+        check::track(pointer, bytes, memory);
+        Ok(pointer)
     }
 }
 
