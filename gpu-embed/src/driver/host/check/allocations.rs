@@ -131,42 +131,40 @@ fn within(address: u64, bytes: u64, base: u64, end: u64) -> (u64, u64) {
     (address.saturating_sub(base), to.saturating_sub(base))
 }
 
-/// The mask of bits `from..to` (`to` at most 64) of a word.
-fn mask(from: u64, to: u64) -> u64 {
-    let high = if to >= 64 { u64::MAX } else { (1 << to) - 1 };
-    high & !((1u64 << from) - 1)
+/// The words of a bitmap that bits `from..to` fall in, each with the mask of those bits in it.
+pub(super) fn words(from: u64, to: u64) -> impl Iterator<Item = (usize, u64)> {
+    let first = from / 64;
+    let last = to.div_ceil(64);
+    (first..last).map(move |word| {
+        let low = from.max(word * 64) - word * 64;
+        let high = to.min(word * 64 + 64) - word * 64;
+        let below_high = if high >= 64 {
+            u64::MAX
+        } else {
+            (1 << high) - 1
+        };
+        (word as usize, below_high & !((1u64 << low) - 1))
+    })
 }
 
 /// Sets bits `from..to`.
 fn set_bits(bits: &[AtomicU64], from: u64, to: u64) {
-    let mut at = from;
-    while at < to {
-        let word = at / 64;
-        let end = (to - word * 64).min(64);
-        if let Some(cell) = bits.get(word as usize) {
-            cell.fetch_or(mask(at % 64, end), Ordering::Relaxed);
+    for (word, mask) in words(from, to) {
+        if let Some(cell) = bits.get(word) {
+            cell.fetch_or(mask, Ordering::Relaxed);
         }
-        at = word * 64 + end;
     }
 }
 
 /// The first clear bit of `from..to`.
 fn first_clear(bits: &[AtomicU64], from: u64, to: u64) -> Option<u64> {
-    let mut at = from;
-    while at < to {
-        let word = at / 64;
-        let end = (to - word * 64).min(64);
-        let wanted = mask(at % 64, end);
+    words(from, to).find_map(|(word, mask)| {
         let value = bits
-            .get(word as usize)
+            .get(word)
             .map_or(u64::MAX, |cell| cell.load(Ordering::Relaxed));
-        let clear = !value & wanted;
-        if clear != 0 {
-            return Some(word * 64 + u64::from(clear.trailing_zeros()));
-        }
-        at = word * 64 + end;
-    }
-    None
+        let clear = !value & mask;
+        (clear != 0).then(|| word as u64 * 64 + u64::from(clear.trailing_zeros()))
+    })
 }
 
 /// The allocations the program made and never freed: each one's address, size, kind and

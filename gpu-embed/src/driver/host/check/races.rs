@@ -6,6 +6,7 @@
 //! with where their bytes meet. A launch whose blocks each touch their own part of a buffer
 //! then costs a few comparisons per row, not a record per byte.
 
+use super::allocations::words;
 use super::Site;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -74,17 +75,7 @@ impl Page {
 
     /// Whether any of bytes `from..to` of the page holds a record.
     fn any_touched(&self, from: u64, to: u64) -> bool {
-        let mut at = from;
-        while at < to {
-            let word = at / 64;
-            let end = (to - word * 64).min(64);
-            let high = if end >= 64 { u64::MAX } else { (1 << end) - 1 };
-            if self.touched[word as usize] & high & !((1u64 << (at % 64)) - 1) != 0 {
-                return true;
-            }
-            at = word * 64 + end;
-        }
-        false
+        words(from, to).any(|(word, mask)| self.touched[word] & mask != 0)
     }
 }
 
