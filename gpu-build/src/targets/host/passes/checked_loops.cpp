@@ -41,6 +41,22 @@ Value *gpu_check::passing(const Guard &guard, Value *count, SCEVExpander &expand
 }
 
 // (checked_loops.h)
+gpu_check::PassingRange gpu_check::passingRange(const Guard &guard, Value *count,
+                                                SCEVExpander &expander, Instruction *at) {
+  IRBuilder<> b(at);
+  Value *zero = b.getIntN(128, 0);
+  Value *passed = passing(guard, count, expander, at);
+  if (!guard.excluded)
+    return {zero, passed, b.getFalse()};
+  Value *excluded = wide(guard.excluded, false, expander, at);
+  Value *first = b.CreateZExt(
+      b.CreateAnd(b.CreateICmpEQ(excluded, zero), b.CreateICmpSGT(passed, zero)),
+      passed->getType());
+  Value *later = b.CreateAnd(b.CreateICmpSGT(excluded, zero), b.CreateICmpULT(excluded, passed));
+  return {first, b.CreateSub(passed, first), later};
+}
+
+// (checked_loops.h)
 bool gpu_check::callsMarker(const Instruction &I, const char *name) {
   auto *call = dyn_cast<CallInst>(&I);
   Function *callee = call ? call->getCalledFunction() : nullptr;

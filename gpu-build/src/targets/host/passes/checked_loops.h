@@ -48,6 +48,16 @@ llvm::Value *wide(const llvm::SCEV *S, bool isSigned, llvm::SCEVExpander &expand
 llvm::Value *passing(const Guard &guard, llvm::Value *count, llvm::SCEVExpander &expander,
                      llvm::Instruction *at);
 
+// The iterations `guard` lets through of the first `count` (i128) as a range: the first
+// (i128: 1 where the guard turns away iteration 0, else 0) and how many from there (an
+// iteration it turns away further on is not left out: `turnedAwayLater` says where there is
+// one). Computed before `at`.
+struct PassingRange {
+  llvm::Value *first, *count, *turnedAwayLater;
+};
+PassingRange passingRange(const Guard &guard, llvm::Value *count, llvm::SCEVExpander &expander,
+                          llvm::Instruction *at);
+
 // Whether `I` calls the marker function `name` (check_markers.h).
 bool callsMarker(const llvm::Instruction &I, const char *name);
 

@@ -103,25 +103,16 @@ SmallVector<GlobalRowCall, 4> gpu_check::globalRowCalls(ArrayRef<GlobalRow> rows
     const SCEV *first = outsideOf(row.start, L, SE, AA, at);
     Value *start = b.CreatePtrToInt(expander.expandCodeFor(first, pointer->getType(), at), I64);
     Value *step = expander.expandCodeFor(row.step, I64, at);
-    Value *count = passing(row.guard, iterations, expander, at);
-    Value *firstThread = b.getIntN(128, 0);
-    if (row.guard.excluded) {
-      // Without the first thread when it is the one the guard turns away; a row is for every
-      // thread from there, so one turned away further on is no row (the copy is not run then).
-      Value *zero = b.getIntN(128, 0);
-      Value *turnedAway = wide(row.guard.excluded, false, expander, at);
-      Value *off = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), entry(GLOBAL_ON)), b.getInt32(0));
-      valid = b.CreateAnd(valid, b.CreateOr({off, b.CreateICmpEQ(turnedAway, zero),
-                                             b.CreateICmpUGE(turnedAway, count)}));
-      Value *excluded =
-          b.CreateAnd(b.CreateICmpEQ(turnedAway, zero), b.CreateICmpSGT(count, zero));
-      firstThread = b.CreateZExt(excluded, count->getType());
-      count = b.CreateSub(count, firstThread);
-      start = b.CreateAdd(start, b.CreateMul(step, b.CreateTrunc(firstThread, I64)));
-    }
+    PassingRange range = passingRange(row.guard, iterations, expander, at);
+    Value *count = range.count;
+    Value *firstThread = range.first;
+    start = b.CreateAdd(start, b.CreateMul(step, b.CreateTrunc(firstThread, I64)));
+    Value *off = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), entry(GLOBAL_ON)), b.getInt32(0));
+    // A row is every thread of the range: one the guard turns away further on leaves none (the
+    // copy is not run then, while the switch is on).
+    valid = b.CreateAnd(valid, b.CreateOr(off, b.CreateNot(range.turnedAwayLater)));
     if (!row.guard.mustBeFalse.empty()) {
       // The row is the guard's only while those are false.
-      Value *off = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), entry(GLOBAL_ON)), b.getInt32(0));
       Value *holds = b.getTrue();
       for (Value *value : row.guard.mustBeFalse)
         holds = b.CreateAnd(holds, b.CreateNot(computeOutside(value, L, AA, at)));

@@ -168,21 +168,17 @@ Value *testBefore(const KnownCheck &given, const Loop &L, ScalarEvolution &SE, A
   // In 128 bits nothing wraps: the addresses the iterations the guard lets through give (none:
   // nothing to test), with those of the loops inside.
   Value *iterations = b.CreateAdd(wide(backedges, false, expander, at), b.getIntN(128, 1));
-  Value *count = passing(check.guard, iterations, expander, at);
+  PassingRange range = passingRange(check.guard, iterations, expander, at);
+  Value *count = range.count;
   Value *zero = b.getIntN(128, 0);
-  Value *first = wide(check.start, false, expander, at);
-  if (check.guard.excluded) {
-    // Without the first iteration when it is the one excluded: one fewer, one step on (in the
-    // access's own width: an index one below zero at the iteration excluded is zero after it).
-    Value *excluded = wide(check.guard.excluded, false, expander, at);
-    Value *skip = b.CreateAnd(b.CreateICmpEQ(excluded, zero), b.CreateICmpSGT(count, zero));
-    count = b.CreateSub(count, b.CreateZExt(skip, count->getType()));
-    Type *type = check.start->getType();
-    Value *start = expander.expandCodeFor(check.start, type, at);
-    Value *step = expander.expandCodeFor(check.step, type, at);
-    Value *moved = b.CreateAdd(start, b.CreateSelect(skip, step, ConstantInt::get(type, 0)));
-    first = b.CreateZExt(moved, count->getType());
-  }
+  // The first address of the range, computed in the access's own width (an index one below
+  // zero at an iteration the guard turns away is zero one step on).
+  Type *type = check.start->getType();
+  Value *first = b.CreateZExt(
+      b.CreateAdd(expander.expandCodeFor(check.start, type, at),
+                  b.CreateMul(expander.expandCodeFor(check.step, type, at),
+                              b.CreateTrunc(range.first, type))),
+      count->getType());
   Value *none = b.CreateICmpEQ(count, b.getIntN(128, 0));
   Value *lowest = first, *highest = first;
   // Each loop's reach from the first address, down or up: the lowest and the highest address
