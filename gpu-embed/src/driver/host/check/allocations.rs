@@ -99,6 +99,11 @@ pub(super) fn written_row(start: u64, step: i64, bytes: u64, count: u32) {
     let Some(bits) = &allocation.written else {
         return;
     };
+    if let Some((low, high)) = contiguous(start, step, bytes, count) {
+        let (from, to) = within(low, high - low, base, allocation.end);
+        set_bits(bits, from, to);
+        return;
+    }
     for i in 0..count {
         let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
         let (from, to) = within(address, bytes, base, allocation.end);
@@ -118,11 +123,42 @@ pub(super) fn first_unwritten_row(
     let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
     let (&base, allocation) = live.range(..=start).next_back()?;
     let bits = allocation.written.as_ref()?;
+    if let Some((low, high)) = contiguous(start, step, bytes, count) {
+        // One walk over the row's words, from the end access 0 is at; the byte found names
+        // its access.
+        let (from, to) = within(low, high - low, base, allocation.end);
+        let (byte, i) = if step < 0 {
+            let i = u64::from(count) - 1 - (base + last_clear(bits, from, to)? - low) / bytes;
+            // The access's own first unwritten byte, as a row with gaps reports.
+            let (from, to) = within(start - i * bytes, bytes, base, allocation.end);
+            (first_clear(bits, from, to)?, i)
+        } else {
+            let byte = first_clear(bits, from, to)?;
+            (byte, (base + byte - low) / bytes)
+        };
+        return Some((i as u32, byte, base, allocation.end - base));
+    }
     (0..count).find_map(|i| {
         let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
         let (from, to) = within(address, bytes, base, allocation.end);
         first_clear(bits, from, to).map(|byte| (i, byte, base, allocation.end - base))
     })
+}
+
+/// The bytes a row of `count` accesses of `bytes` at `start + i * step` covers, as
+/// `(first, one past the last)`, where its accesses leave no gap between them (`|step| ==
+/// bytes`): a row a warp of threads reads or writes element by element.
+fn contiguous(start: u64, step: i64, bytes: u64, count: u32) -> Option<(u64, u64)> {
+    if count == 0 || step.unsigned_abs() != bytes {
+        return None;
+    }
+    let span = bytes.checked_mul(u64::from(count))?;
+    let low = if step < 0 {
+        start.checked_sub(span - bytes)?
+    } else {
+        start
+    };
+    Some((low, low.checked_add(span)?))
 }
 
 /// `bytes` at `address` as offsets in the allocation `base..end`, cut to it.
@@ -132,7 +168,7 @@ fn within(address: u64, bytes: u64, base: u64, end: u64) -> (u64, u64) {
 }
 
 /// The words of a bitmap that bits `from..to` fall in, each with the mask of those bits in it.
-pub(super) fn words(from: u64, to: u64) -> impl Iterator<Item = (usize, u64)> {
+pub(super) fn words(from: u64, to: u64) -> impl DoubleEndedIterator<Item = (usize, u64)> {
     let first = from / 64;
     let last = to.div_ceil(64);
     (first..last).map(move |word| {
@@ -164,6 +200,17 @@ fn first_clear(bits: &[AtomicU64], from: u64, to: u64) -> Option<u64> {
             .map_or(u64::MAX, |cell| cell.load(Ordering::Relaxed));
         let clear = !value & mask;
         (clear != 0).then(|| word as u64 * 64 + u64::from(clear.trailing_zeros()))
+    })
+}
+
+/// The last clear bit of `from..to`.
+fn last_clear(bits: &[AtomicU64], from: u64, to: u64) -> Option<u64> {
+    words(from, to).rev().find_map(|(word, mask)| {
+        let value = bits
+            .get(word)
+            .map_or(u64::MAX, |cell| cell.load(Ordering::Relaxed));
+        let clear = !value & mask;
+        (clear != 0).then(|| word as u64 * 64 + 63 - u64::from(clear.leading_zeros()))
     })
 }
 
@@ -205,6 +252,47 @@ mod tests {
         set_bits(&bits, 0, 3);
         set_bits(&bits, 70, 192);
         assert_eq!(first_clear(&bits, 0, 192), None);
+    }
+
+    #[test]
+    fn a_row_without_gaps_finds_the_access_of_its_first_unwritten_byte() {
+        let start = 0x10_0000;
+        let bits: Arc<[AtomicU64]> = (0..4).map(|_| AtomicU64::new(0)).collect();
+        LIVE.write().unwrap().insert(
+            start,
+            Allocation {
+                serial: 0,
+                end: start + 256,
+                memory: Memory::Device,
+                origin: None,
+                written: Some(bits),
+            },
+        );
+        // 16 floats written upwards from byte 0, then 8 downwards from byte 124 (bytes 96..128).
+        written_row(start, 4, 4, 16);
+        written_row(start + 124, -4, 4, 8);
+        assert_eq!(
+            first_unwritten_row(start, 4, 4, 32),
+            Some((16, 64, start, 256))
+        );
+        assert_eq!(first_unwritten_row(start + 96, 4, 4, 8), None);
+        // Downwards from byte 140: accesses 0 to 3 (bytes 128..144) were never written; the
+        // first is reported, as a row with gaps reports it.
+        assert_eq!(
+            first_unwritten_row(start + 140, -4, 4, 12),
+            Some((0, 140, start, 256))
+        );
+        assert_eq!(
+            first_unwritten_row(start + 140, -8, 8, 6),
+            first_unwritten_row(start + 140, -4, 4, 12)
+        );
+        // Past the allocation's end: cut to it, as a strided row is.
+        written_row(start + 128, 4, 4, 64);
+        assert_eq!(
+            first_unwritten_row(start, 4, 4, 64),
+            Some((16, 64, start, 256))
+        );
+        untrack(start);
     }
 
     #[test]
