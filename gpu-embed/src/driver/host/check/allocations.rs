@@ -8,6 +8,7 @@
 
 use super::selection;
 use crate::driver::origin::{said, Origin};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -39,6 +40,69 @@ struct Allocation {
 /// Live allocations: first byte → the allocation.
 static LIVE: RwLock<BTreeMap<u64, Allocation>> = RwLock::new(BTreeMap::new());
 
+/// Changes made to [`LIVE`] so far: what an OS thread remembers of it holds while this has not
+/// moved.
+static CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// An allocation an OS thread's written-bits lookup found: a kernel's rows mostly fall in the
+/// few its last rows did, and the table's lock, shared by every worker, cost more than the
+/// bits.
+struct Remembered {
+    changes: u64,
+    base: u64,
+    end: u64,
+    written: Option<Arc<[AtomicU64]>>,
+}
+
+/// Allocations an OS thread remembers (a stencil reads one and writes another).
+const REMEMBERED: usize = 4;
+
+/// The allocations an OS thread's lookups found last, and which to replace next.
+struct Recent {
+    found: [Option<Remembered>; REMEMBERED],
+    next: usize,
+}
+
+thread_local! {
+    static RECENT: RefCell<Recent> = const {
+        RefCell::new(Recent {
+            found: [None, None, None, None],
+            next: 0,
+        })
+    };
+}
+
+/// `f` of the allocation holding `address` (`base`, `end` and its written bits), where one does
+/// and keeps written bits.
+fn with_written<T>(address: u64, f: impl FnOnce(u64, u64, &[AtomicU64]) -> Option<T>) -> Option<T> {
+    RECENT.with_borrow_mut(|recent| {
+        let changes = CHANGES.load(Ordering::Acquire);
+        let known = recent.found.iter().position(|found| {
+            found.as_ref().is_some_and(|found| {
+                found.changes == changes && (found.base..found.end).contains(&address)
+            })
+        });
+        let slot = match known {
+            Some(slot) => slot,
+            None => {
+                let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
+                let (&base, allocation) = live.range(..=address).next_back()?;
+                let slot = recent.next;
+                recent.next = (slot + 1) % REMEMBERED;
+                recent.found[slot] = Some(Remembered {
+                    changes,
+                    base,
+                    end: allocation.end,
+                    written: allocation.written.clone(),
+                });
+                slot
+            }
+        };
+        let found = recent.found[slot].as_ref()?;
+        f(found.base, found.end, found.written.as_deref()?)
+    })
+}
+
 /// Records a live allocation of `bytes` at `start`, as `memory` (device memory the host
 /// program writes directly where the allocating code said so).
 pub(crate) fn track(start: u64, bytes: usize, memory: Memory) {
@@ -66,6 +130,7 @@ pub(crate) fn track(start: u64, bytes: usize, memory: Memory) {
     LIVE.write()
         .unwrap_or_else(|p| p.into_inner())
         .insert(start, allocation);
+    CHANGES.fetch_add(1, Ordering::Release);
 }
 
 /// Forgets the allocation at `start`.
@@ -73,6 +138,7 @@ pub(crate) fn untrack(start: u64) {
     LIVE.write()
         .unwrap_or_else(|p| p.into_inner())
         .remove(&start);
+    CHANGES.fetch_add(1, Ordering::Release);
 }
 
 /// The live allocation holding `address` (or ending at it: a pointer one past a buffer still
@@ -92,23 +158,19 @@ pub(crate) fn written(address: u64, bytes: u64) {
 
 /// Marks written what a row of `count` accesses of `bytes` at `start + i * step` writes.
 pub(super) fn written_row(start: u64, step: i64, bytes: u64, count: u32) {
-    let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
-    let Some((&base, allocation)) = live.range(..=start).next_back() else {
-        return;
-    };
-    let Some(bits) = &allocation.written else {
-        return;
-    };
-    if let Some((low, high)) = contiguous(start, step, bytes, count) {
-        let (from, to) = within(low, high - low, base, allocation.end);
-        set_bits(bits, from, to);
-        return;
-    }
-    for i in 0..count {
-        let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
-        let (from, to) = within(address, bytes, base, allocation.end);
-        set_bits(bits, from, to);
-    }
+    with_written(start, |base, end, bits| {
+        if let Some((low, high)) = contiguous(start, step, bytes, count) {
+            let (from, to) = within(low, high - low, base, end);
+            set_bits(bits, from, to);
+            return Some(());
+        }
+        for i in 0..count {
+            let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
+            let (from, to) = within(address, bytes, base, end);
+            set_bits(bits, from, to);
+        }
+        Some(())
+    });
 }
 
 /// Of a row of `count` accesses of `bytes` at `start + i * step`, the first access `i` that
@@ -120,28 +182,27 @@ pub(super) fn first_unwritten_row(
     bytes: u64,
     count: u32,
 ) -> Option<(u32, u64, u64, u64)> {
-    let live = LIVE.read().unwrap_or_else(|p| p.into_inner());
-    let (&base, allocation) = live.range(..=start).next_back()?;
-    let bits = allocation.written.as_ref()?;
-    if let Some((low, high)) = contiguous(start, step, bytes, count) {
-        // One walk over the row's words, from the end access 0 is at; the byte found names
-        // its access.
-        let (from, to) = within(low, high - low, base, allocation.end);
-        let (byte, i) = if step < 0 {
-            let i = u64::from(count) - 1 - (base + last_clear(bits, from, to)? - low) / bytes;
-            // The access's own first unwritten byte, as a row with gaps reports.
-            let (from, to) = within(start - i * bytes, bytes, base, allocation.end);
-            (first_clear(bits, from, to)?, i)
-        } else {
-            let byte = first_clear(bits, from, to)?;
-            (byte, (base + byte - low) / bytes)
-        };
-        return Some((i as u32, byte, base, allocation.end - base));
-    }
-    (0..count).find_map(|i| {
-        let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
-        let (from, to) = within(address, bytes, base, allocation.end);
-        first_clear(bits, from, to).map(|byte| (i, byte, base, allocation.end - base))
+    with_written(start, |base, end, bits| {
+        if let Some((low, high)) = contiguous(start, step, bytes, count) {
+            // One walk over the row's words, from the end access 0 is at; the byte found names
+            // its access.
+            let (from, to) = within(low, high - low, base, end);
+            let (byte, i) = if step < 0 {
+                let i = u64::from(count) - 1 - (base + last_clear(bits, from, to)? - low) / bytes;
+                // The access's own first unwritten byte, as a row with gaps reports.
+                let (from, to) = within(start - i * bytes, bytes, base, end);
+                (first_clear(bits, from, to)?, i)
+            } else {
+                let byte = first_clear(bits, from, to)?;
+                (byte, (base + byte - low) / bytes)
+            };
+            return Some((i as u32, byte, base, end - base));
+        }
+        (0..count).find_map(|i| {
+            let address = start.wrapping_add((step as u64).wrapping_mul(u64::from(i)));
+            let (from, to) = within(address, bytes, base, end);
+            first_clear(bits, from, to).map(|byte| (i, byte, base, end - base))
+        })
     })
 }
 
@@ -186,7 +247,12 @@ pub(super) fn words(from: u64, to: u64) -> impl DoubleEndedIterator<Item = (usiz
 /// Sets bits `from..to`.
 fn set_bits(bits: &[AtomicU64], from: u64, to: u64) {
     for (word, mask) in words(from, to) {
-        if let Some(cell) = bits.get(word) {
+        // Written again mostly: a load where the bits are set already leaves the cache line
+        // shared with the other workers.
+        if let Some(cell) = bits
+            .get(word)
+            .filter(|c| c.load(Ordering::Relaxed) & mask != mask)
+        {
             cell.fetch_or(mask, Ordering::Relaxed);
         }
     }
@@ -268,6 +334,7 @@ mod tests {
                 written: Some(bits),
             },
         );
+        CHANGES.fetch_add(1, Ordering::Release);
         // 16 floats written upwards from byte 0, then 8 downwards from byte 124 (bytes 96..128).
         written_row(start, 4, 4, 16);
         written_row(start + 124, -4, 4, 8);
