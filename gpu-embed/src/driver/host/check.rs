@@ -8,12 +8,13 @@
 //! between barriers, and (`shadow.rs`) the shadow of workgroup memory. The table of live
 //! allocations and the leak check are `allocations.rs` and `leaks.rs`; the checks chosen at run
 //! time `selection.rs`; the global-memory checks they choose `global.rs`, with the race shadow
-//! `races.rs`.
+//! `races.rs`; the words of the reports `report_text.rs`.
 
 mod allocations;
 mod global;
 mod leaks;
 mod races;
+mod report_text;
 mod selection;
 mod shadow;
 
@@ -30,10 +31,11 @@ use crate::binary::HostKernel;
 use crate::error::{Error, ErrorKind};
 use allocations::allocation_of;
 use gpu_manifest::targets::host as host_abi;
+use report_text::{access_name, at, coordinates, location, thread_of};
 use shadow::{flush_before, Pending, Variable, VariableShadow};
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -189,6 +191,9 @@ pub(super) struct Checks {
     serial: u64,
     /// The shadow of the global memory the launch touches (the race check).
     global: races::RaceShadow,
+    /// The launch's block and grid sizes, for the reports made at its end.
+    block: [u32; 3],
+    grid: [u32; 3],
 }
 
 /// Launches checked so far (each gets the next serial).
@@ -202,6 +207,7 @@ impl Checks {
     /// Each `params[i]` points to `sizes[i]` readable bytes.
     pub(super) unsafe fn new(
         kernel: &HostKernel,
+        [grid, block]: [[u32; 3]; 2],
         params: &[*mut std::ffi::c_void],
         sizes: &[usize],
     ) -> crate::error::Result<Checks> {
@@ -210,6 +216,7 @@ impl Checks {
         if selection.leaks {
             leaks::report_at_exit();
         }
+        let serial = LAUNCHES.fetch_add(1, Ordering::Relaxed);
         let bounds = params
             .iter()
             .zip(sizes)
@@ -230,13 +237,16 @@ impl Checks {
             reports: Mutex::new(Vec::new()),
             count: AtomicU64::new(0),
             seen: Mutex::new(HashSet::new()),
-            serial: LAUNCHES.fetch_add(1, Ordering::Relaxed),
-            global: races::RaceShadow::default(),
+            serial,
+            global: races::RaceShadow::new(serial),
+            block,
+            grid,
         })
     }
 
     /// Prints every report on stderr and returns the launch's fault, if there was one.
     pub(super) fn finish(self) -> Option<Error> {
+        global::report_row_races(&self);
         let count = self.count.into_inner();
         CHECK_ERRORS.fetch_add(count, Ordering::Relaxed);
         let reports = self.reports.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -397,39 +407,6 @@ pub(super) unsafe extern "C" fn report(
     });
 }
 
-/// What an access of a site's `kind` (`host_abi::CHECK_LOAD`...) does, for reports.
-fn access_name(kind: u32) -> &'static str {
-    match kind {
-        host_abi::CHECK_LOAD => "load",
-        host_abi::CHECK_STORE => "store",
-        host_abi::CHECK_ATOMIC => "atomic access",
-        host_abi::CHECK_COPY_READ => "copy reading",
-        _ => "copy writing",
-    }
-}
-
-/// Where a report's access was made: "at file:line:col, block (…), thread (…)".
-fn at(site: *const Site, [tx, ty, tz]: [u32; 3], [bx, by, bz]: [u32; 3]) -> String {
-    format!(
-        "at {}, block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz})",
-        location(site)
-    )
-}
-
-/// `file:line:col` of a site.
-fn location(site: *const Site) -> String {
-    // SAFETY: null or a constant of the checked object.
-    match unsafe { site.as_ref() } {
-        Some(site) if !site.location.is_null() => {
-            // SAFETY: the object's locations are NUL-terminated constants.
-            unsafe { CStr::from_ptr(site.location) }
-                .to_string_lossy()
-                .into_owned()
-        }
-        _ => "(unknown location)".to_string(),
-    }
-}
-
 /// What this OS thread knows of the block it runs: the barrier interval each of its threads is
 /// in and the barrier each last reached.
 struct BlockState {
@@ -569,14 +546,6 @@ fn block_key([x, y, z]: [u32; 3]) -> (u64, u32) {
     (u64::from(x) | u64::from(y) << 32, z)
 }
 
-/// The thread `linear` of a block of `dims`, as `(x, y, z)`.
-fn thread_of(linear: u32, dims: [u32; 3]) -> String {
-    let x = linear % dims[0];
-    let y = linear / dims[0] % dims[1];
-    let z = linear / (dims[0] * dims[1]);
-    format!("({x}, {y}, {z})")
-}
-
 /// Records a thread's arrival at a barrier (`host_abi::CHECK_BARRIER_OFFSET`): its next
 /// accesses are in the next interval.
 ///
@@ -642,9 +611,10 @@ pub(super) unsafe extern "C" fn barriers(
     );
 }
 
-/// Reports what the block this OS thread ran last left pending: called when a call of the
-/// blocks entry (or a coroutine block) is done.
+/// Reports what the block this OS thread ran last left pending, and hands the rows it logged to
+/// the launch: called when a call of the blocks entry (or a coroutine block) is done.
 pub(super) fn flush(checks: &Checks) {
+    checks.global.flush();
     BLOCK.with_borrow_mut(|state| {
         if state.serial == checks.serial {
             flush_before(state, checks, u32::MAX);

@@ -100,7 +100,7 @@ pub(super) fn launch_grid(
     // SAFETY: the launch's caller guarantees `sizes[i]` bytes at `params[i]`.
     let launch_checks = kernel
         .checked
-        .then(|| unsafe { Checks::new(kernel, params, sizes) })
+        .then(|| unsafe { Checks::new(kernel, [grid, block], params, sizes) })
         .transpose()?;
     let checks = launch_checks.as_ref();
     let blocks: u64 = grid.iter().map(|&d| u64::from(d)).product();

@@ -17,7 +17,7 @@
 
 use super::allocations::{allocation_of, first_unwritten_row, written_row};
 use super::races::{Access, Race, Row};
-use super::{access_name, at, location, thread_of, with_block, Checks, Context, Site};
+use super::{access_name, at, coordinates, location, thread_of, with_block, Checks, Context, Site};
 use gpu_manifest::targets::host as host_abi;
 
 /// What an access does, from its site's kind: (reads, writes, atomic).
@@ -130,10 +130,7 @@ pub(in crate::driver::host) unsafe extern "C" fn global_rows(
             site,
         },
     };
-    if let Some(race) = checks.global.touch_row(row) {
-        let thread = [first_x.wrapping_add(race.element), thread_y, thread_z];
-        report_race(context, checks, site, kind, bytes, thread, block, &race);
-    }
+    checks.global.record_row(row);
 }
 
 /// The block's linear id plus one (0 is nobody).
@@ -179,25 +176,14 @@ fn uninitialized(
     }
 }
 
-/// Reports a race of `thread`'s access (once per pair of sites).
-#[allow(clippy::too_many_arguments)]
-fn report_race(
-    context: &Context,
-    checks: &Checks,
-    site: *const Site,
-    kind: u32,
-    bytes: u64,
-    thread: [u32; 3],
-    block: [u32; 3],
-    race: &Race,
-) {
-    let other = &race.other;
-    if !checks.first_time(site, other.site) {
+/// Reports a race (once per pair of sites).
+fn report_race(checks: &Checks, race: &Race) {
+    let (me, other) = (&race.me, &race.other);
+    if !checks.first_time(me.site, other.site) {
         return;
     }
-    let dims = [context.ids[3], context.ids[4], context.ids[5]];
-    let grid = [context.ids[9], context.ids[10], context.ids[11]];
-    let same_block = other.block == block_id(context, block);
+    let (dims, grid) = (checks.block, checks.grid);
+    let same_block = other.block == me.block;
     let [low, high] = allocation_of(race.byte);
     let by = if same_block {
         format!("thread {} of the same block", thread_of(other.thread, dims))
@@ -213,14 +199,20 @@ fn report_race(
     } else {
         "with nothing ordering the two blocks"
     };
+    // SAFETY: a constant of the checked object.
+    let kind = unsafe { (*me.site).kind };
+    let (thread, block) = (
+        coordinates(me.thread, dims),
+        coordinates(me.block.wrapping_sub(1), grid),
+    );
     checks.record(|| {
         format!(
             "global memory race: {} {}: byte {} of {} ({} bytes at {low:#x}) was {} by {by} at \
              {}, {ordering}",
-            what(kind, bytes),
-            at(site, thread, block),
+            what(kind, race.bytes),
+            at(me.site, thread, block),
             race.byte.wrapping_sub(low),
-            checks.memory_name(site),
+            checks.memory_name(me.site),
             high.wrapping_sub(low),
             if race.other_wrote { "written" } else { "read" },
             location(other.site)
@@ -287,7 +279,16 @@ unsafe fn race(
         site,
     };
     if let Some(race) = checks.global.touch(address, bytes, reads, writes, me) {
-        report_race(context, checks, site, kind, bytes, thread, block, &race);
+        report_race(checks, &race);
+    }
+}
+
+/// Reports the races of the launch's rows of accesses, found at its end.
+pub(super) fn report_row_races(checks: &Checks) {
+    if checks.selection.races {
+        for race in checks.global.races_of_rows() {
+            report_race(checks, &race);
+        }
     }
 }
 

@@ -1,16 +1,27 @@
-//! The race check's shadow of the global memory a launch touches: which thread last wrote and
-//! read each byte, in which barrier interval. Accesses the checked object tells one at a time
-//! (`host_abi::CHECK_GLOBAL_OFFSET`) go to pages of per-byte records, made on first touch;
-//! accesses it tells a row of threads at a time (`CHECK_GLOBAL_ROWS_OFFSET`: thread `i` of
-//! the row at `start + i * step`) are kept as the row, which a later access or row is compared
-//! with where their bytes meet. A launch whose blocks each touch their own part of a buffer
-//! then costs a few comparisons per row, not a record per byte.
+//! The race check's shadow of the global memory a launch touches.
+//!
+//! Accesses the checked object tells one at a time (`host_abi::CHECK_GLOBAL_OFFSET`) go to
+//! pages of per-byte records (which thread last wrote and read each byte, in which barrier
+//! interval), made on first touch, and are compared with them as they come. Accesses it tells
+//! a row of threads at a time (`CHECK_GLOBAL_ROWS_OFFSET`: thread `i` of the row at
+//! `start + i * step`) go to the telling worker's own log, without a lock, where the rows of one site
+//! stacked down a block (thread row `y + 1` a constant distance past row `y`) become one tile;
+//! a worker hands its log over when its chunk of blocks is done, and the launch's end compares
+//! the tiles with each other (only those meeting a tile that writes) and with the byte records.
+//! Threads of different blocks are never ordered within a launch, and those of one block only
+//! by barriers, which each record's interval says: which access came first does not change
+//! whether two race, so comparing at the end finds what comparing on the way would.
+
+mod tiles;
 
 use super::allocations::words;
 use super::Site;
-use std::collections::{BTreeMap, HashMap};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
+pub(super) use tiles::Row;
+use tiles::{tile_race, Tile};
 
 /// Bytes of global memory per page of byte records.
 const PAGE: u64 = 4096;
@@ -35,12 +46,14 @@ impl Access {
         site: std::ptr::null(),
     };
 
-    /// Whether `self`, made before `later`, is ordered before it, or cannot race with it.
-    fn ordered_before(&self, later: &Access) -> bool {
+    /// Whether `self` and `other` are ordered, or cannot race: nobody's, both atomic, one
+    /// thread's, or one block's in different barrier intervals.
+    fn ordered_with(&self, other: &Access) -> bool {
         self.block == 0
-            || (self.atomic && later.atomic)
-            || (self.block == later.block
-                && (self.thread == later.thread || self.interval != later.interval))
+            || other.block == 0
+            || (self.atomic && other.atomic)
+            || (self.block == other.block
+                && (self.thread == other.thread || self.interval != other.interval))
     }
 }
 
@@ -79,83 +92,39 @@ impl Page {
     }
 }
 
-/// The accesses of a row of threads: thread `first.thread + i`, `i < count`, accesses `bytes`
-/// at `start + i * step` (the threads' elements do not overlap: `|step| >= bytes`).
-#[derive(Clone, Copy)]
-pub(super) struct Row {
-    pub start: u64,
-    pub step: i64,
-    pub bytes: u64,
-    pub count: u32,
-    pub reads: bool,
-    pub writes: bool,
-    /// Thread `i = 0`'s access.
-    pub first: Access,
-}
-
-impl Row {
-    /// The row's first byte and one past its last.
-    fn span(&self) -> (u64, u64) {
-        let last = self
-            .start
-            .wrapping_add((self.step as u64).wrapping_mul(u64::from(self.count.saturating_sub(1))));
-        let (low, high) = if self.step < 0 {
-            (last, self.start)
-        } else {
-            (self.start, last)
-        };
-        (low, high.saturating_add(self.bytes))
-    }
-
-    /// Element `i`'s first byte.
-    fn element(&self, i: u32) -> u64 {
-        self.start
-            .wrapping_add((self.step as u64).wrapping_mul(u64::from(i)))
-    }
-
-    /// The element holding `byte`, if one does.
-    fn element_at(&self, byte: u64) -> Option<u32> {
-        let step = self.step.unsigned_abs();
-        let (low, _) = self.span();
-        let offset = byte.checked_sub(low)?;
-        let index = offset / step;
-        if index >= u64::from(self.count) || offset % step >= self.bytes {
-            return None;
-        }
-        let index = index as u32;
-        Some(if self.step < 0 {
-            self.count - 1 - index
-        } else {
-            index
-        })
-    }
-
-    /// Element `i`'s access.
-    fn access(&self, i: u32) -> Access {
-        Access {
-            thread: self.first.thread.wrapping_add(i),
-            ..self.first
-        }
-    }
-}
-
-/// A race found: the byte, the access that came first, and whether it wrote.
+/// A race found: the byte, the access of it that was told, its size, and the other access it
+/// races with (which wrote where `other_wrote`).
 pub(super) struct Race {
     pub byte: u64,
+    pub me: Access,
+    pub bytes: u64,
     pub other: Access,
     pub other_wrote: bool,
-    /// The element of the row being told that raced (0 for a single access).
-    pub element: u32,
 }
 
-/// Shards of the shadow, by page: the blocks running at once mostly touch different pages, and
-/// one lock for all of them was a third of a launch's time.
+/// Whether `one` (which wrote where `one_writes`) races with `other`.
+fn races(one: &Access, one_writes: bool, other: &Access, other_writes: bool) -> bool {
+    (one_writes || other_writes) && !one.ordered_with(other)
+}
+
+/// Shards of the byte records, by page: the blocks running at once mostly touch different
+/// pages, and one lock for all of them was a third of a launch's time.
 const SHARDS: u64 = 16;
 
-/// The launch's shadow: a page's byte records, and the rows that meet it, in the page's shard.
-#[derive(Default)]
+/// Tiles a worker looks back over for one a row stacks onto: a block's thread loop tells a row
+/// of each of its sites in turn.
+const LOOK_BACK: usize = 8;
+
+/// Races looked for at a launch's end, at most (each pair of sites is reported once).
+const MOST_RACES: usize = 256;
+
+/// The launch's shadow: the byte records of single accesses, by page, and the tiles the
+/// workers handed over.
 pub(super) struct RaceShadow {
-    shards: [Mutex<Inner>; SHARDS as usize],
+    /// The launch's serial: which launch a worker's log holds.
+    serial: u64,
+    shards: [Mutex<Pages>; SHARDS as usize],
+    tiles: Mutex<Vec<Tile>>,
 }
 
 /// Hashes a page number: the number itself, spread (page numbers are dense and distinct; the
@@ -180,70 +149,33 @@ impl Hasher for PageHasher {
 }
 
 #[derive(Default)]
-struct Inner {
+struct Pages {
     pages: HashMap<u64, Box<Page>, BuildHasherDefault<PageHasher>>,
-    /// The rows, by their first byte and their number.
-    rows: BTreeMap<(u64, u64), Row>,
-    /// The widest row's span: every row meeting a range starts at most this far before it.
-    widest: u64,
 }
 
 // SAFETY: the raw site pointers are constants of the checked object, read only.
 unsafe impl Send for RaceShadow {}
-// SAFETY: as above; the records are behind the mutex.
+// SAFETY: as above; the records and tiles are behind mutexes.
 unsafe impl Sync for RaceShadow {}
 
-/// Whether `earlier` (which wrote where `earlier_wrote`) races with `later`.
-fn races(earlier: &Access, earlier_wrote: bool, later: &Access, later_writes: bool) -> bool {
-    (earlier_wrote || later_writes) && !earlier.ordered_before(later)
+/// A worker's rows of the launch `serial`, not yet handed over.
+struct Log {
+    serial: u64,
+    tiles: Vec<Tile>,
 }
 
-impl Inner {
-    /// The rows whose bytes may meet `low..high`.
-    fn rows_meeting(&self, low: u64, high: u64) -> impl Iterator<Item = &Row> {
-        self.rows
-            .range((low.saturating_sub(self.widest), 0)..(high, 0))
-            .map(|(_, row)| row)
-            .filter(move |row| {
-                let (l, h) = row.span();
-                l < high && low < h
-            })
-    }
+thread_local! {
+    static LOG: RefCell<Log> = const {
+        RefCell::new(Log {
+            serial: 0,
+            tiles: Vec::new(),
+        })
+    };
+}
 
-    /// The first race of `me` (reading and writing as said) on `bytes` at `address` with a
-    /// row.
-    fn race_with_rows(
-        &self,
-        address: u64,
-        bytes: u64,
-        writes: bool,
-        me: &Access,
-        element: u32,
-    ) -> Option<Race> {
-        let end = address.saturating_add(bytes);
-        for row in self.rows_meeting(address, end) {
-            if !row.writes && !writes {
-                continue;
-            }
-            for byte in address..end {
-                if let Some(i) = row.element_at(byte) {
-                    let other = row.access(i);
-                    if races(&other, row.writes, me, writes) {
-                        return Some(Race {
-                            byte,
-                            other,
-                            other_wrote: row.writes,
-                            element,
-                        });
-                    }
-                }
-            }
-        }
-        None
-    }
-
-    /// The first race of `me` on `bytes` at `address` with the byte records (updated with it
-    /// where `record`).
+impl Pages {
+    /// The first race of `me` on `bytes` at `address` (bytes of one page) with the byte
+    /// records (updated with it where `record`).
     fn race_with_bytes(
         &mut self,
         address: u64,
@@ -252,67 +184,92 @@ impl Inner {
         me: Access,
         record: bool,
     ) -> Option<Race> {
-        let mut race = None;
+        let number = address / PAGE;
         let end = address.saturating_add(bytes);
-        let mut at = address;
-        // A page at a time: one lookup for the bytes it holds.
-        while at < end {
-            let number = at / PAGE;
-            let until = end.min((number + 1).saturating_mul(PAGE));
-            let page = if record {
-                Some(self.pages.entry(number).or_insert_with(Page::new))
-            } else {
-                self.pages
-                    .get_mut(&number)
-                    .filter(|page| page.any_touched(at % PAGE, (until - 1) % PAGE + 1))
-            };
-            if let Some(page) = page {
-                for byte in at..until {
-                    let offset = byte % PAGE;
-                    if record {
-                        page.touched[(offset / 64) as usize] |= 1 << (offset % 64);
-                    }
-                    let shadow = &mut page.bytes[offset as usize];
-                    if race.is_none() {
-                        if races(&shadow.write, true, &me, writes) {
-                            race = Some(Race {
-                                byte,
-                                other: shadow.write,
-                                other_wrote: true,
-                                element: 0,
-                            });
-                        } else if races(&shadow.read, false, &me, writes) {
-                            race = Some(Race {
-                                byte,
-                                other: shadow.read,
-                                other_wrote: false,
-                                element: 0,
-                            });
-                        }
-                    }
-                    if record && writes {
-                        shadow.write = me;
-                    }
-                    if record && reads {
-                        shadow.read = me;
-                    }
+        let page = if record {
+            self.pages.entry(number).or_insert_with(Page::new)
+        } else {
+            self.pages
+                .get_mut(&number)
+                .filter(|page| page.any_touched(address % PAGE, (end - 1) % PAGE + 1))?
+        };
+        let mut race = None;
+        for byte in address..end {
+            let offset = byte % PAGE;
+            if record {
+                page.touched[(offset / 64) as usize] |= 1 << (offset % 64);
+            }
+            let shadow = &mut page.bytes[offset as usize];
+            if race.is_none() {
+                let (other, other_wrote) = if races(&shadow.write, true, &me, writes) {
+                    (shadow.write, true)
+                } else {
+                    (shadow.read, false)
+                };
+                if races(&other, other_wrote, &me, writes) {
+                    race = Some(Race {
+                        byte,
+                        me,
+                        bytes,
+                        other,
+                        other_wrote,
+                    });
                 }
             }
-            at = until;
+            if record && writes {
+                shadow.write = me;
+            }
+            if record && reads {
+                shadow.read = me;
+            }
         }
         race
     }
 }
 
 impl RaceShadow {
+    pub(super) fn new(serial: u64) -> RaceShadow {
+        RaceShadow {
+            serial,
+            shards: Default::default(),
+            tiles: Mutex::new(Vec::new()),
+        }
+    }
+
     /// The shard of page `page`, locked.
-    fn shard(&self, page: u64) -> std::sync::MutexGuard<'_, Inner> {
+    fn shard(&self, page: u64) -> std::sync::MutexGuard<'_, Pages> {
         self.shards[(page % SHARDS) as usize]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records one access of `bytes` at `address` by `me`; the first race it makes.
+    /// The first race of `me`'s access of `bytes` at `address` with the byte records, a
+    /// page's part at a time (recording it where `record`).
+    fn with_bytes(
+        &self,
+        address: u64,
+        bytes: u64,
+        effects: (bool, bool),
+        me: Access,
+        record: bool,
+    ) -> Option<Race> {
+        let mut race = None;
+        let end = address.saturating_add(bytes);
+        let mut at = address;
+        while at < end {
+            let page = at / PAGE;
+            let until = end.min((page + 1).saturating_mul(PAGE));
+            let found = self
+                .shard(page)
+                .race_with_bytes(at, until - at, effects, me, record);
+            race = race.or(found);
+            at = until;
+        }
+        race.map(|race| Race { bytes, ..race })
+    }
+
+    /// Records one access of `bytes` at `address` by `me`; the first race it makes with the
+    /// single accesses recorded before it (rows are compared with it at the launch's end).
     pub(super) fn touch(
         &self,
         address: u64,
@@ -321,125 +278,167 @@ impl RaceShadow {
         writes: bool,
         me: Access,
     ) -> Option<Race> {
-        let mut race = None;
-        let end = address.saturating_add(bytes);
-        let mut at = address;
-        // A page's part at a time, in its shard.
-        while at < end {
-            let page = at / PAGE;
-            let until = end.min((page + 1).saturating_mul(PAGE));
-            let mut inner = self.shard(page);
-            let with_rows = inner.race_with_rows(at, until - at, writes, &me, 0);
-            let with_bytes = inner.race_with_bytes(at, until - at, (reads, writes), me, true);
-            race = race.or(with_rows).or(with_bytes);
-            at = until;
-        }
-        race
+        self.with_bytes(address, bytes, (reads, writes), me, true)
     }
 
-    /// Records a row of accesses; the first race one of them makes. The row goes to the shard
-    /// of every page it spans, and is compared there with what that shard holds.
-    pub(super) fn touch_row(&self, row: Row) -> Option<Race> {
+    /// Records a row of accesses in this worker's log, stacked onto the tile of its site it
+    /// continues, if one does.
+    pub(super) fn record_row(&self, row: Row) {
         if row.count == 0 || row.bytes == 0 {
+            return;
+        }
+        LOG.with_borrow_mut(|log| {
+            if log.serial != self.serial {
+                log.tiles.clear();
+                log.serial = self.serial;
+            }
+            let recent = log.tiles.len().saturating_sub(LOOK_BACK);
+            let onto = log.tiles[recent..].iter_mut().rev().find(|tile| {
+                tile.row.first.site == row.first.site && tile.row.first.block == row.first.block
+            });
+            if !onto.is_some_and(|tile| tile.stack(&row)) {
+                log.tiles.push(Tile::of(row));
+            }
+        });
+    }
+
+    /// Hands this worker's log over (when it is done with a chunk of blocks).
+    pub(super) fn flush(&self) {
+        LOG.with_borrow_mut(|log| {
+            if log.serial == self.serial && !log.tiles.is_empty() {
+                self.tiles
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .append(&mut log.tiles);
+            }
+        });
+    }
+
+    /// At the launch's end, once every worker handed its log over: the races of the rows with
+    /// each other and with the single accesses' byte records (at most [`MOST_RACES`]).
+    pub(super) fn races_of_rows(&self) -> Vec<Race> {
+        let tiles = std::mem::take(&mut *self.tiles.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut found = Vec::new();
+        // The tiles that write, by their first byte (a worker's come mostly in order), with
+        // the furthest end of those up to each: where to stop looking back.
+        let mut writing: Vec<(u64, u64, usize)> = tiles
+            .iter()
+            .enumerate()
+            .filter(|(_, tile)| tile.row.writes)
+            .map(|(index, tile)| {
+                let (low, high) = tile.span();
+                (low, high, index)
+            })
+            .collect();
+        writing.sort_by_key(|&(low, _, _)| low);
+        let furthest: Vec<u64> = writing
+            .iter()
+            .scan(0, |furthest, &(_, high, _)| {
+                *furthest = high.max(*furthest);
+                Some(*furthest)
+            })
+            .collect();
+        'tiles: for (index, tile) in tiles.iter().enumerate() {
+            let (low, high) = tile.span();
+            let mut k = writing.partition_point(|&(other_low, _, _)| other_low < high);
+            while k > 0 && furthest[k - 1] > low {
+                k -= 1;
+                let (_, other_high, other) = writing[k];
+                // Two tiles that write are compared once, from the later.
+                if other_high <= low || other == index || (tile.row.writes && other > index) {
+                    continue;
+                }
+                if let Some(race) = tile_race(tile, &tiles[other]) {
+                    found.push(race);
+                    if found.len() >= MOST_RACES {
+                        break 'tiles;
+                    }
+                }
+            }
+        }
+        let pages = self.pages_recorded();
+        if found.len() < MOST_RACES && !pages.is_empty() {
+            'rows: for tile in &tiles {
+                if !any_within(&pages, tile.span()) {
+                    continue;
+                }
+                for j in 0..tile.rows {
+                    let row = tile.row(j);
+                    if !any_within(&pages, row.span()) {
+                        continue;
+                    }
+                    if let Some(race) = self.row_with_bytes(&row) {
+                        found.push(race);
+                        if found.len() >= MOST_RACES {
+                            break 'rows;
+                        }
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// The pages of byte records, in order.
+    fn pages_recorded(&self) -> Vec<u64> {
+        let mut pages: Vec<u64> = self
+            .shards
+            .iter()
+            .flat_map(|shard| {
+                let shard = shard.lock().unwrap_or_else(|p| p.into_inner());
+                shard.pages.keys().copied().collect::<Vec<u64>>()
+            })
+            .collect();
+        pages.sort_unstable();
+        pages
+    }
+
+    /// The first race of one of `row`'s accesses with the byte records, where its span holds
+    /// some.
+    fn row_with_bytes(&self, row: &Row) -> Option<Race> {
+        let (low, high) = row.span();
+        if !self.any_touched(low, high) {
             return None;
         }
-        let (low, high) = row.span();
-        let (first, last) = (low / PAGE, high.saturating_sub(1) / PAGE);
-        let mut race = None;
-        for page in first..=last.min(first + SHARDS - 1) {
-            race = race.or(self.shard(page).touch_row(row));
-        }
-        race
+        (0..row.count).find_map(|i| {
+            self.with_bytes(
+                row.element(i),
+                row.bytes,
+                (row.reads, row.writes),
+                row.access(i),
+                false,
+            )
+        })
     }
 }
 
-impl Inner {
-    /// [`RaceShadow::touch_row`] in one shard.
-    fn touch_row(&mut self, row: Row) -> Option<Race> {
-        let inner = self;
-        let (low, high) = row.span();
-        let mut race = None;
-        // The rows it meets: only their elements' bytes count, and a row of the same threads
-        // at the same addresses (a thread reading the element it writes) races with nothing.
-        let meeting: Vec<Row> = inner.rows_meeting(low, high).copied().collect();
-        'rows: for other in &meeting {
-            if (!other.writes && !row.writes)
-                || (other.first.block == row.first.block
-                    && other.first.interval == row.first.interval
-                    && other.step == row.step
-                    && other.bytes == row.bytes
-                    && other.start.wrapping_sub(row.start)
-                        == other.step.wrapping_mul(
-                            i64::from(other.first.thread) - i64::from(row.first.thread),
-                        ) as u64)
-            {
-                continue;
+impl RaceShadow {
+    /// Whether a byte of `low..high` holds a record.
+    fn any_touched(&self, low: u64, high: u64) -> bool {
+        let mut at = low;
+        while at < high {
+            let page = at / PAGE;
+            let until = high.min((page + 1).saturating_mul(PAGE));
+            let touched = self
+                .shard(page)
+                .pages
+                .get(&page)
+                .is_some_and(|records| records.any_touched(at % PAGE, (until - 1) % PAGE + 1));
+            if touched {
+                return true;
             }
-            for i in 0..row.count {
-                let me = row.access(i);
-                let element = row.element(i);
-                if let Some(found) =
-                    Inner::race_with_row(other, element, row.bytes, row.writes, &me, i)
-                {
-                    race = Some(found);
-                    break 'rows;
-                }
-            }
+            at = until;
         }
-        // The single accesses recorded byte by byte in its span (none where no page is).
-        let (first_page, last_page) = (low / PAGE, high.saturating_sub(1) / PAGE);
-        let pages_there = !inner.pages.is_empty()
-            && (last_page - first_page >= 4096
-                || (first_page..=last_page).any(|page| inner.pages.contains_key(&page)));
-        if race.is_none() && pages_there {
-            for i in 0..row.count {
-                let me = row.access(i);
-                if let Some(mut found) = inner.race_with_bytes(
-                    row.element(i),
-                    row.bytes,
-                    (row.reads, row.writes),
-                    me,
-                    false,
-                ) {
-                    found.element = i;
-                    race = Some(found);
-                    break;
-                }
-            }
-        }
-        inner.widest = inner.widest.max(high - low);
-        let number = inner.rows.len() as u64;
-        inner.rows.insert((low, number), row);
-        race
+        false
     }
 }
 
-impl Inner {
-    /// The first race of element `element` (`bytes` at `address`, access `me`, element `i` of
-    /// its row) with `other`'s elements.
-    fn race_with_row(
-        other: &Row,
-        address: u64,
-        bytes: u64,
-        writes: bool,
-        me: &Access,
-        i: u32,
-    ) -> Option<Race> {
-        for byte in address..address.saturating_add(bytes) {
-            if let Some(j) = other.element_at(byte) {
-                let earlier = other.access(j);
-                if races(&earlier, other.writes, me, writes) {
-                    return Some(Race {
-                        byte,
-                        other: earlier,
-                        other_wrote: other.writes,
-                        element: i,
-                    });
-                }
-            }
-        }
-        None
-    }
+/// Whether one of `pages` (in order) holds a byte of `low..high`.
+fn any_within(pages: &[u64], (low, high): (u64, u64)) -> bool {
+    let first = pages.partition_point(|&page| page < low / PAGE);
+    pages
+        .get(first)
+        .is_some_and(|&page| page <= high.saturating_sub(1) / PAGE)
 }
 
 #[cfg(test)]
@@ -468,63 +467,147 @@ mod tests {
         }
     }
 
+    /// The races of rows told by this thread, as a launch's end finds them.
+    fn races_of(shadow: &RaceShadow, rows: &[Row]) -> Vec<Race> {
+        for &row in rows {
+            shadow.record_row(row);
+        }
+        shadow.flush();
+        shadow.races_of_rows()
+    }
+
     #[test]
     fn rows_of_their_own_elements_race_with_nothing() {
-        let shadow = RaceShadow::default();
         // Two blocks, each its own 64 floats; each thread reads, then writes, its element.
-        for block in 1..=2 {
-            let start = 0x1000 + u64::from(block) * 256;
-            assert!(shadow
-                .touch_row(row(start, 4, 64, false, access(block, 0)))
-                .is_none());
-            assert!(shadow
-                .touch_row(row(start, 4, 64, true, access(block, 0)))
-                .is_none());
-        }
+        let rows: Vec<Row> = (1..=2)
+            .flat_map(|block| {
+                let start = 0x1000 + u64::from(block) * 256;
+                [false, true].map(|writes| row(start, 4, 64, writes, access(block, 0)))
+            })
+            .collect();
+        assert!(races_of(&RaceShadow::new(1), &rows).is_empty());
     }
 
     #[test]
     fn a_row_reading_its_neighbours_element_races_with_the_row_writing_it() {
-        let shadow = RaceShadow::default();
         // Thread i reads element i + 1, then writes element i, in one interval.
-        assert!(shadow
-            .touch_row(row(0x1004, 4, 15, false, access(1, 0)))
-            .is_none());
-        let race = shadow
-            .touch_row(row(0x1000, 4, 16, true, access(1, 0)))
-            .expect("a race");
-        // Thread 1 writes element 1 (byte 0x1004), which thread 0 read.
-        assert_eq!((race.byte, race.element), (0x1004, 1));
-        assert_eq!((race.other.thread, race.other_wrote), (0, false));
+        let rows = [
+            row(0x1004, 4, 15, false, access(1, 0)),
+            row(0x1000, 4, 16, true, access(1, 0)),
+        ];
+        let found = races_of(&RaceShadow::new(2), &rows);
+        // Thread 0 read element 1 (byte 0x1004), which thread 1 writes.
+        let race = &found[0];
+        assert_eq!(
+            (race.byte, race.me.thread, race.other.thread),
+            (0x1004, 0, 1)
+        );
+        assert!(race.other_wrote);
     }
 
     #[test]
     fn a_single_access_races_with_a_row_of_another_block() {
-        let shadow = RaceShadow::default();
-        assert!(shadow
-            .touch_row(row(0x2000, 4, 32, true, access(1, 0)))
-            .is_none());
-        let race = shadow
-            .touch(0x2008, 4, true, false, access(2, 5))
-            .expect("a race");
-        assert_eq!(
-            (race.byte, race.other.thread, race.other.block),
-            (0x2008, 2, 1)
-        );
+        let shadow = RaceShadow::new(3);
+        assert!(shadow.touch(0x2008, 4, true, false, access(2, 5)).is_none());
         // Reads of what nobody else writes race with nothing.
         assert!(shadow.touch(0x3000, 4, true, false, access(3, 0)).is_none());
+        let found = races_of(&shadow, &[row(0x2000, 4, 32, true, access(1, 0))]);
+        assert_eq!(found.len(), 1);
+        let race = &found[0];
+        assert_eq!(
+            (
+                race.byte,
+                race.me.thread,
+                race.other.thread,
+                race.other.block
+            ),
+            (0x2008, 2, 5, 2)
+        );
+        assert!(!race.other_wrote);
     }
 
     #[test]
-    fn a_row_races_with_a_single_write_before_it() {
-        let shadow = RaceShadow::default();
+    fn single_accesses_race_as_they_come() {
+        let shadow = RaceShadow::new(4);
         assert!(shadow.touch(0x4010, 4, false, true, access(1, 3)).is_none());
         let race = shadow
-            .touch_row(row(0x4000, 4, 8, false, access(2, 0)))
+            .touch(0x4012, 4, true, false, access(2, 0))
             .expect("a race");
         assert_eq!(
-            (race.byte, race.element, race.other_wrote),
-            (0x4010, 4, true)
+            (race.byte, race.other.thread, race.other_wrote),
+            (0x4012, 3, true)
         );
+        // The same thread's read of what it wrote races with nothing.
+        assert!(shadow.touch(0x4010, 4, true, false, access(1, 3)).is_none());
+    }
+
+    /// The rows of a 16 x 16 block `(bx, by)` of a row-major matrix of 64 floats a row, each
+    /// thread at its element moved on by `(dx, dy)`.
+    fn block_rows(bx: u32, by: u32, (dx, dy): (i64, i64), writes: bool) -> Vec<Row> {
+        (0..16)
+            .map(|y| {
+                let (row_index, col) = (i64::from(by * 16 + y) + dy, i64::from(bx * 16) + dx);
+                let start = (0x10_0000 + (row_index * 64 + col) * 4) as u64;
+                row(start, 4, 16, writes, access(by * 4 + bx + 1, y * 16))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_blocks_rows_stack_into_one_tile() {
+        let shadow = RaceShadow::new(5);
+        for row in block_rows(1, 1, (0, 0), true) {
+            shadow.record_row(row);
+        }
+        LOG.with_borrow(|log| {
+            assert_eq!(log.tiles.len(), 1);
+            assert_eq!((log.tiles[0].rows, log.tiles[0].row_step), (16, 256));
+        });
+        shadow.flush();
+        assert!(shadow.races_of_rows().is_empty());
+    }
+
+    #[test]
+    fn blocks_writing_their_own_tiles_of_a_matrix_race_with_nothing() {
+        // The stencil's pattern: every block reads its tile and the elements around it, and
+        // writes its own tile of another matrix.
+        let mut rows = Vec::new();
+        for (by, bx) in (0..4).flat_map(|by| (0..4).map(move |bx| (by, bx))) {
+            for around in [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)] {
+                rows.extend(block_rows(bx, by, around, false));
+            }
+            let out = block_rows(bx, by, (0, 0), true).into_iter().map(|row| Row {
+                start: row.start + 0x10_0000,
+                ..row
+            });
+            rows.extend(out);
+        }
+        assert!(races_of(&RaceShadow::new(6), &rows).is_empty());
+    }
+
+    #[test]
+    fn a_block_writing_one_column_past_its_tile_races_with_its_neighbour() {
+        // Block (1, 0) writes its tile moved one element right: its last column is block (2,
+        // 0)'s first.
+        let mut rows = block_rows(2, 0, (0, 0), true);
+        rows.extend(block_rows(1, 0, (1, 0), true));
+        let found = races_of(&RaceShadow::new(7), &rows);
+        let race = &found[0];
+        // Thread (15, 0) of block (1, 0) (block id 2) and thread (0, 0) of block (2, 0).
+        assert_eq!((race.me.block, race.me.thread), (2, 15));
+        assert_eq!((race.other.block, race.other.thread), (3, 0));
+        assert_eq!(race.byte, 0x10_0000 + 32 * 4);
+    }
+
+    #[test]
+    fn threads_of_one_row_writing_each_others_elements_race_within_a_tile_pair() {
+        // Every thread row y of a block writes the same 16 floats: rows that meet are not
+        // stacked, and race with each other.
+        let rows: Vec<Row> = (0..4)
+            .map(|y| row(0x20_0000, 4, 16, true, access(1, y * 16)))
+            .collect();
+        let found = races_of(&RaceShadow::new(8), &rows);
+        assert!(!found.is_empty());
+        assert_ne!(found[0].me.thread, found[0].other.thread);
     }
 }
