@@ -54,6 +54,26 @@ struct Bounds {
   uint64_t elementBytes = 0;
 };
 
+// Whether `load` is the first read of a compare-and-swap loop on its address (how
+// `memref.generic_atomic_rmw` is lowered): its value is only the loop's first guess, which the
+// compare-and-swap checks against memory, so it is part of the atomic access (another thread's
+// atomic update between the two is what the loop is for, not a race).
+bool startsCompareAndSwap(LoadInst *load) {
+  auto guesses = [&](Value *value) {
+    for (User *user : value->users())
+      if (auto *swap = dyn_cast<AtomicCmpXchgInst>(user))
+        if (swap->getCompareOperand() == value &&
+            swap->getPointerOperand() == load->getPointerOperand())
+          return true;
+    return false;
+  };
+  if (guesses(load)) return true;
+  for (User *user : load->users())
+    if (auto *merged = dyn_cast<PHINode>(user))
+      if (guesses(merged)) return true;
+  return false;
+}
+
 class Instrumenter {
  public:
   Instrumenter(Module &module, GlobalVariable *context, const std::string &source,
@@ -133,7 +153,8 @@ class Instrumenter {
     }
     for (Instruction *I : accesses) {
       if (auto *load = dyn_cast<LoadInst>(I)) {
-        checkOne(I, load->getPointerOperandIndex(), size(load->getType()), gpu_check::ACCESS_LOAD, context, parameters);
+        Kind kind = startsCompareAndSwap(load) ? gpu_check::ACCESS_ATOMIC : gpu_check::ACCESS_LOAD;
+        checkOne(I, load->getPointerOperandIndex(), size(load->getType()), kind, context, parameters);
       } else if (auto *store = dyn_cast<StoreInst>(I)) {
         checkOne(I, store->getPointerOperandIndex(), size(store->getValueOperand()->getType()),
                  gpu_check::ACCESS_STORE, context, parameters);
