@@ -424,6 +424,15 @@ fn checked_thread_loops_in_bounds_run_a_vectorized_copy_without_the_checks() {
             "{module}: no check-free copy of a thread loop enters a vector body"
         );
     }
+    // The matmul's thread loop around its k loop gets the copy, and its products are vectors
+    // of threads, 8 at x86-64-v3 (AVX2). Seeded: when a hook's reported index (the k) made the
+    // k loop look like a thread loop itself, only the k loop got a copy, one thread at a time
+    // (pairs of products at most).
+    let matmul = optimized_host_ir("matmul", &[("GPU_EMBED_CHECK", "1")]);
+    assert!(
+        matmul.contains("fmul contract <8 x float>"),
+        "matmul: the checked object multiplies no vector of 8 threads"
+    );
 }
 
 /// Checked host objects: the tree reduction's step (`row[t] += row[t + stride]` for `t <

@@ -200,9 +200,10 @@ Value *testBefore(const KnownCheck &given, const Loop &L, ScalarEvolution &SE, A
 }
 
 // Whether `L` looks like a thread loop: its counter (from 0 by 1) is the thread id something in
-// it is given, a check's report or hook (as their thread x, y or z) or the ids variable (one of
-// `L`'s own blocks stores it there for the kernel's body). Only a heuristic, of which loops are
-// worth a copy: a copy is right for any loop.
+// it is given, a check's report or hook (as their thread x, y or z: the ids are a hook's last six
+// arguments, an index it reports comes before them) or the ids variable (one of `L`'s own blocks
+// stores it there for the kernel's body). Only a heuristic, of which loops are worth a copy: a
+// copy is right for any loop.
 bool isThreadLoop(const Loop &L, LoopInfo &LI, ScalarEvolution &SE) {
   auto isCounter = [&](Value *value) {
     if (!SE.isSCEVable(value->getType()))
@@ -217,7 +218,9 @@ bool isThreadLoop(const Loop &L, LoopInfo &LI, ScalarEvolution &SE) {
   for (BasicBlock *B : L.blocks())
     for (Instruction &I : *B) {
       if (auto *call = dyn_cast<CallInst>(&I)) {
-        if (call->hasMetadata(gpu_check::HOOK_CALL) && any_of(call->args(), isCounter))
+        unsigned ids = call->arg_size() >= 6 ? call->arg_size() - 6 : 0;
+        if (call->hasMetadata(gpu_check::HOOK_CALL) &&
+            any_of(drop_begin(call->args(), ids), isCounter))
           return true;
         continue;
       }
