@@ -16,8 +16,21 @@ const SOURCE_DIRS: [&str; 4] = ["src", "examples", "tests", "benches"];
 /// `tests/` or `benches/`. On failure, prints the error the way cargo shows build-script errors
 /// and exits with status 1.
 pub fn build() {
+    build_crate(None);
+}
+
+/// [`build`] with every host object checked, whatever `GPU_EMBED_CHECK` says
+/// ([`Build::checked`]): for a crate of checked copies of kernels run beside the plain ones, by
+/// a benchmark of the checks' cost or by tests of the kernels with every check.
+pub fn build_checked() {
+    build_crate(Some(true));
+}
+
+/// [`build`], with the host objects checked as `checked` says (`None`: as the environment
+/// says).
+fn build_crate(checked: Option<bool>) {
     let crate_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let build = match Build::for_crate(&crate_dir) {
+    let mut build = match Build::for_crate(&crate_dir) {
         Ok(build) => build,
         Err(error) => {
             eprintln!("error: {error}");
@@ -37,6 +50,9 @@ pub fn build() {
              examples/, tests/ or benches/"
         );
         return;
+    }
+    if let Some(checked) = checked {
+        build.checked(checked);
     }
     build.compile_or_exit();
 }

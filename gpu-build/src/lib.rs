@@ -116,7 +116,7 @@ pub use cache::admin::{CacheDir, Verified};
 #[cfg(feature = "compiler")]
 pub use cache::stats::{CacheStats, StoreStats};
 pub use cache_setting::CacheSetting;
-pub use discover::build;
+pub use discover::{build, build_checked};
 pub use error::{Error, ErrorKind, Result};
 #[cfg(feature = "compiler")]
 pub use frontend::check_mlir_file;

@@ -3,8 +3,8 @@
 //! GPU would reject; and memref arguments of every rank and layout, which also run on a GPU with
 //! `--ignored` (`scripts/gpu-tests.sh`).
 
+use crate::kernels::{barriers, mma, semantics, subgroup_reduce, subgroups};
 use gpu_embed::{Device, DeviceBuffer, ErrorKind, LaunchConfig};
-use gpu_tests::{barriers, mma, semantics, subgroup_reduce, subgroups};
 
 /// This module's tests again, under valgrind's memcheck: no invalid access.
 #[test]
@@ -29,7 +29,7 @@ fn reversed_blocks(input: &[f32]) -> Vec<f32> {
 
 #[test]
 fn barriers_make_every_threads_write_visible_to_the_block() {
-    let host = Device::host();
+    let host = crate::host();
     let input: Vec<f32> = (0..4096).map(|i| i as f32).collect();
     let x = DeviceBuffer::from_slice(&host, &input).unwrap();
     let y = DeviceBuffer::<f32>::alloc(&host, input.len()).unwrap();
@@ -37,19 +37,25 @@ fn barriers_make_every_threads_write_visible_to_the_block() {
     unsafe { semantics::reverse(&host, &config([16, 1, 1], [256, 1, 1], 0), &x, &y) }.unwrap();
     assert_eq!(y.to_vec().unwrap(), reversed_blocks(&input));
 
-    // The same kernel without its barrier is wrong: the test can tell the difference.
+    // The same kernel without its barrier is wrong: the test can tell the difference, and the
+    // checked object reports the race.
     let z = DeviceBuffer::from_slice(&host, &vec![0.0f32; input.len()]).unwrap();
     // SAFETY: as above.
-    unsafe {
+    let wrong = unsafe {
         semantics::reverse_without_barrier(&host, &config([16, 1, 1], [256, 1, 1], 0), &x, &z)
+    };
+    if crate::CHECKED {
+        let error = wrong.unwrap_err();
+        assert!(error.message().contains("workgroup memory race"), "{error}");
+    } else {
+        wrong.unwrap();
+        assert_ne!(z.to_vec().unwrap(), reversed_blocks(&input));
     }
-    .unwrap();
-    assert_ne!(z.to_vec().unwrap(), reversed_blocks(&input));
 }
 
 #[test]
 fn each_block_has_its_own_workgroup_memory() {
-    let host = Device::host();
+    let host = crate::host();
     let blocks = 64;
     let out = DeviceBuffer::<i32>::alloc(&host, blocks * 64).unwrap();
     // SAFETY: thread t of block b writes out[64 b + t] only.
@@ -80,7 +86,7 @@ fn every_id_is_right_in_a_three_dimensional_grid() {
 }
 
 fn ids_are_right(grid: [u32; 3], block: [u32; 3]) {
-    let host = Device::host();
+    let host = crate::host();
     let threads = (grid.iter().product::<u32>() * block.iter().product::<u32>()) as usize;
     let out = DeviceBuffer::<i64>::alloc(&host, threads).unwrap();
     // SAFETY: every thread writes its own linear index.
@@ -113,7 +119,7 @@ fn ids_are_right(grid: [u32; 3], block: [u32; 3]) {
 
 #[test]
 fn a_slice_of_a_buffer_is_a_1d_memref_argument() {
-    let host = Device::host();
+    let host = crate::host();
     let input: Vec<f32> = (0..1024).map(|i| i as f32).collect();
     let x = DeviceBuffer::from_slice(&host, &input).unwrap();
     let y = DeviceBuffer::from_slice(&host, &vec![-1.0f32; 1024]).unwrap();
@@ -135,7 +141,7 @@ fn a_slice_of_a_buffer_is_a_1d_memref_argument() {
 
 #[test]
 fn dynamic_shared_memory_is_sized_at_launch() {
-    let host = Device::host();
+    let host = crate::host();
     let input: Vec<f32> = (0..128).map(|i| i as f32 * 0.5).collect();
     let x = DeviceBuffer::from_slice(&host, &input).unwrap();
     let y = DeviceBuffer::<f32>::alloc(&host, 128).unwrap();
@@ -207,7 +213,7 @@ fn dynamic_shared_memory_beyond_the_default_is_opted_into() {
 
 #[test]
 fn launch_configurations_a_gpu_rejects_are_errors() {
-    let host = Device::host();
+    let host = crate::host();
     let x = DeviceBuffer::<f32>::alloc(&host, 256).unwrap();
     let bad = [
         (config([0, 1, 1], [256, 1, 1], 0), "zero dimension"),
@@ -239,8 +245,8 @@ fn launch_configurations_a_gpu_rejects_are_errors() {
 /// launches its own kernel.
 #[test]
 fn kernels_whose_names_rust_cannot_hold_launch_through_their_stubs() {
-    use gpu_tests::_2d_kernels;
-    let host = Device::host();
+    use crate::kernels::_2d_kernels;
+    let host = crate::host();
     let config = config([1, 1, 1], [32, 1, 1], 0);
     // SAFETY (each stub): one block of 32 threads, each writing its own element of a
     // 32-element buffer.
@@ -275,7 +281,7 @@ macro_rules! on_every_device {
         $(mod $check {
             #[test]
             fn host() {
-                super::$check(&gpu_embed::Device::host());
+                super::$check(&crate::host());
             }
 
             #[test]
@@ -289,8 +295,8 @@ macro_rules! on_every_device {
 
 mod memrefs {
     use super::config;
+    use crate::kernels::memrefs;
     use gpu_embed::{Device, DeviceBuffer, ErrorKind};
-    use gpu_tests::memrefs;
 
     fn tagged(x: f32, i: usize, j: usize, k: usize) -> f32 {
         2.0 * x + (100 * i + 10 * j + k) as f32
@@ -370,7 +376,7 @@ mod memrefs {
 
     #[test]
     fn views_the_kernel_cannot_take_are_errors_before_launch() {
-        let host = Device::host();
+        let host = crate::host();
         let buffer = DeviceBuffer::from_slice(&host, &[1.0f32; 60]).unwrap();
         let one = config([1, 1, 1], [1, 1, 1], 0);
         // Larger than the buffer.
@@ -420,8 +426,8 @@ mod memrefs {
 /// program did not ask for is visible, not hidden by timing.
 mod streams {
     use super::config;
+    use crate::kernels::semantics;
     use gpu_embed::{f16, Device, DeviceBuffer, PinnedBuffer};
-    use gpu_tests::semantics;
 
     crate::on_every_device!(
         slices_are_copied_and_filled_like_buffers,
@@ -600,7 +606,7 @@ fn input(len: usize) -> Vec<i32> {
 
 #[test]
 fn barriers_inside_a_loop_keep_each_threads_values() {
-    let host = Device::host();
+    let host = crate::host();
     let blocks = 40;
     let values = input(blocks * 64);
     let x = DeviceBuffer::from_slice(&host, &values).unwrap();
@@ -631,7 +637,7 @@ fn barriers_inside_a_loop_keep_each_threads_values() {
 
 #[test]
 fn values_live_across_several_barriers_are_each_threads_own() {
-    let host = Device::host();
+    let host = crate::host();
     let blocks = 33;
     let values = input(blocks * 64);
     let x = DeviceBuffer::from_slice(&host, &values).unwrap();
@@ -650,7 +656,7 @@ fn values_live_across_several_barriers_are_each_threads_own() {
 
 #[test]
 fn a_barrier_under_a_uniform_if_runs_in_the_blocks_that_take_it() {
-    let host = Device::host();
+    let host = crate::host();
     let blocks = 17;
     let values = input(blocks * 64);
     let x = DeviceBuffer::from_slice(&host, &values).unwrap();
@@ -669,11 +675,19 @@ fn a_barrier_under_a_uniform_if_runs_in_the_blocks_that_take_it() {
 
 #[test]
 fn a_barrier_only_some_threads_reach_runs_them_as_coroutines() {
-    let host = Device::host();
+    let host = crate::host();
     for n in [1usize, 20, 64] {
         let out = DeviceBuffer::from_slice(&host, &[-1i32; 64]).unwrap();
         // SAFETY: thread t < n writes out[t] only.
-        unsafe { barriers::early_exit(&host, &blocks_of_64(1), &out, n) }.unwrap();
+        let run = unsafe { barriers::early_exit(&host, &blocks_of_64(1), &out, n) };
+        if crate::CHECKED && n < 64 {
+            // gpu.barrier wants every thread of the block or none: the check says which did
+            // not come (a GPU may hang), where the plain object runs those that did.
+            let error = run.unwrap_err();
+            assert!(error.message().contains("(it had returned)"), "{error}");
+            continue;
+        }
+        run.unwrap();
         let want: Vec<i32> = (0..64)
             .map(|t| if t < n { (n - 1 - t) as i32 } else { -1 })
             .collect();
@@ -683,7 +697,7 @@ fn a_barrier_only_some_threads_reach_runs_them_as_coroutines() {
 
 #[test]
 fn threads_of_a_block_at_different_barriers_fail_the_launch() {
-    let host = Device::host();
+    let host = crate::host();
     let flag = DeviceBuffer::from_slice(&host, &[0i32; 3]).unwrap();
     // SAFETY: thread 63 of block 2 writes flag[2]; every thread of block b reads flag[b].
     let error = unsafe { barriers::racy_barrier(&host, &blocks_of_64(3), &flag) }
@@ -698,7 +712,7 @@ fn threads_of_a_block_at_different_barriers_fail_the_launch() {
 
 #[test]
 fn thread_loops_stop_early_only_where_the_remaining_threads_do_nothing() {
-    let host = Device::host();
+    let host = crate::host();
     let blocks = 9;
     for k in [0usize, 1, 5, 63, 64, 100] {
         let run = |kernel: &dyn Fn(&DeviceBuffer<i32>)| {
@@ -772,7 +786,7 @@ fn shuffle_on_nvidia(values: &[i32], lane: usize, offset: usize, width: usize) -
 
 #[test]
 fn shuffles_match_the_gpu_dialects_definition_in_every_mode_and_width() {
-    let host = Device::host();
+    let host = crate::host();
     // 2-D blocks too: lanes follow the linear thread id (x fastest).
     for block in [[64u32, 1, 1], [16, 4, 1], [8, 8, 1]] {
         let threads = (block[0] * block[1]) as usize;
@@ -819,7 +833,7 @@ fn shuffles_match_the_gpu_dialects_definition_in_every_mode_and_width() {
 
 #[test]
 fn a_butterfly_sum_gives_every_lane_its_subgroups_sum() {
-    let host = Device::host();
+    let host = crate::host();
     let (blocks, threads) = (5usize, 96usize);
     let x: Vec<f32> = (0..blocks * threads)
         .map(|i| (i % 13) as f32 * 0.5)
@@ -854,7 +868,7 @@ fn a_butterfly_sum_gives_every_lane_its_subgroups_sum() {
 /// block sums of several block sizes, against Rust's.
 #[test]
 fn a_block_sum_whose_second_stage_only_the_first_subgroup_shuffles() {
-    let host = Device::host();
+    let host = crate::host();
     for threads in [32usize, 96, 256, 1024] {
         let blocks = 7usize;
         let x: Vec<f32> = (0..blocks * threads)
@@ -886,7 +900,7 @@ fn a_block_sum_whose_second_stage_only_the_first_subgroup_shuffles() {
 /// that never wrote them.
 #[test]
 fn a_shuffle_half_a_subgroup_runs_fails_the_launch() {
-    let host = Device::host();
+    let host = crate::host();
     let out = DeviceBuffer::<i32>::alloc(&host, 64).unwrap();
     // SAFETY: thread t writes out[t] at most; 64 threads.
     let launched =
@@ -907,7 +921,7 @@ fn a_shuffle_half_a_subgroup_runs_fails_the_launch() {
 
 #[test]
 fn all_reduce_gives_every_operation_over_the_block_even_with_a_partial_subgroup() {
-    let host = Device::host();
+    let host = crate::host();
     for threads in [64usize, 40, 100] {
         let blocks = 4usize;
         let input: Vec<i32> = (0..blocks * threads)
@@ -975,7 +989,7 @@ fn print_lines_child() {
     if std::env::var_os(PRINT_CHILD).is_none() {
         return;
     }
-    let host = Device::host();
+    let host = crate::host();
     // SAFETY: the kernel only prints.
     unsafe { semantics::print_lines(&host, &config([3, 1, 1], [16, 1, 1], 0), 2.5) }.unwrap();
     println!("after the launch");
@@ -1022,7 +1036,7 @@ fn kernel_printf_lines_are_whole_and_in_order_per_thread() {
 
 #[test]
 fn a_failed_assertion_fails_the_launch_naming_kernel_block_and_thread() {
-    let host = Device::host();
+    let host = crate::host();
     let (blocks, threads) = (4usize, 32usize);
     let mut values: Vec<i32> = (0..(blocks * threads) as i32).collect();
     let run = |values: &[i32]| {
@@ -1062,7 +1076,7 @@ fn a_failed_assertion_fails_the_launch_naming_kernel_block_and_thread() {
 
 #[test]
 fn subgroup_reduce_gives_each_subgroup_its_reduction() {
-    let host = Device::host();
+    let host = crate::host();
     for threads in [64usize, 96] {
         let blocks = 3usize;
         let x: Vec<i32> = (0..blocks * threads)
@@ -1241,7 +1255,7 @@ pub(crate) fn subgroup_mma_multiplies_each_subgroups_tiles_like_the_tensor_cores
 /// blocks where only some do keep it; both give each thread its own answer.
 #[test]
 fn guards_combining_id_comparisons_select_the_same_threads_in_every_block() {
-    let host = Device::host();
+    let host = crate::host();
     let n = 512usize;
     let input: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
     let x = DeviceBuffer::from_slice(&host, &input).unwrap();
@@ -1291,7 +1305,7 @@ fn guards_combining_id_comparisons_select_the_same_threads_in_every_block() {
 /// last blocks only: interior blocks run the copy of the thread loop without the border test.
 #[test]
 fn a_stencil_treats_the_border_and_the_interior_apart_in_every_block() {
-    let host = Device::host();
+    let host = crate::host();
     let (rows, cols) = (48usize, 80usize);
     let input: Vec<f32> = (0..rows * cols)
         .map(|i| ((i * 7) % 13) as f32 * 0.5)
@@ -1324,7 +1338,7 @@ fn a_stencil_treats_the_border_and_the_interior_apart_in_every_block() {
 /// rest of each 32 x 32 plane alone.
 #[test]
 fn a_kernel_declaring_its_block_size_runs_right_at_that_size_and_at_others() {
-    let host = Device::host();
+    let host = crate::host();
     let blocks = 3usize;
     let input: Vec<f32> = (0..blocks * 32 * 32).map(|i| i as f32).collect();
     for block in [[8u32, 4, 1], [16, 2, 1], [4, 6, 1]] {
@@ -1358,7 +1372,7 @@ fn a_kernel_declaring_its_block_size_runs_right_at_that_size_and_at_others() {
 /// enterAtMatch).
 #[test]
 fn a_region_one_chosen_thread_works_in_runs_that_thread_only() {
-    let host = Device::host();
+    let host = crate::host();
     let blocks = 5;
     for (block, chosen) in [
         ([8, 4, 1], 0),

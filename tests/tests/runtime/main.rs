@@ -19,3 +19,16 @@ mod stream_order;
 mod tracing;
 mod untracked;
 mod vulkan;
+
+/// The kernels `host_semantics` launches: this crate's own (the checked copies in
+/// `tests/checked/tests/with_every_check.rs`, which runs the same file).
+use gpu_tests as kernels;
+
+/// Whether `host_semantics` launches checked objects (its deliberately wrong kernels are then
+/// reported, and their halves of its tests are left out).
+const CHECKED: bool = false;
+
+/// The host device `host_semantics` launches on.
+fn host() -> gpu_embed::Device {
+    gpu_embed::Device::host()
+}
