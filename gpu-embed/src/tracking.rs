@@ -4,6 +4,10 @@
 //! streams sharing a buffer are ordered without a user event; dropping a buffer waits for its
 //! own work only, not for the whole device. A driver that orders all work itself and keeps
 //! freed memory until its work has run (Vulkan's one queue) needs none of it, and gets none.
+//! Work on the default stream of a driver whose streams start after that stream's earlier work
+//! (CUDA's and HIP's legacy default stream) records no event: other streams need none to follow
+//! it, and the host waits for it by synchronizing that stream (as cudarc records none while a
+//! program uses one stream).
 //!
 //! A buffer whose address was handed out ([`DeviceBuffer::device_ptr`](crate::DeviceBuffer)),
 //! or whose work could not be marked (an event failed), may be used by work nobody recorded: it
@@ -25,12 +29,43 @@ pub(crate) enum Access {
     Write,
 }
 
-/// An event recorded on a queue after one operation, shared by every buffer it used.
+/// The end of one operation on a queue, shared by every buffer it used.
 #[derive(Clone)]
 pub(crate) struct Mark {
     /// The stream's id ([`Stream::id`](crate::Stream)); none for a device's default stream.
     queue: Option<u64>,
-    event: Arc<Event>,
+    end: End,
+}
+
+/// How an operation's end is waited for.
+#[derive(Clone)]
+enum End {
+    /// The event recorded after it.
+    Event(Arc<Event>),
+    /// Nothing recorded: it was queued on the default stream of this device, whose driver
+    /// starts every stream it makes after that stream's earlier work
+    /// (`Driver::streams_follow_the_default_stream`). An event per launch there was two driver
+    /// calls of a launch's four.
+    DefaultStream(Device),
+}
+
+impl Mark {
+    /// The device the operation ran on.
+    fn device(&self) -> &Device {
+        match &self.end {
+            End::Event(event) => event.device(),
+            End::DefaultStream(device) => device,
+        }
+    }
+
+    /// Waits, on the host, until the operation has run (for a default-stream mark, everything
+    /// queued on that stream so far).
+    fn wait(&self) -> Result<()> {
+        match &self.end {
+            End::Event(event) => event.synchronize(),
+            End::DefaultStream(device) => device.synchronize_default_stream(),
+        }
+    }
 }
 
 /// What an operation leaves its buffers to wait for.
@@ -55,13 +90,19 @@ pub(crate) fn mark_end(queue: &Queue) -> After {
     if device.orders_all_work() {
         return After::Ordered;
     }
+    if queue.stream().is_none() && device.streams_follow_the_default_stream() {
+        return After::Mark(Mark {
+            queue: None,
+            end: End::DefaultStream(device.clone()),
+        });
+    }
     let event = device
         .marker_event()
         .and_then(|event| queue.record(&event).map(|()| event));
     match event {
         Ok(event) => After::Mark(Mark {
             queue: queue.stream().map(Stream::id),
-            event: Arc::new(event),
+            end: End::Event(Arc::new(event)),
         }),
         Err(_) => After::Unknown,
     }
@@ -99,12 +140,13 @@ impl Tracking {
             Access::Write => &self.reads[..],
         };
         for mark in self.write.iter().chain(reads) {
-            if !mark.event.device().is_same(device) {
+            if !mark.device().is_same(device) {
                 // A peer copy's mark, of the device that ran it: the host waits for it.
-                mark.event.synchronize()?;
-            } else if mark.queue != this_queue {
-                stream.wait(&mark.event)?;
+                mark.wait()?;
+            } else if let (End::Event(event), true) = (&mark.end, mark.queue != this_queue) {
+                stream.wait(event)?;
             }
+            // A default-stream mark of this device: the stream starts after that work.
         }
         Ok(())
     }
@@ -115,15 +157,13 @@ impl Tracking {
         if self.escaped {
             return device.synchronize();
         }
-        self.write
-            .iter()
-            .try_for_each(|mark| mark.event.synchronize())
+        self.write.iter().try_for_each(Mark::wait)
     }
 
     /// Notes that an operation using the buffer with `access` ended at `after`.
     pub(crate) fn note(&mut self, after: &After, access: Access) {
         let mark = match after {
-            After::Mark(mark) => mark.clone(),
+            After::Mark(mark) => mark,
             After::Unknown => {
                 self.escaped = true;
                 return;
@@ -133,11 +173,19 @@ impl Tracking {
         match access {
             Access::Read => {
                 self.reads.retain(|read| read.queue != mark.queue);
-                self.reads.push(mark);
+                self.reads.push(mark.clone());
             }
             Access::Write => {
                 self.reads.clear();
-                self.write = Some(mark);
+                // The same default stream's work again (a loop of launches on it): the mark
+                // there stands, without the device's reference count moving twice.
+                let same = matches!(
+                    (self.write.as_ref().map(|w| &w.end), &mark.end),
+                    (Some(End::DefaultStream(was)), End::DefaultStream(now)) if was.is_same(now)
+                );
+                if !same {
+                    self.write = Some(mark.clone());
+                }
             }
         }
     }
@@ -183,7 +231,7 @@ impl Tracking {
         self.write
             .iter()
             .chain(&self.reads)
-            .all(|mark| mark.event.synchronize().is_ok())
+            .all(|mark| mark.wait().is_ok())
     }
 }
 

@@ -55,7 +55,7 @@ const POOLED_MARKERS: usize = 256;
 /// A device's driver, the device current on the thread while this lives (`Device::current`).
 pub(crate) struct Current {
     driver: &'static dyn Driver,
-    /// What the thread had current before, put back on drop.
+    /// What the thread had current before, put back on drop (none: nothing to put back).
     previous: Option<DeviceHandle>,
 }
 
@@ -403,6 +403,19 @@ impl Device {
         self.inner.found.driver.orders_all_work()
     }
 
+    /// Whether the streams the device's driver makes start after the work queued on its
+    /// default stream before them (`Driver::streams_follow_the_default_stream`).
+    pub(crate) fn streams_follow_the_default_stream(&self) -> bool {
+        self.inner.found.driver.streams_follow_the_default_stream()
+    }
+
+    /// Waits until everything queued on the device's default stream has run.
+    pub(crate) fn synchronize_default_stream(&self) -> Result<()> {
+        self.current()?
+            .synchronize_stream(&crate::driver::StreamHandle::DEFAULT)
+            .map_err(|e| self.context(e))
+    }
+
     /// Whether buffers' work is ordered across streams (see [`Device::disable_tracking`]).
     pub(crate) fn tracks(&self) -> bool {
         !self.inner.untracked.load(Ordering::Relaxed)
@@ -410,7 +423,7 @@ impl Device {
 
     /// The driver, with this device made current on the calling thread until the returned
     /// guard goes, which puts back what the thread had current before (another library's CUDA
-    /// context stays that library's).
+    /// context stays that library's; a thread that had none keeps the device's).
     pub(crate) fn current(&self) -> Result<Current> {
         let driver = self.inner.found.driver;
         let previous = driver

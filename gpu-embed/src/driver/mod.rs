@@ -169,6 +169,13 @@ pub(crate) trait Driver: Sync {
     fn orders_all_work(&self) -> bool {
         false
     }
+    /// Whether work on every stream the driver makes starts after the work queued on the
+    /// device's default stream before it (CUDA's and HIP's legacy default stream, and the
+    /// blocking streams `create_stream` makes): then work on the default stream needs no event
+    /// for another stream to follow it (`tracking.rs`).
+    fn streams_follow_the_default_stream(&self) -> bool {
+        false
+    }
     /// Makes `device` the calling thread's current device; returns what the thread had current
     /// before when that was something else (another library's CUDA context, another HIP
     /// device), for [`Driver::restore`].

@@ -39,6 +39,10 @@ impl Api for CudaApi {
         self.primary_context((bits >> 1) as c_int)
     }
 
+    fn is_none(&self, context: sys::CUcontext) -> bool {
+        context.is_null()
+    }
+
     unsafe fn set_current_device(&self, context: sys::CUcontext) -> Result<()> {
         // SAFETY: see the module's documentation.
         self.check(unsafe { (self.entry.cuCtxSetCurrent)(context) }, || {

@@ -71,6 +71,12 @@ pub(crate) trait Api: Sync + 'static {
     fn resolve_device(&self, device: Self::Device) -> Result<Self::Device> {
         Ok(device)
     }
+    /// Whether `device`, as [`Api::current_device`] returned it, is no device at all (CUDA: no
+    /// context current on the thread). Then there is nothing of another library's to put back,
+    /// and the device made current stays so, as the CUDA runtime and cudarc leave theirs.
+    fn is_none(&self, _device: Self::Device) -> bool {
+        false
+    }
     /// # Safety
     /// `device` is a device of this API (or what [`Api::current_device`] returned).
     unsafe fn set_current_device(&self, device: Self::Device) -> Result<()>;
@@ -272,6 +278,12 @@ impl<A: Api> Driver for GpuDriver<A> {
         self.api.registered_host_address(host)
     }
 
+    fn streams_follow_the_default_stream(&self) -> bool {
+        // The streams `create_stream` makes are blocking ones: each starts after the work the
+        // legacy default stream had queued.
+        true
+    }
+
     fn make_current(&self, target: &DeviceHandle) -> Result<Option<DeviceHandle>> {
         let target = self.device(target)?;
         let previous = self.api.current_device()?;
@@ -280,7 +292,9 @@ impl<A: Api> Driver for GpuDriver<A> {
         }
         // SAFETY: a device this driver found.
         unsafe { self.api.set_current_device(target) }?;
-        Ok(Some(Self::device_handle(previous)))
+        // A thread with no context keeps ours: putting nothing back cost two driver calls per
+        // operation (a launch made six instead of four).
+        Ok((!self.api.is_none(previous)).then(|| Self::device_handle(previous)))
     }
 
     fn restore(&self, previous: DeviceHandle) {

@@ -288,3 +288,67 @@ fn a_device_that_refuses_contexts_hides_no_other() {
     }
     double.record().assert_clean();
 }
+
+#[test]
+fn launches_on_the_default_stream_cost_two_driver_calls_and_stay_ordered() {
+    // A program with one stream, as cudarc's benchmark comparison runs it: each launch on the
+    // default stream is a cuCtxGetCurrent and a cuLaunchKernel (no event recorded, no context
+    // put back on a thread that had none). A stream made later still starts after those
+    // launches (the legacy default stream's rule), and dropping a buffer they wrote waits for
+    // them first: the double flags memory freed under queued work.
+    let double = Double::new("default_stream_launches");
+    if super::here(
+        &double,
+        module_path!(),
+        "launches_on_the_default_stream_cost_two_driver_calls_and_stay_ordered",
+    ) {
+        let device = &cuda_devices()[0];
+        let n = 4096;
+        let a = DeviceBuffer::from_slice(device, &vec![1.0f32; n]).unwrap();
+        let b = DeviceBuffer::from_slice(device, &vec![2.0f32; n]).unwrap();
+        let c = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+        let config = gpu_embed::LaunchConfig::for_elements(n, 256);
+        for _ in 0..8 {
+            // SAFETY: vadd reads a and b and writes c, all n elements long.
+            unsafe { sample_project::vadd::vadd(device, &config, &a, &b, &c, n) }.unwrap();
+        }
+        let stream = device.create_stream().unwrap();
+        let copy = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+        stream.copy(&copy, &c).unwrap();
+        drop(c);
+        stream.synchronize().unwrap();
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    let launch = record
+        .lines
+        .iter()
+        .position(|l| l.starts_with("call cuLaunchKernel("))
+        .expect("a launch");
+    // From the second launch to the eighth: nothing but the launches and their context checks.
+    let between: Vec<&str> = record.lines[launch + 1..]
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("call "))
+        .take(7 * 2)
+        .collect();
+    assert!(
+        between.iter().all(
+            |l| l.starts_with("call cuLaunchKernel(") || l.starts_with("call cuCtxGetCurrent(")
+        ),
+        "{between:#?}"
+    );
+    // The drop waited for the default stream before freeing.
+    let synchronized = record
+        .lines
+        .iter()
+        .position(|l| l.starts_with("call cuStreamSynchronize(stream=0x0)"))
+        .expect("the default stream synchronized");
+    let freed = record
+        .lines
+        .iter()
+        .rposition(|l| l.starts_with("call cuMemFree_v2("))
+        .expect("a buffer freed");
+    assert!(synchronized < freed);
+}
