@@ -103,6 +103,7 @@ impl OpenCl {
         buffer
     }
 
+    #[allow(dead_code)]
     pub fn write(&self, buffer: &mut FloatBuffer, data: &[f32]) {
         // SAFETY: a blocking write from a slice of the buffer's length.
         unsafe {
