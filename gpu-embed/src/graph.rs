@@ -14,7 +14,6 @@
 //! stream capture (cudarc #590): here no event is recorded into a driver's capture. A graph
 //! holds its buffers weakly: a replay after one of them was dropped is an error, never a launch
 //! on freed memory.
-use crate::binary::Binary;
 use crate::device::{Device, LastLaunch};
 use crate::driver::{FunctionHandle, GraphHandle, Pattern, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
@@ -34,8 +33,8 @@ struct Use {
 /// One captured operation.
 enum Op {
     Launch {
-        binary: &'static Binary,
-        kernel: &'static str,
+        /// The kernel, and what its replay leaves for a fault report to name.
+        launch: &'static LastLaunch,
         function: FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
@@ -103,8 +102,7 @@ fn record(stream: &Stream, op: Op, uses: Vec<Use>) {
 
 /// A launch as a capture records it.
 pub(crate) struct CapturedLaunch<'a> {
-    pub binary: &'static Binary,
-    pub kernel: &'static str,
+    pub launch: &'static LastLaunch,
     pub function: FunctionHandle,
     pub grid: [u32; 3],
     pub block: [u32; 3],
@@ -121,8 +119,7 @@ pub(crate) fn record_launch(
     uses: &[&Arc<Mutex<Tracking>>],
 ) -> Result<()> {
     let CapturedLaunch {
-        binary,
-        kernel,
+        launch: last,
         function,
         grid,
         block,
@@ -135,7 +132,10 @@ pub(crate) fn record_launch(
         if size > size_of::<u64>() {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!("launching `{kernel}` into a graph: a parameter of {size} bytes"),
+                format!(
+                    "launching `{}` into a graph: a parameter of {size} bytes",
+                    last.kernel
+                ),
             ));
         }
         let mut slot = 0u64;
@@ -158,8 +158,7 @@ pub(crate) fn record_launch(
         })
         .collect();
     let op = Op::Launch {
-        binary,
-        kernel,
+        launch: last,
         function,
         grid,
         block,
@@ -396,7 +395,7 @@ impl Graph {
             unsafe { driver.launch_graph(executable, stream.raw()) }
                 .map_err(|e| self.device.context(e))?;
             let last_launch = self.ops.iter().rev().find_map(|(op, _)| match op {
-                Op::Launch { binary, kernel, .. } => Some(LastLaunch { binary, kernel }),
+                Op::Launch { launch, .. } => Some(*launch),
                 _ => None,
             });
             if let Some(launched) = last_launch {
@@ -416,10 +415,9 @@ impl Graph {
             // SAFETY: the operation as it was captured, its buffers alive and locked; the
             // caller guarantees what its launch's own contract asked (see `# Safety`).
             unsafe { replay(&*driver, op, stream.raw()) }.map_err(|e| self.device.context(e))?;
-            if let Op::Launch { binary, kernel, .. } = op {
-                let launched = LastLaunch { binary, kernel };
-                self.device.launched(launched);
-                stream.launched(launched);
+            if let Op::Launch { launch, .. } = op {
+                self.device.launched(launch);
+                stream.launched(launch);
             }
             let end = mark_end(&queue);
             for (used, &slot) in uses.iter().zip(slots) {

@@ -83,12 +83,12 @@ impl Stream {
     }
 
     /// Remembers a kernel launched on the stream.
-    pub(crate) fn launched(&self, launch: LastLaunch) {
+    pub(crate) fn launched(&self, launch: &'static LastLaunch) {
         self.last_launch.set(Some(launch));
     }
 
     /// The kernel launched last on this stream, to name in faults found later.
-    pub(crate) fn last_launch(&self) -> Option<LastLaunch> {
+    pub(crate) fn last_launch(&self) -> Option<&'static LastLaunch> {
         self.last_launch.get()
     }
 

@@ -13,8 +13,7 @@ use crate::driver::{self, DeviceHandle, DeviceLimits, Driver, EventHandle, Found
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::DeviceArch;
 use crate::trace::event;
-use std::collections::hash_map::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Device memory at one moment, in bytes.
@@ -37,8 +36,8 @@ pub struct Device {
 /// life of the process.
 struct Inner {
     found: FoundDevice,
-    /// Loaded modules by binary (its address: binaries are statics) with their kernels.
-    modules: Mutex<HashMap<usize, Loaded>>,
+    /// Loaded modules with their kernels, in the order they were loaded (a program has a few).
+    modules: Mutex<Vec<Loaded>>,
     /// The kernel launched last on the device, on any stream: what a fault reported later, by a
     /// synchronization or a copy, most likely came from.
     last_launch: LastLaunchSlot,
@@ -75,29 +74,35 @@ impl Drop for Current {
     }
 }
 
-/// A kernel launch, remembered to name in the report of a fault found later.
-#[derive(Clone, Copy)]
+/// A kernel launch, remembered to name in the report of a fault found later: one per kernel
+/// function on a device, for the life of the process as the function (`modules.rs`).
 pub(crate) struct LastLaunch {
     pub binary: &'static Binary,
     pub kernel: &'static str,
 }
 
+/// The launch a device, stream or event was last told of: a pointer, written with each launch
+/// without a lock (a lock per launch was a fifth of the stub's own cost).
 #[derive(Default)]
-pub(crate) struct LastLaunchSlot(Mutex<Option<LastLaunch>>);
+pub(crate) struct LastLaunchSlot(AtomicPtr<LastLaunch>);
 
 impl LastLaunchSlot {
-    pub(crate) fn set(&self, launch: Option<LastLaunch>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = launch;
+    pub(crate) fn set(&self, launch: Option<&'static LastLaunch>) {
+        let pointer = launch.map_or(std::ptr::null_mut(), |launch| {
+            (launch as *const LastLaunch).cast_mut()
+        });
+        self.0.store(pointer, Ordering::Release);
     }
 
-    pub(crate) fn get(&self) -> Option<LastLaunch> {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn get(&self) -> Option<&'static LastLaunch> {
+        // SAFETY: null or a `&'static LastLaunch` that `set` stored, never written through.
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
     }
 }
 
 /// A kernel fault names the launch it most likely came from: GPUs report faults of queued work
 /// at a later synchronization, where the failing call says nothing about which kernel it was.
-pub(crate) fn name_faulting_launch(error: Error, last: Option<LastLaunch>, on: &str) -> Error {
+pub(crate) fn name_faulting_launch(error: Error, last: Option<&LastLaunch>, on: &str) -> Error {
     match last {
         Some(launch) if error.kind() == ErrorKind::KernelFault => error.map_message(|message| {
             format!(
@@ -268,7 +273,7 @@ impl Device {
         Device {
             inner: Arc::new(Inner {
                 found,
-                modules: Mutex::new(HashMap::new()),
+                modules: Mutex::new(Vec::new()),
                 untracked: AtomicBool::new(false),
                 markers: Mutex::default(),
                 last_launch: LastLaunchSlot::default(),
@@ -440,12 +445,12 @@ impl Device {
     }
 
     /// Remembers a kernel launched on the device.
-    pub(crate) fn launched(&self, launch: LastLaunch) {
+    pub(crate) fn launched(&self, launch: &'static LastLaunch) {
         self.inner.last_launch.set(Some(launch));
     }
 
     /// The kernel launched last on the device, on any stream.
-    pub(crate) fn last_launch(&self) -> Option<LastLaunch> {
+    pub(crate) fn last_launch(&self) -> Option<&'static LastLaunch> {
         self.inner.last_launch.get()
     }
 }

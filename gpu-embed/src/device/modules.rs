@@ -1,19 +1,24 @@
 //! The modules loaded on a device: each binary's best object loaded once, on first launch,
 //! thread-safely, and its kernels' functions with what the driver says of them.
 
-use super::Device;
+use super::{Device, LastLaunch};
 use crate::binary::{Binary, Object};
 use crate::driver::{Driver, FunctionHandle, KernelAttributes, ModuleHandle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::select;
 use crate::trace::event;
-use std::collections::hash_map::{Entry, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
+/// A binary's module on a device. Modules stay loaded for the life of the process, as devices
+/// do (`Device`'s documentation).
 pub(super) struct Loaded {
+    /// The binary (its address: binaries are statics).
+    binary: usize,
     module: ModuleHandle,
     object: &'static Object,
-    functions: HashMap<&'static str, LoadedFunction>,
+    /// Its kernels' functions, in the order they were first launched: a module has a few, and
+    /// a look down them cost less than hashing the name (a launch looks its function up).
+    functions: Vec<(&'static str, LoadedFunction)>,
 }
 
 /// A kernel's function on a device, with what the driver knows about it (read once).
@@ -21,8 +26,11 @@ pub(super) struct Loaded {
 pub(crate) struct LoadedFunction {
     pub handle: FunctionHandle,
     pub attributes: KernelAttributes,
-    /// The dynamic shared memory the function was opted into beyond the default, in bytes.
-    opted_in: Arc<Mutex<u32>>,
+    /// The dynamic shared memory the function was opted into beyond the default, in bytes: one
+    /// per function for the life of the process, as the function itself.
+    opted_in: &'static Mutex<u32>,
+    /// What a launch of it leaves for a fault report to name.
+    pub launch: &'static LastLaunch,
 }
 
 impl LoadedFunction {
@@ -50,7 +58,11 @@ impl Device {
     ) -> Result<LoadedFunction> {
         let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
         let loaded = self.loaded(&mut modules, driver, binary)?;
-        if let Some(function) = loaded.functions.get(kernel) {
+        // The stubs pass each kernel's name as one literal: its address finds it, else its text.
+        if let Some((_, function)) = loaded.functions.iter().find(|(name, _)| {
+            std::ptr::eq(name.as_ptr(), kernel.as_ptr()) && name.len() == kernel.len()
+                || *name == kernel
+        }) {
             return Ok(function.clone());
         }
         let object = loaded.object;
@@ -69,9 +81,10 @@ impl Device {
         let function = LoadedFunction {
             handle,
             attributes,
-            opted_in: Arc::default(),
+            opted_in: Box::leak(Box::default()),
+            launch: Box::leak(Box::new(LastLaunch { binary, kernel })),
         };
-        loaded.functions.insert(kernel, function.clone());
+        loaded.functions.push((kernel, function.clone()));
         Ok(function)
     }
 
@@ -85,41 +98,46 @@ impl Device {
     /// The binary's loaded module, loading it the first time.
     fn loaded<'m>(
         &self,
-        modules: &'m mut HashMap<usize, Loaded>,
+        modules: &'m mut Vec<Loaded>,
         driver: &dyn Driver,
         binary: &'static Binary,
     ) -> Result<&'m mut Loaded> {
-        Ok(match modules.entry(binary as *const Binary as usize) {
-            Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => {
-                let object = select(binary, &self.arch())
-                    .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
-                #[cfg(feature = "tracing")]
-                let started = std::time::Instant::now();
-                let module = driver.load_module(object).map_err(|e| {
-                    e.map_message(|message| {
-                        format!(
-                            "{message} of gpu.module @{} on {}",
-                            binary.name(),
-                            self.name()
-                        )
-                    })
-                })?;
-                event!(
-                    info,
-                    device = self.name(),
-                    module = binary.name(),
-                    object = %object.describe(),
-                    ms = started.elapsed().as_secs_f64() * 1e3,
-                    "module loaded"
-                );
-                entry.insert(Loaded {
-                    module,
-                    object,
-                    functions: HashMap::new(),
-                })
-            }
-        })
+        let address = binary as *const Binary as usize;
+        Ok(
+            match modules.iter().position(|loaded| loaded.binary == address) {
+                Some(index) => &mut modules[index],
+                None => {
+                    let object = select(binary, &self.arch())
+                        .map_err(|e| Error::new(ErrorKind::NoFittingObject, e.to_string()))?;
+                    #[cfg(feature = "tracing")]
+                    let started = std::time::Instant::now();
+                    let module = driver.load_module(object).map_err(|e| {
+                        e.map_message(|message| {
+                            format!(
+                                "{message} of gpu.module @{} on {}",
+                                binary.name(),
+                                self.name()
+                            )
+                        })
+                    })?;
+                    event!(
+                        info,
+                        device = self.name(),
+                        module = binary.name(),
+                        object = %object.describe(),
+                        ms = started.elapsed().as_secs_f64() * 1e3,
+                        "module loaded"
+                    );
+                    modules.push(Loaded {
+                        binary: address,
+                        module,
+                        object,
+                        functions: Vec::new(),
+                    });
+                    modules.last_mut().expect("the module just pushed")
+                }
+            },
+        )
     }
 }
 
