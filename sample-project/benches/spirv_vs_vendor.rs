@@ -18,7 +18,7 @@ use opencl::{arg, OpenCl};
 use sample_project::{block_total, matmul, reduce, saxpy, stencil};
 use std::time::{Duration, Instant};
 
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 15;
 const N: usize = 1 << 22;
 const MATMUL_N: usize = 256;
 const GRID: usize = 1024;
