@@ -189,6 +189,21 @@ fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
         }
         None => format!("func.call @combine(%acc, %next) : ({ty}, {ty}) -> {ty}"),
     };
+    // An operation's fold walks the whole array, keeping what the chunk's threads stored: a loop
+    // of a constant count, which Intel's CPU runtime ran in half the time of one counted by the
+    // block's threads (2.5x -> 1.5x its own compile of the same reduction in OpenCL C). A
+    // region's combiner may trap on what a slot past the chunk holds: its fold stops there.
+    let (fold_to, keep) = if kind.is_some() {
+        (
+            "%slots_per_chunk",
+            format!(
+                "        %filled = arith.cmpi ult, %i, %count : index\n        %kept = \
+                 arith.select %filled, %combined, %acc : {ty}\n        scf.yield %kept : {ty}"
+            ),
+        )
+    } else {
+        ("%count", format!("        scf.yield %combined : {ty}"))
+    };
     let slots = format!("memref<{SLOTS}x{ty}, 3>");
     let total = format!("memref<1x{ty}, 3>");
     Some(format!(
@@ -232,10 +247,10 @@ fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
       %slot0 = memref.load %slots[%c0] : {slots}
       %so_far = memref.load %total[%c0] : {total}
       %start = arith.select %starting, %slot0, %so_far : {ty}
-      %folded = scf.for %i = %start_at to %count step %c1 iter_args(%acc = %start) -> ({ty}) {{
+      %folded = scf.for %i = %start_at to {fold_to} step %c1 iter_args(%acc = %start) -> ({ty}) {{
         %next = memref.load %slots[%i] : {slots}
         %combined = {combine}
-        scf.yield %combined : {ty}
+{keep}
       }}
       memref.store %folded, %total[%c0] : {total}
     }}
@@ -246,6 +261,8 @@ fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
 }}
 {declaration}"#,
         last = SLOTS - 1,
+        fold_to = fold_to,
+        keep = keep,
         declaration = if kind.is_none() {
             format!("func.func private @combine({ty}, {ty}) -> {ty}\n")
         } else {
