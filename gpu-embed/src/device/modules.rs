@@ -128,13 +128,14 @@ impl Device {
                         ms = started.elapsed().as_secs_f64() * 1e3,
                         "module loaded"
                     );
+                    let index = modules.len();
                     modules.push(Loaded {
                         binary: address,
                         module,
                         object,
                         functions: Vec::new(),
                     });
-                    modules.last_mut().expect("the module just pushed")
+                    &mut modules[index]
                 }
             },
         )
