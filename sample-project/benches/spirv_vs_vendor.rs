@@ -142,13 +142,17 @@ fn block_sum_row(device: &Device, intel: &OpenCl) -> (&'static str, Duration, Du
     ("block reduction, 2^22", time.0, time.1)
 }
 
+/// A reduction's launch: the configuration, the values, the partial results.
+type ReductionStub<'a> =
+    dyn Fn(&LaunchConfig, &DeviceBuffer<f32>, &DeviceBuffer<f32>) -> gpu_embed::Result<()> + 'a;
+
 /// A reduction of `N` values to one per block of 256 through `stub` against kernels.cl's kernel
 /// `kernel`, which takes the same arguments: the two times.
 fn reduction_row(
     device: &Device,
     intel: &OpenCl,
     kernel: &str,
-    stub: &dyn Fn(&LaunchConfig, &DeviceBuffer<f32>, &DeviceBuffer<f32>) -> gpu_embed::Result<()>,
+    stub: &ReductionStub<'_>,
 ) -> (Duration, Duration) {
     let values: Vec<f32> = (0..N).map(|i| (i % 100) as f32 * 0.25).collect();
     let blocks = N / 256;

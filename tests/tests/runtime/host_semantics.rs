@@ -281,7 +281,7 @@ macro_rules! on_every_device {
         $(mod $check {
             #[test]
             fn host() {
-                super::$check(&crate::host());
+                super::$check(&$crate::host());
             }
 
             #[test]
