@@ -58,6 +58,14 @@ type Contenders<'a> = [Option<Run<'a>>; 5];
 
 /// The median time of each contender, over `ROUNDS` rounds that run each once, in turn.
 fn alternate(runs: &mut [Option<Run>]) -> Vec<Option<Duration>> {
+    rounds(runs)
+        .into_iter()
+        .map(|times| times.get(times.len() / 2).copied())
+        .collect()
+}
+
+/// Each contender's times over `ROUNDS` rounds that run each once, in turn, fastest first.
+fn rounds(runs: &mut [Option<Run>]) -> Vec<Vec<Duration>> {
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); runs.len()];
     for run in runs.iter_mut().flatten() {
         run();
@@ -71,26 +79,29 @@ fn alternate(runs: &mut [Option<Run>]) -> Vec<Option<Duration>> {
             }
         }
     }
+    for times in &mut times {
+        times.sort();
+    }
     times
-        .into_iter()
-        .map(|mut times| {
-            times.sort();
-            times.get(times.len() / 2).copied()
-        })
-        .collect()
 }
 
 /// [`alternate`] over the contenders and a memory floor in the same rounds: their medians, and
-/// the floor's.
+/// the floor's best round. The floor is what the machine's memory allows, which its fastest
+/// round says: its median moved by 20% between passes of one run, as the machine's other load
+/// came and went.
 fn alternate_with_floor(
     contenders: Contenders,
     floor: Run,
 ) -> (Vec<Option<Duration>>, Option<Duration>) {
     let mut runs: Vec<Option<Run>> = contenders.into_iter().collect();
     runs.push(Some(floor));
-    let mut times = alternate(&mut runs);
-    let floor = times.pop().flatten();
-    (times, floor)
+    let mut times = rounds(&mut runs);
+    let floor = times.pop().and_then(|times| times.first().copied());
+    let medians = times
+        .into_iter()
+        .map(|times| times.get(times.len() / 2).copied())
+        .collect();
+    (medians, floor)
 }
 
 /// A row of the table: the medians of [`Contenders`].
