@@ -84,9 +84,13 @@ fn read(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
+/// Unpacks a package with its files' times set to now (`--touch`): `cargo package` writes every
+/// file with one old time (2006), which a build of the previous unpacking's files is newer than,
+/// so cargo would take that build for the changed files'.
 fn unpack(file: &Path, into: &Path, folder: &Path) {
     let _ = std::fs::remove_dir_all(folder);
     let status = Command::new("tar")
+        .arg("--touch")
         .arg("-xzf")
         .arg(file)
         .arg("-C")
