@@ -102,9 +102,11 @@ impl LaunchConfig {
                 ErrorKind::InvalidArgument,
                 format!(
                     "launching `{kernel}` on {}: a block of {:?}; kernel `{kernel}` was compiled \
-                     for Vulkan with workgroup size {block:?}; launch it with that block size",
+                     for workgroup size {block:?} on {} (its `known_block_size`); launch it with \
+                     that block size",
                     device.name(),
-                    self.block
+                    self.block,
+                    device.vendor()
                 ),
             ));
         }

@@ -323,6 +323,7 @@ mod tests {
                 name: "k".into(),
                 workgroup_memory: 0,
                 max_block_threads: None,
+                required_block: None,
                 arguments: vec![OpenClArgument {
                     param: 3,
                     kind: OpenClArgumentKind::Scalar { bytes: 4 },

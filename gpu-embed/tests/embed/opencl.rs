@@ -43,6 +43,7 @@ fn vadd_abi() -> OpenClAbi {
         name: name.into(),
         workgroup_memory: 0,
         max_block_threads: None,
+        required_block: None,
         arguments: arguments.clone(),
     };
     OpenClAbi {

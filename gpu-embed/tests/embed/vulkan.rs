@@ -694,8 +694,8 @@ fn launches_the_kernel_was_not_built_for_are_errors() {
         assert_eq!(error.kind(), ErrorKind::InvalidArgument);
         assert!(
             error.message().contains(
-                "kernel `vadd` was compiled for Vulkan with workgroup size [64, 1, 1]; launch it \
-                 with that block size"
+                "kernel `vadd` was compiled for workgroup size [64, 1, 1] on vulkan (its \
+                 `known_block_size`); launch it with that block size"
             ),
             "{error}"
         );

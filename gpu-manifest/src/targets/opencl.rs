@@ -32,6 +32,10 @@ pub struct OpenClKernel {
     /// memory have a slot per thread up to this). `None`: what the device allows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_block_threads: Option<u32>,
+    /// The only block size the kernel runs right with: the `known_block_size` its
+    /// `gpu.all_reduce`s were compiled for (their loops folded for that size). `None`: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_block: Option<[u32; 3]>,
     /// One per source argument, in order, then one per hidden size.
     pub arguments: Vec<OpenClArgument>,
 }

@@ -87,7 +87,7 @@ fn launches_are_checked_against_the_kernels_own_limits() {
             assert!(
                 error
                     .to_string()
-                    .contains("compiled for Vulkan with workgroup size [64, 1, 1]"),
+                    .contains("compiled for workgroup size [64, 1, 1] on vulkan"),
                 "{error}"
             );
         }

@@ -145,3 +145,47 @@ fn kernels_whose_names_rust_cannot_hold_launch_on_opencl() {
 fn every_all_reduce_operation_over_blocks_larger_than_one_chunk() {
     on_opencl_and_host(spirv_checks::check_reductions);
 }
+
+/// A kernel whose `gpu.all_reduce` was compiled for its `known_block_size` (the sample's
+/// block_total, 256 threads: the reduction's loops folded for that size) runs right at that
+/// size, and a launch of another size is refused before it runs, naming the size.
+#[test]
+fn an_all_reduce_compiled_for_its_block_size_refuses_another() {
+    use sample_project::block_total;
+    for device in gpu_tests::opencl_devices() {
+        let n = 1024;
+        let values: Vec<f32> = (0..n).map(|i| (i % 10) as f32).collect();
+        let input = DeviceBuffer::from_slice(&device, &values).unwrap();
+        let partial = DeviceBuffer::from_slice(&device, &[0.0f32; 8]).unwrap();
+        // SAFETY: block_total reads in[i] for i < n and writes out[block] for each block.
+        unsafe {
+            block_total::block_total(
+                &device,
+                &LaunchConfig::for_elements(n, 256),
+                &input,
+                &partial,
+                n,
+            )
+        }
+        .unwrap();
+        let want: Vec<f32> = values.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(&partial.to_vec().unwrap()[..4], &want[..]);
+        // SAFETY: as above; the launch is refused before the kernel runs.
+        let error = unsafe {
+            block_total::block_total(
+                &device,
+                &LaunchConfig::for_elements(n, 128),
+                &input,
+                &partial,
+                n,
+            )
+        }
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("compiled for workgroup size [256, 1, 1] on opencl"),
+            "{error}"
+        );
+    }
+}

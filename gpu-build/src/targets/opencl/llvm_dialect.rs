@@ -117,6 +117,7 @@ pub(super) fn serialize(
                 name: kernel.name.clone(),
                 workgroup_memory: 0,
                 max_block_threads: None,
+                required_block: None,
                 arguments,
             })
             .collect(),

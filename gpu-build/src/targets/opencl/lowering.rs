@@ -9,7 +9,8 @@
 //! (`support/shuffle.rs`), atomics (`support/atomics.rs`); assertions are printed
 //! (`assert.rs`).
 //! Unlike Vulkan, the workgroup size stays a launch parameter (no `LocalSize`), so
-//! `known_block_size` is a promise, not a requirement.
+//! `known_block_size` is a promise, not a requirement, except for a kernel whose `gpu.all_reduce`
+//! was compiled for it (`support/all_reduce.rs`): its manifest entry then requires that block.
 
 use super::abi::arguments;
 use super::assert::assert_by_printf;
@@ -70,7 +71,9 @@ pub(super) fn serialize(
     set_environment(context, &module, &environment)?;
     keep_only(&module, kernels);
     structure_control_flow(context, &mut module)?;
-    all_reduce_for_spirv(context, &module);
+    // Kernels whose reductions took their declared block size as the block's: the runtime
+    // refuses launches of other sizes.
+    let sized = all_reduce_for_spirv(context, &module);
     let entry_point = Attribute::parse(context, "#spirv.entry_point_abi<>")
         .ok_or_else(|| failed("making the entry point attribute"))?;
     let subgroups = has_subgroup_operations(spirv_version);
@@ -131,6 +134,10 @@ pub(super) fn serialize(
             name: kernel.name.clone(),
             workgroup_memory: facts.workgroup_memory,
             max_block_threads: facts.shuffles.then_some(SLOTS),
+            required_block: sized
+                .iter()
+                .find(|(name, _)| *name == kernel.name)
+                .map(|&(_, size)| size),
             arguments: arguments(kernel, spirv_function_type(&function)?, &facts.hidden)?,
         });
     }

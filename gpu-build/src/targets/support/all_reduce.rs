@@ -36,6 +36,31 @@ pub(crate) struct Reduction {
     pub ty: String,
 }
 
+/// The block size the `gpu.func` around `op` declares (`known_block_size`, or the
+/// `gpu.known_block_size` kernel outlining writes), if it declares one.
+pub(crate) fn known_block_size<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<[u32; 3]> {
+    let mut parent = op.parent_operation();
+    while let Some(function) = parent {
+        if function.name().as_string_ref().as_str() == Ok("gpu.func") {
+            let text = ["known_block_size", "gpu.known_block_size"]
+                .iter()
+                .find_map(|name| function.attribute(name).ok())?
+                .to_string();
+            // `array<i32: 256, 1, 1>`
+            let sizes: Vec<u32> = text
+                .rsplit(':')
+                .next()?
+                .trim_end_matches('>')
+                .split(',')
+                .map(|size| size.trim().parse().ok())
+                .collect::<Option<_>>()?;
+            return sizes.try_into().ok();
+        }
+        parent = function.parent_operation();
+    }
+    None
+}
+
 /// The kind and type of a `gpu.all_reduce` the rewrites handle: `uniform`, an operation
 /// attribute or a region of one block, a scalar integer or float.
 pub(crate) fn handled<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<Reduction> {
@@ -102,7 +127,10 @@ pub(crate) fn is_float(ty: &str) -> bool {
 
 /// Rewrites every `gpu.all_reduce` of `module` (a SPIR-V target's copy, workgroup memory as
 /// address space 3) that it handles; see the module documentation.
-pub(crate) fn all_reduce_for_spirv(context: &Context, module: &Module) {
+///
+/// Returns the kernels whose reductions took their `known_block_size` as the block's size, with
+/// it: a launch of another size must be refused (the target's manifest says so).
+pub(crate) fn all_reduce_for_spirv(context: &Context, module: &Module) -> Vec<(String, [u32; 3])> {
     let reductions: Vec<Reduction> = ops_named(&module.as_operation(), "gpu.all_reduce")
         .into_iter()
         .filter_map(|raw| {
@@ -110,50 +138,74 @@ pub(crate) fn all_reduce_for_spirv(context: &Context, module: &Module) {
             handled(&unsafe { OperationRef::from_raw(raw) })
         })
         .collect();
+    let mut sized = Vec::new();
     for reduction in reductions {
-        rewrite(context, &reduction);
+        // SAFETY: a live op of `module`, not erased before `rewrite`.
+        let op = unsafe { OperationRef::from_raw(reduction.op) };
+        let size = known_block_size(&op);
+        let kernel = kernel_of(&op);
+        if rewrite(context, &reduction, size) {
+            if let (Some(kernel), Some(size)) = (kernel, size) {
+                sized.push((kernel, size));
+            }
+        }
     }
+    sized.sort();
+    sized.dedup();
+    sized
+}
+
+/// The name of the `gpu.func` around `op`.
+fn kernel_of<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
+    let mut parent = op.parent_operation();
+    while let Some(function) = parent {
+        if function.name().as_string_ref().as_str() == Ok("gpu.func") {
+            return super::mlir::symbol_name(&function);
+        }
+        parent = function.parent_operation();
+    }
+    None
 }
 
 /// Replaces one reduction by its workgroup-memory form; leaves it as it is when any step fails
 /// (the conversion then refuses it by name).
-fn rewrite(context: &Context, reduction: &Reduction) {
-    let Some(text) = reduction_text(reduction.kind.as_deref(), &reduction.ty) else {
-        return;
+fn rewrite(context: &Context, reduction: &Reduction, size: Option<[u32; 3]>) -> bool {
+    let Some(text) = reduction_text(reduction.kind.as_deref(), &reduction.ty, size) else {
+        return false;
     };
     let Some(parsed) = Module::parse(context, &text) else {
-        return;
+        return false;
     };
     let Some(function) = parsed.body().first_operation() else {
-        return;
+        return false;
     };
     let Some(body) = function.region(0).ok().and_then(|r| r.first_block()) else {
-        return;
+        return false;
     };
     // SAFETY: the reduction, found by `all_reduce_for_spirv` and not erased yet.
     let op = unsafe { OperationRef::from_raw(reduction.op) };
     let Ok(value) = op.operand(0) else {
-        return;
+        return false;
     };
     let Ok(result) = op.result(0) else {
-        return;
+        return false;
     };
     // The region's combiner goes where the text calls `@combine`, before the body moves.
     if reduction.kind.is_none() {
         let Some(call) = ops_named(&function, "func.call").into_iter().next() else {
-            return;
+            return false;
         };
         // SAFETY: a live op of the parsed function.
         let call = unsafe { OperationRef::from_raw(call) };
         let (Ok(acc), Ok(next), Ok(combined)) = (call.operand(0), call.operand(1), call.result(0))
         else {
-            return;
+            return false;
         };
         let Some(region_block) = op.region(0).ok().and_then(|r| r.first_block()) else {
-            return;
+            return false;
         };
         let Some(yielded) = splice(region_block, &call, &[acc, next]) else {
-            return;
+            return false;
         };
         // SAFETY: the combiner's ops now sit before the call, in its block, and yield a value of
         // the call's type; the call has no uses left when it is destroyed.
@@ -163,7 +215,7 @@ fn rewrite(context: &Context, reduction: &Reduction) {
         }
     }
     let Some(reduced) = splice(body, &op, &[value]) else {
-        return;
+        return false;
     };
     // SAFETY: the reduction's ops now sit before it, in its block, and return a value of its
     // result's type: every use stays dominated and well typed. It has no uses left when it is
@@ -172,11 +224,12 @@ fn rewrite(context: &Context, reduction: &Reduction) {
         mlir_sys::mlirValueReplaceAllUsesOfWith(result.to_raw(), reduced.to_raw());
         mlir_sys::mlirOperationDestroy(reduction.op);
     }
+    true
 }
 
 /// The reduction of one value of `ty` by `kind` (`None`: a `@combine` call stands for the
 /// region), as a function of that value whose body `rewrite` moves into the kernel.
-fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
+fn reduction_text(kind: Option<&str>, ty: &str, size: Option<[u32; 3]>) -> Option<String> {
     let float = is_float(ty);
     let combine = match kind {
         Some(kind) => {
@@ -204,6 +257,29 @@ fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
     } else {
         ("%count", format!("        scf.yield %combined : {ty}"))
     };
+    // The block's size where the kernel declares it: then the thread count, the chunk count
+    // and the ids of dimensions of size 1 are constants, which fold the loops over chunks away
+    // (a block of at most SLOTS threads reaches its barriers in no loop: Intel's CPU runtime
+    // ran the reduction 1.3x faster so) and leave the thread's index the x id where y and z
+    // are 1. Without one they are read at run time.
+    let ids = match size {
+        Some([x, y, z]) => {
+            let id = |axis: &str, size: u32| {
+                if size == 1 {
+                    format!("  %t{axis} = arith.constant 0 : index\n")
+                } else {
+                    format!("  %t{axis} = gpu.thread_id {axis}\n")
+                }
+            };
+            format!(
+                "{}{}{}  %dx = arith.constant {x} : index\n  %dy = arith.constant {y} : index\n  %dz = arith.constant {z} : index",
+                id("x", x),
+                id("y", y),
+                id("z", z)
+            )
+        }
+        None => "  %tx = gpu.thread_id x\n  %ty = gpu.thread_id y\n  %tz = gpu.thread_id z\n  %dx = gpu.block_dim x\n  %dy = gpu.block_dim y\n  %dz = gpu.block_dim z".to_string(),
+    };
     let slots = format!("memref<{SLOTS}x{ty}, 3>");
     let total = format!("memref<1x{ty}, 3>");
     Some(format!(
@@ -213,12 +289,7 @@ fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
   %slots_per_chunk = arith.constant {SLOTS} : index
   %slots = memref.alloc() : {slots}
   %total = memref.alloc() : {total}
-  %tx = gpu.thread_id x
-  %ty = gpu.thread_id y
-  %tz = gpu.thread_id z
-  %dx = gpu.block_dim x
-  %dy = gpu.block_dim y
-  %dz = gpu.block_dim z
+{ids}
   %plane = arith.muli %tz, %dy : index
   %row = arith.addi %plane, %ty : index
   %rows = arith.muli %row, %dx : index
@@ -261,6 +332,7 @@ fn reduction_text(kind: Option<&str>, ty: &str) -> Option<String> {
 }}
 {declaration}"#,
         last = SLOTS - 1,
+        ids = ids,
         fold_to = fold_to,
         keep = keep,
         declaration = if kind.is_none() {
@@ -280,12 +352,12 @@ mod tests {
         assert_eq!(arith_combiner("add", true), Some("arith.addf"));
         assert_eq!(arith_combiner("minsi", true), None);
         assert_eq!(arith_combiner("maxnumf", false), None);
-        let text = reduction_text(Some("add"), "f32").unwrap();
+        let text = reduction_text(Some("add"), "f32", None).unwrap();
         assert!(text.contains("arith.addf %acc, %next fastmath<reassoc> : f32"));
         assert!(text.contains("memref<256xf32, 3>"));
-        let text = reduction_text(None, "i32").unwrap();
+        let text = reduction_text(None, "i32", None).unwrap();
         assert!(text.contains("func.call @combine(%acc, %next) : (i32, i32) -> i32"));
         assert!(text.contains("func.func private @combine(i32, i32) -> i32"));
-        assert_eq!(reduction_text(Some("minsi"), "f32"), None);
+        assert_eq!(reduction_text(Some("minsi"), "f32", None), None);
     }
 }

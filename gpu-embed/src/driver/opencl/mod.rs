@@ -329,7 +329,7 @@ impl Driver for OpenCl {
             static_shared_bytes: function.local_bytes.max(function.table.workgroup_memory),
             local_bytes_per_thread: function.private_bytes,
             registers: None,
-            required_block: None,
+            required_block: function.table.required_block,
             subgroup_size: function.subgroup_size,
         })
     }
