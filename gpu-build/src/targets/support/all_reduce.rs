@@ -19,7 +19,7 @@
 //! the `gpu.all_reduce` (`splice`): MLIR's inliner does not inline into a `gpu.func`.
 
 use super::mlir::splice;
-use super::spirv::ops_named;
+use super::spirv::{declared_block_size, ops_named};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, Module, RegionLike, ValueLike};
 use melior::Context;
@@ -36,25 +36,12 @@ pub(crate) struct Reduction {
     pub ty: String,
 }
 
-/// The block size the `gpu.func` around `op` declares (`known_block_size`, or the
-/// `gpu.known_block_size` kernel outlining writes), if it declares one.
+/// The block size the `gpu.func` around `op` declares, if it declares one.
 pub(crate) fn known_block_size<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<[u32; 3]> {
     let mut parent = op.parent_operation();
     while let Some(function) = parent {
         if function.name().as_string_ref().as_str() == Ok("gpu.func") {
-            let text = ["known_block_size", "gpu.known_block_size"]
-                .iter()
-                .find_map(|name| function.attribute(name).ok())?
-                .to_string();
-            // `array<i32: 256, 1, 1>`
-            let sizes: Vec<u32> = text
-                .rsplit(':')
-                .next()?
-                .trim_end_matches('>')
-                .split(',')
-                .map(|size| size.trim().parse().ok())
-                .collect::<Option<_>>()?;
-            return sizes.try_into().ok();
+            return declared_block_size(&function);
         }
         parent = function.parent_operation();
     }

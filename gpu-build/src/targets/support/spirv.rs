@@ -333,6 +333,23 @@ pub(crate) fn has_subgroup_operations(spirv_version: &str) -> bool {
     numbers(spirv_version).as_slice() >= [1, 3].as_slice()
 }
 
+/// The block size a `gpu.func` declares (`known_block_size`, or the discardable
+/// `gpu.known_block_size` kernel outlining writes), if it declares one.
+pub(crate) fn declared_block_size<'c: 'a, 'a>(
+    function: &impl OperationLike<'c, 'a>,
+) -> Option<[u32; 3]> {
+    let text = ["known_block_size", "gpu.known_block_size"]
+        .iter()
+        .find_map(|name| function.attribute(name).ok())?
+        .to_string();
+    // `array<i32: 256, 1, 1>`
+    let sizes: Vec<u32> = numbers(text.rsplit(':').next()?)
+        .into_iter()
+        .map(|size| u32::try_from(size).ok())
+        .collect::<Option<_>>()?;
+    sizes.try_into().ok()
+}
+
 /// The unsigned numbers in `text`, in order (`array<i32: 256, 1, 1>` → 256, 1, 1).
 pub(crate) fn numbers(text: &str) -> Vec<u64> {
     text.split(|c: char| !c.is_ascii_digit())

@@ -35,8 +35,8 @@ use crate::targets::support::mlir::symbol_name;
 use crate::targets::support::mma::emulate_mma;
 use crate::targets::support::shuffle::{shuffle_anywhere, SLOTS};
 use crate::targets::support::spirv::{
-    alloc_bytes, attributions_to_allocs, copy_for_spirv, drop_uniform_flags, failed,
-    has_subgroup_operations, keep_only, keep_version, kernel_functions, location_of,
+    alloc_bytes, attributions_to_allocs, copy_for_spirv, declared_block_size, drop_uniform_flags,
+    failed, has_subgroup_operations, keep_only, keep_version, kernel_functions, location_of,
     move_into_gpu_module, numbers, ops_named, run, scalar_bits, set_environment, spirv_function,
     spirv_function_type, spirv_object,
 };
@@ -244,12 +244,7 @@ fn set_entry_point_abi<'c>(
     if has_size {
         return Ok(());
     }
-    let size = ["known_block_size", "gpu.known_block_size"]
-        .iter()
-        .find_map(|name| function.attribute(name).ok())
-        .map(|a| numbers(a.to_string().rsplit(':').next().unwrap_or_default()))
-        .filter(|size| size.len() == 3);
-    let abi = match size {
+    let abi = match declared_block_size(function) {
         Some(size) => format!(
             "#spirv.entry_point_abi<workgroup_size = [{}, {}, {}]>",
             size[0], size[1], size[2]
