@@ -193,11 +193,8 @@ pub unsafe fn launch(
         };
         return graph::record_launch(stream, launch, &uses);
     }
-    // Work on the default stream follows every stream's earlier work: nothing to wait for.
-    if queue.stream().is_some() {
-        for used in uses {
-            lock(used.tracking).before(&queue, Access::Write)?;
-        }
+    for used in uses {
+        lock(used.tracking).before(&queue, Access::Write)?;
     }
     let stream = queue.handle();
     // SAFETY: the caller guarantees `params` match the kernel; the function belongs to the

@@ -177,15 +177,7 @@ impl Tracking {
             }
             Access::Write => {
                 self.reads.clear();
-                // The same default stream's work again (a loop of launches on it): the mark
-                // there stands, without the device's reference count moving twice.
-                let same = matches!(
-                    (self.write.as_ref().map(|w| &w.end), &mark.end),
-                    (Some(End::DefaultStream(was)), End::DefaultStream(now)) if was.is_same(now)
-                );
-                if !same {
-                    self.write = Some(mark.clone());
-                }
+                self.write = Some(mark.clone());
             }
         }
     }

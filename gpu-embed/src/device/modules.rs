@@ -58,11 +58,7 @@ impl Device {
     ) -> Result<LoadedFunction> {
         let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
         let loaded = self.loaded(&mut modules, driver, binary)?;
-        // The stubs pass each kernel's name as one literal: its address finds it, else its text.
-        if let Some((_, function)) = loaded.functions.iter().find(|(name, _)| {
-            std::ptr::eq(name.as_ptr(), kernel.as_ptr()) && name.len() == kernel.len()
-                || *name == kernel
-        }) {
+        if let Some((_, function)) = loaded.functions.iter().find(|(name, _)| *name == kernel) {
             return Ok(function.clone());
         }
         let object = loaded.object;

@@ -18,7 +18,7 @@
 //! The reduction is written as MLIR text (`reduction_text`), parsed, and its body moved before
 //! the `gpu.all_reduce` (`splice`): MLIR's inliner does not inline into a `gpu.func`.
 
-use super::mlir::splice;
+use super::mlir::{splice, symbol_name};
 use super::spirv::{declared_block_size, ops_named};
 use melior::ir::operation::{OperationLike, OperationRef};
 use melior::ir::{BlockLike, Module, RegionLike, ValueLike};
@@ -36,12 +36,12 @@ pub(crate) struct Reduction {
     pub ty: String,
 }
 
-/// The block size the `gpu.func` around `op` declares, if it declares one.
-pub(crate) fn known_block_size<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<[u32; 3]> {
+/// The `gpu.func` around `op`.
+fn enclosing_kernel<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
     let mut parent = op.parent_operation();
     while let Some(function) = parent {
         if function.name().as_string_ref().as_str() == Ok("gpu.func") {
-            return declared_block_size(&function);
+            return Some(function);
         }
         parent = function.parent_operation();
     }
@@ -129,29 +129,18 @@ pub(crate) fn all_reduce_for_spirv(context: &Context, module: &Module) -> Vec<(S
     for reduction in reductions {
         // SAFETY: a live op of `module`, not erased before `rewrite`.
         let op = unsafe { OperationRef::from_raw(reduction.op) };
-        let size = known_block_size(&op);
-        let kernel = kernel_of(&op);
+        let kernel = enclosing_kernel(&op);
+        let size = kernel.as_ref().and_then(declared_block_size);
+        let name = kernel.as_ref().and_then(symbol_name);
         if rewrite(context, &reduction, size) {
-            if let (Some(kernel), Some(size)) = (kernel, size) {
-                sized.push((kernel, size));
+            if let (Some(name), Some(size)) = (name, size) {
+                sized.push((name, size));
             }
         }
     }
     sized.sort();
     sized.dedup();
     sized
-}
-
-/// The name of the `gpu.func` around `op`.
-fn kernel_of<'c: 'a, 'a>(op: &impl OperationLike<'c, 'a>) -> Option<String> {
-    let mut parent = op.parent_operation();
-    while let Some(function) = parent {
-        if function.name().as_string_ref().as_str() == Ok("gpu.func") {
-            return super::mlir::symbol_name(&function);
-        }
-        parent = function.parent_operation();
-    }
-    None
 }
 
 /// Replaces one reduction by its workgroup-memory form; leaves it as it is when any step fails

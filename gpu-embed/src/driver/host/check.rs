@@ -191,7 +191,8 @@ pub(super) struct Checks {
     serial: u64,
     /// The shadow of the global memory the launch touches (the race check).
     global: races::RaceShadow,
-    /// The launch's block and grid sizes, for the reports made at its end.
+    /// The launch's block and grid sizes: the block ids the race records keep, and the reports
+    /// made at the launch's end.
     block: [u32; 3],
     grid: [u32; 3],
 }

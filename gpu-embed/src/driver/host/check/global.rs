@@ -123,7 +123,7 @@ pub(in crate::driver::host) unsafe extern "C" fn global_rows(
         reads,
         writes,
         first: Access {
-            block: block_id(context, block),
+            block: block_id(checks, block),
             thread: first,
             interval,
             atomic,
@@ -133,9 +133,9 @@ pub(in crate::driver::host) unsafe extern "C" fn global_rows(
     checks.global.record_row(row);
 }
 
-/// The block's linear id plus one (0 is nobody).
-fn block_id(context: &Context, [x, y, z]: [u32; 3]) -> u32 {
-    let grid = [context.ids[9], context.ids[10], context.ids[11]];
+/// The block's linear id plus one (0 is nobody), in the launch's grid (which the reports decode).
+fn block_id(checks: &Checks, [x, y, z]: [u32; 3]) -> u32 {
+    let grid = checks.grid;
     (x + grid[0] * (y + grid[1] * z)).wrapping_add(1)
 }
 
@@ -272,7 +272,7 @@ unsafe fn race(
         (linear as u32, state.progress.interval(linear))
     });
     let me = Access {
-        block: block_id(context, block),
+        block: block_id(checks, block),
         thread: linear,
         interval,
         atomic,
