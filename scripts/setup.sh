@@ -2,7 +2,8 @@
 # Installs what building and testing this workspace needs on Debian 12, skipping what is there:
 # LLVM/MLIR 22 (headers, libraries, tools), lld (the program and its libraries), the ROCm device
 # libraries, Debian's HIP runtime and headers, Mesa's lavapipe (a Vulkan driver on the CPU), the
-# Vulkan loader, the Khronos validation layer and spirv-val (the Vulkan target's tests), PoCL and
+# Vulkan loader, the Khronos validation layer and spirv-val (the Vulkan target's tests), glslang
+# (benches/spirv_vs_vendor.rs compiles its GLSL peers with it), PoCL and
 # the OpenCL ICD loader (the host target's peer in benches/host_vs_peers.rs), Oclgrind (the checked
 # host run's peer in benches/checked_vs_oclgrind.rs, which points the loader at its ICD library),
 # Intel's CPU Runtime for OpenCL from PyPI (the OpenCL driver's tests: it runs the opencl target's
@@ -17,7 +18,7 @@ set -euo pipefail
 
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 liblld-22-dev libpolly-22-dev libclang-22-dev clang-22
           rocm-device-libs libamdhip64-5 libamdhip64-dev zlib1g-dev libzstd-dev libxml2-dev libffi-dev python3-pip
-          valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools
+          valgrind mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools glslang-tools
           pocl-opencl-icd ocl-icd-libopencl1 opencl-c-headers oclgrind
           redis-server nginx libnginx-mod-http-dav-ext
           libze1 libze-dev)

@@ -8,10 +8,15 @@
 //!
 //!     cargo bench -p sample-project --bench vulkan_launch
 
+#[path = "peers/vulkan.rs"]
+mod vulkan;
+
 use ash::vk;
 use gpu_embed::{Device, DeviceBuffer, LaunchConfig, Vendor};
+use gpu_manifest::targets::vulkan::WORKGROUP_SIZE_SPEC_IDS;
 use sample_project::vadd;
 use std::time::{Duration, Instant};
+use vulkan::{HostBuffer, Pipeline, Vulkan};
 
 const LAUNCHES: u32 = 5_000;
 const N: usize = 1024;
@@ -34,7 +39,8 @@ fn main() {
     let spirv = gpu_embed::select(&vadd::BINARY, &device.arch())
         .unwrap()
         .bytes();
-    // SAFETY: the raw loop's own instance and device, used only by this thread.
+    // SAFETY: the object gpu-embed selected for this Vulkan device: vadd's SPIR-V, whose four
+    // storage-buffer bindings are a, b, c and n.
     let raw = unsafe { Raw::new(device.name(), spirv) };
 
     // The same launches, captured on a stream of the device, replayed as a graph.
@@ -99,221 +105,42 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
-/// A minimal Vulkan compute setup for vadd: three buffers of N floats and one holding `n`,
-/// a pipeline, one descriptor set, and a ring of command buffers with fences.
+/// vadd's setup on a raw Vulkan device: three buffers of N floats and one holding `n`, its
+/// pipeline, and a ring of command buffers with fences.
 struct Raw {
-    _entry: ash::Entry,
-    instance: ash::Instance,
-    device: ash::Device,
-    queue: vk::Queue,
-    pipeline: vk::Pipeline,
-    layout: vk::PipelineLayout,
-    set: vk::DescriptorSet,
+    vulkan: Vulkan,
+    pipeline: Pipeline,
     ring: Vec<(vk::CommandBuffer, vk::Fence)>,
-    c: *mut f32,
+    c: HostBuffer,
 }
 
 impl Raw {
     /// # Safety
-    /// Plain Vulkan calls on objects this function creates; `spirv` is a valid compute module
-    /// with vadd's four storage-buffer bindings.
+    /// `spirv` is a valid compute module with vadd's four storage-buffer bindings.
     unsafe fn new(name: &str, spirv: &[u8]) -> Raw {
-        let entry = ash::Entry::load().unwrap();
-        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_1);
-        let instance = entry
-            .create_instance(
-                &vk::InstanceCreateInfo::default().application_info(&app),
-                None,
-            )
-            .unwrap();
-        let physical = instance
-            .enumerate_physical_devices()
-            .unwrap()
-            .into_iter()
-            .find(|&p| {
-                let properties = instance.get_physical_device_properties(p);
-                properties.device_name_as_c_str().unwrap().to_string_lossy() == name
-            })
-            .unwrap();
-        let family = instance
-            .get_physical_device_queue_family_properties(physical)
-            .iter()
-            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
-            .unwrap() as u32;
-        let priorities = [1.0];
-        let queues = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(family)
-            .queue_priorities(&priorities)];
-        let device = instance
-            .create_device(
-                physical,
-                &vk::DeviceCreateInfo::default().queue_create_infos(&queues),
-                None,
-            )
-            .unwrap();
-        let queue = device.get_device_queue(family, 0);
-        let memory_types = instance.get_physical_device_memory_properties(physical);
-        let host_visible =
-            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let buffer = |bytes: usize, fill: &[u8]| -> (vk::Buffer, *mut u8) {
-            let buffer = device
-                .create_buffer(
-                    &vk::BufferCreateInfo::default()
-                        .size(bytes as u64)
-                        .usage(vk::BufferUsageFlags::STORAGE_BUFFER),
-                    None,
-                )
-                .unwrap();
-            let needs = device.get_buffer_memory_requirements(buffer);
-            let kind = (0..memory_types.memory_type_count)
-                .find(|&i| {
-                    needs.memory_type_bits & (1 << i) != 0
-                        && memory_types.memory_types[i as usize]
-                            .property_flags
-                            .contains(host_visible)
-                })
-                .unwrap();
-            let memory = device
-                .allocate_memory(
-                    &vk::MemoryAllocateInfo::default()
-                        .allocation_size(needs.size)
-                        .memory_type_index(kind),
-                    None,
-                )
-                .unwrap();
-            device.bind_buffer_memory(buffer, memory, 0).unwrap();
-            let mapped = device
-                .map_memory(memory, 0, needs.size, vk::MemoryMapFlags::empty())
-                .unwrap()
-                .cast::<u8>();
-            std::ptr::copy_nonoverlapping(fill.as_ptr(), mapped, fill.len());
-            (buffer, mapped)
-        };
-        let ones: Vec<u8> = [1.0f32; N].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let twos: Vec<u8> = [2.0f32; N].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let buffers = [
-            buffer(N * 4, &ones),
-            buffer(N * 4, &twos),
-            buffer(N * 4, &[]),
-            buffer(4, &(N as i32).to_le_bytes()),
-        ];
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..4)
-            .map(|i| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(i)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
-            .collect();
-        let set_layout = device
-            .create_descriptor_set_layout(
-                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
-                None,
-            )
-            .unwrap();
-        let set_layouts = [set_layout];
-        let layout = device
-            .create_pipeline_layout(
-                &vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts),
-                None,
-            )
-            .unwrap();
-        let words: Vec<u32> = spirv
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect();
-        let module = device
-            .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
-            .unwrap();
-        let stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(module)
-            .name(c"vadd");
-        let pipeline = device
-            .create_compute_pipelines(
-                vk::PipelineCache::null(),
-                &[vk::ComputePipelineCreateInfo::default()
-                    .stage(stage)
-                    .layout(layout)],
-                None,
-            )
-            .unwrap()[0];
-        let sizes = [vk::DescriptorPoolSize::default()
-            .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(4)];
-        let pool = device
-            .create_descriptor_pool(
-                &vk::DescriptorPoolCreateInfo::default()
-                    .max_sets(1)
-                    .pool_sizes(&sizes),
-                None,
-            )
-            .unwrap();
-        let set = device
-            .allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default()
-                    .descriptor_pool(pool)
-                    .set_layouts(&set_layouts),
-            )
-            .unwrap()[0];
-        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
-            .iter()
-            .map(|(buffer, _)| {
-                [vk::DescriptorBufferInfo::default()
-                    .buffer(*buffer)
-                    .range(vk::WHOLE_SIZE)]
-            })
-            .collect();
-        let writes: Vec<vk::WriteDescriptorSet> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(i as u32)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(info)
-            })
-            .collect();
-        device.update_descriptor_sets(&writes, &[]);
-        let command_pool = device
-            .create_command_pool(
-                &vk::CommandPoolCreateInfo::default()
-                    .queue_family_index(family)
-                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-                None,
-            )
-            .unwrap();
-        let commands = device
-            .allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(command_pool)
-                    .command_buffer_count(64),
-            )
-            .unwrap();
-        let ring = commands
-            .into_iter()
-            .map(|command| {
-                let fence = device
-                    .create_fence(
-                        &vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED),
-                        None,
-                    )
-                    .unwrap();
-                (command, fence)
-            })
-            .collect();
+        let vulkan = Vulkan::new(name).unwrap();
+        let floats = |v: f32| -> Vec<u8> { [v; N].iter().flat_map(|v| v.to_le_bytes()).collect() };
+        let (a, b, c) = (
+            vulkan.buffer(&floats(1.0)),
+            vulkan.buffer(&floats(2.0)),
+            vulkan.buffer(&floats(0.0)),
+        );
+        let n = vulkan.buffer(&(N as i32).to_le_bytes());
+        // vadd declares no block size: its object's workgroup size is specialization constants.
+        let block = WORKGROUP_SIZE_SPEC_IDS.into_iter().zip([256, 1, 1]);
+        let pipeline = vulkan.pipeline(
+            spirv,
+            c"vadd",
+            &[&a, &b, &c, &n],
+            &[],
+            &block.collect::<Vec<_>>(),
+        );
+        let ring = vulkan.ring(64);
         Raw {
-            _entry: entry,
-            instance,
-            device,
-            queue,
+            vulkan,
             pipeline,
-            layout,
-            set,
             ring,
-            c: buffers[2].1.cast(),
+            c,
         }
     }
 
@@ -324,57 +151,17 @@ impl Raw {
     unsafe fn launches(&self, count: u32) -> Duration {
         let start = Instant::now();
         for i in 0..count as usize {
-            let (command, fence) = self.ring[i % self.ring.len()];
-            self.device
-                .wait_for_fences(&[fence], true, u64::MAX)
-                .unwrap();
-            self.device.reset_fences(&[fence]).unwrap();
-            self.device
-                .begin_command_buffer(
-                    command,
-                    &vk::CommandBufferBeginInfo::default()
-                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-                )
-                .unwrap();
-            self.device
-                .cmd_bind_pipeline(command, vk::PipelineBindPoint::COMPUTE, self.pipeline);
-            self.device.cmd_bind_descriptor_sets(
-                command,
-                vk::PipelineBindPoint::COMPUTE,
-                self.layout,
-                0,
-                &[self.set],
-                &[],
-            );
-            self.device.cmd_dispatch(command, (N / 256) as u32, 1, 1);
-            self.device.end_command_buffer(command).unwrap();
-            let commands = [command];
-            self.device
-                .queue_submit(
-                    self.queue,
-                    &[vk::SubmitInfo::default().command_buffers(&commands)],
-                    fence,
-                )
-                .unwrap();
+            let slot = self.ring[i % self.ring.len()];
+            self.vulkan
+                .submit(slot, &self.pipeline, [(N / 256) as u32, 1, 1]);
         }
-        self.device.queue_wait_idle(self.queue).unwrap();
+        self.vulkan.wait_idle();
         start.elapsed()
     }
 
     /// # Safety
     /// As [`Raw::new`]; no dispatch is running.
     unsafe fn result(&self) -> Vec<f32> {
-        std::slice::from_raw_parts(self.c, N).to_vec()
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        // SAFETY: nothing is running (every dispatch was waited for); the process ends after.
-        unsafe {
-            let _ = self.device.device_wait_idle();
-            self.device.destroy_device(None);
-            self.instance.destroy_instance(None);
-        }
+        self.c.floats()
     }
 }

@@ -271,6 +271,53 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // Reductions over blocks of 16 x 4 x 2 threads (one chunk of the SPIR-V lowering's slots,
+    // which it folds with no loop around its barriers where the block is declared), written by
+    // the block's thread (0, 0, 0): out[3 b + k] for k = add, minsi and a region (minui),
+    // fout[b] the maximumf of floats. Thread (x, y, z) takes element 128 b + x + 16 (y + 4 z).
+    gpu.func @reductions_in_one_chunk(%in: memref<?xi32>, %fin: memref<?xf32>,
+                                      %out: memref<?xi32>, %fout: memref<?xf32>) kernel
+        attributes {known_block_size = array<i32: 16, 4, 2>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c128 = arith.constant 128 : index
+      %b = gpu.block_id x
+      %tx = gpu.thread_id x
+      %ty = gpu.thread_id y
+      %tz = gpu.thread_id z
+      %z4 = arith.muli %tz, %c4 : index
+      %row = arith.addi %z4, %ty : index
+      %rows = arith.muli %row, %c16 : index
+      %t = arith.addi %rows, %tx : index
+      %base = arith.muli %b, %c128 : index
+      %i = arith.addi %base, %t : index
+      %x = memref.load %in[%i] : memref<?xi32>
+      %f = memref.load %fin[%i] : memref<?xf32>
+      %add = gpu.all_reduce add %x uniform {} : (i32) -> (i32)
+      %minsi = gpu.all_reduce minsi %x uniform {} : (i32) -> (i32)
+      %region = gpu.all_reduce %x uniform {
+      ^bb(%lhs : i32, %rhs : i32):
+        %m = arith.minui %lhs, %rhs : i32
+        gpu.yield %m : i32
+      } : (i32) -> (i32)
+      %fmax = gpu.all_reduce maximumf %f uniform {} : (f32) -> (f32)
+      %first = arith.cmpi eq, %t, %c0 : index
+      scf.if %first {
+        %o = arith.muli %b, %c3 : index
+        %o1 = arith.addi %o, %c1 : index
+        %o2 = arith.addi %o, %c2 : index
+        memref.store %add, %out[%o] : memref<?xi32>
+        memref.store %minsi, %out[%o1] : memref<?xi32>
+        memref.store %region, %out[%o2] : memref<?xi32>
+        memref.store %fmax, %fout[%b] : memref<?xf32>
+      }
+      gpu.return
+    }
+
     // Every memref.atomic_rmw kind and a memref.generic_atomic_rmw, on global and workgroup
     // memory (`support/atomics.rs` lowers them for both SPIR-V targets). Thread g < n takes
     // v = in[g] and: counts v & 15 in its block's workgroup bins (its ticket, the bin's old

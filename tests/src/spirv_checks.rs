@@ -380,6 +380,51 @@ pub fn check_reductions(device: &Device) -> Result<()> {
     Ok(())
 }
 
+/// `reductions_in_one_chunk` over 3 blocks of 16 x 4 x 2 threads against the CPU: a declared
+/// block of at most one chunk, which the SPIR-V lowering reduces with no loop around its
+/// barriers (`targets/support/all_reduce.rs`).
+pub fn check_reductions_in_one_chunk(device: &Device) -> Result<()> {
+    const BLOCK: usize = 128;
+    let blocks = 3;
+    let n = BLOCK * blocks;
+    let ints: Vec<i32> = (0..n as i32)
+        .map(|i| (i * 7919) % 201 - 100 + if i % 53 == 0 { -1000 } else { 0 })
+        .collect();
+    let floats: Vec<f32> = (0..n)
+        .map(|i| ((i * 104_729) % 1000) as f32 / 8.0 - 60.0)
+        .collect();
+    let (din, dfin) = (
+        DeviceBuffer::from_slice(device, &ints)?,
+        DeviceBuffer::from_slice(device, &floats)?,
+    );
+    let dout = DeviceBuffer::<i32>::alloc(device, 3 * blocks)?;
+    let dfout = DeviceBuffer::<f32>::alloc(device, blocks)?;
+    let config = LaunchConfig {
+        grid: [blocks as u32, 1, 1],
+        block: [16, 4, 2],
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: block b reads in[128 b ..][..128] and fin likewise, and writes out[3 b ..][..3]
+    // and fout[b]; every buffer holds that many elements.
+    unsafe { vk::reductions_in_one_chunk(device, &config, &din, &dfin, &dout, &dfout)? };
+    let (out, fout) = (dout.to_vec()?, dfout.to_vec()?);
+    for b in 0..blocks {
+        let x = &ints[b * BLOCK..][..BLOCK];
+        let want = [
+            x.iter().fold(0i32, |a, &v| a.wrapping_add(v)),
+            *x.iter().min().unwrap(),
+            x.iter().map(|&v| v as u32).min().unwrap() as i32,
+        ];
+        assert_eq!(&out[3 * b..][..3], want, "block {b} on {}", device.name());
+        let max = floats[b * BLOCK..][..BLOCK]
+            .iter()
+            .copied()
+            .fold(f32::MIN, f32::max);
+        assert_eq!(fout[b], max, "block {b} on {}", device.name());
+    }
+    Ok(())
+}
+
 /// `atomics`: every `memref.atomic_rmw` kind the LLVM targets lower too and a generic atomic,
 /// on global and workgroup memory, over 1000 values in blocks of 64. Besides the folded results
 /// (against plain Rust), the values the atomics returned prove each was one indivisible step:

@@ -1,13 +1,16 @@
 // The benchmark's kernels in OpenCL C for PoCL, written to match sample-project/kernels/*.mlir
 // line for line: the same work-group sizes, the same memory accesses, the same arithmetic.
 
-// saxpy.mlir: y[i] = a * x[i] + y[i].
+// saxpy.mlir: y[i] = a * x[i] + y[i], rounded twice as the MLIR kernel's llvm.fmul and
+// llvm.fadd are (no `contract` flag): not contracted into one fused multiply-add.
+#pragma OPENCL FP_CONTRACT OFF
 kernel void saxpy(float a, global const float *x, global float *y, long n) {
   size_t i = get_group_id(0) * get_local_size(0) + get_local_id(0);
   if (i < (ulong)n) {
     y[i] = a * x[i] + y[i];
   }
 }
+#pragma OPENCL FP_CONTRACT ON
 
 // reduce.mlir: out[block] = the sum of the block's 256 elements, a tree in local memory.
 kernel void block_sum(global const float *in, global float *out, ulong n) {

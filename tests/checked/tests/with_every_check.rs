@@ -83,5 +83,6 @@ mod spirv_kernels {
     fn values_of_every_width_and_every_all_reduce() {
         check_widths(&crate::host()).unwrap();
         check_reductions(&crate::host()).unwrap();
+        check_reductions_in_one_chunk(&crate::host()).unwrap();
     }
 }

@@ -146,6 +146,11 @@ fn every_all_reduce_operation_over_blocks_larger_than_one_chunk() {
     on_opencl_and_host(spirv_checks::check_reductions);
 }
 
+#[test]
+fn reductions_over_a_declared_block_of_one_chunk() {
+    on_opencl_and_host(spirv_checks::check_reductions_in_one_chunk);
+}
+
 /// A kernel whose `gpu.all_reduce` was compiled for its `known_block_size` (the sample's
 /// block_total, 256 threads: the reduction's loops folded for that size) runs right at that
 /// size, and a launch of another size is refused before it runs, naming the size.

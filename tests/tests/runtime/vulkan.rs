@@ -234,6 +234,11 @@ fn every_all_reduce_operation_over_blocks_larger_than_one_chunk() {
 }
 
 #[test]
+fn reductions_over_a_declared_block_of_one_chunk() {
+    on_vulkan_and_host(spirv_checks::check_reductions_in_one_chunk);
+}
+
+#[test]
 fn a_launch_with_another_block_size_than_the_kernel_was_compiled_for_is_refused() {
     let Some(device) = gpu_tests::vulkan_devices().into_iter().next() else {
         return;
