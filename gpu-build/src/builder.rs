@@ -131,6 +131,25 @@ impl Build {
         self
     }
 
+    /// The public keys (`gpu-build-cache-public-key:…`, as `gpu-build cache keygen` prints
+    /// them) of the writers whose entries the build takes from the shared store: with any, an
+    /// entry that none of them signed is not used (it is compiled here), and a build without a
+    /// signing key stores nothing there. Overrides `GPU_BUILD_CACHE_TRUSTED_KEYS`.
+    #[cfg(feature = "remote-cache")]
+    pub fn remote_cache_trusted_keys(&mut self, keys: &[&str]) -> &mut Build {
+        self.remote_cache.trusted_keys = keys.iter().map(|key| key.to_string()).collect();
+        self
+    }
+
+    /// The file holding the secret key the build signs its entries with (never the key itself
+    /// in build code). Overrides `GPU_BUILD_CACHE_SIGNING_KEY` and
+    /// `GPU_BUILD_CACHE_SIGNING_KEY_FILE`.
+    #[cfg(feature = "remote-cache")]
+    pub fn remote_cache_signing_key_file(&mut self, path: impl AsRef<Path>) -> &mut Build {
+        self.remote_cache.signing_key_file = Some(path.as_ref().to_path_buf());
+        self
+    }
+
     /// Which object cache to use; by default `GPU_BUILD_CACHE_DIR`, else the cargo target
     /// directory's `gpu-build-cache` (see the crate docs), unless `GPU_BUILD_CACHE=off`.
     pub fn cache(&mut self, setting: CacheSetting) -> &mut Build {

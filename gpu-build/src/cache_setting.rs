@@ -16,11 +16,16 @@ pub enum CacheSetting {
     Off,
 }
 
-/// The shared store under the local cache (feature `remote-cache`): from `Build::remote_cache`
-/// and `Build::remote_cache_read_only`, else (with the default cache setting)
-/// `GPU_BUILD_CACHE_URL` and `GPU_BUILD_CACHE_READ_ONLY`.
+/// The shared store under the local cache (feature `remote-cache`): from `Build::remote_cache`,
+/// `Build::remote_cache_read_only` and the signature settings, else (with the default cache
+/// setting) `GPU_BUILD_CACHE_URL`, `GPU_BUILD_CACHE_READ_ONLY` and the signature variables.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct RemoteSetting {
     pub url: Option<String>,
     pub read_only: Option<bool>,
+    /// Public keys whose entries are used; none: `GPU_BUILD_CACHE_TRUSTED_KEYS`.
+    pub trusted_keys: Vec<String>,
+    /// The file with the key to sign entries with; none: `GPU_BUILD_CACHE_SIGNING_KEY` or
+    /// `GPU_BUILD_CACHE_SIGNING_KEY_FILE`.
+    pub signing_key_file: Option<PathBuf>,
 }

@@ -40,6 +40,14 @@ impl CargoOutput {
         probes.extend(tried.iter().map(|path| (path.clone(), path.exists())));
     }
 
+    /// Reads a secret (a signing key, a password): neither recorded for the next build's
+    /// up-to-date check, whose record keeps each variable's value, nor named to cargo, whose
+    /// fingerprint keeps it too. Changing one changes no output.
+    #[cfg_attr(not(feature = "remote-cache"), allow(dead_code))]
+    pub fn secret_env(&self, name: &str) -> Option<OsString> {
+        std::env::var_os(name).filter(|value| !value.is_empty())
+    }
+
     /// Remembers that the build read `path`.
     pub fn read_file(&self, path: &Path) {
         self.files.lock_now().insert(path.to_path_buf());

@@ -110,9 +110,13 @@ mod up_to_date;
 
 pub use builder::Build;
 #[cfg(feature = "remote-cache")]
-pub use cache::admin::clear_remote_cache;
+pub use cache::admin::{
+    clear_remote_cache, entry_signer, read_remote_cache_entry, write_remote_cache_entry,
+};
 #[cfg(feature = "compiler")]
 pub use cache::admin::{CacheDir, Verified};
+#[cfg(feature = "remote-cache")]
+pub use cache::signing::{generate_key_pair, PublicKey};
 #[cfg(feature = "compiler")]
 pub use cache::stats::{CacheStats, StoreStats};
 pub use cache_setting::CacheSetting;

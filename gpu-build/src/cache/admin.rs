@@ -3,7 +3,6 @@
 
 use super::stats::{self, CacheStats};
 use crate::util::sha256_hex;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// A local object cache directory (what `GPU_BUILD_CACHE_DIR` names; by default
@@ -91,20 +90,25 @@ impl CacheDir {
 
 /// Whether `bytes` are a whole entry stored under its own key's name.
 fn intact(path: &Path, bytes: &[u8]) -> bool {
-    let Some((body, digest)) = bytes
-        .len()
-        .checked_sub(32)
-        .and_then(|at| bytes.split_at_checked(at))
-    else {
+    let Some(parts) = super::parts(bytes) else {
         return false;
     };
-    if Sha256::digest(body).as_slice() != digest {
-        return false;
-    }
-    let Some(key) = super::key_text(body) else {
-        return false;
-    };
-    path.file_name().and_then(|n| n.to_str()) == Some(sha256_hex(key.as_bytes()).as_str())
+    path.file_name().and_then(|n| n.to_str())
+        == Some(sha256_hex(parts.header.key.as_bytes()).as_str())
+}
+
+/// Who signed the entry `bytes` (a file of a local cache or of a directory store): the
+/// writer's public key, or `None` for an unsigned entry. An error for an entry that is damaged
+/// or whose signature does not verify.
+#[cfg(feature = "remote-cache")]
+pub fn entry_signer(bytes: &[u8]) -> Result<Option<super::signing::PublicKey>, String> {
+    let parts = super::parts(bytes).ok_or(
+        "not an intact cache entry of this gpu-build's format (damaged, or of another version)",
+    )?;
+    parts
+        .signed
+        .map(|signed| super::signing::signer(parts.digest, signed))
+        .transpose()
 }
 
 /// Removes every entry of the shared store at `address` (credentials from the environment, as
@@ -117,4 +121,51 @@ pub fn clear_remote_cache(address: &str) -> Result<String, String> {
         .clear()
         .map_err(|e| format!("cannot clear {}: {e}", store.name))?;
     Ok(store.name.clone())
+}
+
+/// The entry stored under the key digest `digest` in the shared store at `address`
+/// (credentials from the environment), if there is one: for `gpu-build cache signer --remote`
+/// and for tools that inspect a store.
+#[cfg(feature = "remote-cache")]
+pub fn read_remote_cache_entry(address: &str, digest: &str) -> Result<Option<Vec<u8>>, String> {
+    check_digest(digest)?;
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let store = super::remote::RemoteStore::open(address, true, &env)?;
+    let found = store.read_many(&[digest]).pop().flatten();
+    match store.failure() {
+        Some(why) => Err(format!("{}: {why}", store.name)),
+        None => Ok(found),
+    }
+}
+
+/// Stores `bytes` under the key digest `digest` in the shared store at `address` as they are
+/// (no check, no signature): for tools that copy entries between stores. Anyone holding the
+/// store's credentials can do as much; readers that require signatures check what they read.
+#[cfg(feature = "remote-cache")]
+pub fn write_remote_cache_entry(address: &str, digest: &str, bytes: Vec<u8>) -> Result<(), String> {
+    check_digest(digest)?;
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let store = super::remote::RemoteStore::open(address, false, &env)?;
+    store.write(digest, bytes);
+    store.flush();
+    match store.failure() {
+        Some(why) => Err(format!("{}: {why}", store.name)),
+        None => Ok(()),
+    }
+}
+
+/// A key digest: 64 lowercase hex digits, as entries are named.
+#[cfg(feature = "remote-cache")]
+fn check_digest(digest: &str) -> Result<(), String> {
+    if digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{digest}` is not a key digest (64 lowercase hex digits, an entry's file name)"
+        ))
+    }
 }

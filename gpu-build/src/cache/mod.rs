@@ -11,8 +11,9 @@
 //!
 //! An entry is one file, `<cache>/v1/<first two hex digits>/<key>`: a magic line naming the
 //! entry format's version, a header (the key text, the kernels, the objects' ABI, dumps,
-//! warnings, and each object's format, extension and length), the objects' bytes, and the
-//! SHA-256 of all of that. It is written to a temporary file in the same
+//! warnings, and each object's format, extension and length), the objects' bytes, the SHA-256
+//! of all of that, and, when the writer signs (`signing.rs`), a trailer with its public key and
+//! its Ed25519 signature. It is written to a temporary file in the same
 //! directory and renamed into place, so concurrent builds never see half an entry; a reader that
 //! finds a wrong hash, a different key text or a short file removes the entry and compiles. A hit
 //! becomes exactly what the compiler would have produced, and goes through the same output code,
@@ -30,7 +31,8 @@
 //! Under the local cache, a shared store (feature `remote-cache`, `remote.rs`):
 //! `GPU_BUILD_CACHE_URL` (or `Build::remote_cache`), `GPU_BUILD_CACHE_READ_ONLY=1`. Lookups go
 //! to the local cache first, then to the store for what it lacks (all at once); a remote hit is
-//! checked like a local entry and written to the local cache; a compiled object goes to both.
+//! checked like a local entry (and, when the build trusts signing keys, against their
+//! signatures) and written to the local cache; a compiled object goes to both.
 //! Counts per store are kept in `<cache>/stats.json` (`stats.rs`).
 
 use crate::cache_setting::{CacheSetting, RemoteSetting};
@@ -50,11 +52,19 @@ use std::time::SystemTime;
 pub mod admin;
 #[cfg(feature = "remote-cache")]
 mod remote;
+#[cfg(feature = "remote-cache")]
+pub(crate) mod signing;
 pub mod stats;
 
 /// The entry format's version: bumped whenever the header changes shape, so that an entry an
 /// older gpu-build wrote reads as damaged (a miss, removed and rebuilt), never misread.
-const MAGIC: &[u8] = b"gpu-build cache entry 4\n";
+const MAGIC: &[u8] = b"gpu-build cache entry 5\n";
+/// What starts a signed entry's trailer, after its body's SHA-256: then the signer's public key
+/// and the Ed25519 signature (`signing.rs`).
+const TRAILER_MARKER: &[u8] = b"ed25519\n";
+/// A public key's bytes, and a signature's.
+const KEY_BYTES: usize = 32;
+const SIGNATURE_BYTES: usize = 64;
 const DEFAULT_LIMIT_MB: u64 = 1024;
 /// What one task produced: the kernels as its lowering left them, the objects, and the warnings
 /// it gave (replayed when the result comes from the cache).
@@ -134,6 +144,9 @@ pub(crate) struct Cache {
     local: Counters,
     #[cfg(feature = "remote-cache")]
     remote: Option<remote::RemoteStore>,
+    /// Which entries of the store the build uses, and how it signs what it stores there.
+    #[cfg(feature = "remote-cache")]
+    signatures: signing::Signatures,
 }
 
 /// An entry found for a task, and where.
@@ -193,6 +206,13 @@ impl Cache {
         };
         #[cfg(not(feature = "remote-cache"))]
         warn_without_remote(setting, remote, cargo);
+        #[cfg(feature = "remote-cache")]
+        let store = open_remote(setting, remote, cargo)?;
+        #[cfg(feature = "remote-cache")]
+        let signatures = match &store {
+            Some(_) => signatures(setting, remote, cargo)?,
+            None => signing::Signatures::default(),
+        };
         Ok(Some(Cache {
             dir: dir.join("v1"),
             root: dir,
@@ -200,7 +220,9 @@ impl Cache {
             verbose,
             local: Counters::default(),
             #[cfg(feature = "remote-cache")]
-            remote: open_remote(setting, remote, cargo)?,
+            remote: store,
+            #[cfg(feature = "remote-cache")]
+            signatures,
         }))
     }
 
@@ -246,12 +268,24 @@ impl Cache {
                     continue;
                 };
                 match decode(&bytes, key) {
-                    Some(output) => {
+                    Some(entry) if self.signatures.admit(&entry.digest, entry.signed.as_ref()) => {
                         Counters::one(&store.counters.hits);
                         self.put_local(key, &bytes, cargo);
                         found[*index] = Some(Found {
-                            output,
+                            output: entry.output,
                             remote: true,
+                        });
+                    }
+                    Some(_) => {
+                        Counters::one(&store.counters.rejected);
+                        Counters::one(&store.counters.untrusted);
+                        self.note(cargo, || {
+                            format!(
+                                "gpu-build cache: the entry {} in {} is not signed by a trusted \
+                                 key; not used, compiling again",
+                                key.short(),
+                                store.name
+                            )
                         });
                     }
                     None => {
@@ -279,7 +313,7 @@ impl Cache {
             return None;
         };
         match decode(&bytes, key) {
-            Some(output) => {
+            Some(Entry { output, .. }) => {
                 Counters::one(&self.local.hits);
                 Counters::bytes(&self.local.bytes_read, bytes.len());
                 // Refreshed for least-recently-used eviction; a read-only cache still works.
@@ -304,12 +338,28 @@ impl Cache {
 
     /// Stores `output` under `key`, locally and (in the background) in the shared store. A
     /// cache that cannot be written is a warning, never a failed build.
+    /// With a signing key, the entry is signed (both copies). A build that requires signatures
+    /// and has no key stores nothing in the shared store: its readers would turn it away.
+    #[cfg_attr(not(feature = "remote-cache"), allow(unused_mut))]
     pub fn put(&self, key: &Key, output: &TaskOutput, cargo: &CargoOutput) {
-        let bytes = encode(key, output);
+        let mut bytes = encode(key, output);
+        #[cfg(feature = "remote-cache")]
+        self.signatures.sign(&mut bytes);
         self.put_local(key, &bytes, cargo);
         #[cfg(feature = "remote-cache")]
         if let Some(store) = &self.remote {
-            store.write(&key.digest, bytes);
+            if self.signatures.required() && self.signatures.writer.is_none() {
+                self.note(cargo, || {
+                    format!(
+                        "gpu-build cache: not storing {} in {}: its readers require signatures \
+                         and this build has no signing key (GPU_BUILD_CACHE_SIGNING_KEY)",
+                        key.short(),
+                        store.name
+                    )
+                });
+            } else {
+                store.write(&key.digest, bytes);
+            }
         }
     }
 
@@ -350,6 +400,9 @@ impl Cache {
                         " and stored nothing more there"
                     }
                 ));
+            }
+            if let Some(warning) = self.signatures.warning(&store.name) {
+                cargo.warn(warning);
             }
             let build = store.counters.of_build(failure.is_some());
             remote_hits = build.hits as usize;
@@ -404,9 +457,13 @@ fn open_remote(
     // With an explicit cache directory, the environment is not consulted (as for the directory).
     let from_env = matches!(setting, CacheSetting::Default);
     let env = |name: &str| {
-        cargo
-            .env(name)
-            .map(|value| value.to_string_lossy().into_owned())
+        // The store's password is a secret: read without being recorded.
+        let value = if name == "GPU_BUILD_CACHE_PASSWORD" {
+            cargo.secret_env(name)
+        } else {
+            cargo.env(name)
+        };
+        value.map(|value| value.to_string_lossy().into_owned())
     };
     let Some(address) = remote
         .url
@@ -432,6 +489,83 @@ fn open_remote(
     remote::RemoteStore::open(&address, read_only, &env)
         .map(Some)
         .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("GPU_BUILD_CACHE_URL: {e}")))
+}
+
+/// The build's signature settings for its shared store: the public keys it trusts
+/// (`Build::remote_cache_trusted_keys`, else `GPU_BUILD_CACHE_TRUSTED_KEYS`) and the key it signs
+/// with (`Build::remote_cache_signing_key_file`, else `GPU_BUILD_CACHE_SIGNING_KEY` or the file
+/// `GPU_BUILD_CACHE_SIGNING_KEY_FILE` names). A malformed key is an error that never shows a
+/// secret; the secret key is read without being recorded (`CargoOutput::secret_env`).
+#[cfg(feature = "remote-cache")]
+fn signatures(
+    setting: &CacheSetting,
+    remote: &RemoteSetting,
+    cargo: &CargoOutput,
+) -> Result<signing::Signatures> {
+    let from_env = matches!(setting, CacheSetting::Default);
+    let invalid =
+        |what: &str, why: String| Error::new(ErrorKind::InvalidInput, format!("{what}: {why}"));
+    let trusted = if !remote.trusted_keys.is_empty() {
+        remote
+            .trusted_keys
+            .iter()
+            .map(|key| signing::PublicKey::parse(key))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| invalid("Build::remote_cache_trusted_keys", e))?
+    } else if let Some(list) = from_env
+        .then(|| cargo.env("GPU_BUILD_CACHE_TRUSTED_KEYS"))
+        .flatten()
+    {
+        signing::PublicKey::parse_list(&list.to_string_lossy())
+            .map_err(|e| invalid("GPU_BUILD_CACHE_TRUSTED_KEYS", e))?
+    } else {
+        Vec::new()
+    };
+    let from_file = |path: &Path, origin: &str| {
+        // Not recorded as an input: a new key changes no output.
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            invalid(
+                origin,
+                format!("cannot read the signing key file {}: {e}", path.display()),
+            )
+        })?;
+        signing::WriterKey::parse(&text, &format!("{origin} ({})", path.display()))
+            .map_err(|e| invalid(origin, e))
+    };
+    let writer = if let Some(path) = &remote.signing_key_file {
+        Some(from_file(path, "Build::remote_cache_signing_key_file")?)
+    } else if !from_env {
+        None
+    } else if let Some(text) = cargo.secret_env("GPU_BUILD_CACHE_SIGNING_KEY") {
+        let text = text.into_string().map_err(|_| {
+            invalid(
+                "GPU_BUILD_CACHE_SIGNING_KEY",
+                "not UTF-8 text (the value is not shown)".into(),
+            )
+        })?;
+        Some(
+            signing::WriterKey::parse(&text, "GPU_BUILD_CACHE_SIGNING_KEY")
+                .map_err(|e| invalid("GPU_BUILD_CACHE_SIGNING_KEY", e))?,
+        )
+    } else if let Some(path) = cargo.env("GPU_BUILD_CACHE_SIGNING_KEY_FILE") {
+        Some(from_file(
+            Path::new(&path),
+            "GPU_BUILD_CACHE_SIGNING_KEY_FILE",
+        )?)
+    } else {
+        None
+    };
+    if let Some(writer) = &writer {
+        if !trusted.is_empty() && !trusted.contains(&writer.public()) {
+            cargo.warn(format!(
+                "gpu-build cache: this build signs its entries with {}, a key it does not \
+                 trust itself: builds that trust the same keys will not use them; add it to \
+                 GPU_BUILD_CACHE_TRUSTED_KEYS",
+                writer.public()
+            ));
+        }
+    }
+    Ok(signing::Signatures::new(trusted, writer))
 }
 
 /// Without the `remote-cache` feature, a shared store asked for is a warning that says how to
@@ -498,26 +632,66 @@ fn encode(key: &Key, output: &TaskOutput) -> Vec<u8> {
     bytes
 }
 
-/// The key text an entry's body (without its trailing hash) was stored under.
-fn key_text(body: &[u8]) -> Option<String> {
-    let rest = body.strip_prefix(MAGIC)?;
+/// An entry's parts, as stored: the body (magic line, header, objects' bytes), the body's
+/// SHA-256, and the signature trailer's public key and signature if the entry is signed.
+struct Parts<'a> {
+    header: Header,
+    payload: &'a [u8],
+    digest: &'a [u8],
+    signed: Option<(&'a [u8; KEY_BYTES], &'a [u8; SIGNATURE_BYTES])>,
+}
+
+/// The parts of an entry whose body matches its SHA-256; `None` for one that is short, damaged,
+/// of another format version, or followed by anything but one signature trailer.
+fn parts(bytes: &[u8]) -> Option<Parts<'_>> {
+    let rest = bytes.strip_prefix(MAGIC)?;
     let (length, rest) = rest.split_at_checked(8)?;
     let length = usize::try_from(u64::from_le_bytes(length.try_into().ok()?)).ok()?;
-    let header: Header = serde_json::from_slice(rest.get(..length)?).ok()?;
-    Some(header.key)
+    let (header_bytes, rest) = rest.split_at_checked(length)?;
+    let header: Header = serde_json::from_slice(header_bytes).ok()?;
+    let mut payload_length = 0usize;
+    for (_, _, length) in &header.artifacts {
+        payload_length = payload_length.checked_add(usize::try_from(*length).ok()?)?;
+    }
+    let (payload, rest) = rest.split_at_checked(payload_length)?;
+    let body_length = bytes.len() - rest.len();
+    let (digest, trailer) = rest.split_at_checked(32)?;
+    if Sha256::digest(&bytes[..body_length]).as_slice() != digest {
+        return None;
+    }
+    let signed = match trailer {
+        [] => None,
+        trailer => {
+            let signature = trailer.strip_prefix(TRAILER_MARKER)?;
+            let (public, signature) = signature.split_at_checked(KEY_BYTES)?;
+            Some((public.try_into().ok()?, signature.try_into().ok()?))
+        }
+    };
+    Some(Parts {
+        header,
+        payload,
+        digest,
+        signed,
+    })
+}
+
+/// An entry read back: what it holds, its body's SHA-256 and its signature, if any.
+struct Entry {
+    output: TaskOutput,
+    #[cfg_attr(not(feature = "remote-cache"), allow(dead_code))]
+    digest: Vec<u8>,
+    #[cfg_attr(not(feature = "remote-cache"), allow(dead_code))]
+    signed: Option<([u8; KEY_BYTES], [u8; SIGNATURE_BYTES])>,
 }
 
 /// The entry's contents, if it is whole and was stored under exactly `key`.
-fn decode(bytes: &[u8], key: &Key) -> Option<TaskOutput> {
-    let (body, digest) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
-    if Sha256::digest(body).as_slice() != digest {
-        return None;
-    }
-    let rest = body.strip_prefix(MAGIC)?;
-    let (length, rest) = rest.split_at_checked(8)?;
-    let length = usize::try_from(u64::from_le_bytes(length.try_into().ok()?)).ok()?;
-    let (header, mut payload) = rest.split_at_checked(length)?;
-    let header: Header = serde_json::from_slice(header).ok()?;
+fn decode(bytes: &[u8], key: &Key) -> Option<Entry> {
+    let Parts {
+        header,
+        mut payload,
+        digest,
+        signed,
+    } = parts(bytes)?;
     if header.key != key.text {
         return None;
     }
@@ -531,22 +705,23 @@ fn decode(bytes: &[u8], key: &Key) -> Option<TaskOutput> {
         });
         payload = rest;
     }
-    if !payload.is_empty() {
-        return None;
-    }
-    Some(TaskOutput {
-        kernels: header.kernels,
-        compiled: Compiled {
-            artifacts,
-            dumps: Dumps {
-                linked: header.linked,
-                optimized: header.optimized,
-                isa: header.isa,
+    Some(Entry {
+        output: TaskOutput {
+            kernels: header.kernels,
+            compiled: Compiled {
+                artifacts,
+                dumps: Dumps {
+                    linked: header.linked,
+                    optimized: header.optimized,
+                    isa: header.isa,
+                },
+                abi: header.abi,
+                refused: header.refused,
             },
-            abi: header.abi,
-            refused: header.refused,
+            warnings: header.warnings,
         },
-        warnings: header.warnings,
+        digest: digest.to_vec(),
+        signed: signed.map(|(public, signature)| (*public, *signature)),
     })
 }
 
@@ -594,7 +769,9 @@ mod tests {
     fn entries_round_trip_and_damage_is_detected() {
         let key = Key::new(&["a".into(), "b".into()]);
         let bytes = encode(&key, &output());
-        let decoded = decode(&bytes, &key).expect("an intact entry decodes");
+        let decoded = decode(&bytes, &key)
+            .expect("an intact entry decodes")
+            .output;
         assert_eq!(
             decoded.compiled.artifacts[1].bytes,
             output().compiled.artifacts[1].bytes
@@ -616,6 +793,52 @@ mod tests {
         }
         // Stored under another key text (a digest collision, or a renamed file).
         assert!(decode(&bytes, &Key::new(&["a".into(), "c".into()])).is_none());
+        // Anything after the digest but one signature trailer is damage.
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        assert!(decode(&trailing, &key).is_none());
+        let mut trailing = bytes.clone();
+        trailing.extend(TRAILER_MARKER);
+        trailing.extend([0; KEY_BYTES + SIGNATURE_BYTES - 1]);
+        assert!(decode(&trailing, &key).is_none());
+    }
+
+    #[cfg(feature = "remote-cache")]
+    #[test]
+    fn a_signed_entry_carries_its_signer_and_is_admitted_only_by_readers_trusting_it() {
+        let key = Key::new(&["a".into()]);
+        let (secret, public) = signing::generate_key_pair().unwrap();
+        let writer = signing::Signatures::new(
+            vec![public],
+            Some(signing::WriterKey::parse(&secret, "the test").unwrap()),
+        );
+        let mut bytes = encode(&key, &output());
+        let unsigned = bytes.clone();
+        writer.sign(&mut bytes);
+        let entry = decode(&bytes, &key).expect("a signed entry decodes");
+        assert_eq!(entry.digest, unsigned[unsigned.len() - 32..]);
+        let reader = signing::Signatures::new(vec![public], None);
+        assert!(reader.admit(&entry.digest, entry.signed.as_ref()));
+        assert_eq!(admin::entry_signer(&bytes), Ok(Some(public)));
+        assert_eq!(admin::entry_signer(&unsigned), Ok(None));
+        let (_, other) = signing::generate_key_pair().unwrap();
+        let stranger = signing::Signatures::new(vec![other], None);
+        assert!(!stranger.admit(&entry.digest, entry.signed.as_ref()));
+        let unsigned_entry = decode(&unsigned, &key).unwrap();
+        assert!(!reader.admit(&unsigned_entry.digest, None));
+        assert_eq!(reader.rejected(), 1);
+        assert!(reader.warning("the store").unwrap().contains("1 unsigned"));
+        // Every flipped byte of a signed entry is caught: by its digest, or by its signature.
+        for index in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[index] ^= 0x20;
+            if let Some(entry) = decode(&damaged, &key) {
+                assert!(
+                    !reader.admit(&entry.digest, entry.signed.as_ref()),
+                    "byte {index} flipped"
+                );
+            }
+        }
     }
 
     #[test]
@@ -645,6 +868,8 @@ mod tests {
             local: Counters::default(),
             #[cfg(feature = "remote-cache")]
             remote: None,
+            #[cfg(feature = "remote-cache")]
+            signatures: signing::Signatures::default(),
         };
         let now = SystemTime::now();
         for (index, age) in [(0u8, 30u64), (1, 10), (2, 20)] {

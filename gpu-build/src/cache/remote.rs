@@ -4,8 +4,9 @@
 //! (gpu.module, target) once between them.
 //!
 //! The store holds the same entries as the local cache, under the same names
-//! (`v1/<two hex digits>/<key digest>`). It is trusted with nothing: every entry read is checked
-//! against its SHA-256 and its full key text by the caller (`Cache::get_many`) before use.
+//! (`v1/<two hex digits>/<key digest>`). Every entry read is checked against its SHA-256 and its
+//! full key text by the caller (`Cache::get_many`) before use, and against its signature when the
+//! build trusts signing keys (`signing.rs`): only a signature tells who wrote an entry.
 //!
 //! A store never fails a build. The first operation waits at most `FIRST_ANSWER` for an answer
 //! (a store that accepts connections and never answers costs that once); any failure or timeout

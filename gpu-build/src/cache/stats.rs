@@ -18,8 +18,12 @@ pub struct StoreStats {
     pub hits: u64,
     /// Entries looked for and not found.
     pub misses: u64,
-    /// Entries found damaged or stored under another key, and not used.
+    /// Entries found damaged, stored under another key or (where signatures are required) not
+    /// signed by a trusted key, and not used.
     pub rejected: u64,
+    /// Of those, the ones not signed by a trusted key.
+    #[serde(default)]
+    pub untrusted: u64,
     /// Bytes read from the store.
     pub bytes_read: u64,
     /// Entries stored.
@@ -36,6 +40,7 @@ pub(crate) struct Counters {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub rejected: AtomicU64,
+    pub untrusted: AtomicU64,
     pub bytes_read: AtomicU64,
     pub writes: AtomicU64,
     pub bytes_written: AtomicU64,
@@ -60,6 +65,7 @@ impl Counters {
             hits: load(&self.hits),
             misses: load(&self.misses),
             rejected: load(&self.rejected),
+            untrusted: load(&self.untrusted),
             bytes_read: load(&self.bytes_read),
             writes: load(&self.writes),
             bytes_written: load(&self.bytes_written),
@@ -74,6 +80,7 @@ impl StoreStats {
         self.hits += other.hits;
         self.misses += other.misses;
         self.rejected += other.rejected;
+        self.untrusted += other.untrusted;
         self.bytes_read += other.bytes_read;
         self.writes += other.writes;
         self.bytes_written += other.bytes_written;

@@ -585,9 +585,10 @@ fn cache_stats_verify_and_clear() {
         .find(|l| l.starts_with("local"))
         .expect(&stats);
     let columns: Vec<&str> = local.split_whitespace().collect();
-    // store, builds, hits, misses, rejected, read (2 words), writes, written (2), failures.
+    // store, builds, hits, misses, rejected, untrusted, read (2 words), writes, written (2),
+    // failures.
     assert_eq!(
-        (columns[1], columns[2], columns[3], columns[7]),
+        (columns[1], columns[2], columns[3], columns[8]),
         ("1", "0", "2", "2"),
         "{stats}"
     );
@@ -617,4 +618,92 @@ fn cache_stats_verify_and_clear() {
     );
     let (_, stats, _) = gpu_build(&["cache", "stats", "--dir", dir]);
     assert!(stats.contains("no builds recorded yet"), "{stats}");
+}
+
+/// `gpu-build cache keygen` writes the secret to a new owner-only file (never printed, never
+/// overwritten) and prints the public key; a build signing with it stores signed entries in a
+/// directory store, and `gpu-build cache signer` names the key, locally and in the store, and
+/// says whether `GPU_BUILD_CACHE_TRUSTED_KEYS` trusts it.
+#[cfg(feature = "remote-cache")]
+#[test]
+fn cache_keygen_and_signer() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("ci.key");
+    let secret_arg = secret.to_str().unwrap();
+    let (ok, public, stderr) = gpu_build(&["cache", "keygen", "--secret", secret_arg]);
+    assert!(ok, "{stderr}");
+    let public = public.trim().to_string();
+    assert!(
+        public.starts_with("gpu-build-cache-public-key:"),
+        "{public}"
+    );
+    let secret_text = std::fs::read_to_string(&secret).unwrap();
+    let digits = secret_text.trim().rsplit(':').next().unwrap();
+    assert_eq!(digits.len(), 64);
+    assert!(!stderr.contains(digits) && !public.contains(digits));
+    let mode = std::fs::metadata(&secret).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "owner-only");
+    let (ok, _, stderr) = gpu_build(&["cache", "keygen", "--secret", secret_arg]);
+    assert!(!ok && stderr.contains("never overwrites"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), secret_text);
+
+    let (out, cache, store) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let store_url = format!("file://{}", store.path().display());
+    let sample = workspace().join("sample-project");
+    let (ok, _, stderr) = gpu_build_with(
+        &[
+            "compile",
+            "-t",
+            "host",
+            "--base-dir",
+            sample.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+            "kernels/vadd.mlir",
+        ],
+        &[
+            ("GPU_BUILD_CACHE_DIR", cache.path().to_str().unwrap()),
+            ("GPU_BUILD_CACHE_URL", &store_url),
+            ("GPU_BUILD_CACHE_SIGNING_KEY_FILE", secret_arg),
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let entry = walkdir::WalkDir::new(cache.path().join("v1"))
+        .into_iter()
+        .map(|e| e.unwrap())
+        .find(|e| e.file_type().is_file())
+        .unwrap()
+        .into_path();
+    let digest = entry.file_name().unwrap().to_str().unwrap().to_string();
+    let cache_arg = cache.path().to_str().unwrap();
+    let (ok, shown, stderr) = gpu_build(&["cache", "signer", "--dir", cache_arg, &digest[..8]]);
+    assert!(
+        ok && shown.contains(&format!("signed by {public}")),
+        "{shown}{stderr}"
+    );
+    let (ok, shown, stderr) = gpu_build_with(
+        &["cache", "signer", "--remote", &digest],
+        &[
+            ("GPU_BUILD_CACHE_URL", &store_url),
+            ("GPU_BUILD_CACHE_TRUSTED_KEYS", &public),
+        ],
+    );
+    assert!(
+        ok && shown.contains(&format!("signed by {public} (trusted")),
+        "{shown}{stderr}"
+    );
+    // A changed byte: the signature no longer verifies, and signer says so.
+    let mut bytes = std::fs::read(&entry).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&entry, bytes).unwrap();
+    let (ok, _, stderr) = gpu_build(&["cache", "signer", entry.to_str().unwrap()]);
+    assert!(
+        !ok && stderr.contains("not an intact cache entry"),
+        "{stderr}"
+    );
 }

@@ -35,6 +35,7 @@ mod remote_cache;
 mod rerun;
 mod safe_api_probes;
 mod sample_objects;
+mod signed_cache;
 mod target_interface;
 mod upstream_corpus;
 mod vulkan;

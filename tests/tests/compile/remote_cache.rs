@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The sample's vadd and saxpy for one NVIDIA chip and the host: four (module, target) pairs.
-const PAIRS: usize = 4;
+pub(super) const PAIRS: usize = 4;
 
 /// A build of the two kernels into `out` with the local cache `local` over the store `store`.
 /// With `GPU_BUILD_VERBOSE=1` (set for the test's whole process: each test of this
@@ -36,7 +36,7 @@ fn build(out: &Path, local: &Path, store: &str, read_only: bool) -> Report {
 }
 
 /// Every file under `dir` with its bytes, by path relative to `dir`.
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub(super) fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut files: Vec<_> = walkdir::WalkDir::new(dir)
         .into_iter()
         .flatten()
@@ -106,9 +106,9 @@ fn two_runners_share(store: &str) {
 }
 
 /// A server process, stopped when dropped.
-struct Server {
+pub(super) struct Server {
     child: Child,
-    port: u16,
+    pub(super) port: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -164,7 +164,7 @@ impl Server {
     }
 }
 
-fn redis(test: &str) -> Option<Server> {
+pub(super) fn redis(test: &str) -> Option<Server> {
     let program = program("redis-server", test)?;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -185,7 +185,7 @@ fn redis(test: &str) -> Option<Server> {
 }
 
 /// nginx serving a WebDAV folder (PUT, DELETE, MKCOL; PROPFIND from the dav-ext module).
-fn webdav(test: &str) -> Option<Server> {
+pub(super) fn webdav(test: &str) -> Option<Server> {
     let program = program("nginx", test).or_else(|| {
         Path::new("/usr/sbin/nginx")
             .is_file()
@@ -236,7 +236,7 @@ http {{
 }
 
 /// moto's S3 server with the bucket `gpu-cache`, and AWS's variables pointing at it.
-fn s3(test: &str) -> Option<Server> {
+pub(super) fn s3(test: &str) -> Option<Server> {
     let python = program("python3", test)?;
     let has_moto = Command::new(&python)
         .args(["-c", "import moto.server"])
@@ -325,7 +325,7 @@ fn two_runners_share_a_directory() {
 }
 
 /// Entries of a directory store, by path.
-fn store_entries(store: &Path) -> Vec<PathBuf> {
+pub(super) fn store_entries(store: &Path) -> Vec<PathBuf> {
     let mut entries: Vec<_> = files(&store.join("v1"))
         .into_iter()
         .map(|(path, _)| store.join("v1").join(path))
