@@ -183,6 +183,46 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
+    // Every thread writes its ids, x | y << 5 | z << 10 | tx << 12 | ty << 16 (x, y, z its
+    // block's), at its place in the grid of threads, the planes of blocks one under another.
+    // Declares 8 x 4 blocks, which the host runs row by row across a range of blocks; launched
+    // at others too.
+    gpu.func @ids_2d(%out: memref<?xi32>) kernel
+        attributes {known_block_size = array<i32: 8, 4, 1>} {
+      %c5 = arith.constant 5 : index
+      %c10 = arith.constant 10 : index
+      %c12 = arith.constant 12 : index
+      %c16 = arith.constant 16 : index
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %bz = gpu.block_id z
+      %tx = gpu.thread_id x
+      %ty = gpu.thread_id y
+      %dx = gpu.block_dim x
+      %dy = gpu.block_dim y
+      %gx = gpu.grid_dim x
+      %gy = gpu.grid_dim y
+      %sy = arith.shli %by, %c5 : index
+      %sz = arith.shli %bz, %c10 : index
+      %stx = arith.shli %tx, %c12 : index
+      %sty = arith.shli %ty, %c16 : index
+      %v1 = arith.ori %bx, %sy : index
+      %v2 = arith.ori %v1, %sz : index
+      %v3 = arith.ori %v2, %stx : index
+      %v = arith.ori %v3, %sty : index
+      %x0 = arith.muli %bx, %dx : index
+      %col = arith.addi %x0, %tx : index
+      %planes = arith.muli %bz, %gy : index
+      %block_row = arith.addi %planes, %by : index
+      %y0 = arith.muli %block_row, %dy : index
+      %row = arith.addi %y0, %ty : index
+      %width = arith.muli %gx, %dx : index
+      %at = arith.muli %row, %width : index
+      %i = arith.addi %at, %col : index
+      %value = arith.index_cast %v : index to i32
+      memref.store %value, %out[%i] : memref<?xi32>
+      gpu.return
+    }
     // One Jacobi step on a rows x cols grid: the border copied, the interior 0.5 * itself plus
     // 0.125 * its four neighbours (the sample's stencil; its border test is `x == 0 || x >=
     // cols - 1`, the same for all threads of a block but the grid's first and last).

@@ -1332,6 +1332,40 @@ fn a_stencil_treats_the_border_and_the_interior_apart_in_every_block() {
     assert_same(&y.to_vec().unwrap(), &want, "the stencil");
 }
 
+/// A kernel without barriers that declares a two-dimensional block (8 x 4) runs at that size row
+/// by row across each range of blocks a worker takes (`entry/blocks.rs`'s rows across blocks):
+/// with ranges that start and end inside a row of blocks and cross planes, every thread still
+/// runs once with its own ids; at another size, block by block, the same.
+#[test]
+fn a_declared_two_dimensional_block_runs_each_thread_once_with_its_ids_row_by_row() {
+    let host = crate::host();
+    // 13 x 11 x 2 blocks: a worker's range of blocks is not a multiple of a row of them.
+    let grid = [13u32, 11, 2];
+    for block in [[8u32, 4, 1], [4, 8, 1], [8, 1, 1]] {
+        let width = (grid[0] * block[0]) as usize;
+        let rows = (grid[1] * grid[2] * block[1]) as usize;
+        let mut want = vec![-1i32; width * rows];
+        for z in 0..grid[2] {
+            for y in 0..grid[1] {
+                for x in 0..grid[0] {
+                    for ty in 0..block[1] {
+                        for tx in 0..block[0] {
+                            let row = ((z * grid[1] + y) * block[1] + ty) as usize;
+                            let col = (x * block[0] + tx) as usize;
+                            want[row * width + col] =
+                                (x | y << 5 | z << 10 | tx << 12 | ty << 16) as i32;
+                        }
+                    }
+                }
+            }
+        }
+        let out = DeviceBuffer::from_slice(&host, &vec![-1i32; want.len()]).unwrap();
+        // SAFETY: each thread writes its own element of the grid of threads, which `out` holds.
+        unsafe { semantics::ids_2d(&host, &config(grid, block, 0), &out) }.unwrap();
+        assert_eq!(out.to_vec().unwrap(), want, "blocks of {block:?}");
+    }
+}
+
 /// A kernel that declares its block size (known_block_size 8 x 4) runs thread loops of that
 /// constant size when the launch has it, of the launch's size otherwise: each gives every block's
 /// elements swapped in pairs across x, through workgroup memory and a barrier, and leaves the

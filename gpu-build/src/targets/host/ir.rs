@@ -255,6 +255,42 @@ pub(crate) fn may_call<'ll>(function: FunctionValue<'ll>, callees: &[FunctionVal
     false
 }
 
+/// The functions whose code refers to one of `globals`, directly or through constant
+/// expressions (a workgroup variable's address-space cast).
+pub(crate) fn functions_using<'ll>(globals: &[GlobalValue<'ll>]) -> Vec<FunctionValue<'ll>> {
+    use inkwell::llvm_sys::core::{
+        LLVMGetBasicBlockParent, LLVMGetFirstUse, LLVMGetInstructionParent, LLVMGetNextUse,
+        LLVMGetUser, LLVMIsAConstantExpr, LLVMIsAInstruction,
+    };
+    let mut functions = Vec::new();
+    let mut values: Vec<_> = globals.iter().map(|g| g.as_value_ref()).collect();
+    while let Some(value) = values.pop() {
+        // SAFETY: `value` is a live value of the module (a global or a constant expression using
+        // one); its use list is walked without changing the module.
+        let mut next = unsafe { LLVMGetFirstUse(value) };
+        while !next.is_null() {
+            // SAFETY: `next` is a live use of `value`; its user is a live value, and each `IsA`
+            // returns it when it is of that kind, null otherwise.
+            unsafe {
+                let user = LLVMGetUser(next);
+                if !LLVMIsAInstruction(user).is_null() {
+                    let block = LLVMGetInstructionParent(user);
+                    let function = (!block.is_null())
+                        .then(|| FunctionValue::new(LLVMGetBasicBlockParent(block)))
+                        .flatten();
+                    if let Some(function) = function.filter(|f| !functions.contains(f)) {
+                        functions.push(function);
+                    }
+                } else if !LLVMIsAConstantExpr(user).is_null() {
+                    values.push(user);
+                }
+                next = LLVMGetNextUse(next);
+            }
+        }
+    }
+    functions
+}
+
 pub(crate) fn always_inline(job: &Job, function: FunctionValue) {
     let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
     function.add_attribute(

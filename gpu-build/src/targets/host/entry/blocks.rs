@@ -7,7 +7,8 @@ use super::{EntryBuilder, ThreadWork};
 use crate::error::Result;
 use crate::targets::host::ir::{self, builder_error};
 use gpu_manifest::targets::host as host_abi;
-use inkwell::values::IntValue;
+use inkwell::basic_block::BasicBlock;
+use inkwell::values::{FunctionValue, IntValue, PointerValue};
 
 /// The widest declared row (x size) the block entry runs at constant size. A row of 16 or 32
 /// threads unrolls into a few whole vectors (the tiled matmul: 0.85x Intel's OpenCL runtime
@@ -20,7 +21,18 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
     /// thread-local ids), and in it z, y, x loops over the block's threads calling the body, or
     /// for a split kernel, such loops for one region after another. Returns a
     /// `host_abi::STATUS_*`.
-    pub(super) fn blocks(self, work: ThreadWork<'ll>, tid_read_elsewhere: bool) -> Result<()> {
+    ///
+    /// A kernel without barriers, workgroup memory or thread ids kept in memory, declaring a
+    /// two-dimensional block, runs at that size with the blocks loop inside the loop over the
+    /// block's rows (`rows_across_blocks`): row y of every block, then row y + 1. Its threads
+    /// share nothing, so the order is free; a stencil then streams each row of its grid
+    /// through the cache once, where block by block it had 18 rows 8 KB apart in flight.
+    pub(super) fn blocks(
+        self,
+        work: ThreadWork<'ll>,
+        tid_read_elsewhere: bool,
+        uses_workgroup_memory: bool,
+    ) -> Result<()> {
         let llvm = self.job.llvm;
         let (i32_type, i64_type) = (llvm.i32_type(), llvm.i64_type());
         let function = match &work {
@@ -96,55 +108,31 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         }
 
         let exit = llvm.append_basic_block(self.function, "exit");
-        let start = self.builder.get_insert_block().unwrap_or(self.entry);
+        let mut start = self.builder.get_insert_block().unwrap_or(self.entry);
+        let rows_across = match (&work, known_sizes) {
+            (ThreadWork::Body(body), Some(known))
+                if !tid_read_elsewhere
+                    && !uses_workgroup_memory
+                    && rows_across_blocks(self.kernel) =>
+            {
+                Some((*body, known))
+            }
+            _ => None,
+        };
+        if let Some((body, known)) = rows_across {
+            let same = self.same_sizes(&sizes, &known)?;
+            let across = llvm.append_basic_block(self.function, "rows_across_blocks");
+            let by_block = llvm.append_basic_block(self.function, "block_by_block");
+            builder
+                .build_conditional_branch(same, across, by_block)
+                .map_err(builder_error)?;
+            builder.position_at_end(across);
+            self.rows_across_blocks(body, &known, [first, end], [grid_x, grid_y], exit)?;
+            builder.position_at_end(by_block);
+            start = by_block;
+        }
         self.counted_loop(first, end, start, exit, |_, each, latch| {
-            let [x, y, z] = [0, 1, 2].map(|axis| {
-                builder
-                    .build_load(i64_type, counters[axis], "block_id")
-                    .map(|value| value.into_int_value())
-                    .map_err(builder_error)
-            });
-            let (x, y, z) = (x?, y?, z?);
-            // `raised` is an id plus 0 or 1: it wraps to 0 at `size` and carries 1 into the next.
-            let wrap = |raised: IntValue<'ll>, size: IntValue<'ll>| -> Result<_> {
-                let wraps = builder
-                    .build_int_compare(inkwell::IntPredicate::EQ, raised, size, "wraps")
-                    .map_err(builder_error)?;
-                let next = builder
-                    .build_select(wraps, i64_type.const_zero(), raised, "next_id")
-                    .map_err(builder_error)?
-                    .into_int_value();
-                let carry = builder
-                    .build_int_z_extend(wraps, i64_type, "carry")
-                    .map_err(builder_error)?;
-                Ok((next, carry))
-            };
-            let one = i64_type.const_int(1, false);
-            let raised_x = builder
-                .build_int_nuw_add(x, one, "raised")
-                .map_err(builder_error)?;
-            let (next_x, carry_x) = wrap(raised_x, grid_x)?;
-            let raised_y = builder
-                .build_int_nuw_add(y, carry_x, "raised")
-                .map_err(builder_error)?;
-            let (next_y, carry_y) = wrap(raised_y, grid_y)?;
-            let next_z = builder
-                .build_int_nuw_add(z, carry_y, "next_z")
-                .map_err(builder_error)?;
-            for (counter, value) in counters.iter().zip([next_x, next_y, next_z]) {
-                builder
-                    .build_store(*counter, value)
-                    .map_err(builder_error)?;
-            }
-            for (slot, id) in [(6, x), (7, y), (8, z)] {
-                let id = self
-                    .builder
-                    .build_int_truncate(id, i32_type, "block_id")
-                    .map_err(builder_error)?;
-                self.builder
-                    .build_store(self.id_slot(slot, false)?, id)
-                    .map_err(builder_error)?;
-            }
+            self.next_block(&counters, grid_x, grid_y)?;
             // The block's threads, in loops of the launch's block size; for a kernel compiled
             // for one size, in loops of that size when the launch has it (constant trip
             // counts LLVM unrolls and vectorizes without remainders, as an OpenCL runtime
@@ -162,18 +150,10 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                     self.nest(2, sizes, &mut Vec::new(), &innermost, before, latch)
                 }
             };
-            let Some(known) = known_sizes else {
+            let Some(known) = known_sizes.filter(|_| rows_across.is_none()) else {
                 return threads(&sizes, each);
             };
-            let mut same = llvm.bool_type().const_all_ones();
-            for (size, known) in sizes.iter().zip(known) {
-                let equal = builder
-                    .build_int_compare(inkwell::IntPredicate::EQ, *size, known, "known")
-                    .map_err(builder_error)?;
-                same = builder
-                    .build_and(same, equal, "known")
-                    .map_err(builder_error)?;
-            }
+            let same = self.same_sizes(&sizes, &known)?;
             let fixed = llvm.append_basic_block(self.function, "known_size");
             let any = llvm.append_basic_block(self.function, "any_size");
             builder
@@ -197,4 +177,170 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             .map_err(builder_error)?;
         Ok(())
     }
+
+    /// Blocks `first..end` of a `grid_x` by `grid_y` grid, each of `known` threads (x, y, 1),
+    /// row by row across the blocks: for each run of the range in one row of blocks (x from
+    /// `x0` to `x1`, y and z fixed), thread row 0 of every block of the run, then row 1, and so
+    /// on; the builder is in the block that enters, and leaves for `exit`.
+    fn rows_across_blocks(
+        &self,
+        body: FunctionValue<'ll>,
+        known: &[IntValue<'ll>],
+        [first, end]: [IntValue<'ll>; 2],
+        [grid_x, grid_y]: [IntValue<'ll>; 2],
+        exit: BasicBlock<'ll>,
+    ) -> Result<()> {
+        let llvm = self.job.llvm;
+        let builder = &self.builder;
+        let (i32_type, i64_type) = (llvm.i32_type(), llvm.i64_type());
+        let before = builder.get_insert_block().unwrap_or(self.entry);
+        let head = llvm.append_basic_block(self.function, "run_head");
+        let run = llvm.append_basic_block(self.function, "run");
+        let next_run = llvm.append_basic_block(self.function, "next_run");
+        builder
+            .build_unconditional_branch(head)
+            .map_err(builder_error)?;
+        builder.position_at_end(head);
+        let at = builder.build_phi(i64_type, "at").map_err(builder_error)?;
+        let at_value = at.as_basic_value().into_int_value();
+        let more = builder
+            .build_int_compare(inkwell::IntPredicate::ULT, at_value, end, "more")
+            .map_err(builder_error)?;
+        builder
+            .build_conditional_branch(more, run, exit)
+            .map_err(builder_error)?;
+        builder.position_at_end(run);
+        // One division per run of blocks, not per block.
+        let [x0, y, z] = self.unravel(at_value, grid_x, grid_y)?;
+        let left = builder
+            .build_int_nuw_sub(end, at_value, "left")
+            .map_err(builder_error)?;
+        let room = builder
+            .build_int_nuw_sub(grid_x, x0, "room")
+            .map_err(builder_error)?;
+        let fewer = builder
+            .build_int_compare(inkwell::IntPredicate::ULT, left, room, "fewer")
+            .map_err(builder_error)?;
+        let count = builder
+            .build_select(fewer, left, room, "count")
+            .map_err(builder_error)?
+            .into_int_value();
+        let x1 = builder
+            .build_int_nuw_add(x0, count, "x1")
+            .map_err(builder_error)?;
+        let zero = i32_type.const_zero();
+        let innermost = Innermost {
+            function: body,
+            tid_read_elsewhere: false,
+            region: None,
+        };
+        self.counted_loop(zero, known[1], run, next_run, |thread_y, row, row_latch| {
+            self.counted_loop(x0, x1, row, row_latch, |block_x, each, latch| {
+                for (slot, id) in [(6, block_x), (7, y), (8, z)] {
+                    let id = builder
+                        .build_int_truncate(id, i32_type, "block_id")
+                        .map_err(builder_error)?;
+                    builder
+                        .build_store(self.id_slot(slot, false)?, id)
+                        .map_err(builder_error)?;
+                }
+                self.nest(0, known, &mut vec![zero, thread_y], &innermost, each, latch)
+            })?;
+            Ok(())
+        })?;
+        builder.position_at_end(next_run);
+        let next = builder
+            .build_int_nuw_add(at_value, count, "next_at")
+            .map_err(builder_error)?;
+        builder
+            .build_unconditional_branch(head)
+            .map_err(builder_error)?;
+        at.add_incoming(&[(&first, before), (&next, next_run)]);
+        Ok(())
+    }
+
+    /// Whether the launch's block `sizes` are `known`.
+    fn same_sizes(
+        &self,
+        sizes: &[IntValue<'ll>],
+        known: &[IntValue<'ll>],
+    ) -> Result<IntValue<'ll>> {
+        let mut same = self.job.llvm.bool_type().const_all_ones();
+        for (size, known) in sizes.iter().zip(known) {
+            let equal = self
+                .builder
+                .build_int_compare(inkwell::IntPredicate::EQ, *size, *known, "known")
+                .map_err(builder_error)?;
+            same = self
+                .builder
+                .build_and(same, equal, "known")
+                .map_err(builder_error)?;
+        }
+        Ok(same)
+    }
+
+    /// The block ids `counters` hold (x, y, z) into the thread-local ids, and the counters
+    /// moved on to the next block of a `grid_x` by `grid_y` grid.
+    fn next_block(
+        &self,
+        counters: &[PointerValue<'ll>],
+        grid_x: IntValue<'ll>,
+        grid_y: IntValue<'ll>,
+    ) -> Result<()> {
+        let builder = &self.builder;
+        let (i32_type, i64_type) = (self.job.llvm.i32_type(), self.job.llvm.i64_type());
+        let [x, y, z] = [0, 1, 2].map(|axis| {
+            builder
+                .build_load(i64_type, counters[axis], "block_id")
+                .map(|value| value.into_int_value())
+                .map_err(builder_error)
+        });
+        let (x, y, z) = (x?, y?, z?);
+        // `raised` is an id plus 0 or 1: it wraps to 0 at `size` and carries 1 into the next.
+        let wrap = |raised: IntValue<'ll>, size: IntValue<'ll>| -> Result<_> {
+            let wraps = builder
+                .build_int_compare(inkwell::IntPredicate::EQ, raised, size, "wraps")
+                .map_err(builder_error)?;
+            let next = builder
+                .build_select(wraps, i64_type.const_zero(), raised, "next_id")
+                .map_err(builder_error)?
+                .into_int_value();
+            let carry = builder
+                .build_int_z_extend(wraps, i64_type, "carry")
+                .map_err(builder_error)?;
+            Ok((next, carry))
+        };
+        let one = i64_type.const_int(1, false);
+        let raised_x = builder
+            .build_int_nuw_add(x, one, "raised")
+            .map_err(builder_error)?;
+        let (next_x, carry_x) = wrap(raised_x, grid_x)?;
+        let raised_y = builder
+            .build_int_nuw_add(y, carry_x, "raised")
+            .map_err(builder_error)?;
+        let (next_y, carry_y) = wrap(raised_y, grid_y)?;
+        let next_z = builder
+            .build_int_nuw_add(z, carry_y, "next_z")
+            .map_err(builder_error)?;
+        for (counter, value) in counters.iter().zip([next_x, next_y, next_z]) {
+            builder
+                .build_store(*counter, value)
+                .map_err(builder_error)?;
+        }
+        for (slot, id) in [(6, x), (7, y), (8, z)] {
+            let id = builder
+                .build_int_truncate(id, i32_type, "block_id")
+                .map_err(builder_error)?;
+            builder
+                .build_store(self.id_slot(slot, false)?, id)
+                .map_err(builder_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `kernel` declares a block of several rows in one plane, which
+/// `EntryBuilder::blocks` may run row by row across its blocks.
+fn rows_across_blocks(kernel: FunctionValue) -> bool {
+    ir::declared_block_size(kernel).is_some_and(|[_, y, z]| y > 1 && z == 1)
 }

@@ -16,7 +16,7 @@ mod states;
 mod subgroups;
 
 use super::fission::{fission, Fission, Regions};
-use super::ir::{always_inline, may_call};
+use super::ir::{always_inline, functions_using, may_call};
 use crate::error::Result;
 use crate::targets::interface::Job;
 use crate::targets::support::nvvm::PTX_KERNEL_CALLING_CONVENTION;
@@ -67,6 +67,13 @@ pub(super) fn add_entry_points<'ll>(
     let uniform: Vec<FunctionValue> = (3..host_abi::ID_SLOTS)
         .filter_map(|slot| module.get_function(&format!("__gpu_host_id_{slot}")))
         .collect();
+    // The functions that use thread-local globals besides the context and ids: workgroup memory
+    // (`retarget.rs`), which a worker's blocks share one after another.
+    let workgroup_memory: Vec<_> = module
+        .get_globals()
+        .filter(|g| g.is_thread_local() && *g != context && *g != ids)
+        .collect();
+    let workgroup_memory_users = functions_using(&workgroup_memory);
     let mut entries = Entries {
         coroutine_kernels: Vec::new(),
         allocates: false,
@@ -111,6 +118,12 @@ pub(super) fn add_entry_points<'ll>(
             ThreadWork::Regions(regions) => may_call(regions.function, &readers),
             ThreadWork::Coroutines => true,
         };
+        let uses_workgroup_memory = match &work {
+            ThreadWork::Body(body) => {
+                workgroup_memory_users.contains(body) || may_call(*body, &workgroup_memory_users)
+            }
+            _ => true,
+        };
         EntryBuilder::new(
             job,
             module,
@@ -120,7 +133,7 @@ pub(super) fn add_entry_points<'ll>(
             &host_abi::blocks_entry(prefix, &name),
             true,
         )?
-        .blocks(work, tid_read_elsewhere)?;
+        .blocks(work, tid_read_elsewhere, uses_workgroup_memory)?;
     }
     Ok(entries)
 }
