@@ -116,7 +116,7 @@ pub fn entry_signer(bytes: &[u8]) -> Result<Option<super::signing::PublicKey>, S
 #[cfg(feature = "remote-cache")]
 pub fn clear_remote_cache(address: &str) -> Result<String, String> {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let store = super::remote::RemoteStore::open(address, false, &env)?;
+    let store = super::remote::RemoteStore::open(address, false, &env)?.patient();
     store
         .clear()
         .map_err(|e| format!("cannot clear {}: {e}", store.name))?;
@@ -130,7 +130,7 @@ pub fn clear_remote_cache(address: &str) -> Result<String, String> {
 pub fn read_remote_cache_entry(address: &str, digest: &str) -> Result<Option<Vec<u8>>, String> {
     check_digest(digest)?;
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let store = super::remote::RemoteStore::open(address, true, &env)?;
+    let store = super::remote::RemoteStore::open(address, true, &env)?.patient();
     let found = store.read_many(&[digest]).pop().flatten();
     match store.failure() {
         Some(why) => Err(format!("{}: {why}", store.name)),
@@ -145,7 +145,7 @@ pub fn read_remote_cache_entry(address: &str, digest: &str) -> Result<Option<Vec
 pub fn write_remote_cache_entry(address: &str, digest: &str, bytes: Vec<u8>) -> Result<(), String> {
     check_digest(digest)?;
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let store = super::remote::RemoteStore::open(address, false, &env)?;
+    let store = super::remote::RemoteStore::open(address, false, &env)?.patient();
     store.write(digest, bytes);
     store.flush();
     match store.failure() {

@@ -44,6 +44,10 @@ pub(crate) struct RemoteStore {
     /// The store's address without credentials, for messages and statistics.
     pub name: String,
     pub read_only: bool,
+    /// How long the first operation waits for an answer: [`FIRST_ANSWER`] in a build.
+    first_answer: Duration,
+    /// How long `flush` waits for the next upload to finish: [`STALL`] in a build.
+    stall: Duration,
     answered: AtomicBool,
     /// Why the store was given up on, if it was.
     failure: Mutex<Option<String>>,
@@ -90,6 +94,8 @@ impl RemoteStore {
             runtime: Some(runtime),
             name,
             read_only,
+            first_answer: FIRST_ANSWER,
+            stall: STALL,
             answered: AtomicBool::new(false),
             failure: Mutex::new(None),
             failed: AtomicBool::new(false),
@@ -97,6 +103,15 @@ impl RemoteStore {
             upload_slots: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
             counters: Counters::default(),
         })
+    }
+
+    /// The store for a command someone runs on it (`gpu-build cache`), which waits as long for
+    /// its first answer as for any other: a build must not stall on a silent store, a command
+    /// asked to read one may.
+    pub fn patient(mut self) -> RemoteStore {
+        self.first_answer = READ_TIMEOUT;
+        self.stall = WRITE_TIMEOUT;
+        self
     }
 
     /// Why the store was given up on during this build, if it was.
@@ -123,7 +138,7 @@ impl RemoteStore {
         let limit = if self.answered.load(Ordering::SeqCst) {
             READ_TIMEOUT
         } else {
-            FIRST_ANSWER
+            self.first_answer
         };
         let reads = digests.iter().map(|digest| {
             let operator = self.operator.clone();
@@ -218,7 +233,7 @@ impl RemoteStore {
                 upload.abort();
                 continue;
             }
-            let left = (progress + STALL).saturating_duration_since(Instant::now());
+            let left = (progress + self.stall).saturating_duration_since(Instant::now());
             match runtime.block_on(async { tokio::time::timeout(left, upload).await }) {
                 Ok(Ok(Ok(length))) => {
                     progress = Instant::now();
@@ -230,7 +245,7 @@ impl RemoteStore {
                 Ok(Err(e)) => self.give_up(format!("an upload stopped: {e}")),
                 Err(_) => self.give_up(format!(
                     "no upload finished within {} ms at the end of the build",
-                    STALL.as_millis()
+                    self.stall.as_millis()
                 )),
             }
         }

@@ -22,6 +22,14 @@ pub(super) const PAIRS: usize = 4;
 /// module runs in one of its own), a line per local hit, remote hit and miss.
 fn build(out: &Path, local: &Path, store: &str, read_only: bool) -> Report {
     std::env::set_var("GPU_BUILD_VERBOSE", "1");
+    let mut build = sample_build(out, local, store);
+    build.remote_cache_read_only(read_only);
+    build.compile().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The build of the two kernels (the [`PAIRS`]) into `out` with the local cache `local` over
+/// the store `store`, to be set further and run.
+pub(super) fn sample_build(out: &Path, local: &Path, store: &str) -> Build {
     let mut build: Build = build_in(out);
     build
         .base_dir(workspace().join("sample-project"))
@@ -29,10 +37,9 @@ fn build(out: &Path, local: &Path, store: &str, read_only: bool) -> Report {
         .target(Vendor::Host, &[])
         .cache(CacheSetting::At(local.to_path_buf()))
         .remote_cache(store)
-        .remote_cache_read_only(read_only)
         .kernel("kernels/vadd.mlir")
         .kernel("kernels/saxpy.mlir");
-    build.compile().unwrap_or_else(|e| panic!("{e}"))
+    build
 }
 
 /// Every file under `dir` with its bytes, by path relative to `dir`.

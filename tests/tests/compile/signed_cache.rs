@@ -5,9 +5,9 @@
 //! only the public key; entries of a key no longer trusted, and unsigned ones, are turned away
 //! with one warning; the secret key appears in no output, record, error or cache file.
 
-use super::remote_cache::{files, redis, s3, store_entries, webdav, PAIRS};
+use super::remote_cache::{files, redis, s3, sample_build, store_entries, webdav, PAIRS};
 use crate::common::*;
-use gpu_build::{Build, CacheDir, CacheSetting, Report, Vendor};
+use gpu_build::{Build, CacheDir, Report, Vendor};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -20,16 +20,8 @@ fn build(
     trusted: &[&str],
     key_file: Option<&Path>,
 ) -> Report {
-    let mut build: Build = build_in(out);
-    build
-        .base_dir(workspace().join("sample-project"))
-        .target(Vendor::Nvptx, &["sm_80"])
-        .target(Vendor::Host, &[])
-        .cache(CacheSetting::At(local.to_path_buf()))
-        .remote_cache(store)
-        .remote_cache_trusted_keys(trusted)
-        .kernel("kernels/vadd.mlir")
-        .kernel("kernels/saxpy.mlir");
+    let mut build = sample_build(out, local, store);
+    build.remote_cache_trusted_keys(trusted);
     if let Some(key_file) = key_file {
         build.remote_cache_signing_key_file(key_file);
     }

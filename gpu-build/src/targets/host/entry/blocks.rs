@@ -120,12 +120,8 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             _ => None,
         };
         if let Some((body, known)) = rows_across {
-            let same = self.same_sizes(&sizes, &known)?;
-            let across = llvm.append_basic_block(self.function, "rows_across_blocks");
-            let by_block = llvm.append_basic_block(self.function, "block_by_block");
-            builder
-                .build_conditional_branch(same, across, by_block)
-                .map_err(builder_error)?;
+            let [across, by_block] =
+                self.branch_on_sizes(&sizes, &known, ["rows_across_blocks", "block_by_block"])?;
             builder.position_at_end(across);
             self.rows_across_blocks(body, &known, [first, end], [grid_x, grid_y], exit)?;
             builder.position_at_end(by_block);
@@ -153,12 +149,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
             let Some(known) = known_sizes.filter(|_| rows_across.is_none()) else {
                 return threads(&sizes, each);
             };
-            let same = self.same_sizes(&sizes, &known)?;
-            let fixed = llvm.append_basic_block(self.function, "known_size");
-            let any = llvm.append_basic_block(self.function, "any_size");
-            builder
-                .build_conditional_branch(same, fixed, any)
-                .map_err(builder_error)?;
+            let [fixed, any] = self.branch_on_sizes(&sizes, &known, ["known_size", "any_size"])?;
             builder.position_at_end(fixed);
             threads(&known, fixed)?;
             builder.position_at_end(any);
@@ -259,12 +250,14 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         Ok(())
     }
 
-    /// Whether the launch's block `sizes` are `known`.
-    fn same_sizes(
+    /// Branches on whether the launch's block `sizes` are `known`: to the first of two new
+    /// blocks (named `names`) when they are, to the second otherwise.
+    fn branch_on_sizes(
         &self,
         sizes: &[IntValue<'ll>],
         known: &[IntValue<'ll>],
-    ) -> Result<IntValue<'ll>> {
+        names: [&str; 2],
+    ) -> Result<[BasicBlock<'ll>; 2]> {
         let mut same = self.job.llvm.bool_type().const_all_ones();
         for (size, known) in sizes.iter().zip(known) {
             let equal = self
@@ -276,7 +269,11 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_and(same, equal, "known")
                 .map_err(builder_error)?;
         }
-        Ok(same)
+        let [yes, no] = names.map(|name| self.job.llvm.append_basic_block(self.function, name));
+        self.builder
+            .build_conditional_branch(same, yes, no)
+            .map_err(builder_error)?;
+        Ok([yes, no])
     }
 
     /// The block ids `counters` hold (x, y, z) into the thread-local ids, and the counters
