@@ -28,6 +28,13 @@ use mlir_sys::MlirOperation;
 /// Threads stored per chunk: the workgroup array's length.
 const SLOTS: u32 = 256;
 
+/// A thread's index in its block (x fastest) from its ids `%tx`, `%ty`, `%tz` and the block's
+/// sizes `%dx`, `%dy`: `%thread`.
+const THREAD_INDEX: &str = "  %plane = arith.muli %tz, %dy : index
+  %row = arith.addi %plane, %ty : index
+  %rows = arith.muli %row, %dx : index
+  %thread = arith.addi %rows, %tx : index";
+
 /// One `gpu.all_reduce` a rewrite handles: the op, its operation (`None`: its region combines)
 /// and the value's type.
 pub(crate) struct Reduction {
@@ -272,10 +279,7 @@ fn reduction_text(kind: Option<&str>, ty: &str, size: Option<[u32; 3]>) -> Optio
   %slots = memref.alloc() : {slots}
   %total = memref.alloc() : {total}
 {ids}
-  %plane = arith.muli %tz, %dy : index
-  %row = arith.addi %plane, %ty : index
-  %rows = arith.muli %row, %dx : index
-  %thread = arith.addi %rows, %tx : index
+{THREAD_INDEX}
   %dxy = arith.muli %dx, %dy : index
   %threads = arith.muli %dxy, %dz : index
   %last_slot = arith.constant {last} : index
@@ -347,9 +351,8 @@ fn one_chunk_text(
     } else {
         format!(
             "  %tx = gpu.thread_id x\n  %ty = gpu.thread_id y\n  %tz = gpu.thread_id z\n  \
-             %dx = arith.constant {x} : index\n  %dy = arith.constant {y} : index\n  \
-             %plane = arith.muli %tz, %dy : index\n  %row = arith.addi %plane, %ty : index\n  \
-             %rows = arith.muli %row, %dx : index\n  %thread = arith.addi %rows, %tx : index"
+             %dx = arith.constant {x} : index\n  %dy = arith.constant {y} : index\n\
+             {THREAD_INDEX}"
         )
     };
     let slots = format!("memref<{SLOTS}x{ty}, 3>");
