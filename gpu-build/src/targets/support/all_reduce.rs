@@ -269,15 +269,10 @@ fn reduction_text(kind: Option<&str>, ty: &str, size: Option<[u32; 3]>) -> Optio
         }
         None => "  %tx = gpu.thread_id x\n  %ty = gpu.thread_id y\n  %tz = gpu.thread_id z\n  %dx = gpu.block_dim x\n  %dy = gpu.block_dim y\n  %dz = gpu.block_dim z".to_string(),
     };
-    let slots = format!("memref<{SLOTS}x{ty}, 3>");
-    let total = format!("memref<1x{ty}, 3>");
+    let (slots, total) = array_types(ty);
+    let head = function_head(ty, &format!("%slots_per_chunk = arith.constant {SLOTS}"));
     Some(format!(
-        r#"func.func @reduce(%value: {ty}) -> {ty} {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %slots_per_chunk = arith.constant {SLOTS} : index
-  %slots = memref.alloc() : {slots}
-  %total = memref.alloc() : {total}
+        r#"{head}
 {ids}
 {THREAD_INDEX}
   %dxy = arith.muli %dx, %dy : index
@@ -325,6 +320,25 @@ fn reduction_text(kind: Option<&str>, ty: &str, size: Option<[u32; 3]>) -> Optio
     ))
 }
 
+/// The types of the workgroup array of slots and of the total, for values of `ty`.
+fn array_types(ty: &str) -> (String, String) {
+    (
+        format!("memref<{SLOTS}x{ty}, 3>"),
+        format!("memref<1x{ty}, 3>"),
+    )
+}
+
+/// The reduction function's first lines: its signature, the constants 0 and 1 and `constant`
+/// (`%name = arith.constant value`, an index), and the slots and total allocated.
+fn function_head(ty: &str, constant: &str) -> String {
+    let (slots, total) = array_types(ty);
+    format!(
+        "func.func @reduce(%value: {ty}) -> {ty} {{\n  %c0 = arith.constant 0 : index\n  \
+         %c1 = arith.constant 1 : index\n  {constant} : index\n  %slots = memref.alloc() : \
+         {slots}\n  %total = memref.alloc() : {total}"
+    )
+}
+
 /// The reduction in a kernel that declares a block of at most [`SLOTS`] threads: every thread
 /// stores its value in its slot, thread 0 folds the block's slots (a loop of a constant count),
 /// every thread reads the total; no loop around the barriers and nothing computed at run time
@@ -355,15 +369,10 @@ fn one_chunk_text(
              {THREAD_INDEX}"
         )
     };
-    let slots = format!("memref<{SLOTS}x{ty}, 3>");
-    let total = format!("memref<1x{ty}, 3>");
+    let (slots, total) = array_types(ty);
+    let head = function_head(ty, &format!("%threads = arith.constant {threads}"));
     Some(format!(
-        r#"func.func @reduce(%value: {ty}) -> {ty} {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %threads = arith.constant {threads} : index
-  %slots = memref.alloc() : {slots}
-  %total = memref.alloc() : {total}
+        r#"{head}
 {thread}
   memref.store %value, %slots[%thread] : {slots}
   gpu.barrier

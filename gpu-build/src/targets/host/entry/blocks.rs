@@ -227,14 +227,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         };
         self.counted_loop(zero, known[1], run, next_run, |thread_y, row, row_latch| {
             self.counted_loop(x0, x1, row, row_latch, |block_x, each, latch| {
-                for (slot, id) in [(6, block_x), (7, y), (8, z)] {
-                    let id = builder
-                        .build_int_truncate(id, i32_type, "block_id")
-                        .map_err(builder_error)?;
-                    builder
-                        .build_store(self.id_slot(slot, false)?, id)
-                        .map_err(builder_error)?;
-                }
+                self.store_block_ids([block_x, y, z])?;
                 self.nest(0, known, &mut vec![zero, thread_y], &innermost, each, latch)
             })?;
             Ok(())
@@ -285,7 +278,7 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
         grid_y: IntValue<'ll>,
     ) -> Result<()> {
         let builder = &self.builder;
-        let (i32_type, i64_type) = (self.job.llvm.i32_type(), self.job.llvm.i64_type());
+        let i64_type = self.job.llvm.i64_type();
         let [x, y, z] = [0, 1, 2].map(|axis| {
             builder
                 .build_load(i64_type, counters[axis], "block_id")
@@ -324,11 +317,18 @@ impl<'a, 'll> EntryBuilder<'a, 'll> {
                 .build_store(*counter, value)
                 .map_err(builder_error)?;
         }
-        for (slot, id) in [(6, x), (7, y), (8, z)] {
-            let id = builder
+        self.store_block_ids([x, y, z])
+    }
+
+    /// The block ids (x, y, z; `i64`) into the thread-local ids.
+    fn store_block_ids(&self, ids: [IntValue<'ll>; 3]) -> Result<()> {
+        let i32_type = self.job.llvm.i32_type();
+        for (slot, id) in [6, 7, 8].into_iter().zip(ids) {
+            let id = self
+                .builder
                 .build_int_truncate(id, i32_type, "block_id")
                 .map_err(builder_error)?;
-            builder
+            self.builder
                 .build_store(self.id_slot(slot, false)?, id)
                 .map_err(builder_error)?;
         }
