@@ -25,7 +25,6 @@ use gpu_embed::{Device, DeviceBuffer, LaunchConfig, Vendor};
 use opencl::OpenCl;
 use opencl3::memory::ClMem;
 use sample_project::{block_total, matmul, reduce, saxpy, stencil};
-use std::ffi::CString;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -138,7 +137,7 @@ impl Glslang {
 
 impl Peer for Glslang {
     type Buffer = HostBuffer;
-    type Kernel = (vulkan::Pipeline, [u32; 3]);
+    type Kernel = vulkan::Pipeline;
 
     fn buffer(&self, data: &[f32]) -> Self::Buffer {
         let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -165,11 +164,9 @@ impl Peer for Glslang {
                 ),
             }
         }
-        let entry = CString::new("main").expect("no NUL");
         // SAFETY: glslang's compile of the kernel, whose bindings are its buffers in argument
         // order and whose push constants are its scalars, 4 bytes each, in order.
-        let pipeline = unsafe { self.vulkan.pipeline(spirv, &entry, &buffers, &push, &[]) };
-        (pipeline, [0; 3])
+        unsafe { self.vulkan.pipeline(spirv, c"main", &buffers, &push, &[]) }
     }
 
     fn run(&self, kernel: &Self::Kernel, global: &[usize], local: &[usize]) {
@@ -178,7 +175,7 @@ impl Peer for Glslang {
             groups[d] = (g / l) as u32;
         }
         // SAFETY: the kernel's buffers live as long as the row that launches it.
-        unsafe { self.vulkan.run(&kernel.0, groups) };
+        unsafe { self.vulkan.run(kernel, groups) };
     }
 
     fn read(&self, buffer: &Self::Buffer) -> Vec<f32> {

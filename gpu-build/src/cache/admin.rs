@@ -90,7 +90,7 @@ impl CacheDir {
 
 /// Whether `bytes` are a whole entry stored under its own key's name.
 fn intact(path: &Path, bytes: &[u8]) -> bool {
-    let Some(parts) = super::parts(bytes) else {
+    let Some(parts) = super::entry::parts(bytes) else {
         return false;
     };
     path.file_name().and_then(|n| n.to_str())
@@ -102,7 +102,7 @@ fn intact(path: &Path, bytes: &[u8]) -> bool {
 /// or whose signature does not verify.
 #[cfg(feature = "remote-cache")]
 pub fn entry_signer(bytes: &[u8]) -> Result<Option<super::signing::PublicKey>, String> {
-    let parts = super::parts(bytes).ok_or(
+    let parts = super::entry::parts(bytes).ok_or(
         "not an intact cache entry of this gpu-build's format (damaged, or of another version)",
     )?;
     parts

@@ -12,7 +12,7 @@
 //! `Debug`, not in an error (a malformed one is described, not shown), not in the build's
 //! records (`CargoOutput::secret_env`).
 
-use super::{KEY_BYTES, SIGNATURE_BYTES, TRAILER_MARKER};
+use super::entry::{append_signature, body_digest, KEY_BYTES, SIGNATURE_BYTES};
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -247,11 +247,8 @@ impl Signatures {
         let Some(writer) = &self.writer else {
             return;
         };
-        let digest = entry[entry.len().saturating_sub(32)..].to_vec();
-        let signature = writer.sign(&digest);
-        entry.extend(TRAILER_MARKER);
-        entry.extend(writer.public().0);
-        entry.extend(signature);
+        let signature = writer.sign(body_digest(entry));
+        append_signature(entry, &writer.public().0, &signature);
     }
 
     /// Entries turned away during the build.

@@ -40,7 +40,6 @@ pub(crate) struct Counters {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub rejected: AtomicU64,
-    pub untrusted: AtomicU64,
     pub bytes_read: AtomicU64,
     pub writes: AtomicU64,
     pub bytes_written: AtomicU64,
@@ -57,15 +56,16 @@ impl Counters {
         counter.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
-    /// The build's counts, as the statistics record them.
-    pub fn of_build(&self, failed: bool) -> StoreStats {
+    /// The build's counts, as the statistics record them; `failed`: whether the store failed,
+    /// `untrusted`: the entries its signatures turned away (`signing::Signatures::rejected`).
+    pub fn of_build(&self, failed: bool, untrusted: u64) -> StoreStats {
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         StoreStats {
             builds: 1,
             hits: load(&self.hits),
             misses: load(&self.misses),
             rejected: load(&self.rejected),
-            untrusted: load(&self.untrusted),
+            untrusted,
             bytes_read: load(&self.bytes_read),
             writes: load(&self.writes),
             bytes_written: load(&self.bytes_written),

@@ -555,26 +555,46 @@ fn passes_variable_then_i64s(block: &str, count: usize) -> bool {
         })
 }
 
+/// `gpu-build compile` of the sample's vadd.mlir for `targets` into `out`, with `env` set.
+fn compile_sample_vadd(
+    targets: &[&str],
+    out: &Path,
+    env: &[(&str, &str)],
+) -> (bool, String, String) {
+    let sample = workspace().join("sample-project");
+    let mut args = vec!["compile"];
+    for target in targets {
+        args.extend(["-t", target]);
+    }
+    args.extend([
+        "--base-dir",
+        sample.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "kernels/vadd.mlir",
+    ]);
+    gpu_build_with(&args, env)
+}
+
+/// The first entry file of the local cache at `cache`.
+fn first_entry(cache: &Path) -> PathBuf {
+    walkdir::WalkDir::new(cache.join("v1"))
+        .into_iter()
+        .map(|e| e.unwrap())
+        .find(|e| e.file_type().is_file())
+        .unwrap()
+        .into_path()
+}
+
 /// `gpu-build cache`: statistics after a build, every entry re-hashed (a damaged one found and
 /// removed), emptied.
 #[test]
 fn cache_stats_verify_and_clear() {
     let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let dir = cache.path().to_str().unwrap();
-    let sample = workspace().join("sample-project");
-    let (ok, _, stderr) = gpu_build_with(
-        &[
-            "compile",
-            "-t",
-            "host",
-            "-t",
-            "nvptx:sm_80",
-            "--base-dir",
-            sample.to_str().unwrap(),
-            "--out",
-            out.path().to_str().unwrap(),
-            "kernels/vadd.mlir",
-        ],
+    let (ok, _, stderr) = compile_sample_vadd(
+        &["host", "nvptx:sm_80"],
+        out.path(),
         &[("GPU_BUILD_CACHE_DIR", dir)],
     );
     assert!(ok, "{stderr}");
@@ -596,12 +616,7 @@ fn cache_stats_verify_and_clear() {
     assert!(ok, "{stderr}");
     assert!(verified.contains("2 entries intact"), "{verified}");
     // Damage one entry: verify finds it and removes it.
-    let entry = walkdir::WalkDir::new(cache.path().join("v1"))
-        .into_iter()
-        .map(|e| e.unwrap())
-        .find(|e| e.file_type().is_file())
-        .unwrap()
-        .into_path();
+    let entry = first_entry(cache.path());
     let mut bytes = std::fs::read(&entry).unwrap();
     bytes[100] ^= 1;
     std::fs::write(&entry, bytes).unwrap();
@@ -654,18 +669,9 @@ fn cache_keygen_and_signer() {
         tempfile::tempdir().unwrap(),
     );
     let store_url = format!("file://{}", store.path().display());
-    let sample = workspace().join("sample-project");
-    let (ok, _, stderr) = gpu_build_with(
-        &[
-            "compile",
-            "-t",
-            "host",
-            "--base-dir",
-            sample.to_str().unwrap(),
-            "--out",
-            out.path().to_str().unwrap(),
-            "kernels/vadd.mlir",
-        ],
+    let (ok, _, stderr) = compile_sample_vadd(
+        &["host"],
+        out.path(),
         &[
             ("GPU_BUILD_CACHE_DIR", cache.path().to_str().unwrap()),
             ("GPU_BUILD_CACHE_URL", &store_url),
@@ -673,12 +679,7 @@ fn cache_keygen_and_signer() {
         ],
     );
     assert!(ok, "{stderr}");
-    let entry = walkdir::WalkDir::new(cache.path().join("v1"))
-        .into_iter()
-        .map(|e| e.unwrap())
-        .find(|e| e.file_type().is_file())
-        .unwrap()
-        .into_path();
+    let entry = first_entry(cache.path());
     let digest = entry.file_name().unwrap().to_str().unwrap().to_string();
     let cache_arg = cache.path().to_str().unwrap();
     let (ok, shown, stderr) = gpu_build(&["cache", "signer", "--dir", cache_arg, &digest[..8]]);

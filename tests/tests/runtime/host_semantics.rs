@@ -40,7 +40,9 @@ fn barriers_make_every_threads_write_visible_to_the_block() {
     // The same kernel without its barrier is wrong: the test can tell the difference, and the
     // checked object reports the race.
     let z = DeviceBuffer::from_slice(&host, &vec![0.0f32; input.len()]).unwrap();
-    // SAFETY: as above.
+    // SAFETY: the same grid: each block of 256 threads reads and writes only its own 256
+    // elements (in an order the missing barrier leaves racing, which changes values, not
+    // addresses).
     let wrong = unsafe {
         semantics::reverse_without_barrier(&host, &config([16, 1, 1], [256, 1, 1], 0), &x, &z)
     };
