@@ -66,6 +66,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
         pointers.push(quote!(&mut #local as *mut #storage as *mut ::core::ffi::c_void));
         sizes.push(quote!(::core::mem::size_of::<#storage>()));
     }
+    let count = sizes.len();
     let function = format_ident!("{}", stub_name(&kernel.name));
     let kernel_name = &kernel.name;
     let doc = safety_doc(kernel, &names);
@@ -81,12 +82,13 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             #(#checks)*
             #(#locals)*
             let mut params = [#(#pointers),*];
-            let sizes = [#(#sizes),*];
+            // Constant: a launch writes only the parameters' addresses.
+            const SIZES: [usize; #count] = [#(#sizes),*];
             // SAFETY: the parameters follow the kernel's lowered signature from the manifest, each
             // local lives until `launch` returns (a queued launch copies the values); the caller
             // guarantees what the function's `# Safety` section lists.
             unsafe {
-                ::gpu_embed::launch(queue, &BINARY, KERNEL, config, &mut params, &sizes, &[#(#uses),*])
+                ::gpu_embed::launch(queue, &BINARY, KERNEL, config, &mut params, &SIZES, &[#(#uses),*])
             }
         }
     })
@@ -94,7 +96,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
 
 /// Names the stub's own parameters and locals use, which an argument must not take (besides
 /// `param<n>`, `descriptor<n>` and `view<n>`).
-const RESERVED: &[&str] = &["queue", "config", "params", "sizes", "KERNEL", "BINARY"];
+const RESERVED: &[&str] = &["queue", "config", "params", "SIZES", "KERNEL", "BINARY"];
 
 /// Whether `name` is one of the stub's own parameters or locals.
 fn is_stub_local(name: &str) -> bool {

@@ -35,7 +35,7 @@ enum Op {
     Launch {
         /// The kernel, and what its replay leaves for a fault report to name.
         launch: &'static LastLaunch,
-        function: FunctionHandle,
+        function: &'static FunctionHandle,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
@@ -103,7 +103,7 @@ fn record(stream: &Stream, op: Op, uses: Vec<Use>) {
 /// A launch as a capture records it.
 pub(crate) struct CapturedLaunch<'a> {
     pub launch: &'static LastLaunch,
-    pub function: FunctionHandle,
+    pub function: &'static FunctionHandle,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared: u32,

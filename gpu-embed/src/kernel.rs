@@ -41,7 +41,7 @@ impl Binary {
             device: device.clone(),
             binary: self,
             name,
-            attributes: function.attributes,
+            attributes: function.attributes.clone(),
         })
     }
 }

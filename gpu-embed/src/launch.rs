@@ -179,7 +179,7 @@ pub unsafe fn launch(
     if shared > device.limits().shared_memory_per_block {
         function.allow_dynamic_shared(&*driver, config.shared_mem_bytes)?;
     }
-    let (launched, function) = (function.launch, function.handle);
+    let (launched, function) = (&function.launch, &function.handle);
     if let Some(stream) = queue.stream().filter(|stream| graph::capturing(stream)) {
         let uses: Vec<_> = uses.iter().map(|used| used.tracking).collect();
         let launch = graph::CapturedLaunch {
@@ -194,14 +194,14 @@ pub unsafe fn launch(
         return graph::record_launch(stream, launch, &uses);
     }
     for used in uses {
-        lock(used.tracking).before(&queue, Access::Write)?;
+        used.before(&queue, Access::Write)?;
     }
     let stream = queue.handle();
     // SAFETY: the caller guarantees `params` match the kernel; the function belongs to the
     // current device.
     unsafe {
         driver.launch(
-            &function,
+            function,
             config.grid,
             config.block,
             config.shared_mem_bytes,

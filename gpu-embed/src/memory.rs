@@ -272,10 +272,8 @@ impl<T: Pod> DeviceBuffer<T> {
     /// [`DeviceBuffer::from_raw_parts`] or free it with the driver).
     pub fn into_raw(self) -> DevicePtr {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the device handle and the tracking are moved out once; `this` is never used
-        // or dropped again.
-        drop(unsafe { std::ptr::read(&this.device) });
-        // SAFETY: as above (the tracking's events go with it).
+        // SAFETY: the tracking (and its events) is moved out once; `this` is never used or
+        // dropped again. The device is a reference to a device of the process: nothing to drop.
         drop(unsafe { std::ptr::read(&this.tracking) });
         DevicePtr(this.ptr)
     }

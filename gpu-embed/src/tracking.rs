@@ -108,6 +108,12 @@ pub(crate) fn mark_end(queue: &Queue) -> After {
     }
 }
 
+/// The stream that work queued on `queue` makes wait for buffers' earlier work on other
+/// queues; none for a default stream, which follows every stream's earlier work already.
+fn waiting_stream<'q>(queue: &Queue<'q>) -> Option<&'q Stream> {
+    queue.stream()
+}
+
 /// What a buffer knows of the work queued on it.
 #[derive(Default)]
 pub(crate) struct Tracking {
@@ -127,7 +133,7 @@ impl Tracking {
     /// last write, a write also every read since. The default stream already follows every
     /// stream's earlier work (CUDA's legacy default stream; every driver here keeps that rule).
     pub(crate) fn before(&self, queue: &Queue, access: Access) -> Result<()> {
-        let Queue::Stream(stream) = queue else {
+        let Some(stream) = waiting_stream(queue) else {
             return Ok(());
         };
         let device = stream.device();
@@ -241,6 +247,18 @@ pub(crate) fn lock(tracking: &Mutex<Tracking>) -> MutexGuard<'_, Tracking> {
 #[derive(Clone, Copy)]
 pub struct Tracked<'a> {
     pub(crate) tracking: &'a Arc<Mutex<Tracking>>,
+}
+
+impl Tracked<'_> {
+    /// [`Tracking::before`] for the buffer; the lock is not taken where the queue waits for
+    /// nothing (a launch on the default stream: the common case of a program with one stream).
+    #[inline]
+    pub(crate) fn before(&self, queue: &Queue, access: Access) -> Result<()> {
+        match waiting_stream(queue) {
+            Some(_) => lock(self.tracking).before(queue, access),
+            None => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for Tracked<'_> {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const LAUNCHES: u32 = 10_000;
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 21;
 const N: usize = 1024;
 /// Set in the run on the double.
 const ON_THE_DOUBLE: &str = "LAUNCH_VS_CUDARC_ON_THE_DOUBLE";
@@ -66,19 +66,30 @@ fn run_on_the_double() {
     assert!(status.success(), "the run on the double failed: {status}");
 }
 
-/// The median time per launch of `ROUNDS` rounds of `run` (which makes `LAUNCHES` launches and
-/// waits for them).
-fn per_launch(mut run: impl FnMut()) -> Duration {
-    run();
-    let mut times: Vec<Duration> = (0..ROUNDS)
-        .map(|_| {
-            let start = Instant::now();
-            run();
-            start.elapsed() / LAUNCHES
-        })
-        .collect();
-    times.sort();
-    times[ROUNDS / 2]
+/// The median time per launch of each of `ours` and `theirs` (each makes `LAUNCHES` launches
+/// and waits for them) over `ROUNDS` rounds that run both, the first of them alternating: what
+/// the machine does meanwhile (another process, the clock's speed) falls on both alike.
+fn per_launch(mut ours: impl FnMut(), mut theirs: impl FnMut()) -> (Duration, Duration) {
+    ours();
+    theirs();
+    let mut time = |run: &mut dyn FnMut()| {
+        let start = Instant::now();
+        run();
+        start.elapsed() / LAUNCHES
+    };
+    let (mut our_times, mut their_times) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        if round % 2 == 0 {
+            our_times.push(time(&mut ours));
+            their_times.push(time(&mut theirs));
+        } else {
+            their_times.push(time(&mut theirs));
+            our_times.push(time(&mut ours));
+        }
+    }
+    our_times.sort();
+    their_times.sort();
+    (our_times[ROUNDS / 2], their_times[ROUNDS / 2])
 }
 
 fn us(time: Duration) -> f64 {
@@ -95,25 +106,9 @@ fn on_the_double() {
     let c = DeviceBuffer::<f32>::alloc(&device, N).unwrap();
     let config = LaunchConfig::for_elements(N, 256);
 
-    // Ours: the stub on the device's default stream, then the same launches as a graph.
+    // Ours: the stub on the device's default stream.
     // SAFETY: vadd reads a and b and writes c, all N elements long.
     let stub = || unsafe { vadd::vadd(&device, &config, &a, &b, &c, N) }.unwrap();
-    let ours = per_launch(|| {
-        (0..LAUNCHES).for_each(|_| stub());
-        device.synchronize().unwrap();
-    });
-    let stream = device.create_stream().unwrap();
-    stream.begin_capture().unwrap();
-    for _ in 0..LAUNCHES {
-        // SAFETY: as above.
-        unsafe { vadd::vadd(&stream, &config, &a, &b, &c, N) }.unwrap();
-    }
-    let graph = stream.end_capture().unwrap();
-    let ours_replayed = per_launch(|| {
-        // SAFETY: the captured launches read a and b and write c, all alive, N elements each.
-        unsafe { graph.launch(&stream) }.unwrap();
-        stream.synchronize().unwrap();
-    });
 
     // cudarc: the same object, the same buffers (the device's primary context, which gpu-embed
     // uses too), the same arguments: each memref as its descriptor's five fields, then n.
@@ -145,13 +140,28 @@ fn on_the_double() {
     };
     // On its default stream, as a program with one stream uses it: no events per launch.
     let default_stream = context.default_stream();
-    let theirs = per_launch(|| {
-        (0..LAUNCHES).for_each(|_| launch(&default_stream, &function));
-        default_stream.synchronize().unwrap();
-    });
-    // A graph needs a stream of its own; its launches track no events (cudarc's own capture
-    // test turns them off), nor do ours on one stream.
-    // SAFETY: one stream uses the buffers from here on.
+    let (ours, theirs) = per_launch(
+        || {
+            (0..LAUNCHES).for_each(|_| stub());
+            device.synchronize().unwrap();
+        },
+        || {
+            (0..LAUNCHES).for_each(|_| launch(&default_stream, &function));
+            default_stream.synchronize().unwrap();
+        },
+    );
+
+    // The same launches captured into a graph by each, on a stream of its own.
+    let stream = device.create_stream().unwrap();
+    stream.begin_capture().unwrap();
+    for _ in 0..LAUNCHES {
+        // SAFETY: as above.
+        unsafe { vadd::vadd(&stream, &config, &a, &b, &c, N) }.unwrap();
+    }
+    let graph = stream.end_capture().unwrap();
+    // cudarc's graph launches track no events (cudarc's own capture test turns them off), nor
+    // do ours on one stream.
+    // SAFETY: each graph's one stream uses the buffers from here on, one after the other.
     unsafe { context.disable_event_tracking() };
     let capture_stream = context.new_stream().unwrap();
     capture_stream
@@ -162,14 +172,22 @@ fn on_the_double() {
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()
         .expect("the captured launches");
-    let theirs_replayed = per_launch(|| {
-        their_graph.launch().unwrap();
-        capture_stream.synchronize().unwrap();
-    });
+    let (ours_replayed, theirs_replayed) = per_launch(
+        || {
+            // SAFETY: the captured launches read a and b and write c, all alive, N elements
+            // each.
+            unsafe { graph.launch(&stream) }.unwrap();
+            stream.synchronize().unwrap();
+        },
+        || {
+            their_graph.launch().unwrap();
+            capture_stream.synchronize().unwrap();
+        },
+    );
 
     println!(
-        "per launch, {LAUNCHES} launches of vadd ({N} elements), median of {ROUNDS} rounds, on \
-         the CUDA driver double ({}):",
+        "per launch, {LAUNCHES} launches of vadd ({N} elements), median of {ROUNDS} rounds of both \
+         in turn, on the CUDA driver double ({}):",
         device.name()
     );
     println!("{:<28} {:>10} {:>14}", "", "launch", "graph replay");

@@ -14,7 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::select::DeviceArch;
 use crate::trace::event;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 /// Device memory at one moment, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +28,10 @@ pub struct MemoryInfo {
 /// A GPU the program can launch kernels on.
 #[derive(Clone)]
 pub struct Device {
-    inner: Arc<Inner>,
+    /// Devices are found once per process and live as long (see `Inner`): a reference, so
+    /// that the buffers, streams and marks that name their device copy a pointer, not a count
+    /// each launch would change.
+    inner: &'static Inner,
 }
 
 /// A device's state. Devices are found once per process and kept in statics
@@ -271,13 +274,15 @@ impl Device {
 
     fn from_found(found: FoundDevice) -> Device {
         Device {
-            inner: Arc::new(Inner {
+            // Leaked on purpose: a device lives for the process (it is made only by discovery
+            // and `Device::host`, each once per process, into statics).
+            inner: Box::leak(Box::new(Inner {
                 found,
                 modules: Mutex::new(Vec::new()),
                 untracked: AtomicBool::new(false),
                 markers: Mutex::default(),
                 last_launch: LastLaunchSlot::default(),
-            }),
+            })),
         }
     }
 
@@ -341,7 +346,7 @@ impl Device {
 
     /// Whether both handles are the same device.
     pub fn is_same(&self, other: &Device) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        std::ptr::eq(self.inner, other.inner)
     }
 
     /// Lets this device's kernels read and write `peer`'s memory directly (NVLink or PCIe

@@ -18,19 +18,19 @@ pub(super) struct Loaded {
     object: &'static Object,
     /// Its kernels' functions, in the order they were first launched: a module has a few, and
     /// a look down them cost less than hashing the name (a launch looks its function up).
-    functions: Vec<(&'static str, LoadedFunction)>,
+    functions: Vec<(&'static str, &'static LoadedFunction)>,
 }
 
-/// A kernel's function on a device, with what the driver knows about it (read once).
-#[derive(Clone)]
+/// A kernel's function on a device, with what the driver knows about it (read once). One per
+/// kernel and device for the life of the process, as its module: a launch borrows it, and
+/// clones no handle.
 pub(crate) struct LoadedFunction {
     pub handle: FunctionHandle,
     pub attributes: KernelAttributes,
-    /// The dynamic shared memory the function was opted into beyond the default, in bytes: one
-    /// per function for the life of the process, as the function itself.
-    opted_in: &'static Mutex<u32>,
+    /// The dynamic shared memory the function was opted into beyond the default, in bytes.
+    opted_in: Mutex<u32>,
     /// What a launch of it leaves for a fault report to name.
-    pub launch: &'static LastLaunch,
+    pub launch: LastLaunch,
 }
 
 impl LoadedFunction {
@@ -55,11 +55,11 @@ impl Device {
         driver: &dyn Driver,
         binary: &'static Binary,
         kernel: &'static str,
-    ) -> Result<LoadedFunction> {
+    ) -> Result<&'static LoadedFunction> {
         let mut modules = self.inner.modules.lock().unwrap_or_else(|p| p.into_inner());
         let loaded = self.loaded(&mut modules, driver, binary)?;
-        if let Some((_, function)) = loaded.functions.iter().find(|(name, _)| *name == kernel) {
-            return Ok(function.clone());
+        if let Some(&(_, function)) = loaded.functions.iter().find(|(name, _)| *name == kernel) {
+            return Ok(function);
         }
         let object = loaded.object;
         if let Some(reason) = object.refusal(kernel) {
@@ -74,13 +74,14 @@ impl Device {
         let attributes = driver
             .attributes(&handle, self.limits())
             .map_err(in_object)?;
-        let function = LoadedFunction {
+        // Leaked on purpose: a function lives as long as its module, for the process.
+        let function: &'static LoadedFunction = Box::leak(Box::new(LoadedFunction {
             handle,
             attributes,
-            opted_in: Box::leak(Box::default()),
-            launch: Box::leak(Box::new(LastLaunch { binary, kernel })),
-        };
-        loaded.functions.push((kernel, function.clone()));
+            opted_in: Mutex::new(0),
+            launch: LastLaunch { binary, kernel },
+        }));
+        loaded.functions.push((kernel, function));
         Ok(function)
     }
 
