@@ -10,7 +10,7 @@
 //! or AVX2 where the processor has it, in the same rounds.
 //!
 //! Only the kernels are timed (inputs resident); rounds alternate between the contenders and
-//! each figure is the median. Every result is checked against the Rust reference first. An
+//! each figure is the median, a floor's its fastest round. Every result is checked against the Rust reference first. An
 //! OpenCL platform's columns say why they are empty where it cannot be loaded.
 //!
 //!     cargo bench -p sample-project --bench host_vs_peers [-- KERNEL...]
@@ -29,7 +29,7 @@
 //!
 //! Besides the tables, one line per kernel and level for scripts: `ratio KERNEL host/pocl 0.93x
 //! host/intel 1.10x host/rayon 1.05x`, with `host/floor 1.01x` after the kernels that have a
-//! floor, and `cpu x86-64-v3` last.
+//! floor (each contender's fastest round against the floor's), and `cpu x86-64-v3` last.
 
 #[path = "peers/opencl.rs"]
 mod opencl;
@@ -85,23 +85,33 @@ fn rounds(runs: &mut [Option<Run>]) -> Vec<Vec<Duration>> {
     times
 }
 
-/// [`alternate`] over the contenders and a memory floor in the same rounds: their medians, and
-/// the floor's best round. The floor is what the machine's memory allows, which its fastest
-/// round says: its median moved by 20% between passes of one run, as the machine's other load
-/// came and went.
-fn alternate_with_floor(
-    contenders: Contenders,
-    floor: Run,
-) -> (Vec<Option<Duration>>, Option<Duration>) {
+/// What [`alternate_with_floor`] measured: each contender's median and fastest round, and the
+/// floor's fastest round.
+struct FloorTimes {
+    medians: Vec<Option<Duration>>,
+    fastest: Vec<Option<Duration>>,
+    floor: Option<Duration>,
+}
+
+/// [`alternate`] over the contenders and a memory floor in the same rounds. The floor is what
+/// the machine's memory allows, which its fastest round says: its median moved by 20% between
+/// passes of one run, as the machine's other load came and went. How near a contender comes to
+/// it is its own fastest round against that: a median against a fastest round would count the
+/// machine's load as the contender's (the stencil's median was 1.01x, 1.45x and 1.38x the
+/// floor's fastest round in three runs of unchanged code, saxpy's 1.01x to 1.60x).
+fn alternate_with_floor(contenders: Contenders, floor: Run) -> FloorTimes {
     let mut runs: Vec<Option<Run>> = contenders.into_iter().collect();
     runs.push(Some(floor));
     let mut times = rounds(&mut runs);
     let floor = times.pop().and_then(|times| times.first().copied());
-    let medians = times
-        .into_iter()
-        .map(|times| times.get(times.len() / 2).copied())
-        .collect();
-    (medians, floor)
+    FloorTimes {
+        medians: times
+            .iter()
+            .map(|times| times.get(times.len() / 2).copied())
+            .collect(),
+        fastest: times.iter().map(|times| times.first().copied()).collect(),
+        floor,
+    }
 }
 
 /// A row of the table: the medians of [`Contenders`].
@@ -110,6 +120,9 @@ struct Row {
     key: &'static str,
     times: Vec<Option<Duration>>,
     unit: Unit,
+    /// A floor row's: the fastest round of each contender of the row above, which the floor
+    /// is compared with (empty in other rows).
+    fastest_above: Vec<Option<Duration>>,
 }
 
 #[derive(Clone, Copy)]
@@ -272,18 +285,18 @@ fn tables(host: &Device) {
         if row.key == "floor" {
             continue;
         }
-        // A memory-bound kernel's floor row follows it: how near each contender came to it.
-        let floor = rows
-            .get(index + 1)
-            .filter(|next| next.key == "floor")
-            .and_then(|next| next.times[0]);
-        let to_floor = match floor {
-            Some(floor) => format!(
-                " host/floor {} pocl/floor {} intel/floor {}",
-                ratio(row.times[0], Some(floor)),
-                ratio(row.times[1], Some(floor)),
-                ratio(row.times[2], Some(floor))
-            ),
+        // A memory-bound kernel's floor row follows it: how near each contender came to it,
+        // fastest round against fastest round.
+        let to_floor = match rows.get(index + 1).filter(|next| next.key == "floor") {
+            Some(floor) => {
+                let near = |i: usize| ratio(floor.fastest_above[i], floor.times[0]);
+                format!(
+                    " host/floor {} pocl/floor {} intel/floor {}",
+                    near(0),
+                    near(1),
+                    near(2)
+                )
+            }
             None => String::new(),
         };
         println!(
@@ -394,15 +407,18 @@ fn saxpy_rows(host: &Device, peers: Peers) -> Vec<Row> {
         }
         black_box(&mut y_serial);
     });
-    // The floor: the same loop over the same bytes (the host device's buffers, so the same
-    // pages), one contiguous part per thread, run in the same rounds.
+    // The floor: the same loop over as many bytes, one contiguous part per thread, run in the
+    // same rounds. Its buffers are its own, allocated as the host device's (the same kind of
+    // pages): reading the host kernel's input here left part of it in the cache for the
+    // kernel's next round (the stencil's fastest round came to 0.81-0.92x the floor's).
+    let dx_floor = DeviceBuffer::from_slice(host, &x).unwrap();
     let dy_floor = DeviceBuffer::from_slice(host, &y0).unwrap();
-    // SAFETY: the host device's memory is this process's: `dx` and `dy_floor` hold n f32s each
-    // at their device addresses, nothing else touches them while these slices live (no launch
-    // uses them), and `dx` is only read.
+    // SAFETY: the host device's memory is this process's: `dx_floor` and `dy_floor` hold n f32s
+    // each at their device addresses, and nothing else touches them while these slices live
+    // (no launch uses them).
     let (x_floor, y_floor) = unsafe {
         (
-            std::slice::from_raw_parts(dx.device_ptr().0 as *const f32, n),
+            std::slice::from_raw_parts(dx_floor.device_ptr().0 as *const f32, n),
             std::slice::from_raw_parts_mut(dy_floor.device_ptr().0 as *mut f32, n),
         )
     };
@@ -411,7 +427,7 @@ fn saxpy_rows(host: &Device, peers: Peers) -> Vec<Row> {
             elementwise(ys, xs, |y, x| y + a * x)
         });
     });
-    let (times, floor) = alternate_with_floor(
+    let measured = alternate_with_floor(
         [
             Some(host_run),
             pocl_run,
@@ -425,10 +441,11 @@ fn saxpy_rows(host: &Device, peers: Peers) -> Vec<Row> {
         Row {
             name: "saxpy, 2^24 floats".into(),
             key: "saxpy",
-            times,
+            times: measured.medians,
             unit: Unit::Milliseconds,
+            fastest_above: Vec::new(),
         },
-        floor_row("triad", floor),
+        floor_row("triad", measured.floor, measured.fastest),
     ]
 }
 
@@ -452,13 +469,15 @@ fn on_every_thread(out: &mut [f32], input: &[f32], work: impl Fn(&mut [f32], &[f
     });
 }
 
-/// The memory-bandwidth floor of the row above: `what` ran on every thread of the host.
-fn floor_row(what: &str, time: Option<Duration>) -> Row {
+/// The memory-bandwidth floor of the row above: `what` ran on every thread of the host; its
+/// fastest round, and the fastest of each contender above, which it is compared with.
+fn floor_row(what: &str, time: Option<Duration>, fastest_above: Vec<Option<Duration>>) -> Row {
     Row {
         name: format!("  memory floor: {what}, {} threads", threads_of_the_host()),
         key: "floor",
         times: vec![time, None, None, None, None],
         unit: Unit::Milliseconds,
+        fastest_above,
     }
 }
 
@@ -587,6 +606,7 @@ fn block_reduction_row(
         key,
         times,
         unit: Unit::Milliseconds,
+        fastest_above: Vec::new(),
     }
 }
 
@@ -685,6 +705,7 @@ fn matmul_row(host: &Device, peers: Peers) -> Row {
         key: "matmul",
         times,
         unit: Unit::Milliseconds,
+        fastest_above: Vec::new(),
     }
 }
 
@@ -771,15 +792,16 @@ fn stencil_row(host: &Device, peers: Peers) -> Vec<Row> {
         black_box(&mut out_serial);
     });
     // The floor: the least a stencil moves, every input read once and every output written
-    // once, as a plain scaled copy over the host device's buffers, one part per thread, in the
-    // same rounds.
+    // once, as a plain scaled copy, one part per thread, in the same rounds, over buffers of
+    // its own (as saxpy's floor: not the kernel's input, which it would leave in the cache).
+    let din_floor = DeviceBuffer::from_slice(host, &input).unwrap();
     let dout_floor = DeviceBuffer::<f32>::alloc(host, rows * cols).unwrap();
-    // SAFETY: the host device's memory is this process's: `din` and `dout_floor` hold
-    // rows * cols f32s each at their device addresses, nothing else touches them while these
-    // slices live (no launch uses `dout_floor`, and launches only read `din`).
+    // SAFETY: the host device's memory is this process's: `din_floor` and `dout_floor` hold
+    // rows * cols f32s each at their device addresses, and nothing else touches them while
+    // these slices live (no launch uses them).
     let (in_floor, out_floor) = unsafe {
         (
-            std::slice::from_raw_parts(din.device_ptr().0 as *const f32, rows * cols),
+            std::slice::from_raw_parts(din_floor.device_ptr().0 as *const f32, rows * cols),
             std::slice::from_raw_parts_mut(dout_floor.device_ptr().0 as *mut f32, rows * cols),
         )
     };
@@ -788,7 +810,7 @@ fn stencil_row(host: &Device, peers: Peers) -> Vec<Row> {
             elementwise(outs, ins, |_, x| 0.5 * x)
         });
     });
-    let (times, floor) = alternate_with_floor(
+    let measured = alternate_with_floor(
         [
             Some(host_run),
             pocl_run,
@@ -803,10 +825,11 @@ fn stencil_row(host: &Device, peers: Peers) -> Vec<Row> {
         Row {
             name: format!("5-point stencil, {rows} x {cols}"),
             key: "stencil",
-            times,
+            times: measured.medians,
             unit: Unit::Milliseconds,
+            fastest_above: Vec::new(),
         },
-        floor_row("copy", floor),
+        floor_row("copy", measured.floor, measured.fastest),
     ]
 }
 
@@ -882,12 +905,14 @@ fn launch_rows(host: &Device, peers: Peers) -> Vec<Row> {
             key: "launch-wait",
             times: sync,
             unit: Unit::Microseconds,
+            fastest_above: Vec::new(),
         },
         Row {
             name: "empty kernel, per launch of 1000".into(),
             key: "launch-queued",
             times: queued,
             unit: Unit::Microseconds,
+            fastest_above: Vec::new(),
         },
     ]
 }
