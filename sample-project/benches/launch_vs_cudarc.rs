@@ -72,7 +72,7 @@ fn run_on_the_double() {
 fn per_launch(mut ours: impl FnMut(), mut theirs: impl FnMut()) -> (Duration, Duration) {
     ours();
     theirs();
-    let mut time = |run: &mut dyn FnMut()| {
+    let time = |run: &mut dyn FnMut()| {
         let start = Instant::now();
         run();
         start.elapsed() / LAUNCHES
