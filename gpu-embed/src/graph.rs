@@ -58,6 +58,12 @@ enum Op {
 /// Captured operations, each with the buffers it uses.
 type Ops = Vec<(Op, Vec<Use>)>;
 
+/// A graph's operations, each with its buffers as (index into the graph's buffers, access).
+type IndexedOps = Vec<(Op, Vec<(usize, Access)>)>;
+
+/// A graph's buffers, each once, with its strongest use in the graph.
+type GraphBuffers = Vec<(Weak<Mutex<Tracking>>, Access)>;
+
 /// One stream's capture: the operations so far, and whether the stream still exists.
 struct Capture {
     stream: Weak<()>,
@@ -267,9 +273,11 @@ impl Stream {
                 .instantiate_graph(&mut queue_all)
                 .map_err(|e| device.context(e))?
         };
+        let (ops, buffers) = index_buffers(ops);
         Ok(Graph {
             device,
             ops,
+            buffers,
             executable,
         })
     }
@@ -278,9 +286,49 @@ impl Stream {
 /// Work captured on a stream, replayed with [`Graph::launch`].
 pub struct Graph {
     device: Device,
-    ops: Ops,
+    ops: IndexedOps,
+    /// Every buffer the graph uses, once, in the order a replay locks them (by address, so two
+    /// replays never wait for each other's locks in a circle), with its strongest use. Found
+    /// once here, not at each replay: a replay of 10,000 launches looked up 30,000 uses.
+    buffers: GraphBuffers,
     /// The driver's instantiated graph of `ops` (CUDA, HIP).
     executable: Option<GraphHandle>,
+}
+
+/// The buffers of `ops`, each once, by address, with its strongest use; and each operation with
+/// its uses as indices into them.
+fn index_buffers(ops: Ops) -> (IndexedOps, GraphBuffers) {
+    let mut buffers: GraphBuffers = Vec::new();
+    for used in ops.iter().flat_map(|(_, uses)| uses) {
+        buffers.push((used.tracking.clone(), used.access));
+    }
+    // A Weak keeps its allocation, so an address names one buffer while the graph holds it.
+    buffers.sort_by_key(|(tracking, _)| tracking.as_ptr() as usize);
+    buffers.dedup_by(|(later, later_access), (first, first_access)| {
+        let same = later.ptr_eq(first);
+        if same && *later_access == Access::Write {
+            *first_access = Access::Write;
+        }
+        same
+    });
+    let ops = ops
+        .into_iter()
+        .map(|(op, uses)| {
+            // Every use is found: `buffers` was collected from these uses.
+            let slots = uses
+                .iter()
+                .filter_map(|used| {
+                    let address = used.tracking.as_ptr() as usize;
+                    let slot = buffers
+                        .binary_search_by_key(&address, |(tracking, _)| tracking.as_ptr() as usize)
+                        .ok()?;
+                    Some((slot, used.access))
+                })
+                .collect();
+            (op, slots)
+        })
+        .collect();
+    (ops, buffers)
 }
 
 impl Drop for Graph {
@@ -335,19 +383,13 @@ impl Graph {
         if capturing(stream) {
             return Err(not_capturable("a graph's launch"));
         }
-        // Every buffer the graph uses, alive, locked for the whole replay (in one order, so
-        // two replays never wait for each other's locks in a circle): none can be dropped
-        // half-way, and a drop that came first is seen (`retired`).
-        let mut buffers: Vec<Arc<Mutex<Tracking>>> = Vec::new();
-        for (_, uses) in &self.ops {
-            for used in uses {
-                let buffer = used.tracking.upgrade().ok_or_else(dropped)?;
-                if !buffers.iter().any(|b| Arc::ptr_eq(b, &buffer)) {
-                    buffers.push(buffer);
-                }
-            }
-        }
-        buffers.sort_by_key(|buffer| Arc::as_ptr(buffer) as usize);
+        // Every buffer the graph uses, alive, locked for the whole replay (in address order):
+        // none can be dropped half-way, and a drop that came first is seen (`retired`).
+        let buffers = self
+            .buffers
+            .iter()
+            .map(|(tracking, _)| tracking.upgrade().ok_or_else(dropped))
+            .collect::<Result<Vec<_>>>()?;
         let mut guards: Vec<MutexGuard<Tracking>> = buffers.iter().map(|b| lock(b)).collect();
         if guards.iter().any(|guard| guard.retired()) {
             return Err(dropped());
@@ -359,36 +401,13 @@ impl Graph {
                  (DeviceBuffer::host_slice); replay the graph once that slice is dropped",
             ));
         }
-        // Each operation's buffers as indices into `guards` (every one was found above).
-        let slots: Vec<Vec<usize>> = self
-            .ops
-            .iter()
-            .map(|(_, uses)| {
-                uses.iter()
-                    .map(|used| {
-                        buffers
-                            .iter()
-                            .position(|b| std::ptr::eq(Arc::as_ptr(b), used.tracking.as_ptr()))
-                            .ok_or_else(dropped)
-                    })
-                    .collect()
-            })
-            .collect::<Result<_>>()?;
         let queue = Queue::Stream(stream);
         let driver = self.device.current()?;
         if let Some(executable) = &self.executable {
             // One launch of the driver's graph: each buffer waits once, for what its strongest
             // use in the graph must follow, and is marked once, after the whole graph.
-            let mut access = vec![Access::Read; buffers.len()];
-            for ((_, uses), slots) in self.ops.iter().zip(&slots) {
-                for (used, &slot) in uses.iter().zip(slots) {
-                    if used.access == Access::Write {
-                        access[slot] = Access::Write;
-                    }
-                }
-            }
-            for (guard, &access) in guards.iter().zip(&access) {
-                guard.before(&queue, access)?;
+            for (guard, (_, access)) in guards.iter().zip(&self.buffers) {
+                guard.before(&queue, *access)?;
             }
             // SAFETY: the graph's buffers are alive and locked; the caller guarantees what the
             // captured launches' contracts asked (see `# Safety`).
@@ -403,14 +422,14 @@ impl Graph {
                 stream.launched(launched);
             }
             let end = mark_end(&queue);
-            for (guard, &access) in guards.iter_mut().zip(&access) {
-                guard.note(&end, access);
+            for (guard, (_, access)) in guards.iter_mut().zip(&self.buffers) {
+                guard.note(&end, *access);
             }
             return Ok(());
         }
-        for ((op, uses), slots) in self.ops.iter().zip(&slots) {
-            for (used, &slot) in uses.iter().zip(slots) {
-                guards[slot].before(&queue, used.access)?;
+        for (op, uses) in &self.ops {
+            for &(slot, access) in uses {
+                guards[slot].before(&queue, access)?;
             }
             // SAFETY: the operation as it was captured, its buffers alive and locked; the
             // caller guarantees what its launch's own contract asked (see `# Safety`).
@@ -420,8 +439,8 @@ impl Graph {
                 stream.launched(launch);
             }
             let end = mark_end(&queue);
-            for (used, &slot) in uses.iter().zip(slots) {
-                guards[slot].note(&end, used.access);
+            for &(slot, access) in uses {
+                guards[slot].note(&end, access);
             }
         }
         Ok(())

@@ -352,3 +352,99 @@ fn launches_on_the_default_stream_cost_two_driver_calls_and_stay_ordered() {
         .expect("a buffer freed");
     assert!(synchronized < freed);
 }
+
+#[test]
+fn a_driver_graph_replay_waits_for_other_streams_and_marks_once() {
+    // Three launches of vadd captured into the driver's graph: a replay on another stream than
+    // the one that last wrote `a` makes the replaying stream wait for that write before the
+    // graph, and marks the graph's buffers with one event after it (not one per launch); a
+    // replay after one of its buffers was dropped is an error before anything is queued.
+    let double = Double::new("graph_replay");
+    if super::here(
+        &double,
+        module_path!(),
+        "a_driver_graph_replay_waits_for_other_streams_and_marks_once",
+    ) {
+        let device = &cuda_devices()[0];
+        let n = 4096;
+        let a = DeviceBuffer::from_slice(device, &vec![1.0f32; n]).unwrap();
+        let b = DeviceBuffer::from_slice(device, &vec![2.0f32; n]).unwrap();
+        let c = DeviceBuffer::<f32>::alloc(device, n).unwrap();
+        let config = gpu_embed::LaunchConfig::for_elements(n, 256);
+        let (replaying, writing) = (
+            device.create_stream().unwrap(),
+            device.create_stream().unwrap(),
+        );
+        replaying.begin_capture().unwrap();
+        for _ in 0..3 {
+            // SAFETY: vadd reads a and b and writes c, all n elements long.
+            unsafe { sample_project::vadd::vadd(&replaying, &config, &a, &b, &c, n) }.unwrap();
+        }
+        let graph = replaying.end_capture().unwrap();
+        writing.copy(&a, &b).unwrap();
+        // SAFETY: the captured launches' buffers are alive, n elements each.
+        unsafe { graph.launch(&replaying) }.unwrap();
+        replaying.synchronize().unwrap();
+        drop(c);
+        // SAFETY: as above; the replay is refused before anything is queued.
+        let error = unsafe { graph.launch(&replaying) }.unwrap_err();
+        assert!(error.to_string().contains("dropped"), "{error}");
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    let calls: Vec<&str> = record
+        .lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("call "))
+        .collect();
+    let launches: Vec<usize> = (0..calls.len())
+        .filter(|&i| calls[i].starts_with("call cuGraphLaunch("))
+        .collect();
+    assert_eq!(
+        launches.len(),
+        1,
+        "the replay after the drop ran: {calls:#?}"
+    );
+    let replay = launches[0];
+    let field = |call: &str, name: &str| -> String {
+        let start = call.find(&format!("{name}=")).expect(name) + name.len() + 1;
+        call[start..]
+            .split([',', ')'])
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let replaying = field(calls[replay], "stream");
+    // The copy's mark: the event recorded on the writing stream after it.
+    let copy = calls[..replay]
+        .iter()
+        .rposition(|l| l.starts_with("call cuMemcpyDtoDAsync"))
+        .expect("the copy on the writing stream");
+    let writing = field(calls[copy], "stream");
+    let copied = calls[copy..replay]
+        .iter()
+        .find(|l| l.starts_with("call cuEventRecord(") && field(l, "stream") == writing)
+        .map(|l| field(l, "event"))
+        .expect("the copy's mark");
+    assert!(
+        calls[copy..replay]
+            .iter()
+            .any(|l| l.starts_with("call cuStreamWaitEvent(")
+                && field(l, "stream") == replaying
+                && field(l, "event") == copied),
+        "the replay did not wait for the copy: {:#?}",
+        &calls[copy..=replay]
+    );
+    let synchronized = replay
+        + calls[replay..]
+            .iter()
+            .position(|l| l.starts_with("call cuStreamSynchronize("))
+            .expect("the replaying stream synchronized");
+    let marks = calls[replay..synchronized]
+        .iter()
+        .filter(|l| l.starts_with("call cuEventRecord(") && field(l, "stream") == replaying)
+        .count();
+    assert_eq!(marks, 1, "{:#?}", &calls[replay..synchronized]);
+}
