@@ -41,7 +41,7 @@ impl Stream {
         if target.bytes() == 0 {
             return Ok(());
         }
-        if graph::capturing(self) {
+        if self.capturing() {
             return Err(graph::not_capturable("a copy from host memory"));
         }
         // Done when this returns (the stream is waited for): nothing to mark after it.
@@ -84,7 +84,7 @@ impl Stream {
         if source.bytes() == 0 {
             return Ok(());
         }
-        if graph::capturing(self) {
+        if self.capturing() {
             return Err(graph::not_capturable("a copy into host memory"));
         }
         source.before(self, Access::Read)?;
@@ -129,7 +129,7 @@ impl Stream {
                 ),
             ));
         }
-        if graph::capturing(self) {
+        if self.capturing() {
             graph::record_copy(
                 self,
                 (target.ptr, target.tracking),
@@ -180,7 +180,7 @@ impl Stream {
         if bytes == 0 {
             return Ok(());
         }
-        if graph::capturing(self) {
+        if self.capturing() {
             return Err(graph::not_capturable("a copy between devices"));
         }
         if source_span.device.vendor() == self.device().vendor() {
@@ -230,7 +230,7 @@ impl Stream {
         let Some((pattern, count)) = pattern_of(value, span.len) else {
             return self.copy_to_device(target, &vec![value; span.len]);
         };
-        if graph::capturing(self) {
+        if self.capturing() {
             graph::record_fill(self, (span.ptr, span.tracking), pattern, count);
             return Ok(());
         }

@@ -79,13 +79,6 @@ fn captures() -> MutexGuard<'static, Option<HashMap<u64, Capture>>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Whether `stream` is capturing.
-pub(crate) fn capturing(stream: &Stream) -> bool {
-    captures()
-        .as_ref()
-        .is_some_and(|captures| captures.contains_key(&stream.id()))
-}
-
 /// The error for work a capture cannot record.
 pub(crate) fn not_capturable(what: &str) -> Error {
     Error::new(
@@ -247,16 +240,23 @@ impl Stream {
             ops: Vec::new(),
         };
         captures.insert(self.id(), capture);
+        self.set_capturing(true);
         Ok(())
     }
 
     /// Ends the capture: the graph of what was queued since [`Stream::begin_capture`].
     pub fn end_capture(&self) -> Result<Graph> {
-        let ops = captures()
-            .as_mut()
-            .and_then(|captures| captures.remove(&self.id()))
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the stream is not capturing"))?
-            .ops;
+        let ops = {
+            let mut captures = captures();
+            let capture = captures
+                .as_mut()
+                .and_then(|captures| captures.remove(&self.id()))
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::InvalidArgument, "the stream is not capturing")
+                })?;
+            self.set_capturing(false);
+            capture.ops
+        };
         let device = self.device().clone();
         let executable = if ops.is_empty() {
             None
@@ -380,7 +380,7 @@ impl Graph {
                 ),
             ));
         }
-        if capturing(stream) {
+        if stream.capturing() {
             return Err(not_capturable("a graph's launch"));
         }
         // Every buffer the graph uses, alive, locked for the whole replay (in address order):

@@ -180,7 +180,7 @@ pub unsafe fn launch(
         function.allow_dynamic_shared(&*driver, config.shared_mem_bytes)?;
     }
     let (launched, function) = (&function.launch, &function.handle);
-    if let Some(stream) = queue.stream().filter(|stream| graph::capturing(stream)) {
+    if let Some(stream) = queue.stream().filter(|stream| stream.capturing()) {
         let uses: Vec<_> = uses.iter().map(|used| used.tracking).collect();
         let launch = graph::CapturedLaunch {
             launch: launched,

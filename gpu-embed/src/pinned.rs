@@ -399,7 +399,7 @@ impl Stream {
         if region.bytes == 0 {
             return Ok(());
         }
-        if crate::graph::capturing(self) {
+        if self.capturing() {
             return Err(crate::graph::not_capturable(
                 "a copy from page-locked memory",
             ));
@@ -439,7 +439,7 @@ impl Stream {
         if region.bytes == 0 {
             return Ok(());
         }
-        if crate::graph::capturing(self) {
+        if self.capturing() {
             return Err(crate::graph::not_capturable(
                 "a copy into page-locked memory",
             ));

@@ -5,7 +5,7 @@ use crate::device::{name_faulting_launch, Device, LastLaunch, LastLaunchSlot};
 use crate::driver::StreamHandle;
 use crate::error::Result;
 use crate::trace::event;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A device's streams are made here, beside [`Stream`], so that the device's own file need not
@@ -46,6 +46,10 @@ pub struct Stream {
     /// Lives as long as the stream: a capture left open by a dropped stream is found by its
     /// weak references and discarded (`graph.rs`).
     alive: Arc<()>,
+    /// Whether the stream is capturing (`graph.rs` sets it under its captures' lock): every
+    /// launch and copy on a stream asks, and a flag of its own spares them that lock, which
+    /// every stream of the process shares.
+    capturing: AtomicBool,
 }
 
 impl Stream {
@@ -58,6 +62,7 @@ impl Stream {
             last_launch: LastLaunchSlot::default(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             alive: Arc::new(()),
+            capturing: AtomicBool::new(false),
         }
     }
 
@@ -83,6 +88,16 @@ impl Stream {
     }
 
     /// Remembers a kernel launched on the stream.
+    /// Whether work queued on the stream is captured into a graph instead of run.
+    pub(crate) fn capturing(&self) -> bool {
+        self.capturing.load(Ordering::Acquire)
+    }
+
+    /// Marks the stream as capturing or not (`graph.rs`, under its captures' lock).
+    pub(crate) fn set_capturing(&self, capturing: bool) {
+        self.capturing.store(capturing, Ordering::Release);
+    }
+
     pub(crate) fn launched(&self, launch: &'static LastLaunch) {
         self.last_launch.set(Some(launch));
     }
