@@ -12,6 +12,17 @@ fn cuda_devices() -> Vec<Device> {
         .collect()
 }
 
+/// vadd's operands on `device`: `a` of ones, `b` of twos, `c` zeroed, `n` floats each, and a
+/// launch over them.
+fn vadd_operands(device: &Device, n: usize) -> ([DeviceBuffer<f32>; 3], gpu_embed::LaunchConfig) {
+    let buffers = [
+        DeviceBuffer::from_slice(device, &vec![1.0f32; n]).unwrap(),
+        DeviceBuffer::from_slice(device, &vec![2.0f32; n]).unwrap(),
+        DeviceBuffer::<f32>::alloc(device, n).unwrap(),
+    ];
+    (buffers, gpu_embed::LaunchConfig::for_elements(n, 256))
+}
+
 #[test]
 fn devices_are_discovered_with_their_limits() {
     let double = Double::new("cuda_devices");
@@ -304,10 +315,7 @@ fn launches_on_the_default_stream_cost_two_driver_calls_and_stay_ordered() {
     ) {
         let device = &cuda_devices()[0];
         let n = 4096;
-        let a = DeviceBuffer::from_slice(device, &vec![1.0f32; n]).unwrap();
-        let b = DeviceBuffer::from_slice(device, &vec![2.0f32; n]).unwrap();
-        let c = DeviceBuffer::<f32>::alloc(device, n).unwrap();
-        let config = gpu_embed::LaunchConfig::for_elements(n, 256);
+        let ([a, b, c], config) = vadd_operands(device, n);
         for _ in 0..8 {
             // SAFETY: vadd reads a and b and writes c, all n elements long.
             unsafe { sample_project::vadd::vadd(device, &config, &a, &b, &c, n) }.unwrap();
@@ -367,10 +375,7 @@ fn a_driver_graph_replay_waits_for_other_streams_and_marks_once() {
     ) {
         let device = &cuda_devices()[0];
         let n = 4096;
-        let a = DeviceBuffer::from_slice(device, &vec![1.0f32; n]).unwrap();
-        let b = DeviceBuffer::from_slice(device, &vec![2.0f32; n]).unwrap();
-        let c = DeviceBuffer::<f32>::alloc(device, n).unwrap();
-        let config = gpu_embed::LaunchConfig::for_elements(n, 256);
+        let ([a, b, c], config) = vadd_operands(device, n);
         let (replaying, writing) = (
             device.create_stream().unwrap(),
             device.create_stream().unwrap(),
