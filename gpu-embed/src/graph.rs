@@ -9,8 +9,8 @@
 //! Vulkan) the runtime queues the operations again itself.
 //!
 //! [`Graph::launch`] keeps the buffers' tracking either way: the replay waits for other
-//! streams' work on its buffers and marks them (`tracking.rs`), per operation or, for a
-//! driver's graph, once around the whole graph. cudarc's tracking, by contrast, breaks CUDA's
+//! streams' work on its buffers and marks them (`tracking.rs`), once around the whole graph
+//! (its operations follow each other on the replaying stream). cudarc's tracking, by contrast, breaks CUDA's
 //! stream capture (cudarc #590): here no event is recorded into a driver's capture. A graph
 //! holds its buffers weakly: a replay after one of them was dropped is an error, never a launch
 //! on freed memory.
@@ -57,9 +57,6 @@ enum Op {
 
 /// Captured operations, each with the buffers it uses.
 type Ops = Vec<(Op, Vec<Use>)>;
-
-/// A graph's operations, each with its buffers as (index into the graph's buffers, access).
-type IndexedOps = Vec<(Op, Vec<(usize, Access)>)>;
 
 /// A graph's buffers, each once, with its strongest use in the graph.
 type GraphBuffers = Vec<(Weak<Mutex<Tracking>>, Access)>;
@@ -262,21 +259,22 @@ impl Stream {
             None
         } else {
             let driver = device.current()?;
+            let mut parameters = Parameters::default();
             let mut queue_all = |stream: &StreamHandle| {
                 ops.iter().try_for_each(|(op, _)| {
                     // SAFETY: queued on a capturing stream, where nothing runs: the driver's
                     // graph only records it (its memory is checked at each replay).
-                    unsafe { replay(&*driver, op, stream) }
+                    unsafe { replay(&*driver, op, stream, &mut parameters) }
                 })
             };
             driver
                 .instantiate_graph(&mut queue_all)
                 .map_err(|e| device.context(e))?
         };
-        let (ops, buffers) = index_buffers(ops);
+        let buffers = graph_buffers(&ops);
         Ok(Graph {
             device,
-            ops,
+            ops: ops.into_iter().map(|(op, _)| op).collect(),
             buffers,
             executable,
         })
@@ -286,7 +284,7 @@ impl Stream {
 /// Work captured on a stream, replayed with [`Graph::launch`].
 pub struct Graph {
     device: Device,
-    ops: IndexedOps,
+    ops: Vec<Op>,
     /// Every buffer the graph uses, once, in the order a replay locks them (by address, so two
     /// replays never wait for each other's locks in a circle), with its strongest use. Found
     /// once here, not at each replay: a replay of 10,000 launches looked up 30,000 uses.
@@ -295,13 +293,13 @@ pub struct Graph {
     executable: Option<GraphHandle>,
 }
 
-/// The buffers of `ops`, each once, by address, with its strongest use; and each operation with
-/// its uses as indices into them.
-fn index_buffers(ops: Ops) -> (IndexedOps, GraphBuffers) {
-    let mut buffers: GraphBuffers = Vec::new();
-    for used in ops.iter().flat_map(|(_, uses)| uses) {
-        buffers.push((used.tracking.clone(), used.access));
-    }
+/// The buffers of `ops`, each once, by address, with its strongest use.
+fn graph_buffers(ops: &Ops) -> GraphBuffers {
+    let mut buffers: GraphBuffers = ops
+        .iter()
+        .flat_map(|(_, uses)| uses)
+        .map(|used| (used.tracking.clone(), used.access))
+        .collect();
     // A Weak keeps its allocation, so an address names one buffer while the graph holds it.
     buffers.sort_by_key(|(tracking, _)| tracking.as_ptr() as usize);
     buffers.dedup_by(|(later, later_access), (first, first_access)| {
@@ -311,24 +309,7 @@ fn index_buffers(ops: Ops) -> (IndexedOps, GraphBuffers) {
         }
         same
     });
-    let ops = ops
-        .into_iter()
-        .map(|(op, uses)| {
-            // Every use is found: `buffers` was collected from these uses.
-            let slots = uses
-                .iter()
-                .filter_map(|used| {
-                    let address = used.tracking.as_ptr() as usize;
-                    let slot = buffers
-                        .binary_search_by_key(&address, |(tracking, _)| tracking.as_ptr() as usize)
-                        .ok()?;
-                    Some((slot, used.access))
-                })
-                .collect();
-            (op, slots)
-        })
-        .collect();
-    (ops, buffers)
+    buffers
 }
 
 impl Drop for Graph {
@@ -361,9 +342,10 @@ impl Graph {
         self.ops.is_empty()
     }
 
-    /// Queues the captured work on `stream` (of the graph's device), in order: each operation
-    /// waits for other streams' work on its buffers and marks them, as the direct calls do. An
-    /// error, before anything is queued, when a buffer the graph uses was dropped.
+    /// Queues the captured work on `stream` (of the graph's device), in order: the replay waits
+    /// for other streams' work on the graph's buffers first, and marks them after it, so other
+    /// streams and the buffers' drops wait for it. An error, before anything is queued, when a
+    /// buffer the graph uses was dropped.
     ///
     /// # Safety
     /// What each captured launch's `# Safety` section asked of its caller holds again now, and
@@ -403,47 +385,65 @@ impl Graph {
         }
         let queue = Queue::Stream(stream);
         let driver = self.device.current()?;
-        if let Some(executable) = &self.executable {
-            // One launch of the driver's graph: each buffer waits once, for what its strongest
-            // use in the graph must follow, and is marked once, after the whole graph.
-            for (guard, (_, access)) in guards.iter().zip(&self.buffers) {
-                guard.before(&queue, *access)?;
-            }
-            // SAFETY: the graph's buffers are alive and locked; the caller guarantees what the
-            // captured launches' contracts asked (see `# Safety`).
-            unsafe { driver.launch_graph(executable, stream.raw()) }
-                .map_err(|e| self.device.context(e))?;
-            let last_launch = self.ops.iter().rev().find_map(|(op, _)| match op {
-                Op::Launch { launch, .. } => Some(*launch),
-                _ => None,
-            });
-            if let Some(launched) = last_launch {
-                self.device.launched(launched);
-                stream.launched(launched);
-            }
-            let end = mark_end(&queue);
-            for (guard, (_, access)) in guards.iter_mut().zip(&self.buffers) {
-                guard.note(&end, *access);
-            }
-            return Ok(());
+        // Each buffer waits once, for what its strongest use in the graph must follow: the
+        // operations run in order on `stream`, so each follows the ones before it.
+        for (guard, (_, access)) in guards.iter().zip(&self.buffers) {
+            guard.before(&queue, *access)?;
         }
-        for (op, uses) in &self.ops {
-            for &(slot, access) in uses {
-                guards[slot].before(&queue, access)?;
+        match &self.executable {
+            Some(executable) => {
+                // SAFETY: the graph's buffers are alive and locked; the caller guarantees what
+                // the captured launches' contracts asked (see `# Safety`).
+                unsafe { driver.launch_graph(executable, stream.raw()) }
+                    .map_err(|e| self.device.context(e))?;
+                self.replayed(stream, &queue, &mut guards, &self.ops);
+                Ok(())
             }
-            // SAFETY: the operation as it was captured, its buffers alive and locked; the
-            // caller guarantees what its launch's own contract asked (see `# Safety`).
-            unsafe { replay(&*driver, op, stream.raw()) }.map_err(|e| self.device.context(e))?;
-            if let Op::Launch { launch, .. } = op {
-                self.device.launched(launch);
-                stream.launched(launch);
-            }
-            let end = mark_end(&queue);
-            for &(slot, access) in uses {
-                guards[slot].note(&end, access);
+            None => {
+                // The runtime queues each operation again; what it queued before a failure is
+                // marked as the whole graph would have been.
+                let mut parameters = Parameters::default();
+                let mut queued = 0;
+                let result = self.ops.iter().try_for_each(|op| {
+                    // SAFETY: the operation as it was captured, its buffers alive and locked;
+                    // the caller guarantees what its launch's own contract asked (see
+                    // `# Safety`).
+                    unsafe { replay(&*driver, op, stream.raw(), &mut parameters) }
+                        .map_err(|e| self.device.context(e))?;
+                    queued += 1;
+                    Ok(())
+                });
+                if queued > 0 {
+                    self.replayed(stream, &queue, &mut guards, &self.ops[..queued]);
+                }
+                result
             }
         }
-        Ok(())
+    }
+
+    /// After `queued` (the graph's operations that were queued on `stream`): the last launch
+    /// among them is remembered for fault reports, and every buffer of the graph is marked
+    /// once, after them all (later than an early operation's own end: the buffer's next user
+    /// waits a little longer, never too little).
+    fn replayed(
+        &self,
+        stream: &Stream,
+        queue: &Queue,
+        guards: &mut [MutexGuard<Tracking>],
+        queued: &[Op],
+    ) {
+        let last_launch = queued.iter().rev().find_map(|op| match op {
+            Op::Launch { launch, .. } => Some(*launch),
+            _ => None,
+        });
+        if let Some(launched) = last_launch {
+            self.device.launched(launched);
+            stream.launched(launched);
+        }
+        let end = mark_end(queue);
+        for (guard, (_, access)) in guards.iter_mut().zip(&self.buffers) {
+            guard.note(&end, *access);
+        }
     }
 }
 
@@ -454,11 +454,39 @@ fn dropped() -> Error {
     )
 }
 
+/// A launch's parameters as a driver takes them: a copy of the captured values, and a pointer
+/// to each. One per replay, reused from launch to launch.
+#[derive(Default)]
+struct Parameters {
+    values: Vec<u64>,
+    pointers: Vec<*mut c_void>,
+}
+
+impl Parameters {
+    /// Pointers to a fresh copy of `captured`.
+    fn of(&mut self, captured: &[u64]) -> &mut [*mut c_void] {
+        self.values.clear();
+        self.values.extend_from_slice(captured);
+        self.pointers.clear();
+        self.pointers.extend(
+            self.values
+                .iter_mut()
+                .map(|value| (value as *mut u64).cast::<c_void>()),
+        );
+        &mut self.pointers
+    }
+}
+
 /// Queues one captured operation on `stream` (a driver's stream of the graph's device).
 ///
 /// # Safety
 /// As [`Graph::launch`]; the operation's buffers are alive (or `stream` is capturing).
-unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &StreamHandle) -> Result<()> {
+unsafe fn replay(
+    driver: &dyn crate::driver::Driver,
+    op: &Op,
+    stream: &StreamHandle,
+    parameters: &mut Parameters,
+) -> Result<()> {
     match op {
         Op::Launch {
             function,
@@ -469,24 +497,10 @@ unsafe fn replay(driver: &dyn crate::driver::Driver, op: &Op, stream: &StreamHan
             sizes,
             ..
         } => {
-            let mut values = params.clone();
-            let mut pointers: Vec<*mut c_void> = values
-                .iter_mut()
-                .map(|value| (value as *mut u64).cast())
-                .collect();
+            let pointers = parameters.of(params);
             // SAFETY: the parameters as captured (each in an aligned 8-byte slot, its size
             // unchanged); the caller guarantees the rest.
-            unsafe {
-                driver.launch(
-                    function,
-                    *grid,
-                    *block,
-                    *shared,
-                    stream,
-                    &mut pointers,
-                    sizes,
-                )
-            }
+            unsafe { driver.launch(function, *grid, *block, *shared, stream, pointers, sizes) }
         }
         Op::Copy {
             target,
