@@ -10,12 +10,13 @@
 //!
 //! [`Graph::launch`] keeps the buffers' tracking either way: the replay waits for other
 //! streams' work on its buffers and marks them (`tracking.rs`), once around the whole graph
-//! (its operations follow each other on the replaying stream). cudarc's tracking, by contrast, breaks CUDA's
-//! stream capture (cudarc #590): here no event is recorded into a driver's capture. A graph
+//! (its operations follow each other on the replaying stream). cudarc's tracking, by contrast,
+//! breaks CUDA's stream capture (cudarc #590): here no event is recorded into a driver's
+//! capture. A graph
 //! holds its buffers weakly: a replay after one of them was dropped is an error, never a launch
 //! on freed memory.
-use crate::device::{Device, LastLaunch};
-use crate::driver::{FunctionHandle, GraphHandle, Pattern, StreamHandle};
+use crate::device::{Device, LoadedFunction};
+use crate::driver::{GraphHandle, Pattern, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Queue, Stream};
 use crate::tracking::{lock, mark_end, Access, Tracking};
@@ -33,9 +34,8 @@ struct Use {
 /// One captured operation.
 enum Op {
     Launch {
-        /// The kernel, and what its replay leaves for a fault report to name.
-        launch: &'static LastLaunch,
-        function: &'static FunctionHandle,
+        /// The kernel's function, with what its replay leaves for a fault report to name.
+        function: &'static LoadedFunction,
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
@@ -98,8 +98,7 @@ fn record(stream: &Stream, op: Op, uses: Vec<Use>) {
 
 /// A launch as a capture records it.
 pub(crate) struct CapturedLaunch<'a> {
-    pub launch: &'static LastLaunch,
-    pub function: &'static FunctionHandle,
+    pub function: &'static LoadedFunction,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared: u32,
@@ -115,7 +114,6 @@ pub(crate) fn record_launch(
     uses: &[&Arc<Mutex<Tracking>>],
 ) -> Result<()> {
     let CapturedLaunch {
-        launch: last,
         function,
         grid,
         block,
@@ -130,7 +128,7 @@ pub(crate) fn record_launch(
                 ErrorKind::InvalidArgument,
                 format!(
                     "launching `{}` into a graph: a parameter of {size} bytes",
-                    last.kernel
+                    function.launch.kernel
                 ),
             ));
         }
@@ -154,7 +152,6 @@ pub(crate) fn record_launch(
         })
         .collect();
     let op = Op::Launch {
-        launch: last,
         function,
         grid,
         block,
@@ -433,7 +430,7 @@ impl Graph {
         queued: &[Op],
     ) {
         let last_launch = queued.iter().rev().find_map(|op| match op {
-            Op::Launch { launch, .. } => Some(*launch),
+            Op::Launch { function, .. } => Some(&function.launch),
             _ => None,
         });
         if let Some(launched) = last_launch {
@@ -500,7 +497,17 @@ unsafe fn replay(
             let pointers = parameters.of(params);
             // SAFETY: the parameters as captured (each in an aligned 8-byte slot, its size
             // unchanged); the caller guarantees the rest.
-            unsafe { driver.launch(function, *grid, *block, *shared, stream, pointers, sizes) }
+            unsafe {
+                driver.launch(
+                    &function.handle,
+                    *grid,
+                    *block,
+                    *shared,
+                    stream,
+                    pointers,
+                    sizes,
+                )
+            }
         }
         Op::Copy {
             target,

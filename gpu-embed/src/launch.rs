@@ -179,11 +179,9 @@ pub unsafe fn launch(
     if shared > device.limits().shared_memory_per_block {
         function.allow_dynamic_shared(&*driver, config.shared_mem_bytes)?;
     }
-    let (launched, function) = (&function.launch, &function.handle);
     if let Some(stream) = queue.stream().filter(|stream| stream.capturing()) {
         let uses: Vec<_> = uses.iter().map(|used| used.tracking).collect();
         let launch = graph::CapturedLaunch {
-            launch: launched,
             function,
             grid: config.grid,
             block: config.block,
@@ -201,7 +199,7 @@ pub unsafe fn launch(
     // current device.
     unsafe {
         driver.launch(
-            function,
+            &function.handle,
             config.grid,
             config.block,
             config.shared_mem_bytes,
@@ -236,9 +234,9 @@ pub unsafe fn launch(
             lock(used.tracking).note(&end, Access::Write);
         }
     }
-    device.launched(launched);
+    device.launched(&function.launch);
     if let Some(stream) = queue.stream() {
-        stream.launched(launched);
+        stream.launched(&function.launch);
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ mod modules;
 pub(crate) use discovery::format_uuid;
 use discovery::{discovery, parse_uuid};
 use modules::Loaded;
+pub(crate) use modules::LoadedFunction;
 
 use crate::binary::{Binary, Vendor};
 use crate::driver::{self, DeviceHandle, DeviceLimits, Driver, EventHandle, FoundDevice};
