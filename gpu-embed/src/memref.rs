@@ -59,6 +59,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// The buffer as a row-major array of `sizes`, from its first element (`[rows, cols]` for a
     /// matrix). An error when the view needs more elements than the buffer holds.
+    #[inline]
     pub fn view<const N: usize>(&self, sizes: [usize; N]) -> Result<MemrefView<'_, T, N>> {
         let strides = row_major(sizes).ok_or_else(|| overflow(&sizes))?;
         self.strided_view(0, sizes, strides)
@@ -68,6 +69,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// when an element of the view lies outside the buffer, when the offset lies past its end
     /// (also for a view without elements), or when a size or stride does not fit the `i64`
     /// fields of a memref descriptor.
+    #[inline]
     pub fn strided_view<const N: usize>(
         &self,
         offset: usize,
@@ -75,26 +77,21 @@ impl<T: Pod> DeviceBuffer<T> {
         strides: [usize; N],
     ) -> Result<MemrefView<'_, T, N>> {
         if offset > self.len() {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "a view from element {offset} of a buffer of {} elements",
-                    self.len()
-                ),
-            ));
+            return Err(bad_view(BadView::Offset {
+                offset,
+                len: self.len(),
+            }));
         }
-        if let Some(too_big) = sizes
+        if let Some(&too_big) = sizes
             .iter()
             .chain(&strides)
             .find(|&&v| v > isize::MAX as usize)
         {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "a view of sizes {sizes:?}, strides {strides:?}: {too_big} does not fit a \
-                     memref descriptor's i64"
-                ),
-            ));
+            return Err(bad_view(BadView::TooBig {
+                sizes: &sizes,
+                strides: &strides,
+                too_big,
+            }));
         }
         if !sizes.contains(&0) {
             let last = sizes
@@ -105,14 +102,13 @@ impl<T: Pod> DeviceBuffer<T> {
                 })
                 .ok_or_else(|| overflow(&sizes))?;
             if last >= self.len() {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "a view of sizes {sizes:?}, strides {strides:?} from element {offset} \
-                         reaches element {last}, but the buffer holds {} elements",
-                        self.len()
-                    ),
-                ));
+                return Err(bad_view(BadView::Reaches {
+                    sizes: &sizes,
+                    strides: &strides,
+                    offset,
+                    last,
+                    len: self.len(),
+                }));
             }
         }
         Ok(MemrefView {
@@ -162,11 +158,61 @@ impl<T: Pod> sealed::Range for MemrefView<'_, T, 1> {
 
 impl<T: Pod> DeviceRange<T> for MemrefView<'_, T, 1> {}
 
+#[cold]
 fn overflow(sizes: &[usize]) -> Error {
     Error::new(
         ErrorKind::InvalidArgument,
         format!("a view of sizes {sizes:?} is larger than any buffer"),
     )
+}
+
+/// Why `strided_view` refuses a view. The messages are made apart from the checks (which a
+/// launch inlines: its arguments' views stay in registers).
+enum BadView<'a> {
+    Offset {
+        offset: usize,
+        len: usize,
+    },
+    TooBig {
+        sizes: &'a [usize],
+        strides: &'a [usize],
+        too_big: usize,
+    },
+    Reaches {
+        sizes: &'a [usize],
+        strides: &'a [usize],
+        offset: usize,
+        last: usize,
+        len: usize,
+    },
+}
+
+#[cold]
+fn bad_view(why: BadView) -> Error {
+    let message = match why {
+        BadView::Offset { offset, len } => {
+            format!("a view from element {offset} of a buffer of {len} elements")
+        }
+        BadView::TooBig {
+            sizes,
+            strides,
+            too_big,
+        } => format!(
+            "a view of sizes {sizes:?}, strides {strides:?}: {too_big} does not fit a memref \
+             descriptor's i64"
+        ),
+        BadView::Reaches {
+            sizes,
+            strides,
+            offset,
+            last,
+            len,
+        } => format!(
+            "a view of sizes {sizes:?}, strides {strides:?} from element {offset} reaches \
+             element {last}, but the buffer holds {len} elements"
+        ),
+    };
+    Error::new(ErrorKind::InvalidArgument, message)
 }
 
 impl<'a, T: Pod, const N: usize> MemrefView<'a, T, N> {
@@ -213,18 +259,21 @@ pub trait AsMemref<'a, T: Pod, const N: usize> {
 }
 
 impl<'a, T: Pod, const N: usize> AsMemref<'a, T, N> for MemrefView<'a, T, N> {
+    #[inline]
     fn into_memref(self) -> Result<MemrefView<'a, T, N>> {
         Ok(self)
     }
 }
 
 impl<'a, T: Pod, const N: usize> AsMemref<'a, T, N> for &MemrefView<'a, T, N> {
+    #[inline]
     fn into_memref(self) -> Result<MemrefView<'a, T, N>> {
         Ok(*self)
     }
 }
 
 impl<'a, T: Pod> AsMemref<'a, T, 1> for &'a DeviceBuffer<T> {
+    #[inline]
     fn into_memref(self) -> Result<MemrefView<'a, T, 1>> {
         self.view([self.len()])
     }
@@ -274,27 +323,19 @@ pub struct MemrefDescriptor<const N: usize> {
 /// Checks `view` against the declared type and builds the descriptor a launch passes. For the
 /// identity layout the view's offset moves the aligned pointer (the kernel reads no offset).
 #[doc(hidden)]
+#[inline]
 pub fn memref_descriptor<T: Pod, const N: usize>(
     view: MemrefView<'_, T, N>,
     ty: &MemrefType<N>,
     device: &Device,
     argument: &str,
 ) -> Result<MemrefDescriptor<N>> {
-    let fail = |why: String| {
-        Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{argument}: {why}"),
-        ))
-    };
     if !view.buffer.device().is_same(device) {
-        return fail("the buffer lives on another device".into());
+        return Err(refused(argument, Refusal::OtherDevice));
     }
     for (d, (&want, &size)) in ty.shape.iter().zip(&view.sizes).enumerate() {
-        if want.is_some_and(|want| want != size as u64) {
-            return fail(format!(
-                "dimension {d} has size {size}, the kernel's memref type fixes it at {}",
-                want.unwrap_or_default()
-            ));
+        if let Some(want) = want.filter(|&want| want != size as u64) {
+            return Err(refused(argument, Refusal::Size { d, size, want }));
         }
     }
     let base = view.buffer.address();
@@ -303,10 +344,12 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
     let (aligned, offset, strides) = match &ty.layout {
         MemrefLayout::Identity => {
             if !view.is_contiguous() {
-                return fail(format!(
-                    "the kernel takes a contiguous row-major memref, the view has sizes {:?} and \
-                     strides {:?}; pass a contiguous view, or declare a `strided<...>` layout",
-                    view.sizes, view.strides
+                return Err(refused(
+                    argument,
+                    Refusal::NotContiguous {
+                        sizes: &view.sizes,
+                        strides: &view.strides,
+                    },
                 ));
             }
             let strides = row_major(view.sizes).unwrap_or(view.strides);
@@ -314,18 +357,18 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
         }
         MemrefLayout::Strided { strides, offset } => {
             for (d, (&want, &stride)) in strides.iter().zip(&view.strides).enumerate() {
-                if want.is_some_and(|want| want != stride as i64) && view.sizes[d] > 1 {
-                    return fail(format!(
-                        "dimension {d} has stride {stride}, the kernel's memref type fixes it at {}",
-                        want.unwrap_or_default()
-                    ));
+                if let Some(want) = want.filter(|&want| want != stride as i64 && view.sizes[d] > 1)
+                {
+                    return Err(refused(argument, Refusal::Stride { d, stride, want }));
                 }
             }
-            if offset.is_some_and(|want| want != view.offset as i64) {
-                return fail(format!(
-                    "the view starts at element {}, the kernel's memref type fixes the offset at {}",
-                    view.offset,
-                    offset.unwrap_or_default()
+            if let Some(want) = offset.filter(|&want| want != view.offset as i64) {
+                return Err(refused(
+                    argument,
+                    Refusal::Offset {
+                        offset: view.offset,
+                        want,
+                    },
                 ));
             }
             (base, view.offset as i64, view.strides)
@@ -338,4 +381,50 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
         sizes: as_i64(view.sizes),
         strides: as_i64(strides),
     })
+}
+
+/// Why a view does not fit the memref type a kernel declares. The messages are made apart
+/// from the checks (which the launch stubs inline).
+enum Refusal<'a> {
+    OtherDevice,
+    Size {
+        d: usize,
+        size: usize,
+        want: u64,
+    },
+    NotContiguous {
+        sizes: &'a [usize],
+        strides: &'a [usize],
+    },
+    Stride {
+        d: usize,
+        stride: usize,
+        want: i64,
+    },
+    Offset {
+        offset: usize,
+        want: i64,
+    },
+}
+
+#[cold]
+fn refused(argument: &str, why: Refusal) -> Error {
+    let why = match why {
+        Refusal::OtherDevice => "the buffer lives on another device".to_string(),
+        Refusal::Size { d, size, want } => {
+            format!("dimension {d} has size {size}, the kernel's memref type fixes it at {want}")
+        }
+        Refusal::NotContiguous { sizes, strides } => format!(
+            "the kernel takes a contiguous row-major memref, the view has sizes {sizes:?} and \
+             strides {strides:?}; pass a contiguous view, or declare a `strided<...>` layout"
+        ),
+        Refusal::Stride { d, stride, want } => format!(
+            "dimension {d} has stride {stride}, the kernel's memref type fixes it at {want}"
+        ),
+        Refusal::Offset { offset, want } => format!(
+            "the view starts at element {offset}, the kernel's memref type fixes the offset at \
+             {want}"
+        ),
+    };
+    Error::new(ErrorKind::InvalidArgument, format!("{argument}: {why}"))
 }
