@@ -78,6 +78,8 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             #(#arguments),*
         ) -> ::gpu_embed::Result<()> {
             const KERNEL: &str = #kernel_name;
+            // The kernel's function as its last launch found it (`FunctionSlot`).
+            static FUNCTION: ::gpu_embed::FunctionSlot = ::gpu_embed::FunctionSlot::new();
             let queue: ::gpu_embed::Queue<'queue> = queue.into();
             #(#checks)*
             #(#locals)*
@@ -88,7 +90,7 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
             // local lives until `launch` returns (a queued launch copies the values); the caller
             // guarantees what the function's `# Safety` section lists.
             unsafe {
-                ::gpu_embed::launch(queue, &BINARY, KERNEL, config, &mut params, &SIZES, &[#(#uses),*])
+                ::gpu_embed::launch(queue, &BINARY, KERNEL, &FUNCTION, config, &mut params, &SIZES, &[#(#uses),*])
             }
         }
     })
@@ -96,7 +98,9 @@ pub(crate) fn launch_stub(kernel: &Kernel, span: Span) -> syn::Result<TokenStrea
 
 /// Names the stub's own parameters and locals use, which an argument must not take (besides
 /// `param<n>`, `descriptor<n>` and `view<n>`).
-const RESERVED: &[&str] = &["queue", "config", "params", "SIZES", "KERNEL", "BINARY"];
+const RESERVED: &[&str] = &[
+    "queue", "config", "params", "SIZES", "KERNEL", "FUNCTION", "BINARY",
+];
 
 /// Whether `name` is one of the stub's own parameters or locals.
 fn is_stub_local(name: &str) -> bool {

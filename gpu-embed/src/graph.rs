@@ -19,7 +19,7 @@ use crate::device::{Device, LoadedFunction};
 use crate::driver::{GraphHandle, Pattern, StreamHandle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Queue, Stream};
-use crate::tracking::{lock, mark_end, Access, Tracking};
+use crate::tracking::{lock, mark_end, Access, BufferTracking, TrackingGuard};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// A buffer an operation uses, and how.
 #[derive(Clone)]
 struct Use {
-    tracking: Weak<Mutex<Tracking>>,
+    tracking: Weak<BufferTracking>,
     access: Access,
 }
 
@@ -59,7 +59,7 @@ enum Op {
 type Ops = Vec<(Op, Vec<Use>)>;
 
 /// A graph's buffers, each once, with its strongest use in the graph.
-type GraphBuffers = Vec<(Weak<Mutex<Tracking>>, Access)>;
+type GraphBuffers = Vec<(Weak<BufferTracking>, Access)>;
 
 /// One stream's capture: the operations so far, and whether the stream still exists.
 struct Capture {
@@ -111,7 +111,7 @@ pub(crate) struct CapturedLaunch<'a> {
 pub(crate) fn record_launch(
     stream: &Stream,
     launch: CapturedLaunch,
-    uses: &[&Arc<Mutex<Tracking>>],
+    uses: &[&Arc<BufferTracking>],
 ) -> Result<()> {
     let CapturedLaunch {
         function,
@@ -166,8 +166,8 @@ pub(crate) fn record_launch(
 /// Records a copy of `bytes` between two device ranges (checked by the caller).
 pub(crate) fn record_copy(
     stream: &Stream,
-    (target, target_tracking): (u64, &Arc<Mutex<Tracking>>),
-    (source, source_tracking): (u64, &Arc<Mutex<Tracking>>),
+    (target, target_tracking): (u64, &Arc<BufferTracking>),
+    (source, source_tracking): (u64, &Arc<BufferTracking>),
     bytes: usize,
 ) {
     let uses = vec![
@@ -194,7 +194,7 @@ pub(crate) fn record_copy(
 /// Records a fill of `count` patterns from `target` (checked by the caller).
 pub(crate) fn record_fill(
     stream: &Stream,
-    (target, tracking): (u64, &Arc<Mutex<Tracking>>),
+    (target, tracking): (u64, &Arc<BufferTracking>),
     pattern: Pattern,
     count: usize,
 ) {
@@ -369,7 +369,7 @@ impl Graph {
             .iter()
             .map(|(tracking, _)| tracking.upgrade().ok_or_else(dropped))
             .collect::<Result<Vec<_>>>()?;
-        let mut guards: Vec<MutexGuard<Tracking>> = buffers.iter().map(|b| lock(b)).collect();
+        let mut guards: Vec<TrackingGuard> = buffers.iter().map(|b| lock(b)).collect();
         if guards.iter().any(|guard| guard.retired()) {
             return Err(dropped());
         }
@@ -426,7 +426,7 @@ impl Graph {
         &self,
         stream: &Stream,
         queue: &Queue,
-        guards: &mut [MutexGuard<Tracking>],
+        guards: &mut [TrackingGuard],
         queued: &[Op],
     ) {
         let last_launch = queued.iter().rev().find_map(|op| match op {

@@ -72,7 +72,7 @@ pub use binary::{
     Binary, Format, HostBlocksEntry, HostEntry, HostKernel, LoadRequirement, Object, Vendor,
 };
 pub use bytemuck::Pod;
-pub use device::{Device, MemoryInfo};
+pub use device::{Device, FunctionSlot, MemoryInfo};
 pub use driver::host::choose_checks;
 /// The raw driver APIs (generated from `cuda.h` and the HIP headers), for calls the safe API
 /// does not make. Each `*Driver`/`*Runtime` struct loads a library and resolves every entry

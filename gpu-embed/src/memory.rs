@@ -9,11 +9,11 @@ use crate::driver::{Allocating, Origin};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Queue, Stream};
 use crate::trace::event;
-use crate::tracking::{lock, Access, After, Tracking};
+use crate::tracking::{lock, Access, After, BufferTracking};
 use bytemuck::Pod;
 use std::marker::PhantomData;
 use std::panic::Location;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// A raw device address, for kernels that take pointers (`!llvm.ptr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct DeviceBuffer<T: Pod> {
     ptr: u64,
     len: usize,
     /// The work queued on it (`tracking.rs`), shared with the graphs that replay work on it.
-    tracking: Arc<Mutex<Tracking>>,
+    tracking: Arc<BufferTracking>,
     /// Managed memory, which the host may use at the same address (`alloc_managed`).
     managed: bool,
     _element: PhantomData<T>,
@@ -200,7 +200,7 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// The buffer's work tracking, for the views, spans and graphs of this crate.
-    pub(crate) fn tracking(&self) -> &Arc<Mutex<Tracking>> {
+    pub(crate) fn tracking(&self) -> &Arc<BufferTracking> {
         &self.tracking
     }
 
@@ -337,7 +337,7 @@ impl<T: Pod> DeviceBuffer<T> {
 /// A managed buffer's elements on the host ([`DeviceBuffer::host_slice`]).
 pub struct HostSlice<'a, T: Pod> {
     elements: &'a mut [T],
-    tracking: &'a Mutex<Tracking>,
+    tracking: &'a BufferTracking,
 }
 
 impl<T: Pod> std::ops::Deref for HostSlice<'_, T> {
@@ -428,7 +428,7 @@ pub struct Span<'a> {
     pub(crate) ptr: u64,
     pub(crate) len: usize,
     pub(crate) element: usize,
-    pub(crate) tracking: &'a Arc<Mutex<Tracking>>,
+    pub(crate) tracking: &'a Arc<BufferTracking>,
 }
 
 impl<T: Pod> sealed::Range for DeviceBuffer<T> {
@@ -453,7 +453,7 @@ impl<'a> Span<'a> {
         ptr: u64,
         len: usize,
         element: usize,
-        tracking: &'a Arc<Mutex<Tracking>>,
+        tracking: &'a Arc<BufferTracking>,
     ) -> Span<'a> {
         Span {
             device,

@@ -6,6 +6,7 @@ mod modules;
 
 pub(crate) use discovery::format_uuid;
 use discovery::{discovery, parse_uuid};
+pub use modules::FunctionSlot;
 use modules::Loaded;
 pub(crate) use modules::LoadedFunction;
 
@@ -50,6 +51,10 @@ struct Inner {
     /// Tracking's marker events nothing holds any more, to record again
     /// (`Driver::create_marker_event`): an operation then costs a recording, not a creation.
     markers: Mutex<Vec<EventHandle>>,
+    /// The driver's `orders_all_work` and `streams_follow_the_default_stream`, asked once:
+    /// each launch's tracking reads them (two calls through the driver's vtable per launch).
+    orders_all_work: bool,
+    streams_follow_the_default_stream: bool,
 }
 
 /// Marker events kept per device at most; more are destroyed.
@@ -278,6 +283,8 @@ impl Device {
             // Leaked on purpose: a device lives for the process (it is made only by discovery
             // and `Device::host`, each once per process, into statics).
             inner: Box::leak(Box::new(Inner {
+                orders_all_work: found.driver.orders_all_work(),
+                streams_follow_the_default_stream: found.driver.streams_follow_the_default_stream(),
                 found,
                 modules: Mutex::new(Vec::new()),
                 untracked: AtomicBool::new(false),
@@ -350,6 +357,11 @@ impl Device {
         std::ptr::eq(self.inner, other.inner)
     }
 
+    /// A number only this device has (never 0), for a comparison without a reference.
+    pub(crate) fn identity(&self) -> usize {
+        self.inner as *const Inner as usize
+    }
+
     /// Lets this device's kernels read and write `peer`'s memory directly (NVLink or PCIe
     /// peer-to-peer: `cuCtxEnablePeerAccess`, `hipDeviceEnablePeerAccess`); enabled already is
     /// no error. Peer copies ([`Stream::copy_from_peer`](crate::Stream::copy_from_peer)) need no access: without it the driver
@@ -411,13 +423,13 @@ impl Device {
     /// freed memory until the work queued on it has run (then buffers need not track their
     /// work).
     pub(crate) fn orders_all_work(&self) -> bool {
-        self.inner.found.driver.orders_all_work()
+        self.inner.orders_all_work
     }
 
     /// Whether the streams the device's driver makes start after the work queued on its
     /// default stream before them (`Driver::streams_follow_the_default_stream`).
     pub(crate) fn streams_follow_the_default_stream(&self) -> bool {
-        self.inner.found.driver.streams_follow_the_default_stream()
+        self.inner.streams_follow_the_default_stream
     }
 
     /// Waits until everything queued on the device's default stream has run.

@@ -7,6 +7,7 @@ use crate::driver::{Driver, FunctionHandle, KernelAttributes, ModuleHandle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::select::select;
 use crate::trace::event;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 /// A binary's module on a device. Modules stay loaded for the life of the process, as devices
@@ -25,12 +26,54 @@ pub(super) struct Loaded {
 /// kernel and device for the life of the process, as its module: a launch borrows it, and
 /// clones no handle.
 pub(crate) struct LoadedFunction {
+    /// The device it is loaded on.
+    device: Device,
     pub handle: FunctionHandle,
     pub attributes: KernelAttributes,
     /// The dynamic shared memory the function was opted into beyond the default, in bytes.
     opted_in: Mutex<u32>,
     /// What a launch of it leaves for a fault report to name.
     pub launch: LastLaunch,
+}
+
+/// The function a launch stub's kernel was launched with last, with its device (each stub has
+/// one, a static: see [`launch`](crate::launch)): the next launch of the kernel on that device
+/// takes it from here, without the device's modules lock and the look down its modules (a
+/// program launching on one device always finds it here).
+#[doc(hidden)]
+pub struct FunctionSlot(AtomicPtr<LoadedFunction>);
+
+impl FunctionSlot {
+    pub const fn new() -> FunctionSlot {
+        FunctionSlot(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// The function it holds, if it is `kernel` of `binary` on `device`.
+    fn get(
+        &self,
+        device: &Device,
+        binary: &'static Binary,
+        kernel: &'static str,
+    ) -> Option<&'static LoadedFunction> {
+        // SAFETY: null or a `&'static LoadedFunction` that `set` stored (released there, so its
+        // fields are seen written), never written through.
+        let function = unsafe { self.0.load(Ordering::Acquire).as_ref() }?;
+        (function.device.is_same(device)
+            && std::ptr::eq(function.launch.binary, binary)
+            && (std::ptr::eq(function.launch.kernel, kernel) || function.launch.kernel == kernel))
+            .then_some(function)
+    }
+
+    fn set(&self, function: &'static LoadedFunction) {
+        let pointer = (function as *const LoadedFunction).cast_mut();
+        self.0.store(pointer, Ordering::Release);
+    }
+}
+
+impl Default for FunctionSlot {
+    fn default() -> FunctionSlot {
+        FunctionSlot::new()
+    }
 }
 
 impl LoadedFunction {
@@ -48,6 +91,22 @@ impl LoadedFunction {
 }
 
 impl Device {
+    /// [`Device::function`], taken from `slot` when it holds it, kept there otherwise.
+    pub(crate) fn slotted_function(
+        &self,
+        slot: &FunctionSlot,
+        driver: &dyn Driver,
+        binary: &'static Binary,
+        kernel: &'static str,
+    ) -> Result<&'static LoadedFunction> {
+        if let Some(function) = slot.get(self, binary, kernel) {
+            return Ok(function);
+        }
+        let function = self.function(driver, binary, kernel)?;
+        slot.set(function);
+        Ok(function)
+    }
+
     /// The kernel's function, loading the binary's best object onto this device the first time.
     /// `driver` is this device's, already current (see [`Device::current`]).
     pub(crate) fn function(
@@ -76,6 +135,7 @@ impl Device {
             .map_err(in_object)?;
         // Leaked on purpose: a function lives as long as its module, for the process.
         let function: &'static LoadedFunction = Box::leak(Box::new(LoadedFunction {
+            device: self.clone(),
             handle,
             attributes,
             opted_in: Mutex::new(0),

@@ -20,6 +20,10 @@ use gpu_manifest::targets::opencl::{OpenClAbi, OpenClArgument, OpenClArgumentKin
 use std::ffi::c_void;
 use std::sync::LazyLock;
 
+/// The function slot of this file's hand-written launches (a stub has its own; one shared
+/// by several kernels is found stale and looked up again).
+static LAUNCH_SLOT: gpu_embed::FunctionSlot = gpu_embed::FunctionSlot::new();
+
 static VADD_SPIRV: &[u8] = include_bytes!("fixtures/opencl/vadd.spv");
 
 /// The object's ABI: `vadd(a, b, c: memref<?xf32>, n: index)`, three descriptors of 5
@@ -159,6 +163,7 @@ unsafe fn vadd(
             queue.into(),
             binary,
             kernel,
+            &LAUNCH_SLOT,
             config,
             &mut pointers,
             &sizes,

@@ -17,6 +17,10 @@ use gpu_manifest::targets::vulkan::{VulkanAbi, VulkanBinding, VulkanBindingKind,
 use std::ffi::c_void;
 use std::sync::LazyLock;
 
+/// The function slot of this file's hand-written launches (a stub has its own; one shared
+/// by several kernels is found stale and looked up again).
+static LAUNCH_SLOT: gpu_embed::FunctionSlot = gpu_embed::FunctionSlot::new();
+
 static VADD_SPIRV: &[u8] = include_bytes!("fixtures/vulkan/vadd.spv");
 
 fn memref(binding: u32, param: usize) -> VulkanBinding {
@@ -228,7 +232,18 @@ unsafe fn vadd<'q>(
     params.push((&mut n as *mut i64).cast());
     let sizes = vec![8; params.len()];
     // SAFETY: the parameters are vadd's lowered signature; the caller keeps n in bounds.
-    unsafe { gpu_embed::launch(queue, &VADD, "vadd", config, &mut params, &sizes, &uses) }
+    unsafe {
+        gpu_embed::launch(
+            queue,
+            &VADD,
+            "vadd",
+            &LAUNCH_SLOT,
+            config,
+            &mut params,
+            &sizes,
+            &uses,
+        )
+    }
 }
 
 fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
@@ -370,6 +385,7 @@ fn eight_sixteen_and_sixty_four_bit_types_where_the_device_has_them() {
                 device.into(),
                 &WIDEN,
                 "widen",
+                &LAUNCH_SLOT,
                 &config,
                 &mut params,
                 &sizes,
@@ -423,6 +439,7 @@ fn scale2d(
             device.into(),
             &SCALE2D,
             "scale2d",
+            &LAUNCH_SLOT,
             &config,
             &mut params,
             &sizes,
@@ -759,6 +776,7 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
                 device.into(),
                 &KERNEL_CAPABILITY,
                 "vadd",
+                &LAUNCH_SLOT,
                 &config,
                 &mut params,
                 &sizes,
@@ -777,6 +795,7 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
                 device.into(),
                 &FUTURE,
                 "vadd",
+                &LAUNCH_SLOT,
                 &config,
                 &mut params,
                 &sizes,
@@ -792,6 +811,7 @@ fn objects_the_device_cannot_run_are_refused_by_name() {
                 device.into(),
                 &OVERLONG,
                 "vadd",
+                &LAUNCH_SLOT,
                 &config,
                 &mut params,
                 &sizes,
@@ -836,6 +856,7 @@ fn a_freed_address_is_an_error_not_a_crash() {
                 device.into(),
                 &VADD,
                 "vadd",
+                &LAUNCH_SLOT,
                 &LaunchConfig::for_elements(n, 64),
                 &mut params,
                 &sizes,

@@ -453,3 +453,86 @@ fn a_driver_graph_replay_waits_for_other_streams_and_marks_once() {
         .count();
     assert_eq!(marks, 1, "{:#?}", &calls[replay..synchronized]);
 }
+
+#[test]
+fn a_kernel_launched_on_two_devices_in_turn_takes_each_ones_function() {
+    // A stub keeps the function it launched last (`FunctionSlot`), for the device it was
+    // loaded on: launching on two GPUs in turn must take each one's own function, which the
+    // double checks belongs to the launch's context.
+    let double = Double::new("two_devices_in_turn").with("GPU_DOUBLE_CUDA_DEVICES", "sm_90,sm_80");
+    if super::here(
+        &double,
+        module_path!(),
+        "a_kernel_launched_on_two_devices_in_turn_takes_each_ones_function",
+    ) {
+        let devices = cuda_devices();
+        assert_eq!(devices.len(), 2);
+        let n = 1024;
+        let operands: Vec<_> = devices.iter().map(|d| vadd_operands(d, n)).collect();
+        for _ in 0..3 {
+            for (device, ([a, b, c], config)) in devices.iter().zip(&operands) {
+                // SAFETY: vadd reads a and b and writes c, all n elements long, on `device`.
+                unsafe { sample_project::vadd::vadd(device, config, a, b, c, n) }.unwrap();
+            }
+        }
+        for device in &devices {
+            device.synchronize().unwrap();
+        }
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    let launches = record
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("call cuLaunchKernel("))
+        .count();
+    assert_eq!(launches, 6);
+}
+
+#[test]
+fn a_default_stream_launch_after_another_streams_write_marks_the_buffer_again() {
+    // A default-stream launch that wrote a buffer last leaves it marked so; the next such launch
+    // takes no lock to mark it again (`BufferTracking`). Once another stream has written the
+    // buffer, a default-stream launch must mark it again: the buffer's drop then waits for the
+    // default stream, where that launch runs (not for the other stream's write alone).
+    let double = Double::new("default_stream_remark");
+    if super::here(
+        &double,
+        module_path!(),
+        "a_default_stream_launch_after_another_streams_write_marks_the_buffer_again",
+    ) {
+        let device = &cuda_devices()[0];
+        let n = 4096;
+        let ([a, b, c], config) = vadd_operands(device, n);
+        let stream = device.create_stream().unwrap();
+        // SAFETY (each launch): vadd reads a and b and writes c, all n elements long.
+        unsafe { sample_project::vadd::vadd(device, &config, &a, &b, &c, n) }.unwrap();
+        unsafe { sample_project::vadd::vadd(device, &config, &a, &b, &c, n) }.unwrap();
+        stream.copy(&c, &a).unwrap();
+        unsafe { sample_project::vadd::vadd(device, &config, &a, &b, &c, n) }.unwrap();
+        drop(c);
+        device.synchronize().unwrap();
+        return;
+    }
+    let record = double.record();
+    record.assert_clean();
+    let last_launch = record
+        .lines
+        .iter()
+        .rposition(|l| l.starts_with("call cuLaunchKernel("))
+        .expect("the launches");
+    // The first free after the launches: c's (a's and b's come at the end).
+    let freed = last_launch
+        + record.lines[last_launch..]
+            .iter()
+            .position(|l| l.starts_with("call cuMemFree_v2("))
+            .expect("c freed");
+    assert!(
+        record.lines[last_launch..freed]
+            .iter()
+            .any(|l| l.starts_with("call cuStreamSynchronize(stream=0x0)")),
+        "c was freed without waiting for the default stream: {:#?}",
+        &record.lines[last_launch..=freed]
+    );
+}
