@@ -259,8 +259,7 @@ pub(crate) struct BufferTracking {
     state: Mutex<Tracking>,
     /// [`Tracking::default_stream_writer`] as the lock's last holder left it: a launch that
     /// writes the buffer on that device's default stream would change nothing, and skips the
-    /// lock (a launch of three buffers took it three times: six atomic read-modify-writes, a
-    /// tenth of the stub's own cost on the CUDA driver double).
+    /// lock (a launch of three buffers took it three times: six atomic read-modify-writes).
     default_stream_writer: AtomicUsize,
 }
 
