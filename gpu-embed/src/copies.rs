@@ -7,7 +7,7 @@ use crate::graph;
 use crate::memory::DeviceRange;
 use crate::stream::{Queue, Stream};
 use crate::trace::event;
-use crate::tracking::{lock, mark_end, Access, After};
+use crate::tracking::{mark_end, Access, After, Locked};
 use bytemuck::Pod;
 
 /// The memset pattern that writes `value` to `len` elements, and how many times, if there is
@@ -138,16 +138,18 @@ impl Stream {
             );
             return Ok(());
         }
-        target.before(self, Access::Write)?;
-        source.before(self, Access::Read)?;
+        let queue = Queue::Stream(self);
+        let mut locked = Locked::new([
+            (&**target.tracking, Access::Write),
+            (&**source.tracking, Access::Read),
+        ]);
+        locked.before(&queue)?;
         event!(debug, device = self.device().name(), stream = ?self.raw(), bytes, "copy on device");
         let driver = self.device().current()?;
         // SAFETY: `len` elements each; both outlive the queued copy (see above).
         unsafe { driver.copy_on_device_async(target.ptr, source.ptr, bytes, self.raw()) }
             .map_err(|e| self.device().context(e))?;
-        let end = mark_end(&Queue::Stream(self));
-        target.note(&end, Access::Write);
-        source.note(&end, Access::Read);
+        locked.note(&mark_end(&queue));
         Ok(())
     }
 
@@ -184,8 +186,18 @@ impl Stream {
             return Err(graph::not_capturable("a copy between devices"));
         }
         if source_span.device.vendor() == self.device().vendor() {
-            lock(source_span.tracking).wait_write(source_span.device)?;
-            target_span.before(self, Access::Write)?;
+            let queue = Queue::Stream(self);
+            let mut locked = Locked::new([
+                (&**target_span.tracking, Access::Write),
+                (&**source_span.tracking, Access::Read),
+            ]);
+            // The source's marks are its own device's: the host waits for its last write.
+            locked
+                .state(source_span.tracking)
+                .map_or(Ok(()), |source| source.wait_write(source_span.device))?;
+            locked
+                .state(target_span.tracking)
+                .map_or(Ok(()), |target| target.before(&queue, Access::Write))?;
             let driver = self.device().current()?;
             // SAFETY: `len` elements on both sides, each on its device; both outlive the queued
             // copy (their drops wait for the mark noted below).
@@ -200,13 +212,12 @@ impl Stream {
             .map_err(|e| self.device().context(e))?;
             if queued {
                 event!(debug, device = self.device().name(), stream = ?self.raw(), bytes, "copy from peer");
-                let end = mark_end(&Queue::Stream(self));
+                let end = mark_end(&queue);
                 if !matches!(end, After::Mark(_)) {
                     // Nothing the source's device could wait for: the copy is done on return.
                     self.synchronize()?;
                 }
-                target_span.note(&end, Access::Write);
-                source_span.note(&end, Access::Read);
+                locked.note(&end);
                 return Ok(());
             }
         }
@@ -234,13 +245,15 @@ impl Stream {
             graph::record_fill(self, (span.ptr, span.tracking), pattern, count);
             return Ok(());
         }
-        span.before(self, Access::Write)?;
+        let queue = Queue::Stream(self);
+        let mut locked = Locked::new([(&**span.tracking, Access::Write)]);
+        locked.before(&queue)?;
         event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = span.bytes(), "fill");
         let driver = self.device().current()?;
         // SAFETY: `count` aligned elements of the pattern; the target outlives the queued fill.
         unsafe { driver.fill_async(span.ptr, pattern, count, self.raw()) }
             .map_err(|e| self.device().context(e))?;
-        span.note(&mark_end(&Queue::Stream(self)), Access::Write);
+        locked.note(&mark_end(&queue));
         Ok(())
     }
 }

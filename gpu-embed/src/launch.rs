@@ -7,7 +7,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::graph;
 use crate::stream::Queue;
 use crate::trace::event;
-use crate::tracking::{mark_end, Access, Tracked};
+use crate::tracking::{mark_end, Access, Locked, Tracked};
 use std::ffi::c_void;
 
 /// Grid and block shape and dynamic shared memory of one launch (the stream is the launch's
@@ -220,45 +220,73 @@ pub unsafe fn launch(
         };
         return graph::record_launch(stream, launch, &uses);
     }
-    for used in uses {
-        used.before(&queue, Access::Write)?;
-    }
     let stream = queue.handle();
-    // SAFETY: the caller guarantees `params` match the kernel; the function belongs to the
-    // current device.
-    unsafe {
-        driver.launch(
-            &function.handle,
-            config.grid,
-            config.block,
-            config.shared_mem_bytes,
-            stream,
-            params,
-            param_sizes,
-        )
-    }
-    .map_err(|e| launch_failed(e, binary, kernel, device))?;
-    event!(
-        debug,
-        device = device.name(),
-        stream = ?stream,
-        module = binary.name(),
-        kernel,
-        grid = ?config.grid,
-        block = ?config.block,
-        shared = config.shared_mem_bytes,
-        "launch"
-    );
-    if !uses.is_empty() {
-        let end = mark_end(&queue);
-        for used in uses {
-            used.note_write(&end);
+    let mut queue_launch = || {
+        // SAFETY: the caller guarantees `params` match the kernel; the function belongs to the
+        // current device.
+        unsafe {
+            driver.launch(
+                &function.handle,
+                config.grid,
+                config.block,
+                config.shared_mem_bytes,
+                stream,
+                params,
+                param_sizes,
+            )
         }
+        .map_err(|e| launch_failed(e, binary, kernel, device))?;
+        event!(
+            debug,
+            device = device.name(),
+            stream = ?stream,
+            module = binary.name(),
+            kernel,
+            grid = ?config.grid,
+            block = ?config.block,
+            shared = config.shared_mem_bytes,
+            "launch"
+        );
+        Ok::<(), Error>(())
+    };
+    if uses.is_empty() || device.orders_all_work() {
+        // Nothing to wait for or to mark (`tracking.rs`).
+        queue_launch()?;
+    } else if queue.stream().is_none()
+        && device.tracks()
+        && device.streams_follow_the_default_stream()
+        && uses
+            .iter()
+            .all(|used| used.written_on_default_stream(device))
+    {
+        // A program's common case: the default stream wrote every buffer last; no lock.
+        queue_launch()?;
+        for used in uses {
+            used.note_default_stream_write(device);
+        }
+    } else {
+        launch_locked(&queue, uses, &mut queue_launch)?;
     }
     device.launched(&function.launch);
     if let Some(stream) = queue.stream() {
         stream.launched(&function.launch);
     }
+    Ok(())
+}
+
+/// A launch whose buffers' marks change (on a stream, or the default stream's first write):
+/// queued under their locks, after other queues' work on them (`tracking.rs`). Apart from
+/// `launch`, whose common case takes no lock.
+#[inline(never)]
+fn launch_locked(
+    queue: &Queue,
+    uses: &[Tracked],
+    queue_launch: &mut dyn FnMut() -> Result<()>,
+) -> Result<()> {
+    let mut locked = Locked::new(uses.iter().map(|used| (&**used.tracking, Access::Write)));
+    locked.before(queue)?;
+    queue_launch()?;
+    locked.note(&mark_end(queue));
     Ok(())
 }
 

@@ -9,7 +9,7 @@ use crate::driver::{Allocating, Origin};
 use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{Queue, Stream};
 use crate::trace::event;
-use crate::tracking::{lock, Access, After, BufferTracking};
+use crate::tracking::{lock, Access, BufferTracking};
 use bytemuck::Pod;
 use std::marker::PhantomData;
 use std::panic::Location;
@@ -468,11 +468,6 @@ impl<'a> Span<'a> {
     /// follow.
     pub(crate) fn before(&self, stream: &Stream, access: Access) -> Result<()> {
         lock(self.tracking).before(&Queue::Stream(stream), access)
-    }
-
-    /// Notes that work using the span with `access` ended at `end`.
-    pub(crate) fn note(&self, end: &After, access: Access) {
-        lock(self.tracking).note(end, access);
     }
 
     pub(crate) fn bytes(&self) -> usize {

@@ -27,7 +27,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::memory::DeviceRange;
 use crate::stream::{Queue, Stream};
 use crate::trace::event;
-use crate::tracking::{mark_end, Access};
+use crate::tracking::{mark_end, Access, Locked};
 use bytemuck::Pod;
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -404,7 +404,9 @@ impl Stream {
                 "a copy from page-locked memory",
             ));
         }
-        target.before(self, Access::Write)?;
+        let queue = Queue::Stream(self);
+        let mut locked = Locked::new([(&**target.tracking, Access::Write)]);
+        locked.before(&queue)?;
         event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = len * size_of::<T>(), "copy from page-locked memory");
         let driver = self.device().current()?;
         region.queue(self, || {
@@ -421,7 +423,7 @@ impl Stream {
                 )
             }
         })?;
-        target.note(&mark_end(&Queue::Stream(self)), Access::Write);
+        locked.note(&mark_end(&queue));
         Ok(())
     }
 
@@ -444,7 +446,9 @@ impl Stream {
                 "a copy into page-locked memory",
             ));
         }
-        source.before(self, Access::Read)?;
+        let queue = Queue::Stream(self);
+        let mut locked = Locked::new([(&**source.tracking, Access::Read)]);
+        locked.before(&queue)?;
         event!(debug, device = self.device().name(), stream = ?self.raw(), bytes = len * size_of::<T>(), "copy into page-locked memory");
         let driver = self.device().current()?;
         region.queue(self, || {
@@ -459,7 +463,7 @@ impl Stream {
                 )
             }
         })?;
-        source.note(&mark_end(&Queue::Stream(self)), Access::Read);
+        locked.note(&mark_end(&queue));
         Ok(())
     }
 }

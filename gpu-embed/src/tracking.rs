@@ -13,11 +13,13 @@
 //! or whose work could not be marked (an event failed), may be used by work nobody recorded: it
 //! waits for its whole device before it is freed, as every buffer did before.
 //!
-//! Several threads using one buffer at once are ordered as each call finds the buffer: the
-//! checks and the marks are taken under the buffer's lock, the work is queued between them. A
-//! launch on the default stream whose mark would change nothing (the buffer was written there
-//! last, and not read since) takes no lock: it reads what the lock's last holder left
-//! ([`BufferTracking`]).
+//! Several threads using one buffer at once are ordered as each call finds the buffer: an
+//! operation holds the locks of all its buffers ([`Locked`]) while it waits for other queues'
+//! work, queues its own and marks it, so each buffer's marks follow the order operations were
+//! queued in (with the lock taken twice, to wait and then to mark, two threads could mark in
+//! the opposite order to the one they queued in, and the buffer's drop wait for the earlier
+//! operation only). A launch on the default stream whose marks would change nothing (each
+//! buffer was written there last, and not read since) takes no lock ([`BufferTracking`]).
 
 use crate::device::Device;
 use crate::error::Result;
@@ -222,6 +224,19 @@ impl Tracking {
         self.escaped = true;
     }
 
+    /// Notes a write ending at `mark`, of a device's default stream, queued without the lock
+    /// while another operation held it: it may have been queued before that operation, so
+    /// the marks it would replace are kept beside it, as reads (waited for by later writers
+    /// and by the drop).
+    fn note_unordered_default_write(&mut self, mark: &Mark) {
+        if let Some(previous) = self.write.replace(mark.clone()) {
+            if !matches!(previous.end, End::DefaultStream(ref device) if device.is_same(mark.device()))
+            {
+                self.reads.push(previous);
+            }
+        }
+    }
+
     /// The device whose default stream wrote the buffer last, with no read since (its
     /// [`Device::identity`]), else 0: a write there would change nothing (`note`).
     fn default_stream_writer(&self) -> usize {
@@ -257,9 +272,12 @@ impl Tracking {
 #[derive(Default)]
 pub(crate) struct BufferTracking {
     state: Mutex<Tracking>,
-    /// [`Tracking::default_stream_writer`] as the lock's last holder left it: a launch that
-    /// writes the buffer on that device's default stream would change nothing, and skips the
-    /// lock (a launch of three buffers took it three times: six atomic read-modify-writes).
+    /// [`Tracking::default_stream_writer`] as the lock's last holder left it, 0 while the lock
+    /// is held: a launch that writes the buffer on that device's default stream would change
+    /// nothing, and skips the lock (a launch of three buffers took it three times: six atomic
+    /// read-modify-writes). The launch looks after it has queued its work: seen set, no
+    /// operation had taken the lock since, so any that queues later starts after the launch
+    /// (a stream starts after the default stream's earlier work), and its mark covers it.
     default_stream_writer: AtomicUsize,
 }
 
@@ -296,12 +314,63 @@ impl Drop for TrackingGuard<'_> {
 /// The lock of a buffer's tracking, poisoning ignored (the state stays consistent: each
 /// change is one assignment).
 pub(crate) fn lock(tracking: &BufferTracking) -> TrackingGuard<'_> {
-    TrackingGuard {
-        tracking,
-        state: tracking
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    let state = tracking
+        .state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Before anything is queued under the lock (see `BufferTracking`).
+    if tracking.default_stream_writer.load(Ordering::Relaxed) != 0 {
+        tracking.default_stream_writer.store(0, Ordering::Release);
+    }
+    TrackingGuard { tracking, state }
+}
+
+/// The buffers of one operation, each with its strongest use, locked once each for the whole
+/// operation (module documentation), in address order: two operations sharing buffers never
+/// wait for each other's locks in a circle (graphs lock theirs in the same order).
+pub(crate) struct Locked<'a> {
+    guards: Vec<(TrackingGuard<'a>, Access)>,
+}
+
+impl<'a> Locked<'a> {
+    pub(crate) fn new(uses: impl IntoIterator<Item = (&'a BufferTracking, Access)>) -> Locked<'a> {
+        let mut uses: Vec<(&BufferTracking, Access)> = uses.into_iter().collect();
+        uses.sort_by_key(|(tracking, _)| *tracking as *const BufferTracking as usize);
+        uses.dedup_by(|later, kept| {
+            let same = std::ptr::eq(later.0, kept.0);
+            if same && later.1 == Access::Write {
+                kept.1 = Access::Write;
+            }
+            same
+        });
+        Locked {
+            guards: uses
+                .into_iter()
+                .map(|(tracking, access)| (lock(tracking), access))
+                .collect(),
+        }
+    }
+
+    /// [`Tracking::before`] for each buffer.
+    pub(crate) fn before(&self, queue: &Queue) -> Result<()> {
+        self.guards
+            .iter()
+            .try_for_each(|(guard, access)| guard.before(queue, *access))
+    }
+
+    /// [`Tracking::note`] for each buffer.
+    pub(crate) fn note(&mut self, after: &After) {
+        for (guard, access) in &mut self.guards {
+            guard.note(after, *access);
+        }
+    }
+
+    /// The locked state of one of the buffers.
+    pub(crate) fn state(&self, tracking: &BufferTracking) -> Option<&Tracking> {
+        self.guards
+            .iter()
+            .find(|(guard, _)| std::ptr::eq(guard.tracking, tracking))
+            .map(|(guard, _)| &**guard)
     }
 }
 
@@ -314,32 +383,25 @@ pub struct Tracked<'a> {
 }
 
 impl Tracked<'_> {
-    /// [`Tracking::before`] for the buffer; the lock is not taken where the queue waits for
-    /// nothing (a launch on the default stream: the common case of a program with one stream).
+    /// Whether a write on `device`'s default stream would change nothing of the buffer's marks
+    /// (the default stream wrote it last, no read since), as the lock's last holder left them.
     #[inline]
-    pub(crate) fn before(&self, queue: &Queue, access: Access) -> Result<()> {
-        match waiting_stream(queue) {
-            Some(_) => lock(self.tracking).before(queue, access),
-            None => Ok(()),
-        }
+    pub(crate) fn written_on_default_stream(&self, device: &Device) -> bool {
+        self.tracking.default_stream_writer.load(Ordering::Acquire) == device.identity()
     }
 
-    /// [`Tracking::note`] of a write ending at `after`; the lock is not taken where the note
-    /// would change nothing: a driver that orders all work, or a default stream that wrote the
-    /// buffer last (then a launch queued on it orders itself after every stream's earlier work
-    /// on the buffer, and the buffer's drop waits for that stream).
+    /// Notes a write queued on `device`'s default stream without the lock (a device that
+    /// tracks, whose streams follow that stream), after [`Tracked::written_on_default_stream`]
+    /// said the note would change nothing: looked at again now the write is queued, where it
+    /// still holds nothing is noted (`BufferTracking`); otherwise an operation took the lock
+    /// meanwhile, and the write is noted beside its marks.
     #[inline]
-    pub(crate) fn note_write(&self, after: &After) {
-        let unchanged = match after {
-            After::Ordered => true,
-            After::Mark(Mark {
-                end: End::DefaultStream(device),
-                ..
-            }) => self.tracking.default_stream_writer.load(Ordering::Acquire) == device.identity(),
-            _ => false,
-        };
-        if !unchanged {
-            lock(self.tracking).note(after, Access::Write);
+    pub(crate) fn note_default_stream_write(&self, device: &Device) {
+        if !self.written_on_default_stream(device) {
+            lock(self.tracking).note_unordered_default_write(&Mark {
+                queue: None,
+                end: End::DefaultStream(device.clone()),
+            });
         }
     }
 }
@@ -347,5 +409,92 @@ impl Tracked<'_> {
 impl std::fmt::Debug for Tracked<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Tracked")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_stream_mark(device: &Device) -> Mark {
+        Mark {
+            queue: None,
+            end: End::DefaultStream(device.clone()),
+        }
+    }
+
+    fn stream_mark(device: &Device, stream: u64) -> Mark {
+        Mark {
+            queue: Some(stream),
+            end: End::Event(Arc::new(device.marker_event().unwrap())),
+        }
+    }
+
+    #[test]
+    fn the_lock_free_summary_is_cleared_while_the_lock_is_held() {
+        // A default-stream launch that finds the summary set after queueing skips its note:
+        // that is only right while no operation has taken the lock since (`BufferTracking`).
+        let device = Device::host();
+        let tracking = Arc::new(BufferTracking::default());
+        let tracked = Tracked {
+            tracking: &tracking,
+        };
+        assert!(!tracked.written_on_default_stream(&device));
+        lock(&tracking).note(&After::Mark(default_stream_mark(&device)), Access::Write);
+        assert!(tracked.written_on_default_stream(&device));
+        let guard = lock(&tracking);
+        assert!(!tracked.written_on_default_stream(&device));
+        drop(guard);
+        assert!(tracked.written_on_default_stream(&device));
+        lock(&tracking).note(&After::Mark(default_stream_mark(&device)), Access::Read);
+        assert!(!tracked.written_on_default_stream(&device), "read since");
+    }
+
+    #[test]
+    fn a_default_stream_write_noted_out_of_order_keeps_the_marks_it_would_replace() {
+        // Queued without the lock while another operation held it, the write may have come
+        // before that operation's: its mark goes beside the other's, and both are waited for.
+        let device = Device::host();
+        let tracking = Arc::new(BufferTracking::default());
+        let other = stream_mark(&device, 7);
+        lock(&tracking).note(&After::Mark(other), Access::Write);
+        let tracked = Tracked {
+            tracking: &tracking,
+        };
+        tracked.note_default_stream_write(&device);
+        let state = lock(&tracking);
+        assert!(matches!(
+            state.write,
+            Some(Mark {
+                end: End::DefaultStream(_),
+                ..
+            })
+        ));
+        assert_eq!(state.reads.len(), 1);
+        assert_eq!(state.reads[0].queue, Some(7));
+    }
+
+    #[test]
+    fn an_operation_locks_each_buffer_once_with_its_strongest_use_in_address_order() {
+        let (first, second) = (
+            Arc::new(BufferTracking::default()),
+            Arc::new(BufferTracking::default()),
+        );
+        let locked = Locked::new([
+            (&*second, Access::Read),
+            (&*first, Access::Read),
+            (&*second, Access::Write),
+        ]);
+        let order: Vec<(usize, Access)> = locked
+            .guards
+            .iter()
+            .map(|(guard, access)| (guard.tracking as *const BufferTracking as usize, *access))
+            .collect();
+        let mut expected = vec![
+            (&*first as *const BufferTracking as usize, Access::Read),
+            (&*second as *const BufferTracking as usize, Access::Write),
+        ];
+        expected.sort_by_key(|(address, _)| *address);
+        assert_eq!(order, expected);
     }
 }
