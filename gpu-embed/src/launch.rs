@@ -94,7 +94,7 @@ impl LaunchConfig {
     }
 }
 
-/// Which limit a launch configuration passes. The messages are made apart from the checks,
+/// Which limit a launch configuration goes past. The messages are made apart from the checks,
 /// which every launch runs.
 enum Refusal {
     ZeroDimension,
