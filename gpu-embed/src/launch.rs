@@ -7,7 +7,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::graph;
 use crate::stream::Queue;
 use crate::trace::event;
-use crate::tracking::{mark_end, Access, Locked, Tracked};
+use crate::tracking::{lock_free_default_write, mark_end, Access, Locked, Tracked};
 use std::ffi::c_void;
 
 /// Grid and block shape and dynamic shared memory of one launch (the stream is the launch's
@@ -252,13 +252,7 @@ pub unsafe fn launch(
     if uses.is_empty() || device.orders_all_work() {
         // Nothing to wait for or to mark (`tracking.rs`).
         queue_launch()?;
-    } else if queue.stream().is_none()
-        && device.tracks()
-        && device.streams_follow_the_default_stream()
-        && uses
-            .iter()
-            .all(|used| used.written_on_default_stream(device))
-    {
+    } else if let Some(device) = lock_free_default_write(&queue, uses) {
         // A program's common case: the default stream wrote every buffer last; no lock.
         queue_launch()?;
         for used in uses {

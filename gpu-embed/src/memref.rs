@@ -331,11 +331,11 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
     argument: &str,
 ) -> Result<MemrefDescriptor<N>> {
     if !view.buffer.device().is_same(device) {
-        return Err(refused(argument, Refusal::OtherDevice));
+        return Err(mismatched(argument, Mismatch::OtherDevice));
     }
     for (d, (&want, &size)) in ty.shape.iter().zip(&view.sizes).enumerate() {
         if let Some(want) = want.filter(|&want| want != size as u64) {
-            return Err(refused(argument, Refusal::Size { d, size, want }));
+            return Err(mismatched(argument, Mismatch::Size { d, size, want }));
         }
     }
     let base = view.buffer.address();
@@ -344,9 +344,9 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
     let (aligned, offset, strides) = match &ty.layout {
         MemrefLayout::Identity => {
             if !view.is_contiguous() {
-                return Err(refused(
+                return Err(mismatched(
                     argument,
-                    Refusal::NotContiguous {
+                    Mismatch::NotContiguous {
                         sizes: &view.sizes,
                         strides: &view.strides,
                     },
@@ -359,13 +359,13 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
             for (d, (&want, &stride)) in strides.iter().zip(&view.strides).enumerate() {
                 if let Some(want) = want.filter(|&want| want != stride as i64 && view.sizes[d] > 1)
                 {
-                    return Err(refused(argument, Refusal::Stride { d, stride, want }));
+                    return Err(mismatched(argument, Mismatch::Stride { d, stride, want }));
                 }
             }
             if let Some(want) = offset.filter(|&want| want != view.offset as i64) {
-                return Err(refused(
+                return Err(mismatched(
                     argument,
-                    Refusal::Offset {
+                    Mismatch::Offset {
                         offset: view.offset,
                         want,
                     },
@@ -385,7 +385,7 @@ pub fn memref_descriptor<T: Pod, const N: usize>(
 
 /// Why a view does not fit the memref type a kernel declares. The messages are made apart
 /// from the checks (which the launch stubs inline).
-enum Refusal<'a> {
+enum Mismatch<'a> {
     OtherDevice,
     Size {
         d: usize,
@@ -408,20 +408,20 @@ enum Refusal<'a> {
 }
 
 #[cold]
-fn refused(argument: &str, why: Refusal) -> Error {
+fn mismatched(argument: &str, why: Mismatch) -> Error {
     let why = match why {
-        Refusal::OtherDevice => "the buffer lives on another device".to_string(),
-        Refusal::Size { d, size, want } => {
+        Mismatch::OtherDevice => "the buffer lives on another device".to_string(),
+        Mismatch::Size { d, size, want } => {
             format!("dimension {d} has size {size}, the kernel's memref type fixes it at {want}")
         }
-        Refusal::NotContiguous { sizes, strides } => format!(
+        Mismatch::NotContiguous { sizes, strides } => format!(
             "the kernel takes a contiguous row-major memref, the view has sizes {sizes:?} and \
              strides {strides:?}; pass a contiguous view, or declare a `strided<...>` layout"
         ),
-        Refusal::Stride { d, stride, want } => format!(
+        Mismatch::Stride { d, stride, want } => format!(
             "dimension {d} has stride {stride}, the kernel's memref type fixes it at {want}"
         ),
-        Refusal::Offset { offset, want } => format!(
+        Mismatch::Offset { offset, want } => format!(
             "the view starts at element {offset}, the kernel's memref type fixes the offset at \
              {want}"
         ),

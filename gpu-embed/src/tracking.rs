@@ -96,7 +96,7 @@ pub(crate) fn mark_end(queue: &Queue) -> After {
     if device.orders_all_work() {
         return After::Ordered;
     }
-    if queue.stream().is_none() && device.streams_follow_the_default_stream() {
+    if let Some(device) = eventless_default_stream(queue) {
         return After::Mark(Mark {
             queue: None,
             end: End::DefaultStream(device.clone()),
@@ -114,10 +114,26 @@ pub(crate) fn mark_end(queue: &Queue) -> After {
     }
 }
 
-/// The stream that work queued on `queue` makes wait for buffers' earlier work on other
-/// queues; none for a default stream, which follows every stream's earlier work already.
-fn waiting_stream<'q>(queue: &Queue<'q>) -> Option<&'q Stream> {
-    queue.stream()
+/// The device whose default stream `queue` is, where work there is marked without an event:
+/// the device tracks, and its streams start after that stream's earlier work.
+fn eventless_default_stream<'q>(queue: &Queue<'q>) -> Option<&'q Device> {
+    let device = queue.device();
+    (queue.stream().is_none() && device.tracks() && device.streams_follow_the_default_stream())
+        .then_some(device)
+}
+
+/// The device whose default stream `queue` is, where a write of `uses` queued there may skip
+/// their locks: its marks need no event, and that stream wrote each buffer last, no read since
+/// (looked at again once the write is queued: [`Tracked::note_default_stream_write`]).
+#[inline]
+pub(crate) fn lock_free_default_write<'q>(
+    queue: &Queue<'q>,
+    uses: &[Tracked],
+) -> Option<&'q Device> {
+    eventless_default_stream(queue).filter(|device| {
+        uses.iter()
+            .all(|used| used.written_on_default_stream(device))
+    })
 }
 
 /// What a buffer knows of the work queued on it.
@@ -139,7 +155,8 @@ impl Tracking {
     /// last write, a write also every read since. The default stream already follows every
     /// stream's earlier work (CUDA's legacy default stream; every driver here keeps that rule).
     pub(crate) fn before(&self, queue: &Queue, access: Access) -> Result<()> {
-        let Some(stream) = waiting_stream(queue) else {
+        // A default stream follows every stream's earlier work already.
+        let Some(stream) = queue.stream() else {
             return Ok(());
         };
         let device = stream.device();
